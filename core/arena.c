@@ -1,0 +1,41 @@
+/* arena.c - plan-then-allocate activation memory (see arena.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "core/arena.h"
+
+void ct_arena_init(ct_arena *a) { memset(a, 0, sizeof *a); }
+
+void ct_arena_plan(ct_arena *a, void **dst, size_t bytes)
+{
+    CT_ASSERT(a->base == NULL);   /* plan everything before allocating */
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 32;
+        ct_arena_req *r = realloc(a->req, (size_t)cap * sizeof *r);
+        if (!r) { a->failed = 1; return; }
+        a->req = r; a->cap = cap;
+    }
+    *dst = NULL;
+    a->req[a->n++] = (ct_arena_req){ dst, bytes };
+    a->bytes += (bytes + 63) / 64 * 64;
+}
+
+ct_status ct_arena_alloc(ct_arena *a)
+{
+    if (a->failed) return ct_fail(CT_ENOMEM, "out of memory while planning activation memory");
+    a->base = ct_alloc_aligned(a->bytes ? a->bytes : 64, "activations");
+    if (!a->base) return CT_ENOMEM;
+    char *p = a->base;
+    for (int i = 0; i < a->n; i++) {
+        *a->req[i].dst = a->req[i].bytes ? (void *)p : NULL;
+        p += (a->req[i].bytes + 63) / 64 * 64;
+    }
+    return CT_OK;
+}
+
+void ct_arena_free(ct_arena *a)
+{
+    for (int i = 0; a->base && i < a->n; i++) *a->req[i].dst = NULL;
+    free(a->base);
+    free(a->req);
+    memset(a, 0, sizeof *a);
+}

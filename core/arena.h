@@ -1,0 +1,43 @@
+/* arena.h - activation memory planned up front.
+ *
+ * A model knows, from its configuration and the batch size, every buffer its
+ * forward and backward passes will need (activations, caches, scratch). It
+ * *plans* them first - each ct_arena_plan call records "I need n elements, put
+ * the pointer here" - and ct_arena_alloc then makes ONE allocation and fills in
+ * every recorded pointer. Nothing is allocated inside the training step.
+ *
+ *     ct_arena a; ct_arena_init(&a);
+ *     ct_arena_floats(&a, &acts.h, (size_t)B * H);      // acts.h is still NULL here
+ *     ct_arena_ints(&a, &acts.argmax, n);
+ *     if (ct_arena_alloc(&a) != CT_OK) ...;              // now acts.h points into the block
+ *
+ * A new batch size means a new plan (ct_arena_free, then plan again).
+ * Each region starts on a 64-byte boundary; the whole block is zeroed.
+ */
+#ifndef CT_ARENA_H
+#define CT_ARENA_H
+#include <stddef.h>
+#include "core/error.h"
+
+typedef struct {
+    void **dst;      /* where to store the region's address */
+    size_t bytes;
+} ct_arena_req;
+
+typedef struct {
+    ct_arena_req *req;
+    int n, cap;
+    size_t bytes;    /* total planned, alignment included */
+    void *base;      /* the one allocation, NULL until ct_arena_alloc */
+    int failed;      /* a plan call ran out of memory; reported by ct_arena_alloc */
+} ct_arena;
+
+void      ct_arena_init(ct_arena *a);
+void      ct_arena_plan(ct_arena *a, void **dst, size_t bytes);
+ct_status ct_arena_alloc(ct_arena *a);
+void      ct_arena_free(ct_arena *a);
+
+static inline void ct_arena_floats(ct_arena *a, float **dst, size_t n) { ct_arena_plan(a, (void **)dst, n * sizeof(float)); }
+static inline void ct_arena_ints(ct_arena *a, int **dst, size_t n)     { ct_arena_plan(a, (void **)dst, n * sizeof(int)); }
+
+#endif

@@ -1,0 +1,39 @@
+/* rng.h - ctrain's random number generator: PCG32 (M. O'Neill, "PCG: A Family of
+ * Simple Fast Space-Efficient Statistically Good Algorithms for Random Number
+ * Generation", 2014), the XSH-RR variant with 64-bit state and selectable stream.
+ *
+ * Why PCG32: the whole state is two 64-bit integers, so saving and restoring it
+ * for exact resume is a plain copy; the output is identical on every platform and
+ * compiler; and different `stream` values give independent sequences from one seed.
+ *
+ * ctrain keeps three streams per run (ct_rngs), so that, e.g., turning dropout on
+ * does not change the initial weights or the order of the data.
+ */
+#ifndef CT_RNG_H
+#define CT_RNG_H
+#include <stdint.h>
+
+typedef struct {
+    uint64_t state;  /* advances by one LCG step per draw */
+    uint64_t inc;    /* odd increment: selects the stream */
+} ct_rng;
+
+enum { CT_STREAM_INIT = 1, CT_STREAM_DROPOUT = 2, CT_STREAM_DATA = 3 };
+
+typedef struct {
+    ct_rng init;     /* parameter initialisation */
+    ct_rng dropout;  /* dropout masks */
+    ct_rng data;     /* data order, pair sampling, crops */
+} ct_rngs;
+
+void     ct_rng_seed(ct_rng *r, uint64_t seed, uint64_t stream);
+uint32_t ct_rng_u32(ct_rng *r);
+uint32_t ct_rng_below(ct_rng *r, uint32_t n);   /* uniform on [0, n), unbiased; n > 0 */
+float    ct_rng_uniform(ct_rng *r);             /* uniform on [0, 1), 24 random bits */
+double   ct_rng_uniform_double(ct_rng *r);      /* uniform on [0, 1), 53 random bits */
+double   ct_rng_normal(ct_rng *r);              /* standard normal (Box-Muller, no cached value) */
+void     ct_rng_shuffle_int(ct_rng *r, int *a, int n); /* Fisher-Yates */
+
+void     ct_rngs_seed(ct_rngs *s, uint64_t seed);
+
+#endif

@@ -1,0 +1,37 @@
+/* h5.h - small, checked helpers over the HDF5 C API: open/create files, read and
+ * write whole float/int datasets with their shapes, and scalar attributes.
+ *
+ * Every call checks what HDF5 returns; failures come back as a ct_status with a
+ * message naming the file and the dataset (HDF5's own error stack printing is
+ * switched off by ct_h5_quiet so users see one clear line, not a stack dump).
+ */
+#ifndef CT_H5_H
+#define CT_H5_H
+#include <stddef.h>
+#include <hdf5.h>
+#include "core/error.h"
+
+#define CT_H5_DIMS_MAX 8
+
+void      ct_h5_quiet(void);                                   /* silence HDF5's error printing */
+ct_status ct_h5_open(hid_t *f, const char *path);              /* read-only; clear error if missing/corrupt */
+ct_status ct_h5_create(hid_t *f, const char *path);            /* truncates */
+void      ct_h5_close(hid_t f);
+
+int       ct_h5_exists(hid_t f, const char *name);             /* dataset or group at path `name` */
+/* Shape of a dataset: *ndim and dims[0..ndim). */
+ct_status ct_h5_shape(hid_t f, const char *name, int *ndim, size_t dims[CT_H5_DIMS_MAX]);
+/* Read a whole dataset converted to float/int; it must hold exactly n elements. */
+ct_status ct_h5_read_f32(hid_t f, const char *name, float *dst, size_t n);
+ct_status ct_h5_read_i32(hid_t f, const char *name, int *dst, size_t n);
+/* Read a whole dataset into a new malloc'd array (free it); *n = element count. */
+ct_status ct_h5_load_f32(hid_t f, const char *name, float **dst, size_t *n);
+/* Write a dataset, creating the intermediate groups of `name` ("a/b/c"). */
+ct_status ct_h5_write_f32(hid_t f, const char *name, const float *src, int ndim, const size_t *dims);
+ct_status ct_h5_write_i32(hid_t f, const char *name, const int *src, int ndim, const size_t *dims);
+/* Scalar attributes on the object at `obj` ("/" for the file). */
+ct_status ct_h5_attr_read_double(hid_t f, const char *obj, const char *attr, double *v);
+ct_status ct_h5_attr_write_double(hid_t f, const char *obj, const char *attr, double v);
+ct_status ct_h5_attr_write_str(hid_t f, const char *obj, const char *attr, const char *s);
+
+#endif

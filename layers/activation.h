@@ -1,0 +1,26 @@
+/* activation.h - elementwise nonlinearities: relu, tanh, sigmoid.
+ *
+ *   relu(x) = max(x, 0)          d/dx = 1 if out > 0 else 0 (0 at the kink, like PyTorch)
+ *   tanh(x)                      d/dx = 1 - out^2
+ *   sigmoid(x) = 1 / (1 + e^-x)  d/dx = out (1 - out)
+ *
+ * Backward passes use the forward OUTPUT, so forward may run in place
+ * (out == in) and backward may run in place (din == dout). din is overwritten.
+ */
+#ifndef CT_ACTIVATION_H
+#define CT_ACTIVATION_H
+#include <stddef.h>
+
+void relu_forward(float *out, const float *in, size_t n);
+void relu_backward(float *din, const float *dout, const float *out, size_t n);
+void tanh_forward(float *out, const float *in, size_t n);
+void tanh_backward(float *din, const float *dout, const float *out, size_t n);
+void sigmoid_forward(float *out, const float *in, size_t n);
+void sigmoid_backward(float *din, const float *dout, const float *out, size_t n);
+
+/* Scalar forms, shared with the LSTM's fused gate loop. sigmoid is computed
+ * without overflow for large |x|. hard_sigmoid is Keras 2's: clip(0.2 x + 0.5, 0, 1). */
+float ct_sigmoidf(float x);
+float ct_hard_sigmoidf(float x);
+
+#endif

@@ -1,0 +1,37 @@
+/* conv2d.h - 2-D convolution (cross-correlation, as every framework), NCHW.
+ *
+ *   out[n, o, y, x] = b[o] + sum_{c, ky, kx} w[o, c, ky, kx] * in[n, c, y*s + ky - p, x*s + kx - p]
+ *
+ * with zero padding p on all sides and stride s; OH = (H + 2p - KH) / s + 1.
+ * Lowered to matrix products: im2col unrolls each image's receptive fields into
+ * a [C*KH*KW, OH*OW] matrix (the workspace), then out_n = W [OC, C*KH*KW] x col
+ * is one cblas_sgemm per image. Backward: dW += dout_n x col^T, dcol = W^T x
+ * dout_n, and col2im scatters dcol back into din.
+ * Init: Glorot-uniform (fan_in C*KH*KW, fan_out OC*KH*KW, as Keras), zero bias.
+ */
+#ifndef CT_CONV2D_H
+#define CT_CONV2D_H
+#include <stddef.h>
+#include "core/params.h"
+
+typedef struct {
+    int N, C, H, W;        /* input */
+    int OC, KH, KW;        /* filters */
+    int stride, pad;
+    int OH, OW;            /* output, filled by conv2d_dims_make */
+} conv2d_dims;
+
+/* Fills OH/OW; fails (CT_EINVAL, naming the sizes) if the kernel does not fit the padded input. */
+ct_status conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);
+typedef struct { int w, b; } conv2d_ids;
+/* Registers "<prefix>/w" [OC, C, KH, KW] and "<prefix>/b" [OC] (if bias; else ids->b = -1). */
+ct_status conv2d_params_add(conv2d_ids *ids, ct_params *ps, const char *prefix, const conv2d_dims *d, int bias);
+size_t conv2d_workspace_floats(const conv2d_dims *d);
+
+/* out [N, OC, OH, OW]; in [N, C, H, W]; w [OC, C, KH, KW]; b [OC] or NULL; ws scratch. */
+void conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
+/* din [N, C, H, W] overwritten (NULL: not computed); dw, db accumulated (db NULL if no bias). */
+void conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                     const float *w, const conv2d_dims *d);
+
+#endif

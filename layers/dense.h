@@ -1,0 +1,28 @@
+/* dense.h - fully connected (affine) layer.
+ *
+ *   out[b, o] = sum_i in[b, i] * w[o, i] + bias[o]        (out = in W^T + b)
+ *
+ * w has PyTorch's Linear layout [out_dim, in_dim]; Keras's kernel is its transpose.
+ * Init: Glorot-uniform weights (fan_in = in_dim, fan_out = out_dim), zero bias.
+ *
+ * Gradient convention (all layers): input gradients are OVERWRITTEN, parameter
+ * gradients ACCUMULATE (+=), so one gradient buffer can collect a whole batch.
+ */
+#ifndef CT_DENSE_H
+#define CT_DENSE_H
+#include "core/params.h"
+
+typedef struct { int w, b; } dense_ids;   /* handles into a ct_params */
+
+/* Registers "<prefix>/w" [out_dim, in_dim] (Glorot) and, if bias, "<prefix>/b" [out_dim] (zeros; else ids->b = -1). */
+ct_status dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, int in_dim, int out_dim, int bias);
+
+/* out [B, out_dim]; in [B, in_dim]; w [out_dim, in_dim]; b [out_dim] or NULL. */
+void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);
+
+/* din [B, in_dim] overwritten (NULL: not computed); dw [out_dim, in_dim] and
+ * db [out_dim] (NULL if no bias) accumulated; dout [B, out_dim]. */
+void dense_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                    int B, int in_dim, int out_dim);
+
+#endif

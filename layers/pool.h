@@ -1,0 +1,28 @@
+/* pool.h - max pooling and global average pooling, NCHW.
+ *
+ * maxpool2d: window K x K, stride s, no padding, floor mode (PyTorch's and
+ * Keras's 'valid'): OH = (H - K) / s + 1. Forward records the flat input index
+ * of each window's maximum (first one on ties, as PyTorch); backward routes each
+ * output gradient to that input, so din is zero elsewhere.
+ *
+ * global average pooling: out[n, c] = mean over the H*W positions of in[n, c].
+ */
+#ifndef CT_POOL_H
+#define CT_POOL_H
+#include "core/error.h"
+
+typedef struct { int N, C, H, W, K, stride, OH, OW; } maxpool2d_dims;
+
+/* Fills OH/OW; fails (CT_EINVAL) if the window is larger than the input. */
+ct_status maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride);
+/* out [N, C, OH, OW]; argmax [N, C, OH, OW] (index into in); in [N, C, H, W]. */
+void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d);
+/* din [N, C, H, W] overwritten. */
+void maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d);
+
+/* out [N, C]; in [N, C, HW]. */
+void global_avgpool_forward(float *out, const float *in, int N, int C, int HW);
+/* din [N, C, HW] overwritten; dout [N, C]. */
+void global_avgpool_backward(float *din, const float *dout, int N, int C, int HW);
+
+#endif

@@ -1,0 +1,44 @@
+#!/bin/sh
+# deps.sh - install the Debian packages ctrain needs, only when they are missing.
+#
+# usage: scripts/deps.sh [build|golden|all]
+#   build   compiler, OpenBLAS, HDF5, zlib: enough for `make`, `make test`, `make demo`
+#   golden  adds Debian's python3-torch, python3-h5py and numpy, for `make golden`
+# Present packages are detected with dpkg-query, so a second run does nothing and
+# takes a fraction of a second. When it cannot install (not root, no sudo, no
+# network) it prints the exact command to run and exits non-zero.
+set -eu
+
+BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev"
+GOLDEN_PKGS="python3 python3-torch python3-h5py python3-numpy"
+
+case "${1:-build}" in
+  build)  want="$BUILD_PKGS" ;;
+  golden) want="$BUILD_PKGS $GOLDEN_PKGS" ;;
+  all)    want="$BUILD_PKGS $GOLDEN_PKGS" ;;
+  *) echo "deps.sh: unknown set '$1' (use build, golden or all)" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+  st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$st" = "installed" ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps: installing missing Debian packages:$missing"
+if [ "$(id -u)" = 0 ]; then SUDO=""
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo"
+else
+  echo "deps: not root and no password-less sudo; run this, then retry:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y$missing" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends $missing; } >/tmp/ctrain-deps.log 2>&1; then
+  tail -20 /tmp/ctrain-deps.log >&2
+  echo "deps: apt-get failed (log above, full log in /tmp/ctrain-deps.log); run this, then retry:" >&2
+  echo "  ${SUDO:+$SUDO }apt-get update && ${SUDO:+$SUDO }apt-get install -y$missing" >&2
+  exit 1
+fi
+echo "deps: installed$missing"

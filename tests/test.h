@@ -1,0 +1,60 @@
+/* test.h - ctrain's test harness: named test cases, checks that fail loudly,
+ * tolerance comparisons that report the error they saw, PyTorch golden files,
+ * and the finite-difference gradient checker.
+ *
+ * A suite is a function `void suite_NAME(void)` (listed in tests/test_main.c).
+ * Inside it, each t_case("NAME/what") starts a named case; every check until the
+ * next t_case belongs to it. A case passes when none of its checks failed. The
+ * runner prints one PASS/FAIL line per case with the largest error seen, and
+ * ends with "N passed, N failed"; it exits non-zero if anything failed.
+ *
+ * Error measure used everywhere (t_close, t_gradcheck): the normalised maximum
+ * error  max_i |got_i - ref_i| / max(max_i |ref_i|, floor),  floor = 1e-6.
+ * It is scale-free, and a value of 1e-6 means "agrees to about six digits of
+ * the tensor's largest entry".
+ */
+#ifndef CT_TEST_H
+#define CT_TEST_H
+#include <stddef.h>
+#include <hdf5.h>
+#include "core/rng.h"
+
+void   t_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A boolean check; prints the message when it fails. Returns cond. */
+int    t_check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Compare n floats with the normalised max error; fails the case if err > tol
+ * or any value is NaN/Inf. Returns err. */
+double t_close(const char *what, const float *got, const float *ref, size_t n, double tol);
+/* Same for a double reference. */
+double t_close_d(const char *what, const float *got, const double *ref, size_t n, double tol);
+
+/* Golden files (tests/golden/NAME.h5, written by tests/golden_gen/gen_*.py).
+ * t_golden_open fails the case (and returns -1) if the file is missing.
+ * t_golden reads dataset `name`, which must hold exactly n elements; on any
+ * problem it fails the case and returns a zeroed array, so the test can go on.
+ * Free the result with free(). t_golden_i32 likewise for integer data. */
+hid_t  t_golden_open(const char *file);
+float *t_golden(hid_t f, const char *name, size_t n);
+int   *t_golden_i32(hid_t f, const char *name, size_t n);
+double t_golden_attr(hid_t f, const char *name);   /* scalar attribute on the root */
+
+/* Helpers for building test inputs from a fixed seed. */
+void   t_fill_uniform(float *x, size_t n, float lo, float hi, ct_rng *r);
+float *t_alloc(size_t n);                         /* zeroed, never NULL */
+
+/* ---- finite-difference gradient check ----
+ * The objective runs the forward pass with whatever inputs/weights ctx points
+ * at and returns a scalar, typically sum_i out_i * w_i with fixed random w_i,
+ * accumulated in double (t_dot). t_gradcheck perturbs x[i] by +-h in place
+ * (restoring it) and compares (f(x+h) - f(x-h)) / 2h, formed in double, with
+ * analytic[i]. At most max_coords coordinates are checked (drawn with a fixed
+ * seed; 0 = all). With kinks != 0 a coordinate whose one-sided slopes
+ * (f(x+h)-f(x))/h and (f(x)-f(x-h))/h disagree by more than a smooth function
+ * could produce (we are sitting on a ReLU or max-pool kink) is skipped and
+ * counted; more than a quarter skipped fails the case. Returns the error. */
+typedef double (*t_objective)(void *ctx);
+double t_gradcheck(const char *what, t_objective f, void *ctx, float *x, const float *analytic,
+                   size_t n, float h, double tol, int max_coords, int kinks);
+double t_dot(const float *a, const float *b, size_t n);   /* sum a_i b_i in double */
+
+#endif
