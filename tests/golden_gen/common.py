@@ -28,7 +28,7 @@ def save(name, attrs=None, **tensors):
     path = os.path.join(out_dir(), name + ".h5")
     with h5py.File(path, "w") as f:
         f.attrs["generator"] = os.path.basename(sys.argv[0])
-        f.attrs["torch_version"] = torch.__version__
+        f.attrs["torch_version"] = str(torch.__version__)
         for k, v in (attrs or {}).items():
             f.attrs[k] = v
         for k, v in tensors.items():

@@ -1,0 +1,61 @@
+/* activation.c - relu, tanh, sigmoid and their backward passes (see activation.h).
+ *
+ * Every backward pass is written in terms of the forward OUTPUT y, which is all
+ * it needs, so both passes may run in place:
+ *   relu:    y = max(x, 0)       dx = dy * [y > 0]
+ *   tanh:    y = tanh(x)         dx = dy * (1 - y^2)
+ *   sigmoid: y = 1/(1 + e^-x)    dx = dy * y (1 - y)
+ */
+#include <math.h>
+#include "layers/activation.h"
+
+/* sigmoid without overflow: with e = exp(-|x|) in (0, 1],
+ *   x >= 0: 1 / (1 + e)         x < 0: e / (1 + e)  (= e^x / (1 + e^x))
+ * so exp never sees a large positive argument. */
+float ct_sigmoidf(float x)
+{
+    float e = expf(-fabsf(x));
+    float r = 1.0f / (1.0f + e);
+    return x >= 0.0f ? r : e * r;
+}
+
+/* Keras 2's piecewise-linear sigmoid: clip(0.2 x + 0.5, 0, 1). */
+float ct_hard_sigmoidf(float x)
+{
+    float y = 0.2f * x + 0.5f;
+    return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+}
+
+/* out, in [n] */
+void relu_forward(float *out, const float *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+/* dx = dy * [y > 0]  (the kink at 0 gets derivative 0, as in PyTorch) */
+void relu_backward(float *din, const float *dout, const float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) din[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+void tanh_forward(float *out, const float *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = tanhf(in[i]);
+}
+
+/* d tanh(x)/dx = 1 - tanh(x)^2 = 1 - y^2 */
+void tanh_backward(float *din, const float *dout, const float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) din[i] = dout[i] * (1.0f - out[i] * out[i]);
+}
+
+void sigmoid_forward(float *out, const float *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ct_sigmoidf(in[i]);
+}
+
+/* d sigmoid(x)/dx = e^-x / (1 + e^-x)^2 = y (1 - y) */
+void sigmoid_backward(float *din, const float *dout, const float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) din[i] = dout[i] * out[i] * (1.0f - out[i]);
+}

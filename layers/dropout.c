@@ -1,0 +1,36 @@
+/* dropout.c - inverted dropout (see dropout.h).
+ *
+ * Forward draws one uniform number per element from the dropout RNG stream, in
+ * element order, so a given stream state always gives the same mask; the mask
+ * holds the scale itself (0 or 1/(1-p)), so forward and backward are the same
+ * elementwise product.
+ */
+#include <string.h>
+#include "core/error.h"
+#include "layers/dropout.h"
+
+/* out, mask, in [n] */
+void dropout_forward(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
+{
+    CT_ASSERT(p >= 0.0f && p < 1.0f);
+    if (!train || p == 0.0f) {   /* identity: no mask, no random draws */
+        if (out != in) memcpy(out, in, n * sizeof *out);
+        return;
+    }
+    const float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++) mask[i] = ct_rng_uniform(rng) >= p ? scale : 0.0f;
+    dropout_apply(out, mask, in, n);
+}
+
+/* out = in * mask */
+void dropout_apply(float *out, const float *mask, const float *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = in[i] * mask[i];
+}
+
+/* out = in * mask is linear in `in` with diagonal Jacobian mask, so
+ *   din = dout * mask */
+void dropout_backward(float *din, const float *dout, const float *mask, size_t n)
+{
+    for (size_t i = 0; i < n; i++) din[i] = dout[i] * mask[i];
+}
