@@ -17,7 +17,6 @@ from common import rand, save
 
 # common.save stores torch.__version__ as an attribute; h5py cannot store the
 # TorchVersion str subclass (numpy sees dtype '<U...'), so hand it a plain str.
-torch.__version__ = str(torch.__version__)
 
 KERAS_EPSILON = 1e-7
 

@@ -1,0 +1,87 @@
+/* pool.c - max pooling (K x K window, stride s, no padding, floor mode) and global
+ * average pooling, NCHW (see pool.h).
+ *
+ * maxpool2d
+ *   forward:  out[n, c, oy, ox] = max_{0 <= ky, kx < K} in[n, c, oy*s + ky, ox*s + kx]
+ *             argmax[n, c, oy, ox] = flat index into in [N, C, H, W] of the first maximum
+ *             (row-major scan of the window, strict >, so ties keep the earliest, as PyTorch)
+ *   backward: the max is locally the identity on the chosen input and constant in the others, so
+ *             din[i] = sum over outputs j with argmax[j] == i of dout[j]
+ *             (with stride < K windows overlap and one input can win several of them: scatter-ADD
+ *             into a zeroed din).
+ *
+ * global average pooling
+ *   forward:  out[n, c] = (1/HW) sum_i in[n, c, i]
+ *   backward: din[n, c, i] = dout[n, c] / HW
+ */
+#include <string.h>
+#include "layers/pool.h"
+
+ct_status maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride)
+{
+    if (N < 1 || C < 1 || H < 1 || W < 1)
+        return ct_fail(CT_EINVAL, "maxpool2d: sizes must be positive, got batch %d, channels %d, input %dx%d", N, C, H, W);
+    if (K < 1)
+        return ct_fail(CT_EINVAL, "maxpool2d: window %d must be at least 1", K);
+    if (stride < 1)
+        return ct_fail(CT_EINVAL, "maxpool2d: stride %d must be at least 1", stride);
+    if (K > H || K > W)
+        return ct_fail(CT_EINVAL, "maxpool2d: window %dx%d is larger than the input %dx%d (no padding); "
+                       "use a smaller window or a larger input (fewer pooling steps before this layer)", K, K, H, W);
+    *d = (maxpool2d_dims){ .N = N, .C = C, .H = H, .W = W, .K = K, .stride = stride,
+                           .OH = (H - K) / stride + 1, .OW = (W - K) / stride + 1 };
+    return CT_OK;
+}
+
+void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
+{
+    const int H = d->H, W = d->W, K = d->K, s = d->stride, OH = d->OH, OW = d->OW;
+    const int planes = d->N * d->C;
+    for (int pl = 0; pl < planes; pl++) {
+        const int base = pl * H * W;                       /* flat index of in[n, c, 0, 0] */
+        const float *inp = in + base;                      /* [H, W] */
+        float *outp = out + (size_t)pl * OH * OW;          /* [OH, OW] */
+        int *amp = argmax + (size_t)pl * OH * OW;          /* [OH, OW] */
+        for (int oy = 0; oy < OH; oy++) {
+            for (int ox = 0; ox < OW; ox++) {
+                int best = (oy * s) * W + ox * s;          /* window's top-left corner */
+                float m = inp[best];
+                for (int ky = 0; ky < K; ky++) {
+                    const int row = (oy * s + ky) * W + ox * s;
+                    for (int kx = 0; kx < K; kx++)
+                        if (inp[row + kx] > m) { m = inp[row + kx]; best = row + kx; }
+                }
+                outp[oy * OW + ox] = m;
+                amp[oy * OW + ox] = base + best;
+            }
+        }
+    }
+}
+
+void maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d)
+{
+    const size_t n_in = (size_t)d->N * d->C * d->H * d->W, n_out = (size_t)d->N * d->C * d->OH * d->OW;
+    memset(din, 0, n_in * sizeof *din);
+    for (size_t j = 0; j < n_out; j++) din[argmax[j]] += dout[j];
+}
+
+void global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
+{
+    const float inv = 1.0f / (float)HW;
+    for (int nc = 0; nc < N * C; nc++) {
+        const float *x = in + (size_t)nc * HW;             /* [HW] */
+        float s = 0.0f;
+        for (int i = 0; i < HW; i++) s += x[i];
+        out[nc] = s * inv;
+    }
+}
+
+void global_avgpool_backward(float *din, const float *dout, int N, int C, int HW)
+{
+    const float inv = 1.0f / (float)HW;
+    for (int nc = 0; nc < N * C; nc++) {
+        float *dx = din + (size_t)nc * HW;                 /* [HW] */
+        const float g = dout[nc] * inv;
+        for (int i = 0; i < HW; i++) dx[i] = g;
+    }
+}

@@ -1,0 +1,168 @@
+/* test_batchnorm.c - tests of layers/batchnorm: finite-difference gradient checks in
+ * train mode (the batch mean and variance depend on the input, and the check goes
+ * through them), for HW = 1 (after a dense layer) and HW > 1 (conv features),
+ * N = 1 and C = 1; PyTorch parity of one train step (output, gradients, and the
+ * running statistics after the update) and of eval mode with the updated running
+ * statistics (tests/golden/batchnorm_*.h5); parameter registration.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tests/test.h"
+#include "io/h5.h"
+#include "layers/batchnorm.h"
+
+/* Tolerances.
+ * Gradient check: batchnorm is smooth but not linear; with h = 5e-3 the central
+ * difference has an O(h^2) truncation error plus float32 rounding / 2h:
+ * observed <= 6e-5, tolerance 1e-3.
+ * PyTorch parity: same formulas in float32 (ctrain accumulates the statistics in
+ * double): observed <= 2e-7 on every tensor; tolerance 1e-5 for all, running
+ * statistics included. */
+#define BN_GC_H    5e-3f
+#define BN_GC_TOL  1e-3
+#define BN_PAR_TOL 1e-5
+
+typedef struct {
+    batchnorm_dims d;
+    float *x, *gamma, *beta, *out, *xhat, *mean, *invstd, *rm, *rv, *r;
+} bn_ctx;
+
+static double bn_objective(void *p)
+{
+    bn_ctx *c = p;
+    batchnorm_forward(c->out, c->xhat, c->mean, c->invstd, c->rm, c->rv, c->x, c->gamma, c->beta, &c->d, 1);
+    return t_dot(c->out, c->r, (size_t)c->d.N * c->d.C * c->d.HW);
+}
+
+static void bn_gradcheck(int N, int C, int HW, uint64_t seed)
+{
+    t_case("batchnorm/gradcheck train N=%d C=%d HW=%d", N, C, HW);
+    bn_ctx c;
+    c.d = (batchnorm_dims){ .N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f };
+    size_t n = (size_t)N * C * HW;
+    ct_rng r;
+    ct_rng_seed(&r, seed, 8);
+    c.x = t_alloc(n); c.out = t_alloc(n); c.xhat = t_alloc(n); c.r = t_alloc(n);
+    c.gamma = t_alloc((size_t)C); c.beta = t_alloc((size_t)C); c.mean = t_alloc((size_t)C);
+    c.invstd = t_alloc((size_t)C); c.rm = t_alloc((size_t)C); c.rv = t_alloc((size_t)C);
+    t_fill_uniform(c.x, n, -1, 2, &r);
+    t_fill_uniform(c.gamma, (size_t)C, 0.5f, 1.5f, &r);
+    t_fill_uniform(c.beta, (size_t)C, -0.5f, 0.5f, &r);
+    t_fill_uniform(c.r, n, -1, 1, &r);
+
+    float *din = t_alloc(n), *dgamma = t_alloc((size_t)C), *dbeta = t_alloc((size_t)C);
+    for (size_t i = 0; i < n; i++) din[i] = 3.0f;   /* must be overwritten */
+    batchnorm_forward(c.out, c.xhat, c.mean, c.invstd, c.rm, c.rv, c.x, c.gamma, c.beta, &c.d, 1);
+    batchnorm_backward(din, dgamma, dbeta, c.r, c.xhat, c.invstd, c.gamma, &c.d);
+    t_gradcheck("din", bn_objective, &c, c.x, din, n, BN_GC_H, BN_GC_TOL, 300, 0);
+    t_gradcheck("dgamma", bn_objective, &c, c.gamma, dgamma, (size_t)C, BN_GC_H, BN_GC_TOL, 0, 0);
+    t_gradcheck("dbeta", bn_objective, &c, c.beta, dbeta, (size_t)C, BN_GC_H, BN_GC_TOL, 0, 0);
+    free(c.x); free(c.out); free(c.xhat); free(c.r); free(c.gamma); free(c.beta); free(c.mean);
+    free(c.invstd); free(c.rm); free(c.rv); free(din); free(dgamma); free(dbeta);
+}
+
+static void bn_parity(const char *file, const char *label)
+{
+    t_case("batchnorm/parity torch %s", label);
+    char path[128];
+    snprintf(path, sizeof path, "%s.h5", file);
+    hid_t f = t_golden_open(path);
+    if (f < 0) return;
+    batchnorm_dims d = { .N = (int)t_golden_attr(f, "N"), .C = (int)t_golden_attr(f, "C"),
+                         .HW = (int)t_golden_attr(f, "HW"), .eps = (float)t_golden_attr(f, "eps"),
+                         .momentum = (float)t_golden_attr(f, "momentum") };
+    if (!t_check(d.N > 0 && d.C > 0 && d.HW > 0, "bad sizes in %s", path)) { ct_h5_close(f); return; }
+    size_t n = (size_t)d.N * d.C * d.HW, C = (size_t)d.C;
+    float *x = t_golden(f, "x", n), *gamma = t_golden(f, "gamma", C), *beta = t_golden(f, "beta", C);
+    float *rm = t_golden(f, "running_mean0", C), *rv = t_golden(f, "running_var0", C);
+    float *out_ref = t_golden(f, "out", n), *dout = t_golden(f, "dout", n), *dx_ref = t_golden(f, "dx", n);
+    float *dgamma_ref = t_golden(f, "dgamma", C), *dbeta_ref = t_golden(f, "dbeta", C);
+    float *rm_ref = t_golden(f, "running_mean1", C), *rv_ref = t_golden(f, "running_var1", C);
+    float *x_eval = t_golden(f, "x_eval", n), *out_eval_ref = t_golden(f, "out_eval", n);
+    float *out = t_alloc(n), *xhat = t_alloc(n), *mean = t_alloc(C), *invstd = t_alloc(C);
+    float *dx = t_alloc(n), *dgamma = t_alloc(C), *dbeta = t_alloc(C);
+    for (size_t i = 0; i < n; i++) dx[i] = 7.0f;   /* must be overwritten */
+
+    batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, gamma, beta, &d, 1);
+    t_close("train out", out, out_ref, n, BN_PAR_TOL);
+    t_close("running_mean after the step", rm, rm_ref, C, BN_PAR_TOL);
+    t_close("running_var after the step", rv, rv_ref, C, BN_PAR_TOL);
+    batchnorm_backward(dx, dgamma, dbeta, dout, xhat, invstd, gamma, &d);
+    t_close("dx", dx, dx_ref, n, BN_PAR_TOL);
+    t_close("dgamma", dgamma, dgamma_ref, C, BN_PAR_TOL);
+    t_close("dbeta", dbeta, dbeta_ref, C, BN_PAR_TOL);
+
+    /* eval: the updated running statistics normalise, and stay as they are */
+    batchnorm_forward(out, xhat, mean, invstd, rm, rv, x_eval, gamma, beta, &d, 0);
+    t_close("eval out", out, out_eval_ref, n, BN_PAR_TOL);
+    t_close("running_mean unchanged by eval", rm, rm_ref, C, BN_PAR_TOL);
+    t_close("running_var unchanged by eval", rv, rv_ref, C, BN_PAR_TOL);
+    ct_h5_close(f);
+    free(x); free(gamma); free(beta); free(rm); free(rv); free(out_ref); free(dout); free(dx_ref);
+    free(dgamma_ref); free(dbeta_ref); free(rm_ref); free(rv_ref); free(x_eval); free(out_eval_ref);
+    free(out); free(xhat); free(mean); free(invstd); free(dx); free(dgamma); free(dbeta);
+}
+
+/* dgamma, dbeta accumulate (two backward calls = twice one); din is overwritten. */
+static void bn_conventions(void)
+{
+    t_case("batchnorm/backward overwrites din, accumulates dgamma dbeta");
+    batchnorm_dims d = { .N = 3, .C = 2, .HW = 4, .eps = 1e-5f, .momentum = 0.1f };
+    size_t n = 24;
+    ct_rng r;
+    ct_rng_seed(&r, 77, 2);
+    float x[24], out[24], xhat[24], dout[24], din1[24], din2[24];
+    float gamma[2] = { 0.7f, 1.3f }, beta[2] = { 0.1f, -0.2f }, mean[2], invstd[2], rm[2] = { 0, 0 }, rv[2] = { 1, 1 };
+    float dg1[2] = { 0, 0 }, db1[2] = { 0, 0 }, dg2[2] = { 0, 0 }, db2[2] = { 0, 0 };
+    t_fill_uniform(x, n, -1, 1, &r);
+    t_fill_uniform(dout, n, -1, 1, &r);
+    batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, gamma, beta, &d, 1);
+    batchnorm_backward(din1, dg1, db1, dout, xhat, invstd, gamma, &d);
+    batchnorm_backward(din2, dg2, db2, dout, xhat, invstd, gamma, &d);
+    batchnorm_backward(din2, dg2, db2, dout, xhat, invstd, gamma, &d);
+    for (int c = 0; c < 2; c++) { dg1[c] *= 2; db1[c] *= 2; }
+    t_close("din after two calls", din2, din1, n, 0.0);
+    t_close("dgamma after two calls = 2 x one call", dg2, dg1, 2, 1e-6);
+    t_close("dbeta after two calls = 2 x one call", db2, db1, 2, 1e-6);
+}
+
+static void bn_params(void)
+{
+    t_case("batchnorm/params_add names, stores, init");
+    ct_params ps, bufs;
+    ct_params_init(&ps);
+    ct_params_init(&bufs);
+    batchnorm_ids ids;
+    t_check(batchnorm_params_add(&ids, &ps, &bufs, "bn_1", 6) == CT_OK, "add: %s", ct_last_error());
+    t_check(ps.n == 2 && bufs.n == 2, "%d trainable, %d buffers; want 2 and 2", ps.n, bufs.n);
+    if (ps.n == 2 && bufs.n == 2 && ids.gamma >= 0 && ids.beta >= 0 && ids.running_mean >= 0 && ids.running_var >= 0) {
+        const ct_param *g = &ps.p[ids.gamma], *b = &ps.p[ids.beta];
+        const ct_param *m = &bufs.p[ids.running_mean], *v = &bufs.p[ids.running_var];
+        t_check(!strcmp(g->name, "bn_1/gamma") && !strcmp(b->name, "bn_1/beta") &&
+                !strcmp(m->name, "bn_1/running_mean") && !strcmp(v->name, "bn_1/running_var"),
+                "names %s %s %s %s", g->name, b->name, m->name, v->name);
+        t_check(g->ndim == 1 && g->shape[0] == 6 && b->shape[0] == 6 && m->shape[0] == 6 && v->shape[0] == 6,
+                "shapes must all be [6]");
+        t_check(g->init.kind == CT_INIT_CONST && g->init.value == 1.0f, "gamma init must be const 1");
+        t_check(b->init.kind == CT_INIT_ZEROS, "beta init must be zeros");
+        t_check(m->init.kind == CT_INIT_ZEROS, "running_mean init must be zeros");
+        t_check(v->init.kind == CT_INIT_CONST && v->init.value == 1.0f, "running_var init must be const 1");
+    }
+    ct_params_free(&ps);
+    ct_params_free(&bufs);
+}
+
+void suite_batchnorm(void)
+{
+    bn_gradcheck(4, 3, 1, 1);      /* BatchNorm1d after a dense layer */
+    bn_gradcheck(3, 1, 1, 2);      /* C = 1, smallest batch where the gradient is not 0 (M = 3) */
+    bn_gradcheck(2, 3, 15, 3);     /* BatchNorm2d, odd 3x5 feature maps */
+    bn_gradcheck(1, 2, 9, 4);      /* N = 1: the statistics run over the 3x3 map alone */
+    bn_gradcheck(5, 4, 6, 5);
+    bn_parity("batchnorm_2d", "train+eval 2d N=4 C=3 HW=15");
+    bn_parity("batchnorm_1d", "train+eval 1d N=6 C=5 momentum 0.3 eps 1e-3");
+    bn_conventions();
+    bn_params();
+}

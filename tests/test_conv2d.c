@@ -1,0 +1,222 @@
+/* test_conv2d.c - tests of layers/conv2d: finite-difference gradient checks of din,
+ * dw and db on awkward shapes (N=1, C=1, odd sizes, strides 2 and 3, padding 1 and
+ * 2, non-square and 1x1 kernels, plus shapes drawn from a fixed seed), PyTorch
+ * parity (tests/golden/conv2d_*.h5 from gen_conv.py), the gradient conventions
+ * (din overwritten, dw/db accumulated), parameter registration, and the errors of
+ * conv2d_dims_make.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tests/test.h"
+#include "io/h5.h"
+#include "layers/conv2d.h"
+
+/* Tolerances.
+ * Gradient check: conv is linear in in, w and b, so central differences have no
+ * truncation error; what remains is float32 rounding of the forward pass divided
+ * by 2h (h = 1e-2): observed <= 2e-5 normalised, tolerance 1e-3.
+ * PyTorch parity: the same float32 sums in another order (sgemm vs oneDNN/ATen),
+ * sums of up to a few hundred products: observed <= 3e-7, tolerance 1e-5. */
+#define CONV_GC_H    1e-2f
+#define CONV_GC_TOL  1e-3
+#define CONV_PAR_TOL 1e-5
+
+typedef struct {
+    conv2d_dims d;
+    float *x, *w, *b, *out, *ws, *r;   /* r [N, OC, OH, OW]: fixed random weights of the objective */
+} conv_ctx;
+
+static size_t conv_n_in(const conv2d_dims *d)  { return (size_t)d->N * d->C * d->H * d->W; }
+static size_t conv_n_out(const conv2d_dims *d) { return (size_t)d->N * d->OC * d->OH * d->OW; }
+static size_t conv_n_w(const conv2d_dims *d)   { return (size_t)d->OC * d->C * d->KH * d->KW; }
+
+/* objective = sum_i out_i r_i, accumulated in double */
+static double conv_objective(void *p)
+{
+    conv_ctx *c = p;
+    conv2d_forward(c->out, c->ws, c->x, c->w, c->b, &c->d);
+    return t_dot(c->out, c->r, conv_n_out(&c->d));
+}
+
+static void conv_gradcheck(int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad, int bias,
+                           uint64_t seed)
+{
+    t_case("conv2d/gradcheck N=%d C=%d %dx%d OC=%d k%dx%d s%d p%d%s", N, C, H, W, OC, KH, KW, stride, pad,
+           bias ? "" : " nobias");
+    conv_ctx c;
+    memset(&c, 0, sizeof c);
+    if (!t_check(conv2d_dims_make(&c.d, N, C, H, W, OC, KH, KW, stride, pad) == CT_OK, "dims: %s", ct_last_error()))
+        return;
+    const conv2d_dims *d = &c.d;
+    size_t nin = conv_n_in(d), nout = conv_n_out(d), nw = conv_n_w(d);
+    ct_rng r;
+    ct_rng_seed(&r, seed, 7);
+    c.x = t_alloc(nin); c.w = t_alloc(nw); c.b = bias ? t_alloc((size_t)OC) : NULL;
+    c.out = t_alloc(nout); c.ws = t_alloc(conv2d_workspace_floats(d)); c.r = t_alloc(nout);
+    t_fill_uniform(c.x, nin, -1, 1, &r);
+    t_fill_uniform(c.w, nw, -0.5f, 0.5f, &r);
+    if (bias) t_fill_uniform(c.b, (size_t)OC, -0.5f, 0.5f, &r);
+    t_fill_uniform(c.r, nout, -1, 1, &r);
+
+    /* analytic: dout = r (the gradient of the objective with respect to out) */
+    float *din = t_alloc(nin), *dw = t_alloc(nw), *db = t_alloc((size_t)OC);
+    conv2d_forward(c.out, c.ws, c.x, c.w, c.b, d);
+    conv2d_backward(din, dw, bias ? db : NULL, c.ws, c.r, c.x, c.w, d);
+
+    int maxc = 300;
+    t_gradcheck("din", conv_objective, &c, c.x, din, nin, CONV_GC_H, CONV_GC_TOL, maxc, 0);
+    t_gradcheck("dw", conv_objective, &c, c.w, dw, nw, CONV_GC_H, CONV_GC_TOL, maxc, 0);
+    if (bias) t_gradcheck("db", conv_objective, &c, c.b, db, (size_t)OC, CONV_GC_H, CONV_GC_TOL, 0, 0);
+    free(c.x); free(c.w); free(c.b); free(c.out); free(c.ws); free(c.r);
+    free(din); free(dw); free(db);
+}
+
+static void conv_parity(const char *file)
+{
+    t_case("conv2d/parity torch %s", file);
+    char path[128];
+    snprintf(path, sizeof path, "%s.h5", file);
+    hid_t f = t_golden_open(path);
+    if (f < 0) return;
+    int a[10];
+    const char *names[10] = { "N", "C", "H", "W", "OC", "KH", "KW", "stride", "pad", "bias" };
+    for (int i = 0; i < 10; i++) a[i] = (int)t_golden_attr(f, names[i]);
+    conv2d_dims d;
+    if (!t_check(conv2d_dims_make(&d, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]) == CT_OK,
+                 "dims: %s", ct_last_error())) { ct_h5_close(f); return; }
+    int bias = a[9];
+    size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d);
+    float *x = t_golden(f, "x", nin), *w = t_golden(f, "w", nw), *dout = t_golden(f, "dout", nout);
+    float *out_ref = t_golden(f, "out", nout), *dx_ref = t_golden(f, "dx", nin), *dw_ref = t_golden(f, "dw", nw);
+    float *b = bias ? t_golden(f, "b", (size_t)d.OC) : NULL, *db_ref = bias ? t_golden(f, "db", (size_t)d.OC) : NULL;
+    float *out = t_alloc(nout), *ws = t_alloc(conv2d_workspace_floats(&d));
+    float *dx = t_alloc(nin), *dw = t_alloc(nw), *db = t_alloc((size_t)d.OC);
+    for (size_t i = 0; i < nin; i++) dx[i] = 7.0f;    /* din must be overwritten */
+    conv2d_forward(out, ws, x, w, b, &d);
+    t_close("out", out, out_ref, nout, CONV_PAR_TOL);
+    conv2d_backward(dx, dw, bias ? db : NULL, ws, dout, x, w, &d);
+    t_close("dx", dx, dx_ref, nin, CONV_PAR_TOL);
+    t_close("dw", dw, dw_ref, nw, CONV_PAR_TOL);
+    if (bias) t_close("db", db, db_ref, (size_t)d.OC, CONV_PAR_TOL);
+    ct_h5_close(f);
+    free(x); free(w); free(dout); free(out_ref); free(dx_ref); free(dw_ref); free(b); free(db_ref);
+    free(out); free(ws); free(dx); free(dw); free(db);
+}
+
+/* Backward twice with the same buffers: din must come out the same (overwritten),
+ * dw and db doubled (accumulated); din = NULL must leave dw, db as with din. */
+static void conv_conventions(int KH, int KW, int stride, int pad)
+{
+    t_case("conv2d/backward overwrites din, accumulates dw db (k%dx%d s%d p%d)", KH, KW, stride, pad);
+    conv2d_dims d;
+    if (!t_check(conv2d_dims_make(&d, 2, 3, 6, 5, 4, KH, KW, stride, pad) == CT_OK, "dims: %s", ct_last_error())) return;
+    size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d);
+    ct_rng r;
+    ct_rng_seed(&r, 42, 1);
+    float *x = t_alloc(nin), *w = t_alloc(nw), *dout = t_alloc(nout), *ws = t_alloc(conv2d_workspace_floats(&d));
+    t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
+    float *din1 = t_alloc(nin), *dw1 = t_alloc(nw), *db1 = t_alloc((size_t)d.OC);
+    float *din2 = t_alloc(nin), *dw2 = t_alloc(nw), *db2 = t_alloc((size_t)d.OC);
+    float *dw3 = t_alloc(nw), *db3 = t_alloc((size_t)d.OC);
+    conv2d_backward(din1, dw1, db1, ws, dout, x, w, &d);
+    conv2d_backward(din2, dw2, db2, ws, dout, x, w, &d);
+    conv2d_backward(din2, dw2, db2, ws, dout, x, w, &d);
+    conv2d_backward(NULL, dw3, db3, ws, dout, x, w, &d);
+    for (size_t i = 0; i < nw; i++) dw1[i] *= 2.0f;
+    for (int i = 0; i < d.OC; i++) db1[i] *= 2.0f;
+    t_close("din after two calls", din2, din1, nin, 0.0);
+    t_close("dw after two calls = 2 x one call", dw2, dw1, nw, 1e-6);
+    t_close("db after two calls = 2 x one call", db2, db1, (size_t)d.OC, 1e-6);
+    for (size_t i = 0; i < nw; i++) dw3[i] *= 2.0f;
+    for (int i = 0; i < d.OC; i++) db3[i] *= 2.0f;
+    t_close("dw with din = NULL", dw3, dw1, nw, 1e-6);
+    t_close("db with din = NULL", db3, db1, (size_t)d.OC, 1e-6);
+    free(x); free(w); free(dout); free(ws); free(din1); free(dw1); free(db1);
+    free(din2); free(dw2); free(db2); free(dw3); free(db3);
+}
+
+static void conv_params(void)
+{
+    t_case("conv2d/params_add names, shapes, init");
+    conv2d_dims d;
+    t_check(conv2d_dims_make(&d, 2, 3, 8, 8, 5, 3, 2, 1, 1) == CT_OK, "dims: %s", ct_last_error());
+    ct_params ps;
+    ct_params_init(&ps);
+    conv2d_ids a, b;
+    t_check(conv2d_params_add(&a, &ps, "conv_1", &d, 1) == CT_OK, "add conv_1: %s", ct_last_error());
+    t_check(conv2d_params_add(&b, &ps, "conv_2", &d, 0) == CT_OK, "add conv_2: %s", ct_last_error());
+    t_check(ps.n == 3, "3 parameters registered, got %d", ps.n);
+    t_check(b.b == -1, "no bias: ids->b = %d, want -1", b.b);
+    if (ps.n == 3 && a.w >= 0 && a.b >= 0 && b.w >= 0) {
+        const ct_param *w = &ps.p[a.w], *bb = &ps.p[a.b], *w2 = &ps.p[b.w];
+        t_check(strcmp(w->name, "conv_1/w") == 0 && strcmp(bb->name, "conv_1/b") == 0 && strcmp(w2->name, "conv_2/w") == 0,
+                "names %s %s %s", w->name, bb->name, w2->name);
+        t_check(w->ndim == 4 && w->shape[0] == 5 && w->shape[1] == 3 && w->shape[2] == 3 && w->shape[3] == 2,
+                "w shape [%d, %d, %d, %d], want [5, 3, 3, 2]", w->shape[0], w->shape[1], w->shape[2], w->shape[3]);
+        t_check(bb->ndim == 1 && bb->shape[0] == 5, "b shape [%d], want [5]", bb->shape[0]);
+        t_check(w->init.kind == CT_INIT_GLOROT_UNIFORM && w->init.fan_in == 3 * 3 * 2 && w->init.fan_out == 5 * 3 * 2,
+                "w init kind %d fan_in %d fan_out %d, want Glorot 18, 30", (int)w->init.kind, w->init.fan_in, w->init.fan_out);
+        t_check(bb->init.kind == CT_INIT_ZEROS, "b init kind %d, want zeros", (int)bb->init.kind);
+    }
+    conv2d_ids c;
+    t_check(conv2d_params_add(&c, &ps, "conv_1", &d, 1) != CT_OK, "registering conv_1 twice must fail");
+    ct_params_free(&ps);
+}
+
+static void conv_dims_error(const char *what, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad,
+                            const char *must_mention)
+{
+    t_case("conv2d/dims_make rejects %s", what);
+    conv2d_dims d;
+    ct_status s = conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, stride, pad);
+    t_check(s == CT_EINVAL, "status %d, want CT_EINVAL", (int)s);
+    t_check(strstr(ct_last_error(), "conv2d") != NULL && strstr(ct_last_error(), must_mention) != NULL,
+            "message \"%s\" should name the layer and mention \"%s\"", ct_last_error(), must_mention);
+}
+
+void suite_conv2d(void)
+{
+    /* hand-picked awkward shapes */
+    conv_gradcheck(1, 3, 5, 7, 2, 3, 2, 2, 1, 1, 1);     /* N=1, odd sizes, non-square, stride 2, pad 1 */
+    conv_gradcheck(2, 1, 6, 6, 3, 3, 3, 1, 2, 1, 2);     /* C=1, pad 2 (> kernel/2: whole rows of padding) */
+    conv_gradcheck(2, 4, 4, 5, 3, 1, 1, 1, 0, 1, 3);     /* 1x1 pointwise fast path */
+    conv_gradcheck(3, 2, 7, 5, 2, 1, 1, 2, 1, 0, 4);     /* 1x1 with stride and padding, no bias */
+    conv_gradcheck(2, 2, 9, 8, 4, 5, 3, 3, 2, 1, 5);     /* stride 3, tall kernel */
+    conv_gradcheck(1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 6);     /* 1x1 image */
+    conv_gradcheck(1, 2, 2, 3, 2, 3, 4, 1, 1, 1, 7);     /* kernel bigger than the image, fits only with padding */
+    conv_gradcheck(2, 3, 8, 8, 4, 3, 3, 1, 1, 0, 8);     /* the usual CNN block */
+    /* shapes drawn from a fixed seed */
+    ct_rng r;
+    ct_rng_seed(&r, 2024, 3);
+    for (int k = 0; k < 6; k++) {
+        int N, C, H, W, OC, KH, KW, s, p, bias;
+        conv2d_dims d;
+        do {
+            N = 1 + (int)ct_rng_below(&r, 3); C = 1 + (int)ct_rng_below(&r, 4);
+            H = 1 + (int)ct_rng_below(&r, 9); W = 1 + (int)ct_rng_below(&r, 9);
+            OC = 1 + (int)ct_rng_below(&r, 4); KH = 1 + (int)ct_rng_below(&r, 4); KW = 1 + (int)ct_rng_below(&r, 4);
+            s = 1 + (int)ct_rng_below(&r, 3); p = (int)ct_rng_below(&r, 3); bias = (int)ct_rng_below(&r, 2);
+        } while (conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, s, p) != CT_OK);
+        conv_gradcheck(N, C, H, W, OC, KH, KW, s, p, bias, 100 + (uint64_t)k);
+    }
+
+    conv_parity("conv2d_3x3_s1_p1");
+    conv_parity("conv2d_2x3_s2_p2_nobias");
+    conv_parity("conv2d_1x1");
+    conv_parity("conv2d_5x5_s3_p0");
+
+    conv_conventions(3, 3, 1, 1);
+    conv_conventions(1, 1, 1, 0);
+    conv_conventions(2, 3, 2, 2);
+
+    conv_params();
+
+    conv_dims_error("a kernel larger than the padded input", 1, 1, 3, 3, 1, 5, 3, 1, 0, "5x3");
+    conv_dims_error("a kernel wider than the padded input", 1, 1, 8, 2, 1, 3, 5, 1, 1, "padded input 10x4");
+    conv_dims_error("stride 0", 1, 1, 8, 8, 1, 3, 3, 0, 1, "stride 0");
+    conv_dims_error("negative padding", 1, 1, 8, 8, 1, 3, 3, 1, -1, "padding -1");
+    conv_dims_error("a zero-sized kernel", 1, 1, 8, 8, 1, 0, 3, 1, 0, "kernel 0x3");
+    conv_dims_error("zero channels", 1, 0, 8, 8, 1, 3, 3, 1, 0, "input channels 0");
+}
