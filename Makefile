@@ -21,7 +21,7 @@ PKGS     := openblas hdf5
 CUDA_HOME ?= /usr/local/cuda
 
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
-CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g $(WARN) -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -fno-math-errno -g $(WARN) -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lz -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS   += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -51,12 +51,17 @@ ct_optim_config ct_optim_defaults(ct_optim_kind kind);
 /* Parses "sgd", "rmsprop", "adam", "adamw" (error names the accepted values). */
 ct_status ct_optim_parse(ct_optim_kind *kind, const char *name);
 const char *ct_optim_name(ct_optim_kind kind);
+/* Validates the fields the kind uses (CT_EINVAL naming the field and its range;
+ * nesterov also needs momentum > 0, as in torch), then allocates m/v as needed.
+ * On failure o holds no memory (ct_optim_free is still safe). */
 ct_status ct_optim_init(ct_optim *o, const ct_optim_config *cfg, size_t n);   /* state zeroed */
 void      ct_optim_free(ct_optim *o);
 /* One update of param [n] with grad [n] at learning rate lr (from a schedule).
  * Clips grad in place first when cfg.clip_norm > 0. */
 void      ct_optim_step(ct_optim *o, float *param, float *grad, float lr);
-/* Returns the global L2 norm before clipping. */
+/* Returns the global L2 norm before clipping (accumulated in double). Exactly
+ * torch's test: scales when max_norm / (norm + 1e-6) < 1. max_norm <= 0 only
+ * measures the norm; a NaN/Inf norm is returned and grad is left untouched. */
 float     ct_clip_grad_norm(float *grad, size_t n, float max_norm);
 
 /* Learning-rate schedules, as functions of the epoch (or step) index t = 0, 1, ...
@@ -71,6 +76,8 @@ typedef struct {
     int step_size; float gamma;     /* step */
     int t_max; float eta_min;       /* cosine */
 } ct_sched;
+/* t < 0 counts as 0; step_size < 1 or t_max < 1 give the constant schedule
+ * (this function cannot report errors: validate user values before). */
 float ct_sched_lr(const ct_sched *s, long t);
 
 #endif

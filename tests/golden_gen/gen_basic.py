@@ -15,8 +15,6 @@ import torch.nn.functional as F
 
 from common import rand, save
 
-# common.save stores torch.__version__ as an attribute; h5py cannot store the
-# TorchVersion str subclass (numpy sees dtype '<U...'), so hand it a plain str.
 
 KERAS_EPSILON = 1e-7
 

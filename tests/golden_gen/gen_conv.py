@@ -14,8 +14,6 @@ import torch.nn.functional as F
 
 from common import rand, save
 
-# common.save() stores torch.__version__ as an attribute; Debian's torch gives a
-# TorchVersion (a str subclass) that h5py cannot convert, so hand it a plain str.
 
 
 def gen_conv2d(name, seed, N, C, H, W, OC, KH, KW, stride, pad, bias):
