@@ -1,0 +1,33 @@
+/* ctrain.c - entry point of bin/ctrain: dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "core/threads.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "ctrain " CTRAIN_VERSION " - a small deep-learning training engine in C (CPU on OpenBLAS)\n"
+        "\n"
+        "usage: ctrain COMMAND [options]\n"
+        "\n"
+        "commands:\n"
+        "  train MODEL   train a model and print a Keras-style per-epoch log\n"
+        "                (models: siamese-lstm, small-cnn; data: --data synthetic)\n"
+        "  info          print the hardware and software ctrain runs on\n"
+        "\n"
+        "`ctrain COMMAND --help` describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage(stderr); return 2; }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
+    if (!strcmp(cmd, "--version")) { printf("ctrain %s\n", CTRAIN_VERSION); return 0; }
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    fprintf(stderr, "ctrain: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

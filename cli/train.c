@@ -1,0 +1,382 @@
+/* train.c - `ctrain train MODEL`: builds the model and its data, wires them
+ * into the shared training loop (models/train.h), prints the Keras-style log
+ * and writes the weights.
+ *
+ * Models:
+ *   siamese-lstm  pairs of utterances -> shared LSTM -> dense -> distance -> contrastive loss
+ *   small-cnn     images -> conv/batchnorm/relu/maxpool/dropout/dense -> softmax cross-entropy
+ * Data: --data synthetic generates a corpus from the seed (see io/corpus.h, io/images.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "io/corpus.h"
+#include "io/images.h"
+#include "io/weights.h"
+#include "models/siamese_lstm.h"
+#include "models/small_cnn.h"
+#include "models/train.h"
+
+/* ---- options common to every model ---- */
+typedef struct {
+    const char *data, *out, *device, *optimizer, *schedule;
+    int epochs, batch, threads, progress;
+    long seed;
+    float lr, clip_norm, weight_decay;
+    int step_size; float gamma;
+} common_opts;
+
+static int parse_common(ct_args *a, common_opts *o, ct_status *st)
+{
+    return ct_args_str(a, "--data", &o->data, st) || ct_args_str(a, "--out", &o->out, st)
+        || ct_args_str(a, "--device", &o->device, st) || ct_args_str(a, "--optimizer", &o->optimizer, st)
+        || ct_args_str(a, "--schedule", &o->schedule, st)
+        || ct_args_int(a, "--epochs", &o->epochs, 1, 100000, st) || ct_args_int(a, "--batch", &o->batch, 1, 1 << 20, st)
+        || ct_args_int(a, "--threads", &o->threads, 1, 1024, st) || ct_args_long(a, "--seed", &o->seed, 0, 0x7fffffffL, st)
+        || ct_args_float(a, "--lr", &o->lr, 1e-12f, 1e3f, st) || ct_args_float(a, "--clip-norm", &o->clip_norm, 0, 1e9f, st)
+        || ct_args_float(a, "--weight-decay", &o->weight_decay, 0, 1e3f, st)
+        || ct_args_int(a, "--step-size", &o->step_size, 1, 1000000, st) || ct_args_float(a, "--gamma", &o->gamma, 0, 1, st)
+        || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0));
+}
+
+static const char *COMMON_HELP =
+    "  --data synthetic      data source (a corpus generated from --seed)\n"
+    "  --epochs N            epochs (default %d)\n"
+    "  --batch N             batch size (default %d)\n"
+    "  --optimizer NAME      sgd, rmsprop, adam or adamw (default %s)\n"
+    "  --lr X                learning rate (default %g)\n"
+    "  --schedule NAME       constant, step or cosine learning rate over epochs (default constant)\n"
+    "  --step-size N --gamma X   step schedule: lr * gamma^(epoch / N) (defaults 10, 0.1)\n"
+    "  --weight-decay X      L2 penalty (decoupled for adamw) (default 0)\n"
+    "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
+    "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
+    "  --seed S              seed of every random stream (default 1)\n"
+    "  --device cpu          the device to train on (this build is CPU-only)\n"
+    "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
+    "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n";
+
+static ct_status finish_common(common_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
+{
+    if (strcmp(o->device, "cpu") != 0) {
+        if (!strncmp(o->device, "gpu", 3) || !strncmp(o->device, "cuda", 4))
+            return ct_fail(CT_ENODEV, "--device %s: this ctrain was built without CUDA (CPU only); use --device cpu", o->device);
+        return ct_fail(CT_EINVAL, "--device %s: unknown device; use --device cpu", o->device);
+    }
+    if (strcmp(o->data, "synthetic") != 0)
+        return ct_fail(CT_EINVAL, "--data %s: only 'synthetic' data is available in this version", o->data);
+    ct_optim_kind kind = default_opt;
+    if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
+    fit->optim = ct_optim_defaults(kind);
+    if (o->lr > 0) fit->optim.lr = o->lr;
+    fit->optim.clip_norm = o->clip_norm;
+    if (o->weight_decay > 0 || kind != OPT_ADAMW) fit->optim.weight_decay = o->weight_decay;
+    fit->sched = (ct_sched){ .kind = SCHED_CONSTANT, .base_lr = fit->optim.lr, .step_size = o->step_size,
+                             .gamma = o->gamma, .t_max = o->epochs, .eta_min = 0 };
+    if (o->schedule) {
+        if (!strcmp(o->schedule, "step")) fit->sched.kind = SCHED_STEP;
+        else if (!strcmp(o->schedule, "cosine")) fit->sched.kind = SCHED_COSINE;
+        else if (strcmp(o->schedule, "constant") != 0)
+            return ct_fail(CT_EINVAL, "--schedule %s: use constant, step or cosine", o->schedule);
+    }
+    fit->epochs = o->epochs;
+    fit->batch = o->batch;
+    fit->progress = o->progress;
+    ct_threads_set(o->threads);
+    return CT_OK;
+}
+
+/* ---- siamese-lstm on a synthetic speaker corpus ---- */
+typedef struct {
+    siamese_lstm m;
+    ct_corpus corpus;
+    ct_pair *pairs[2];         /* [n[split]] training and validation pairs */
+    long n[2];
+    int *order;                /* [n[0]] this epoch's order of the training pairs */
+    ct_pair *batch_pairs;      /* [batch] */
+    float *x, *y;              /* [2B, T, I], [B] */
+    int *len;                  /* [2B] */
+    ct_rng data, crop, val_crop;
+    uint64_t seed;
+} siamese_task;
+
+static void siamese_begin_epoch(void *ctx, int epoch)
+{
+    siamese_task *s = ctx;
+    (void)epoch;
+    ct_rng_shuffle_int(&s->data, s->order, (int)s->n[0]);   /* new batch order every epoch */
+}
+
+static void siamese_load(void *ctx, int split, long first, int n)
+{
+    siamese_task *s = ctx;
+    ct_rng *crop = &s->crop;
+    if (split == CT_SPLIT_VAL) {
+        /* validation sees the same crops every epoch, so its numbers are comparable */
+        if (first == 0) ct_rng_seed(&s->val_crop, s->seed, 0xc409ULL);
+        crop = &s->val_crop;
+    }
+    for (int k = 0; k < n; k++)
+        s->batch_pairs[k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
+    ct_pairs_batch(s->x, s->len, s->y, s->batch_pairs, n, &s->corpus, s->m.cfg.frames, crop);
+}
+
+static float siamese_forward(void *ctx, int n, int train, int *correct)
+{
+    siamese_task *s = ctx;
+    (void)train;   /* no dropout or batchnorm in this model: train and eval forward are the same */
+    return siamese_lstm_forward(&s->m, s->x, s->len, s->y, n, correct);
+}
+
+static void siamese_backward(void *ctx, int n)
+{
+    siamese_task *s = ctx;
+    siamese_lstm_backward(&s->m, s->x, s->len, s->y, n);
+}
+
+static void siamese_free(siamese_task *s)
+{
+    siamese_lstm_free(&s->m);
+    ct_corpus_free(&s->corpus);
+    free(s->pairs[0]); free(s->pairs[1]); free(s->order); free(s->batch_pairs);
+    free(s->x); free(s->y); free(s->len);
+}
+
+static int train_siamese(int argc, char **argv)
+{
+    common_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 128, .threads = ct_cpu_count(),
+                      .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
+    siamese_lstm_config mc = siamese_lstm_defaults();
+    ct_synth_config sc = { .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
+                           .n_mels = 40, .noise = 2.0f, .seed = 1 };
+    long pairs = 6000, val_pairs = 2000;
+    const char *recurrent = "sigmoid";
+    ct_args a = { argc, 0, argv };
+    ct_status st = CT_OK;
+    while (a.i < argc && st == CT_OK) {
+        if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
+            printf("usage: ctrain train siamese-lstm [options]\n\n"
+                   "Trains the siamese LSTM speaker-verification model: two utterances -> shared LSTM ->\n"
+                   "last hidden state -> dense embedding -> Euclidean distance -> contrastive loss.\n\n"
+                   "model:\n"
+                   "  --mels N              features per frame (default 40)\n"
+                   "  --frames N            frames per utterance crop (default 100)\n"
+                   "  --hidden N            LSTM units (default 128)\n"
+                   "  --layers N            stacked LSTM layers (default 1)\n"
+                   "  --embed N             embedding size (default 64)\n"
+                   "  --margin X            contrastive margin (default 1)\n"
+                   "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
+                   "data (synthetic speakers):\n"
+                   "  --speakers N          speakers, 25%% held out for validation (default 40)\n"
+                   "  --utts N              utterances per speaker (default 12)\n"
+                   "  --noise X             noise level; larger is harder (default 2)\n"
+                   "  --pairs N             training pairs, half same-speaker (default 6000)\n"
+                   "  --val-pairs N         validation pairs from the held-out speakers (default 2000)\n"
+                   "training:\n");
+            printf(COMMON_HELP, 5, 128, "rmsprop", 1e-3);
+            return 0;
+        }
+        if (parse_common(&a, &o, &st)) continue;
+        if (ct_args_int(&a, "--mels", &mc.n_mels, 1, 4096, &st) || ct_args_int(&a, "--frames", &mc.frames, 1, 100000, &st)
+            || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st) || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st)
+            || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st) || ct_args_float(&a, "--margin", &mc.margin, 1e-6f, 1e6f, &st)
+            || ct_args_str(&a, "--recurrent", &recurrent, &st)
+            || ct_args_int(&a, "--speakers", &sc.speakers, 8, 1000000, &st) || ct_args_int(&a, "--utts", &sc.utts_per_speaker, 2, 100000, &st)
+            || ct_args_float(&a, "--noise", &sc.noise, 0, 1e3f, &st)
+            || ct_args_long(&a, "--pairs", &pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &val_pairs, 0, 100000000L, &st))
+            continue;
+        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train siamese-lstm --help)", argv[a.i]);
+    }
+    ct_fit_config fit;
+    if (st == CT_OK) st = finish_common(&o, &fit, OPT_RMSPROP);
+    if (st == CT_OK) {
+        if (!strcmp(recurrent, "sigmoid")) mc.recurrent = LSTM_SIGMOID;
+        else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
+        else st = ct_fail(CT_EINVAL, "--recurrent %s: use sigmoid or hard_sigmoid", recurrent);
+    }
+    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
+
+    siamese_task s = { 0 };
+    s.seed = (uint64_t)o.seed;
+    sc.seed = s.seed;
+    sc.n_mels = mc.n_mels;
+    if (sc.min_frames < mc.frames) sc.min_frames = mc.frames;
+    if (sc.max_frames < sc.min_frames) sc.max_frames = sc.min_frames;
+    ct_rngs rngs;
+    ct_rngs_seed(&rngs, s.seed);
+    s.data = rngs.data;
+    ct_rng_seed(&s.crop, s.seed, 0xc40bULL);
+    int *spk_train = NULL, *spk_val = NULL, n_spk_train = 0, n_spk_val = 0;
+    st = ct_corpus_synthetic(&s.corpus, &sc);
+    if (st == CT_OK) {
+        spk_train = ct_malloc((size_t)sc.speakers * sizeof(int), "speakers");
+        spk_val = ct_malloc((size_t)sc.speakers * sizeof(int), "speakers");
+        st = spk_train && spk_val ? ct_corpus_split(spk_train, &n_spk_train, spk_val, &n_spk_val, &s.corpus, 0.25, &s.data) : CT_ENOMEM;
+    }
+    s.n[0] = pairs; s.n[1] = val_pairs;
+    if (st == CT_OK) {
+        s.pairs[0] = ct_malloc((size_t)pairs * sizeof(ct_pair), "pairs");
+        s.pairs[1] = ct_malloc((size_t)(val_pairs + 1) * sizeof(ct_pair), "pairs");
+        s.order = ct_malloc((size_t)pairs * sizeof(int), "pairs");
+        s.batch_pairs = ct_malloc((size_t)o.batch * sizeof(ct_pair), "batch");
+        s.x = ct_malloc(2 * (size_t)o.batch * mc.frames * mc.n_mels * sizeof(float), "batch");
+        s.y = ct_malloc((size_t)o.batch * sizeof(float), "batch");
+        s.len = ct_malloc(2 * (size_t)o.batch * sizeof(int), "batch");
+        if (!s.pairs[0] || !s.pairs[1] || !s.order || !s.batch_pairs || !s.x || !s.y || !s.len) st = CT_ENOMEM;
+    }
+    if (st == CT_OK) st = ct_pairs_draw(s.pairs[0], (int)pairs, &s.corpus, spk_train, n_spk_train, &s.data);
+    if (st == CT_OK) st = ct_pairs_draw(s.pairs[1], (int)val_pairs, &s.corpus, spk_val, n_spk_val, &s.data);
+    for (long i = 0; st == CT_OK && i < pairs; i++) s.order[i] = (int)i;
+    if (st == CT_OK) st = siamese_lstm_build(&s.m, &mc);
+    if (st == CT_OK) st = siamese_lstm_plan(&s.m, o.batch);
+    free(spk_train); free(spk_val);
+    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); siamese_free(&s); return 1; }
+    siamese_lstm_init_weights(&s.m, &rngs.init);
+
+    cli_print_header(stdout, o.threads);
+    printf("Model: siamese-lstm %dx%d -> LSTM %d%s -> dense %d -> euclidean -> contrastive (margin %g), %zu parameters\n",
+           mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.embed, mc.margin, ct_params_count(&s.m.params));
+    printf("Data: synthetic, %d training and %d held-out speakers, %d utterances each; %s lr %g, batch %d pairs\n",
+           n_spk_train, n_spk_val, sc.utts_per_speaker, ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
+    ct_task task = { &s, &s.m.params, pairs, val_pairs, siamese_begin_epoch, siamese_load, siamese_forward, siamese_backward };
+    st = ct_fit(&task, &fit, NULL, stdout);
+    if (st == CT_OK && o.out) st = ct_weights_save(o.out, "siamese-lstm", &s.m.params, NULL);
+    if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
+    siamese_free(&s);
+    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
+    return 0;
+}
+
+/* ---- small-cnn on synthetic images ---- */
+typedef struct {
+    small_cnn m;
+    ct_images train, val;
+    int *order;
+    float *x;                  /* [B, C, H, W] */
+    int *labels;               /* [B] */
+    ct_rng data, dropout;
+} cnn_task;
+
+static void cnn_begin_epoch(void *ctx, int epoch)
+{
+    cnn_task *c = ctx;
+    (void)epoch;
+    ct_rng_shuffle_int(&c->data, c->order, c->train.n);
+}
+
+static void cnn_load(void *ctx, int split, long first, int n)
+{
+    cnn_task *c = ctx;
+    const ct_images *im = split == CT_SPLIT_TRAIN ? &c->train : &c->val;
+    size_t px = (size_t)im->c * im->h * im->w;
+    for (int k = 0; k < n; k++) {
+        long i = split == CT_SPLIT_TRAIN ? c->order[first + k] : first + k;
+        memcpy(c->x + k * px, im->x + (size_t)i * px, px * sizeof(float));
+        c->labels[k] = im->labels[i];
+    }
+}
+
+static float cnn_forward(void *ctx, int n, int train, int *correct)
+{
+    cnn_task *c = ctx;
+    return small_cnn_forward(&c->m, c->x, c->labels, n, train, &c->dropout, correct);
+}
+
+static void cnn_backward(void *ctx, int n)
+{
+    cnn_task *c = ctx;
+    small_cnn_backward(&c->m, c->x, c->labels, n);
+}
+
+static int train_small_cnn(int argc, char **argv)
+{
+    common_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 64, .threads = ct_cpu_count(),
+                      .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
+    small_cnn_config mc = small_cnn_defaults();
+    int n_train = 4000, n_val = 1000;
+    float noise = 0.6f;
+    ct_args a = { argc, 0, argv };
+    ct_status st = CT_OK;
+    while (a.i < argc && st == CT_OK) {
+        if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
+            printf("usage: ctrain train small-cnn [options]\n\n"
+                   "Trains a small image classifier: conv -> batchnorm -> relu -> maxpool 2 -> dropout -> dense\n"
+                   "-> softmax cross-entropy, on synthetic images (one oriented bar per class, with noise).\n\n"
+                   "model and data:\n"
+                   "  --size N              image height and width (default 12)\n"
+                   "  --filters N           convolution filters (default 8)\n"
+                   "  --kernel N            odd kernel size (default 3)\n"
+                   "  --classes N           classes (default 4)\n"
+                   "  --dropout P           dropout before the dense layer (default 0.25)\n"
+                   "  --samples N           training images (default 4000)\n"
+                   "  --val-samples N       validation images (default 1000)\n"
+                   "  --noise X             noise amplitude (default 0.6)\n"
+                   "training:\n");
+            printf(COMMON_HELP, 5, 64, "adam", 1e-3);
+            return 0;
+        }
+        if (parse_common(&a, &o, &st)) continue;
+        int size = 0;
+        if (ct_args_int(&a, "--size", &size, 4, 4096, &st)) { if (st == CT_OK) mc.height = mc.width = size; continue; }
+        if (ct_args_int(&a, "--filters", &mc.filters, 1, 4096, &st) || ct_args_int(&a, "--kernel", &mc.kernel, 1, 31, &st)
+            || ct_args_int(&a, "--classes", &mc.classes, 2, 1000, &st) || ct_args_float(&a, "--dropout", &mc.dropout, 0, 0.99f, &st)
+            || ct_args_int(&a, "--samples", &n_train, 1, 10000000, &st) || ct_args_int(&a, "--val-samples", &n_val, 0, 10000000, &st)
+            || ct_args_float(&a, "--noise", &noise, 0, 100, &st))
+            continue;
+        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train small-cnn --help)", argv[a.i]);
+    }
+    ct_fit_config fit;
+    if (st == CT_OK) st = finish_common(&o, &fit, OPT_ADAM);
+    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
+
+    cnn_task c = { 0 };
+    ct_rngs rngs;
+    ct_rngs_seed(&rngs, (uint64_t)o.seed);
+    c.data = rngs.data;
+    c.dropout = rngs.dropout;
+    st = ct_images_synthetic(&c.train, n_train, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed);
+    if (st == CT_OK && n_val > 0) st = ct_images_synthetic(&c.val, n_val, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed + 7919);
+    if (st == CT_OK) st = small_cnn_build(&c.m, &mc);
+    if (st == CT_OK) st = small_cnn_plan(&c.m, o.batch);
+    if (st == CT_OK) {
+        c.order = ct_malloc((size_t)n_train * sizeof(int), "order");
+        c.x = ct_malloc((size_t)o.batch * mc.height * mc.width * sizeof(float), "batch");
+        c.labels = ct_malloc((size_t)o.batch * sizeof(int), "batch");
+        if (!c.order || !c.x || !c.labels) st = CT_ENOMEM;
+    }
+    if (st == CT_OK) {
+        for (int i = 0; i < n_train; i++) c.order[i] = i;
+        small_cnn_init_weights(&c.m, &rngs.init);
+        cli_print_header(stdout, o.threads);
+        printf("Model: small-cnn %dx%dx%d -> conv%dk%d -> batchnorm -> relu -> maxpool2 -> dropout %g -> dense %d, %zu parameters\n",
+               mc.channels, mc.height, mc.width, mc.filters, mc.kernel, mc.dropout, mc.classes, ct_params_count(&c.m.params));
+        ct_task task = { &c, &c.m.params, n_train, n_val, cnn_begin_epoch, cnn_load, cnn_forward, cnn_backward };
+        st = ct_fit(&task, &fit, NULL, stdout);
+    }
+    if (st == CT_OK && o.out) st = ct_weights_save(o.out, "small-cnn", &c.m.params, &c.m.buffers);
+    if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
+    small_cnn_free(&c.m);
+    ct_images_free(&c.train); ct_images_free(&c.val);
+    free(c.order); free(c.x); free(c.labels);
+    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
+    return 0;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        FILE *out = argc < 1 ? stderr : stdout;
+        fprintf(out, "usage: ctrain train MODEL [options]\n\nmodels:\n"
+                     "  siamese-lstm   speaker verification on utterance pairs (contrastive loss)\n"
+                     "  small-cnn      image classification (softmax cross-entropy)\n\n"
+                     "`ctrain train MODEL --help` lists the model's options.\n");
+        return argc < 1 ? 2 : 0;
+    }
+    if (!strcmp(argv[0], "siamese-lstm")) return train_siamese(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "small-cnn")) return train_small_cnn(argc - 1, argv + 1);
+    fprintf(stderr, "ctrain train: unknown model '%s' (models: siamese-lstm, small-cnn)\n", argv[0]);
+    return 2;
+}

@@ -1,0 +1,151 @@
+/* corpus.c - the in-memory utterance corpus, its synthetic generator and the
+ * pair sampler (see corpus.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "io/corpus.h"
+
+void ct_corpus_free(ct_corpus *c)
+{
+    free(c->utt);
+    free(c->feats);
+    memset(c, 0, sizeof *c);
+}
+
+/* A synthetic "speaker" is a spectral envelope env[I] (a few random Gaussian
+ * bumps over the bands, like formants) and a modulation rate; an utterance is
+ *   frame_t[i] = env[i] * (1 + 0.5 sin(2 pi rate t / 100 + phase)) + channel[i] + noise
+ * with a random phase, a small random per-utterance channel offset (a session
+ * effect) and uniform noise. Features are then normalised per utterance, as
+ * real log-mel features are. */
+ct_status ct_corpus_synthetic(ct_corpus *c, const ct_synth_config *g)
+{
+    memset(c, 0, sizeof *c);
+    if (g->speakers < 2 || g->utts_per_speaker < 1 || g->n_mels < 1 || g->min_frames < 1 || g->max_frames < g->min_frames)
+        return ct_fail(CT_EINVAL, "synthetic corpus: need >= 2 speakers, >= 1 utterance each, 1 <= min_frames <= max_frames");
+    ct_rng r;
+    ct_rng_seed(&r, g->seed, 0x5eedULL);
+    int I = g->n_mels, n = g->speakers * g->utts_per_speaker;
+    c->n_utt = n; c->n_speakers = g->speakers; c->n_mels = I;
+    c->utt = ct_calloc((size_t)n, sizeof *c->utt, "synthetic corpus");
+    if (!c->utt) return CT_ENOMEM;
+    size_t total = 0;
+    for (int u = 0; u < n; u++) {
+        c->utt[u].speaker = u / g->utts_per_speaker;
+        c->utt[u].frames = g->min_frames + (int)ct_rng_below(&r, (uint32_t)(g->max_frames - g->min_frames + 1));
+        c->utt[u].offset = total;
+        total += (size_t)c->utt[u].frames * I;
+    }
+    c->feats = ct_malloc(total * sizeof *c->feats, "synthetic corpus");
+    float *env = ct_malloc((size_t)g->speakers * I * sizeof *env, "synthetic corpus");
+    float *rate = ct_malloc((size_t)g->speakers * sizeof *rate, "synthetic corpus");
+    float *chan = ct_malloc((size_t)I * sizeof *chan, "synthetic corpus");
+    if (!c->feats || !env || !rate || !chan) { free(env); free(rate); free(chan); ct_corpus_free(c); return CT_ENOMEM; }
+    for (int s = 0; s < g->speakers; s++) {
+        float *e = env + (size_t)s * I;
+        for (int i = 0; i < I; i++) e[i] = 0;
+        for (int k = 0; k < 3; k++) {   /* three "formants" */
+            float centre = ct_rng_uniform(&r) * I, width = 1.0f + ct_rng_uniform(&r) * I / 8.0f, amp = 0.5f + ct_rng_uniform(&r);
+            for (int i = 0; i < I; i++) e[i] += amp * expf(-0.5f * (i - centre) * (i - centre) / (width * width));
+        }
+        rate[s] = 2.0f + 6.0f * ct_rng_uniform(&r);   /* cycles per 100 frames */
+    }
+    for (int u = 0; u < n; u++) {
+        const float *e = env + (size_t)c->utt[u].speaker * I;
+        float *x = c->feats + c->utt[u].offset, phase = 6.2831853f * ct_rng_uniform(&r);
+        int T = c->utt[u].frames;
+        for (int i = 0; i < I; i++) chan[i] = 0.2f * (2.0f * ct_rng_uniform(&r) - 1.0f);
+        for (int t = 0; t < T; t++) {
+            float mod = 1.0f + 0.5f * sinf(6.2831853f * rate[c->utt[u].speaker] * t / 100.0f + phase);
+            for (int i = 0; i < I; i++)
+                x[(size_t)t * I + i] = e[i] * mod + chan[i] + g->noise * (2.0f * ct_rng_uniform(&r) - 1.0f);
+        }
+        /* per-utterance mean/variance normalisation over all frames and bands */
+        double s = 0, s2 = 0;
+        size_t m = (size_t)T * I;
+        for (size_t k = 0; k < m; k++) { s += x[k]; s2 += (double)x[k] * x[k]; }
+        double mean = s / m, sd = sqrt(fmax(s2 / m - mean * mean, 1e-12));
+        for (size_t k = 0; k < m; k++) x[k] = (float)((x[k] - mean) / sd);
+    }
+    free(env); free(rate); free(chan);
+    return CT_OK;
+}
+
+ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const ct_corpus *c, double val_fraction, ct_rng *r)
+{
+    int S = c->n_speakers, nv = (int)lround(S * val_fraction);
+    if (nv < 2 || S - nv < 2)
+        return ct_fail(CT_EINVAL, "%d speakers cannot be split into >= 2 training and >= 2 validation speakers "
+                       "with validation fraction %.2f; use more speakers", S, val_fraction);
+    int *order = ct_malloc((size_t)S * sizeof *order, "speaker split");
+    if (!order) return CT_ENOMEM;
+    for (int s = 0; s < S; s++) order[s] = s;
+    ct_rng_shuffle_int(r, order, S);
+    *n_train = S - nv; *n_val = nv;
+    memcpy(train, order, (size_t)(S - nv) * sizeof *order);
+    memcpy(val, order + S - nv, (size_t)nv * sizeof *order);
+    free(order);
+    return CT_OK;
+}
+
+ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const int *speakers, int n_speakers, ct_rng *r)
+{
+    if (n_speakers < 2) return ct_fail(CT_EINVAL, "pairs need at least 2 speakers (got %d)", n_speakers);
+    /* utterances of each speaker: first index and count (the corpus keeps a speaker's utterances together
+     * in the synthetic case, but real corpora need not, so build the lists) */
+    int *count = ct_calloc((size_t)c->n_speakers, sizeof *count, "pair sampler");
+    int *start = ct_calloc((size_t)c->n_speakers + 1, sizeof *start, "pair sampler");
+    int *list = ct_malloc((size_t)c->n_utt * sizeof *list, "pair sampler");
+    int *fill = ct_calloc((size_t)c->n_speakers, sizeof *fill, "pair sampler");
+    ct_status st = CT_OK;
+    if (!count || !start || !list || !fill) { st = CT_ENOMEM; goto done; }
+    for (int u = 0; u < c->n_utt; u++) count[c->utt[u].speaker]++;
+    for (int s = 0; s < c->n_speakers; s++) start[s + 1] = start[s] + count[s];
+    for (int u = 0; u < c->n_utt; u++) { int s = c->utt[u].speaker; list[start[s] + fill[s]++] = u; }
+    for (int k = 0; k < n_speakers; k++)
+        if (count[speakers[k]] < 2) {
+            st = ct_fail(CT_EINVAL, "speaker %d has %d utterance(s); same-speaker pairs need at least 2 "
+                         "(remove the speaker or add utterances)", speakers[k], count[speakers[k]]);
+            goto done;
+        }
+    for (int i = 0; i < n; i++) {
+        int sa = speakers[ct_rng_below(r, (uint32_t)n_speakers)], sb = sa;
+        int same = (i % 2) == 0;
+        if (!same) while (sb == sa) sb = speakers[ct_rng_below(r, (uint32_t)n_speakers)];
+        int ua = (int)ct_rng_below(r, (uint32_t)count[sa]), ub = (int)ct_rng_below(r, (uint32_t)count[sb]);
+        if (same) while (ub == ua) ub = (int)ct_rng_below(r, (uint32_t)count[sb]);
+        out[i] = (ct_pair){ list[start[sa] + ua], list[start[sb] + ub], same ? 1.0f : 0.0f };
+    }
+    for (int i = n - 1; i > 0; i--) {   /* shuffle so same/different alternate no more */
+        int j = (int)ct_rng_below(r, (uint32_t)i + 1);
+        ct_pair t = out[i]; out[i] = out[j]; out[j] = t;
+    }
+done:
+    free(count); free(start); free(list); free(fill);
+    return st;
+}
+
+static void crop(float *dst, int *len, const ct_corpus *c, int u, int T, ct_rng *r)
+{
+    const ct_utt *ut = &c->utt[u];
+    int I = c->n_mels;
+    if (ut->frames >= T) {
+        int s = (int)ct_rng_below(r, (uint32_t)(ut->frames - T + 1));
+        memcpy(dst, c->feats + ut->offset + (size_t)s * I, (size_t)T * I * sizeof *dst);
+        *len = T;
+    } else {
+        memcpy(dst, c->feats + ut->offset, (size_t)ut->frames * I * sizeof *dst);
+        memset(dst + (size_t)ut->frames * I, 0, (size_t)(T - ut->frames) * I * sizeof *dst);
+        *len = ut->frames;
+    }
+}
+
+void ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *r)
+{
+    size_t row = (size_t)T * c->n_mels;
+    for (int k = 0; k < B; k++) {
+        crop(x + (size_t)k * row, &len[k], c, p[k].a, T, r);
+        crop(x + (size_t)(B + k) * row, &len[B + k], c, p[k].b, T, r);
+        y[k] = p[k].y;
+    }
+}

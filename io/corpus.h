@@ -1,0 +1,62 @@
+/* corpus.h - utterances of known speakers held in memory as feature matrices,
+ * and the pairs the siamese model trains on.
+ *
+ * A corpus is one float array of frames [total_frames, n_mels] plus, per
+ * utterance, its speaker and where its frames are. The synthetic generator here
+ * makes one from a seed (speaker = a characteristic spectral envelope and
+ * modulation, utterance = that plus noise), so the engine can train and be
+ * tested with no audio at all; real audio features fill the same struct.
+ *
+ * Pairs are drawn deterministically from an RNG: half same-speaker, half
+ * different. A batch takes a random crop of T frames from each utterance of
+ * each pair, drawn again whenever the batch is built (so every epoch sees new
+ * crops of the same pairs).
+ */
+#ifndef CT_CORPUS_H
+#define CT_CORPUS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/error.h"
+#include "core/rng.h"
+
+typedef struct {
+    int speaker;       /* 0 .. n_speakers-1 */
+    int frames;        /* length of this utterance */
+    size_t offset;     /* first frame in feats, in floats */
+} ct_utt;
+
+typedef struct {
+    int n_utt, n_speakers, n_mels;
+    ct_utt *utt;       /* [n_utt] */
+    float *feats;      /* [sum of frames, n_mels] */
+} ct_corpus;
+
+typedef struct {
+    int speakers, utts_per_speaker;
+    int min_frames, max_frames;
+    int n_mels;
+    float noise;       /* noise level relative to the speaker signal; larger is harder */
+    uint64_t seed;
+} ct_synth_config;
+
+ct_status ct_corpus_synthetic(ct_corpus *c, const ct_synth_config *cfg);
+void      ct_corpus_free(ct_corpus *c);
+
+/* Split the speakers: a seeded shuffle, the first n_train for training, the rest
+ * for validation (disjoint speakers: open-set verification). train/val receive
+ * speaker ids; each needs room for n_speakers. */
+ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const ct_corpus *c, double val_fraction, ct_rng *r);
+
+typedef struct { int a, b; float y; } ct_pair;   /* utterance indices; y = 1 same speaker */
+
+/* n pairs over the given speakers, alternating same/different (so exactly half
+ * same when n is even), order shuffled. Needs >= 2 speakers, each with >= 2
+ * utterances for same-speaker pairs (else CT_EINVAL naming the speaker). */
+ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const int *speakers, int n_speakers, ct_rng *r);
+
+/* Fill x [2B, T, I] (rows [0,B) a-crops, [B,2B) b-crops) and y [B] from pairs
+ * p[0..B). Utterances shorter than T are zero-padded and their length recorded
+ * in len [2B] (T otherwise); longer ones give a random crop. */
+void ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *crop);
+
+#endif

@@ -1,0 +1,19 @@
+/* images.h - a labelled image set in memory, NCHW floats in [0, 1], and a
+ * synthetic generator for tests and demos (each class is a bar of its own
+ * orientation and position, drawn with jitter and noise).
+ */
+#ifndef CT_IMAGES_H
+#define CT_IMAGES_H
+#include <stdint.h>
+#include "core/error.h"
+
+typedef struct {
+    int n, c, h, w, classes;
+    float *x;      /* [n, c, h, w] */
+    int *labels;   /* [n], each in [0, classes) */
+} ct_images;
+
+ct_status ct_images_synthetic(ct_images *im, int n, int classes, int h, int w, float noise, uint64_t seed);
+void      ct_images_free(ct_images *im);
+
+#endif

@@ -1,0 +1,100 @@
+/* weights.c - atomic HDF5 weight files (see weights.h). */
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "io/weights.h"
+#include "io/h5.h"
+
+static ct_status write_group(hid_t f, const char *group, const ct_params *ps)
+{
+    char name[256];
+    for (int i = 0; ps && i < ps->n; i++) {
+        const ct_param *p = &ps->p[i];
+        size_t dims[CT_DIMS_MAX];
+        for (int k = 0; k < p->ndim; k++) dims[k] = (size_t)p->shape[k];
+        snprintf(name, sizeof name, "%s/%s", group, p->name);
+        CT_TRY(ct_h5_write_f32(f, name, ps->data + p->offset, p->ndim, dims));
+    }
+    return CT_OK;
+}
+
+static ct_status sync_path(const char *path, int directory)
+{
+    int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0) return ct_fail(CT_EIO, "%s: cannot open for fsync", path);
+    int r = fsync(fd);
+    close(fd);
+    if (r != 0) return ct_fail(CT_EIO, "%s: fsync failed (disk full or I/O error)", path);
+    return CT_OK;
+}
+
+ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return ct_fail(CT_EINVAL, "output path too long: %s", path);
+    hid_t f;
+    CT_TRY(ct_h5_create(&f, tmp));
+    ct_status st = ct_h5_attr_write_str(f, "/", "format", "ctrain-weights");
+    if (st == CT_OK) st = ct_h5_attr_write_double(f, "/", "format_version", 1);
+    if (st == CT_OK) st = ct_h5_attr_write_str(f, "/", "model", model);
+    if (st == CT_OK) st = write_group(f, "model", params);
+    if (st == CT_OK && state && state->n) st = write_group(f, "state", state);
+    if (H5Fclose(f) < 0 && st == CT_OK) st = ct_fail(CT_EIO, "%s: closing the file failed (disk full?)", tmp);
+    if (st == CT_OK) st = sync_path(tmp, 0);
+    if (st == CT_OK && rename(tmp, path) != 0) st = ct_fail(CT_EIO, "cannot rename %s to %s", tmp, path);
+    if (st != CT_OK) {
+        unlink(tmp);
+        return ct_fail(st, "could not write %s, previous file left untouched: %s", path, ct_last_error());
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    return sync_path(dirname(dir), 1);
+}
+
+static ct_status read_group(hid_t f, const char *path, const char *group, ct_params *ps)
+{
+    char name[256];
+    for (int i = 0; ps && i < ps->n; i++) {
+        const ct_param *p = &ps->p[i];
+        int nd; size_t dims[CT_H5_DIMS_MAX];
+        snprintf(name, sizeof name, "%s/%s", group, p->name);
+        if (ct_h5_shape(f, name, &nd, dims) != CT_OK)
+            return ct_fail(CT_EFORMAT, "%s: parameter %s is missing: the file holds another model or another configuration", path, name);
+        int same = nd == p->ndim;
+        for (int k = 0; same && k < nd; k++) same = dims[k] == (size_t)p->shape[k];
+        if (!same) return ct_fail(CT_EFORMAT, "%s: parameter %s has another shape than this model's; pass the sizes the model was trained with", path, name);
+        CT_TRY(ct_h5_read_f32(f, name, ps->data + p->offset, p->numel));
+    }
+    return CT_OK;
+}
+
+ct_status ct_weights_load(const char *path, const char *model, ct_params *params, ct_params *state)
+{
+    hid_t f;
+    CT_TRY(ct_h5_open(&f, path));
+    /* read into copies first, so a failure half way leaves the model's weights untouched */
+    ct_params p2 = *params, s2 = state ? *state : (ct_params){ 0 };
+    ct_status st = CT_OK;
+    p2.data = ct_malloc(params->numel * sizeof(float) + 1, "weights");
+    s2.data = state ? ct_malloc(state->numel * sizeof(float) + 1, "weights") : NULL;
+    if (!p2.data || (state && !s2.data)) st = CT_ENOMEM;
+    if (st == CT_OK) {
+        memcpy(p2.data, params->data, params->numel * sizeof(float));
+        if (state) memcpy(s2.data, state->data, state->numel * sizeof(float));
+        st = read_group(f, path, "model", &p2);
+    }
+    if (st == CT_OK && state && state->n) st = read_group(f, path, "state", &s2);
+    if (st == CT_OK) {
+        memcpy(params->data, p2.data, params->numel * sizeof(float));
+        if (state) memcpy(state->data, s2.data, state->numel * sizeof(float));
+    }
+    free(p2.data);
+    free(s2.data);
+    (void)model;
+    ct_h5_close(f);
+    return st;
+}

@@ -1,0 +1,21 @@
+/* weights.h - save a model's parameters to an HDF5 file, replaced atomically.
+ *
+ * Layout (readable with h5py or `h5dump -n`):
+ *   /                  attributes: format "ctrain-weights", format_version 1, model (name)
+ *   /model/<name>      one float32 dataset per parameter, with its shape
+ *                      (e.g. /model/lstm_1/w_ih_l0 [512, 40], /model/dense_1/w [64, 128])
+ *   /state/<name>      non-trainable state (batchnorm running statistics), if any
+ *
+ * The file is written to "<path>.tmp-<pid>" in the same directory, flushed and
+ * fsync'ed, then renamed over `path` (and the directory fsync'ed), so a crash
+ * leaves either the old file or the new one, never half of one.
+ */
+#ifndef CT_WEIGHTS_H
+#define CT_WEIGHTS_H
+#include "core/params.h"
+
+ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state);
+/* Load parameters by name; every parameter of `params` must be present with its shape. */
+ct_status ct_weights_load(const char *path, const char *model, ct_params *params, ct_params *state);
+
+#endif

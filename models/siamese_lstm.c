@@ -1,0 +1,105 @@
+/* siamese_lstm.c - the siamese LSTM speaker model: explicit layer calls, forward
+ * then backward written out in reverse (see siamese_lstm.h for the picture). */
+#include <string.h>
+#include "models/siamese_lstm.h"
+#include "layers/loss.h"
+#include "layers/pair.h"
+
+siamese_lstm_config siamese_lstm_defaults(void)
+{
+    return (siamese_lstm_config){ .n_mels = 40, .frames = 100, .hidden = 128, .layers = 1, .embed = 64,
+                                  .margin = 1.0f, .threshold = 0.5f, .recurrent = LSTM_SIGMOID };
+}
+
+ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    if (cfg->n_mels < 1 || cfg->frames < 1 || cfg->hidden < 1 || cfg->embed < 1 || cfg->layers < 1)
+        return ct_fail(CT_EINVAL, "siamese-lstm: sizes must be positive (mels %d, frames %d, hidden %d, layers %d, embed %d)",
+                       cfg->n_mels, cfg->frames, cfg->hidden, cfg->layers, cfg->embed);
+    if (!(cfg->margin > 0)) return ct_fail(CT_EINVAL, "siamese-lstm: --margin must be positive (got %g)", cfg->margin);
+    ct_params_init(&m->params);
+    ct_arena_init(&m->arena);
+    CT_TRY(lstm_params_add(&m->lstm, &m->params, "lstm_1", cfg->n_mels, cfg->hidden, cfg->layers));
+    CT_TRY(dense_params_add(&m->dense, &m->params, "dense_1", cfg->hidden, cfg->embed, 1));
+    return ct_params_alloc(&m->params);
+}
+
+void siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r) { ct_params_initialize(&m->params, r); }
+
+static lstm_dims tower_dims(const siamese_lstm *m, int B)
+{
+    return (lstm_dims){ .B = 2 * B, .T = m->cfg.frames, .I = m->cfg.n_mels, .H = m->cfg.hidden,
+                        .L = m->cfg.layers, .ret = LSTM_RETURN_LAST, .recur = m->cfg.recurrent };
+}
+
+ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs)
+{
+    if (max_pairs < 1) return ct_fail(CT_EINVAL, "siamese-lstm: batch must hold at least one pair");
+    ct_arena_free(&m->arena);
+    ct_arena_init(&m->arena);
+    m->max_pairs = max_pairs;
+    size_t S = 2 * (size_t)max_pairs, H = m->cfg.hidden, D = m->cfg.embed;
+    lstm_dims ld = tower_dims(m, max_pairs);
+    ct_arena_floats(&m->arena, &m->act.h, S * H);
+    ct_arena_floats(&m->arena, &m->act.emb, S * D);
+    ct_arena_floats(&m->arena, &m->act.dist, (size_t)max_pairs);
+    ct_arena_floats(&m->arena, &m->act.lstm_cache, lstm_cache_floats(&ld));
+    ct_arena_floats(&m->arena, &m->act.lstm_ws, lstm_workspace_floats(&ld));
+    ct_arena_floats(&m->arena, &m->act.ddist, (size_t)max_pairs);
+    ct_arena_floats(&m->arena, &m->act.demb, S * D);
+    ct_arena_floats(&m->arena, &m->act.dh, S * H);
+    return ct_arena_alloc(&m->arena);
+}
+
+void siamese_lstm_free(siamese_lstm *m)
+{
+    ct_arena_free(&m->arena);
+    ct_params_free(&m->params);
+}
+
+float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const float *y, int B, int *correct)
+{
+    CT_ASSERT(B >= 1 && B <= m->max_pairs);
+    const siamese_lstm_config *c = &m->cfg;
+    lstm_weights lw[LSTM_MAX_LAYERS];
+    lstm_params_view(lw, NULL, &m->params, &m->lstm);
+    lstm_dims ld = tower_dims(m, B);
+    const float *dw = ct_params_data(&m->params, m->dense.w), *db = ct_params_data(&m->params, m->dense.b);
+    float *emb_a = m->act.emb, *emb_b = m->act.emb + (size_t)B * c->embed;
+
+    lstm_forward(m->act.h, m->act.lstm_cache, x, len, lw, &ld);                   /* [2B, H] */
+    dense_forward(m->act.emb, m->act.h, dw, db, 2 * B, c->hidden, c->embed);      /* [2B, D] */
+    euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);  /* [B] */
+    if (correct) *correct = (int)(contrastive_accuracy(m->act.dist, y, B, c->threshold) * (float)B + 0.5f);
+    return contrastive_forward(m->act.dist, y, B, c->margin);
+}
+
+void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const float *y, int B)
+{
+    const siamese_lstm_config *c = &m->cfg;
+    lstm_weights lw[LSTM_MAX_LAYERS];
+    lstm_grads lg[LSTM_MAX_LAYERS];
+    lstm_params_view(lw, lg, &m->params, &m->lstm);
+    lstm_dims ld = tower_dims(m, B);
+    const float *dw = ct_params_data(&m->params, m->dense.w);
+    float *gdw = ct_params_grad(&m->params, m->dense.w), *gdb = ct_params_grad(&m->params, m->dense.b);
+    size_t half = (size_t)B * c->embed;
+
+    contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                       /* dL/dd   [B] */
+    euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
+                       m->act.emb, m->act.emb + half, B, c->embed, CT_KERAS_EPSILON);        /* dL/demb [2B, D] */
+    dense_backward(m->act.dh, gdw, gdb, m->act.demb, m->act.h, dw, 2 * B, c->hidden, c->embed); /* dL/dh [2B, H] */
+    lstm_backward(NULL, lg, m->act.lstm_ws, m->act.dh, m->act.lstm_cache, x, len, lw, &ld);  /* into the weights */
+}
+
+double siamese_lstm_step_flops(const siamese_lstm_config *c, int B)
+{
+    /* forward gemms: per layer 2 * S*T * 4H * (I_l + H), dense 2 * S * H * D (S = 2B sequences);
+     * backward does two gemms for every forward one (input and weight gradients): x2. */
+    double S = 2.0 * B, T = c->frames, H = c->hidden, fwd = 0;
+    for (int l = 0; l < c->layers; l++) fwd += 2.0 * S * T * 4.0 * H * ((l ? H : c->n_mels) + H);
+    fwd += 2.0 * S * H * c->embed;
+    return 3.0 * fwd;
+}

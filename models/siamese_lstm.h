@@ -1,0 +1,68 @@
+/* siamese_lstm.h - the speaker-verification model of the seed experiment:
+ *
+ *   utterance a [T, I] --\                                    /-- emb_a [D] --\
+ *                         > shared LSTM(H) -> last h -> dense(D)                > d = ||emb_a - emb_b|| -> contrastive loss
+ *   utterance b [T, I] --/                                    \-- emb_b [D] --/
+ *
+ * Both towers share every weight, so they run as ONE batch of 2B sequences:
+ * rows [0, B) of the input are the a-utterances, rows [B, 2B) the b-utterances
+ * of the same pairs. Label y = 1 means "same speaker"; a pair is predicted
+ * "same" when d < 0.5 (the seed's accuracy).
+ *
+ * Reference sizes (the seed): I = 40 log-mel bands, T = 100 frames, H = 128,
+ * D = 64, margin 1, RMSprop lr 1e-3, batch 128 pairs.
+ */
+#ifndef CT_SIAMESE_LSTM_H
+#define CT_SIAMESE_LSTM_H
+#include "core/arena.h"
+#include "core/params.h"
+#include "layers/dense.h"
+#include "layers/lstm.h"
+
+typedef struct {
+    int n_mels;        /* I: features per frame */
+    int frames;        /* T: frames per utterance crop */
+    int hidden;        /* H: LSTM units */
+    int layers;        /* L: stacked LSTM layers */
+    int embed;         /* D: embedding size */
+    float margin;      /* contrastive margin */
+    float threshold;   /* distance below which a pair is called "same" */
+    lstm_recurrent recurrent;
+} siamese_lstm_config;
+
+typedef struct {
+    siamese_lstm_config cfg;
+    ct_params params;              /* every weight, one buffer */
+    lstm_ids lstm;
+    dense_ids dense;
+    int max_pairs;                 /* batch size the activations were planned for */
+    ct_arena arena;
+    struct {                       /* activations, planned for max_pairs pairs */
+        float *h;                  /* [2B, H] last hidden state of each sequence */
+        float *emb;                /* [2B, D] embeddings: a rows, then b rows */
+        float *dist;               /* [B] distances */
+        float *lstm_cache;         /* LSTM forward state for backward */
+        float *lstm_ws;            /* LSTM backward scratch */
+        float *ddist;              /* [B] */
+        float *demb;               /* [2B, D] */
+        float *dh;                 /* [2B, H] */
+    } act;
+} siamese_lstm;
+
+siamese_lstm_config siamese_lstm_defaults(void);
+/* Registers the parameters and allocates their buffers (weights still zero). */
+ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg);
+void      siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r);
+/* Plans the activation memory for up to max_pairs pairs per batch. */
+ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs);
+void      siamese_lstm_free(siamese_lstm *m);
+
+/* x [2B, T, I] (a-utterances then b-utterances), len [2B] or NULL, y [B].
+ * Returns the mean contrastive loss; *correct = pairs classified right. */
+float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const float *y, int B, int *correct);
+/* Accumulates the gradient of the mean loss into m->params.grad. Call after forward with the same arguments. */
+void  siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const float *y, int B);
+/* FLOPs of one training step (forward + backward) on B pairs, gemms only. */
+double siamese_lstm_step_flops(const siamese_lstm_config *cfg, int B);
+
+#endif

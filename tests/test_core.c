@@ -1,0 +1,209 @@
+/* test_core.c - tests of core/: the PCG32 generator and its streams, the flat
+ * parameter store and its initialisers, the activation arena; and of io/h5.c
+ * (round trips, and clear errors on missing/corrupt files and wrong shapes). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tests/test.h"
+#include "core/arena.h"
+#include "core/params.h"
+#include "core/rng.h"
+#include "io/h5.h"
+
+static void test_rng(void)
+{
+    /* PCG32 reference: O'Neill's pcg32-global demo, seeded with (42, 54), prints
+     * these first six outputs (0xa15c02b7 0x7b47f409 0xba1d3330 0x83d2f293 0xbfa4784b 0xcbed606e). */
+    t_case("core/rng pcg32 reference sequence");
+    ct_rng r;
+    ct_rng_seed(&r, 42u, 54u);
+    const uint32_t want[6] = { 0xa15c02b7u, 0x7b47f409u, 0xba1d3330u, 0x83d2f293u, 0xbfa4784bu, 0xcbed606eu };
+    for (int i = 0; i < 6; i++) {
+        uint32_t got = ct_rng_u32(&r);
+        t_check(got == want[i], "draw %d: got 0x%08x want 0x%08x", i, got, want[i]);
+    }
+
+    t_case("core/rng save and restore state");
+    ct_rng a, b;
+    ct_rng_seed(&a, 7, CT_STREAM_DATA);
+    for (int i = 0; i < 100; i++) ct_rng_u32(&a);
+    b = a;   /* the whole state is two integers: saving it is a copy */
+    int same = 1;
+    for (int i = 0; i < 1000; i++) same &= ct_rng_u32(&a) == ct_rng_u32(&b);
+    t_check(same, "a restored state continues the same sequence");
+
+    t_case("core/rng streams are independent");
+    ct_rngs s;
+    ct_rngs_seed(&s, 1234);
+    int equal = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint32_t x = ct_rng_u32(&s.init), y = ct_rng_u32(&s.dropout), z = ct_rng_u32(&s.data);
+        equal += (x == y) + (y == z) + (x == z);
+    }
+    t_check(equal == 0, "%d coincidences between streams", equal);
+
+    t_case("core/rng uniform, below, normal moments");
+    ct_rng_seed(&r, 99, 1);
+    double su = 0, sn = 0, sn2 = 0;
+    int n = 200000, counts[7] = { 0 }, in_range = 1;
+    for (int i = 0; i < n; i++) {
+        float u = ct_rng_uniform(&r);
+        in_range &= (u >= 0.0f && u < 1.0f);
+        su += u;
+        counts[ct_rng_below(&r, 7)]++;
+        double g = ct_rng_normal(&r);
+        sn += g; sn2 += g * g;
+    }
+    t_check(in_range, "uniform outside [0,1)");
+    t_check(fabs(su / n - 0.5) < 0.005, "uniform mean %.4f", su / n);
+    t_check(fabs(sn / n) < 0.01 && fabs(sn2 / n - 1.0) < 0.02, "normal mean %.4f var %.4f", sn / n, sn2 / n);
+    for (int k = 0; k < 7; k++) t_check(fabs(counts[k] / (double)n - 1.0 / 7) < 0.005, "below(7): bucket %d has %d", k, counts[k]);
+
+    t_case("core/rng shuffle is a permutation");
+    int perm[50], seen[50] = { 0 };
+    for (int i = 0; i < 50; i++) perm[i] = i;
+    ct_rng_shuffle_int(&r, perm, 50);
+    int ok = 1, moved = 0;
+    for (int i = 0; i < 50; i++) { ok &= perm[i] >= 0 && perm[i] < 50 && !seen[perm[i]]; if (ok) seen[perm[i]] = 1; moved += perm[i] != i; }
+    t_check(ok && moved > 25, "not a shuffled permutation (moved %d)", moved);
+}
+
+static void test_params(void)
+{
+    t_case("core/params layout, views and names");
+    ct_params ps;
+    ct_params_init(&ps);
+    int h1 = ct_params_add(&ps, "dense_1/w", 2, (int[]){ 3, 5 }, ct_init_glorot(5, 3));
+    int h2 = ct_params_add(&ps, "dense_1/b", 1, (int[]){ 3 }, ct_init_zeros());
+    int h3 = ct_params_add(&ps, "lstm_1/b_ih_l0", 1, (int[]){ 8 }, ct_init_forget_bias(1.0f));
+    int h4 = ct_params_add(&ps, "lstm_1/w_hh_l0", 2, (int[]){ 8, 2 }, ct_init_orthogonal(1.0f));
+    t_check(h1 == 0 && h2 == 1 && h3 == 2 && h4 == 3, "handles %d %d %d %d", h1, h2, h3, h4);
+    t_check(ct_params_add(&ps, "dense_1/b", 1, (int[]){ 3 }, ct_init_zeros()) == -1 && strstr(ct_last_error(), "twice"),
+            "a duplicate name is refused: %s", ct_last_error());
+    t_check(ct_params_add(&ps, "bad", 2, (int[]){ 3, 0 }, ct_init_zeros()) == -1, "a zero dimension is refused");
+    t_check(ct_params_alloc(&ps) == CT_OK, "alloc");
+    int aligned = 1;
+    for (int i = 0; i < ps.n; i++) aligned &= ps.p[i].offset % 16 == 0 && ((uintptr_t)ct_params_data(&ps, i) % 64) == 0;
+    t_check(aligned, "every view starts on a 64-byte boundary");
+    t_check(ps.p[1].offset >= ps.p[0].offset + 15 && ct_params_count(&ps) == 15 + 3 + 8 + 16, "offsets and count");
+    t_check(ct_params_find(&ps, "lstm_1/b_ih_l0") == 2 && ct_params_find(&ps, "nope") == -1, "find by name");
+
+    ct_rng r;
+    ct_rng_seed(&r, 5, CT_STREAM_INIT);
+    ct_params_initialize(&ps, &r);
+    float *w = ct_params_data(&ps, h1), lim = sqrtf(6.0f / 8.0f), mx = 0;
+    for (int i = 0; i < 15; i++) mx = fmaxf(mx, fabsf(w[i]));
+    t_check(mx <= lim && mx > 0.5f * lim, "glorot bound %.4f vs limit %.4f", mx, lim);
+    float *fb = ct_params_data(&ps, h3);
+    t_check(fb[0] == 0 && fb[1] == 0 && fb[2] == 1 && fb[3] == 1 && fb[4] == 0 && fb[7] == 0, "forget bias = 1 on the f quarter only");
+    float *q = ct_params_data(&ps, h4);   /* [8, 2]: two orthonormal columns */
+    double g00 = 0, g01 = 0, g11 = 0;
+    for (int i = 0; i < 8; i++) { g00 += q[2 * i] * q[2 * i]; g01 += q[2 * i] * q[2 * i + 1]; g11 += q[2 * i + 1] * q[2 * i + 1]; }
+    double gram[4] = { g00, g01, g01, g11 }, eye[4] = { 1, 0, 0, 1 };
+    float gf[4] = { (float)gram[0], (float)gram[1], (float)gram[2], (float)gram[3] };
+    t_close_d("orthogonal columns W^T W = I", gf, eye, 4, 1e-5);
+
+    /* padding floats stay zero after init, and the init is reproducible */
+    int pad_zero = 1;
+    for (size_t i = 15; i < ps.p[1].offset; i++) pad_zero &= ps.data[i] == 0.0f;
+    t_check(pad_zero, "padding is zero");
+    float first = w[0];
+    ct_rng_seed(&r, 5, CT_STREAM_INIT);
+    ct_params_initialize(&ps, &r);
+    t_check(w[0] == first, "same seed, same weights");
+    ct_params_free(&ps);
+
+    t_case("core/params orthogonal wide matrix has orthonormal rows");
+    float wide[3 * 7];
+    ct_init_fill(wide, 2, (int[]){ 3, 7 }, ct_init_orthogonal(1.0f), &r);
+    float gr[9]; double id3[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
+    for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) {
+        double s = 0;
+        for (int k = 0; k < 7; k++) s += wide[i * 7 + k] * wide[j * 7 + k];
+        gr[i * 3 + j] = (float)s;
+    }
+    t_close_d("W W^T = I", gr, id3, 9, 1e-5);
+}
+
+static void test_arena(void)
+{
+    t_case("core/arena plans then allocates once");
+    ct_arena a;
+    ct_arena_init(&a);
+    float *x = (float *)1, *y = (float *)1;
+    int *idx = (int *)1;
+    ct_arena_floats(&a, &x, 100);
+    ct_arena_ints(&a, &idx, 3);
+    ct_arena_floats(&a, &y, 17);
+    t_check(x == NULL && y == NULL && idx == NULL, "pointers are NULL until allocation");
+    t_check(ct_arena_alloc(&a) == CT_OK, "alloc");
+    t_check(x && y && idx, "pointers filled in");
+    t_check((char *)idx >= (char *)(x + 100) && (char *)y >= (char *)(idx + 3), "regions do not overlap");
+    t_check((uintptr_t)x % 64 == 0 && (uintptr_t)y % 64 == 0 && (uintptr_t)idx % 64 == 0, "64-byte aligned");
+    int zero = 1;
+    for (int i = 0; i < 100; i++) zero &= x[i] == 0.0f;
+    for (int i = 0; i < 17; i++) y[i] = 1.0f;
+    t_check(zero, "memory starts zeroed");
+    ct_arena_free(&a);
+    t_check(x == NULL && y == NULL, "freeing clears the pointers");
+}
+
+void suite_core(void)
+{
+    test_rng();
+    test_params();
+    test_arena();
+}
+
+void suite_h5(void)
+{
+    char path[] = "/tmp/ctrain_h5_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+
+    t_case("h5/round trip floats, ints, attributes, nested groups");
+    hid_t f;
+    float w[6] = { 1, -2, 3.5f, 4, 5, 6e-8f };
+    int lab[3] = { 7, 0, -1 };
+    t_check(ct_h5_create(&f, path) == CT_OK, "create: %s", ct_last_error());
+    t_check(ct_h5_write_f32(f, "model/dense_1/w", w, 2, (size_t[]){ 2, 3 }) == CT_OK, "write f32: %s", ct_last_error());
+    t_check(ct_h5_write_i32(f, "labels", lab, 1, (size_t[]){ 3 }) == CT_OK, "write i32");
+    t_check(ct_h5_attr_write_double(f, "/", "epoch", 3.0) == CT_OK, "write attr");
+    t_check(ct_h5_attr_write_str(f, "/", "model", "siamese-lstm") == CT_OK, "write str attr");
+    ct_h5_close(f);
+    float w2[6] = { 0 };
+    int lab2[3] = { 0 }, nd = 0;
+    size_t dims[CT_H5_DIMS_MAX];
+    double ep = 0;
+    t_check(ct_h5_open(&f, path) == CT_OK, "open: %s", ct_last_error());
+    t_check(ct_h5_exists(f, "model/dense_1/w") && !ct_h5_exists(f, "model/nope/w"), "exists");
+    t_check(ct_h5_shape(f, "model/dense_1/w", &nd, dims) == CT_OK && nd == 2 && dims[0] == 2 && dims[1] == 3, "shape");
+    t_check(ct_h5_read_f32(f, "model/dense_1/w", w2, 6) == CT_OK && memcmp(w, w2, sizeof w) == 0, "floats round trip exactly");
+    t_check(ct_h5_read_i32(f, "labels", lab2, 3) == CT_OK && memcmp(lab, lab2, sizeof lab) == 0, "ints round trip");
+    t_check(ct_h5_attr_read_double(f, "/", "epoch", &ep) == CT_OK && ep == 3.0, "attribute");
+
+    t_case("h5/errors name the problem");
+    t_check(ct_h5_read_f32(f, "model/dense_1/w", w2, 5) == CT_EFORMAT && strstr(ct_last_error(), "expected 5"),
+            "wrong size is refused: %s", ct_last_error());
+    t_check(ct_h5_read_f32(f, "missing", w2, 1) == CT_EFORMAT && strstr(ct_last_error(), "missing"),
+            "a missing dataset is named: %s", ct_last_error());
+    t_check(ct_h5_attr_read_double(f, "/", "nope", &ep) == CT_EFORMAT, "missing attribute");
+    ct_h5_close(f);
+    t_check(ct_h5_open(&f, "/nonexistent/dir/x.h5") == CT_EIO && strstr(ct_last_error(), "/nonexistent/dir/x.h5"),
+            "a missing file is named: %s", ct_last_error());
+
+    /* a truncated file and a file of garbage are refused, not crashed on */
+    FILE *fp = fopen(path, "r+b");
+    long full = 0;
+    if (fp) { fseek(fp, 0, SEEK_END); full = ftell(fp); fclose(fp); }
+    t_check(full > 100 && truncate(path, full / 3) == 0, "truncate the file");
+    t_check(ct_h5_open(&f, path) != CT_OK || (ct_h5_read_f32(f, "model/dense_1/w", w2, 6) != CT_OK && (ct_h5_close(f), 1)),
+            "a truncated file gives an error");
+    fp = fopen(path, "wb");
+    if (fp) { fputs("this is not an HDF5 file at all\n", fp); fclose(fp); }
+    t_check(ct_h5_open(&f, path) == CT_EFORMAT && strstr(ct_last_error(), "not a readable HDF5 file"),
+            "garbage is refused: %s", ct_last_error());
+    unlink(path);
+}
