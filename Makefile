@@ -5,7 +5,7 @@
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
-#   make bench      sgemm peak and the LSTM step benchmark (bench/)
+#   make bench      sgemm peak and the LSTM step benchmark, ctrain vs PyTorch (bench/)
 #   make golden     regenerate the PyTorch parity files in tests/golden/ (needs python3-torch)
 #   make clean
 #
@@ -17,7 +17,7 @@ SAN      ?= 0
 CC       ?= cc
 OPT      ?= -O3 -march=native
 BUILD    := build$(if $(filter 1,$(SAN)),-san,)
-PKGS     := openblas hdf5
+PKGS     := openblas hdf5 sndfile samplerate fftw3f
 CUDA_HOME ?= /usr/local/cuda
 
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
@@ -52,6 +52,7 @@ detect:
 	@echo "ctrain build ($(BUILD)):"
 	@echo "  BLAS : $$(pkg-config --modversion openblas 2>/dev/null | sed 's/^/OpenBLAS /' || echo 'NOT FOUND: run make deps')"
 	@echo "  HDF5 : $$(pkg-config --modversion hdf5 2>/dev/null || echo 'NOT FOUND: run make deps')"
+	@echo "  audio: libsndfile $$(pkg-config --modversion sndfile 2>/dev/null || echo 'NOT FOUND'), libsamplerate $$(pkg-config --modversion samplerate 2>/dev/null || echo 'NOT FOUND'), FFTW $$(pkg-config --modversion fftw3f 2>/dev/null || echo 'NOT FOUND')"
 	@if [ -x $(CUDA_HOME)/bin/nvcc ]; then \
 	  echo "  CUDA : $$($(CUDA_HOME)/bin/nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $(CUDA_HOME) (the GPU backend is not part of this version: CPU only)"; \
 	else echo "  CUDA : not found (CPU only)"; fi
@@ -85,6 +86,7 @@ demo: deps
 	@sh examples/demo.sh $(CTRAIN)
 
 bench: deps
+	@sh scripts/deps.sh golden
 	@$(MAKE) --no-print-directory build
 	@sh bench/run.sh $(BUILD)
 

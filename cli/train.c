@@ -241,7 +241,7 @@ static int train_siamese(int argc, char **argv)
            mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.embed, mc.margin, ct_params_count(&s.m.params));
     printf("Data: synthetic, %d training and %d held-out speakers, %d utterances each; %s lr %g, batch %d pairs\n",
            n_spk_train, n_spk_val, sc.utts_per_speaker, ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
-    ct_task task = { &s, &s.m.params, pairs, val_pairs, siamese_begin_epoch, siamese_load, siamese_forward, siamese_backward };
+    ct_task task = { &s, &s.m.params, pairs, val_pairs, siamese_begin_epoch, siamese_load, siamese_forward, siamese_backward, NULL };
     st = ct_fit(&task, &fit, NULL, stdout);
     if (st == CT_OK && o.out) st = ct_weights_save(o.out, "siamese-lstm", &s.m.params, NULL);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
@@ -353,7 +353,7 @@ static int train_small_cnn(int argc, char **argv)
         cli_print_header(stdout, o.threads);
         printf("Model: small-cnn %dx%dx%d -> conv%dk%d -> batchnorm -> relu -> maxpool2 -> dropout %g -> dense %d, %zu parameters\n",
                mc.channels, mc.height, mc.width, mc.filters, mc.kernel, mc.dropout, mc.classes, ct_params_count(&c.m.params));
-        ct_task task = { &c, &c.m.params, n_train, n_val, cnn_begin_epoch, cnn_load, cnn_forward, cnn_backward };
+        ct_task task = { &c, &c.m.params, n_train, n_val, cnn_begin_epoch, cnn_load, cnn_forward, cnn_backward, NULL };
         st = ct_fit(&task, &fit, NULL, stdout);
     }
     if (st == CT_OK && o.out) st = ct_weights_save(o.out, "small-cnn", &c.m.params, &c.m.buffers);

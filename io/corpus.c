@@ -7,6 +7,11 @@
 
 void ct_corpus_free(ct_corpus *c)
 {
+    for (int i = 0; c->path && i < c->n_utt; i++) free(c->path[i]);
+    for (int i = 0; c->speaker_name && i < c->n_speakers; i++) free(c->speaker_name[i]);
+    free(c->path);
+    free(c->speaker_name);
+    free(c->video);
     free(c->utt);
     free(c->feats);
     memset(c, 0, sizeof *c);

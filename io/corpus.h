@@ -29,6 +29,10 @@ typedef struct {
     int n_utt, n_speakers, n_mels;
     ct_utt *utt;       /* [n_utt] */
     float *feats;      /* [sum of frames, n_mels] */
+    /* Optional (NULL for synthetic corpora), all malloc'd and freed by ct_corpus_free: */
+    char **path;           /* [n_utt] path relative to wav/, e.g. "id10270/x6uYqmx31kE/00001.wav" */
+    char **speaker_name;   /* [n_speakers] e.g. "id10270" */
+    int *video;            /* [n_utt] session/video index within the corpus, -1 if unknown */
 } ct_corpus;
 
 typedef struct {

@@ -86,12 +86,15 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist,
                          "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1);
             break;
         }
-        ct_epoch_log log = { t2 - t0, t1 - t0, t2 - t1, sl / seen, sc / seen, vl, va };
-        if (t->n_val > 0)
-            fprintf(out, " - %.0fs - loss: %.4f - accuracy: %.4f - val_loss: %.4f - val_accuracy: %.4f\n",
-                    log.seconds, log.loss, log.accuracy, log.val_loss, log.val_accuracy);
-        else
-            fprintf(out, " - %.0fs - loss: %.4f - accuracy: %.4f\n", log.seconds, log.loss, log.accuracy);
+        ct_epoch_log log = { t2 - t0, t1 - t0, t2 - t1, sl / seen, sc / seen, vl, va, -1.0 };
+        if (t->end_epoch) {
+            t->end_epoch(t->ctx, e, &log);
+            log.seconds = ct_now() - t0;   /* the epoch's seconds include whatever end_epoch evaluated */
+        }
+        fprintf(out, " - %.0fs - loss: %.4f - accuracy: %.4f", log.seconds, log.loss, log.accuracy);
+        if (t->n_val > 0) fprintf(out, " - val_loss: %.4f - val_accuracy: %.4f", log.val_loss, log.val_accuracy);
+        if (log.val_eer >= 0) fprintf(out, " - val_eer: %.4f", log.val_eer);
+        fprintf(out, "\n");
         fflush(out);
         if (hist) hist[e] = log;
     }

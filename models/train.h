@@ -22,6 +22,12 @@
 enum { CT_SPLIT_TRAIN = 0, CT_SPLIT_VAL = 1 };
 
 typedef struct {
+    double seconds, train_seconds, val_seconds;   /* wall time: whole epoch, training part, validation part */
+    double loss, accuracy, val_loss, val_accuracy;
+    double val_eer;                               /* equal error rate on a trial list; < 0 when not computed */
+} ct_epoch_log;
+
+typedef struct {
     void *ctx;
     ct_params *params;
     long n_train, n_val;                 /* samples per split */
@@ -33,6 +39,9 @@ typedef struct {
     float (*forward)(void *ctx, int n, int train, int *correct);
     /* Backward pass: accumulate d(mean loss)/d(params) into params->grad. */
     void  (*backward)(void *ctx, int n);
+    /* Called after validation with the epoch's numbers; may add metrics such as
+     * val_eer (set log->val_eer >= 0 to have it printed). May be NULL. */
+    void  (*end_epoch)(void *ctx, int epoch, ct_epoch_log *log);
 } ct_task;
 
 typedef struct {
@@ -42,10 +51,6 @@ typedef struct {
     int progress;                        /* 1 = draw the bar, 0 = never, -1 = when stdout is a terminal */
 } ct_fit_config;
 
-typedef struct {
-    double seconds, train_seconds, val_seconds;
-    double loss, accuracy, val_loss, val_accuracy;
-} ct_epoch_log;
 
 /* Trains for cfg->epochs, printing the log to `out`; hist [epochs] receives
  * each epoch's numbers (may be NULL). Stops with CT_ENUMERIC, naming the epoch

@@ -2,15 +2,18 @@
 # deps.sh - install the Debian packages ctrain needs, only when they are missing.
 #
 # usage: scripts/deps.sh [build|golden|all]
-#   build   compiler, OpenBLAS, HDF5, zlib: enough for `make`, `make test`, `make demo`
-#   golden  adds Debian's python3-torch, python3-h5py and numpy, for `make golden`
+#   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, and the
+#           tools the tests and the demo use (espeak-ng and sox to synthesise speech,
+#           Fashion-MNIST): enough for `make`, `make test`, `make demo`
+#   golden  adds Debian's python3-torch, torchaudio, h5py, numpy and scikit-learn,
+#           for `make golden` and the PyTorch side of `make bench`
 # Present packages are detected with dpkg-query, so a second run does nothing and
 # takes a fraction of a second. When it cannot install (not root, no sudo, no
 # network) it prints the exact command to run and exits non-zero.
 set -eu
 
-BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev"
-GOLDEN_PKGS="python3 python3-torch python3-h5py python3-numpy"
+BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev espeak-ng sox dataset-fashion-mnist"
+GOLDEN_PKGS="python3 python3-torch python3-torchaudio python3-h5py python3-numpy python3-sklearn"
 
 case "${1:-build}" in
   build)  want="$BUILD_PKGS" ;;
