@@ -21,6 +21,7 @@ ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
     if (!(cfg->margin > 0)) return ct_fail(CT_EINVAL, "siamese-lstm: --margin must be positive (got %g)", cfg->margin);
     ct_params_init(&m->params);
     ct_arena_init(&m->arena);
+    ct_arena_init(&m->embed_arena);
     CT_TRY(lstm_params_add(&m->lstm, &m->params, "lstm_1", cfg->n_mels, cfg->hidden, cfg->layers));
     CT_TRY(dense_params_add(&m->dense, &m->params, "dense_1", cfg->hidden, cfg->embed, 1));
     return ct_params_alloc(&m->params);
@@ -53,8 +54,36 @@ ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs)
     return ct_arena_alloc(&m->arena);
 }
 
+ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames)
+{
+    if (max_seqs < 1 || max_frames < 1) return ct_fail(CT_EINVAL, "siamese-lstm: embedding needs >= 1 sequence of >= 1 frame");
+    ct_arena_free(&m->embed_arena);
+    ct_arena_init(&m->embed_arena);
+    m->embed_max_seqs = max_seqs;
+    m->embed_max_frames = max_frames;
+    lstm_dims ld = { .B = max_seqs, .T = max_frames, .I = m->cfg.n_mels, .H = m->cfg.hidden,
+                     .L = m->cfg.layers, .ret = LSTM_RETURN_LAST, .recur = m->cfg.recurrent };
+    ct_arena_floats(&m->embed_arena, &m->emb.h, (size_t)max_seqs * m->cfg.hidden);
+    ct_arena_floats(&m->embed_arena, &m->emb.lstm_cache, lstm_cache_floats(&ld));
+    return ct_arena_alloc(&m->embed_arena);
+}
+
+void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *len, int S, int T)
+{
+    CT_ASSERT(S >= 1 && S <= m->embed_max_seqs && T >= 1 && T <= m->embed_max_frames);
+    const siamese_lstm_config *c = &m->cfg;
+    lstm_weights lw[LSTM_MAX_LAYERS];
+    lstm_params_view(lw, NULL, &m->params, &m->lstm);
+    lstm_dims ld = { .B = S, .T = T, .I = c->n_mels, .H = c->hidden, .L = c->layers,
+                     .ret = LSTM_RETURN_LAST, .recur = c->recurrent };
+    lstm_forward(m->emb.h, m->emb.lstm_cache, x, len, lw, &ld);                          /* [S, H] */
+    dense_forward(emb, m->emb.h, ct_params_data(&m->params, m->dense.w), ct_params_data(&m->params, m->dense.b),
+                  S, c->hidden, c->embed);                                               /* [S, D] */
+}
+
 void siamese_lstm_free(siamese_lstm *m)
 {
+    ct_arena_free(&m->embed_arena);
     ct_arena_free(&m->arena);
     ct_params_free(&m->params);
 }

@@ -47,6 +47,13 @@ typedef struct {
         float *demb;               /* [2B, D] */
         float *dh;                 /* [2B, H] */
     } act;
+    /* embedding of whole utterances (evaluation), planned separately: */
+    ct_arena embed_arena;
+    int embed_max_seqs, embed_max_frames;
+    struct {
+        float *h;                  /* [S, H] */
+        float *lstm_cache;         /* forward state for S sequences of up to max_frames */
+    } emb;
 } siamese_lstm;
 
 siamese_lstm_config siamese_lstm_defaults(void);
@@ -62,6 +69,13 @@ void      siamese_lstm_free(siamese_lstm *m);
 float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const float *y, int B, int *correct);
 /* Accumulates the gradient of the mean loss into m->params.grad. Call after forward with the same arguments. */
 void  siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const float *y, int B);
+/* Plans memory for embedding up to max_seqs utterances of up to max_frames frames at once. */
+ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames);
+/* One tower, forward only: x [S, T, I] (T <= max_frames, zero-padded), len [S] valid
+ * frames of each, emb [S, D] receives the embeddings. This is how whole utterances of
+ * different lengths are scored at evaluation: the distance between two embeddings
+ * is the model's verdict on a pair (smaller = more likely the same speaker). */
+void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *len, int S, int T);
 /* FLOPs of one training step (forward + backward) on B pairs, gemms only. */
 double siamese_lstm_step_flops(const siamese_lstm_config *cfg, int B);
 

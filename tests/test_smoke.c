@@ -76,6 +76,13 @@ static void test_siamese_gradcheck(void)
     memcpy(g, m.params.grad, m.params.numel * sizeof *g);
     model_gradcheck("d loss / d every parameter", siam_loss, &c, &m.params, g, 1e-2f, 2e-3);
     free(g);
+
+    t_case("smoke/siamese-lstm embedding whole utterances matches the pair forward");
+    float emb[6 * 3];
+    t_check(siamese_lstm_plan_embed(&m, 6, 5) == CT_OK, "plan_embed: %s", ct_last_error());
+    siamese_lstm_forward(&m, x, len, y, B, NULL);
+    siamese_lstm_embed(&m, emb, x, len, 2 * B, 5);
+    t_close("embeddings [2B, D]", emb, m.act.emb, 6 * 3, 1e-6);
     siamese_lstm_free(&m);
 }
 
