@@ -18,7 +18,7 @@ void tanh_backward(float *din, const float *dout, const float *out, size_t n);
 void sigmoid_forward(float *out, const float *in, size_t n);
 void sigmoid_backward(float *din, const float *dout, const float *out, size_t n);
 
-/* Scalar forms, shared with the LSTM's fused gate loop. sigmoid is computed
+/* Scalar forms (the LSTM keeps its own vectorisable versions of the same formulas). sigmoid is computed
  * without overflow for large |x|. hard_sigmoid is Keras 2's: clip(0.2 x + 0.5, 0, 1). */
 float ct_sigmoidf(float x);
 float ct_hard_sigmoidf(float x);

@@ -36,6 +36,14 @@
 #include <stddef.h>
 #include "core/params.h"
 
+/* <cblas.h> (through OpenBLAS's openblas_config.h) includes <complex.h>, whose
+ * macro `I` (the imaginary unit) would break the field lstm_dims.I below.
+ * ctrain uses no complex numbers, so drop it. A file that includes <cblas.h>
+ * AFTER this header must #undef I again. */
+#ifdef I
+#undef I
+#endif
+
 #define LSTM_MAX_LAYERS 8
 
 typedef enum { LSTM_RETURN_LAST, LSTM_RETURN_SEQUENCE, LSTM_RETURN_MEAN } lstm_return;

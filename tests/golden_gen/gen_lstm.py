@@ -128,9 +128,10 @@ if __name__ == "__main__":
     case("lstm_l2_last_len", 4, B=3, T=6, I=5, H=4, L=2, ret="last", recur="sigmoid", lengths=[6, 1, 4])
     case("lstm_l2_seq", 5, B=2, T=4, I=3, H=5, L=2, ret="seq", recur="sigmoid")
     case("lstm_l2_mean_len", 6, B=3, T=7, I=4, H=3, L=2, ret="mean", recur="sigmoid", lengths=[7, 3, 1])
-    case("lstm_hard_l1_seq_len", 7, B=3, T=5, I=4, H=6, L=1, ret="seq", recur="hard_sigmoid", lengths=[5, 1, 3], wscale=1.5)
-    case("lstm_hard_l2_last_len", 8, B=3, T=6, I=5, H=4, L=2, ret="last", recur="hard_sigmoid", lengths=[6, 1, 4], wscale=1.5)
-    case("lstm_hard_l1_mean", 9, B=2, T=5, I=3, H=5, L=1, ret="mean", recur="hard_sigmoid", wscale=1.5)
+    case("lstm_l3_seq_len", 11, B=3, T=5, I=3, H=4, L=3, ret="seq", recur="sigmoid", lengths=[2, 5, 1])
+    case("lstm_hard_l1_seq_len", 7, B=3, T=5, I=4, H=6, L=1, ret="seq", recur="hard_sigmoid", lengths=[5, 1, 3], wscale=2.5)
+    case("lstm_hard_l2_last_len", 8, B=3, T=6, I=5, H=4, L=2, ret="last", recur="hard_sigmoid", lengths=[6, 1, 4], wscale=2.5)
+    case("lstm_hard_l1_mean", 9, B=2, T=5, I=3, H=5, L=1, ret="mean", recur="hard_sigmoid", wscale=2.5)
     # a long sequence, the speaker model's input size: weights ~ 1/sqrt(H)
     case("lstm_long_t100", 10, B=4, T=100, I=40, H=16, L=1, ret="last", recur="sigmoid", lengths=[100, 37, 1, 73],
          wscale=0.25)

@@ -1,0 +1,377 @@
+/* test_lstm.c - tests of layers/lstm.c:
+ *   - finite-difference gradient checks of dx and of every weight and bias of
+ *     every layer, over awkward shapes (B=1, T=1, odd sizes, 1-3 layers), every
+ *     return mode, both recurrent activations, with and without lengths;
+ *   - PyTorch parity (tests/golden/lstm_*.h5 from tests/golden_gen/gen_lstm.py):
+ *     output, dx and every parameter gradient against torch.nn.LSTM (sigmoid) or
+ *     an autograd loop of the same cell (hard sigmoid);
+ *   - the initialisers (orthogonal w_hh, forget bias, Glorot bounds), the
+ *     configuration errors, gradient accumulation and masking invariance.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tests/test.h"
+#include "layers/lstm.h"
+
+static const char *ret_name[] = { "last", "seq", "mean" };
+static const char *recur_name[] = { "sigmoid", "hard_sigmoid" };
+
+static size_t out_floats(const lstm_dims *d)
+{
+    return (size_t)d->B * (size_t)d->H * (d->ret == LSTM_RETURN_SEQUENCE ? (size_t)d->T : 1);
+}
+
+/* One LSTM with its parameters, buffers and a fixed objective sum_i out_i wout_i. */
+typedef struct {
+    lstm_dims d;
+    int *len;                       /* [B] or NULL */
+    ct_params ps;
+    lstm_ids ids;
+    lstm_weights w[LSTM_MAX_LAYERS];
+    lstm_grads g[LSTM_MAX_LAYERS];
+    float *x, *dx;                  /* [B, T, I] */
+    float *out, *wout;              /* out's shape; wout is also dout */
+    float *cache, *ws;
+} rig;
+
+static void rig_init(rig *r, const lstm_dims *d, const int *len, float wscale, ct_rng *rng)
+{
+    memset(r, 0, sizeof *r);
+    r->d = *d;
+    if (len) {
+        r->len = malloc((size_t)d->B * sizeof *r->len);
+        memcpy(r->len, len, (size_t)d->B * sizeof *len);
+    }
+    ct_params_init(&r->ps);
+    ct_status s = lstm_params_add(&r->ids, &r->ps, "lstm", d->I, d->H, d->L);
+    t_check(s == CT_OK, "lstm_params_add: %s", ct_last_error());
+    t_check(ct_params_alloc(&r->ps) == CT_OK, "ct_params_alloc");
+    /* weights: uniform on [-wscale, wscale] (larger than Keras's init, so the
+     * gates are far from their linear range and saturate sometimes) */
+    t_fill_uniform(r->ps.data, r->ps.numel, -wscale, wscale, rng);
+    lstm_params_view(r->w, r->g, &r->ps, &r->ids);
+    if (wscale <= 0) {
+        /* Kink-free design for the hard sigmoid (kinks at z = +-2.5): weights
+         * U(-a, a) with a = 2 / (I_l + H), so |x W_ih^T + h W_hh^T| < 2 whatever
+         * x and h in (-1, 1); b_hh U(-0.1, 0.1); b_ih of the i, f, o gates +5, -5,
+         * 0, 0 in turn (g: 0). Every i, f, o pre-activation lies in (-2.1, 2.1)
+         * (slope 0.2) or beyond +-2.9 (saturated, slope 0): never within 0.4 of a
+         * kink, far more than any finite-difference step moves it. */
+        for (int l = 0; l < d->L; l++) {
+            int Il = l ? d->H : d->I, H = d->H, G = 4 * H;
+            float a = 2.0f / (float)(Il + H), *bih = (float *)r->w[l].b_ih;
+            t_fill_uniform((float *)r->w[l].w_ih, (size_t)G * Il, -a, a, rng);
+            t_fill_uniform((float *)r->w[l].w_hh, (size_t)G * H, -a, a, rng);
+            t_fill_uniform((float *)r->w[l].b_hh, (size_t)G, -0.1f, 0.1f, rng);
+            for (int k = 0; k < G; k++) {
+                int gate = k / H, j = k % H;
+                bih[k] = gate == 2 ? 0.0f : (j % 4 == 0) ? 5.0f : (j % 4 == 1) ? -5.0f : 0.0f;
+            }
+        }
+    }
+    size_t nx = (size_t)d->B * d->T * d->I, no = out_floats(d);
+    r->x = t_alloc(nx);  r->dx = t_alloc(nx);
+    r->out = t_alloc(no); r->wout = t_alloc(no);
+    t_fill_uniform(r->x, nx, -1.0f, 1.0f, rng);
+    t_fill_uniform(r->wout, no, -1.0f, 1.0f, rng);
+    r->cache = t_alloc(lstm_cache_floats(d));
+    r->ws = t_alloc(lstm_workspace_floats(d));
+}
+
+static void rig_free(rig *r)
+{
+    ct_params_free(&r->ps);
+    free(r->len); free(r->x); free(r->dx); free(r->out); free(r->wout); free(r->cache); free(r->ws);
+}
+
+static double rig_objective(void *ctx)
+{
+    rig *r = ctx;
+    lstm_forward(r->out, r->cache, r->x, r->len, r->w, &r->d);
+    return t_dot(r->out, r->wout, out_floats(&r->d));
+}
+
+/* Analytic gradients of the objective: dout = wout. */
+static void rig_backward(rig *r)
+{
+    ct_params_zero_grad(&r->ps);
+    rig_objective(r);
+    lstm_backward(r->dx, r->g, r->ws, r->wout, r->cache, r->x, r->len, r->w, &r->d);
+}
+
+static void len_str(char *buf, size_t n, const int *len, int B)
+{
+    if (!len) { snprintf(buf, n, "none"); return; }
+    size_t k = 0;
+    for (int b = 0; b < B && k + 8 < n; b++) k += (size_t)snprintf(buf + k, n - k, "%s%d", b ? "," : "", len[b]);
+}
+
+/* ---- finite differences ---------------------------------------------------
+ * Central differences with h = 1e-2 on an objective accumulated in double from
+ * a float forward pass. Truncation error is O(h^2) ~ 1e-4 relative and float
+ * rounding in the forward pass adds ~1e-7 |f| / h; tolerance 2e-3 normalised
+ * (the observed errors are printed on each PASS line); 5e-3 with 3 layers. Hard sigmoid: the
+ * weights are chosen so that no pre-activation comes near the kinks at z = +-2.5
+ * (see rig_init), so no coordinate is skipped; both the linear and the saturated
+ * pieces are exercised. */
+#define GC_H   1e-2f
+#define GC_TOL 2e-3
+#define GC_TOL_DEEP 5e-3   /* L = 3: layer 0 gets ~1e-5 gradients, float noise ~1e-7 / 2h */
+#define GC_H_HARD 5e-3f  /* smaller: the hard-sigmoid design has larger pre-activations, more curvature */
+
+static void gradcheck_case(const lstm_dims *d, const int *len, ct_rng *rng)
+{
+    char ls[128];
+    len_str(ls, sizeof ls, len, d->B);
+    t_case("lstm/gradcheck L=%d B=%d T=%d I=%d H=%d ret=%s %s len=%s", d->L, d->B, d->T, d->I, d->H,
+           ret_name[d->ret], recur_name[d->recur], ls);
+    int hard = d->recur == LSTM_HARD_SIGMOID;
+    rig r;
+    rig_init(&r, d, len, hard ? 0.0f : 0.7f, rng);   /* 0: the kink-free design */
+    rig_backward(&r);
+    int kinks = 0;
+    float h = hard ? GC_H_HARD : GC_H;
+    double tol = d->L >= 3 ? GC_TOL_DEEP : GC_TOL;
+    t_gradcheck("x", rig_objective, &r, r.x, r.dx, (size_t)d->B * d->T * d->I, h, tol, 0, kinks);
+    for (int l = 0; l < d->L; l++) {
+        int id[4] = { r.ids.w_ih[l], r.ids.w_hh[l], r.ids.b_ih[l], r.ids.b_hh[l] };
+        for (int k = 0; k < 4; k++) {
+            const ct_param *p = &r.ps.p[id[k]];
+            t_gradcheck(p->name, rig_objective, &r, ct_params_data(&r.ps, id[k]), ct_params_grad(&r.ps, id[k]),
+                        p->numel, h, tol, 0, kinks);
+        }
+    }
+    rig_free(&r);
+}
+
+static void suite_gradcheck(void)
+{
+    ct_rng rng;
+    ct_rng_seed(&rng, 2024, 7);
+    /* hand-picked awkward shapes */
+    struct { int B, T, I, H, L; lstm_return ret; lstm_recurrent rec; int len[4]; } fixed[] = {
+        { 1, 1, 3, 5, 1, LSTM_RETURN_LAST,     LSTM_SIGMOID,      { 0 } },
+        { 1, 1, 3, 5, 2, LSTM_RETURN_LAST,     LSTM_HARD_SIGMOID, { 0 } },
+        { 1, 1, 2, 3, 1, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID,      { 0 } },
+        { 1, 4, 3, 5, 1, LSTM_RETURN_MEAN,     LSTM_SIGMOID,      { 0 } },
+        { 3, 5, 3, 5, 1, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID,      { 5, 1, 3 } },
+        { 3, 5, 3, 5, 1, LSTM_RETURN_LAST,     LSTM_HARD_SIGMOID, { 5, 1, 3 } },
+        { 3, 4, 4, 3, 2, LSTM_RETURN_MEAN,     LSTM_HARD_SIGMOID, { 1, 4, 2 } },
+        { 2, 6, 3, 5, 2, LSTM_RETURN_LAST,     LSTM_SIGMOID,      { 6, 1 } },
+        { 2, 6, 3, 5, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID,      { 2, 6 } },
+        { 2, 3, 7, 2, 1, LSTM_RETURN_MEAN,     LSTM_SIGMOID,      { 0 } },
+        { 2, 4, 3, 4, 3, LSTM_RETURN_SEQUENCE, LSTM_HARD_SIGMOID, { 0 } },
+        { 4, 3, 1, 1, 1, LSTM_RETURN_LAST,     LSTM_SIGMOID,      { 3, 1, 2, 3 } },
+    };
+    for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
+        lstm_dims d = { fixed[k].B, fixed[k].T, fixed[k].I, fixed[k].H, fixed[k].L, fixed[k].ret, fixed[k].rec };
+        gradcheck_case(&d, fixed[k].len[0] ? fixed[k].len : NULL, &rng);
+    }
+    /* shapes drawn from the fixed seed: lengths (when used) include T and 1;
+     * H >= 3 and L <= 2 (H = 1, 2 and L = 3 are in the fixed list: in deep or
+     * narrow stacks the gradient reaching layer 0 can drown in the float noise
+     * of the objective, ~1e-7 / 2h; the L = 3 parity case covers the rest) */
+    for (int k = 0; k < 8; k++) {
+        lstm_dims d = { 1 + (int)ct_rng_below(&rng, 4), 1 + (int)ct_rng_below(&rng, 6), 1 + (int)ct_rng_below(&rng, 6),
+                        3 + (int)ct_rng_below(&rng, 4), 1 + (int)ct_rng_below(&rng, 2),
+                        (lstm_return)ct_rng_below(&rng, 3), (lstm_recurrent)ct_rng_below(&rng, 2) };
+        int len[4];
+        int use_len = (int)ct_rng_below(&rng, 2);
+        for (int b = 0; b < d.B; b++) len[b] = 1 + (int)ct_rng_below(&rng, (uint32_t)d.T);
+        len[0] = d.T;
+        if (d.B > 1) len[d.B - 1] = 1;
+        gradcheck_case(&d, use_len ? len : NULL, &rng);
+    }
+}
+
+/* ---- PyTorch parity --------------------------------------------------------
+ * Tolerance (normalised max error): 1e-5 for every tensor of every case. Observed:
+ * <= 1.3e-6 for T <= 7, and 5.8e-7 for T = 100 (B=4, I=40, H=16, lengths
+ * 100,37,1,73): rounding of the two summation orders does not grow with T here,
+ * as the forget gate (~0.5-0.7) damps old errors. */
+static void parity_case(const char *file, double tol)
+{
+    hid_t f = t_golden_open(file);
+    lstm_dims d = { 0 };
+    int has_len = 0;
+    if (f >= 0) {
+        d.B = (int)t_golden_attr(f, "B"); d.T = (int)t_golden_attr(f, "T"); d.I = (int)t_golden_attr(f, "I");
+        d.H = (int)t_golden_attr(f, "H"); d.L = (int)t_golden_attr(f, "L");
+        d.ret = (lstm_return)(int)t_golden_attr(f, "ret"); d.recur = (lstm_recurrent)(int)t_golden_attr(f, "recur");
+        has_len = (int)t_golden_attr(f, "has_len");
+    }
+    t_case("lstm/parity torch %s L=%d B=%d T=%d I=%d H=%d ret=%s %s len=%s", file, d.L, d.B, d.T, d.I, d.H,
+           ret_name[d.ret], recur_name[d.recur], has_len ? "yes" : "none");
+    if (f < 0 || !t_check(d.B > 0 && d.T > 0 && d.I > 0 && d.H > 0 && d.L >= 1 && d.L <= LSTM_MAX_LAYERS, "bad dims in %s", file)) {
+        if (f >= 0) H5Fclose(f);
+        return;
+    }
+    ct_params ps;
+    ct_params_init(&ps);
+    lstm_ids ids;
+    t_check(lstm_params_add(&ids, &ps, "lstm", d.I, d.H, d.L) == CT_OK, "lstm_params_add: %s", ct_last_error());
+    t_check(ct_params_alloc(&ps) == CT_OK, "alloc");
+    static const char *pn[4] = { "w_ih", "w_hh", "b_ih", "b_hh" };
+    for (int l = 0; l < d.L; l++) {
+        int id[4] = { ids.w_ih[l], ids.w_hh[l], ids.b_ih[l], ids.b_hh[l] };
+        for (int k = 0; k < 4; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s_l%d", pn[k], l);
+            float *v = t_golden(f, name, ps.p[id[k]].numel);
+            memcpy(ct_params_data(&ps, id[k]), v, ps.p[id[k]].numel * sizeof *v);
+            free(v);
+        }
+    }
+    lstm_weights w[LSTM_MAX_LAYERS];
+    lstm_grads g[LSTM_MAX_LAYERS];
+    lstm_params_view(w, g, &ps, &ids);
+    size_t nx = (size_t)d.B * d.T * d.I, no = out_floats(&d);
+    float *x = t_golden(f, "x", nx), *out_ref = t_golden(f, "out", no), *dout = t_golden(f, "dout", no);
+    float *dx_ref = t_golden(f, "dx", nx);
+    int *len = has_len ? t_golden_i32(f, "len", (size_t)d.B) : NULL;
+    float *out = t_alloc(no), *dx = t_alloc(nx);
+    float *cache = t_alloc(lstm_cache_floats(&d)), *ws = t_alloc(lstm_workspace_floats(&d));
+    int len_ok = 1;
+    if (len) for (int b = 0; b < d.B; b++) len_ok &= len[b] >= 1 && len[b] <= d.T;
+    if (t_check(len_ok, "lengths out of range in %s", file)) {
+        lstm_forward(out, cache, x, len, w, &d);
+        t_close("out", out, out_ref, no, tol);
+        lstm_backward(dx, g, ws, dout, cache, x, len, w, &d);
+        t_close("dx", dx, dx_ref, nx, tol);
+        for (int l = 0; l < d.L; l++) {
+            int id[4] = { ids.w_ih[l], ids.w_hh[l], ids.b_ih[l], ids.b_hh[l] };
+            for (int k = 0; k < 4; k++) {
+                char name[64];
+                snprintf(name, sizeof name, "d%s_l%d", pn[k], l);
+                float *ref = t_golden(f, name, ps.p[id[k]].numel);
+                t_close(name, ct_params_grad(&ps, id[k]), ref, ps.p[id[k]].numel, tol);
+                free(ref);
+            }
+        }
+    }
+    free(x); free(out_ref); free(dout); free(dx_ref); free(len); free(out); free(dx); free(cache); free(ws);
+    ct_params_free(&ps);
+    H5Fclose(f);
+}
+
+static void suite_parity(void)
+{
+    static const char *files[] = {
+        "lstm_l1_last.h5", "lstm_l1_seq_len.h5", "lstm_l1_mean_len.h5",
+        "lstm_l2_last_len.h5", "lstm_l2_seq.h5", "lstm_l2_mean_len.h5",
+        "lstm_l3_seq_len.h5", "lstm_hard_l1_seq_len.h5", "lstm_hard_l2_last_len.h5", "lstm_hard_l1_mean.h5",
+    };
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) parity_case(files[k], 1e-5);
+    parity_case("lstm_long_t100.h5", 1e-5);
+}
+
+/* ---- initialisation and configuration ------------------------------------- */
+
+static void suite_init(void)
+{
+    t_case("lstm/init orthogonal w_hh, forget bias, Glorot w_ih (I=40 H=16 L=2)");
+    const int I = 40, H = 16, L = 2;
+    ct_params ps;
+    ct_params_init(&ps);
+    lstm_ids ids;
+    t_check(lstm_params_add(&ids, &ps, "enc", I, H, L) == CT_OK, "lstm_params_add: %s", ct_last_error());
+    t_check(ids.L == L, "ids.L = %d, want %d", ids.L, L);
+    t_check(ct_params_find(&ps, "enc/w_ih_l1") >= 0 && ct_params_find(&ps, "enc/b_hh_l0") >= 0, "parameter names");
+    t_check(ct_params_alloc(&ps) == CT_OK, "alloc");
+    ct_rng rng;
+    ct_rng_seed(&rng, 5, CT_STREAM_INIT);
+    ct_params_initialize(&ps, &rng);
+    for (int l = 0; l < L; l++) {
+        int Il = l ? H : I;
+        const ct_param *pih = &ps.p[ids.w_ih[l]], *phh = &ps.p[ids.w_hh[l]];
+        t_check(pih->shape[0] == 4 * H && pih->shape[1] == Il, "w_ih_l%d shape [%d, %d]", l, pih->shape[0], pih->shape[1]);
+        t_check(phh->shape[0] == 4 * H && phh->shape[1] == H, "w_hh_l%d shape", l);
+        /* W^T W = I_H for w_hh [4H, H] */
+        const float *whh = ct_params_data(&ps, ids.w_hh[l]);
+        double wtw[16 * 16], eye[16 * 16];
+        for (int a = 0; a < H; a++)
+            for (int b = 0; b < H; b++) {
+                double s = 0;
+                for (int k = 0; k < 4 * H; k++) s += (double)whh[k * H + a] * whh[k * H + b];
+                wtw[a * H + b] = s;
+                eye[a * H + b] = a == b;
+            }
+        float wtwf[16 * 16];
+        for (int k = 0; k < H * H; k++) wtwf[k] = (float)wtw[k];
+        t_close_d("w_hh^T w_hh vs identity", wtwf, eye, (size_t)H * H, 1e-5);
+        /* Glorot: |w| <= sqrt(6 / (Il + 4H)), and the values fill the range */
+        const float *wih = ct_params_data(&ps, ids.w_ih[l]);
+        double lim = sqrt(6.0 / (Il + 4 * H)), mx = 0;
+        for (size_t k = 0; k < pih->numel; k++) mx = fmax(mx, fabs(wih[k]));
+        t_check(mx <= lim * (1 + 1e-6) && mx > 0.95 * lim, "w_ih_l%d max |w| %g, Glorot limit %g", l, mx, lim);
+        const float *bih = ct_params_data(&ps, ids.b_ih[l]), *bhh = ct_params_data(&ps, ids.b_hh[l]);
+        int ok = 1;
+        for (int k = 0; k < 4 * H; k++) ok &= bih[k] == (k >= H && k < 2 * H ? 1.0f : 0.0f) && bhh[k] == 0.0f;
+        t_check(ok, "b_ih_l%d: forget gate 1, others 0; b_hh_l%d: 0", l, l);
+    }
+    ct_params_free(&ps);
+
+    t_case("lstm/config errors (L=0, L>LSTM_MAX_LAYERS, H=0, I=-1)");
+    int bad[4][3] = { { 4, 4, 0 }, { 4, 4, LSTM_MAX_LAYERS + 1 }, { 4, 0, 1 }, { -1, 4, 1 } };
+    for (int k = 0; k < 4; k++) {
+        ct_params_init(&ps);
+        ct_status s = lstm_params_add(&ids, &ps, "bad", bad[k][0], bad[k][1], bad[k][2]);
+        t_check(s == CT_EINVAL && strlen(ct_last_error()) > 10, "I=%d H=%d L=%d: status %d, message '%s'",
+                bad[k][0], bad[k][1], bad[k][2], (int)s, ct_last_error());
+        ct_params_free(&ps);
+    }
+}
+
+/* Parameter gradients accumulate, dx is overwritten, dx = NULL skips it, and
+ * padded frames change nothing. */
+static void suite_contract(void)
+{
+    t_case("lstm/backward accumulates params, overwrites dx, dx=NULL L=2 ret=seq len=4,1,3");
+    ct_rng rng;
+    ct_rng_seed(&rng, 77, 1);
+    lstm_dims d = { 3, 4, 3, 5, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID };
+    int len[3] = { 4, 1, 3 };
+    rig r;
+    rig_init(&r, &d, len, 0.7f, &rng);
+    rig_backward(&r);
+    size_t nx = (size_t)d.B * d.T * d.I, np = r.ps.numel;
+    float *g1 = t_alloc(np), *dx1 = t_alloc(nx), *g2 = t_alloc(np);
+    memcpy(g1, r.ps.grad, np * sizeof *g1);
+    memcpy(dx1, r.dx, nx * sizeof *dx1);
+    lstm_backward(r.dx, r.g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);      /* second call */
+    for (size_t k = 0; k < np; k++) g2[k] = 2 * g1[k];
+    t_close("params after two backward calls = 2x", r.ps.grad, g2, np, 1e-6);
+    t_close("dx overwritten", r.dx, dx1, nx, 0);
+    ct_params_zero_grad(&r.ps);
+    lstm_backward(NULL, r.g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);
+    t_close("params with dx=NULL", r.ps.grad, g1, np, 0);
+
+    t_case("lstm/masking: padded frames change nothing, output 0 there");
+    float *out1 = t_alloc(out_floats(&d));
+    lstm_forward(out1, r.cache, r.x, r.len, r.w, &d);
+    int zero = 1;
+    for (int b = 0; b < d.B; b++)
+        for (int t = len[b]; t < d.T; t++) {
+            for (int j = 0; j < d.H; j++) zero &= out1[((size_t)b * d.T + t) * d.H + j] == 0.0f;
+            for (int i = 0; i < d.I; i++) {
+                r.x[((size_t)b * d.T + t) * d.I + i] = 100.0f;   /* garbage in the padding */
+                zero &= dx1[((size_t)b * d.T + t) * d.I + i] == 0.0f;
+            }
+        }
+    t_check(zero, "sequence output and dx must be 0 at padded steps");
+    rig_backward(&r);
+    t_close("out with garbage padding", r.out, out1, out_floats(&d), 0);
+    t_close("param grads with garbage padding", r.ps.grad, g1, np, 0);
+    free(g1); free(dx1); free(g2); free(out1);
+    rig_free(&r);
+}
+
+void suite_lstm(void)
+{
+    suite_init();
+    suite_contract();
+    suite_gradcheck();
+    suite_parity();
+}
