@@ -19,6 +19,7 @@
 #include "io/weights.h"
 #include "models/siamese_lstm.h"
 #include "models/small_cnn.h"
+#include "models/speaker_task.h"
 #include "models/train.h"
 
 /* ---- options common to every model ---- */
@@ -89,60 +90,12 @@ static ct_status finish_common(common_opts *o, ct_fit_config *fit, ct_optim_kind
     return CT_OK;
 }
 
-/* ---- siamese-lstm on a synthetic speaker corpus ---- */
-typedef struct {
-    siamese_lstm m;
-    ct_corpus corpus;
-    ct_pair *pairs[2];         /* [n[split]] training and validation pairs */
-    long n[2];
-    int *order;                /* [n[0]] this epoch's order of the training pairs */
-    ct_pair *batch_pairs;      /* [batch] */
-    float *x, *y;              /* [2B, T, I], [B] */
-    int *len;                  /* [2B] */
-    ct_rng data, crop, val_crop;
-    uint64_t seed;
-} siamese_task;
-
-static void siamese_begin_epoch(void *ctx, int epoch)
+/* ---- siamese-lstm on a speaker corpus ---- */
+/* Loads the training corpus named by --data: "synthetic" generates one from the seed. */
+static ct_status load_corpus(ct_corpus *c, const char *data, ct_synth_config *sc)
 {
-    siamese_task *s = ctx;
-    (void)epoch;
-    ct_rng_shuffle_int(&s->data, s->order, (int)s->n[0]);   /* new batch order every epoch */
-}
-
-static void siamese_load(void *ctx, int split, long first, int n)
-{
-    siamese_task *s = ctx;
-    ct_rng *crop = &s->crop;
-    if (split == CT_SPLIT_VAL) {
-        /* validation sees the same crops every epoch, so its numbers are comparable */
-        if (first == 0) ct_rng_seed(&s->val_crop, s->seed, 0xc409ULL);
-        crop = &s->val_crop;
-    }
-    for (int k = 0; k < n; k++)
-        s->batch_pairs[k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
-    ct_pairs_batch(s->x, s->len, s->y, s->batch_pairs, n, &s->corpus, s->m.cfg.frames, crop);
-}
-
-static float siamese_forward(void *ctx, int n, int train, int *correct)
-{
-    siamese_task *s = ctx;
-    (void)train;   /* no dropout or batchnorm in this model: train and eval forward are the same */
-    return siamese_lstm_forward(&s->m, s->x, s->len, s->y, n, correct);
-}
-
-static void siamese_backward(void *ctx, int n)
-{
-    siamese_task *s = ctx;
-    siamese_lstm_backward(&s->m, s->x, s->len, s->y, n);
-}
-
-static void siamese_free(siamese_task *s)
-{
-    siamese_lstm_free(&s->m);
-    ct_corpus_free(&s->corpus);
-    free(s->pairs[0]); free(s->pairs[1]); free(s->order); free(s->batch_pairs);
-    free(s->x); free(s->y); free(s->len);
+    if (!strcmp(data, "synthetic")) return ct_corpus_synthetic(c, sc);
+    return ct_fail(CT_EINVAL, "--data %s: only 'synthetic' data is available in this version", data);
 }
 
 static int train_siamese(int argc, char **argv)
@@ -152,8 +105,9 @@ static int train_siamese(int argc, char **argv)
     siamese_lstm_config mc = siamese_lstm_defaults();
     ct_synth_config sc = { .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
                            .n_mels = 40, .noise = 2.0f, .seed = 1 };
-    long pairs = 6000, val_pairs = 2000;
-    const char *recurrent = "sigmoid";
+    speaker_task_config tc = { .pairs = 6000, .val_pairs = 2000, .val_split = CT_VAL_SPEAKERS, .val_fraction = 0.25 };
+    const char *recurrent = "sigmoid", *val_split = "speakers";
+    float val_fraction = 0.25f;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
     while (a.i < argc && st == CT_OK) {
@@ -163,18 +117,22 @@ static int train_siamese(int argc, char **argv)
                    "last hidden state -> dense embedding -> Euclidean distance -> contrastive loss.\n\n"
                    "model:\n"
                    "  --mels N              features per frame (default 40)\n"
-                   "  --frames N            frames per utterance crop (default 100)\n"
+                   "  --frames N            frames per utterance crop (default 100 = 1 s)\n"
                    "  --hidden N            LSTM units (default 128)\n"
                    "  --layers N            stacked LSTM layers (default 1)\n"
                    "  --embed N             embedding size (default 64)\n"
                    "  --margin X            contrastive margin (default 1)\n"
                    "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
-                   "data (synthetic speakers):\n"
-                   "  --speakers N          speakers, 25%% held out for validation (default 40)\n"
+                   "pairs:\n"
+                   "  --pairs N             training pairs per epoch, half same-speaker (default 6000)\n"
+                   "  --val-pairs N         validation pairs (default 2000)\n"
+                   "  --val-split WHAT      speakers: validate on held-out speakers (default, open-set);\n"
+                   "                        videos: on a held-out video of each training speaker\n"
+                   "  --val-fraction X      share of speakers held out with --val-split speakers (default 0.25)\n"
+                   "synthetic data (--data synthetic):\n"
+                   "  --speakers N          speakers (default 40)\n"
                    "  --utts N              utterances per speaker (default 12)\n"
                    "  --noise X             noise level; larger is harder (default 2)\n"
-                   "  --pairs N             training pairs, half same-speaker (default 6000)\n"
-                   "  --val-pairs N         validation pairs from the held-out speakers (default 2000)\n"
                    "training:\n");
             printf(COMMON_HELP, 5, 128, "rmsprop", 1e-3);
             return 0;
@@ -183,13 +141,16 @@ static int train_siamese(int argc, char **argv)
         if (ct_args_int(&a, "--mels", &mc.n_mels, 1, 4096, &st) || ct_args_int(&a, "--frames", &mc.frames, 1, 100000, &st)
             || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st) || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st)
             || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st) || ct_args_float(&a, "--margin", &mc.margin, 1e-6f, 1e6f, &st)
-            || ct_args_str(&a, "--recurrent", &recurrent, &st)
-            || ct_args_int(&a, "--speakers", &sc.speakers, 8, 1000000, &st) || ct_args_int(&a, "--utts", &sc.utts_per_speaker, 2, 100000, &st)
+            || ct_args_str(&a, "--recurrent", &recurrent, &st) || ct_args_str(&a, "--val-split", &val_split, &st)
+            || ct_args_float(&a, "--val-fraction", &val_fraction, 0.01f, 0.99f, &st)
+            || ct_args_int(&a, "--speakers", &sc.speakers, 4, 1000000, &st) || ct_args_int(&a, "--utts", &sc.utts_per_speaker, 2, 100000, &st)
             || ct_args_float(&a, "--noise", &sc.noise, 0, 1e3f, &st)
-            || ct_args_long(&a, "--pairs", &pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &val_pairs, 0, 100000000L, &st))
+            || ct_args_long(&a, "--pairs", &tc.pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &tc.val_pairs, 0, 100000000L, &st))
             continue;
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train siamese-lstm --help)", argv[a.i]);
     }
+    const char *data = o.data;
+    o.data = "synthetic";   /* finish_common checks the device and optimizer; the corpus is loaded here */
     ct_fit_config fit;
     if (st == CT_OK) st = finish_common(&o, &fit, OPT_RMSPROP);
     if (st == CT_OK) {
@@ -197,55 +158,46 @@ static int train_siamese(int argc, char **argv)
         else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
         else st = ct_fail(CT_EINVAL, "--recurrent %s: use sigmoid or hard_sigmoid", recurrent);
     }
+    if (st == CT_OK) {
+        if (!strcmp(val_split, "speakers")) tc.val_split = CT_VAL_SPEAKERS;
+        else if (!strcmp(val_split, "videos")) tc.val_split = CT_VAL_VIDEOS;
+        else st = ct_fail(CT_EINVAL, "--val-split %s: use speakers or videos", val_split);
+    }
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
 
-    siamese_task s = { 0 };
-    s.seed = (uint64_t)o.seed;
-    sc.seed = s.seed;
+    tc.batch = o.batch;
+    tc.seed = (uint64_t)o.seed;
+    tc.val_fraction = val_fraction;
+    sc.seed = tc.seed;
     sc.n_mels = mc.n_mels;
     if (sc.min_frames < mc.frames) sc.min_frames = mc.frames;
     if (sc.max_frames < sc.min_frames) sc.max_frames = sc.min_frames;
     ct_rngs rngs;
-    ct_rngs_seed(&rngs, s.seed);
-    s.data = rngs.data;
-    ct_rng_seed(&s.crop, s.seed, 0xc40bULL);
-    int *spk_train = NULL, *spk_val = NULL, n_spk_train = 0, n_spk_val = 0;
-    st = ct_corpus_synthetic(&s.corpus, &sc);
+    ct_rngs_seed(&rngs, tc.seed);
+    ct_corpus corpus = { 0 };
+    siamese_lstm m = { 0 };
+    speaker_task s = { 0 };
+    st = load_corpus(&corpus, data, &sc);
+    if (st == CT_OK) st = siamese_lstm_build(&m, &mc);
+    if (st == CT_OK) st = siamese_lstm_plan(&m, o.batch);
+    if (st == CT_OK) st = speaker_task_init(&s, &tc, &corpus, &m, &rngs.data, stderr);
     if (st == CT_OK) {
-        spk_train = ct_malloc((size_t)sc.speakers * sizeof(int), "speakers");
-        spk_val = ct_malloc((size_t)sc.speakers * sizeof(int), "speakers");
-        st = spk_train && spk_val ? ct_corpus_split(spk_train, &n_spk_train, spk_val, &n_spk_val, &s.corpus, 0.25, &s.data) : CT_ENOMEM;
+        siamese_lstm_init_weights(&m, &rngs.init);
+        cli_print_header(stdout, o.threads);
+        printf("Model: siamese-lstm %dx%d -> LSTM %d%s -> dense %d -> euclidean -> contrastive (margin %g), %zu parameters\n",
+               mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.embed, mc.margin, ct_params_count(&m.params));
+        printf("Data: %s, %d utterances of %d speakers; validation on %s (%d training, %d validation speakers); "
+               "%s lr %g, batch %d pairs\n", data, corpus.n_utt, corpus.n_speakers,
+               tc.val_split == CT_VAL_SPEAKERS ? "held-out speakers" : "held-out videos",
+               s.n_train_speakers, s.n_val_speakers, ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
+        ct_task task = speaker_task_ops(&s);
+        st = ct_fit(&task, &fit, NULL, stdout);
     }
-    s.n[0] = pairs; s.n[1] = val_pairs;
-    if (st == CT_OK) {
-        s.pairs[0] = ct_malloc((size_t)pairs * sizeof(ct_pair), "pairs");
-        s.pairs[1] = ct_malloc((size_t)(val_pairs + 1) * sizeof(ct_pair), "pairs");
-        s.order = ct_malloc((size_t)pairs * sizeof(int), "pairs");
-        s.batch_pairs = ct_malloc((size_t)o.batch * sizeof(ct_pair), "batch");
-        s.x = ct_malloc(2 * (size_t)o.batch * mc.frames * mc.n_mels * sizeof(float), "batch");
-        s.y = ct_malloc((size_t)o.batch * sizeof(float), "batch");
-        s.len = ct_malloc(2 * (size_t)o.batch * sizeof(int), "batch");
-        if (!s.pairs[0] || !s.pairs[1] || !s.order || !s.batch_pairs || !s.x || !s.y || !s.len) st = CT_ENOMEM;
-    }
-    if (st == CT_OK) st = ct_pairs_draw(s.pairs[0], (int)pairs, &s.corpus, spk_train, n_spk_train, &s.data);
-    if (st == CT_OK) st = ct_pairs_draw(s.pairs[1], (int)val_pairs, &s.corpus, spk_val, n_spk_val, &s.data);
-    for (long i = 0; st == CT_OK && i < pairs; i++) s.order[i] = (int)i;
-    if (st == CT_OK) st = siamese_lstm_build(&s.m, &mc);
-    if (st == CT_OK) st = siamese_lstm_plan(&s.m, o.batch);
-    free(spk_train); free(spk_val);
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); siamese_free(&s); return 1; }
-    siamese_lstm_init_weights(&s.m, &rngs.init);
-
-    cli_print_header(stdout, o.threads);
-    printf("Model: siamese-lstm %dx%d -> LSTM %d%s -> dense %d -> euclidean -> contrastive (margin %g), %zu parameters\n",
-           mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.embed, mc.margin, ct_params_count(&s.m.params));
-    printf("Data: synthetic, %d training and %d held-out speakers, %d utterances each; %s lr %g, batch %d pairs\n",
-           n_spk_train, n_spk_val, sc.utts_per_speaker, ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
-    ct_task task = { &s, &s.m.params, pairs, val_pairs, siamese_begin_epoch, siamese_load, siamese_forward, siamese_backward, NULL };
-    st = ct_fit(&task, &fit, NULL, stdout);
-    if (st == CT_OK && o.out) st = ct_weights_save(o.out, "siamese-lstm", &s.m.params, NULL);
+    if (st == CT_OK && o.out) st = ct_weights_save(o.out, "siamese-lstm", &m.params, NULL);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
-    siamese_free(&s);
+    speaker_task_free(&s);
+    siamese_lstm_free(&m);
+    ct_corpus_free(&corpus);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
     return 0;
 }

@@ -1,6 +1,7 @@
 /* corpus.c - the in-memory utterance corpus, its synthetic generator and the
  * pair sampler (see corpus.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "io/corpus.h"
@@ -93,24 +94,82 @@ ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const 
     return CT_OK;
 }
 
-ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const int *speakers, int n_speakers, ct_rng *r)
+const char *ct_speaker_label(const ct_corpus *c, int s)
 {
-    if (n_speakers < 2) return ct_fail(CT_EINVAL, "pairs need at least 2 speakers (got %d)", n_speakers);
-    /* utterances of each speaker: first index and count (the corpus keeps a speaker's utterances together
-     * in the synthetic case, but real corpora need not, so build the lists) */
+    static _Thread_local char buf[64];
+    if (c->speaker_name && c->speaker_name[s]) return c->speaker_name[s];
+    snprintf(buf, sizeof buf, "speaker %d", s);
+    return buf;
+}
+
+/* Number of allowed utterances of every speaker. */
+static int *count_allowed(const ct_corpus *c, const unsigned char *allowed)
+{
     int *count = ct_calloc((size_t)c->n_speakers, sizeof *count, "pair sampler");
+    if (!count) return NULL;
+    for (int u = 0; u < c->n_utt; u++)
+        if (!allowed || allowed[u]) count[c->utt[u].speaker]++;
+    return count;
+}
+
+void ct_usable_speakers(int *speakers, int *n, const ct_corpus *c, const unsigned char *allowed, void *warn)
+{
+    int *count = count_allowed(c, allowed), kept = 0;
+    if (!count) return;
+    for (int k = 0; k < *n; k++) {
+        if (count[speakers[k]] >= 2) speakers[kept++] = speakers[k];
+        else if (warn)
+            fprintf((FILE *)warn, "warning: %s has %d usable utterance(s); same-speaker pairs need 2, so it is left out\n",
+                    ct_speaker_label(c, speakers[k]), count[speakers[k]]);
+    }
+    *n = kept;
+    free(count);
+}
+
+ct_status ct_corpus_split_videos(unsigned char *val, const ct_corpus *c, ct_rng *r)
+{
+    if (!c->video) return ct_fail(CT_EINVAL, "validation on held-out videos needs a corpus with video ids (a feature store from `ctrain prep`)");
+    memset(val, 0, (size_t)c->n_utt);
+    int max_video = -1;
+    for (int u = 0; u < c->n_utt; u++) if (c->video[u] > max_video) max_video = c->video[u];
+    unsigned char *seen = ct_calloc((size_t)max_video + 1, 1, "video split");
+    int *vids = ct_malloc(((size_t)max_video + 1) * sizeof *vids, "video split");
+    if (!seen || !vids) { free(seen); free(vids); return CT_ENOMEM; }
+    int held = 0;
+    for (int s = 0; s < c->n_speakers; s++) {
+        int nv = 0;
+        for (int u = 0; u < c->n_utt; u++)
+            if (c->utt[u].speaker == s && c->video[u] >= 0 && !seen[c->video[u]]) { seen[c->video[u]] = 1; vids[nv++] = c->video[u]; }
+        for (int k = 0; k < nv; k++) seen[vids[k]] = 0;
+        if (nv < 2) continue;
+        int v = vids[ct_rng_below(r, (uint32_t)nv)];
+        for (int u = 0; u < c->n_utt; u++) if (c->utt[u].speaker == s && c->video[u] == v) val[u] = 1;
+        held++;
+    }
+    free(seen); free(vids);
+    if (held < 2) return ct_fail(CT_EINVAL, "only %d speaker(s) have utterances from 2 or more videos; validating on held-out "
+                                 "videos needs at least 2 (use the default open-set split instead)", held);
+    return CT_OK;
+}
+
+ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const unsigned char *allowed,
+                        const int *speakers, int n_speakers, ct_rng *r)
+{
+    if (n_speakers < 2) return ct_fail(CT_EINVAL, "pairs need at least 2 speakers with 2 or more utterances each (got %d)", n_speakers);
+    /* allowed utterances of each speaker, as one list with per-speaker starts */
+    int *count = count_allowed(c, allowed);
     int *start = ct_calloc((size_t)c->n_speakers + 1, sizeof *start, "pair sampler");
-    int *list = ct_malloc((size_t)c->n_utt * sizeof *list, "pair sampler");
+    int *list = ct_malloc(((size_t)c->n_utt + 1) * sizeof *list, "pair sampler");
     int *fill = ct_calloc((size_t)c->n_speakers, sizeof *fill, "pair sampler");
     ct_status st = CT_OK;
     if (!count || !start || !list || !fill) { st = CT_ENOMEM; goto done; }
-    for (int u = 0; u < c->n_utt; u++) count[c->utt[u].speaker]++;
     for (int s = 0; s < c->n_speakers; s++) start[s + 1] = start[s] + count[s];
-    for (int u = 0; u < c->n_utt; u++) { int s = c->utt[u].speaker; list[start[s] + fill[s]++] = u; }
+    for (int u = 0; u < c->n_utt; u++)
+        if (!allowed || allowed[u]) { int s = c->utt[u].speaker; list[start[s] + fill[s]++] = u; }
     for (int k = 0; k < n_speakers; k++)
         if (count[speakers[k]] < 2) {
-            st = ct_fail(CT_EINVAL, "speaker %d has %d utterance(s); same-speaker pairs need at least 2 "
-                         "(remove the speaker or add utterances)", speakers[k], count[speakers[k]]);
+            st = ct_fail(CT_EINVAL, "%s has %d usable utterance(s); same-speaker pairs need at least 2 "
+                         "(remove the speaker or add utterances)", ct_speaker_label(c, speakers[k]), count[speakers[k]]);
             goto done;
         }
     for (int i = 0; i < n; i++) {

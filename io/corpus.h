@@ -54,9 +54,23 @@ ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const 
 typedef struct { int a, b; float y; } ct_pair;   /* utterance indices; y = 1 same speaker */
 
 /* n pairs over the given speakers, alternating same/different (so exactly half
- * same when n is even), order shuffled. Needs >= 2 speakers, each with >= 2
- * utterances for same-speaker pairs (else CT_EINVAL naming the speaker). */
-ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const int *speakers, int n_speakers, ct_rng *r);
+ * same when n is even), order shuffled. Only utterances with allowed[u] != 0 are
+ * used (allowed NULL: all). Needs >= 2 speakers, each with >= 2 allowed
+ * utterances (else CT_EINVAL naming the speaker): filter with ct_usable_speakers. */
+ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const unsigned char *allowed,
+                        const int *speakers, int n_speakers, ct_rng *r);
+
+/* Keeps, in place, the speakers of speakers[0..*n) that have at least 2 allowed
+ * utterances; prints one warning line per dropped speaker to `warn` (if not NULL). */
+void ct_usable_speakers(int *speakers, int *n, const ct_corpus *c, const unsigned char *allowed, void *warn);
+
+/* Held-out videos: for every speaker with utterances from >= 2 videos, one video
+ * (drawn from r) goes to validation. val[u] = 1 for its utterances, 0 otherwise.
+ * Needs c->video. */
+ct_status ct_corpus_split_videos(unsigned char *val, const ct_corpus *c, ct_rng *r);
+
+/* Name of a speaker for messages: its name if the corpus has names, else "speaker N" (static buffer). */
+const char *ct_speaker_label(const ct_corpus *c, int s);
 
 /* Fill x [2B, T, I] (rows [0,B) a-crops, [B,2B) b-crops) and y [B] from pairs
  * p[0..B). Utterances shorter than T are zero-padded and their length recorded

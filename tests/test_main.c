@@ -18,7 +18,7 @@
  * failed case, so a test file cannot silently drop out of the build. */
 #define SUITES(X) \
     X(core) X(h5) X(dense) X(activation) X(dropout) X(flatten) X(pair) X(loss) \
-    X(lstm) X(conv2d) X(pool) X(batchnorm) X(optim) X(smoke) \
+    X(lstm) X(conv2d) X(pool) X(batchnorm) X(optim) X(smoke) X(speaker) \
     X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(corpusgen) \
     X(idx) X(arch) X(cnn) X(cli)
 #define DECLARE(s) void suite_##s(void) __attribute__((weak));

@@ -112,7 +112,7 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
     int len[64];
     float loss = 0;
     for (int s = 0; s < steps; s++) {
-        ct_pairs_draw(pairs, B, &corpus, spk_tr, ntr, &rngs.data);
+        ct_pairs_draw(pairs, B, &corpus, NULL, spk_tr, ntr, &rngs.data);
         ct_pairs_batch(x, len, y, pairs, B, &corpus, cfg.frames, &rngs.data);
         ct_params_zero_grad(&m.params);
         loss = siamese_lstm_forward(&m, x, len, y, B, NULL);
@@ -122,7 +122,7 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
     int correct = 0, total = 0;
     for (int k = 0; k < 8; k++) {
         int c = 0;
-        ct_pairs_draw(pairs, B, &corpus, spk_va, nva, &rngs.data);
+        ct_pairs_draw(pairs, B, &corpus, NULL, spk_va, nva, &rngs.data);
         ct_pairs_batch(x, len, y, pairs, B, &corpus, cfg.frames, &rngs.data);
         siamese_lstm_forward(&m, x, len, y, B, &c);
         correct += c; total += B;

@@ -1,0 +1,144 @@
+/* speaker_task.c - pairs, crops and background batch loading for the siamese
+ * LSTM (see speaker_task.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "models/speaker_task.h"
+
+/* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread. */
+static void fill(void *ctx, int slot, int split, long first, int n)
+{
+    speaker_task *s = ctx;
+    ct_rng *crop = &s->crop;
+    if (split == CT_SPLIT_VAL) {
+        /* validation sees the same crops every epoch, so its numbers are comparable */
+        if (first == 0) ct_rng_seed(&s->val_crop, s->cfg.seed, 0xc409ULL);
+        crop = &s->val_crop;
+    }
+    for (int k = 0; k < n; k++)
+        s->batch_pairs[slot][k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
+    ct_pairs_batch(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, s->c, s->m->cfg.frames, crop);
+}
+
+/* Wait for every outstanding fill and free both slots. */
+static void drain(speaker_task *s)
+{
+    for (int k = 0; k < 2; k++)
+        if (ct_prefetch_busy(&s->pf, k)) { ct_prefetch_wait(&s->pf, k); ct_prefetch_release(&s->pf, k); }
+    s->cur = -1;
+}
+
+static void begin_epoch(void *ctx, int epoch)
+{
+    speaker_task *s = ctx;
+    (void)epoch;
+    drain(s);   /* nothing may read the order while it is shuffled */
+    ct_rng_shuffle_int(&s->data, s->order, (int)s->cfg.pairs);
+}
+
+static void load(void *ctx, int split, long first, int n)
+{
+    speaker_task *s = ctx;
+    if (s->cur >= 0) { ct_prefetch_release(&s->pf, s->cur); s->cur = -1; }   /* the previous batch is done */
+    int slot = ct_prefetch_find(&s->pf, split, first, n);
+    if (slot < 0) {               /* not prefetched (first batch of a pass): drop stale work, ask now */
+        drain(s);
+        slot = 0;
+        ct_prefetch_request(&s->pf, slot, split, first, n);
+    }
+    long total = split == CT_SPLIT_TRAIN ? s->cfg.pairs : s->cfg.val_pairs, next = first + n;
+    if (next < total && !ct_prefetch_busy(&s->pf, 1 - slot)) {   /* start on the next batch while this one trains */
+        int nn = (int)(total - next < s->cfg.batch ? total - next : s->cfg.batch);
+        ct_prefetch_request(&s->pf, 1 - slot, split, next, nn);
+    }
+    ct_prefetch_wait(&s->pf, slot);
+    s->cur = slot;
+}
+
+static float forward(void *ctx, int n, int train, int *correct)
+{
+    speaker_task *s = ctx;
+    (void)train;   /* no dropout or batchnorm in this model: train and eval forward are the same */
+    return siamese_lstm_forward(s->m, s->x[s->cur], s->len[s->cur], s->y[s->cur], n, correct);
+}
+
+static void backward(void *ctx, int n)
+{
+    speaker_task *s = ctx;
+    siamese_lstm_backward(s->m, s->x[s->cur], s->len[s->cur], s->y[s->cur], n);
+}
+
+ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, siamese_lstm *m,
+                            const ct_rng *data_rng, FILE *warn)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    s->m = m;
+    s->c = c;
+    s->cur = -1;
+    s->data = *data_rng;
+    ct_rng_seed(&s->crop, cfg->seed, 0xc40bULL);
+    if (cfg->pairs < 1 || cfg->batch < 1) return ct_fail(CT_EINVAL, "need at least 1 training pair and a batch of at least 1");
+    if (c->n_mels != m->cfg.n_mels)
+        return ct_fail(CT_EINVAL, "the data has %d features per frame but the model expects %d (--mels)", c->n_mels, m->cfg.n_mels);
+
+    /* which utterances and speakers each split may use */
+    int S = c->n_speakers, *spk_tr = ct_malloc((size_t)S * sizeof(int), "speakers"), *spk_va = ct_malloc((size_t)S * sizeof(int), "speakers");
+    unsigned char *val_utt = NULL, *tr_utt = NULL;
+    ct_status st = spk_tr && spk_va ? CT_OK : CT_ENOMEM;
+    int ntr = 0, nva = 0;
+    if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS) {
+        st = ct_corpus_split(spk_tr, &ntr, spk_va, &nva, c, cfg->val_fraction, &s->data);
+    } else if (st == CT_OK) {
+        val_utt = ct_malloc((size_t)c->n_utt, "video split");
+        tr_utt = ct_malloc((size_t)c->n_utt, "video split");
+        st = val_utt && tr_utt ? ct_corpus_split_videos(val_utt, c, &s->data) : CT_ENOMEM;
+        for (int u = 0; st == CT_OK && u < c->n_utt; u++) tr_utt[u] = !val_utt[u];
+        for (int k = 0; k < S; k++) spk_tr[k] = spk_va[k] = k;
+        ntr = nva = S;
+    }
+    if (st == CT_OK) {
+        ct_usable_speakers(spk_tr, &ntr, c, tr_utt, warn);
+        ct_usable_speakers(spk_va, &nva, c, val_utt, warn);
+        s->n_train_speakers = ntr;
+        s->n_val_speakers = nva;
+        if (ntr < 2) st = ct_fail(CT_EINVAL, "only %d training speaker(s) with 2 or more utterances; need at least 2", ntr);
+        else if (cfg->val_pairs > 0 && nva < 2)
+            st = ct_fail(CT_EINVAL, "only %d validation speaker(s) with 2 or more utterances; need at least 2 "
+                         "(use more speakers, or --val-pairs 0)", nva);
+    }
+    size_t row = (size_t)m->cfg.frames * m->cfg.n_mels;
+    if (st == CT_OK) {
+        s->pairs[0] = ct_malloc((size_t)cfg->pairs * sizeof(ct_pair), "pairs");
+        s->pairs[1] = ct_malloc((size_t)(cfg->val_pairs + 1) * sizeof(ct_pair), "pairs");
+        s->order = ct_malloc((size_t)cfg->pairs * sizeof(int), "pairs");
+        for (int k = 0; k < 2; k++) {
+            s->batch_pairs[k] = ct_malloc((size_t)cfg->batch * sizeof(ct_pair), "batch");
+            s->x[k] = ct_malloc(2 * (size_t)cfg->batch * row * sizeof(float), "batch");
+            s->y[k] = ct_malloc((size_t)cfg->batch * sizeof(float), "batch");
+            s->len[k] = ct_malloc(2 * (size_t)cfg->batch * sizeof(int), "batch");
+            if (!s->batch_pairs[k] || !s->x[k] || !s->y[k] || !s->len[k]) st = CT_ENOMEM;
+        }
+        if (!s->pairs[0] || !s->pairs[1] || !s->order) st = CT_ENOMEM;
+    }
+    if (st == CT_OK) st = ct_pairs_draw(s->pairs[0], (int)cfg->pairs, c, tr_utt, spk_tr, ntr, &s->data);
+    if (st == CT_OK && cfg->val_pairs > 0) st = ct_pairs_draw(s->pairs[1], (int)cfg->val_pairs, c, val_utt, spk_va, nva, &s->data);
+    for (long i = 0; st == CT_OK && i < cfg->pairs; i++) s->order[i] = (int)i;
+    free(spk_tr); free(spk_va); free(val_utt); free(tr_utt);
+    if (st == CT_OK) st = ct_prefetch_start(&s->pf, fill, s);
+    if (st != CT_OK) speaker_task_free(s);
+    return st;
+}
+
+ct_task speaker_task_ops(speaker_task *s)
+{
+    return (ct_task){ .ctx = s, .params = &s->m->params, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
+                      .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward };
+}
+
+void speaker_task_free(speaker_task *s)
+{
+    if (s->pf.running) { drain(s); ct_prefetch_stop(&s->pf); }
+    free(s->pairs[0]); free(s->pairs[1]); free(s->order);
+    for (int k = 0; k < 2; k++) { free(s->batch_pairs[k]); free(s->x[k]); free(s->y[k]); free(s->len[k]); }
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,54 @@
+/* speaker_task.h - the siamese LSTM's training data, wired into the shared
+ * training loop (models/train.h): pairs of utterances from a corpus, a random
+ * crop of T frames of each drawn again every epoch, batches prepared on a
+ * background thread while the previous batch trains.
+ *
+ * Validation, by default, uses speakers the model never trains on (open-set
+ * verification: the honest measure). With CT_VAL_VIDEOS it instead uses one
+ * held-out video (session) of each training speaker.
+ *
+ * Determinism: the pairs, their order and every crop come from the data RNG
+ * stream and a crop stream derived from the seed, drawn in batch order, so a
+ * run is reproducible bit for bit with the same seed and thread count.
+ */
+#ifndef CT_SPEAKER_TASK_H
+#define CT_SPEAKER_TASK_H
+#include <stdio.h>
+#include "io/corpus.h"
+#include "io/prefetch.h"
+#include "models/siamese_lstm.h"
+#include "models/train.h"
+
+typedef enum { CT_VAL_SPEAKERS, CT_VAL_VIDEOS } ct_val_split;
+
+typedef struct {
+    long pairs, val_pairs;      /* per epoch; half same-speaker */
+    int batch;                  /* pairs per batch */
+    ct_val_split val_split;
+    double val_fraction;        /* speakers held out for validation (CT_VAL_SPEAKERS) */
+    uint64_t seed;
+} speaker_task_config;
+
+typedef struct {
+    speaker_task_config cfg;
+    siamese_lstm *m;                /* not owned */
+    const ct_corpus *c;             /* not owned */
+    ct_pair *pairs[2];              /* [pairs], [val_pairs] */
+    int *order;                     /* [pairs] this epoch's order */
+    ct_pair *batch_pairs[2];        /* [batch] per slot */
+    float *x[2], *y[2];             /* per slot: [2B, T, I], [B] */
+    int *len[2];                    /* per slot: [2B] */
+    int cur;                        /* slot of the batch being trained, -1 none */
+    ct_rng data, crop, val_crop;
+    ct_prefetch pf;
+    int n_train_speakers, n_val_speakers;
+} speaker_task;
+
+/* Splits the corpus, draws the pairs (warnings about unusable speakers go to
+ * `warn`), allocates the batch buffers and starts the loader thread. */
+ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, siamese_lstm *m,
+                            const ct_rng *data_rng, FILE *warn);
+ct_task   speaker_task_ops(speaker_task *s);
+void      speaker_task_free(speaker_task *s);
+
+#endif
