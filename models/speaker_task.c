@@ -86,7 +86,16 @@ ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, con
     unsigned char *val_utt = NULL, *tr_utt = NULL;
     ct_status st = spk_tr && spk_va ? CT_OK : CT_ENOMEM;
     int ntr = 0, nva = 0;
-    if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS) {
+    if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS && cfg->val_speakers) {
+        unsigned char *held = ct_calloc((size_t)S, 1, "speaker split");
+        if (!held) st = CT_ENOMEM;
+        for (int k = 0; st == CT_OK && k < cfg->n_val_speakers; k++) {
+            CT_ASSERT(cfg->val_speakers[k] >= 0 && cfg->val_speakers[k] < S);
+            held[cfg->val_speakers[k]] = 1;
+        }
+        for (int k = 0; st == CT_OK && k < S; k++) { if (held[k]) spk_va[nva++] = k; else spk_tr[ntr++] = k; }
+        free(held);
+    } else if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS) {
         st = ct_corpus_split(spk_tr, &ntr, spk_va, &nva, c, cfg->val_fraction, &s->data);
     } else if (st == CT_OK) {
         val_utt = ct_malloc((size_t)c->n_utt, "video split");

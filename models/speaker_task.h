@@ -26,6 +26,8 @@ typedef struct {
     int batch;                  /* pairs per batch */
     ct_val_split val_split;
     double val_fraction;        /* speakers held out for validation (CT_VAL_SPEAKERS) */
+    const int *val_speakers;    /* if not NULL: exactly these speakers are held out for validation */
+    int n_val_speakers;         /*   (e.g. the speakers of a trial list, so no trial speaker is trained on) */
     uint64_t seed;
 } speaker_task_config;
 
