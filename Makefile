@@ -38,6 +38,42 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 CTRAIN    := $(if $(filter 1,$(SAN)),$(BUILD)/ctrain,bin/ctrain)
 
+# ---- the GPU backend (cuda/): CUDA runtime, cuBLAS, cuDNN 9 ----
+# Detected when $(CUDA_HOME)/bin/nvcc, cudnn.h and the libraries are there; `make CUDA=0`
+# builds CPU only, `make CUDA=1` insists. A machine with CUDA but no GPU still compiles and
+# links every .cu file (the GPU tests then report SKIP). CUDA_ARCH: SASS for sm_90 plus PTX
+# for compute_80, which the driver JIT-compiles for any newer GPU.
+comma      := ,
+NVCC       ?= $(CUDA_HOME)/bin/nvcc
+CUDNN_HOME ?= $(CUDA_HOME)
+CUDA_ARCH  ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
+CUDA_INC     := $(firstword $(foreach d,$(CUDA_HOME)/include,$(if $(wildcard $(d)/cuda_runtime_api.h),$(d))))
+CUDNN_INC    := $(firstword $(foreach d,$(CUDNN_HOME)/include /usr/include /usr/include/x86_64-linux-gnu,$(if $(wildcard $(d)/cudnn.h),$(d))))
+CUDA_LIBDIR  := $(firstword $(foreach d,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib,$(if $(wildcard $(d)/libcudart.so),$(d))))
+CUDNN_LIBDIR := $(firstword $(foreach d,$(CUDNN_HOME)/lib64 $(CUDNN_HOME)/lib /usr/lib/x86_64-linux-gnu,$(if $(wildcard $(d)/libcudnn.so),$(d))))
+CUDA_FOUND   := $(if $(and $(wildcard $(NVCC)),$(CUDA_INC),$(CUDNN_INC),$(CUDA_LIBDIR),$(CUDNN_LIBDIR)),1,0)
+CUDA_MISSING := $(if $(wildcard $(NVCC)),,nvcc at $(NVCC) )$(if $(CUDA_INC),,cuda_runtime_api.h )$(if $(CUDNN_INC),,cudnn.h )$(if $(CUDA_LIBDIR),,libcudart.so )$(if $(CUDNN_LIBDIR),,libcudnn.so)
+CUDA ?= $(CUDA_FOUND)
+ifeq ($(CUDA),1)
+ifneq ($(CUDA_FOUND),1)
+$(error CUDA=1 but the CUDA toolkit or cuDNN is incomplete (missing: $(strip $(CUDA_MISSING))); set CUDA_HOME / CUDNN_HOME, or build with CUDA=0)
+endif
+CUDA_CU_SRC := $(wildcard cuda/*.cu)
+CFLAGS   += -DCT_HAVE_CUDA
+NVCCFLAGS ?= -std=c++17 -O3 -lineinfo $(CUDA_ARCH) -I. $(addprefix -I,$(sort $(CUDA_INC) $(CUDNN_INC))) -DCT_HAVE_CUDA \
+             -Xcompiler -Wall,-Wextra,-Wshadow,-Wno-unused-parameter
+LDLIBS   += $(addprefix -L,$(sort $(CUDA_LIBDIR) $(CUDNN_LIBDIR))) $(addprefix -Wl$(comma)-rpath$(comma),$(sort $(CUDA_LIBDIR) $(CUDNN_LIBDIR))) \
+            -lcudnn -lcublas -lcudart -lstdc++
+$(BUILD)/cuda/%.o: CFLAGS += $(addprefix -I,$(sort $(CUDA_INC) $(CUDNN_INC)))
+endif
+CUDA_C_SRC := $(wildcard cuda/*.c)
+LIB_OBJ    += $(CUDA_C_SRC:%.c=$(BUILD)/%.o) $(CUDA_CU_SRC:%.cu=$(BUILD)/%.o)
+# Objects built with and without CT_HAVE_CUDA must not mix: a change of CUDA rebuilds.
+CUDA_STAMP := $(BUILD)/.cuda-config
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(shell mkdir -p $(BUILD) && { echo "CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH)" | cmp -s - $(CUDA_STAMP) || echo "CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH)" > $(CUDA_STAMP); })
+endif
+
 .PHONY: all build deps test demo bench golden clean detect
 
 all: deps
@@ -53,14 +89,21 @@ detect:
 	@echo "  BLAS : $$(pkg-config --modversion openblas 2>/dev/null | sed 's/^/OpenBLAS /' || echo 'NOT FOUND: run make deps')"
 	@echo "  HDF5 : $$(pkg-config --modversion hdf5 2>/dev/null || echo 'NOT FOUND: run make deps')"
 	@echo "  audio: libsndfile $$(pkg-config --modversion sndfile 2>/dev/null || echo 'NOT FOUND'), libsamplerate $$(pkg-config --modversion samplerate 2>/dev/null || echo 'NOT FOUND'), FFTW $$(pkg-config --modversion fftw3f 2>/dev/null || echo 'NOT FOUND')"
-	@if [ -x $(CUDA_HOME)/bin/nvcc ]; then \
-	  echo "  CUDA : $$($(CUDA_HOME)/bin/nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $(CUDA_HOME) (the GPU backend is not part of this version: CPU only)"; \
-	else echo "  CUDA : not found (CPU only)"; fi
+	@if [ "$(CUDA)" = 1 ]; then \
+	  echo "  CUDA : $$($(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $(CUDA_HOME), cuDNN $$(sed -n 's/^#define CUDNN_\(MAJOR\|MINOR\|PATCHLEVEL\) *\([0-9]*\).*/\2/p' $(CUDNN_INC)/cudnn_version.h | paste -sd.) ($(CUDNN_LIBDIR)): GPU backend ON ($(strip $(CUDA_ARCH)))"; \
+	elif [ "$(CUDA_FOUND)" = 1 ]; then echo "  CUDA : found at $(CUDA_HOME) but CUDA=0: CPU only"; \
+	else echo "  CUDA : not found (missing: $(strip $(CUDA_MISSING))): CPU only; set CUDA_HOME / CUDNN_HOME to enable the GPU backend"; fi
 	@echo "  SAN  : $(if $(filter 1,$(SAN)),address+undefined,off)"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ) $(BENCH_BIN): $(CUDA_STAMP)
 
 $(BUILD)/libctrain.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,26 @@
+/* cuda/activation.h - the GPU twin of layers/activation.h: relu, tanh, sigmoid and
+ * their backward passes (written with the forward output, so in-place use works as on
+ * the CPU). Own elementwise kernels rather than cudnnActivation*: the CPU contract
+ * (backward from the output only, no tensor descriptors) is kept exactly. */
+#ifndef CT_CUDA_ACTIVATION_H
+#define CT_CUDA_ACTIVATION_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+#ifndef _Noreturn
+#define _Noreturn [[noreturn]]
+#endif
+extern "C" {
+#endif
+
+void relu_forward_gpu(float *out, const float *in, size_t n);
+void relu_backward_gpu(float *din, const float *dout, const float *out, size_t n);
+void tanh_forward_gpu(float *out, const float *in, size_t n);
+void tanh_backward_gpu(float *din, const float *dout, const float *out, size_t n);
+void sigmoid_forward_gpu(float *out, const float *in, size_t n);
+void sigmoid_backward_gpu(float *din, const float *dout, const float *out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

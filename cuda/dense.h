@@ -1,0 +1,25 @@
+/* cuda/dense.h - the GPU twin of layers/dense.h (same formulas and layouts; device
+ * pointers; conventions in cuda/device.h). Matrix products are cuBLAS sgemm on the
+ * row-major buffers (read by cuBLAS as their column-major transposes); FP32 unless
+ * the context allows TF32. Bias sums run in a fixed order (deterministic). */
+#ifndef CT_CUDA_DENSE_H
+#define CT_CUDA_DENSE_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+#ifndef _Noreturn
+#define _Noreturn [[noreturn]]
+#endif
+extern "C" {
+#endif
+
+/* out [B, out_dim]; in [B, in_dim]; w [out_dim, in_dim]; b [out_dim] or NULL. */
+void dense_forward_gpu(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);
+/* din [B, in_dim] overwritten (NULL: not computed); dw, db (NULL if no bias) accumulated. */
+void dense_backward_gpu(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                        int B, int in_dim, int out_dim);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

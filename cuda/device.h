@@ -1,0 +1,115 @@
+/* device.h - choosing and opening the GPU; the handles every cuda/ function uses.
+ *
+ * ctrain drives ONE GPU per process. ct_gpu_open(index) selects it, creates a
+ * compute stream, a copy stream (batch uploads, see cuda/siamese_lstm_gpu.h), a
+ * cuBLAS handle and a cuDNN handle bound to the compute stream, and makes this
+ * the current context that every *_gpu function uses, so that the GPU layer
+ * functions keep exactly the argument lists of their CPU twins in layers/.
+ *
+ * Naming convention of cuda/: the GPU twin of a CPU function `foo` in layers/
+ * or models/ is `foo_gpu`, with the same argument order (outputs first, `d`
+ * prefix for gradients, input gradients overwritten, parameter gradients
+ * accumulated); every float and int pointer it takes is a DEVICE pointer unless
+ * its comment says "host". Functions are asynchronous on the compute stream
+ * unless they return a host value (a loss, a norm), which synchronises.
+ *
+ * Errors:
+ *   - a CPU-only build (no CT_HAVE_CUDA): ct_gpu_open fails with CT_ENODEV,
+ *     "this ctrain was built without CUDA (CPU only); use --device cpu";
+ *   - a CUDA build on a machine without a usable GPU or driver: CT_ENODEV,
+ *     "no NVIDIA GPU found (cudaGetDeviceCount: <the runtime's reason>); use --device cpu";
+ *   - an index out of range: CT_ENODEV naming how many GPUs there are.
+ * None of these crash or abort.
+ *
+ * Precision: by default every matrix product and convolution is plain FP32
+ * (cuBLAS CUBLAS_DEFAULT_MATH, cuDNN CUDNN_FMA_MATH), so results match the CPU
+ * to float rounding. tf32 = 1 allows TensorFloat-32 tensor cores (faster on
+ * Ampere and later, ~1e-3 relative error per product). deterministic = 1 makes
+ * cuDNN convolutions pick only deterministic algorithms (ctrain's own kernels
+ * are always deterministic: fixed reduction orders, no float atomics).
+ */
+#ifndef CT_CUDA_DEVICE_H
+#define CT_CUDA_DEVICE_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+#ifndef _Noreturn
+#define _Noreturn [[noreturn]]   /* C11's keyword, for the C headers seen from .cu files */
+#endif
+extern "C" {
+#endif
+#include "core/error.h"
+
+/* The runtime's handle types, declared here so that C files need no CUDA headers. */
+struct CUstream_st;
+struct CUevent_st;
+struct cublasContext;
+struct cudnnContext;
+
+typedef struct {
+    int tf32;            /* allow TF32 tensor-core math in sgemm, convolutions and the LSTM */
+    int deterministic;   /* deterministic cuDNN algorithms only */
+} ct_gpu_options;
+
+typedef struct {
+    int index;                         /* CUDA device ordinal */
+    ct_gpu_options opt;
+    struct CUstream_st *stream;        /* compute: every kernel, cuBLAS and cuDNN call */
+    struct CUstream_st *copy_stream;   /* host-to-device batch uploads */
+    struct cublasContext *cublas;
+    struct cudnnContext *cudnn;
+    /* what ct_gpu_describe prints */
+    char name[256];
+    size_t total_mem;                  /* bytes */
+    int cc_major, cc_minor;            /* compute capability */
+    int driver_version, runtime_version; /* CUDA versions as 1000 * major + 10 * minor */
+    size_t cudnn_version;              /* cudnnGetVersion(): 10000 * major + 100 * minor + patch */
+    size_t cublas_version;
+    double *scratch;                   /* [CT_GPU_SCRATCH] device doubles for reductions that return a host value */
+    double *host_scratch;              /* [CT_GPU_SCRATCH] pinned host doubles receiving them */
+} ct_gpu;
+
+#define CT_GPU_SCRATCH 64
+
+/* 1 when this ctrain was compiled with the GPU backend. */
+int ct_gpu_compiled(void);
+
+/* Parses a --device value: "cpu" -> *index = -1; "gpu", "cuda" -> 0; "gpu:N", "cuda:N" -> N.
+ * Anything else is CT_EINVAL with a message naming the accepted forms. Host only: works in
+ * every build (whether the GPU can be used is ct_gpu_open's question). */
+ct_status ct_gpu_parse_device(const char *spec, int *index);
+
+/* Opens device `index` with the given options (NULL: defaults, all 0) and makes it current.
+ * Fails with CT_ENODEV and a message as listed above. Opening again closes the previous one. */
+ct_status ct_gpu_open(int index, const ct_gpu_options *opt);
+void      ct_gpu_close(void);
+/* The open context, or NULL. cuda/ functions assert it is open (a programmer error). */
+ct_gpu   *ct_gpu_current(void);
+
+/* One header line for the log, e.g.
+ *   "GPU 0: NVIDIA H100 80GB HBM3, 79.1 GiB, compute 9.0 | driver CUDA 12.8, runtime 13.0, cuDNN 9.19.0, cuBLAS 13.0.0 | FP32 (no TF32), deterministic"
+ * In a CPU-only build: "GPU: not compiled in (CPU-only build)". No GPU open: "GPU: none open". */
+void ct_gpu_describe(char *buf, size_t n);
+
+/* Waits for everything queued on both streams; returns CT_ENODEV with the runtime's
+ * message (file and line of the first failure) if any asynchronous work failed. */
+ct_status ct_gpu_sync(void);
+
+/* Device memory helpers reporting failures through ct_fail (CT_ENOMEM naming `what`). */
+ct_status ct_gpu_malloc(void **ptr, size_t bytes, const char *what);      /* zeroed */
+void      ct_gpu_free(void *ptr);
+ct_status ct_gpu_host_alloc(void **ptr, size_t bytes, const char *what);  /* pinned host memory, zeroed */
+void      ct_gpu_host_free(void *ptr);
+/* Synchronous copies (checkpoints, tests): host <-> device, n bytes. */
+ct_status ct_gpu_upload(void *dst_dev, const void *src_host, size_t bytes);
+ct_status ct_gpu_download(void *dst_host, const void *src_dev, size_t bytes);
+
+/* A failure inside a training step (the memory was planned before, so this is the
+ * device or the driver failing, not user input): prints "ctrain: GPU error at
+ * file:line: call: message" to stderr and exits with status 1. Used by CT_*_CHECK. */
+_Noreturn void ct_gpu_fatal(const char *file, int line, const char *call, const char *msg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

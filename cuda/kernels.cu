@@ -1,0 +1,538 @@
+/* kernels.cu - ctrain's own kernels: pair heads, losses and accuracies, dropout,
+ * optimizers and global-norm clipping (see kernels.h; the math is in the CPU
+ * headers layers/pair.h, loss.h, dropout.h, optim.h).
+ *
+ * Reductions: one block of CT_THREADS threads, each thread summing a strided slice
+ * in double, then a tree in shared memory - fixed order, so deterministic.
+ */
+#include <math.h>
+#include <string.h>
+#include "cuda/check.h"
+#include "cuda/counter_rng.h"
+#include "cuda/kernels.h"
+
+/* ---- block reduction (double), result valid in thread 0 ---- */
+__device__ static double block_sum(double v, double *sh)
+{
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }
+    double r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+/* Reads `count` doubles of the context scratch back to the host (synchronises). */
+static const double *scratch_read(int count)
+{
+    ct_gpu *g = ct_gpu_ctx();
+    CT_CUDA_CHECK(cudaMemcpyAsync(g->host_scratch, g->scratch, (size_t)count * sizeof(double), cudaMemcpyDeviceToHost, g->stream));
+    CT_CUDA_CHECK(cudaStreamSynchronize(g->stream));
+    return g->host_scratch;
+}
+
+/* ==== pair heads ==== */
+
+/* one warp per pair: s = sum_j (a_j - b_j)^2 in double, lanes in a fixed order */
+__global__ static void euclidean_fwd_kernel(float *d, const float *a, const float *b, int B, int D, float eps)
+{
+    int k = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (k >= B) return;
+    const float *ak = a + (size_t)k * D, *bk = b + (size_t)k * D;
+    double s = 0.0;
+    for (int j = lane; j < D; j += 32) { double t = (double)ak[j] - (double)bk[j]; s += t * t; }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (lane == 0) d[k] = (float)sqrt(s > (double)eps ? s : (double)eps);
+}
+
+__global__ static void euclidean_bwd_kernel(float *da, float *db, const float *dd, const float *d, const float *a,
+                                            const float *b, int B, int D, float eps)
+{
+    int k = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (k >= B) return;
+    const float *ak = a + (size_t)k * D, *bk = b + (size_t)k * D;
+    double s = 0.0;
+    for (int j = lane; j < D; j += 32) { double t = (double)ak[j] - (double)bk[j]; s += t * t; }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);   /* every lane gets s */
+    float gk = s > (double)eps ? dd[k] / d[k] : 0.0f;
+    for (int j = lane; j < D; j += 32) {
+        float t = gk * (ak[j] - bk[j]);
+        da[(size_t)k * D + j] = t;
+        db[(size_t)k * D + j] = -t;
+    }
+}
+
+extern "C" void euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps)
+{
+    euclidean_fwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream()>>>(d, a, b, B, D, eps);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
+                                       int B, int D, float eps)
+{
+    euclidean_bwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream()>>>(da, db, dd, d, a, b, B, D, eps);
+    CT_LAUNCH_CHECK();
+}
+
+__global__ static void absdiff_fwd_kernel(float *out, const float *a, const float *b, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = fabsf(a[i] - b[i]);
+}
+
+__global__ static void absdiff_bwd_kernel(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float t = a[i] - b[i];
+        float g = dout[i] * (float)((t > 0.0f) - (t < 0.0f));
+        da[i] = g;
+        db[i] = -g;
+    }
+}
+
+extern "C" void absdiff_forward_gpu(float *out, const float *a, const float *b, size_t n)
+{
+    absdiff_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, a, b, n);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void absdiff_backward_gpu(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
+{
+    absdiff_bwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(da, db, dout, a, b, n);
+    CT_LAUNCH_CHECK();
+}
+
+/* ==== losses ====
+ * The *_reduce kernels run as ONE block and write to `out` (float or double):
+ * out[0] = mean loss, out[1] = number of right predictions. */
+
+template <typename T>
+__global__ static void contrastive_reduce(T *out, const float *d, const float *y, int B, float margin, float threshold)
+{
+    __shared__ double sh[CT_THREADS];
+    double loss = 0.0, hit = 0.0;
+    for (int k = threadIdx.x; k < B; k += blockDim.x) {
+        double dk = d[k], yk = y[k];
+        double gap = margin - dk > 0.0 ? margin - dk : 0.0;
+        loss += yk * dk * dk + (1.0 - yk) * gap * gap;
+        hit += (d[k] < threshold) == (y[k] > 0.5f);
+    }
+    loss = block_sum(loss, sh);
+    hit = block_sum(hit, sh);
+    if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
+}
+
+__global__ static void contrastive_bwd_kernel(float *dd, const float *d, const float *y, int B, float margin)
+{
+    const float inv_b = 1.0f / (float)B;
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < B; k += gridDim.x * blockDim.x) {
+        float gap = margin - d[k] > 0.0f ? margin - d[k] : 0.0f;
+        dd[k] = (2.0f * y[k] * d[k] - 2.0f * (1.0f - y[k]) * gap) * inv_b;
+    }
+}
+
+extern "C" float contrastive_forward_gpu(const float *d, const float *y, int B, float margin)
+{
+    contrastive_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, d, y, B, margin, 0.5f);
+    CT_LAUNCH_CHECK();
+    return (float)scratch_read(2)[0];
+}
+
+extern "C" float contrastive_accuracy_gpu(const float *d, const float *y, int B, float threshold)
+{
+    contrastive_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, d, y, B, 1.0f, threshold);
+    CT_LAUNCH_CHECK();
+    return (float)(scratch_read(2)[1] / B);
+}
+
+extern "C" void contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold)
+{
+    contrastive_reduce<float><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, d, y, B, margin, threshold);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin)
+{
+    contrastive_bwd_kernel<<<ct_gpu_blocks((size_t)B, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dd, d, y, B, margin);
+    CT_LAUNCH_CHECK();
+}
+
+template <typename T>
+__global__ static void bce_reduce(T *out, const float *z, const float *y, int B)
+{
+    __shared__ double sh[CT_THREADS];
+    double loss = 0.0, hit = 0.0;
+    for (int k = threadIdx.x; k < B; k += blockDim.x) {
+        double zk = z[k];
+        loss += (zk > 0.0 ? zk : 0.0) - zk * y[k] + log1p(exp(-fabs(zk)));
+        hit += (z[k] > 0.0f) == (y[k] > 0.5f);
+    }
+    loss = block_sum(loss, sh);
+    hit = block_sum(hit, sh);
+    if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
+}
+
+__global__ static void bce_bwd_kernel(float *dz, const float *z, const float *y, int B)
+{
+    const float inv_b = 1.0f / (float)B;
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < B; k += gridDim.x * blockDim.x) {
+        float e = expf(-fabsf(z[k]));
+        float r = 1.0f / (1.0f + e);
+        float s = z[k] >= 0.0f ? r : e * r;
+        dz[k] = (s - y[k]) * inv_b;
+    }
+}
+
+extern "C" float bce_logits_forward_gpu(const float *z, const float *y, int B)
+{
+    bce_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, z, y, B);
+    CT_LAUNCH_CHECK();
+    return (float)scratch_read(2)[0];
+}
+
+extern "C" float bce_logits_accuracy_gpu(const float *z, const float *y, int B)
+{
+    bce_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, z, y, B);
+    CT_LAUNCH_CHECK();
+    return (float)(scratch_read(2)[1] / B);
+}
+
+extern "C" void bce_logits_stats_gpu(float *stats, const float *z, const float *y, int B)
+{
+    bce_reduce<float><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, z, y, B);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void bce_logits_backward_gpu(float *dz, const float *z, const float *y, int B)
+{
+    bce_bwd_kernel<<<ct_gpu_blocks((size_t)B, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dz, z, y, B);
+    CT_LAUNCH_CHECK();
+}
+
+/* softmax rows: one thread per row (C is a class count: small); loss term in double */
+__global__ static void softmax_rows_kernel(float *prob, double *row_loss, int *row_hit, const float *logits,
+                                           const int *labels, int B, int C)
+{
+    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < B; k += gridDim.x * blockDim.x) {
+        const float *z = logits + (size_t)k * C;
+        int label = labels[k], arg = 0;
+        float m = z[0];
+        for (int c = 1; c < C; c++) if (z[c] > m) { m = z[c]; arg = c; }
+        double sum = 0.0;
+        for (int c = 0; c < C; c++) {
+            float e = expf(z[c] - m);
+            if (prob) prob[(size_t)k * C + c] = e;
+            sum += e;
+        }
+        if (prob) {
+            float inv = (float)(1.0 / sum);
+            for (int c = 0; c < C; c++) prob[(size_t)k * C + c] *= inv;
+        }
+        row_loss[k] = log(sum) - ((double)z[label] - (double)m);
+        row_hit[k] = arg == label;
+    }
+}
+
+template <typename T>
+__global__ static void rows_reduce(T *out, const double *row_loss, const int *row_hit, int B)
+{
+    __shared__ double sh[CT_THREADS];
+    double loss = 0.0, hit = 0.0;
+    for (int k = threadIdx.x; k < B; k += blockDim.x) { loss += row_loss[k]; hit += row_hit[k]; }
+    loss = block_sum(loss, sh);
+    hit = block_sum(hit, sh);
+    if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
+}
+
+/* Per-row scratch of the softmax losses: grown on first use and kept (a planning
+ * step would pass it in; the size is fixed by the largest batch). */
+static double *sm_row_loss;
+static int *sm_row_hit;
+static int sm_rows;
+
+static void softmax_rows(float *prob, const float *logits, const int *labels, int B, int C)
+{
+    if (B > sm_rows) {
+        if (sm_row_loss) { cudaFree(sm_row_loss); cudaFree(sm_row_hit); }
+        CT_CUDA_CHECK(cudaMalloc((void **)&sm_row_loss, (size_t)B * sizeof(double)));
+        CT_CUDA_CHECK(cudaMalloc((void **)&sm_row_hit, (size_t)B * sizeof(int)));
+        sm_rows = B;
+    }
+    softmax_rows_kernel<<<ct_gpu_blocks((size_t)B, 128), 128, 0, ct_gpu_stream()>>>(prob, sm_row_loss, sm_row_hit, logits, labels, B, C);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" float softmax_ce_forward_gpu(float *prob, const float *logits, const int *labels, int B, int C)
+{
+    softmax_rows(prob, logits, labels, B, C);
+    rows_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, sm_row_loss, sm_row_hit, B);
+    CT_LAUNCH_CHECK();
+    return (float)scratch_read(2)[0];
+}
+
+extern "C" float softmax_ce_accuracy_gpu(const float *logits, const int *labels, int B, int C)
+{
+    softmax_rows(NULL, logits, labels, B, C);
+    rows_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, sm_row_loss, sm_row_hit, B);
+    CT_LAUNCH_CHECK();
+    return (float)(scratch_read(2)[1] / B);
+}
+
+extern "C" void softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
+{
+    softmax_rows(prob, logits, labels, B, C);
+    rows_reduce<float><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, sm_row_loss, sm_row_hit, B);
+    CT_LAUNCH_CHECK();
+}
+
+__global__ static void softmax_bwd_kernel(float *dlogits, const float *prob, const int *labels, int B, int C)
+{
+    const float inv_b = 1.0f / (float)B;
+    size_t n = (size_t)B * C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int k = (int)(i / C), c = (int)(i % C);
+        dlogits[i] = (prob[i] - (c == labels[k] ? 1.0f : 0.0f)) * inv_b;
+    }
+}
+
+extern "C" void softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C)
+{
+    softmax_bwd_kernel<<<ct_gpu_blocks((size_t)B * C, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dlogits, prob, labels, B, C);
+    CT_LAUNCH_CHECK();
+}
+
+/* ==== dropout ==== */
+
+__global__ static void dropout_fwd_kernel(float *out, float *mask, const float *in, size_t n, float p, float scale, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float m = ct_counter_mask(seed, i, p, scale);
+        mask[i] = m;
+        out[i] = in[i] * m;
+    }
+}
+
+__global__ static void mul_kernel(float *out, const float *a, const float *b, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] * b[i];
+}
+
+extern "C" void dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed)
+{
+    CT_ASSERT(p >= 0.0f && p < 1.0f);
+    dropout_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, mask, in, n, p, 1.0f / (1.0f - p), seed);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
+{
+    CT_ASSERT(p >= 0.0f && p < 1.0f);
+    if (!train || p == 0.0f) {   /* identity: no mask, no random draws */
+        if (out != in && n) CT_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, ct_gpu_stream()));
+        return;
+    }
+    dropout_forward_seeded_gpu(out, mask, in, n, p, ct_dropout_seed_draw(rng));
+}
+
+extern "C" void dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n)
+{
+    mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, in, mask, n);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n)
+{
+    mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(din, dout, mask, n);
+    CT_LAUNCH_CHECK();
+}
+
+/* ==== optimizers ==== */
+
+/* squared-norm partial sums: block b sums a fixed strided slice in double */
+__global__ static void sumsq_partials_kernel(double *partials, const float *g, size_t n)
+{
+    __shared__ double sh[CT_THREADS];
+    double s = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        s += (double)g[i] * g[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+/* torch's clip coefficient from the partials (every block recomputes it, in the same order):
+ * coef = max_norm / (norm + 1e-6), applied only when < 1 and the norm is finite. */
+__device__ static float clip_coef(const double *partials, float max_norm, double *sh, double *norm_out)
+{
+    double s = threadIdx.x < CT_OPTIM_GPU_PARTIALS ? partials[threadIdx.x] : 0.0;
+    s = block_sum(s, sh);
+    double norm = sqrt(s);
+    if (norm_out) *norm_out = norm;
+    if (!(max_norm > 0.0f) || !isfinite(norm)) return 1.0f;
+    double coef = (double)max_norm / (norm + 1e-6);
+    return coef < 1.0 ? (float)coef : 1.0f;
+}
+
+typedef struct {
+    int kind, nesterov, has_m, clip;
+    float lr, wd, mu, rho, one_minus_rho, eps;
+    float beta1, beta2, one_minus_b1, one_minus_b2, step_size, bc2_sqrt, wd_grad, decay;
+    float max_norm;
+} optim_args;
+
+/* ONE launch: every optimizer of layers/optim.h over the flat buffers (kind is
+ * uniform across the grid, so the switch does not diverge). */
+__global__ static void optim_kernel(float *p, float *grad, float *m, float *v, size_t n, optim_args a, const double *partials)
+{
+    __shared__ double sh[CT_THREADS];
+    float c = a.clip ? clip_coef(partials, a.max_norm, sh, NULL) : 1.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float gr = grad[i];
+        if (c != 1.0f) { gr *= c; grad[i] = gr; }   /* clipped in place, as the CPU step */
+        switch (a.kind) {
+        case OPT_SGD: {
+            float g = gr + a.wd * p[i];
+            if (a.has_m) {
+                float mi = a.mu * m[i] + g;
+                m[i] = mi;
+                g = a.nesterov ? g + a.mu * mi : mi;
+            }
+            p[i] -= a.lr * g;
+            break;
+        }
+        case OPT_RMSPROP: {
+            float g = gr + a.wd * p[i];
+            float vi = a.rho * v[i] + a.one_minus_rho * g * g;
+            v[i] = vi;
+            p[i] -= a.lr * (g / (sqrtf(vi) + a.eps));
+            break;
+        }
+        default: {   /* OPT_ADAM, OPT_ADAMW */
+            float pi = p[i] * a.decay;
+            float g = gr + a.wd_grad * pi;
+            float mi = a.beta1 * m[i] + a.one_minus_b1 * g;
+            float vi = a.beta2 * v[i] + a.one_minus_b2 * g * g;
+            m[i] = mi;
+            v[i] = vi;
+            float denom = sqrtf(vi) / a.bc2_sqrt + a.eps;
+            p[i] = pi - a.step_size * (mi / denom);
+            break;
+        }
+        }
+    }
+}
+
+static unsigned optim_blocks(size_t n)
+{
+    size_t b = (n + CT_THREADS - 1) / CT_THREADS;
+    return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
+}
+
+extern "C" ct_status ct_optim_init_gpu(ct_optim_gpu *o, const ct_optim_config *cfg, size_t n)
+{
+    memset(o, 0, sizeof *o);
+    ct_optim probe;   /* the CPU's validation, with a 1-float state */
+    ct_status st = ct_optim_init(&probe, cfg, 1);
+    ct_optim_free(&probe);
+    if (st != CT_OK) return st;
+    o->cfg = *cfg;
+    o->n = n;
+    int need_m = (cfg->kind == OPT_SGD && cfg->momentum > 0.0f) || cfg->kind == OPT_ADAM || cfg->kind == OPT_ADAMW;
+    int need_v = cfg->kind != OPT_SGD;
+    if ((need_m && (st = ct_gpu_malloc((void **)&o->m, n * sizeof(float), "optimizer first moment")) != CT_OK)
+        || (need_v && (st = ct_gpu_malloc((void **)&o->v, n * sizeof(float), "optimizer second moment")) != CT_OK)
+        || (st = ct_gpu_malloc((void **)&o->partials, CT_OPTIM_GPU_PARTIALS * sizeof(double), "gradient norm")) != CT_OK) {
+        ct_optim_free_gpu(o);
+        return st;
+    }
+    return CT_OK;
+}
+
+extern "C" void ct_optim_free_gpu(ct_optim_gpu *o)
+{
+    ct_gpu_free(o->m);
+    ct_gpu_free(o->v);
+    ct_gpu_free(o->partials);
+    o->m = o->v = NULL;
+    o->partials = NULL;
+}
+
+extern "C" void ct_optim_step_gpu(ct_optim_gpu *o, float *param, float *grad, float lr)
+{
+    cudaStream_t s = ct_gpu_stream();
+    const ct_optim_config *c = &o->cfg;
+    o->step++;
+    optim_args a;
+    memset(&a, 0, sizeof a);
+    a.kind = (int)c->kind;
+    a.lr = lr;
+    a.wd = c->weight_decay;
+    a.mu = c->momentum;
+    a.nesterov = c->nesterov;
+    a.has_m = o->m != NULL;
+    a.rho = c->rho;
+    a.one_minus_rho = (float)(1.0 - (double)c->rho);
+    a.eps = c->eps;
+    if (c->kind == OPT_ADAM || c->kind == OPT_ADAMW) {   /* the CPU's scalars, formed in double */
+        const double b1 = c->beta1, b2 = c->beta2, t = (double)o->step;
+        int decoupled = c->kind == OPT_ADAMW;
+        a.beta1 = c->beta1;
+        a.beta2 = c->beta2;
+        a.one_minus_b1 = (float)(1.0 - b1);
+        a.one_minus_b2 = (float)(1.0 - b2);
+        a.step_size = (float)((double)lr / (1.0 - pow(b1, t)));
+        a.bc2_sqrt = (float)sqrt(1.0 - pow(b2, t));
+        a.wd_grad = decoupled ? 0.0f : c->weight_decay;
+        a.decay = decoupled ? (float)(1.0 - (double)lr * c->weight_decay) : 1.0f;
+    }
+    a.clip = c->clip_norm > 0.0f;
+    a.max_norm = c->clip_norm;
+    if (!o->n) return;
+    if (a.clip) {
+        sumsq_partials_kernel<<<CT_OPTIM_GPU_PARTIALS, CT_THREADS, 0, s>>>(o->partials, grad, o->n);
+        CT_LAUNCH_CHECK();
+    }
+    optim_kernel<<<optim_blocks(o->n), CT_THREADS, 0, s>>>(param, grad, o->m, o->v, o->n, a, o->partials);
+    CT_LAUNCH_CHECK();
+}
+
+__global__ static void clip_kernel(float *grad, size_t n, float max_norm, const double *partials, double *norm_out)
+{
+    __shared__ double sh[CT_THREADS];
+    double norm;
+    float c = clip_coef(partials, max_norm, sh, &norm);
+    if (blockIdx.x == 0 && threadIdx.x == 0) *norm_out = norm;
+    if (c == 1.0f) return;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) grad[i] *= c;
+}
+
+extern "C" float ct_clip_grad_norm_gpu(float *grad, size_t n, float max_norm)
+{
+    ct_gpu *g = ct_gpu_ctx();
+    /* partials in scratch would need CT_OPTIM_GPU_PARTIALS doubles: use a static buffer made once */
+    static double *partials;
+    if (!partials) CT_CUDA_CHECK(cudaMalloc((void **)&partials, (CT_OPTIM_GPU_PARTIALS + 1) * sizeof(double)));
+    sumsq_partials_kernel<<<CT_OPTIM_GPU_PARTIALS, CT_THREADS, 0, g->stream>>>(partials, grad, n);
+    CT_LAUNCH_CHECK();
+    clip_kernel<<<optim_blocks(n), CT_THREADS, 0, g->stream>>>(grad, n, max_norm, partials, g->scratch);
+    CT_LAUNCH_CHECK();
+    return (float)scratch_read(1)[0];
+}
+
+extern "C" ct_status ct_optim_state_upload_gpu(ct_optim_gpu *o, const float *m_host, const float *v_host)
+{
+    if (m_host && o->m) CT_TRY(ct_gpu_upload(o->m, m_host, o->n * sizeof(float)));
+    if (v_host && o->v) CT_TRY(ct_gpu_upload(o->v, v_host, o->n * sizeof(float)));
+    return CT_OK;
+}
+
+extern "C" ct_status ct_optim_state_download_gpu(const ct_optim_gpu *o, float *m_host, float *v_host)
+{
+    if (m_host && o->m) CT_TRY(ct_gpu_download(m_host, o->m, o->n * sizeof(float)));
+    if (v_host && o->v) CT_TRY(ct_gpu_download(v_host, o->v, o->n * sizeof(float)));
+    return CT_OK;
+}

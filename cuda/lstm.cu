@@ -1,0 +1,273 @@
+/* lstm.cu - stacked LSTM on cuDNN 9 (see cuda/lstm.h; the math and BPTT are written
+ * out in layers/lstm.c, which this must match).
+ *
+ * Plan: RNN descriptor (cudnnSetRNNDescriptor_v8: CUDNN_LSTM, DOUBLE_BIAS,
+ * LINEAR_INPUT, UNIDIRECTIONAL, FP32 data and math, CUDNN_FMA_MATH unless TF32 is
+ * allowed, padded I/O for the unpacked batch-major layout), then the weight-space
+ * check: cudnnGetRNNWeightParams for every (layer, linLayerID) gives where cuDNN
+ * expects each gate's matrix and bias; lstm_wspace_map_make compares that with the
+ * flat buffer's views. Direct: cuDNN reads params + base and ADDs its gradients into
+ * grads + base. Otherwise: pack before forward, unpack-add after backward.
+ *
+ * Per call: the RNN data descriptors get this batch's size and lengths (host work,
+ * no device sync); the device lengths came with the batch upload.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "cuda/check.h"
+#include "cuda/lstm.h"
+
+/* ---- helper kernels ---- */
+
+/* fallback copies: pack (dst = wspace <- flat) or unpack-add (flat += wspace); one block row per segment */
+__global__ static void segs_kernel(float *flat, float *wspace, const lstm_wspace_seg *segs, int unpack)
+{
+    const lstm_wspace_seg s = segs[blockIdx.y];
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < s.n; i += (size_t)gridDim.x * blockDim.x) {
+        if (unpack) flat[s.flat + i] += wspace[s.wspace + i];
+        else wspace[s.wspace + i] = flat[s.flat + i];
+    }
+}
+
+/* RETURN_MEAN forward: out[b, h] = sum_{t < len_b} y[b, t, h] / len_b (in order) */
+__global__ static void seq_mean_kernel(float *out, const float *y, const int *len, int B, int T, int H)
+{
+    size_t n = (size_t)B * H;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int b = (int)(i / H), h = (int)(i % H), L = len[b];
+        float s = 0.0f;
+        for (int t = 0; t < L; t++) s += y[((size_t)b * T + t) * H + h];
+        out[i] = s / (float)L;
+    }
+}
+
+/* RETURN_MEAN backward: dy[b, t, h] = dout[b, h] / len_b for t < len_b, else 0 */
+__global__ static void seq_mean_bwd_kernel(float *dy, const float *dout, const int *len, int B, int T, int H)
+{
+    size_t n = (size_t)B * T * H;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int h = (int)(i % H), t = (int)(i / H % T), b = (int)(i / ((size_t)H * T));
+        dy[i] = t < len[b] ? dout[(size_t)b * H + h] / (float)len[b] : 0.0f;
+    }
+}
+
+/* ---- plan ---- */
+
+static ct_status set_batch(lstm_gpu *p, int B, const int *len_host)
+{
+    const lstm_dims *d = &p->d;
+    float fill = 0.0f;
+    const int *lens = len_host ? len_host : p->len_full_host;
+    CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->x_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                           d->T, B, d->I, lens, &fill));
+    CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->y_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                           d->T, B, d->H, lens, &fill));
+    int dims[3] = { d->L, B, d->H }, strides[3] = { B * d->H, d->H, 1 };
+    CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->h_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
+    CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->c_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
+    if (B != p->sized_B) {   /* temp sizes depend on the batch size only: check once per size */
+        size_t work, reserve;
+        CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(ct_gpu_ctx()->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc, &work, &reserve));
+        if (work > p->work_bytes || reserve > p->reserve_bytes)
+            return ct_fail(CT_ENODEV, "GPU LSTM: batch %d needs %zu + %zu bytes of cuDNN work/reserve space, more than the %zu + %zu "
+                           "planned for batch %d", B, work, reserve, p->work_bytes, p->reserve_bytes, d->B);
+        p->sized_B = B;
+    }
+    return CT_OK;
+}
+
+static long long tensor_numel(cudnnTensorDescriptor_t t)
+{
+    cudnnDataType_t dt;
+    int nb = 0, dims[8], strides[8];
+    if (cudnnGetTensorNdDescriptor(t, 8, &dt, &nb, dims, strides) != CUDNN_STATUS_SUCCESS) return -1;
+    long long n = 1;
+    for (int i = 0; i < nb; i++) n *= dims[i];
+    return n;
+}
+
+static ct_status weight_locations(lstm_gpu *p, lstm_wspace_loc *loc, const float *base)
+{
+    cudnnHandle_t h = ct_gpu_ctx()->cudnn;
+    cudnnTensorDescriptor_t md, bd;
+    CT_CUDNN_TRY(cudnnCreateTensorDescriptor(&md));
+    if (cudnnCreateTensorDescriptor(&bd) != CUDNN_STATUS_SUCCESS) { cudnnDestroyTensorDescriptor(md); return ct_fail(CT_ENODEV, "cuDNN: cannot create a tensor descriptor"); }
+    ct_status st = CT_OK;
+    for (int l = 0; l < p->d.L && st == CT_OK; l++)
+        for (int k = 0; k < 8 && st == CT_OK; k++) {
+            void *ma = NULL, *ba = NULL;
+            cudnnStatus_t e = cudnnGetRNNWeightParams(h, p->rnn, l, p->wspace_bytes, base, k, md, &ma, bd, &ba);
+            if (e != CUDNN_STATUS_SUCCESS || !ma || !ba) {
+                st = ct_fail(CT_ENODEV, "%s:%d: cudnnGetRNNWeightParams(layer %d, linLayerID %d): %s", __FILE__, __LINE__, l, k,
+                             e != CUDNN_STATUS_SUCCESS ? cudnnGetErrorString(e) : "no matrix or bias returned");
+                break;
+            }
+            lstm_wspace_loc *c = &loc[l * 8 + k];
+            c->m_off = ((const char *)ma - (const char *)base) / (long long)sizeof(float);
+            c->b_off = ((const char *)ba - (const char *)base) / (long long)sizeof(float);
+            c->m_n = tensor_numel(md);
+            c->b_n = tensor_numel(bd);
+        }
+    cudnnDestroyTensorDescriptor(md);
+    cudnnDestroyTensorDescriptor(bd);
+    return st;
+}
+
+extern "C" ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev)
+{
+    memset(p, 0, sizeof *p);
+    CT_TRY(lstm_gpu_dims_check(d));
+    ct_gpu *g = ct_gpu_ctx();
+    p->d = *d;
+    cudnnRNNDescriptor_t rnn;
+    cudnnRNNDataDescriptor_t xd, yd;
+    cudnnTensorDescriptor_t hd, cd;
+    cudnnDropoutDescriptor_t drop;
+    CT_CUDNN_TRY(cudnnCreateRNNDescriptor(&rnn)); p->rnn = rnn;
+    CT_CUDNN_TRY(cudnnCreateRNNDataDescriptor(&xd)); p->x_desc = xd;
+    CT_CUDNN_TRY(cudnnCreateRNNDataDescriptor(&yd)); p->y_desc = yd;
+    CT_CUDNN_TRY(cudnnCreateTensorDescriptor(&hd)); p->h_desc = hd;
+    CT_CUDNN_TRY(cudnnCreateTensorDescriptor(&cd)); p->c_desc = cd;
+    CT_CUDNN_TRY(cudnnCreateDropoutDescriptor(&drop)); p->drop = drop;
+    CT_CUDNN_TRY(cudnnSetDropoutDescriptor(drop, g->cudnn, 0.0f, NULL, 0, 0));
+    CT_CUDNN_TRY(cudnnSetRNNDescriptor_v8(rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
+                                          CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                          g->opt.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH,
+                                          d->I, d->H, d->H, d->L, drop, CUDNN_RNN_PADDED_IO_ENABLED));
+    /* host and device lengths "all T" for len == NULL */
+    p->len_full_host = (int *)ct_malloc((size_t)d->B * sizeof(int), "LSTM sequence lengths");
+    if (!p->len_full_host) return CT_ENOMEM;
+    for (int b = 0; b < d->B; b++) p->len_full_host[b] = d->T;
+    CT_TRY(ct_gpu_malloc((void **)&p->len_full_dev, (size_t)d->B * sizeof(int), "LSTM sequence lengths"));
+    CT_TRY(ct_gpu_upload(p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
+    /* sizes for the largest batch */
+    CT_CUDNN_TRY(cudnnGetRNNWeightSpaceSize(g->cudnn, rnn, &p->wspace_bytes));
+    CT_TRY(set_batch(p, d->B, NULL));
+    CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(g->cudnn, rnn, CUDNN_FWD_MODE_TRAINING, xd, &p->work_bytes, &p->reserve_bytes));
+    p->sized_B = d->B;
+    /* the weight-space check */
+    lstm_wspace_loc loc[LSTM_MAX_LAYERS * 8];
+    CT_TRY(weight_locations(p, loc, params_dev));
+    CT_TRY(lstm_wspace_map_make(&p->map, loc, p->wspace_bytes / sizeof(float), ps, ids, d->I, d->H, d->L));
+    if (!p->map.direct) {
+        fprintf(stderr, "ctrain: note: cuDNN's LSTM weight layout differs from ctrain's (%s); "
+                "the weights are packed into cuDNN's layout once per step\n", p->map.why);
+        CT_TRY(ct_gpu_malloc((void **)&p->wpack, p->wspace_bytes, "LSTM packed weights"));
+        CT_TRY(ct_gpu_malloc((void **)&p->dwpack, p->wspace_bytes, "LSTM packed weight gradients"));
+        CT_TRY(ct_gpu_malloc(&p->segs, (size_t)p->map.nseg * sizeof(lstm_wspace_seg), "LSTM weight segments"));
+        CT_TRY(ct_gpu_upload(p->segs, p->map.seg, (size_t)p->map.nseg * sizeof(lstm_wspace_seg)));
+    }
+    /* buffers */
+    size_t BT = (size_t)d->B * d->T, LBH = (size_t)d->L * d->B * d->H;
+    CT_TRY(ct_gpu_malloc(&p->work, p->work_bytes, "cuDNN LSTM workspace"));
+    CT_TRY(ct_gpu_malloc(&p->reserve, p->reserve_bytes, "cuDNN LSTM reserve space"));
+    CT_TRY(ct_gpu_malloc((void **)&p->y, BT * d->H * sizeof(float), "LSTM outputs"));
+    CT_TRY(ct_gpu_malloc((void **)&p->dy, BT * d->H * sizeof(float), "LSTM output gradients"));
+    CT_TRY(ct_gpu_malloc((void **)&p->hy, LBH * sizeof(float), "LSTM final states"));
+    CT_TRY(ct_gpu_malloc((void **)&p->dhy, LBH * sizeof(float), "LSTM final-state gradients"));
+    CT_TRY(ct_gpu_malloc((void **)&p->dx, BT * d->I * sizeof(float), "LSTM input gradients"));
+    return CT_OK;
+}
+
+extern "C" void lstm_plan_free_gpu(lstm_gpu *p)
+{
+    if (p->rnn) cudnnDestroyRNNDescriptor(p->rnn);
+    if (p->x_desc) cudnnDestroyRNNDataDescriptor(p->x_desc);
+    if (p->y_desc) cudnnDestroyRNNDataDescriptor(p->y_desc);
+    if (p->h_desc) cudnnDestroyTensorDescriptor(p->h_desc);
+    if (p->c_desc) cudnnDestroyTensorDescriptor(p->c_desc);
+    if (p->drop) cudnnDestroyDropoutDescriptor(p->drop);
+    void *dev[] = { p->work, p->reserve, p->y, p->dy, p->hy, p->dhy, p->dx, p->wpack, p->dwpack, p->segs, p->len_full_dev };
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) ct_gpu_free(dev[i]);
+    free(p->len_full_host);
+    memset(p, 0, sizeof *p);
+}
+
+static void run_segs(lstm_gpu *p, float *flat, float *wspace, int unpack)
+{
+    size_t longest = 0;
+    for (int s = 0; s < p->map.nseg; s++) longest = p->map.seg[s].n > longest ? p->map.seg[s].n : longest;
+    dim3 grid(ct_gpu_blocks(longest, CT_THREADS) > 64 ? 64 : ct_gpu_blocks(longest, CT_THREADS), (unsigned)p->map.nseg);
+    segs_kernel<<<grid, CT_THREADS, 0, ct_gpu_stream()>>>(flat, wspace, (const lstm_wspace_seg *)p->segs, unpack);
+    CT_LAUNCH_CHECK();
+}
+
+/* the weight space cuDNN reads: the flat buffer itself, or the packed copy made now */
+static const float *weights_for(lstm_gpu *p, const float *params)
+{
+    if (p->map.direct) return params + p->map.base;
+    run_segs(p, (float *)params, p->wpack, 0);   /* reads params only */
+    return p->wpack;
+}
+
+static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const int *len_host)
+{
+    CT_ASSERT(d->B >= 1 && d->B <= p->d.B && d->T == p->d.T && d->I == p->d.I && d->H == p->d.H && d->L == p->d.L);
+    CT_ASSERT(d->ret == p->d.ret && (len == NULL) == (len_host == NULL));
+    if (set_batch(p, d->B, len_host) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_batch", ct_last_error());
+}
+
+extern "C" void lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const int *len, const int *len_host,
+                                 const float *params, const lstm_dims *d)
+{
+    check_call(p, d, len, len_host);
+    ct_gpu *g = ct_gpu_ctx();
+    const int B = d->B, T = d->T, H = d->H;
+    const int *dev_len = len ? len : p->len_full_dev;
+    const float *w = weights_for(p, params);
+    CT_CUDNN_CHECK(cudnnRNNForward(g->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, dev_len, p->x_desc, x, p->y_desc, p->y,
+                                   p->h_desc, NULL, p->hy, p->c_desc, NULL, NULL, p->wspace_bytes, w,
+                                   p->work_bytes, p->work, p->reserve_bytes, p->reserve));
+    switch (d->ret) {
+    case LSTM_RETURN_LAST:   /* the last layer's h at each sequence's last valid step = its hy */
+        CT_CUDA_CHECK(cudaMemcpyAsync(out, p->hy + (size_t)(d->L - 1) * B * H, (size_t)B * H * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, g->stream));
+        break;
+    case LSTM_RETURN_SEQUENCE:
+        CT_CUDA_CHECK(cudaMemcpyAsync(out, p->y, (size_t)B * T * H * sizeof(float), cudaMemcpyDeviceToDevice, g->stream));
+        break;
+    case LSTM_RETURN_MEAN:
+        seq_mean_kernel<<<ct_gpu_blocks((size_t)B * H, CT_THREADS), CT_THREADS, 0, g->stream>>>(out, p->y, dev_len, B, T, H);
+        CT_LAUNCH_CHECK();
+        break;
+    }
+}
+
+extern "C" void lstm_backward_gpu(float *dx, float *grads, lstm_gpu *p, const float *dout, const float *x, const int *len,
+                                  const int *len_host, const float *params, const lstm_dims *d)
+{
+    check_call(p, d, len, len_host);
+    ct_gpu *g = ct_gpu_ctx();
+    const int B = d->B, T = d->T, H = d->H;
+    const int *dev_len = len ? len : p->len_full_dev;
+    const float *w = p->map.direct ? params + p->map.base : p->wpack;   /* packed by this step's forward */
+    const float *dy = p->dy, *dhy = NULL;
+    switch (d->ret) {
+    case LSTM_RETURN_LAST:   /* gradient enters through the last layer's hy only */
+        CT_CUDA_CHECK(cudaMemsetAsync(p->dy, 0, (size_t)B * T * H * sizeof(float), g->stream));
+        CT_CUDA_CHECK(cudaMemsetAsync(p->dhy, 0, (size_t)d->L * B * H * sizeof(float), g->stream));
+        CT_CUDA_CHECK(cudaMemcpyAsync(p->dhy + (size_t)(d->L - 1) * B * H, dout, (size_t)B * H * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, g->stream));
+        dhy = p->dhy;
+        break;
+    case LSTM_RETURN_SEQUENCE:
+        dy = dout;
+        break;
+    case LSTM_RETURN_MEAN:
+        seq_mean_bwd_kernel<<<ct_gpu_blocks((size_t)B * T * H, CT_THREADS), CT_THREADS, 0, g->stream>>>(p->dy, dout, dev_len, B, T, H);
+        CT_LAUNCH_CHECK();
+        break;
+    }
+    CT_CUDNN_CHECK(cudnnRNNBackwardData_v8(g->cudnn, p->rnn, dev_len, p->y_desc, p->y, dy, p->x_desc, dx ? dx : p->dx,
+                                           p->h_desc, NULL, dhy, NULL, p->c_desc, NULL, NULL, NULL,
+                                           p->wspace_bytes, w, p->work_bytes, p->work, p->reserve_bytes, p->reserve));
+    float *dw = grads + p->map.base;
+    if (!p->map.direct) {
+        CT_CUDA_CHECK(cudaMemsetAsync(p->dwpack, 0, p->wspace_bytes, g->stream));
+        dw = p->dwpack;
+    }
+    CT_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(g->cudnn, p->rnn, CUDNN_WGRAD_MODE_ADD, dev_len, p->x_desc, x, p->h_desc, NULL,
+                                              p->y_desc, p->y, p->wspace_bytes, dw, p->work_bytes, p->work,
+                                              p->reserve_bytes, p->reserve));
+    if (!p->map.direct) run_segs(p, grads, p->dwpack, 1);
+}

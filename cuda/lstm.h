@@ -1,0 +1,77 @@
+/* cuda/lstm.h - the GPU twin of layers/lstm.h on cuDNN 9's RNN API (conventions in
+ * cuda/device.h): stacked unidirectional LSTM layers, gates i, f, g, o, two biases
+ * (CUDNN_RNN_DOUBLE_BIAS = PyTorch's b_ih, b_hh), input [B, T, I] batch-major
+ * (CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED), per-sequence lengths, outputs
+ * LSTM_RETURN_LAST / SEQUENCE / MEAN exactly as on the CPU (padded outputs are 0).
+ * Only the sigmoid recurrent activation exists in cuDNN: hard_sigmoid is refused
+ * at plan time with a message.
+ *
+ * The plan (lstm_plan_gpu, once per model and largest batch) creates cuDNN's
+ * descriptors, sizes its work and reserve spaces, and maps the flat parameter
+ * buffer onto cuDNN's weight space (cuda/lstm_map.h). Where the CPU passes per-layer
+ * weight pointers (lstm_weights), the GPU passes the flat device parameter buffer
+ * and its gradient buffer: the plan knows where the LSTM lies in them. Where the
+ * CPU keeps `cache` and `ws`, the GPU keeps cuDNN's reserve and work spaces in the
+ * plan. Lengths come twice: `len` on the device (cuDNN's devSeqLengths, uploaded
+ * with the batch) and `len_host` (for the RNN data descriptors); both NULL = all T.
+ *
+ * Backward: BackwardData then BackwardWeights with CUDNN_WGRAD_MODE_ADD, so the
+ * weight gradients ACCUMULATE into the flat gradient buffer, dx is overwritten.
+ */
+#ifndef CT_CUDA_LSTM_H
+#define CT_CUDA_LSTM_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+#ifndef _Noreturn
+#define _Noreturn [[noreturn]]
+#endif
+extern "C" {
+#endif
+#include "cuda/lstm_map.h"
+
+struct cudnnRNNStruct;
+struct cudnnRNNDataStruct;
+struct cudnnTensorStruct;
+struct cudnnDropoutStruct;
+
+typedef struct {
+    lstm_dims d;                          /* as planned: d.B is the largest batch */
+    lstm_wspace_map map;                  /* flat buffer <-> cuDNN weight space */
+    struct cudnnRNNStruct *rnn;
+    struct cudnnRNNDataStruct *x_desc, *y_desc;
+    struct cudnnTensorStruct *h_desc, *c_desc;
+    struct cudnnDropoutStruct *drop;      /* no dropout between layers (p = 0) */
+    size_t wspace_bytes, work_bytes, reserve_bytes;
+    void *work, *reserve;                 /* device */
+    float *y;                             /* [B, T, H] last layer's h sequence */
+    float *hy;                            /* [L, B, H] final h of each layer */
+    float *dy;                            /* [B, T, H] gradient into y */
+    float *dhy;                           /* [L, B, H] gradient into hy */
+    float *dx;                            /* [B, T, I] when the caller does not want dx */
+    float *wpack, *dwpack;                /* fallback only: packed weights and their gradients */
+    void *segs;                           /* fallback only: the copy segments, on the device */
+    int *len_full_dev;                    /* [B] all T (len == NULL) */
+    int *len_full_host;                   /* [B] all T */
+    int sized_B;                          /* batch the temp sizes were last checked for */
+} lstm_gpu;
+
+/* d: the largest batch; ps, ids: the host parameter store (for the layout; its data is
+ * not read); params_dev: the device copy of ps->data. Fails with CT_EINVAL
+ * (hard_sigmoid, bad sizes), CT_ENOMEM, CT_ENODEV (cuDNN refuses), CT_EFORMAT (cuDNN's
+ * weight space is not an LSTM's). A layout that differs from ctrain's is not an error:
+ * the plan packs once per step and says so on stderr (plan->map.direct == 0). */
+ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev);
+void      lstm_plan_free_gpu(lstm_gpu *p);
+
+/* out: [B, H] or [B, T, H] (d->ret); x [B, T, I]; params: flat device buffer; d->B <= planned. */
+void lstm_forward_gpu(float *out, lstm_gpu *cache, const float *x, const int *len, const int *len_host,
+                      const float *params, const lstm_dims *d);
+/* dx [B, T, I] overwritten (NULL: not computed); grads: flat device gradient buffer (accumulated). */
+void lstm_backward_gpu(float *dx, float *grads, lstm_gpu *cache, const float *dout, const float *x, const int *len,
+                       const int *len_host, const float *params, const lstm_dims *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,25 @@
+/* cuda/pool.h - the GPU twin of layers/pool.h: max pooling with the argmax contract
+ * (first maximum on ties, flat input index) and global average pooling. Own kernels:
+ * cuDNN's pooling has no argmax output. Backward GATHERS (each input sums the outputs
+ * whose argmax it is, in a fixed order) instead of scattering with atomics, so it is
+ * deterministic even when windows overlap. */
+#ifndef CT_CUDA_POOL_H
+#define CT_CUDA_POOL_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+#ifndef _Noreturn
+#define _Noreturn [[noreturn]]
+#endif
+extern "C" {
+#endif
+#include "layers/pool.h"
+void maxpool2d_forward_gpu(float *out, int *argmax, const float *in, const maxpool2d_dims *d);
+void maxpool2d_backward_gpu(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d);
+void global_avgpool_forward_gpu(float *out, const float *in, int N, int C, int HW);
+void global_avgpool_backward_gpu(float *din, const float *dout, int N, int C, int HW);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
