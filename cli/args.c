@@ -22,7 +22,7 @@ int ct_args_str(ct_args *a, const char *name, const char **v, ct_status *st)
 
 int ct_args_long(ct_args *a, const char *name, long *v, long lo, long hi, ct_status *st)
 {
-    const char *s;
+    const char *s = NULL;
     if (!ct_args_str(a, name, &s, st)) return 0;
     if (*st != CT_OK) return 1;
     char *end;
@@ -44,7 +44,7 @@ int ct_args_int(ct_args *a, const char *name, int *v, int lo, int hi, ct_status 
 
 int ct_args_float(ct_args *a, const char *name, float *v, float lo, float hi, ct_status *st)
 {
-    const char *s;
+    const char *s = NULL;
     if (!ct_args_str(a, name, &s, st)) return 0;
     if (*st != CT_OK) return 1;
     char *end;
