@@ -9,10 +9,14 @@ static _Thread_local char ct_errbuf[1024];
 
 ct_status ct_fail(ct_status code, const char *fmt, ...)
 {
+    /* Format into a local buffer first: callers may pass ct_last_error() as an
+     * argument to wrap the previous message ("could not write X: <why>"). */
+    char msg[sizeof ct_errbuf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ct_errbuf, sizeof ct_errbuf, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(ct_errbuf, msg, sizeof msg);
     return code;
 }
 

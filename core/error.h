@@ -23,7 +23,8 @@ typedef enum {
 } ct_status;
 
 /* Records a printf-style message for the calling thread and returns `code`,
- * so failing paths read `return ct_fail(CT_EINVAL, "...", ...);`. */
+ * so failing paths read `return ct_fail(CT_EINVAL, "...", ...);`. The arguments
+ * may include ct_last_error(), to wrap the previous message with context. */
 ct_status ct_fail(ct_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The last message recorded on this thread ("" if none). */

@@ -150,8 +150,18 @@ static void test_arena(void)
     t_check(x == NULL && y == NULL, "freeing clears the pointers");
 }
 
+static void test_error(void)
+{
+    t_case("core/error messages wrap the previous message");
+    ct_fail(CT_EIO, "inner %d", 42);
+    ct_status st = ct_fail(CT_EFORMAT, "outer (%s) done", ct_last_error());
+    t_check(st == CT_EFORMAT && strcmp(ct_last_error(), "outer (inner 42) done") == 0, "got \"%s\"", ct_last_error());
+    t_check(strcmp(ct_status_name(CT_ENODEV), "device not available") == 0, "status names");
+}
+
 void suite_core(void)
 {
+    test_error();
     test_rng();
     test_params();
     test_arena();
