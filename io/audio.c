@@ -1,0 +1,150 @@
+/* audio.c - 16 kHz mono float samples from any file libsndfile reads (see audio.h). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <samplerate.h>
+#include <sndfile.h>
+#include "io/audio.h"
+
+/* libsndfile reports a failed sf_open through one global error slot
+ * (sf_strerror(NULL)); opening under a lock keeps each thread's reason its own. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t le32(const unsigned char *p)
+{ return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* libsndfile quietly shortens a WAV whose data chunk claims more bytes than the
+ * file holds (it logs "should be ..." and reads what is there), so a cut-off
+ * download would pass unnoticed. Walk the RIFF chunks and compare the data
+ * chunk's declared size with the bytes actually present. Files that are not
+ * RIFF/WAVE, and streaming headers whose size is 0 or 0xFFFFFFFF ("unknown"),
+ * are left to libsndfile. */
+static ct_status wav_check_size(const char *path, long long file_size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return CT_OK;   /* the caller reports open errors */
+    unsigned char h[12];
+    ct_status st = CT_OK;
+    if (fread(h, 1, 12, f) == 12 && !memcmp(h, "RIFF", 4) && !memcmp(h + 8, "WAVE", 4)) {
+        long long pos = 12;
+        for (int guard = 0; guard < 1000; guard++) {
+            unsigned char c[8];
+            if (fread(c, 1, 8, f) != 8) break;
+            uint32_t size = le32(c + 4);
+            pos += 8;
+            if (!memcmp(c, "data", 4)) {
+                if (size != 0 && size != 0xFFFFFFFFu && pos + (long long)size > file_size)
+                    st = ct_fail(CT_EFORMAT, "%s: truncated audio: the WAV header announces %u bytes of samples but "
+                                 "the file holds only %lld (an interrupted copy or download?); fetch the file again or delete it",
+                                 path, size, file_size - pos);
+                break;
+            }
+            pos += (long long)size + (size & 1);
+            if (pos > file_size || fseeko(f, (off_t)pos, SEEK_SET) != 0) break;
+        }
+    }
+    fclose(f);
+    return st;
+}
+
+/* Resample mono x[n] at `rate` to 16 kHz; replaces *x and *n. */
+static ct_status resample(float **x, size_t *n, int rate, const char *path)
+{
+    double ratio = (double)CT_AUDIO_RATE / rate;
+    size_t cap = (size_t)ceil((double)*n * ratio) + 64;
+    float *y = ct_malloc(cap * sizeof *y, "resampled audio");
+    if (!y) return CT_ENOMEM;
+    SRC_DATA d = { 0 };
+    d.data_in = *x;
+    d.data_out = y;
+    d.input_frames = (long)*n;
+    d.output_frames = (long)cap;
+    d.src_ratio = ratio;
+    d.end_of_input = 1;
+    int e = src_simple(&d, SRC_SINC_MEDIUM_QUALITY, 1);
+    if (e) { free(y); return ct_fail(CT_EFORMAT, "%s: resampling from %d Hz to 16 kHz failed (%s)", path, rate, src_strerror(e)); }
+    free(*x);
+    *x = y;
+    *n = (size_t)d.output_frames_gen;
+    return CT_OK;
+}
+
+ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_seconds)
+{
+    *out = NULL;
+    *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return ct_fail(CT_EIO, "%s: cannot open (%s); check the path", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) return ct_fail(CT_EIO, "%s: is a directory, not an audio file", path);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return ct_fail(CT_EIO, "%s: cannot open (%s); check the path and its permissions", path, strerror(errno));
+    fclose(probe);
+    if (sb.st_size == 0)
+        return ct_fail(CT_EFORMAT, "%s: empty file (0 bytes), not audio; fetch the file again or delete it", path);
+    CT_TRY(wav_check_size(path, (long long)sb.st_size));
+
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    char why[256] = "";
+    pthread_mutex_lock(&open_lock);
+    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    if (!sf) snprintf(why, sizeof why, "%s", sf_strerror(NULL));
+    pthread_mutex_unlock(&open_lock);
+    if (!sf) return ct_fail(CT_EFORMAT, "%s: not audio that libsndfile can read (%s); use WAV, FLAC or OGG", path, why);
+    ct_status st = CT_OK;
+    float *buf = NULL;
+    if (info.frames <= 0 || info.frames == SF_COUNT_MAX) {
+        st = info.frames == 0
+           ? ct_fail(CT_EFORMAT, "%s: empty recording (0 audio frames); delete it or record it again", path)
+           : ct_fail(CT_EFORMAT, "%s: the header gives no frame count; convert it to WAV or FLAC", path);
+        goto done;
+    }
+    if (info.channels < 1 || info.samplerate < 1) {
+        st = ct_fail(CT_EFORMAT, "%s: header says %d channels at %d Hz, which cannot be right (corrupt header)", path, info.channels, info.samplerate);
+        goto done;
+    }
+    if ((uint64_t)info.frames > (uint64_t)(SIZE_MAX / sizeof(float) / (size_t)info.channels) || info.frames > (sf_count_t)1 << 36) {
+        st = ct_fail(CT_EFORMAT, "%s: header announces %lld frames, too many to be real (corrupt header)", path, (long long)info.frames);
+        goto done;
+    }
+    size_t frames = (size_t)info.frames, ch = (size_t)info.channels;
+    buf = ct_malloc(frames * ch * sizeof *buf, path);
+    if (!buf) { st = CT_ENOMEM; goto done; }
+    sf_count_t got = sf_readf_float(sf, buf, info.frames);
+    if (got < info.frames) {
+        st = ct_fail(CT_EFORMAT, "%s: truncated audio: the header announces %lld frames but only %lld could be read (%s); "
+                     "fetch the file again or delete it", path, (long long)info.frames, (long long)(got < 0 ? 0 : got),
+                     sf_error(sf) ? sf_strerror(sf) : "end of file");
+        goto done;
+    }
+    if (ch > 1) {   /* downmix: average the channels of each frame, in place */
+        for (size_t t = 0; t < frames; t++) {
+            double s = 0;
+            for (size_t c = 0; c < ch; c++) s += buf[t * ch + c];
+            buf[t] = (float)(s / (double)ch);
+        }
+    }
+    *n = frames;
+    if (info.samplerate != CT_AUDIO_RATE) {
+        st = resample(&buf, n, info.samplerate, path);
+        if (st != CT_OK) goto done;
+    }
+    if (min_seconds > 0 && (double)*n < min_seconds * CT_AUDIO_RATE) {
+        st = ct_fail(CT_EFORMAT, "%s: too short: %.3f s of audio, at least %.3f s needed (lower --min-seconds to keep it)",
+                     path, (double)*n / CT_AUDIO_RATE, min_seconds);
+        goto done;
+    }
+    *out = buf;
+    buf = NULL;
+done:
+    free(buf);
+    if (st != CT_OK) *n = 0;
+    sf_close(sf);
+    return st;
+}

@@ -1,0 +1,640 @@
+/* featstore.c - the HDF5 feature store (layout and guarantees in featstore.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "io/featstore.h"
+#include "io/fbank.h"
+#include "io/h5.h"
+
+#define MAKE_ONE "run `ctrain prep voxceleb --wav DIR --out FILE` to make one"
+
+/* ---- a string -> index hash map over an array of names owned elsewhere ---- */
+
+typedef struct { int *slot; size_t cap, n; } strmap;   /* slot[i] = index into names, or -1 */
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int map_find(const strmap *m, char *const *names, const char *key)
+{
+    if (m->cap == 0) return -1;
+    for (size_t i = str_hash(key) & (m->cap - 1); m->slot[i] >= 0; i = (i + 1) & (m->cap - 1))
+        if (!strcmp(names[m->slot[i]], key)) return m->slot[i];
+    return -1;
+}
+
+static void map_place(strmap *m, char *const *names, int idx)
+{
+    size_t i = str_hash(names[idx]) & (m->cap - 1);
+    while (m->slot[i] >= 0) i = (i + 1) & (m->cap - 1);
+    m->slot[i] = idx;
+    m->n++;
+}
+
+/* Adds names[idx] (not present yet), growing the table to stay at most half full. */
+static ct_status map_insert(strmap *m, char *const *names, int idx)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        int *slot = ct_malloc(cap * sizeof *slot, "feature store index");
+        if (!slot) return CT_ENOMEM;
+        for (size_t i = 0; i < cap; i++) slot[i] = -1;
+        int *old = m->slot;
+        size_t old_cap = m->cap;
+        m->slot = slot; m->cap = cap; m->n = 0;
+        for (size_t i = 0; i < old_cap; i++) if (old[i] >= 0) map_place(m, names, old[i]);
+        free(old);
+    }
+    map_place(m, names, idx);
+    return CT_OK;
+}
+
+/* Grows *p (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
+static ct_status grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return CT_OK;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return ct_fail(CT_ENOMEM, "out of memory growing the feature store's buffers (%zu entries)", c);
+    *p = q;
+    *cap = c;
+    return CT_OK;
+}
+
+/* A growable list of owned names with its index. */
+typedef struct { char **name; size_t n, cap, written; strmap map; } namelist;
+
+static void names_free(namelist *l)
+{
+    for (size_t i = 0; i < l->n; i++) free(l->name[i]);
+    free(l->name);
+    free(l->map.slot);
+    memset(l, 0, sizeof *l);
+}
+
+/* Index of `s` in l, adding it at the end if it is new. */
+static ct_status names_get(namelist *l, const char *s, int *idx)
+{
+    int i = map_find(&l->map, l->name, s);
+    if (i >= 0) { *idx = i; return CT_OK; }
+    if (l->n >= INT_MAX) return ct_fail(CT_EINVAL, "feature store: more than %d names", INT_MAX);
+    CT_TRY(grow((void **)&l->name, &l->cap, l->n + 1, sizeof *l->name));
+    char *copy = strdup(s);
+    if (!copy) return ct_fail(CT_ENOMEM, "out of memory");
+    l->name[l->n] = copy;
+    ct_status st = map_insert(&l->map, l->name, (int)l->n);
+    if (st != CT_OK) { free(copy); return st; }
+    *idx = (int)l->n++;
+    return CT_OK;
+}
+
+/* ---- HDF5 helpers for this layout ---- */
+
+static hid_t str_type(void)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+
+/* An empty dataset, chunked, unlimited along axis 0; cols = 0 for 1-D. */
+static ct_status create_ext(hid_t f, const char *name, hid_t type, int cols, hsize_t chunk, const char *file)
+{
+    int rank = cols ? 2 : 1;
+    hsize_t dims[2] = { 0, (hsize_t)cols }, maxd[2] = { H5S_UNLIMITED, (hsize_t)cols }, ch[2] = { chunk, (hsize_t)cols };
+    hid_t s = H5Screate_simple(rank, dims, maxd);
+    hid_t p = H5Pcreate(H5P_DATASET_CREATE);
+    /* no modification times in the object headers: the same appends give the same bytes */
+    herr_t e = (s < 0 || p < 0 || H5Pset_obj_track_times(p, 0) < 0) ? -1 : H5Pset_chunk(p, rank, ch);
+    hid_t d = e < 0 ? -1 : H5Dcreate2(f, name, type, s, H5P_DEFAULT, p, H5P_DEFAULT);
+    if (d >= 0) H5Dclose(d);
+    if (p >= 0) H5Pclose(p);
+    if (s >= 0) H5Sclose(s);
+    if (d < 0) return ct_fail(CT_EIO, "%s: cannot create dataset /%s (disk full or not writable?)", file, name);
+    return CT_OK;
+}
+
+/* Appends `rows` rows (of `cols` values; 0 = 1-D) to an extendable dataset. */
+static ct_status ext_append(hid_t f, const char *name, hid_t memtype, const void *src, size_t rows, int cols, const char *file)
+{
+    if (rows == 0) return CT_OK;
+    int rank = cols ? 2 : 1;
+    hsize_t dims[2] = { 0, 0 }, start[2] = { 0, 0 }, count[2] = { rows, (hsize_t)cols };
+    herr_t e = -1;
+    hid_t fs = -1, ms = -1, d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d >= 0 && (fs = H5Dget_space(d)) >= 0 && H5Sget_simple_extent_ndims(fs) == rank
+        && H5Sget_simple_extent_dims(fs, dims, NULL) >= 0) {
+        start[0] = dims[0];
+        dims[0] += rows;
+        H5Sclose(fs);
+        fs = -1;
+        if (H5Dset_extent(d, dims) >= 0 && (fs = H5Dget_space(d)) >= 0
+            && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0
+            && (ms = H5Screate_simple(rank, count, NULL)) >= 0)
+            e = H5Dwrite(d, memtype, ms, fs, H5P_DEFAULT, src);
+    }
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (d >= 0) H5Dclose(d);
+    if (e < 0) return ct_fail(CT_EIO, "%s: cannot append %zu rows to /%s (disk full or file not writable?)", file, rows, name);
+    return CT_OK;
+}
+
+static ct_status attr_write_int(hid_t f, const char *attr, int v, const char *file)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, attr, H5T_STD_I32LE, s, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t e = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT, &v);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(s);
+    if (e < 0) return ct_fail(CT_EIO, "%s: cannot write attribute %s", file, attr);
+    return CT_OK;
+}
+
+/* Root integer attribute; CT_EFORMAT naming the file if missing or not an integer. */
+static ct_status attr_read_int(hid_t f, const char *attr, int *v, const char *file)
+{
+    if (H5Aexists(f, attr) <= 0)
+        return ct_fail(CT_EFORMAT, "%s: attribute %s is missing: not a complete ctrain feature store; " MAKE_ONE, file, attr);
+    hid_t a = H5Aopen(f, attr, H5P_DEFAULT);
+    hid_t t = a < 0 ? -1 : H5Aget_type(a);
+    herr_t e = (t < 0 || H5Tget_class(t) != H5T_INTEGER) ? -1 : H5Aread(a, H5T_NATIVE_INT, v);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    if (e < 0) return ct_fail(CT_EFORMAT, "%s: attribute %s is not an integer; " MAKE_ONE, file, attr);
+    return CT_OK;
+}
+
+/* Root string attribute `format` == "ctrain-features" (fixed or variable length). */
+static int has_format(hid_t f)
+{
+    if (H5Aexists(f, "format") <= 0) return 0;
+    hid_t a = H5Aopen(f, "format", H5P_DEFAULT);
+    if (a < 0) return 0;
+    hid_t t = H5Aget_type(a);
+    int ok = 0;
+    if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+        if (H5Tis_variable_str(t) > 0) {
+            hid_t m = str_type();
+            char *s = NULL;
+            if (H5Aread(a, m, &s) >= 0 && s) { ok = !strcmp(s, CT_FEATSTORE_FORMAT); H5free_memory(s); }
+            H5Tclose(m);
+        } else {
+            size_t n = H5Tget_size(t);
+            char buf[64] = { 0 };
+            if (n > 0 && n < sizeof buf) {
+                hid_t m = H5Tcopy(H5T_C_S1);
+                H5Tset_size(m, n);
+                if (H5Aread(a, m, buf) >= 0) ok = !strcmp(buf, CT_FEATSTORE_FORMAT);
+                H5Tclose(m);
+            }
+        }
+    }
+    if (t >= 0) H5Tclose(t);
+    H5Aclose(a);
+    return ok;
+}
+
+/* Checks the root attributes; *n_mels receives the file's band count. */
+static ct_status check_header(hid_t f, const char *file, int *n_mels)
+{
+    if (!has_format(f))
+        return ct_fail(CT_EFORMAT, "%s: not a ctrain feature store: " MAKE_ONE " (the file has no format = \"" CT_FEATSTORE_FORMAT "\" attribute)", file);
+    int v, rate, shift, len;
+    CT_TRY(attr_read_int(f, "format_version", &v, file));
+    if (v != CT_FEATSTORE_VERSION)
+        return ct_fail(CT_EFORMAT, "%s: feature store format_version %d, but this ctrain reads version %d; %s",
+                       file, v, CT_FEATSTORE_VERSION,
+                       v > CT_FEATSTORE_VERSION ? "it was written by a newer ctrain: upgrade ctrain, or rebuild the store with this one's `ctrain prep voxceleb`"
+                                                : "rebuild the store with `ctrain prep voxceleb`");
+    CT_TRY(attr_read_int(f, "n_mels", n_mels, file));
+    CT_TRY(attr_read_int(f, "sample_rate", &rate, file));
+    CT_TRY(attr_read_int(f, "frame_shift_ms", &shift, file));
+    CT_TRY(attr_read_int(f, "frame_length_ms", &len, file));
+    if (*n_mels < 1 || *n_mels > 4096)
+        return ct_fail(CT_EFORMAT, "%s: n_mels = %d is not a band count; the file is damaged: rebuild it with `ctrain prep voxceleb`", file, *n_mels);
+    if (rate != CT_FBANK_RATE || shift != CT_FBANK_FRAME_SHIFT_MS || len != CT_FBANK_FRAME_LENGTH_MS)
+        return ct_fail(CT_EFORMAT, "%s: features at %d Hz with %d ms frames every %d ms; this ctrain makes and reads %d Hz, %d ms, %d ms: "
+                       "rebuild the store with `ctrain prep voxceleb`", file, rate, len, shift, CT_FBANK_RATE,
+                       CT_FBANK_FRAME_LENGTH_MS, CT_FBANK_FRAME_SHIFT_MS);
+    return CT_OK;
+}
+
+/* Length along axis 0 of dataset `name`, which must have rank 1 (cols = 0) or be [*, cols]. */
+static ct_status dset_len(hid_t f, const char *name, int cols, hsize_t *len, const char *file)
+{
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0)
+        return ct_fail(CT_EFORMAT, "%s: dataset /%s is missing: not a complete ctrain feature store; " MAKE_ONE, file, name);
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t s = d < 0 ? -1 : H5Dget_space(d);
+    int rank = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
+    hsize_t dims[2] = { 0, 0 };
+    int ok = rank == (cols ? 2 : 1) && H5Sget_simple_extent_dims(s, dims, NULL) >= 0 && (!cols || dims[1] == (hsize_t)cols);
+    if (s >= 0) H5Sclose(s);
+    if (d >= 0) H5Dclose(d);
+    if (!ok) {
+        if (cols) return ct_fail(CT_EFORMAT, "%s: /%s should be [frames, %d] (n_mels columns) but has another shape; the file is damaged: rebuild it", file, name, cols);
+        return ct_fail(CT_EFORMAT, "%s: /%s should be a 1-D dataset; the file is damaged: rebuild it", file, name);
+    }
+    *len = dims[0];
+    return CT_OK;
+}
+
+static ct_status set_len(hid_t f, const char *name, hsize_t n, int cols, const char *file)
+{
+    hsize_t dims[2] = { n, (hsize_t)cols };
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    herr_t e = d < 0 ? -1 : H5Dset_extent(d, dims);
+    if (d >= 0) H5Dclose(d);
+    if (e < 0) return ct_fail(CT_EIO, "%s: cannot trim /%s back to %llu rows", file, name, (unsigned long long)n);
+    return CT_OK;
+}
+
+/* Reads the first n values of a 1-D dataset (or all of a 2-D one, n = 0) as `memtype` into dst. */
+static ct_status read_prefix(hid_t f, const char *name, hid_t memtype, void *dst, hsize_t n, const char *file)
+{
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT), fs = -1, ms = -1;
+    herr_t e = -1;
+    hsize_t start = 0;
+    if (d >= 0 && n == 0) e = H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst);
+    else if (d >= 0 && (fs = H5Dget_space(d)) >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &n, NULL) >= 0
+             && (ms = H5Screate_simple(1, &n, NULL)) >= 0)
+        e = H5Dread(d, memtype, ms, fs, H5P_DEFAULT, dst);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (d >= 0) H5Dclose(d);
+    if (e < 0) return ct_fail(CT_EFORMAT, "%s: dataset /%s cannot be read (wrong type, or a truncated or corrupt file); rebuild it", file, name);
+    return CT_OK;
+}
+
+/* Reads n strings of a 1-D string dataset into a new array of strdup'd strings. */
+static ct_status read_strings(hid_t f, const char *name, size_t n, char ***out, const char *file)
+{
+    *out = NULL;
+    char **raw = ct_calloc(n ? n : 1, sizeof *raw, name), **copy = ct_calloc(n ? n : 1, sizeof *copy, name);
+    if (!raw || !copy) { free(raw); free(copy); return CT_ENOMEM; }
+    ct_status st = CT_OK;
+    hid_t m = str_type();
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    hid_t t = d < 0 ? -1 : H5Dget_type(d);
+    hid_t s = d < 0 ? -1 : H5Dget_space(d);
+    if (t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0)
+        st = ct_fail(CT_EFORMAT, "%s: /%s should hold variable-length strings; the file is damaged or not a ctrain feature store: rebuild it", file, name);
+    else if (n > 0 && H5Dread(d, m, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0)
+        st = ct_fail(CT_EFORMAT, "%s: dataset /%s cannot be read (a truncated or corrupt file); rebuild it", file, name);
+    else {
+        for (size_t i = 0; i < n && st == CT_OK; i++) {
+            if (!raw[i] || !raw[i][0]) st = ct_fail(CT_EFORMAT, "%s: /%s[%zu] is empty (an interrupted write?); rebuild the store", file, name, i);
+            else if (!(copy[i] = strdup(raw[i]))) st = ct_fail(CT_ENOMEM, "out of memory reading /%s", name);
+        }
+        if (n > 0) H5Dvlen_reclaim(m, s, H5P_DEFAULT, raw);
+    }
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    H5Tclose(m);
+    free(raw);
+    if (st != CT_OK) {
+        for (size_t i = 0; i < n; i++) free(copy[i]);
+        free(copy);
+        return st;
+    }
+    *out = copy;
+    return CT_OK;
+}
+
+static void free_strings(char **s, size_t n)
+{
+    for (size_t i = 0; s && i < n; i++) free(s[i]);
+    free(s);
+}
+
+/* What a store holds, read and checked (everything but feats and the strings). */
+typedef struct {
+    int n_mels;
+    hsize_t n_utt, n_frames, n_speakers, n_videos;
+    int64_t *offset;
+    int *frames, *speaker, *video;
+} store_index;
+
+static void index_free(store_index *x)
+{
+    free(x->offset); free(x->frames); free(x->speaker); free(x->video);
+    memset(x, 0, sizeof *x);
+}
+
+static const char *utt_sets[4] = { "utt_offset", "utt_frames", "utt_speaker", "utt_video" };
+
+/* Reads and checks the index of an open store; want_mels > 0 requires that band
+ * count. With repair (the file open for writing), utt_* datasets of unequal
+ * length (a batch cut short) are trimmed to the shortest, and feats to the last
+ * frame used, once everything else has been checked; without, that is an error.
+ * On failure the file is left as it was. */
+static ct_status index_read(store_index *x, hid_t f, const char *file, int repair, int want_mels)
+{
+    memset(x, 0, sizeof *x);
+    CT_TRY(check_header(f, file, &x->n_mels));
+    if (want_mels > 0 && x->n_mels != want_mels)
+        return ct_fail(CT_EINVAL, "%s: this store holds %d mel bands, not %d: use --mels %d to add to it, or another --out",
+                       file, x->n_mels, want_mels, x->n_mels);
+    hsize_t len[5];
+    CT_TRY(dset_len(f, "feats", x->n_mels, &x->n_frames, file));
+    for (int k = 0; k < 4; k++) CT_TRY(dset_len(f, utt_sets[k], 0, &len[k], file));
+    CT_TRY(dset_len(f, "utt_path", 0, &len[4], file));
+    CT_TRY(dset_len(f, "speakers", 0, &x->n_speakers, file));
+    CT_TRY(dset_len(f, "videos", 0, &x->n_videos, file));
+    hsize_t n = len[0];
+    int same = 1;
+    for (int k = 1; k < 5; k++) { if (len[k] != len[0]) same = 0; if (len[k] < n) n = len[k]; }
+    if (!same && !repair)
+        return ct_fail(CT_EFORMAT, "%s: the per-utterance datasets have different lengths (utt_offset %llu, utt_frames %llu, "
+                       "utt_speaker %llu, utt_video %llu, utt_path %llu): a write was interrupted; run `ctrain prep voxceleb` "
+                       "with the same --out to repair it, or rebuild it", file, (unsigned long long)len[0], (unsigned long long)len[1],
+                       (unsigned long long)len[2], (unsigned long long)len[3], (unsigned long long)len[4]);
+    if (n > (hsize_t)INT_MAX) return ct_fail(CT_EFORMAT, "%s: %llu utterances, more than this ctrain handles", file, (unsigned long long)n);
+    x->n_utt = n;
+    size_t m = n ? (size_t)n : 1;
+    x->offset = ct_malloc(m * sizeof *x->offset, "utt_offset");
+    x->frames = ct_malloc(m * sizeof *x->frames, "utt_frames");
+    x->speaker = ct_malloc(m * sizeof *x->speaker, "utt_speaker");
+    x->video = ct_malloc(m * sizeof *x->video, "utt_video");
+    if (!x->offset || !x->frames || !x->speaker || !x->video) { index_free(x); return CT_ENOMEM; }
+    ct_status st = CT_OK;
+    if (n > 0) {
+        if ((st = read_prefix(f, "utt_offset", H5T_NATIVE_INT64, x->offset, n, file)) != CT_OK
+            || (st = read_prefix(f, "utt_frames", H5T_NATIVE_INT, x->frames, n, file)) != CT_OK
+            || (st = read_prefix(f, "utt_speaker", H5T_NATIVE_INT, x->speaker, n, file)) != CT_OK
+            || (st = read_prefix(f, "utt_video", H5T_NATIVE_INT, x->video, n, file)) != CT_OK) { index_free(x); return st; }
+    }
+    int64_t end_max = 0;
+    for (size_t u = 0; u < (size_t)n; u++) {
+        int64_t o = x->offset[u], fr = x->frames[u];
+        if (fr < 1 || o < 0 || (uint64_t)o + (uint64_t)fr > (uint64_t)x->n_frames) {
+            st = ct_fail(CT_EFORMAT, "%s: inconsistent sizes: utterance %zu has utt_offset %lld and utt_frames %lld, but feats holds "
+                         "%llu frames; the file is damaged: rebuild it with `ctrain prep voxceleb`", file, u, (long long)o,
+                         (long long)fr, (unsigned long long)x->n_frames);
+            break;
+        }
+        if (x->speaker[u] < 0 || (hsize_t)x->speaker[u] >= x->n_speakers || x->video[u] < 0 || (hsize_t)x->video[u] >= x->n_videos) {
+            st = ct_fail(CT_EFORMAT, "%s: inconsistent sizes: utterance %zu has speaker %d and video %d, but the store lists %llu "
+                         "speakers and %llu videos; the file is damaged: rebuild it with `ctrain prep voxceleb`", file, u,
+                         x->speaker[u], x->video[u], (unsigned long long)x->n_speakers, (unsigned long long)x->n_videos);
+            break;
+        }
+        if (o + fr > end_max) end_max = o + fr;
+    }
+    for (int k = 0; k < 5 && st == CT_OK && repair; k++)
+        if (len[k] != n) st = set_len(f, k < 4 ? utt_sets[k] : "utt_path", n, 0, file);
+    if (st == CT_OK && repair && (hsize_t)end_max < x->n_frames) {
+        st = set_len(f, "feats", (hsize_t)end_max, x->n_mels, file);
+        x->n_frames = (hsize_t)end_max;
+    }
+    if (st != CT_OK) index_free(x);
+    return st;
+}
+
+/* ---- the writer ---- */
+
+struct ct_featstore {
+    hid_t f;
+    char *file;
+    int n_mels, broken;
+    namelist path, speakers, videos;   /* every utterance / speaker / video, stored or queued */
+    int64_t n_frames;                  /* rows in feats, stored + queued */
+    /* the queue: utterances path.written .. path.n-1 */
+    float *q_feats;
+    size_t q_rows, q_rows_cap, q_cap;
+    int64_t *q_offset;
+    int *q_frames, *q_speaker, *q_video;
+};
+
+static void writer_free(ct_featstore *w)
+{
+    if (!w) return;
+    names_free(&w->path); names_free(&w->speakers); names_free(&w->videos);
+    free(w->q_feats); free(w->q_offset); free(w->q_frames); free(w->q_speaker); free(w->q_video);
+    free(w->file);
+    free(w);
+}
+
+static ct_status create_store(hid_t f, int n_mels, const char *file)
+{
+    CT_TRY(ct_h5_attr_write_str(f, "/", "format", CT_FEATSTORE_FORMAT));
+    CT_TRY(attr_write_int(f, "format_version", CT_FEATSTORE_VERSION, file));
+    CT_TRY(attr_write_int(f, "n_mels", n_mels, file));
+    CT_TRY(attr_write_int(f, "sample_rate", CT_FBANK_RATE, file));
+    CT_TRY(attr_write_int(f, "frame_shift_ms", CT_FBANK_FRAME_SHIFT_MS, file));
+    CT_TRY(attr_write_int(f, "frame_length_ms", CT_FBANK_FRAME_LENGTH_MS, file));
+    hid_t s = str_type();
+    ct_status st = CT_OK;
+    if ((st = create_ext(f, "feats", H5T_IEEE_F32LE, n_mels, 1024, file)) != CT_OK
+        || (st = create_ext(f, "utt_offset", H5T_STD_I64LE, 0, 4096, file)) != CT_OK
+        || (st = create_ext(f, "utt_frames", H5T_STD_I32LE, 0, 4096, file)) != CT_OK
+        || (st = create_ext(f, "utt_speaker", H5T_STD_I32LE, 0, 4096, file)) != CT_OK
+        || (st = create_ext(f, "utt_video", H5T_STD_I32LE, 0, 4096, file)) != CT_OK
+        || (st = create_ext(f, "utt_path", s, 0, 1024, file)) != CT_OK
+        || (st = create_ext(f, "speakers", s, 0, 1024, file)) != CT_OK
+        || (st = create_ext(f, "videos", s, 0, 1024, file)) != CT_OK) { }
+    H5Tclose(s);
+    if (st == CT_OK && H5Fflush(f, H5F_SCOPE_LOCAL) < 0) st = ct_fail(CT_EIO, "%s: cannot write the new store (disk full?)", file);
+    return st;
+}
+
+/* Fills a names list from a string dataset of n entries. */
+static ct_status names_load(namelist *l, hid_t f, const char *name, size_t n, const char *file)
+{
+    char **s;
+    CT_TRY(read_strings(f, name, n, &s, file));
+    ct_status st = CT_OK;
+    for (size_t i = 0; i < n && st == CT_OK; i++) {
+        int idx;
+        st = names_get(l, s[i], &idx);
+        if (st == CT_OK && (size_t)idx != i)
+            st = ct_fail(CT_EFORMAT, "%s: /%s lists \"%s\" twice; the file is damaged: rebuild it", file, name, s[i]);
+    }
+    free_strings(s, n);
+    l->written = l->n;
+    return st;
+}
+
+ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
+{
+    *out = NULL;
+    ct_h5_quiet();
+    if (n_mels < 1 || n_mels > 4096) return ct_fail(CT_EINVAL, "feature store: n_mels = %d out of range", n_mels);
+    ct_featstore *w = ct_calloc(1, sizeof *w, "feature store");
+    if (!w) return CT_ENOMEM;
+    w->f = -1;
+    w->n_mels = n_mels;
+    if (!(w->file = strdup(path))) { free(w); return ct_fail(CT_ENOMEM, "out of memory"); }
+    struct stat sb;
+    ct_status st = CT_OK;
+    if (stat(path, &sb) != 0 && errno == ENOENT) {
+        st = ct_h5_create(&w->f, path);
+        if (st == CT_OK) st = create_store(w->f, n_mels, path);
+    } else {
+        FILE *probe = fopen(path, "r+b");
+        if (!probe) st = ct_fail(CT_EIO, "%s: cannot open for appending (%s); check the path and its permissions", path, strerror(errno));
+        else {
+            fclose(probe);
+            w->f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+            if (w->f < 0)
+                st = ct_fail(CT_EFORMAT, "%s: exists but is not a readable HDF5 file (truncated or corrupt?), so it is not a ctrain "
+                             "feature store that can be appended to; delete it or choose another --out", path);
+        }
+        store_index x;
+        ct_status ist = st == CT_OK ? index_read(&x, w->f, path, 1, n_mels) : st;
+        if (st == CT_OK && ist != CT_OK) {
+            /* keep index_read's message, and say that the file was not touched */
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            st = ct_fail(ist, "%s (the file was left as it is; choose another --out, or delete it)", msg);
+        } else if (st == CT_OK) {
+            st = names_load(&w->path, w->f, "utt_path", (size_t)x.n_utt, path);
+            if (st == CT_OK) st = names_load(&w->speakers, w->f, "speakers", (size_t)x.n_speakers, path);
+            if (st == CT_OK) st = names_load(&w->videos, w->f, "videos", (size_t)x.n_videos, path);
+            w->n_frames = (int64_t)x.n_frames;
+            index_free(&x);
+            if (st == CT_OK && H5Fflush(w->f, H5F_SCOPE_LOCAL) < 0) st = ct_fail(CT_EIO, "%s: cannot write (disk full?)", path);
+        }
+    }
+    if (st != CT_OK) {
+        if (w->f >= 0) H5Fclose(w->f);
+        writer_free(w);
+        return st;
+    }
+    *out = w;
+    return CT_OK;
+}
+
+int ct_featstore_n_utt(const ct_featstore *w) { return (int)w->path.n; }
+
+int ct_featstore_has(const ct_featstore *w, const char *rel_path) { return map_find(&w->path.map, w->path.name, rel_path) >= 0; }
+
+ct_status ct_featstore_append(ct_featstore *w, const char *rel_path, const char *speaker, const char *video,
+                              const float *feats, int frames)
+{
+    if (w->broken) return ct_fail(CT_EIO, "%s: an earlier write failed; the store cannot take more utterances", w->file);
+    if (frames < 1) return ct_fail(CT_EINVAL, "%s: utterance %s has no frames", w->file, rel_path);
+    if (!rel_path[0] || !speaker[0] || !video[0]) return ct_fail(CT_EINVAL, "%s: an utterance needs a path, a speaker and a video name", w->file);
+    if (ct_featstore_has(w, rel_path)) return ct_fail(CT_EINVAL, "%s: %s is already stored", w->file, rel_path);
+    size_t q = w->path.n - w->path.written;
+    CT_TRY(grow((void **)&w->q_feats, &w->q_rows_cap, (w->q_rows + (size_t)frames) * (size_t)w->n_mels, sizeof *w->q_feats));
+    size_t cap = w->q_cap;
+    CT_TRY(grow((void **)&w->q_offset, &cap, q + 1, sizeof *w->q_offset));
+    cap = w->q_cap; CT_TRY(grow((void **)&w->q_frames, &cap, q + 1, sizeof *w->q_frames));
+    cap = w->q_cap; CT_TRY(grow((void **)&w->q_speaker, &cap, q + 1, sizeof *w->q_speaker));
+    cap = w->q_cap; CT_TRY(grow((void **)&w->q_video, &cap, q + 1, sizeof *w->q_video));
+    w->q_cap = cap;
+    int s, v, p;
+    CT_TRY(names_get(&w->speakers, speaker, &s));
+    CT_TRY(names_get(&w->videos, video, &v));
+    CT_TRY(names_get(&w->path, rel_path, &p));
+    memcpy(w->q_feats + w->q_rows * (size_t)w->n_mels, feats, (size_t)frames * (size_t)w->n_mels * sizeof *feats);
+    w->q_offset[q] = w->n_frames;
+    w->q_frames[q] = frames;
+    w->q_speaker[q] = s;
+    w->q_video[q] = v;
+    w->q_rows += (size_t)frames;
+    w->n_frames += frames;
+    return CT_OK;
+}
+
+ct_status ct_featstore_flush(ct_featstore *w)
+{
+    if (w->broken) return ct_fail(CT_EIO, "%s: an earlier write failed; the store cannot take more utterances", w->file);
+    size_t q = w->path.n - w->path.written;
+    hid_t s = str_type();
+    ct_status st = CT_OK;
+    if ((st = ext_append(w->f, "feats", H5T_NATIVE_FLOAT, w->q_feats, w->q_rows, w->n_mels, w->file)) != CT_OK
+        || (st = ext_append(w->f, "speakers", s, w->speakers.name + w->speakers.written, w->speakers.n - w->speakers.written, 0, w->file)) != CT_OK
+        || (st = ext_append(w->f, "videos", s, w->videos.name + w->videos.written, w->videos.n - w->videos.written, 0, w->file)) != CT_OK
+        || (st = ext_append(w->f, "utt_offset", H5T_NATIVE_INT64, w->q_offset, q, 0, w->file)) != CT_OK
+        || (st = ext_append(w->f, "utt_frames", H5T_NATIVE_INT, w->q_frames, q, 0, w->file)) != CT_OK
+        || (st = ext_append(w->f, "utt_speaker", H5T_NATIVE_INT, w->q_speaker, q, 0, w->file)) != CT_OK
+        || (st = ext_append(w->f, "utt_video", H5T_NATIVE_INT, w->q_video, q, 0, w->file)) != CT_OK
+        || (st = ext_append(w->f, "utt_path", s, w->path.name + w->path.written, q, 0, w->file)) != CT_OK) { }
+    H5Tclose(s);
+    if (st == CT_OK && H5Fflush(w->f, H5F_SCOPE_LOCAL) < 0)
+        st = ct_fail(CT_EIO, "%s: cannot flush the feature store to disk (disk full?)", w->file);
+    if (st != CT_OK) { w->broken = 1; return st; }
+    w->path.written = w->path.n;
+    w->speakers.written = w->speakers.n;
+    w->videos.written = w->videos.n;
+    w->q_rows = 0;
+    return CT_OK;
+}
+
+ct_status ct_featstore_close(ct_featstore *w)
+{
+    if (!w) return CT_OK;
+    ct_status st = w->broken ? CT_EIO : ct_featstore_flush(w);
+    if (w->broken && st == CT_EIO) st = ct_fail(CT_EIO, "%s: an earlier write failed; the store holds only what was flushed before it", w->file);
+    if (H5Fclose(w->f) < 0 && st == CT_OK) st = ct_fail(CT_EIO, "%s: closing the feature store failed (disk full?)", w->file);
+    writer_free(w);
+    return st;
+}
+
+/* ---- the reader ---- */
+
+ct_status ct_featstore_load(ct_corpus *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    ct_h5_quiet();
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return ct_fail(CT_EIO, "%s: cannot open the feature store (%s); check the path, or " MAKE_ONE, path, strerror(errno));
+    fclose(probe);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return ct_fail(CT_EFORMAT, "%s: not a readable HDF5 file (truncated or corrupt), so not a ctrain feature store; "
+                       "run `ctrain prep voxceleb --wav DIR --out %s` to make one", path, path);
+    store_index x;
+    ct_status st = index_read(&x, f, path, 0, 0);
+    if (st != CT_OK) { H5Fclose(f); return st; }
+    if (x.n_utt == 0) {
+        index_free(&x);
+        H5Fclose(f);
+        return ct_fail(CT_EFORMAT, "%s: the feature store holds no utterances; run `ctrain prep voxceleb` on a directory with audio", path);
+    }
+    int M = x.n_mels, n = (int)x.n_utt;
+    c->n_utt = n;
+    c->n_mels = M;
+    c->n_speakers = (int)x.n_speakers;
+    size_t total = (size_t)x.n_frames * (size_t)M;
+    c->utt = ct_calloc((size_t)n, sizeof *c->utt, "corpus utterances");
+    c->video = ct_malloc((size_t)n * sizeof *c->video, "corpus videos");
+    c->feats = ct_malloc((total ? total : 1) * sizeof *c->feats, "features (the whole store is loaded into memory)");
+    if (!c->utt || !c->video || !c->feats) st = CT_ENOMEM;
+    if (st == CT_OK && total > 0) st = read_prefix(f, "feats", H5T_NATIVE_FLOAT, c->feats, 0, path);
+    if (st == CT_OK) st = read_strings(f, "utt_path", (size_t)n, &c->path, path);
+    if (st == CT_OK) {
+        st = read_strings(f, "speakers", x.n_speakers, &c->speaker_name, path);
+        if (st != CT_OK) c->n_speakers = 0;
+    }
+    if (st == CT_OK) {
+        for (int u = 0; u < n; u++) {
+            c->utt[u].speaker = x.speaker[u];
+            c->utt[u].frames = x.frames[u];
+            c->utt[u].offset = (size_t)x.offset[u] * (size_t)M;
+            c->video[u] = x.video[u];
+        }
+    }
+    index_free(&x);
+    H5Fclose(f);
+    if (st != CT_OK) {
+        if (!c->path) c->n_utt = 0;   /* ct_corpus_free walks path[0..n_utt) */
+        ct_corpus_free(c);
+        memset(c, 0, sizeof *c);
+    }
+    return st;
+}

@@ -1,0 +1,113 @@
+/* featstore.h - the HDF5 feature store: log-mel features of a whole speaker
+ * corpus in one file, written by `ctrain prep voxceleb` and read by training.
+ *
+ * Layout (format_version 1). Root attributes:
+ *   format          string "ctrain-features"
+ *   format_version  int32  1
+ *   n_mels          int32  mel bands per frame (40 by default)
+ *   sample_rate     int32  16000
+ *   frame_shift_ms  int32  10
+ *   frame_length_ms int32  25
+ * Datasets (all 1-D or 2-D, chunked, unlimited along the first axis so that
+ * prep can append):
+ *   feats        float32 [total_frames, n_mels]  every utterance's frames, one after another
+ *   utt_offset   int64   [n_utt]   first row of utterance u in feats
+ *   utt_frames   int32   [n_utt]   its number of frames (>= 1)
+ *   utt_speaker  int32   [n_utt]   index into speakers
+ *   utt_video    int32   [n_utt]   index into videos
+ *   utt_path     string  [n_utt]   path relative to the wav/ directory, "id10270/x6uYqmx31kE/00001.wav"
+ *   speakers     string  [n_speakers]  speaker directory names, "id10270"
+ *   videos       string  [n_videos]    video directory names (YouTube ids), "x6uYqmx31kE"; a video
+ *                                      that appears under two speakers has one entry
+ * Strings are variable-length, UTF-8. Utterances are stored in the order they
+ * were appended (prep appends in sorted path order); speakers and videos in
+ * the order of their first utterance. Any HDF5 tool reads it:
+ *
+ *   $ h5dump -n feats.h5
+ *   HDF5 "feats.h5" {
+ *   FILE_CONTENTS {
+ *    group      /
+ *    dataset    /feats
+ *    dataset    /speakers
+ *    dataset    /utt_frames
+ *    dataset    /utt_offset
+ *    dataset    /utt_path
+ *    dataset    /utt_speaker
+ *    dataset    /utt_video
+ *    dataset    /videos
+ *    }
+ *   }
+ *   $ h5dump -H feats.h5    (excerpt: 60 utterances of 3 speakers)
+ *      ATTRIBUTE "format_version" { DATATYPE H5T_STD_I32LE  DATASPACE SCALAR }
+ *      DATASET "feats" {
+ *         DATATYPE  H5T_IEEE_F32LE
+ *         DATASPACE  SIMPLE { ( 47880, 40 ) / ( H5S_UNLIMITED, 40 ) }
+ *      DATASET "utt_offset" {
+ *         DATATYPE  H5T_STD_I64LE
+ *         DATASPACE  SIMPLE { ( 60 ) / ( H5S_UNLIMITED ) }
+ *      DATASET "utt_path" {
+ *         DATATYPE  H5T_STRING { STRSIZE H5T_VARIABLE; STRPAD H5T_STR_NULLTERM; CSET H5T_CSET_UTF8; ... }
+ *         DATASPACE  SIMPLE { ( 60 ) / ( H5S_UNLIMITED ) }
+ *   $ h5dump -d /utt_path -s 0 -c 2 feats.h5
+ *         (0): "id10001/vida/00001.wav", "id10001/vida/00002.wav"
+ *
+ * Datasets are written without modification times, so the same appends give
+ * the same bytes (prep's output does not depend on its thread count).
+ *
+ * Writing: ct_featstore_open creates the file or opens an existing one for
+ * appending (checking that it is a store with the same n_mels);
+ * ct_featstore_append queues one utterance in memory; ct_featstore_flush
+ * writes the queue (feats, speakers, videos, then the utt_* datasets, utt_path
+ * last) and calls H5Fflush; ct_featstore_close flushes and closes.
+ *
+ * What is guaranteed if the writer stops abruptly (killed, crashed):
+ *   - after ct_featstore_flush returns, every utterance appended before it is
+ *     in the file, and the file on disk is complete and readable (the data are
+ *     in the operating system's hands: a killed process cannot lose them, a
+ *     power cut before the kernel writes them back can);
+ *   - a process that dies between flushes leaves the file as the last flush
+ *     wrote it: HDF5 1.10 keeps new metadata in its cache until a flush, and
+ *     new data only fill space that the flushed metadata does not yet count
+ *     (tests/test_featstore.c kills a writer between batches and reloads).
+ *     HDF5 itself does not promise this if its cache overflows in the middle
+ *     of a very large batch, so prep flushes after every 16 utterances;
+ *   - if a batch was cut short after some utt_* datasets had grown and not
+ *     others, ct_featstore_open trims them back to the last complete utterance
+ *     before appending (ct_featstore_load refuses such a file, saying so).
+ *
+ * Reading: ct_featstore_load fills a ct_corpus entirely. A file that is not a
+ * store, another format_version, or sizes that do not agree (an offset beyond
+ * feats, lengths that differ, an index out of range) give CT_EFORMAT with a
+ * message naming the file and what is wrong.
+ */
+#ifndef CT_FEATSTORE_H
+#define CT_FEATSTORE_H
+#include "core/error.h"
+#include "io/corpus.h"
+
+#define CT_FEATSTORE_FORMAT  "ctrain-features"
+#define CT_FEATSTORE_VERSION 1
+
+typedef struct ct_featstore ct_featstore;
+
+/* Opens `path` for appending, creating it when it does not exist. An existing
+ * file must be a version-1 store with n_mels mel bands. */
+ct_status ct_featstore_open(ct_featstore **w, const char *path, int n_mels);
+/* Utterances in the store, flushed or queued. */
+int       ct_featstore_n_utt(const ct_featstore *w);
+/* 1 if an utterance with this path (relative to wav/) is stored or queued. */
+int       ct_featstore_has(const ct_featstore *w, const char *rel_path);
+/* Queues one utterance: feats [frames, n_mels]; speaker and video are names
+ * ("id10270", "x6uYqmx31kE"); rel_path must not be stored already. */
+ct_status ct_featstore_append(ct_featstore *w, const char *rel_path, const char *speaker, const char *video,
+                              const float *feats, int frames);
+/* Writes everything queued, then H5Fflush. */
+ct_status ct_featstore_flush(ct_featstore *w);
+/* Flushes and closes; frees w whatever happens (NULL is allowed). */
+ct_status ct_featstore_close(ct_featstore *w);
+
+/* Reads the store at `path` into *c (feats, utt[], n_speakers, n_mels, path[],
+ * speaker_name[], video[]); free it with ct_corpus_free. On failure *c is empty. */
+ct_status ct_featstore_load(ct_corpus *c, const char *path);
+
+#endif
