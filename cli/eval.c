@@ -1,0 +1,134 @@
+/* eval.c - `ctrain eval MODEL`: evaluate trained weights.
+ *
+ *   ctrain eval siamese-lstm --model run.h5 --data feats.h5 --trials veri_test.txt
+ *
+ * loads the weights and a feature store (written by `ctrain prep voxceleb`),
+ * embeds every utterance of the trial list once (whole, up to --max-frames),
+ * scores each trial as -distance between the two embeddings and prints the
+ * number of trials, the EER and minDCF at p_target 0.01 and 0.05 (see
+ * models/verify.h for the exact definitions). `ctrain eval cnn` is in cli/cnn.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "core/threads.h"
+#include "io/corpus.h"
+#include "io/featstore.h"
+#include "io/trials.h"
+#include "io/weights.h"
+#include "models/siamese_lstm.h"
+#include "models/train.h"
+#include "models/verify.h"
+
+static void eval_siamese_help(void)
+{
+    printf("usage: ctrain eval siamese-lstm --model FILE.h5 --data FEATS.h5 --trials TRIALS.txt [options]\n\n"
+           "Scores a speaker-verification trial list with trained siamese-LSTM weights: every utterance of\n"
+           "the list is embedded once, whole (not cropped), and a trial's score is minus the Euclidean\n"
+           "distance between its two embeddings. Prints the trials scored, the equal error rate (EER) and\n"
+           "the minimum detection cost (minDCF, C_miss = C_fa = 1) at p_target 0.01 and 0.05.\n\n"
+           "inputs:\n"
+           "  --model FILE.h5       weights written by `ctrain train siamese-lstm --out`\n"
+           "  --data FEATS.h5       feature store written by `ctrain prep voxceleb`\n"
+           "  --trials FILE         trial list, VoxCeleb format: 'LABEL PATH1 PATH2' per line (1 = same speaker),\n"
+           "                        paths relative to the corpus's wav/ directory\n"
+           "model (the sizes the weights were trained with):\n"
+           "  --mels N              features per frame (default: the feature store's)\n"
+           "  --hidden N            LSTM units (default 128)\n"
+           "  --layers N            stacked LSTM layers (default 1)\n"
+           "  --embed N             embedding size (default 64)\n"
+           "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
+           "evaluation:\n"
+           "  --batch N             utterances embedded at once, sorted by length (default 32)\n"
+           "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
+           "  --threads N           CPU threads for OpenBLAS (default: all cores)\n");
+}
+
+static int eval_siamese(int argc, char **argv)
+{
+    siamese_lstm_config mc = siamese_lstm_defaults();
+    const char *model = NULL, *data = NULL, *trials = NULL, *recurrent = "sigmoid";
+    int batch = 32, max_frames = 3000, threads = ct_cpu_count(), mels = 0;
+    ct_args a = { argc, 0, argv };
+    ct_status st = CT_OK;
+    while (a.i < argc && st == CT_OK) {
+        if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { eval_siamese_help(); return 0; }
+        if (ct_args_str(&a, "--model", &model, &st) || ct_args_str(&a, "--data", &data, &st)
+            || ct_args_str(&a, "--trials", &trials, &st) || ct_args_str(&a, "--recurrent", &recurrent, &st)
+            || ct_args_int(&a, "--mels", &mels, 1, 4096, &st) || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st)
+            || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st) || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st)
+            || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--max-frames", &max_frames, 1, 1 << 24, &st)
+            || ct_args_int(&a, "--threads", &threads, 1, 1024, &st))
+            continue;
+        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain eval siamese-lstm --help)", argv[a.i]);
+    }
+    if (st == CT_OK && (!model || !data || !trials))
+        st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval siamese-lstm --help)",
+                     !model ? "--model FILE.h5" : !data ? "--data FEATS.h5" : "--trials FILE");
+    if (st == CT_OK) {
+        if (!strcmp(recurrent, "sigmoid")) mc.recurrent = LSTM_SIGMOID;
+        else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
+        else st = ct_fail(CT_EINVAL, "--recurrent %s: use sigmoid or hard_sigmoid", recurrent);
+    }
+    if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 2; }
+    ct_threads_set(threads);
+
+    ct_corpus c = { 0 };
+    siamese_lstm m = { 0 };
+    ct_trial *t = NULL;
+    int n = 0, built = 0;
+    double t0 = ct_now();
+    st = ct_featstore_load(&c, data);
+    double load_s = ct_now() - t0;
+    if (st == CT_OK) {
+        if (mels && mels != c.n_mels)
+            st = ct_fail(CT_EINVAL, "--mels %d, but %s has %d features per frame; pass the store the model was trained on",
+                         mels, data, c.n_mels);
+        mc.n_mels = c.n_mels;
+    }
+    if (st == CT_OK) { st = siamese_lstm_build(&m, &mc); built = 1; }
+    if (st == CT_OK) st = ct_weights_load(model, "siamese-lstm", &m.params, NULL);
+    if (st == CT_OK) st = ct_trials_load(&t, &n, trials, &c);
+    ct_verify_result r;
+    if (st == CT_OK) {
+        cli_print_header(stdout, threads);
+        printf("Model: siamese-lstm %s: %d mels -> LSTM %d%s -> dense %d, %zu parameters\n", model, mc.n_mels, mc.hidden,
+               mc.layers > 1 ? " (stacked)" : "", mc.embed, ct_params_count(&m.params));
+        printf("Data: %s, %d utterances of %d speakers (loaded in %.1fs); trials: %s\n", data, c.n_utt, c.n_speakers,
+               load_s, trials);
+        fflush(stdout);
+        st = ct_verify_trials_ex(&m, &c, t, n, batch, max_frames, &r, NULL);
+    }
+    if (st == CT_OK) {
+        printf("Embedded %d utterances (batches of %d", r.n_utts, r.batch_used);
+        if (r.n_cut) printf("; %d longer than %d frames cut to that", r.n_cut, max_frames);
+        printf(") in %.1fs\n", r.seconds);
+        printf("Trials: %d scored (%d same speaker, %d different)\n", r.n_trials, r.n_same, r.n_trials - r.n_same);
+        printf("EER: %.2f%% (threshold %.4f)\n", 100.0 * r.eer, r.eer_threshold);
+        printf("minDCF(p=0.01): %.4f\n", r.dcf01);
+        printf("minDCF(p=0.05): %.4f\n", r.dcf05);
+    }
+    free(t);
+    if (built) siamese_lstm_free(&m);
+    ct_corpus_free(&c);
+    if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 1; }
+    return 0;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        FILE *out = argc < 1 ? stderr : stdout;
+        fprintf(out, "usage: ctrain eval MODEL [options]\n\nmodels:\n"
+                     "  siamese-lstm   EER and minDCF on a speaker-verification trial list\n"
+                     "  cnn            loss, accuracy and confusion matrix of a trained CNN on its test set\n\n"
+                     "`ctrain eval MODEL --help` lists the model's options.\n");
+        return argc < 1 ? 2 : 0;
+    }
+    if (!strcmp(argv[0], "siamese-lstm")) return eval_siamese(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "cnn")) return eval_cnn(argc - 1, argv + 1);
+    fprintf(stderr, "ctrain eval: unknown model '%s' (models: siamese-lstm, cnn)\n", argv[0]);
+    return 2;
+}

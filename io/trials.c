@@ -1,0 +1,134 @@
+/* trials.c - read a VoxCeleb trial list and resolve its paths against a
+ * corpus (see trials.h). Paths are found through an open-addressing hash table
+ * (FNV-1a, linear probing, at most half full) over the corpus's path[]. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include "io/trials.h"
+
+typedef struct {
+    int *slot;        /* [cap] utterance index, -1 = empty */
+    size_t mask;      /* cap - 1, cap a power of two */
+    const ct_corpus *c;
+} path_index;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ULL; }
+    return h;
+}
+
+static ct_status index_build(path_index *ix, const ct_corpus *c)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)c->n_utt) cap *= 2;
+    ix->slot = ct_malloc(cap * sizeof *ix->slot, "trial list path index");
+    if (!ix->slot) return CT_ENOMEM;
+    for (size_t i = 0; i < cap; i++) ix->slot[i] = -1;
+    ix->mask = cap - 1;
+    ix->c = c;
+    for (int u = 0; u < c->n_utt; u++) {
+        if (!c->path[u]) continue;
+        size_t h = (size_t)fnv1a(c->path[u]) & ix->mask;
+        while (ix->slot[h] >= 0 && strcmp(c->path[ix->slot[h]], c->path[u]) != 0) h = (h + 1) & ix->mask;
+        if (ix->slot[h] < 0) ix->slot[h] = u;   /* a duplicate path keeps its first utterance */
+    }
+    return CT_OK;
+}
+
+static int index_find(const path_index *ix, const char *p)
+{
+    size_t h = (size_t)fnv1a(p) & ix->mask;
+    while (ix->slot[h] >= 0) {
+        if (strcmp(ix->c->path[ix->slot[h]], p) == 0) return ix->slot[h];
+        h = (h + 1) & ix->mask;
+    }
+    return -1;
+}
+
+/* Splits line into at most 4 whitespace-separated fields (in place); returns the count (4 = "more than 3"). */
+static int split_fields(char *line, char *f[4])
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || *p == '\v' || *p == '\f') p++;
+        if (!*p) break;
+        if (n == 4) return 4;
+        f[n++] = p;
+        while (*p && !(*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' || *p == '\v' || *p == '\f')) p++;
+        if (*p) *p++ = '\0';
+    }
+    return n;
+}
+
+ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corpus *c)
+{
+    *out = NULL;
+    *n = 0;
+    if (!c->path)
+        return ct_fail(CT_EINVAL, "%s: the corpus has no file paths (a synthetic corpus?); a trial list needs a feature "
+                       "store made by `ctrain prep voxceleb`", path);
+    FILE *f = fopen(path, "r");
+    if (!f) return ct_fail(CT_EIO, "%s: cannot open the trial list: %s", path, strerror(errno));
+    path_index ix = { 0 };
+    ct_status st = index_build(&ix, c);
+    ct_trial *t = NULL;
+    int count = 0, cap = 0;
+    long lineno = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    while (st == CT_OK) {
+        errno = 0;
+        ssize_t got = getline(&line, &line_cap, f);
+        if (got < 0) {
+            if (ferror(f)) st = ct_fail(CT_EIO, "%s:%ld: read error: %s", path, lineno + 1, strerror(errno ? errno : EIO));
+            break;
+        }
+        lineno++;
+        char *fld[4];
+        int nf = split_fields(line, fld);
+        if (nf == 0) continue;   /* blank line */
+        if (nf != 3) {
+            st = ct_fail(CT_EFORMAT, "%s:%ld: expected 3 fields 'LABEL PATH1 PATH2' (label 1 same speaker, 0 different), "
+                         "found %s%d", path, lineno, nf == 4 ? "more than " : "", nf == 4 ? 3 : nf);
+            break;
+        }
+        if (strcmp(fld[0], "0") != 0 && strcmp(fld[0], "1") != 0) {
+            st = ct_fail(CT_EFORMAT, "%s:%ld: label '%.40s' is not 0 (different speakers) or 1 (same speaker)", path, lineno, fld[0]);
+            break;
+        }
+        int u[2];
+        for (int k = 0; k < 2 && st == CT_OK; k++) {
+            u[k] = index_find(&ix, fld[1 + k]);
+            if (u[k] < 0)
+                st = ct_fail(CT_EINVAL, "%s:%ld: '%.300s' is not in the feature store (%d utterances); run `ctrain prep "
+                             "voxceleb` on the directory that contains it", path, lineno, fld[1 + k], c->n_utt);
+        }
+        if (st != CT_OK) break;
+        if (count == cap) {
+            int ncap = cap ? 2 * cap : 1024;
+            ct_trial *nt = realloc(t, (size_t)ncap * sizeof *t);
+            if (!nt) { st = ct_fail(CT_ENOMEM, "%s: out of memory after %d trials", path, count); break; }
+            t = nt;
+            cap = ncap;
+        }
+        if (count == 0x7fffffff) { st = ct_fail(CT_EFORMAT, "%s:%ld: too many trials", path, lineno); break; }
+        t[count++] = (ct_trial){ u[0], u[1], fld[0][0] - '0' };
+    }
+    free(line);
+    free(ix.slot);
+    fclose(f);
+    if (st == CT_OK && count == 0)
+        st = lineno == 0 ? ct_fail(CT_EFORMAT, "%s: no trials: the file is empty; expected lines 'LABEL PATH1 PATH2'", path)
+                         : ct_fail(CT_EFORMAT, "%s:1-%ld: no trials: all %ld lines are blank; expected lines 'LABEL PATH1 PATH2'",
+                                   path, lineno, lineno);
+    if (st != CT_OK) { free(t); return st; }
+    *out = t;
+    *n = count;
+    return CT_OK;
+}

@@ -1,0 +1,219 @@
+/* verify.c - EER and minDCF from (score, label) lists, and the evaluation of a
+ * trial list with the siamese LSTM (definitions in verify.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "models/verify.h"
+#include "layers/pair.h"
+#include "models/train.h"
+
+/* ---- the ROC ----------------------------------------------------------------- */
+
+typedef struct { float s; int y; } scored;
+
+static int by_score_desc(const void *pa, const void *pb)
+{
+    float a = ((const scored *)pa)->s, b = ((const scored *)pb)->s;
+    return (a < b) - (a > b);
+}
+
+/* ROC points in threshold order: thr[0] = +inf (accept nothing), then one per
+ * distinct score, decreasing. fpr/fnr/thr are malloc'd [*m]. */
+typedef struct { double *fpr, *fnr, *thr; int m; } roc;
+
+static void roc_free(roc *r) { free(r->fpr); free(r->fnr); free(r->thr); memset(r, 0, sizeof *r); }
+
+static ct_status roc_build(roc *r, const float *score, const int *label, int n)
+{
+    memset(r, 0, sizeof *r);
+    if (n < 1) return ct_fail(CT_EINVAL, "verification metrics: no trials");
+    long pos = 0, neg = 0;
+    for (int i = 0; i < n; i++) {
+        if (label[i] != 0 && label[i] != 1)
+            return ct_fail(CT_EINVAL, "verification metrics: trial %d has label %d; labels must be 1 (same speaker) or 0", i, label[i]);
+        if (!isfinite(score[i]))
+            return ct_fail(CT_EINVAL, "verification metrics: trial %d has score %g; every score must be a finite number "
+                           "(a NaN usually means the model diverged)", i, (double)score[i]);
+        pos += label[i];
+    }
+    neg = n - pos;
+    if (pos == 0 || neg == 0)
+        return ct_fail(CT_EINVAL, "verification metrics: %d trials, all %s; EER and minDCF need both same-speaker (1) "
+                       "and different-speaker (0) trials", n, pos ? "same-speaker" : "different-speaker");
+    scored *v = ct_malloc((size_t)n * sizeof *v, "ROC");
+    r->fpr = ct_malloc(((size_t)n + 1) * sizeof(double), "ROC");
+    r->fnr = ct_malloc(((size_t)n + 1) * sizeof(double), "ROC");
+    r->thr = ct_malloc(((size_t)n + 1) * sizeof(double), "ROC");
+    if (!v || !r->fpr || !r->fnr || !r->thr) { free(v); roc_free(r); return CT_ENOMEM; }
+    for (int i = 0; i < n; i++) v[i] = (scored){ score[i], label[i] };
+    qsort(v, (size_t)n, sizeof *v, by_score_desc);
+    long tp = 0, fp = 0;
+    int m = 0;
+    r->fpr[m] = 0; r->fnr[m] = 1; r->thr[m] = INFINITY; m++;
+    for (int i = 0; i < n; ) {
+        float s = v[i].s;
+        for (; i < n && v[i].s == s; i++) { tp += v[i].y; fp += !v[i].y; }   /* a tie moves as one */
+        r->fpr[m] = (double)fp / neg;
+        r->fnr[m] = 1.0 - (double)tp / pos;
+        r->thr[m] = s;
+        m++;
+    }
+    r->m = m;
+    free(v);
+    return CT_OK;
+}
+
+ct_status ct_eer(const float *score, const int *label, int n, double *eer, double *threshold)
+{
+    roc r;
+    CT_TRY(roc_build(&r, score, label, n));
+    /* FNR - FPR goes from 1 at k = 0 to -1 at k = m-1, strictly decreasing (each
+     * point adds at least one trial). Find the last k with FNR > FPR. */
+    int k = 0;
+    while (k + 1 < r.m && r.fnr[k + 1] - r.fpr[k + 1] > 0) k++;
+    CT_ASSERT(k + 1 < r.m);
+    double d0 = r.fnr[k] - r.fpr[k], d1 = r.fnr[k + 1] - r.fpr[k + 1];
+    double t = d0 / (d0 - d1);                             /* in (0, 1] */
+    *eer = r.fpr[k] + t * (r.fpr[k + 1] - r.fpr[k]);
+    if (threshold) *threshold = k == 0 ? r.thr[1] : r.thr[k] + t * (r.thr[k + 1] - r.thr[k]);
+    roc_free(&r);
+    return CT_OK;
+}
+
+ct_status ct_min_dcf(const float *score, const int *label, int n, double p_target, double c_miss, double c_fa,
+                     double *min_dcf, double *threshold)
+{
+    if (!(p_target > 0 && p_target < 1) || !(c_miss >= 0) || !(c_fa >= 0) || !(c_miss * p_target + c_fa * (1 - p_target) > 0))
+        return ct_fail(CT_EINVAL, "minDCF: p_target %g must be in (0, 1) and the costs c_miss %g, c_fa %g non-negative, "
+                       "not both zero", p_target, c_miss, c_fa);
+    roc r;
+    CT_TRY(roc_build(&r, score, label, n));
+    double best = INFINITY, best_thr = INFINITY;
+    for (int k = 0; k < r.m; k++) {
+        double dcf = c_miss * r.fnr[k] * p_target + c_fa * r.fpr[k] * (1 - p_target);
+        if (dcf < best) { best = dcf; best_thr = r.thr[k]; }
+    }
+    double norm = fmin(c_miss * p_target, c_fa * (1 - p_target));
+    *min_dcf = norm > 0 ? best / norm : best;
+    if (threshold) *threshold = best_thr;
+    roc_free(&r);
+    return CT_OK;
+}
+
+/* ---- evaluating a trial list ---------------------------------------------------- */
+
+typedef struct { int utt, frames; } utt_len;
+
+static int by_len_desc(const void *pa, const void *pb)
+{
+    const utt_len *a = pa, *b = pb;
+    if (a->frames != b->frames) return (a->frames < b->frames) - (a->frames > b->frames);
+    return (a->utt > b->utt) - (a->utt < b->utt);   /* ties by index: deterministic */
+}
+
+#define VERIFY_MEM_BUDGET ((size_t)512 << 20)   /* bytes of embedding activations at most */
+
+ct_status ct_verify_trials_ex(siamese_lstm *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+                              ct_verify_result *res, float *scores)
+{
+    double t0 = ct_now();
+    ct_verify_result R = { 0 };
+    const siamese_lstm_config *mc = &m->cfg;
+    if (c->n_mels != mc->n_mels)
+        return ct_fail(CT_EINVAL, "verification: the features have %d values per frame but the model expects %d (--mels)",
+                       c->n_mels, mc->n_mels);
+    if (batch < 1 || max_frames < 1)
+        return ct_fail(CT_EINVAL, "verification: batch (%d) and max_frames (%d) must be >= 1", batch, max_frames);
+    if (n < 1) return ct_fail(CT_EINVAL, "verification: no trials");
+    for (int k = 0; k < n; k++)
+        if (t[k].a < 0 || t[k].a >= c->n_utt || t[k].b < 0 || t[k].b >= c->n_utt)
+            return ct_fail(CT_EINVAL, "verification: trial %d refers to utterance %d/%d, outside the corpus's %d utterances",
+                           k, t[k].a, t[k].b, c->n_utt);
+
+    /* row[u] = the embedding row of utterance u, -1 if no trial uses it */
+    int *row = ct_malloc((size_t)c->n_utt * sizeof *row, "verification");
+    utt_len *order = ct_malloc((size_t)c->n_utt * sizeof *order, "verification");
+    float *score = scores ? scores : ct_malloc((size_t)n * sizeof *score, "verification");
+    int *label = ct_malloc((size_t)n * sizeof *label, "verification");
+    float *emb = NULL, *x = NULL;
+    int *len = NULL;
+    ct_status st = row && order && score && label ? CT_OK : CT_ENOMEM;
+    int nu = 0, longest = 1;
+    if (st == CT_OK) {
+        for (int u = 0; u < c->n_utt; u++) row[u] = -1;
+        for (int k = 0; k < n; k++) {
+            int ab[2] = { t[k].a, t[k].b };
+            for (int j = 0; j < 2; j++)
+                if (row[ab[j]] < 0) {
+                    int f = c->utt[ab[j]].frames;
+                    if (f < 1) { st = ct_fail(CT_EINVAL, "verification: utterance %d has no frames", ab[j]); break; }
+                    if (f > max_frames) { f = max_frames; R.n_cut++; }
+                    if (f > longest) longest = f;
+                    order[nu] = (utt_len){ ab[j], f };
+                    row[ab[j]] = nu++;
+                }
+            if (st != CT_OK) break;
+        }
+    }
+    int S = batch;
+    if (st == CT_OK) {
+        /* bound the activation memory: the LSTM keeps its forward state for S sequences of `longest` frames */
+        lstm_dims one = { .B = 1, .T = longest, .I = mc->n_mels, .H = mc->hidden, .L = mc->layers,
+                          .ret = LSTM_RETURN_LAST, .recur = mc->recurrent };
+        size_t per_seq = (lstm_cache_floats(&one) + (size_t)longest * mc->n_mels + mc->hidden) * sizeof(float);
+        size_t fit = VERIFY_MEM_BUDGET / (per_seq ? per_seq : 1);
+        if ((size_t)S > fit) S = fit > 0 ? (int)fit : 1;
+        if (S > nu) S = nu;
+        qsort(order, (size_t)nu, sizeof *order, by_len_desc);
+        for (int i = 0; i < nu; i++) row[order[i].utt] = i;   /* rows follow the length order */
+        emb = ct_malloc((size_t)nu * mc->embed * sizeof *emb, "verification embeddings");
+        x = ct_malloc((size_t)S * longest * mc->n_mels * sizeof *x, "verification batch");
+        len = ct_malloc((size_t)S * sizeof *len, "verification batch");
+        if (!emb || !x || !len) st = CT_ENOMEM;
+    }
+    if (st == CT_OK) st = siamese_lstm_plan_embed(m, S, longest);
+    for (int first = 0; st == CT_OK && first < nu; first += S) {
+        int B = nu - first < S ? nu - first : S;
+        int T = order[first].frames;   /* the longest of this batch: sorted by decreasing length */
+        size_t I = (size_t)mc->n_mels;
+        memset(x, 0, (size_t)B * T * I * sizeof *x);
+        for (int b = 0; b < B; b++) {
+            const ct_utt *u = &c->utt[order[first + b].utt];
+            len[b] = order[first + b].frames;
+            memcpy(x + (size_t)b * T * I, c->feats + u->offset, (size_t)len[b] * I * sizeof *x);
+        }
+        siamese_lstm_embed(m, emb + (size_t)first * mc->embed, x, len, B, T);
+    }
+    if (st == CT_OK) {
+        int D = mc->embed;
+        for (int k = 0; k < n; k++) {
+            float d;
+            euclidean_forward(&d, emb + (size_t)row[t[k].a] * D, emb + (size_t)row[t[k].b] * D, 1, D, CT_KERAS_EPSILON);
+            score[k] = -d;
+            label[k] = t[k].label;
+            R.n_same += t[k].label == 1;
+        }
+        R.n_trials = n;
+        R.n_utts = nu;
+        R.batch_used = S;
+        st = ct_eer(score, label, n, &R.eer, &R.eer_threshold);
+        if (st == CT_OK) st = ct_min_dcf(score, label, n, 0.01, 1, 1, &R.dcf01, NULL);
+        if (st == CT_OK) st = ct_min_dcf(score, label, n, 0.05, 1, 1, &R.dcf05, NULL);
+    }
+    free(row); free(order); free(label); free(emb); free(x); free(len);
+    if (!scores) free(score);
+    R.seconds = ct_now() - t0;
+    if (res) *res = R;
+    return st;
+}
+
+ct_status ct_verify_trials(siamese_lstm *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+                           double *eer, double *dcf01, double *dcf05)
+{
+    ct_verify_result r;
+    CT_TRY(ct_verify_trials_ex(m, c, t, n, batch, max_frames, &r, NULL));
+    if (eer) *eer = r.eer;
+    if (dcf01) *dcf01 = r.dcf01;
+    if (dcf05) *dcf05 = r.dcf05;
+    return CT_OK;
+}
