@@ -1,0 +1,145 @@
+/* bench_cnn.c - training throughput of a spec CNN (default: the `cnn` model,
+ * Keras's mnist_cnn on 1x28x28), for comparison with bench/cnn_torch.py (the
+ * same network, batch and threads in PyTorch).
+ *
+ *   build/bench/bench_cnn [--threads N] [--batch B] [--repeats R] [--arch SPEC] [--layers]
+ *   defaults: 2 threads, batch 128, 2 warm-up steps, median of 20 steps.
+ *
+ * One step = zero the gradients, forward (training mode: dropout, batch
+ * statistics), softmax cross-entropy, backward, Adam update, on synthetic
+ * images (uniform [0,1), random labels: the speed does not depend on the data).
+ * FLOPs counted per layer (models/seq_cnn.h, seq_cnn_step_flops): the conv and
+ * dense matrix products, forward + weight gradient + input gradient (none for
+ * the first layer); for the default spec 71.6 MFLOP per image, 21.2 of the 24.0
+ * MFLOP of the forward pass in the second conv. The sgemm peak (1024^3, same
+ * threads) is measured in the same run, so the fraction of peak compares like
+ * with like on a noisy machine. --layers adds a per-layer time breakdown.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+#include "core/rng.h"
+#include "core/threads.h"
+#include "layers/optim.h"
+#include "models/seq_cnn.h"
+#include "models/train.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Best GFLOP/s of 1024^3 sgemm (the practical peak; the best of 7 is the least
+ * disturbed by other work on a shared machine). */
+static double sgemm_peak(void)
+{
+    const int n = 1024, R = 7;
+    float *A = malloc((size_t)n * n * sizeof *A), *B = malloc((size_t)n * n * sizeof *B), *C = malloc((size_t)n * n * sizeof *C);
+    if (!A || !B || !C) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (size_t i = 0; i < (size_t)n * n; i++) { A[i] = (float)(i % 7) * 0.1f; B[i] = (float)(i % 5) * 0.1f; }
+    double g[7];
+    for (int r = -1; r < R; r++) {
+        double t0 = ct_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+        double dt = ct_now() - t0;
+        if (r >= 0) g[r] = 2.0 * n * n * n / dt * 1e-9;
+    }
+    free(A); free(B); free(C);
+    median(g, R);
+    return g[R - 1];
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench_cnn [--threads N] [--batch B] [--repeats R] [--arch SPEC] [--layers]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 2, B = 128, repeats = 20, warmup = 2, layers = 0;
+    const char *spec = SEQ_CNN_DEFAULT_SPEC;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--layers")) { layers = 1; continue; }
+        if (a + 1 >= argc) usage();
+        if (!strcmp(argv[a], "--arch")) { spec = argv[++a]; continue; }
+        int *dst = NULL;
+        if (!strcmp(argv[a], "--threads")) dst = &threads;
+        else if (!strcmp(argv[a], "--batch")) dst = &B;
+        else if (!strcmp(argv[a], "--repeats")) dst = &repeats;
+        else usage();
+        *dst = atoi(argv[++a]);
+        if (*dst <= 0) usage();
+    }
+    ct_threads_set(threads);
+    seq_cnn m;
+    if (seq_cnn_build(&m, spec, 1, 28, 28, 10) != CT_OK || seq_cnn_plan(&m, B) != CT_OK) {
+        fprintf(stderr, "bench_cnn: %s\n", ct_last_error());
+        return 1;
+    }
+    ct_rngs rngs;
+    ct_rngs_seed(&rngs, 1);
+    seq_cnn_init_weights(&m, &rngs.init);
+    ct_optim_config cfg = ct_optim_defaults(OPT_ADAM);
+    ct_optim o;
+    if (ct_optim_init(&o, &cfg, m.params.numel) != CT_OK) { fprintf(stderr, "bench_cnn: %s\n", ct_last_error()); return 1; }
+    float *x = malloc((size_t)B * 784 * sizeof *x);
+    int *labels = malloc((size_t)B * sizeof *labels);
+    if (!x || !labels) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (size_t i = 0; i < (size_t)B * 784; i++) x[i] = ct_rng_uniform(&rngs.data);
+    for (int i = 0; i < B; i++) labels[i] = (int)ct_rng_below(&rngs.data, 10);
+
+    double peak = sgemm_peak();
+    double *ts = malloc((size_t)repeats * sizeof *ts), *te = malloc((size_t)repeats * sizeof *te);
+    for (int r = -warmup; r < repeats; r++) {
+        if (r == 0 && layers) {
+            m.timed = 1;
+            memset(m.fwd_seconds, 0, sizeof m.fwd_seconds);
+            memset(m.bwd_seconds, 0, sizeof m.bwd_seconds);
+        }
+        double t0 = ct_now();
+        ct_params_zero_grad(&m.params);
+        seq_cnn_forward(&m, x, labels, B, 1, &rngs.dropout, NULL);
+        seq_cnn_backward(&m, x, labels, B);
+        ct_optim_step(&o, m.params.data, m.params.grad, cfg.lr);
+        double t1 = ct_now();
+        if (r >= 0) ts[r] = t1 - t0;
+    }
+    m.timed = 0;
+    for (int r = -1; r < repeats; r++) {   /* evaluation forward (validation) */
+        double t0 = ct_now();
+        seq_cnn_forward(&m, x, labels, B, 0, NULL, NULL);
+        if (r >= 0) te[r] = ct_now() - t0;
+    }
+    double step = median(ts, repeats), ev = median(te, repeats), best = ts[0];   /* ts sorted by median() */
+    double flops = seq_cnn_step_flops(&m, B), ips = B / step, gflops = flops / step * 1e-9;
+    printf("ctrain cnn  %s  on 1x28x28, batch %d, %d threads (OpenBLAS: %s)\n", spec, B, threads, ct_blas_config());
+    printf("  sgemm peak (1024^3, best of 7) %6.1f GFLOP/s\n", peak);
+    printf("  training step  %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of sgemm peak   (median of %d; %.1f MFLOP/image)\n",
+           1e3 * step, ips, gflops, 100.0 * gflops / peak, repeats, flops / B * 1e-6);
+    printf("  best step      %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of sgemm peak   (the least disturbed of %d)\n",
+           1e3 * best, B / best, flops / best * 1e-9, 100.0 * flops / best * 1e-9 / peak, repeats);
+    printf("  eval forward   %8.2f ms  %7.0f images/s\n", 1e3 * ev, B / ev);
+    printf("  epoch estimate (60000 train + 10000 eval images): %.1f s\n", 60000.0 / ips + 10000.0 * ev / B);
+    if (layers) {
+        printf("  per layer (mean over %d steps):     forward ms  backward ms   step GFLOP/s\n", repeats);
+        for (int i = 0; i < m.n; i++) {
+            double f = m.fwd_seconds[i] / repeats, b = m.bwd_seconds[i] / repeats, fl = seq_layer_step_flops(&m, i, B);
+            printf("    %2d %-14s %18.2f %12.2f", i + 1, m.layer[i].text, 1e3 * f, 1e3 * b);
+            if (fl > 0) printf(" %14.1f", fl / (f + b) * 1e-9);
+            printf("\n");
+        }
+    }
+    free(ts); free(te); free(x); free(labels);
+    ct_optim_free(&o);
+    seq_cnn_free(&m);
+    return 0;
+}

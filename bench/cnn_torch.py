@@ -1,0 +1,144 @@
+"""cnn_torch.py - the `cnn` model (Keras's mnist_cnn) in PyTorch, for comparison
+with build/bench/bench_cnn (same network, batch, threads, FLOP count, reporting)
+and with `ctrain train cnn` (same data, optimizer and epochs).
+
+    /usr/bin/python3 bench/cnn_torch.py [--threads N] [--batch B] [--repeats R]
+    /usr/bin/python3 bench/cnn_torch.py --epochs 12 [--data DIR] [--threads N]
+
+Network: conv 32 3x3, relu, conv 64 3x3, relu, maxpool 2, dropout 0.25, flatten,
+dense 128, relu, dropout 0.5, dense 10, softmax cross-entropy; Adam lr 1e-3.
+Benchmark mode times one training step (zero_grad, forward, loss, backward,
+Adam) on synthetic images, median of R after 2 warm-up steps. FLOPs per image:
+forward 23.98 M (conv1 0.39, conv2 21.23, dense1 2.36, dense2 0.003), a step is
+2 x conv1 + 3 x the rest = 71.57 M (no input gradient for the first layer).
+With --epochs it trains on the IDX files of --data (default Debian's
+Fashion-MNIST) and prints a Keras-style log with per-epoch seconds.
+"""
+import argparse
+import gzip
+import os
+import statistics
+import struct
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+FLOPS_PER_IMAGE = 2 * 389376 + 3 * (21233664 + 2359296 + 2560)
+
+
+def model():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25),
+        nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    zero, dtype, ndim = struct.unpack(">HBB", data[:4])
+    assert zero == 0 and dtype == 8, path + ": not an unsigned-byte IDX file"
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load(d, name):
+    for p in (os.path.join(d, name + ".gz"), os.path.join(d, name)):
+        if os.path.exists(p):
+            return read_idx(p)
+    raise SystemExit(f"{d}/{name}[.gz] not found")
+
+
+def bench(a):
+    torch.manual_seed(1)
+    m = model()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    x = torch.rand(a.batch, 1, 28, 28)
+    y = torch.randint(0, 10, (a.batch,))
+    m.train()
+    ts = []
+    for r in range(-2, a.repeats):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        if r >= 0:
+            ts.append(time.perf_counter() - t0)
+    m.eval()
+    te = []
+    with torch.no_grad():
+        for r in range(-1, a.repeats):
+            t0 = time.perf_counter()
+            m(x)
+            if r >= 0:
+                te.append(time.perf_counter() - t0)
+    s, e = statistics.median(ts), statistics.median(te)
+    g = FLOPS_PER_IMAGE * a.batch / s * 1e-9
+    print(f"PyTorch {torch.__version__} cnn (mnist_cnn) on 1x28x28, batch {a.batch}, {a.threads} threads")
+    print(f"  training step  {1e3 * s:8.2f} ms  {a.batch / s:7.0f} images/s  {g:6.1f} GFLOP/s   "
+          f"(median of {a.repeats}; {FLOPS_PER_IMAGE * 1e-6:.1f} MFLOP/image)")
+    b = min(ts)
+    print(f"  best step      {1e3 * b:8.2f} ms  {a.batch / b:7.0f} images/s  {FLOPS_PER_IMAGE * a.batch / b * 1e-9:6.1f} GFLOP/s"
+          f"  (the least disturbed of {a.repeats} on a shared machine)")
+    print(f"  eval forward   {1e3 * e:8.2f} ms  {a.batch / e:7.0f} images/s")
+    print(f"  epoch estimate (60000 train + 10000 eval images): {60000 * s / a.batch + 10000 * e / a.batch:.1f} s")
+
+
+def train(a):
+    xtr = torch.from_numpy(load(a.data, "train-images-idx3-ubyte").astype(np.float32) / 255.0).unsqueeze(1)
+    ytr = torch.from_numpy(load(a.data, "train-labels-idx1-ubyte").astype(np.int64))
+    xte = torch.from_numpy(load(a.data, "t10k-images-idx3-ubyte").astype(np.float32) / 255.0).unsqueeze(1)
+    yte = torch.from_numpy(load(a.data, "t10k-labels-idx1-ubyte").astype(np.int64))
+    torch.manual_seed(a.seed)
+    m = model()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    print(f"PyTorch {torch.__version__}, {a.threads} threads")
+    print(f"Train on {len(xtr)} samples, validate on {len(xte)} samples")
+    for ep in range(a.epochs):
+        t0 = time.perf_counter()
+        m.train()
+        perm = torch.randperm(len(xtr))
+        tl, tc = 0.0, 0
+        for i in range(0, len(xtr), a.batch):
+            idx = perm[i:i + a.batch]
+            opt.zero_grad()
+            z = m(xtr[idx])
+            loss = F.cross_entropy(z, ytr[idx])
+            loss.backward()
+            opt.step()
+            tl += loss.item() * len(idx)
+            tc += (z.argmax(1) == ytr[idx]).sum().item()
+        m.eval()
+        vl, vc = 0.0, 0
+        with torch.no_grad():
+            for i in range(0, len(xte), 1000):
+                z = m(xte[i:i + 1000])
+                vl += F.cross_entropy(z, yte[i:i + 1000], reduction="sum").item()
+                vc += (z.argmax(1) == yte[i:i + 1000]).sum().item()
+        dt = time.perf_counter() - t0
+        print(f"Epoch {ep + 1}/{a.epochs}\n - {dt:.0f}s - loss: {tl / len(xtr):.4f} - accuracy: {tc / len(xtr):.4f}"
+              f" - val_loss: {vl / len(xte):.4f} - val_accuracy: {vc / len(xte):.4f}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--epochs", type=int, default=0, help="train on --data for this many epochs instead of benchmarking")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    if a.epochs > 0:
+        train(a)
+    else:
+        bench(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,535 @@
+/* seq_cnn.c - the sequential CNN: spec parser with up-front shape checks,
+ * parameter registration, activation plan, and forward/backward as one loop
+ * over the layer list calling the layer functions (see seq_cnn.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "models/seq_cnn.h"
+#include "layers/activation.h"
+#include "layers/dropout.h"
+#include "layers/loss.h"
+#include "layers/pool.h"
+#include "models/train.h"
+
+size_t seq_layer_out_size(const seq_layer *l)
+{
+    return (size_t)l->out_c * l->out_h * l->out_w;
+}
+
+static size_t in_size(const seq_layer *l)
+{
+    return (size_t)l->in_c * l->in_h * l->in_w;
+}
+
+static int is_elementwise(seq_kind k)
+{
+    return k == SEQ_RELU || k == SEQ_TANH || k == SEQ_SIGMOID || k == SEQ_DROPOUT;
+}
+
+static int is_activation(seq_kind k)
+{
+    return k == SEQ_RELU || k == SEQ_TANH || k == SEQ_SIGMOID;
+}
+
+/* ---- parsing ---- */
+
+/* Unsigned decimal at *s; advances. Returns 0 if there is no digit, -1 if it exceeds hi. */
+static int parse_uint(const char **s, int *v, int hi)
+{
+    const char *p = *s;
+    long x = 0;
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') {
+        x = x * 10 + (*p - '0');
+        if (x > hi) return -1;
+        p++;
+    }
+    *s = p;
+    *v = (int)x;
+    return 1;
+}
+
+static const char *shape_str(char *buf, size_t cap, int c, int h, int w, int flat)
+{
+    if (flat) snprintf(buf, cap, "%d values", c);
+    else snprintf(buf, cap, "%dx%dx%d feature maps", c, h, w);
+    return buf;
+}
+
+/* Reads the number that must follow `what` in token `t` at *s. */
+static ct_status need_uint(const char **s, int *v, int lo, int hi, int pos, const char *t, const char *what, const char *example)
+{
+    int r = parse_uint(s, v, hi);
+    if (r == 0)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the %s (write e.g. %s)", pos, t, what, example);
+    if (r < 0 || *v < lo)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": the %s must be %d to %d", pos, t, what, lo, hi);
+    return CT_OK;
+}
+
+static ct_status trailing(const char *s, int pos, const char *t, const char *form)
+{
+    if (*s) return ct_fail(CT_EINVAL, "spec layer %d \"%s\": unexpected \"%s\" (the form is %s)", pos, t, s, form);
+    return CT_OK;
+}
+
+/* Parses one token into l (kind and options; shapes come later). */
+static ct_status parse_token(seq_layer *l, const char *t, int pos)
+{
+    const char *s;
+    if (!strncmp(t, "conv", 4)) {
+        static const char *form = "convFkK[sS][pP], e.g. conv32k3 or conv64k3s2p1";
+        l->kind = SEQ_CONV;
+        s = t + 4;
+        CT_TRY(need_uint(&s, &l->filters, 1, 65536, pos, t, "number of filters", "conv32k3"));
+        if (*s != 'k') return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the kernel size 'k' (the form is %s)", pos, t, form);
+        s++;
+        CT_TRY(need_uint(&s, &l->kernel, 1, 1024, pos, t, "kernel size", "conv32k3"));
+        l->stride = 1; l->pad = 0;
+        if (*s == 's') { s++; CT_TRY(need_uint(&s, &l->stride, 1, 1024, pos, t, "stride", "conv32k3s2")); }
+        if (*s == 'p') { s++; CT_TRY(need_uint(&s, &l->pad, 0, 1024, pos, t, "padding", "conv32k3p1")); }
+        return trailing(s, pos, t, form);
+    }
+    if (!strncmp(t, "dense", 5)) {
+        l->kind = SEQ_DENSE;
+        s = t + 5;
+        CT_TRY(need_uint(&s, &l->units, 1, 1 << 20, pos, t, "number of units", "dense128"));
+        return trailing(s, pos, t, "denseU, e.g. dense128");
+    }
+    if (!strncmp(t, "maxpool", 7)) {
+        l->kind = SEQ_MAXPOOL;
+        s = t + 7;
+        CT_TRY(need_uint(&s, &l->kernel, 1, 1024, pos, t, "window size", "maxpool2"));
+        l->stride = l->kernel;
+        if (*s == 's') { s++; CT_TRY(need_uint(&s, &l->stride, 1, 1024, pos, t, "stride", "maxpool3s2")); }
+        return trailing(s, pos, t, "maxpoolK[sS], e.g. maxpool2 or maxpool3s2");
+    }
+    if (!strncmp(t, "dropout", 7)) {
+        l->kind = SEQ_DROPOUT;
+        s = t + 7;
+        if (!*s) return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the drop probability (write e.g. dropout0.25)", pos, t);
+        char *end;
+        double p = strtod(s, &end);
+        if (end == s || *end || !(p >= 0 && p < 1))
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": the drop probability must be a number in [0, 1) (write e.g. dropout0.25)", pos, t);
+        l->p = (float)p;
+        return CT_OK;
+    }
+    static const struct { const char *name; seq_kind kind; } plain[] = {
+        { "gap", SEQ_GAP }, { "flatten", SEQ_FLATTEN }, { "batchnorm", SEQ_BATCHNORM },
+        { "relu", SEQ_RELU }, { "tanh", SEQ_TANH }, { "sigmoid", SEQ_SIGMOID },
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (!strcmp(t, plain[i].name)) { l->kind = plain[i].kind; return CT_OK; }
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (!strncmp(t, plain[i].name, strlen(plain[i].name)))
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s takes no number or option", pos, t, plain[i].name);
+    return ct_fail(CT_EINVAL, "spec layer %d \"%s\": unknown layer; the layers are convFkK[sS][pP], denseU, maxpoolK[sS], "
+                   "gap, flatten, dropoutP, batchnorm, relu, tanh, sigmoid", pos, t);
+}
+
+/* Fills l's output shape from its input shape, or fails naming the layer. */
+static ct_status infer_shape(seq_layer *l, int pos)
+{
+    char sh[64];
+    const char *t = l->text;
+    l->out_c = l->in_c; l->out_h = l->in_h; l->out_w = l->in_w; l->flat_out = l->flat_in;
+    switch (l->kind) {
+    case SEQ_CONV: case SEQ_MAXPOOL: case SEQ_GAP: case SEQ_FLATTEN:
+        if (l->flat_in)
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": needs feature maps but its input is flat (%s); "
+                           "put %s before flatten/gap/dense", pos, t, shape_str(sh, sizeof sh, l->in_c, 1, 1, 1),
+                           l->kind == SEQ_FLATTEN ? "a single flatten" : "it");
+        break;
+    case SEQ_DENSE:
+        if (!l->flat_in)
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": dense needs a flat input but gets %s; put flatten (or gap) before it",
+                           pos, t, shape_str(sh, sizeof sh, l->in_c, l->in_h, l->in_w, 0));
+        break;
+    default: break;
+    }
+    switch (l->kind) {
+    case SEQ_CONV: {
+        conv2d_dims cd;
+        if (l->kernel > l->in_h + 2 * l->pad || l->kernel > l->in_w + 2 * l->pad)
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": kernel %dx%d is larger than its input %dx%d (padding %d); "
+                           "use a smaller kernel, padding, or fewer pooling layers before it",
+                           pos, t, l->kernel, l->kernel, l->in_h, l->in_w, l->pad);
+        if (conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad) != CT_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s", pos, t, msg);
+        }
+        l->out_c = l->filters; l->out_h = cd.OH; l->out_w = cd.OW;
+        break;
+    }
+    case SEQ_MAXPOOL:
+        if (l->kernel > l->in_h || l->kernel > l->in_w)
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": pooling window %dx%d is larger than its input %dx%d; "
+                           "use a smaller window or fewer pooling layers", pos, t, l->kernel, l->kernel, l->in_h, l->in_w);
+        l->out_h = (l->in_h - l->kernel) / l->stride + 1;
+        l->out_w = (l->in_w - l->kernel) / l->stride + 1;
+        break;
+    case SEQ_GAP:
+        l->out_h = l->out_w = 1; l->flat_out = 1;
+        break;
+    case SEQ_FLATTEN:
+        if ((long)l->in_c * l->in_h * l->in_w > (1L << 28))
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s are too many features", pos, t, shape_str(sh, sizeof sh, l->in_c, l->in_h, l->in_w, 0));
+        l->out_c = l->in_c * l->in_h * l->in_w; l->out_h = l->out_w = 1; l->flat_out = 1;
+        break;
+    case SEQ_DENSE:
+        if ((long)l->in_c * l->units > (1L << 30))
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %d x %d weights are too many", pos, t, l->units, l->in_c);
+        l->out_c = l->units;
+        break;
+    default: break;
+    }
+    return CT_OK;
+}
+
+static void model_reset(seq_cnn *m)
+{
+    memset(m, 0, sizeof *m);
+    ct_params_init(&m->params);
+    ct_params_init(&m->buffers);
+    ct_arena_init(&m->arena);
+}
+
+static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, int classes)
+{
+    if (C < 1 || H < 1 || W < 1) return ct_fail(CT_EINVAL, "cnn: input %dx%dx%d must have positive sizes", C, H, W);
+    if (classes < 2) return ct_fail(CT_EINVAL, "cnn: need at least 2 classes (got %d)", classes);
+    if (!spec || !*spec) return ct_fail(CT_EINVAL, "spec is empty; write layers separated by commas, e.g. %s", SEQ_CNN_DEFAULT_SPEC);
+    if (strlen(spec) >= sizeof m->spec) return ct_fail(CT_EINVAL, "spec is longer than %zu characters", sizeof m->spec - 1);
+    snprintf(m->spec, sizeof m->spec, "%s", spec);
+    m->in_c = C; m->in_h = H; m->in_w = W; m->classes = classes;
+    int c = C, h = H, w = W, flat = 0, n_conv = 0, n_dense = 0, n_bn = 0;
+    m->first_param = -1;
+    const char *s = spec;
+    for (int pos = 1;; pos++) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        if (len == 0)
+            return ct_fail(CT_EINVAL, "spec layer %d is empty (two commas in a row, or a comma at the start or end)", pos);
+        if (len >= SEQ_CNN_TOKEN_MAX)
+            return ct_fail(CT_EINVAL, "spec layer %d \"%.*s\": too long to be a layer", pos, (int)(len > 40 ? 40 : len), s);
+        if (m->n >= SEQ_CNN_MAX_LAYERS)
+            return ct_fail(CT_EINVAL, "spec layer %d: more than %d layers", pos, SEQ_CNN_MAX_LAYERS);
+        seq_layer *l = &m->layer[m->n];
+        memcpy(l->text, s, len);
+        l->text[len] = 0;
+        CT_TRY(parse_token(l, l->text, pos));
+        l->in_c = c; l->in_h = h; l->in_w = w; l->flat_in = flat;
+        CT_TRY(infer_shape(l, pos));
+        c = l->out_c; h = l->out_h; w = l->out_w; flat = l->flat_out;
+        int idx = m->n++;
+        switch (l->kind) {
+        case SEQ_CONV: {
+            conv2d_dims cd;
+            CT_TRY(conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad));
+            snprintf(l->name, sizeof l->name, "conv2d_%d", ++n_conv);
+            CT_TRY(conv2d_params_add(&l->conv, &m->params, l->name, &cd, 1));
+            break;
+        }
+        case SEQ_DENSE:
+            snprintf(l->name, sizeof l->name, "dense_%d", ++n_dense);
+            CT_TRY(dense_params_add(&l->dense, &m->params, l->name, l->in_c, l->units, 1));
+            break;
+        case SEQ_BATCHNORM:
+            snprintf(l->name, sizeof l->name, "batchnorm_%d", ++n_bn);
+            CT_TRY(batchnorm_params_add(&l->bn, &m->params, &m->buffers, l->name, l->in_c));
+            break;
+        default: break;
+        }
+        if (l->name[0] && m->first_param < 0) m->first_param = idx;
+        if (!end) break;
+        s = end + 1;
+    }
+    seq_layer *last = &m->layer[m->n - 1];
+    char sh[64];
+    if (!last->flat_out || last->out_c != classes)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\" is the last layer and outputs %s, but the network must end in %d values "
+                       "(one per class); end the spec with %sdense%d", m->n, last->text,
+                       shape_str(sh, sizeof sh, last->out_c, last->out_h, last->out_w, last->flat_out), classes,
+                       last->flat_out ? "" : "flatten,", classes);
+    if (m->first_param < 0)
+        return ct_fail(CT_EINVAL, "spec has no conv, dense or batchnorm layer: nothing to train");
+    /* in-place elementwise layers: allowed when the buffer they would overwrite was
+     * written by a layer whose backward does not read its own output */
+    for (int i = 0; i < m->n; i++) {
+        seq_layer *l = &m->layer[i];
+        if (!is_elementwise(l->kind)) continue;
+        int owner = i - 1;
+        while (owner >= 0 && m->layer[owner].kind == SEQ_FLATTEN) owner--;
+        l->in_place = owner >= 0 && !is_activation(m->layer[owner].kind) && m->layer[owner].kind != SEQ_DROPOUT;
+    }
+    CT_TRY(ct_params_alloc(&m->params));
+    return ct_params_alloc(&m->buffers);
+}
+
+ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes)
+{
+    model_reset(m);
+    ct_status st = build_impl(m, spec, C, H, W, classes);
+    if (st != CT_OK) {
+        /* keep the message: freeing does not touch it */
+        ct_params_free(&m->params);
+        ct_params_free(&m->buffers);
+        model_reset(m);
+    }
+    return st;
+}
+
+void seq_cnn_init_weights(seq_cnn *m, ct_rng *r)
+{
+    ct_params_initialize(&m->params, r);
+    ct_params_initialize(&m->buffers, r);
+}
+
+static conv2d_dims conv_dims(const seq_layer *l, int N)
+{
+    conv2d_dims cd;
+    ct_status st = conv2d_dims_make(&cd, N, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad);
+    CT_ASSERT(st == CT_OK);
+    return cd;
+}
+
+static maxpool2d_dims pool_dims(const seq_layer *l, int N)
+{
+    maxpool2d_dims pd;
+    ct_status st = maxpool2d_dims_make(&pd, N, l->in_c, l->in_h, l->in_w, l->kernel, l->stride);
+    CT_ASSERT(st == CT_OK);
+    return pd;
+}
+
+static batchnorm_dims bn_dims(const seq_layer *l, int N)
+{
+    return (batchnorm_dims){ .N = N, .C = l->in_c, .HW = l->in_h * l->in_w, .eps = 1e-5f, .momentum = 0.1f };
+}
+
+ct_status seq_cnn_plan(seq_cnn *m, int N)
+{
+    if (N < 1) return ct_fail(CT_EINVAL, "cnn: batch size %d must be at least 1", N);
+    for (int i = 0; i < m->n; i++) {
+        const seq_layer *l = &m->layer[i];
+        if ((double)N * (double)(in_size(l) > seq_layer_out_size(l) ? in_size(l) : seq_layer_out_size(l)) > 2147483647.0)
+            return ct_fail(CT_EINVAL, "cnn: batch %d is too large for layer %d \"%s\" (more than 2^31 values); use a smaller --batch",
+                           N, i + 1, l->text);
+    }
+    ct_arena_free(&m->arena);
+    ct_arena_init(&m->arena);
+    ct_arena *a = &m->arena;
+    m->max_batch = N;
+    size_t ws = 0, gmax = (size_t)m->classes;
+    float *shared_ws = NULL;
+    for (int i = 0; i < m->n; i++) {
+        seq_layer *l = &m->layer[i];
+        size_t nout = (size_t)N * seq_layer_out_size(l), nin = (size_t)N * in_size(l);
+        if (nout > gmax) gmax = nout;
+        if (nin > gmax) gmax = nin;
+        l->out = l->ws = l->xhat = l->mean = l->invstd = l->mask = NULL;
+        l->argmax = NULL;
+        int own_out = !(l->kind == SEQ_FLATTEN || l->in_place);
+        if (own_out) ct_arena_floats(a, &l->out, nout);
+        switch (l->kind) {
+        case SEQ_CONV: {
+            conv2d_dims cd = conv_dims(l, N);
+            size_t k = conv2d_workspace_floats(&cd);
+            if (k > ws) ws = k;
+            break;
+        }
+        case SEQ_MAXPOOL: ct_arena_ints(a, &l->argmax, nout); break;
+        case SEQ_DROPOUT: ct_arena_floats(a, &l->mask, nout); break;
+        case SEQ_BATCHNORM:
+            ct_arena_floats(a, &l->xhat, nout);
+            ct_arena_floats(a, &l->mean, (size_t)l->in_c);
+            ct_arena_floats(a, &l->invstd, (size_t)l->in_c);
+            break;
+        default: break;
+        }
+    }
+    ct_arena_floats(a, &shared_ws, ws ? ws : 1);
+    ct_arena_floats(a, &m->prob, (size_t)N * m->classes);
+    ct_arena_floats(a, &m->grad[0], gmax);
+    ct_arena_floats(a, &m->grad[1], gmax);
+    CT_TRY(ct_arena_alloc(a));
+    for (int i = 0; i < m->n; i++)
+        if (m->layer[i].kind == SEQ_CONV) m->layer[i].ws = shared_ws;
+    return CT_OK;
+}
+
+void seq_cnn_free(seq_cnn *m)
+{
+    ct_arena_free(&m->arena);
+    ct_params_free(&m->params);
+    ct_params_free(&m->buffers);
+}
+
+float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
+{
+    CT_ASSERT(N >= 1 && N <= m->max_batch);
+    const ct_params *P = &m->params;
+    const float *in = x;
+    for (int i = 0; i < m->n; i++) {
+        seq_layer *l = &m->layer[i];
+        size_t n_out = (size_t)N * seq_layer_out_size(l);
+        double t0 = m->timed ? ct_now() : 0;
+        if (l->kind == SEQ_FLATTEN || l->in_place) l->out = (float *)in;   /* same memory as the input */
+        switch (l->kind) {
+        case SEQ_CONV: {
+            conv2d_dims cd = conv_dims(l, N);
+            conv2d_forward(l->out, l->ws, in, ct_params_data(P, l->conv.w), ct_params_data(P, l->conv.b), &cd);
+            break;
+        }
+        case SEQ_DENSE:
+            dense_forward(l->out, in, ct_params_data(P, l->dense.w), ct_params_data(P, l->dense.b), N, l->in_c, l->units);
+            break;
+        case SEQ_MAXPOOL: {
+            maxpool2d_dims pd = pool_dims(l, N);
+            maxpool2d_forward(l->out, l->argmax, in, &pd);
+            break;
+        }
+        case SEQ_GAP:
+            global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
+            break;
+        case SEQ_FLATTEN:
+            break;
+        case SEQ_DROPOUT:
+            if (train && l->p > 0) {
+                if (m->given_masks) dropout_apply(l->out, l->mask, in, n_out);
+                else dropout_forward(l->out, l->mask, in, n_out, l->p, 1, dropout_rng);
+            } else if (l->out != in) {
+                memcpy(l->out, in, n_out * sizeof *l->out);
+            }
+            break;
+        case SEQ_BATCHNORM: {
+            batchnorm_dims bd = bn_dims(l, N);
+            batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_params_data(&m->buffers, l->bn.running_mean),
+                              ct_params_data(&m->buffers, l->bn.running_var), in, ct_params_data(P, l->bn.gamma),
+                              ct_params_data(P, l->bn.beta), &bd, train);
+            break;
+        }
+        case SEQ_RELU: relu_forward(l->out, in, n_out); break;
+        case SEQ_TANH: tanh_forward(l->out, in, n_out); break;
+        case SEQ_SIGMOID: sigmoid_forward(l->out, in, n_out); break;
+        }
+        in = l->out;
+        if (m->timed) m->fwd_seconds[i] += ct_now() - t0;
+    }
+    m->logits = in;
+    if (correct) *correct = (int)(softmax_ce_accuracy(in, labels, N, m->classes) * (float)N + 0.5f);
+    return softmax_ce_forward(m->prob, in, labels, N, m->classes);
+}
+
+void seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
+{
+    const ct_params *P = &m->params;
+    float *cur = m->grad[0];                          /* d loss / d (output of layer i) */
+    softmax_ce_backward(cur, m->prob, labels, N, m->classes);
+    for (int i = m->n - 1; i >= m->first_param; i--) {
+        seq_layer *l = &m->layer[i];
+        const float *in = i == 0 ? x : m->layer[i - 1].out;
+        double t0 = m->timed ? ct_now() : 0;
+        float *dst = cur == m->grad[0] ? m->grad[1] : m->grad[0];
+        float *din = i > m->first_param ? dst : NULL;  /* the first parameter layer's input gradient is not needed */
+        size_t n_out = (size_t)N * seq_layer_out_size(l);
+        switch (l->kind) {
+        case SEQ_CONV: {
+            conv2d_dims cd = conv_dims(l, N);
+            conv2d_backward(din, ct_params_grad(P, l->conv.w), ct_params_grad(P, l->conv.b), l->ws, cur, in,
+                            ct_params_data(P, l->conv.w), &cd);
+            cur = dst;
+            break;
+        }
+        case SEQ_DENSE:
+            dense_backward(din, ct_params_grad(P, l->dense.w), ct_params_grad(P, l->dense.b), cur, in,
+                           ct_params_data(P, l->dense.w), N, l->in_c, l->units);
+            cur = dst;
+            break;
+        case SEQ_MAXPOOL: {
+            maxpool2d_dims pd = pool_dims(l, N);
+            maxpool2d_backward(dst, cur, l->argmax, &pd);
+            cur = dst;
+            break;
+        }
+        case SEQ_GAP:
+            global_avgpool_backward(dst, cur, N, l->in_c, l->in_h * l->in_w);
+            cur = dst;
+            break;
+        case SEQ_FLATTEN:
+            break;                                     /* same memory, same order */
+        case SEQ_DROPOUT:
+            if (l->p > 0) dropout_backward(cur, cur, l->mask, n_out);
+            break;
+        case SEQ_BATCHNORM: {
+            batchnorm_dims bd = bn_dims(l, N);
+            batchnorm_backward(din, ct_params_grad(P, l->bn.gamma), ct_params_grad(P, l->bn.beta), cur, l->xhat,
+                               l->invstd, ct_params_data(P, l->bn.gamma), &bd);
+            cur = dst;
+            break;
+        }
+        case SEQ_RELU: relu_backward(cur, cur, l->out, n_out); break;
+        case SEQ_TANH: tanh_backward(cur, cur, l->out, n_out); break;
+        case SEQ_SIGMOID: sigmoid_backward(cur, cur, l->out, n_out); break;
+        }
+        if (m->timed) m->bwd_seconds[i] += ct_now() - t0;
+    }
+}
+
+static double layer_forward_flops(const seq_layer *l, int N)
+{
+    if (l->kind == SEQ_CONV)
+        return 2.0 * N * l->out_c * l->out_h * l->out_w * (double)l->in_c * l->kernel * l->kernel;
+    if (l->kind == SEQ_DENSE) return 2.0 * N * (double)l->in_c * l->units;
+    return 0;
+}
+
+double seq_layer_step_flops(const seq_cnn *m, int i, int N)
+{
+    const seq_layer *l = &m->layer[i];
+    double f = layer_forward_flops(l, N);
+    return f * (i > m->first_param ? 3.0 : 2.0);      /* forward, dW, and din unless first */
+}
+
+double seq_cnn_step_flops(const seq_cnn *m, int N)
+{
+    double f = 0;
+    for (int i = 0; i < m->n; i++) f += seq_layer_step_flops(m, i, N);
+    return f;
+}
+
+double seq_cnn_forward_flops(const seq_cnn *m, int N)
+{
+    double f = 0;
+    for (int i = 0; i < m->n; i++) f += layer_forward_flops(&m->layer[i], N);
+    return f;
+}
+
+static size_t layer_params(const seq_cnn *m, const seq_layer *l)
+{
+    const ct_params *P = &m->params;
+    switch (l->kind) {
+    case SEQ_CONV: return P->p[l->conv.w].numel + P->p[l->conv.b].numel;
+    case SEQ_DENSE: return P->p[l->dense.w].numel + P->p[l->dense.b].numel;
+    case SEQ_BATCHNORM: return P->p[l->bn.gamma].numel + P->p[l->bn.beta].numel;
+    default: return 0;
+    }
+}
+
+void seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (cap == 0) return;
+    buf[0] = 0;
+    for (int i = 0; i < m->n && k < cap; i++) {
+        const seq_layer *l = &m->layer[i];
+        char sh[64];
+        int r = snprintf(buf + k, cap - k, "  %2d %-14s %-13s -> %-22s %8zu params\n", i + 1, l->text,
+                         l->name[0] ? l->name : "", shape_str(sh, sizeof sh, l->out_c, l->out_h, l->out_w, l->flat_out),
+                         layer_params(m, l));
+        if (r < 0) break;
+        k += (size_t)r;
+    }
+}

@@ -1,0 +1,139 @@
+/* seq_cnn.h - a sequential CNN classifier built from a compact architecture
+ * spec, ending in a softmax cross-entropy loss.
+ *
+ * The default model `cnn` is Keras's mnist_cnn example, written as one spec:
+ *
+ *   conv32k3,relu,conv64k3,relu,maxpool2,dropout0.25,flatten,dense128,relu,dropout0.5,dense10
+ *
+ * on 1x28x28 images (Adam, lr 1e-3, batch 128 in `ctrain train cnn`).
+ *
+ * Spec grammar (layers separated by commas, no spaces; numbers are decimal):
+ *
+ *   spec      := layer { "," layer }
+ *   layer     := conv | dense | maxpool | "gap" | "flatten" | dropout | "batchnorm"
+ *              | "relu" | "tanh" | "sigmoid"
+ *   conv      := "conv" FILTERS "k" KERNEL [ "s" STRIDE ] [ "p" PAD ]   square kernel, zero padding
+ *                                                                     (defaults: stride 1, padding 0)
+ *   dense     := "dense" UNITS                     needs a flat input (after flatten or gap)
+ *   maxpool   := "maxpool" SIZE [ "s" STRIDE ]     window SIZE x SIZE, stride SIZE unless given
+ *   gap       := global average pooling            [C, H, W] -> [C] (flat)
+ *   flatten   := [C, H, W] -> [C*H*W]
+ *   dropout   := "dropout" P                       inverted dropout, 0 <= P < 1 (e.g. dropout0.25)
+ *   batchnorm := per channel on feature maps, per feature on flat input
+ *
+ * Examples: conv32k3s2p1,batchnorm,relu,gap,dense10 ;
+ *           conv16k5p2,tanh,maxpool2,conv32k3,sigmoid,maxpool3s2,flatten,dense10
+ *
+ * The parser computes every layer's output shape up front and fails (CT_EINVAL)
+ * naming the layer by its position and text - unknown token, missing or bad
+ * number, kernel larger than its (padded) input, dense without flatten, conv or
+ * pooling after flatten, a last layer whose output is not `classes` values, ...
+ *
+ * Parameters (one flat store, core/params.h) are named Keras-style, numbered per
+ * layer type: conv2d_1/w [F, C, K, K], conv2d_1/b [F], dense_1/w [U, in],
+ * dense_1/b [U], batchnorm_1/gamma, batchnorm_1/beta [C]; batchnorm running
+ * statistics (batchnorm_1/running_mean, running_var) live in the buffer store.
+ *
+ * Activations are planned in one arena for a maximum batch. Elementwise layers
+ * (relu, tanh, sigmoid) run in place when the layer before them does not need
+ * its output in backward; flatten is the same memory as its input. Backward
+ * walks the layer list in reverse with two ping-pong gradient buffers (in place
+ * for elementwise layers) and stops at the first layer with parameters, whose
+ * input gradient is not computed.
+ */
+#ifndef CT_SEQ_CNN_H
+#define CT_SEQ_CNN_H
+#include <stddef.h>
+#include "core/arena.h"
+#include "core/params.h"
+#include "core/rng.h"
+#include "layers/batchnorm.h"
+#include "layers/conv2d.h"
+#include "layers/dense.h"
+
+#define SEQ_CNN_DEFAULT_SPEC "conv32k3,relu,conv64k3,relu,maxpool2,dropout0.25,flatten,dense128,relu,dropout0.5,dense10"
+#define SEQ_CNN_MAX_LAYERS 64
+#define SEQ_CNN_TOKEN_MAX 32
+
+typedef enum {
+    SEQ_CONV, SEQ_DENSE, SEQ_MAXPOOL, SEQ_GAP, SEQ_FLATTEN, SEQ_DROPOUT, SEQ_BATCHNORM,
+    SEQ_RELU, SEQ_TANH, SEQ_SIGMOID
+} seq_kind;
+
+typedef struct {
+    seq_kind kind;
+    char text[SEQ_CNN_TOKEN_MAX];   /* the token as written in the spec */
+    char name[CT_NAME_MAX];         /* "conv2d_1", "dense_2", "batchnorm_1"; "" for layers without parameters */
+    int in_c, in_h, in_w;           /* input per sample; a flat input of F values is F x 1 x 1 with flat_in = 1 */
+    int out_c, out_h, out_w;
+    int flat_in, flat_out;
+    int filters, kernel, stride, pad;   /* conv; maxpool uses kernel and stride */
+    int units;                      /* dense */
+    float p;                        /* dropout */
+    int in_place;                   /* elementwise layer writing over its input */
+    conv2d_ids conv;
+    dense_ids dense;
+    batchnorm_ids bn;
+    /* activations, planned for max_batch samples */
+    float *out;                     /* [N, out] (aliases the input for flatten and in-place layers) */
+    float *ws;                      /* conv: im2col workspace */
+    float *xhat, *mean, *invstd;    /* batchnorm */
+    float *mask;                    /* dropout [N, out] */
+    int *argmax;                    /* maxpool [N, out] */
+} seq_layer;
+
+typedef struct {
+    char spec[1024];
+    int in_c, in_h, in_w, classes;
+    int n;                          /* layers */
+    seq_layer layer[SEQ_CNN_MAX_LAYERS];
+    int first_param;                /* first layer with parameters: backward stops there */
+    ct_params params;               /* trainable */
+    ct_params buffers;              /* batchnorm running statistics */
+    int max_batch;
+    ct_arena arena;
+    float *prob;                    /* [N, classes] softmax, kept for backward */
+    float *grad[2];                 /* [N, largest activation] ping-pong gradient buffers */
+    const float *logits;            /* [N, classes] the last layer's output after a forward */
+    /* Testing hook: when set, training-mode dropout applies each dropout layer's
+     * current `mask` (filled by the caller) instead of drawing a new one. */
+    int given_masks;
+    /* Profiling: when `timed` is set, forward and backward add each layer's wall
+     * seconds to fwd_seconds[i] / bwd_seconds[i] (the loss goes to the last layer). */
+    int timed;
+    double fwd_seconds[SEQ_CNN_MAX_LAYERS], bwd_seconds[SEQ_CNN_MAX_LAYERS];
+} seq_cnn;
+
+size_t seq_layer_out_size(const seq_layer *l);   /* values per sample */
+
+/* Parses `spec` for images [C, H, W] and `classes` classes, registers and
+ * allocates the parameters (zeroed: call seq_cnn_init_weights). On failure m
+ * holds no memory and the message names the offending layer. */
+ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes);
+void      seq_cnn_init_weights(seq_cnn *m, ct_rng *r);
+/* Plans every activation for batches of up to max_batch samples (re-plans if called again). */
+ct_status seq_cnn_plan(seq_cnn *m, int max_batch);
+void      seq_cnn_free(seq_cnn *m);
+
+/* x [N, C, H, W], labels [N] in [0, classes). Returns the mean loss; *correct
+ * (may be NULL) = right predictions. train != 0: dropout draws from dropout_rng,
+ * batchnorm uses batch statistics and updates its running statistics. */
+float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct);
+/* After a training forward on the same batch: accumulates d(mean loss)/d(params) into params.grad. */
+void  seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N);
+
+/* Floating-point operations of one training step (forward + backward) on N
+ * samples, counting the matrix products (conv and dense), per layer:
+ *   conv   forward 2 N F OH OW C K K; backward the same for dW and, unless it is
+ *          the first parameter layer, again for the input gradient
+ *   dense  forward 2 N in U; backward the same for dW and (unless first) din
+ * Elementwise work (activations, pooling, batchnorm, loss) is not counted. */
+double seq_cnn_step_flops(const seq_cnn *m, int N);
+double seq_cnn_forward_flops(const seq_cnn *m, int N);
+/* FLOPs of layer i alone in one training step on N samples. */
+double seq_layer_step_flops(const seq_cnn *m, int i, int N);
+
+/* One line per layer: position, text, name, output shape, parameters. */
+void  seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap);
+
+#endif

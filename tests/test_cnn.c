@@ -1,0 +1,281 @@
+/* test_cnn.c - whole-network tests of the spec CNN (models/seq_cnn):
+ *   - PyTorch parity of ONE full training step (tests/golden/cnn_step*.h5 from
+ *     gen_cnn.py): loss, logits, every parameter gradient, batchnorm running
+ *     statistics, and every parameter after one Adam step, for two networks that
+ *     together cover conv with stride and padding, relu, tanh, sigmoid, maxpool,
+ *     batchnorm, dropout (with the reference's masks), flatten, gap, dense and
+ *     softmax cross-entropy;
+ *   - a finite-difference check of d loss / d every parameter of both networks;
+ *   - train and eval modes: eval is deterministic and uses no dropout, smaller
+ *     batches than planned work;
+ *   - a short training run of the default `cnn` architecture on 2,000
+ *     Fashion-MNIST images that must clear a stated test accuracy.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tests/test.h"
+#include "io/h5.h"
+#include "io/idx.h"
+#include "layers/optim.h"
+#include "models/seq_cnn.h"
+
+/* Tolerances (normalised max error, see tests/test.h).
+ * Parity: float32 in both, sums in another order (sgemm vs ATen); observed
+ * <= 6e-7 for loss and logits and every gradient (relative to the network's
+ * largest gradient, see parity(); 7e-6 relative to itself for the cancelled
+ * conv bias of the gap network), tolerance 1e-5. After the Adam step
+ * (update ~lr * sign(g)): observed <= 1e-7, tolerance 1e-6.
+ * Finite differences: h = 2e-3 on a float32 loss of ~1.6 (rounding noise
+ * ~1e-7 / 4e-3 in each numeric slope) through relu/maxpool kinks; observed
+ * ~1e-4, tolerance 2e-3 (the smoke tests' whole-model tolerance). */
+#define CNN_PAR_TOL    1e-5
+#define CNN_ADAM_TOL   1e-6
+#define CNN_GC_H       2e-3f
+#define CNN_GC_TOL     2e-3
+
+#define SPEC_MAIN "conv4k3s2p1,relu,batchnorm,conv6k3p1,relu,maxpool2,dropout0.3,flatten,dense12,tanh,dropout0.5,dense5"
+#define SPEC_GAP  "conv3k2,sigmoid,batchnorm,conv5k3s2p2,tanh,gap,dense4"
+
+static size_t numel_of(const ct_param *p) { return p->numel; }
+
+static void parity(const char *file, const char *spec, int N, int C, int H, int W, int classes)
+{
+    t_case("cnn/parity torch: one training step + Adam, %s (%s)", spec, file);
+    hid_t f = t_golden_open(file);
+    if (f < 0) return;
+    t_check((int)t_golden_attr(f, "N") == N && (int)t_golden_attr(f, "classes") == classes, "golden sizes differ");
+    float lr = (float)t_golden_attr(f, "lr");
+    seq_cnn m;
+    if (!t_check(seq_cnn_build(&m, spec, C, H, W, classes) == CT_OK && seq_cnn_plan(&m, N) == CT_OK,
+                 "build: %s", ct_last_error())) { ct_h5_close(f); return; }
+    ct_rng r;
+    ct_rng_seed(&r, 1, 1);
+    seq_cnn_init_weights(&m, &r);             /* buffers: running mean 0, var 1; parameters overwritten below */
+    char name[160];
+    for (int i = 0; i < m.params.n; i++) {
+        snprintf(name, sizeof name, "init/%s", m.params.p[i].name);
+        float *v = t_golden(f, name, numel_of(&m.params.p[i]));
+        memcpy(ct_params_data(&m.params, i), v, numel_of(&m.params.p[i]) * sizeof *v);
+        free(v);
+    }
+    for (int i = 0; i < m.n; i++) {
+        if (m.layer[i].kind != SEQ_DROPOUT) continue;
+        snprintf(name, sizeof name, "mask/L%d", i);
+        size_t n = (size_t)N * seq_layer_out_size(&m.layer[i]);
+        float *v = t_golden(f, name, n);
+        memcpy(m.layer[i].mask, v, n * sizeof *v);
+        free(v);
+    }
+    m.given_masks = 1;
+    size_t nx = (size_t)N * C * H * W;
+    float *x = t_golden(f, "x", nx), *logits_ref = t_golden(f, "logits", (size_t)N * classes), *loss_ref = t_golden(f, "loss", 1);
+    int *labels = t_golden_i32(f, "labels", (size_t)N);
+
+    ct_params_zero_grad(&m.params);
+    float loss = seq_cnn_forward(&m, x, labels, N, 1, NULL, NULL);
+    t_close("loss", &loss, loss_ref, 1, CNN_PAR_TOL);
+    t_close("logits", m.logits, logits_ref, (size_t)N * classes, CNN_PAR_TOL);
+    seq_cnn_backward(&m, x, labels, N);
+    /* Gradients: each tensor's error is held to CNN_PAR_TOL of the NETWORK's largest
+     * gradient. A tensor whose gradient is small by cancellation (a conv bias under
+     * a batchnorm: ~5e-4 against 0.26 elsewhere) keeps only rounding noise of the
+     * large terms it was formed from, so its tolerance relative to itself is scaled
+     * by gmax / max|its gradient|. */
+    float *gref[64] = { 0 };
+    double gmax = 0, tmax[64] = { 0 };
+    for (int i = 0; i < m.params.n && i < 64; i++) {
+        snprintf(name, sizeof name, "grad/%s", m.params.p[i].name);
+        gref[i] = t_golden(f, name, numel_of(&m.params.p[i]));
+        for (size_t j = 0; j < numel_of(&m.params.p[i]); j++) tmax[i] = fmax(tmax[i], fabs(gref[i][j]));
+        gmax = fmax(gmax, tmax[i]);
+    }
+    for (int i = 0; i < m.params.n && i < 64; i++) {
+        snprintf(name, sizeof name, "grad/%s", m.params.p[i].name);
+        double scale = tmax[i] > 0 && gmax / tmax[i] > 1 ? gmax / tmax[i] : 1;
+        t_close(name, ct_params_grad(&m.params, i), gref[i], numel_of(&m.params.p[i]), CNN_PAR_TOL * scale);
+        free(gref[i]);
+    }
+    for (int i = 0; i < m.buffers.n; i++) {
+        snprintf(name, sizeof name, "buffers/%s", m.buffers.p[i].name);
+        float *v = t_golden(f, name, numel_of(&m.buffers.p[i]));
+        t_close(name, ct_params_data(&m.buffers, i), v, numel_of(&m.buffers.p[i]), CNN_PAR_TOL);
+        free(v);
+    }
+    ct_optim_config cfg = ct_optim_defaults(OPT_ADAM);
+    cfg.lr = lr;
+    ct_optim o;
+    if (t_check(ct_optim_init(&o, &cfg, m.params.numel) == CT_OK, "optim: %s", ct_last_error())) {
+        ct_optim_step(&o, m.params.data, m.params.grad, lr);
+        for (int i = 0; i < m.params.n; i++) {
+            snprintf(name, sizeof name, "after/%s", m.params.p[i].name);
+            float *v = t_golden(f, name, numel_of(&m.params.p[i]));
+            t_close(name, ct_params_data(&m.params, i), v, numel_of(&m.params.p[i]), CNN_ADAM_TOL);
+            free(v);
+        }
+        ct_optim_free(&o);
+    }
+    free(x); free(logits_ref); free(loss_ref); free(labels);
+    ct_h5_close(f);
+    seq_cnn_free(&m);
+}
+
+/* ---- finite differences over every parameter ---- */
+typedef struct { seq_cnn *m; const float *x; const int *labels; int N; } loss_ctx;
+
+static double loss_of(void *p)
+{
+    loss_ctx *c = p;
+    return seq_cnn_forward(c->m, c->x, c->labels, c->N, 1, NULL, NULL);
+}
+
+static void gradcheck(const char *spec, int N, int C, int H, int W, int classes, uint64_t seed)
+{
+    t_case("cnn/gradcheck every parameter, %s (N=%d, %dx%dx%d)", spec, N, C, H, W);
+    seq_cnn m;
+    if (!t_check(seq_cnn_build(&m, spec, C, H, W, classes) == CT_OK && seq_cnn_plan(&m, N) == CT_OK,
+                 "build: %s", ct_last_error())) return;
+    ct_rng r;
+    ct_rng_seed(&r, seed, 1);
+    seq_cnn_init_weights(&m, &r);
+    /* batchnorm gamma/beta away from their 1/0 init, so every path is exercised */
+    for (int i = 0; i < m.params.n; i++)
+        if (strstr(m.params.p[i].name, "batchnorm"))
+            t_fill_uniform(ct_params_data(&m.params, i), m.params.p[i].numel, 0.5f, 1.5f, &r);
+    size_t nx = (size_t)N * C * H * W;
+    float *x = t_alloc(nx);
+    t_fill_uniform(x, nx, 0, 1, &r);
+    int *labels = calloc((size_t)N, sizeof *labels);
+    for (int i = 0; i < N; i++) labels[i] = (int)ct_rng_below(&r, (uint32_t)classes);
+    seq_cnn_forward(&m, x, labels, N, 1, &r, NULL);   /* draws the dropout masks once ... */
+    m.given_masks = 1;                                 /* ... and keeps them for every evaluation below */
+    ct_params_zero_grad(&m.params);
+    seq_cnn_forward(&m, x, labels, N, 1, NULL, NULL);
+    seq_cnn_backward(&m, x, labels, N);
+    float *g = t_alloc(m.params.numel);
+    memcpy(g, m.params.grad, m.params.numel * sizeof *g);
+    /* numeric gradient of the whole parameter vector, compared in one t_close
+     * (normalised by the network's largest gradient) */
+    double *num = calloc(m.params.numel, sizeof *num);
+    float *ana = t_alloc(m.params.numel);
+    loss_ctx c = { &m, x, labels, N };
+    size_t k = 0;
+    for (int i = 0; i < m.params.n; i++) {
+        const ct_param *p = &m.params.p[i];
+        for (size_t j = 0; j < p->numel; j++, k++) {
+            float *v = m.params.data + p->offset + j, saved = *v;
+            *v = saved + CNN_GC_H; double fp = loss_of(&c);
+            *v = saved - CNN_GC_H; double fm = loss_of(&c);
+            *v = saved;
+            num[k] = (fp - fm) / (((double)(saved + CNN_GC_H) - saved) + (saved - (double)(saved - CNN_GC_H)));
+            ana[k] = g[p->offset + j];
+        }
+    }
+    t_close_d("d loss / d every parameter", ana, num, k, CNN_GC_TOL);
+    free(num); free(ana); free(g); free(x); free(labels);
+    seq_cnn_free(&m);
+}
+
+static void modes(void)
+{
+    t_case("cnn/eval mode is deterministic and drops nothing; batches smaller than planned");
+    seq_cnn m;
+    if (!t_check(seq_cnn_build(&m, SPEC_MAIN, 2, 10, 9, 5) == CT_OK && seq_cnn_plan(&m, 6) == CT_OK, "build: %s", ct_last_error()))
+        return;
+    ct_rng r;
+    ct_rng_seed(&r, 9, 1);
+    seq_cnn_init_weights(&m, &r);
+    float *x = t_alloc(6 * 180), *l1 = t_alloc(30), *l2 = t_alloc(30), *l3 = t_alloc(30);
+    t_fill_uniform(x, 6 * 180, 0, 1, &r);
+    int labels[6] = { 0, 1, 2, 3, 4, 0 };
+    seq_cnn_forward(&m, x, labels, 6, 1, &r, NULL);                       /* updates running stats */
+    seq_cnn_forward(&m, x, labels, 6, 0, NULL, NULL); memcpy(l1, m.logits, 30 * sizeof *l1);
+    seq_cnn_forward(&m, x, labels, 6, 0, NULL, NULL); memcpy(l2, m.logits, 30 * sizeof *l2);
+    t_close("two eval forwards", l2, l1, 30, 0.0);
+    seq_cnn_forward(&m, x, labels, 2, 0, NULL, NULL); memcpy(l3, m.logits, 10 * sizeof *l3);
+    t_close("eval on the first 2 samples = the first 2 rows of batch 6", l3, l1, 10, 1e-6);
+    seq_cnn_forward(&m, x, labels, 6, 1, &r, NULL);
+    float d = 0;
+    for (int i = 0; i < 30; i++) d = fmaxf(d, fabsf(m.logits[i] - l1[i]));
+    t_check(d > 1e-3f, "a training forward (dropout, batch statistics) should differ from eval; max diff %g", d);
+    free(x); free(l1); free(l2); free(l3);
+    seq_cnn_free(&m);
+}
+
+/* ---- a short real training run ---- */
+static void train_fashion(void)
+{
+    /* The default `cnn` spec (Keras mnist_cnn), Adam lr 1e-3, batch 64, 3 epochs
+     * over the first 2,000 training images, tested on the first 2,000 test images.
+     * Measured: test accuracy 0.800 (seed 1); threshold 0.72 leaves a margin for
+     * other BLAS builds' rounding. Takes ~5 s (~10 s under ASan). */
+    const int n_train = 2000, n_test = 2000, epochs = 3, B = 64;
+    const double threshold = 0.72;
+    t_case("cnn/train default cnn on 2,000 Fashion-MNIST images, %d epochs: test accuracy > %.2f", epochs, threshold);
+    if (access(CT_FASHION_MNIST_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0 &&
+        access(CT_FASHION_MNIST_DIR "/train-images-idx3-ubyte", R_OK) != 0) {
+        t_check(0, "Fashion-MNIST not found in %s: `make deps` installs Debian's dataset-fashion-mnist", CT_FASHION_MNIST_DIR);
+        return;
+    }
+    ct_images tr, te;
+    if (!t_check(ct_idx_load_dir(&tr, &te, CT_FASHION_MNIST_DIR) == CT_OK, "load: %s", ct_last_error())) return;
+    seq_cnn m;
+    if (!t_check(seq_cnn_build(&m, SEQ_CNN_DEFAULT_SPEC, 1, 28, 28, 10) == CT_OK && seq_cnn_plan(&m, B) == CT_OK,
+                 "build: %s", ct_last_error())) { ct_images_free(&tr); ct_images_free(&te); return; }
+    ct_rngs rngs;
+    ct_rngs_seed(&rngs, 1);
+    seq_cnn_init_weights(&m, &rngs.init);
+    ct_optim_config cfg = ct_optim_defaults(OPT_ADAM);
+    ct_optim o;
+    t_check(ct_optim_init(&o, &cfg, m.params.numel) == CT_OK, "optim: %s", ct_last_error());
+    int *order = calloc((size_t)n_train, sizeof *order), *lab = calloc((size_t)B, sizeof *lab);
+    float *xb = t_alloc((size_t)B * 784);
+    for (int i = 0; i < n_train; i++) order[i] = i;
+    double first_loss = 0, last_loss = 0;
+    for (int e = 0; e < epochs; e++) {
+        ct_rng_shuffle_int(&rngs.data, order, n_train);
+        double sum = 0;
+        int seen = 0;
+        for (int s = 0; s < n_train; s += B) {
+            int n = n_train - s < B ? n_train - s : B;
+            for (int k = 0; k < n; k++) {
+                memcpy(xb + (size_t)k * 784, tr.x + (size_t)order[s + k] * 784, 784 * sizeof *xb);
+                lab[k] = tr.labels[order[s + k]];
+            }
+            ct_params_zero_grad(&m.params);
+            float loss = seq_cnn_forward(&m, xb, lab, n, 1, &rngs.dropout, NULL);
+            seq_cnn_backward(&m, xb, lab, n);
+            ct_optim_step(&o, m.params.data, m.params.grad, cfg.lr);
+            sum += (double)loss * n;
+            seen += n;
+        }
+        if (e == 0) first_loss = sum / seen;
+        last_loss = sum / seen;
+    }
+    int right = 0;
+    for (int s = 0; s < n_test; s += B) {
+        int n = n_test - s < B ? n_test - s : B, correct = 0;
+        seq_cnn_forward(&m, te.x + (size_t)s * 784, te.labels + s, n, 0, NULL, &correct);
+        right += correct;
+    }
+    double acc = (double)right / n_test;
+    printf("  trained %d epochs: training loss %.4f -> %.4f, test accuracy %.4f\n", epochs, first_loss, last_loss, acc);
+    t_check(last_loss < first_loss, "training loss did not fall: %.4f -> %.4f", first_loss, last_loss);
+    t_check(acc > threshold, "test accuracy %.4f <= %.2f", acc, threshold);
+    ct_optim_free(&o);
+    free(order); free(lab); free(xb);
+    seq_cnn_free(&m);
+    ct_images_free(&tr); ct_images_free(&te);
+}
+
+void suite_cnn(void)
+{
+    parity("cnn_step.h5", SPEC_MAIN, 4, 2, 10, 9, 5);
+    parity("cnn_step_gap.h5", SPEC_GAP, 3, 3, 7, 8, 4);
+    gradcheck(SPEC_MAIN, 4, 2, 10, 9, 5, 21);
+    gradcheck(SPEC_GAP, 3, 3, 7, 8, 4, 22);
+    modes();
+    train_fashion();
+}
