@@ -1,12 +1,10 @@
 /* weights.c - atomic HDF5 weight files (see weights.h). */
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "io/weights.h"
 #include "io/h5.h"
+#include "io/h5atomic.h"
 
 static ct_status write_group(hid_t f, const char *group, const ct_params *ps)
 {
@@ -21,38 +19,16 @@ static ct_status write_group(hid_t f, const char *group, const ct_params *ps)
     return CT_OK;
 }
 
-static ct_status sync_path(const char *path, int directory)
-{
-    int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-    if (fd < 0) return ct_fail(CT_EIO, "%s: cannot open for fsync", path);
-    int r = fsync(fd);
-    close(fd);
-    if (r != 0) return ct_fail(CT_EIO, "%s: fsync failed (disk full or I/O error)", path);
-    return CT_OK;
-}
-
 ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return ct_fail(CT_EINVAL, "output path too long: %s", path);
-    hid_t f;
-    CT_TRY(ct_h5_create(&f, tmp));
+    hid_t f = ct_h5_mem_create();   /* built in memory, then written and renamed in one go */
+    if (f < 0) return CT_ENOMEM;
     ct_status st = ct_h5_attr_write_str(f, "/", "format", "ctrain-weights");
     if (st == CT_OK) st = ct_h5_attr_write_double(f, "/", "format_version", 1);
     if (st == CT_OK) st = ct_h5_attr_write_str(f, "/", "model", model);
     if (st == CT_OK) st = write_group(f, "model", params);
     if (st == CT_OK && state && state->n) st = write_group(f, "state", state);
-    if (H5Fclose(f) < 0 && st == CT_OK) st = ct_fail(CT_EIO, "%s: closing the file failed (disk full?)", tmp);
-    if (st == CT_OK) st = sync_path(tmp, 0);
-    if (st == CT_OK && rename(tmp, path) != 0) st = ct_fail(CT_EIO, "cannot rename %s to %s", tmp, path);
-    if (st != CT_OK) {
-        unlink(tmp);
-        return ct_fail(st, "could not write %s, previous file left untouched: %s", path, ct_last_error());
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    return sync_path(dirname(dir), 1);
+    return ct_h5_mem_commit(f, st, path, "weights file");
 }
 
 static ct_status read_group(hid_t f, const char *path, const char *group, ct_params *ps)

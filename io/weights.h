@@ -6,9 +6,9 @@
  *                      (e.g. /model/lstm_1/w_ih_l0 [512, 40], /model/dense_1/w [64, 128])
  *   /state/<name>      non-trainable state (batchnorm running statistics), if any
  *
- * The file is written to "<path>.tmp-<pid>" in the same directory, flushed and
- * fsync'ed, then renamed over `path` (and the directory fsync'ed), so a crash
- * leaves either the old file or the new one, never half of one.
+ * The file is built in memory and written through io/h5atomic.h: a temporary
+ * file in the same directory, fsync'ed, renamed over `path`, directory fsync'ed.
+ * A crash, a full disk or a read-only directory leaves the old file whole.
  */
 #ifndef CT_WEIGHTS_H
 #define CT_WEIGHTS_H

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "models/speaker_task.h"
+#include "io/checkpoint.h"
 
 /* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread. */
 static void fill(void *ctx, int slot, int split, long first, int n)
@@ -13,6 +14,8 @@ static void fill(void *ctx, int slot, int split, long first, int n)
         /* validation sees the same crops every epoch, so its numbers are comparable */
         if (first == 0) ct_rng_seed(&s->val_crop, s->cfg.seed, 0xc409ULL);
         crop = &s->val_crop;
+    } else {
+        s->crop_before[slot] = *crop;   /* for a checkpoint taken before this batch trains */
     }
     for (int k = 0; k < n; k++)
         s->batch_pairs[slot][k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
@@ -77,6 +80,7 @@ ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, con
     s->cur = -1;
     s->data = *data_rng;
     ct_rng_seed(&s->crop, cfg->seed, 0xc40bULL);
+    ct_rng_seed(&s->val_crop, cfg->seed, 0xc409ULL);   /* reseeded before each validation pass; seeded here so a checkpoint always holds a valid state */
     if (cfg->pairs < 1 || cfg->batch < 1) return ct_fail(CT_EINVAL, "need at least 1 training pair and a batch of at least 1");
     if (c->n_mels != m->cfg.n_mels)
         return ct_fail(CT_EINVAL, "the data has %d features per frame but the model expects %d (--mels)", c->n_mels, m->cfg.n_mels);
@@ -138,10 +142,88 @@ ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, con
     return st;
 }
 
+/* ---- exact resume ---- */
+static ct_status write_pairs(hid_t f, const char *name, const ct_pair *p, long n)
+{
+    int *ab = ct_malloc(2 * (size_t)n * sizeof(int) + 1, "pairs");
+    if (!ab) return CT_ENOMEM;
+    for (long i = 0; i < n; i++) { ab[2 * i] = p[i].a; ab[2 * i + 1] = p[i].b; }
+    size_t dims[2] = { (size_t)n, 2 };
+    ct_status st = ct_ckpt_write_i32(f, name, ab, 2, dims);
+    free(ab);
+    return st;
+}
+
+static ct_status check_pairs(hid_t f, const char *name, const ct_pair *p, long n)
+{
+    int *ab = ct_malloc(2 * (size_t)n * sizeof(int) + 1, "pairs");
+    if (!ab) return CT_ENOMEM;
+    ct_status st = ct_ckpt_read_i32(f, name, ab, 2 * (size_t)n);
+    if (st != CT_OK) st = ct_fail_around(st, NULL, " (was the checkpoint made with other --pairs/--val-pairs?)");
+    for (long i = 0; st == CT_OK && i < n; i++)
+        if (ab[2 * i] != p[i].a || ab[2 * i + 1] != p[i].b)
+            st = ct_fail(CT_EINVAL, "/%s: pair %ld differs from the one drawn now: resume with the data and --seed the run started with", name, i);
+    free(ab);
+    return st;
+}
+
+static ct_status save_state(void *ctx, hid_t f)
+{
+    speaker_task *s = ctx;
+    ct_rng crop = s->crop;
+    /* a training batch already prepared ahead has drawn its crops: save the stream as it was before */
+    for (int k = 0; k < 2; k++) {
+        if (k == s->cur || !ct_prefetch_busy(&s->pf, k) || s->pf.slot[k].split != CT_SPLIT_TRAIN) continue;
+        ct_prefetch_wait(&s->pf, k);
+        crop = s->crop_before[k];
+    }
+    size_t n = (size_t)s->cfg.pairs;
+    CT_TRY(ct_ckpt_write_rng(f, "data", &s->data));
+    CT_TRY(ct_ckpt_write_rng(f, "crop", &crop));
+    CT_TRY(ct_ckpt_write_rng(f, "val_crop", &s->val_crop));
+    CT_TRY(ct_ckpt_write_i32(f, "data/order", s->order, 1, &n));
+    CT_TRY(write_pairs(f, "data/pairs", s->pairs[0], s->cfg.pairs));
+    return write_pairs(f, "data/val_pairs", s->pairs[1], s->cfg.val_pairs);
+}
+
+static ct_status load_state(void *ctx, hid_t f)
+{
+    speaker_task *s = ctx;
+    ct_rng data, crop, val_crop;
+    long n = s->cfg.pairs;
+    int *order = ct_malloc((size_t)n * sizeof(int), "order");
+    unsigned char *seen = ct_calloc((size_t)n, 1, "order");
+    ct_status st = order && seen ? CT_OK : CT_ENOMEM;
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "data", &data);
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "crop", &crop);
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "val_crop", &val_crop);
+    if (st == CT_OK) {
+        st = ct_ckpt_read_i32(f, "data/order", order, (size_t)n);
+        if (st != CT_OK) st = ct_fail_around(st, NULL, " (was the checkpoint made with other --pairs?)");
+    }
+    for (long i = 0; st == CT_OK && i < n; i++) {   /* must be a permutation of the pairs */
+        if (order[i] < 0 || order[i] >= n || seen[order[i]]) st = ct_fail(CT_EFORMAT, "/data/order is not a permutation of the %ld pairs", n);
+        else seen[order[i]] = 1;
+    }
+    if (st == CT_OK) st = check_pairs(f, "data/pairs", s->pairs[0], s->cfg.pairs);
+    if (st == CT_OK) st = check_pairs(f, "data/val_pairs", s->pairs[1], s->cfg.val_pairs);
+    if (st == CT_OK) {
+        drain(s);   /* nothing prepared from the old state may be used */
+        memcpy(s->order, order, (size_t)n * sizeof(int));
+        s->data = data;
+        s->crop = crop;
+        s->val_crop = val_crop;
+    }
+    free(order);
+    free(seen);
+    return st;
+}
+
 ct_task speaker_task_ops(speaker_task *s)
 {
     return (ct_task){ .ctx = s, .params = &s->m->params, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
-                      .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward };
+                      .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
+                      .save_state = save_state, .load_state = load_state };
 }
 
 void speaker_task_free(speaker_task *s)

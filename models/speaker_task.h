@@ -10,6 +10,12 @@
  * Determinism: the pairs, their order and every crop come from the data RNG
  * stream and a crop stream derived from the seed, drawn in batch order, so a
  * run is reproducible bit for bit with the same seed and thread count.
+ *
+ * Exact resume (ct_task.save_state / load_state): /rng/data, /rng/crop,
+ * /rng/val_crop, /data/order (this epoch's order) and /data/pairs,
+ * /data/val_pairs ([n, 2] utterance indices, checked on resume against the pairs
+ * drawn from the same data and seed). Because the loader prepares the next batch
+ * ahead, the crop stream saved is the one from before that batch was prepared.
  */
 #ifndef CT_SPEAKER_TASK_H
 #define CT_SPEAKER_TASK_H
@@ -42,6 +48,8 @@ typedef struct {
     int *len[2];                    /* per slot: [2B] */
     int cur;                        /* slot of the batch being trained, -1 none */
     ct_rng data, crop, val_crop;
+    ct_rng crop_before[2];          /* per slot: the crop stream before that slot's training batch drew
+                                       from it (the state "as of the batch boundary" a checkpoint saves) */
     ct_prefetch pf;
     int n_train_speakers, n_val_speakers;
 } speaker_task;

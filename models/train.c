@@ -1,10 +1,12 @@
-/* train.c - the shared training loop and Keras-style log (see train.h). */
+/* train.c - the shared training loop, Keras-style log, checkpoints and callbacks (see train.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "models/train.h"
+#include "io/checkpoint.h"
 
 double ct_now(void)
 {
@@ -39,54 +41,248 @@ void ct_evaluate(const ct_task *t, int split, int batch, double *loss, double *a
     *accuracy = n ? sc / n : 0;
 }
 
-ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist, FILE *out)
+
+/* ---- monitored values (Keras's ModelCheckpoint / EarlyStopping "monitor") ---- */
+static const char *MONITOR_NAMES[] = { "val_loss", "val_accuracy", "val_eer", "loss", "accuracy" };
+
+ct_status ct_monitor_parse(ct_monitor *m, const char *name)
+{
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, MONITOR_NAMES[i])) { *m = (ct_monitor)i; return CT_OK; }
+    return ct_fail(CT_EINVAL, "--monitor %s: use val_loss, val_accuracy, val_eer, loss or accuracy", name);
+}
+
+const char *ct_monitor_name(ct_monitor m) { return (int)m >= 0 && (int)m < 5 ? MONITOR_NAMES[m] : "val_loss"; }
+
+ct_status ct_on_nan_parse(ct_on_nan *m, const char *name)
+{
+    if (!strcmp(name, "stop")) *m = CT_NAN_STOP;
+    else if (!strcmp(name, "skip-batch")) *m = CT_NAN_SKIP_BATCH;
+    else return ct_fail(CT_EINVAL, "--on-nan %s: use stop or skip-batch", name);
+    return CT_OK;
+}
+
+static int monitor_is_max(ct_monitor m) { return m == CT_MONITOR_VAL_ACCURACY || m == CT_MONITOR_ACCURACY; }
+
+static double monitor_value(ct_monitor m, const ct_epoch_log *l)
+{
+    switch (m) {
+    case CT_MONITOR_VAL_ACCURACY: return l->val_accuracy;
+    case CT_MONITOR_VAL_EER:      return l->val_eer;
+    case CT_MONITOR_LOSS:         return l->loss;
+    case CT_MONITOR_ACCURACY:     return l->accuracy;
+    default:                      return l->val_loss;
+    }
+}
+
+/* ---- CSV log (Keras's CSVLogger): a header, then one row per epoch ---- */
+static const char CSV_HEADER[] = "epoch,loss,accuracy,val_loss,val_accuracy,val_eer,seconds,train_seconds,val_seconds\n";
+
+/* A new run truncates the file; a resumed run keeps the header and the rows of
+ * the epochs the checkpoint holds (dropping rows written after it), then appends. */
+static ct_status csv_open(FILE **fp, const char *path, int resume, int epochs_done)
+{
+    FILE *old = resume ? fopen(path, "r") : NULL;
+    if (old) {
+        char tmp[4200], line[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+        FILE *w = fopen(tmp, "w");
+        if (!w) { fclose(old); return ct_fail(CT_EIO, "--csv %s: cannot write %s", path, tmp); }
+        int first = 1, header = 0;
+        while (fgets(line, sizeof line, old)) {
+            if (first && !strncmp(line, "epoch,", 6)) { fputs(line, w); header = 1; }
+            else if (atoi(line) >= 1 && atoi(line) <= epochs_done) fputs(line, w);
+            first = 0;
+        }
+        if (!header) { rewind(w); fputs(CSV_HEADER, w); }   /* empty or foreign file: start afresh */
+        fclose(old);
+        if (fclose(w) != 0 || rename(tmp, path) != 0) { unlink(tmp); return ct_fail(CT_EIO, "--csv %s: cannot rewrite the file", path); }
+        *fp = fopen(path, "a");
+    } else {
+        *fp = fopen(path, "w");
+        if (*fp) fputs(CSV_HEADER, *fp);
+    }
+    if (!*fp || fflush(*fp) != 0) return ct_fail(CT_EIO, "--csv %s: cannot write the file (directory missing or not writable?)", path);
+    return CT_OK;
+}
+
+static ct_status csv_row(FILE *f, const char *path, int epoch, const ct_epoch_log *l)
+{
+    fprintf(f, "%d,%.6f,%.6f,%.6f,%.6f,", epoch + 1, l->loss, l->accuracy, l->val_loss, l->val_accuracy);
+    if (l->val_eer >= 0) fprintf(f, "%.6f", l->val_eer);
+    fprintf(f, ",%.3f,%.3f,%.3f\n", l->seconds, l->train_seconds, l->val_seconds);
+    if (fflush(f) != 0) return ct_fail(CT_EIO, "--csv %s: write failed (disk full?)", path);
+    return CT_OK;
+}
+
+/* ---- one run of ct_fit ---- */
+typedef struct {
+    const ct_task *t;
+    const ct_fit_config *cfg;
+    ct_optim opt;
+    ct_epoch_log *hist;            /* [epochs] */
+    ct_ckpt_progress prog;         /* what the next checkpoint records */
+    float *best_p, *best_s;        /* best epoch's weights (early stopping) */
+    char last_good[4400];          /* the last checkpoint written or resumed from, for messages */
+} fit_run;
+
+static ct_status save_to(fit_run *r, const char *path)
+{
+    ct_ckpt c = { r->cfg->meta, r->t->params, r->t->buffers, &r->opt, r->prog, r->hist, r->cfg->epochs,
+                  r->best_p, r->best_s, r->t, r->cfg->rngs };
+    CT_TRY(ct_ckpt_save(path, &c));
+    if (r->cfg->checkpoint && !strcmp(path, r->cfg->checkpoint)) {
+        if (r->prog.step) snprintf(r->last_good, sizeof r->last_good, "%s (epoch %d, after batch %ld)", path, r->prog.epoch + 1, r->prog.step);
+        else snprintf(r->last_good, sizeof r->last_good, "%s (end of epoch %d)", path, r->prog.epoch);
+    }
+    return CT_OK;
+}
+
+static const char *last_good(const fit_run *r)
+{
+    return r->last_good[0] ? r->last_good : "none (write one with --checkpoint FILE)";
+}
+
+static void copy_weights(float *dp, float *ds, const float *sp, const float *ss, const ct_task *t)
+{
+    memcpy(dp, sp, t->params->numel * sizeof(float));
+    if (t->buffers && t->buffers->numel) memcpy(ds, ss, t->buffers->numel * sizeof(float));
+}
+
+ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_out, FILE *out)
 {
     if (cfg->epochs < 1 || cfg->batch < 1) return ct_fail(CT_EINVAL, "--epochs and --batch must be at least 1");
     if (t->n_train < 1) return ct_fail(CT_EINVAL, "no training samples");
-    ct_optim opt;
-    CT_TRY(ct_optim_init(&opt, &cfg->optim, t->params->numel));
-    int bar = cfg->progress < 0 ? isatty(fileno(out)) : cfg->progress;
-    fprintf(out, "Train on %ld samples, validate on %ld samples\n", t->n_train, t->n_val);
+    if ((cfg->checkpoint || cfg->save_best || cfg->resume) && (!cfg->meta || !t->save_state || !t->load_state))
+        return ct_fail(CT_EINVAL, "this model cannot write or resume checkpoints (--checkpoint, --save-best, --resume)");
+    int val_monitor = cfg->monitor == CT_MONITOR_VAL_LOSS || cfg->monitor == CT_MONITOR_VAL_ACCURACY || cfg->monitor == CT_MONITOR_VAL_EER;
+    if ((cfg->save_best || cfg->early_stopping) && val_monitor && t->n_val < 1)
+        return ct_fail(CT_EINVAL, "--monitor %s needs validation data (or use --monitor loss)", ct_monitor_name(cfg->monitor));
+    if (cfg->checkpoint_every && !cfg->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE");
+
+    fit_run r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.cfg = cfg;
+    CT_TRY(ct_optim_init(&r.opt, &cfg->optim, t->params->numel));
+    size_t ns = t->buffers ? t->buffers->numel : 0;
     ct_status st = CT_OK;
-    for (int e = 0; e < cfg->epochs && st == CT_OK; e++) {
+    r.hist = ct_calloc((size_t)cfg->epochs, sizeof *r.hist, "history");
+    if (!r.hist) st = CT_ENOMEM;
+    if (st == CT_OK && cfg->early_stopping) {
+        r.best_p = ct_malloc(t->params->numel * sizeof(float) + 1, "best weights");
+        r.best_s = ct_malloc(ns * sizeof(float) + 1, "best weights");
+        if (!r.best_p || !r.best_s) st = CT_ENOMEM;
+    }
+    r.prog.monitor = (int)cfg->monitor;
+    r.prog.best = NAN;
+    r.prog.best_epoch = -1;
+    int start_epoch = 0;
+    long start_step = 0;
+    if (st == CT_OK && cfg->resume) {
+        ct_ckpt c = { cfg->meta, t->params, t->buffers, &r.opt, r.prog, r.hist, cfg->epochs, r.best_p, r.best_s, t, cfg->rngs };
+        st = ct_ckpt_load(cfg->resume, &c);
+        if (st == CT_OK) {
+            r.prog = c.prog;
+            if (r.prog.monitor != (int)cfg->monitor) {   /* another monitor: its best starts afresh */
+                r.prog.monitor = (int)cfg->monitor;
+                r.prog.best = NAN; r.prog.best_epoch = -1; r.prog.wait = 0;
+            }
+            if (r.best_p && r.prog.best_epoch < 0) copy_weights(r.best_p, r.best_s, t->params->data, ns ? t->buffers->data : NULL, t);
+            start_epoch = r.prog.epoch;
+            start_step = r.prog.step;
+            if (start_step) snprintf(r.last_good, sizeof r.last_good, "%s (epoch %d, after batch %ld)", cfg->resume, start_epoch + 1, start_step);
+            else snprintf(r.last_good, sizeof r.last_good, "%s (end of epoch %d)", cfg->resume, start_epoch);
+            if (start_step) fprintf(out, "Resuming from %s: epoch %d, after batch %ld\n", cfg->resume, start_epoch + 1, start_step);
+            else fprintf(out, "Resuming from %s: %d epoch%s done\n", cfg->resume, start_epoch, start_epoch == 1 ? "" : "s");
+        }
+    }
+    FILE *csv = NULL;
+    if (st == CT_OK && cfg->csv) st = csv_open(&csv, cfg->csv, cfg->resume != NULL, start_epoch);
+    if (st != CT_OK) goto done;
+
+    int bar = cfg->progress < 0 ? isatty(fileno(out)) : cfg->progress;
+    int stopped = 0, epochs_done = start_epoch;
+    if (start_epoch >= cfg->epochs) {
+        fprintf(out, "%s already holds %d epochs (--epochs %d): nothing to train; raise --epochs to continue\n",
+                cfg->resume, start_epoch, cfg->epochs);
+        stopped = 1;
+    } else if (cfg->early_stopping && r.prog.wait >= cfg->early_stopping) {
+        fprintf(out, "Early stopping had already stopped this run (%s has not improved for %d epochs)\n",
+                ct_monitor_name(cfg->monitor), r.prog.wait);
+        stopped = 1;
+    } else {
+        fprintf(out, "Train on %ld samples, validate on %ld samples\n", t->n_train, t->n_val);
+    }
+    long steps_per_epoch = (t->n_train + cfg->batch - 1) / cfg->batch;
+    for (int e = start_epoch; e < cfg->epochs && !stopped; e++) {
         fprintf(out, "Epoch %d/%d\n", e + 1, cfg->epochs);
         fflush(out);
         double t0 = ct_now(), sl = 0, sc = 0, last_draw = 0;
+        long seen = 0, skipped = 0, step = 0;
         float lr = ct_sched_lr(&cfg->sched, e);
-        if (t->begin_epoch) t->begin_epoch(t->ctx, e);
-        long seen = 0, step = 0;
-        for (long first = 0; first < t->n_train; first += cfg->batch, step++) {
+        if (e == start_epoch && start_step > 0) {   /* resumed inside this epoch: the order is the checkpoint's */
+            sl = r.prog.sum_loss; sc = r.prog.sum_correct; seen = r.prog.seen; skipped = r.prog.skipped;
+            step = start_step;
+        } else if (t->begin_epoch) {
+            t->begin_epoch(t->ctx, e);
+        }
+        for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
             int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0;
             t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
             ct_params_zero_grad(t->params);
             float loss = t->forward(t->ctx, b, 1, &correct);
-            if (!isfinite(loss)) {
+            int bad = !isfinite(loss);
+            if (bad && cfg->on_nan == CT_NAN_STOP) {
                 if (bar) fprintf(out, "\n");
                 st = ct_fail(CT_ENUMERIC, "the loss became %s at epoch %d, batch %ld (samples %ld-%ld); training stopped. "
-                             "Lower the learning rate (--lr) or clip gradients (--clip-norm)",
-                             isnan(loss) ? "NaN" : "infinite", e + 1, step + 1, first, first + b - 1);
+                             "Last good checkpoint: %s. Lower the learning rate (--lr), clip gradients (--clip-norm) "
+                             "or skip such batches (--on-nan skip-batch)",
+                             isnan(loss) ? "NaN" : "infinite", e + 1, step + 1, first, first + b - 1, last_good(&r));
                 break;
             }
-            t->backward(t->ctx, b);
-            ct_optim_step(&opt, t->params->data, t->params->grad, lr);
-            sl += (double)loss * b; sc += correct; seen += b;
+            if (!bad) {
+                t->backward(t->ctx, b);
+                if (cfg->on_nan == CT_NAN_SKIP_BATCH) bad = !isfinite(ct_clip_grad_norm(t->params->grad, t->params->numel, 0));
+            }
+            if (bad) skipped++;
+            else {
+                ct_optim_step(&r.opt, t->params->data, t->params->grad, lr);
+                sl += (double)loss * b; sc += correct; seen += b;
+            }
             double now = ct_now();
-            if (bar && (now - last_draw > 0.1 || seen == t->n_train)) {
-                progress(out, seen, t->n_train, now - t0, sl / seen, sc / seen);
+            if (bar && (now - last_draw > 0.1 || first + b >= t->n_train)) {
+                progress(out, first + b, t->n_train, now - t0, seen ? sl / seen : 0, seen ? sc / seen : 0);
                 last_draw = now;
             }
+            long global = (long)e * steps_per_epoch + step + 1;
+            int last_batch = first + b >= t->n_train;
+            int stop_here = cfg->stop_after_steps > 0 && global >= cfg->stop_after_steps;
+            if (!last_batch && cfg->checkpoint && ((cfg->checkpoint_every > 0 && global % cfg->checkpoint_every == 0) || stop_here)) {
+                r.prog.epoch = e; r.prog.step = step + 1; r.prog.lr = lr;
+                r.prog.sum_loss = sl; r.prog.sum_correct = sc; r.prog.seen = seen; r.prog.skipped = skipped;
+                st = save_to(&r, cfg->checkpoint);
+                if (st != CT_OK) break;
+            }
+            if (!last_batch && stop_here) {
+                if (bar) fprintf(out, "\n");
+                fprintf(out, "Stopped after %ld batches (--stop-after-steps)%s%s\n", global,
+                        cfg->checkpoint ? "; continue with --resume " : "", cfg->checkpoint ? cfg->checkpoint : "");
+                stopped = 1;
+                break;
+            }
         }
-        if (st != CT_OK) break;
+        if (st != CT_OK || stopped) break;
         double t1 = ct_now(), vl = 0, va = 0;
         if (t->n_val > 0) ct_evaluate(t, CT_SPLIT_VAL, cfg->batch, &vl, &va);
         double t2 = ct_now();
         if (bar) fprintf(out, "\r\033[K");
         if (!isfinite(vl)) {
-            st = ct_fail(CT_ENUMERIC, "the validation loss became %s at the end of epoch %d; training stopped. "
-                         "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1);
+            st = ct_fail(CT_ENUMERIC, "the validation loss became %s at the end of epoch %d; training stopped. Last good checkpoint: %s. "
+                         "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1, last_good(&r));
             break;
         }
-        ct_epoch_log log = { t2 - t0, t1 - t0, t2 - t1, sl / seen, sc / seen, vl, va, -1.0 };
+        ct_epoch_log log = { t2 - t0, t1 - t0, t2 - t1, seen ? sl / seen : NAN, seen ? sc / seen : NAN, vl, va, -1.0 };
         if (t->end_epoch) {
             t->end_epoch(t->ctx, e, &log);
             log.seconds = ct_now() - t0;   /* the epoch's seconds include whatever end_epoch evaluated */
@@ -95,9 +291,63 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist,
         if (t->n_val > 0) fprintf(out, " - val_loss: %.4f - val_accuracy: %.4f", log.val_loss, log.val_accuracy);
         if (log.val_eer >= 0) fprintf(out, " - val_eer: %.4f", log.val_eer);
         fprintf(out, "\n");
+        if (skipped) fprintf(out, "Skipped %ld batch%s of epoch %d: non-finite loss or gradient (--on-nan skip-batch)\n",
+                             skipped, skipped == 1 ? "" : "es", e + 1);
         fflush(out);
-        if (hist) hist[e] = log;
+        r.hist[e] = log;
+        epochs_done = e + 1;
+
+        /* the monitored value: ModelCheckpoint(save_best_only) and EarlyStopping */
+        int improved = 0;
+        if (cfg->save_best || cfg->early_stopping) {
+            double v = monitor_value(cfg->monitor, &log), best = r.prog.best;
+            if (cfg->monitor == CT_MONITOR_VAL_EER && v < 0) {
+                st = ct_fail(CT_EINVAL, "--monitor val_eer: this run computes no val_eer (it needs a trial list, --trials)");
+                break;
+            }
+            improved = isfinite(v) && (r.prog.best_epoch < 0 || (monitor_is_max(cfg->monitor) ? v > best : v < best));
+            if (improved) {
+                if (cfg->save_best) {
+                    char prev[32];
+                    if (r.prog.best_epoch < 0) snprintf(prev, sizeof prev, "%s", monitor_is_max(cfg->monitor) ? "-inf" : "inf");
+                    else snprintf(prev, sizeof prev, "%.5f", best);
+                    fprintf(out, "Epoch %d: %s improved from %s to %.5f, saving model to %s\n", e + 1, ct_monitor_name(cfg->monitor),
+                            prev, v, cfg->save_best);
+                }
+                r.prog.best = v;
+                r.prog.best_epoch = e;
+                r.prog.wait = 0;
+                if (r.best_p) copy_weights(r.best_p, r.best_s, t->params->data, ns ? t->buffers->data : NULL, t);
+            } else {
+                r.prog.wait++;
+                if (cfg->save_best) fprintf(out, "Epoch %d: %s did not improve from %.5f\n", e + 1, ct_monitor_name(cfg->monitor), r.prog.best);
+            }
+        }
+        if (csv) { st = csv_row(csv, cfg->csv, e, &log); if (st != CT_OK) break; }
+        r.prog.epoch = e + 1; r.prog.step = 0; r.prog.lr = lr;
+        r.prog.sum_loss = 0; r.prog.sum_correct = 0; r.prog.seen = 0; r.prog.skipped = 0;
+        if (improved && cfg->save_best) { st = save_to(&r, cfg->save_best); if (st != CT_OK) break; }
+        if (cfg->checkpoint) { st = save_to(&r, cfg->checkpoint); if (st != CT_OK) break; }
+        if (cfg->early_stopping && r.prog.wait >= cfg->early_stopping) {
+            fprintf(out, "Epoch %d: early stopping (%s has not improved for %d epochs)\n", e + 1, ct_monitor_name(cfg->monitor), r.prog.wait);
+            break;
+        }
+        if (cfg->stop_after_steps > 0 && (long)(e + 1) * steps_per_epoch >= cfg->stop_after_steps && e + 1 < cfg->epochs) {
+            fprintf(out, "Stopped after %ld batches (--stop-after-steps)%s%s\n", (long)(e + 1) * steps_per_epoch,
+                    cfg->checkpoint ? "; continue with --resume " : "", cfg->checkpoint ? cfg->checkpoint : "");
+            break;
+        }
     }
-    ct_optim_free(&opt);
+    if (st == CT_OK && cfg->early_stopping && r.prog.best_epoch >= 0) {
+        copy_weights(t->params->data, ns ? t->buffers->data : NULL, r.best_p, r.best_s, t);
+        fprintf(out, "Restoring model weights from the end of the best epoch: %d (%s %.4f)\n", r.prog.best_epoch + 1,
+                ct_monitor_name(cfg->monitor), r.prog.best);
+    }
+    fflush(out);
+    if (hist_out) memcpy(hist_out, r.hist, (size_t)epochs_done * sizeof *r.hist);
+done:
+    if (csv) fclose(csv);
+    ct_optim_free(&r.opt);
+    free(r.hist); free(r.best_p); free(r.best_s);
     return st;
 }

@@ -12,11 +12,25 @@
  * progress bar with samples/s and ETA is drawn (none when output is a file).
  *
  * A model plugs in through ct_task: a few callbacks over its own context.
+ *
+ * Checkpoints and Keras-style callbacks (all optional, see ct_fit_config):
+ *   checkpoint / checkpoint_every   write a checkpoint (io/checkpoint.h) after every epoch
+ *                                   and every N batches; resume continues bit for bit
+ *   save_best + monitor             ModelCheckpoint(save_best_only=True): min for losses and
+ *                                   EER, max for accuracies; strict improvement
+ *   early_stopping                  EarlyStopping(patience): stop after `patience` epochs
+ *                                   without improvement, then ALWAYS restore the best weights
+ *   csv                             CSVLogger: a header, then one row per epoch
+ *   on_nan                          stop (naming the last good checkpoint) or skip the batch
+ * For a resumed run to see the same data, the task saves its data state (RNG
+ * streams, sample order) through save_state / load_state.
  */
 #ifndef CT_TRAIN_H
 #define CT_TRAIN_H
 #include <stdio.h>
+#include <hdf5.h>
 #include "core/params.h"
+#include "core/rng.h"
 #include "layers/optim.h"
 
 enum { CT_SPLIT_TRAIN = 0, CT_SPLIT_VAL = 1 };
@@ -42,19 +56,54 @@ typedef struct {
     /* Called after validation with the epoch's numbers; may add metrics such as
      * val_eer (set log->val_eer >= 0 to have it printed). May be NULL. */
     void  (*end_epoch)(void *ctx, int epoch, ct_epoch_log *log);
+    /* Non-trainable state saved with the weights (batchnorm running statistics); may be NULL. */
+    ct_params *buffers;
+    /* Exact resume: write / read the task's data state (its RNG streams with
+     * ct_ckpt_write_rng under /rng, its sample order and the like under /data) into
+     * the open checkpoint file `f`. save_state is called between batches and must
+     * describe the state as of that batch boundary (a loader that already prepared
+     * the next batch saves the state from before it did). load_state must check
+     * everything before changing anything (return an error naming what differs).
+     * NULL: the task cannot be checkpointed. */
+    ct_status (*save_state)(void *ctx, hid_t f);
+    ct_status (*load_state)(void *ctx, hid_t f);
 } ct_task;
+
+struct ct_ckpt_meta;   /* io/checkpoint.h */
+typedef enum { CT_MONITOR_VAL_LOSS, CT_MONITOR_VAL_ACCURACY, CT_MONITOR_VAL_EER, CT_MONITOR_LOSS, CT_MONITOR_ACCURACY } ct_monitor;
+typedef enum { CT_NAN_STOP, CT_NAN_SKIP_BATCH } ct_on_nan;
 
 typedef struct {
     int epochs, batch;
     ct_optim_config optim;
     ct_sched sched;                      /* learning rate per epoch */
     int progress;                        /* 1 = draw the bar, 0 = never, -1 = when stdout is a terminal */
+    /* ---- checkpoints and callbacks: a zero value switches each off ---- */
+    const struct ct_ckpt_meta *meta;     /* model name and configuration written into every file below */
+    const ct_rngs *rngs;                 /* the caller's streams (init, dropout), saved in checkpoints */
+    const char *checkpoint;              /* write a checkpoint here after every epoch */
+    long checkpoint_every;               /* ... and after every N batches (counted over the run) */
+    const char *resume;                  /* continue from this checkpoint */
+    const char *save_best;               /* write a checkpoint here whenever `monitor` improves */
+    ct_monitor monitor;
+    int early_stopping;                  /* patience in epochs; the best weights are restored at the end */
+    const char *csv;                     /* per-epoch CSV log */
+    ct_on_nan on_nan;
+    long stop_after_steps;               /* stop after N batches in total (checkpoint written): a resumable stop */
 } ct_fit_config;
 
+/* Parse "val_loss", "val_accuracy", "val_eer", "loss", "accuracy" / "stop", "skip-batch". */
+ct_status   ct_monitor_parse(ct_monitor *m, const char *name);
+const char *ct_monitor_name(ct_monitor m);
+ct_status   ct_on_nan_parse(ct_on_nan *m, const char *name);
 
-/* Trains for cfg->epochs, printing the log to `out`; hist [epochs] receives
- * each epoch's numbers (may be NULL). Stops with CT_ENUMERIC, naming the epoch
- * and batch, if the loss becomes NaN or infinite. */
+
+/* Trains for cfg->epochs (from the checkpoint's position with cfg->resume),
+ * printing the log to `out`; hist [epochs] receives each epoch's numbers (may be
+ * NULL). With on_nan = stop (the default) it stops with CT_ENUMERIC, naming the
+ * epoch, the batch and the last good checkpoint, if the loss becomes NaN or
+ * infinite; with skip-batch such a batch (or one with a non-finite gradient) is
+ * not applied, and the epoch's count of skipped batches is printed. */
 ct_status ct_fit(const ct_task *task, const ct_fit_config *cfg, ct_epoch_log *hist, FILE *out);
 
 /* Evaluate the whole of a split: mean loss and accuracy. */

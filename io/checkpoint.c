@@ -1,0 +1,612 @@
+/* checkpoint.c - exact-resume checkpoints in one HDF5 file (see checkpoint.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include "io/checkpoint.h"
+#include "io/h5.h"
+#include "io/h5atomic.h"
+
+/* ---- named values ---- */
+static ct_kv_entry *kv_slot(ct_kv *kv, const char *key)
+{
+    for (int i = 0; i < kv->n; i++)
+        if (!strcmp(kv->e[i].key, key)) return &kv->e[i];
+    CT_ASSERT(kv->n < CT_KV_MAX && strlen(key) < sizeof kv->e[0].key);
+    ct_kv_entry *e = &kv->e[kv->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->key, sizeof e->key, "%s", key);
+    return e;
+}
+
+void ct_kv_set_int(ct_kv *kv, const char *key, long long v) { ct_kv_entry *e = kv_slot(kv, key); e->type = CT_KV_INT; e->i = v; e->num = (double)v; }
+void ct_kv_set_num(ct_kv *kv, const char *key, double v)    { ct_kv_entry *e = kv_slot(kv, key); e->type = CT_KV_NUM; e->num = v; e->i = (long long)v; }
+void ct_kv_set_str(ct_kv *kv, const char *key, const char *s)
+{
+    ct_kv_entry *e = kv_slot(kv, key);
+    e->type = CT_KV_STR;
+    snprintf(e->str, sizeof e->str, "%s", s ? s : "");
+}
+
+const ct_kv_entry *ct_kv_get(const ct_kv *kv, const char *key)
+{
+    for (int i = 0; i < kv->n; i++)
+        if (!strcmp(kv->e[i].key, key)) return &kv->e[i];
+    return NULL;
+}
+
+int ct_kv_int(const ct_kv *kv, const char *key, int *dst)
+{
+    const ct_kv_entry *e = ct_kv_get(kv, key);
+    if (!e || e->type == CT_KV_STR) return 0;
+    *dst = e->type == CT_KV_INT ? (int)e->i : (int)e->num;
+    return 1;
+}
+
+int ct_kv_long(const ct_kv *kv, const char *key, long *dst)
+{
+    const ct_kv_entry *e = ct_kv_get(kv, key);
+    if (!e || e->type == CT_KV_STR) return 0;
+    *dst = e->type == CT_KV_INT ? (long)e->i : (long)e->num;
+    return 1;
+}
+
+int ct_kv_float(const ct_kv *kv, const char *key, float *dst)
+{
+    const ct_kv_entry *e = ct_kv_get(kv, key);
+    if (!e || e->type == CT_KV_STR) return 0;
+    *dst = e->type == CT_KV_INT ? (float)e->i : (float)e->num;
+    return 1;
+}
+
+int ct_kv_str(const ct_kv *kv, const char *key, const char **dst)
+{
+    const ct_kv_entry *e = ct_kv_get(kv, key);
+    if (!e || e->type != CT_KV_STR) return 0;
+    *dst = e->str;
+    return 1;
+}
+
+ct_status ct_fail_around(ct_status st, const char *prefix, const char *suffix)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ct_last_error());
+    return ct_fail(st, "%s%s%s", prefix ? prefix : "", msg, suffix ? suffix : "");
+}
+
+/* "<path>: <last error>" unless the message already starts with the path. */
+static ct_status fail_in(ct_status st, const char *path)
+{
+    if (!strncmp(ct_last_error(), path, strlen(path))) return st;
+    char prefix[4200];
+    snprintf(prefix, sizeof prefix, "%s: ", path);
+    return ct_fail_around(st, prefix, NULL);
+}
+
+/* ---- checked, checksummed datasets and attributes ---- */
+
+/* Chunked (chunks of at most ~1M elements) with the Fletcher-32 filter, so a
+ * flipped byte in the data is reported when it is read. Empty datasets are
+ * contiguous (HDF5 cannot chunk them). */
+static hid_t make_dcpl(int ndim, const hsize_t *dims)
+{
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hsize_t n = 1, chunk[CT_H5_DIMS_MAX];
+    for (int i = 0; i < ndim; i++) { n *= dims[i]; chunk[i] = dims[i]; }
+    if (n == 0 || ndim == 0) return dcpl;
+    for (int i = 0; i < ndim; i++) {          /* shrink the leading dimensions until a chunk is <= 2^20 elements */
+        while (chunk[i] > 1) {
+            hsize_t c = 1;
+            for (int k = 0; k < ndim; k++) c *= chunk[k];
+            if (c <= ((hsize_t)1 << 20)) break;
+            chunk[i] = (chunk[i] + 1) / 2;
+        }
+    }
+    H5Pset_chunk(dcpl, ndim, chunk);
+    H5Pset_fletcher32(dcpl);
+    return dcpl;
+}
+
+static ct_status write_ds(hid_t f, const char *name, hid_t ftype, hid_t mtype, const void *src, int ndim, const size_t *dims)
+{
+    CT_ASSERT(ndim >= 1 && ndim <= CT_H5_DIMS_MAX);
+    hsize_t hd[CT_H5_DIMS_MAX];
+    for (int i = 0; i < ndim; i++) hd[i] = dims[i];
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t dcpl = make_dcpl(ndim, hd);
+    hid_t s = H5Screate_simple(ndim, hd, NULL);
+    hid_t d = H5Dcreate2(f, name, ftype, s, lcpl, dcpl, H5P_DEFAULT);
+    herr_t e = d < 0 ? -1 : H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, src);
+    if (d >= 0 && H5Dclose(d) < 0) e = -1;
+    H5Sclose(s);
+    H5Pclose(dcpl);
+    H5Pclose(lcpl);
+    if (e < 0) return ct_fail(CT_EIO, "cannot write dataset %s (disk full, file size limit or read-only?)", name);
+    return CT_OK;
+}
+
+static ct_status read_ds(hid_t f, const char *name, hid_t mtype, void *dst, size_t n)
+{
+    int nd; size_t dims[CT_H5_DIMS_MAX];
+    if (ct_h5_shape(f, name, &nd, dims) != CT_OK) return ct_fail(CT_EFORMAT, "dataset %s is missing or unreadable", name);
+    size_t count = 1;
+    for (int i = 0; i < nd; i++) count *= dims[i];
+    if (count != n) return ct_fail(CT_EFORMAT, "dataset %s holds %zu values, expected %zu", name, count, n);
+    if (n == 0) return CT_OK;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    herr_t e = d < 0 ? -1 : H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst);
+    if (d >= 0) H5Dclose(d);
+    if (e < 0) return ct_fail(CT_EFORMAT, "dataset %s could not be read: checksum mismatch or corrupt file", name);
+    return CT_OK;
+}
+
+ct_status ct_ckpt_write_f32(hid_t f, const char *name, const float *src, int ndim, const size_t *dims)
+{ return write_ds(f, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, src, ndim, dims); }
+ct_status ct_ckpt_read_f32(hid_t f, const char *name, float *dst, size_t n) { return read_ds(f, name, H5T_NATIVE_FLOAT, dst, n); }
+ct_status ct_ckpt_write_i32(hid_t f, const char *name, const int *src, int ndim, const size_t *dims)
+{ return write_ds(f, name, H5T_STD_I32LE, H5T_NATIVE_INT, src, ndim, dims); }
+ct_status ct_ckpt_read_i32(hid_t f, const char *name, int *dst, size_t n) { return read_ds(f, name, H5T_NATIVE_INT, dst, n); }
+
+ct_status ct_ckpt_write_rng(hid_t f, const char *stream, const ct_rng *r)
+{
+    char name[128];
+    snprintf(name, sizeof name, "rng/%s", stream);
+    uint64_t v[2] = { r->state, r->inc };
+    size_t dims[1] = { 2 };
+    return write_ds(f, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, v, 1, dims);
+}
+
+ct_status ct_ckpt_read_rng(hid_t f, const char *stream, ct_rng *r)
+{
+    char name[128];
+    snprintf(name, sizeof name, "rng/%s", stream);
+    uint64_t v[2];
+    CT_TRY(read_ds(f, name, H5T_NATIVE_UINT64, v, 2));
+    if ((v[1] & 1) == 0) return ct_fail(CT_EFORMAT, "%s: not a PCG32 state (its increment must be odd)", name);
+    r->state = v[0];
+    r->inc = v[1];
+    return CT_OK;
+}
+
+static ct_status attr_write(hid_t f, const char *obj, const char *key, hid_t ftype, hid_t mtype, const void *v)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    if (H5Aexists_by_name(f, obj, key, H5P_DEFAULT) > 0) H5Adelete_by_name(f, obj, key, H5P_DEFAULT);
+    hid_t a = H5Acreate_by_name(f, obj, key, ftype, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t e = a < 0 ? -1 : H5Awrite(a, mtype, v);
+    if (a >= 0 && H5Aclose(a) < 0) e = -1;
+    H5Sclose(s);
+    if (e < 0) return ct_fail(CT_EIO, "cannot write attribute %s of %s", key, obj);
+    return CT_OK;
+}
+static ct_status attr_int(hid_t f, const char *obj, const char *key, long long v) { return attr_write(f, obj, key, H5T_STD_I64LE, H5T_NATIVE_LLONG, &v); }
+static ct_status attr_num(hid_t f, const char *obj, const char *key, double v)    { return attr_write(f, obj, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v); }
+
+static ct_status write_kv(hid_t f, const char *obj, const ct_kv *kv)
+{
+    for (int i = 0; i < kv->n; i++) {
+        const ct_kv_entry *e = &kv->e[i];
+        if (e->type == CT_KV_INT) CT_TRY(attr_int(f, obj, e->key, e->i));
+        else if (e->type == CT_KV_NUM && (double)(float)e->num == e->num) {   /* a float setting: stored as float32, so it reads back as 0.001, not 0.0010000000474974513 */
+            float v = (float)e->num;
+            CT_TRY(attr_write(f, obj, e->key, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &v));
+        } else if (e->type == CT_KV_NUM) CT_TRY(attr_num(f, obj, e->key, e->num));
+        else CT_TRY(ct_h5_attr_write_str(f, obj, e->key, e->str));
+    }
+    return CT_OK;
+}
+
+/* Read one attribute of any numeric or string type into a kv entry. */
+static ct_status attr_read_entry(hid_t a, const char *key, ct_kv *kv)
+{
+    hid_t t = H5Aget_type(a), s = H5Aget_space(a);
+    ct_status st = CT_OK;
+    H5T_class_t cls = H5Tget_class(t);
+    hssize_t n = H5Sget_simple_extent_npoints(s);
+    if (n != 1) { /* arrays are not configuration values: skip */ }
+    else if (cls == H5T_INTEGER) {
+        long long v;
+        if (H5Aread(a, H5T_NATIVE_LLONG, &v) < 0) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
+        else ct_kv_set_int(kv, key, v);
+    } else if (cls == H5T_FLOAT) {
+        double v;
+        if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
+        else ct_kv_set_num(kv, key, v);
+    } else if (cls == H5T_STRING) {
+        if (H5Tis_variable_str(t) > 0) {
+            char *p = NULL;
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mt, H5T_VARIABLE);
+            if (H5Aread(a, mt, &p) < 0 || !p) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
+            else ct_kv_set_str(kv, key, p);
+            if (p) H5free_memory(p);
+            H5Tclose(mt);
+        } else {
+            size_t len = H5Tget_size(t);
+            char *buf = ct_calloc(len + 1, 1, "attribute");
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mt, len + 1);
+            if (!buf) st = CT_ENOMEM;
+            else if (H5Aread(a, mt, buf) < 0) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
+            else ct_kv_set_str(kv, key, buf);
+            free(buf);
+            H5Tclose(mt);
+        }
+    }
+    H5Sclose(s);
+    H5Tclose(t);
+    return st;
+}
+
+typedef struct { ct_kv *kv; ct_status st; } kv_iter;
+static herr_t kv_visit(hid_t loc, const char *name, const H5A_info_t *info, void *op)
+{
+    kv_iter *it = op;
+    (void)info;
+    if (it->kv->n >= CT_KV_MAX || strlen(name) >= sizeof it->kv->e[0].key) return 0;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) { it->st = ct_fail(CT_EFORMAT, "attribute %s could not be opened", name); return -1; }
+    it->st = attr_read_entry(a, name, it->kv);
+    H5Aclose(a);
+    return it->st == CT_OK ? 0 : -1;
+}
+
+static ct_status read_kv(hid_t f, const char *obj, ct_kv *kv)
+{
+    kv->n = 0;
+    if (strcmp(obj, "/") != 0 && !ct_h5_exists(f, obj)) return ct_fail(CT_EFORMAT, "group %s is missing", obj);
+    hid_t o = H5Oopen(f, obj, H5P_DEFAULT);
+    if (o < 0) return ct_fail(CT_EFORMAT, "group %s could not be opened", obj);
+    kv_iter it = { kv, CT_OK };
+    hsize_t idx = 0;
+    herr_t e = H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, kv_visit, &it);
+    H5Oclose(o);
+    if (it.st != CT_OK) return it.st;
+    if (e < 0) return ct_fail(CT_EFORMAT, "the attributes of %s could not be read", obj);
+    return CT_OK;
+}
+
+static ct_status write_params(hid_t f, const char *group, const ct_params *ps, const float *data)
+{
+    char name[256];
+    for (int i = 0; ps && i < ps->n; i++) {
+        const ct_param *p = &ps->p[i];
+        size_t dims[CT_DIMS_MAX];
+        for (int k = 0; k < p->ndim; k++) dims[k] = (size_t)p->shape[k];
+        snprintf(name, sizeof name, "%s/%s", group, p->name);
+        CT_TRY(ct_ckpt_write_f32(f, name, data + p->offset, p->ndim, dims));
+    }
+    return CT_OK;
+}
+
+static const char *HIST_COLS[] = { "seconds", "train_seconds", "val_seconds", "loss", "accuracy", "val_loss", "val_accuracy", "val_eer" };
+#define N_HIST_COLS 8
+static double *hist_field(ct_epoch_log *l, int c)
+{
+    double *f[N_HIST_COLS] = { &l->seconds, &l->train_seconds, &l->val_seconds, &l->loss, &l->accuracy,
+                               &l->val_loss, &l->val_accuracy, &l->val_eer };
+    return f[c];
+}
+
+static ct_status write_all(hid_t f, const ct_ckpt *c)
+{
+    const ct_ckpt_meta *m = c->meta;
+    CT_TRY(ct_h5_attr_write_str(f, "/", "format", CT_CKPT_FORMAT));
+    CT_TRY(attr_int(f, "/", "format_version", CT_CKPT_VERSION));
+    CT_TRY(ct_h5_attr_write_str(f, "/", "model", m->model));
+    CT_TRY(write_kv(f, "/", &m->model_cfg));
+    hid_t g = H5Gcreate2(f, "training", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ct_fail(CT_EIO, "cannot create group /training");
+    H5Gclose(g);
+    CT_TRY(write_kv(f, "training", &m->train_cfg));
+
+    CT_TRY(write_params(f, "model", c->params, c->params->data));
+    if (c->state && c->state->n) CT_TRY(write_params(f, "state", c->state, c->state->data));
+
+    size_t n = c->params->numel;
+    const ct_optim *o = c->opt;
+    float *zeros = NULL;
+    if (!o->m || !o->v) {
+        zeros = ct_calloc(n + 1, sizeof(float), "optimizer state");
+        if (!zeros) return CT_ENOMEM;
+    }
+    ct_status st = ct_ckpt_write_f32(f, "optimizer/m", o->m ? o->m : zeros, 1, &n);
+    if (st == CT_OK) st = ct_ckpt_write_f32(f, "optimizer/v", o->v ? o->v : zeros, 1, &n);
+    free(zeros);
+    CT_TRY(st);
+    CT_TRY(ct_h5_attr_write_str(f, "optimizer", "kind", ct_optim_name(o->cfg.kind)));
+    CT_TRY(attr_int(f, "optimizer", "step", o->step));
+
+    g = H5Gcreate2(f, "progress", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return ct_fail(CT_EIO, "cannot create group /progress");
+    H5Gclose(g);
+    const ct_ckpt_progress *p = &c->prog;
+    CT_TRY(attr_int(f, "progress", "epoch", p->epoch));
+    CT_TRY(attr_int(f, "progress", "step", p->step));
+    CT_TRY(attr_int(f, "progress", "schedule_t", p->epoch));
+    CT_TRY(attr_num(f, "progress", "lr", p->lr));
+    CT_TRY(attr_num(f, "progress", "sum_loss", p->sum_loss));
+    CT_TRY(attr_num(f, "progress", "sum_correct", p->sum_correct));
+    CT_TRY(attr_int(f, "progress", "seen", p->seen));
+    CT_TRY(attr_int(f, "progress", "skipped", p->skipped));
+    CT_TRY(ct_h5_attr_write_str(f, "progress", "monitor", ct_monitor_name((ct_monitor)p->monitor)));
+    CT_TRY(attr_num(f, "progress", "best", p->best));
+    CT_TRY(attr_int(f, "progress", "best_epoch", p->best_epoch));
+    CT_TRY(attr_int(f, "progress", "wait", p->wait));
+
+    double *col = ct_malloc(((size_t)p->epoch + 1) * sizeof(double), "history");
+    if (!col) return CT_ENOMEM;
+    for (int k = 0; k < N_HIST_COLS && st == CT_OK; k++) {
+        char name[64];
+        for (int e = 0; e < p->epoch; e++) col[e] = *hist_field(&c->hist[e], k);
+        snprintf(name, sizeof name, "history/%s", HIST_COLS[k]);
+        size_t dims[1] = { (size_t)p->epoch };
+        st = write_ds(f, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, col, 1, dims);
+    }
+    free(col);
+    CT_TRY(st);
+
+    if (c->task && c->task->save_state) CT_TRY(c->task->save_state(c->task->ctx, f));
+    if (c->rngs) {
+        if (!ct_h5_exists(f, "rng/init")) CT_TRY(ct_ckpt_write_rng(f, "init", &c->rngs->init));
+        if (!ct_h5_exists(f, "rng/dropout")) CT_TRY(ct_ckpt_write_rng(f, "dropout", &c->rngs->dropout));
+        if (!ct_h5_exists(f, "rng/data")) CT_TRY(ct_ckpt_write_rng(f, "data", &c->rngs->data));
+    }
+    if (c->best_params) {
+        CT_TRY(write_params(f, "best/model", c->params, c->best_params));
+        if (c->state && c->state->n && c->best_state) CT_TRY(write_params(f, "best/state", c->state, c->best_state));
+    }
+    return CT_OK;
+}
+
+ct_status ct_ckpt_save(const char *path, const ct_ckpt *c)
+{
+    hid_t f = ct_h5_mem_create();
+    if (f < 0) return CT_ENOMEM;
+    return ct_h5_mem_commit(f, write_all(f, c), path, "checkpoint");
+}
+
+/* ---- reading ---- */
+
+/* Opens a checkpoint and checks format and version. */
+static ct_status open_checked(const char *path, hid_t *fp)
+{
+    hid_t f;
+    CT_TRY(ct_h5_open(&f, path));
+    ct_kv root = { 0 };
+    ct_status st = read_kv(f, "/", &root);
+    const char *fmt = NULL;
+    int version = 0;
+    if (st != CT_OK) {
+        char prefix[4400];
+        snprintf(prefix, sizeof prefix, "%s: not a readable checkpoint (truncated or corrupt): ", path);
+        st = ct_fail_around(CT_EFORMAT, prefix, NULL);
+    }
+    else if (!ct_kv_str(&root, "format", &fmt))
+        st = ct_fail(CT_EFORMAT, "%s: not a ctrain checkpoint (no 'format' attribute)", path);
+    else if (!strcmp(fmt, "ctrain-weights"))
+        st = ct_fail(CT_EFORMAT, "%s is a weights file, not a checkpoint: resume from a file written by --checkpoint", path);
+    else if (strcmp(fmt, CT_CKPT_FORMAT) != 0)
+        st = ct_fail(CT_EFORMAT, "%s: format '%s' is not a ctrain checkpoint", path, fmt);
+    else if (!ct_kv_int(&root, "format_version", &version) || version < 1)
+        st = ct_fail(CT_EFORMAT, "%s: missing or invalid format_version", path);
+    else if (version > CT_CKPT_VERSION)
+        st = ct_fail(CT_EFORMAT, "%s was written by a newer ctrain (checkpoint format_version %d; this ctrain reads up to %d): "
+                     "upgrade ctrain to resume it", path, version, CT_CKPT_VERSION);
+    if (st != CT_OK) { ct_h5_close(f); return st; }
+    *fp = f;
+    return CT_OK;
+}
+
+ct_status ct_ckpt_read_meta(const char *path, ct_ckpt_meta *meta)
+{
+    hid_t f;
+    CT_TRY(open_checked(path, &f));
+    memset(meta, 0, sizeof *meta);
+    ct_status st = read_kv(f, "/", &meta->model_cfg);
+    const char *model = NULL;
+    if (st == CT_OK && !ct_kv_str(&meta->model_cfg, "model", &model)) st = ct_fail(CT_EFORMAT, "%s: the 'model' attribute is missing", path);
+    if (st == CT_OK) snprintf(meta->model, sizeof meta->model, "%.63s", model);
+    if (st == CT_OK) st = read_kv(f, "training", &meta->train_cfg);
+    ct_h5_close(f);
+    if (st != CT_OK) return fail_in(st, path);
+    return CT_OK;
+}
+
+static ct_status read_params(hid_t f, const char *path, const char *group, const ct_params *ps, float *dst)
+{
+    char name[256];
+    for (int i = 0; i < ps->n; i++) {
+        const ct_param *p = &ps->p[i];
+        int nd; size_t dims[CT_H5_DIMS_MAX];
+        snprintf(name, sizeof name, "%s/%s", group, p->name);
+        if (ct_h5_shape(f, name, &nd, dims) != CT_OK)
+            return ct_fail(CT_EFORMAT, "%s: parameter %s is missing: the checkpoint holds another model or another configuration", path, name);
+        int same = nd == p->ndim;
+        for (int k = 0; same && k < nd; k++) same = dims[k] == (size_t)p->shape[k];
+        if (!same) {
+            char got[96] = "", want[96] = "";
+            for (int k = 0; k < nd; k++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", dims[k]);
+            for (int k = 0; k < p->ndim; k++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", k ? ", " : "", p->shape[k]);
+            return ct_fail(CT_EFORMAT, "%s: parameter %s is [%s] in the checkpoint but [%s] in this model; "
+                           "resume with the sizes it was trained with (or leave the size flags out)", path, name, got, want);
+        }
+        ct_status st = ct_ckpt_read_f32(f, name, dst + p->offset, p->numel);
+        if (st != CT_OK) return fail_in(st, path);
+    }
+    return CT_OK;
+}
+
+static ct_status attr_get(const ct_kv *kv, const char *path, const char *key, double *v)
+{
+    const ct_kv_entry *e = ct_kv_get(kv, key);
+    if (!e || e->type == CT_KV_STR) return ct_fail(CT_EFORMAT, "%s: /progress attribute %s is missing", path, key);
+    *v = e->type == CT_KV_INT ? (double)e->i : e->num;
+    return CT_OK;
+}
+
+ct_status ct_ckpt_load(const char *path, ct_ckpt *c)
+{
+    hid_t f;
+    CT_TRY(open_checked(path, &f));
+    ct_kv root = { 0 }, prog = { 0 }, optk = { 0 };
+    ct_status st = read_kv(f, "/", &root);
+    const char *model = NULL;
+    if (st == CT_OK && !ct_kv_str(&root, "model", &model)) st = ct_fail(CT_EFORMAT, "%s: the 'model' attribute is missing", path);
+    if (st == CT_OK && strcmp(model, c->meta->model) != 0)
+        st = ct_fail(CT_EINVAL, "%s is a checkpoint of model %s, not %s: resume it with `ctrain train %s --resume %s`",
+                     path, model, c->meta->model, model, path);
+    size_t np = c->params->numel, ns = c->state ? c->state->numel : 0;
+    int nh = 0;
+    float *p2 = NULL, *s2 = NULL, *m2 = NULL, *v2 = NULL, *bp = NULL, *bs = NULL;
+    double *col = NULL;
+    ct_epoch_log *h2 = NULL;
+    ct_ckpt_progress pr = { 0 };
+    long step = 0;
+    int have_best = 0;
+    if (st == CT_OK) {
+        p2 = ct_malloc(np * sizeof(float) + 1, "checkpoint");
+        s2 = ct_malloc(ns * sizeof(float) + 1, "checkpoint");
+        m2 = ct_malloc(np * sizeof(float) + 1, "checkpoint");
+        v2 = ct_malloc(np * sizeof(float) + 1, "checkpoint");
+        if (!p2 || !s2 || !m2 || !v2) st = CT_ENOMEM;
+    }
+    if (st == CT_OK) {   /* padding and anything not in the file keep their current values */
+        memcpy(p2, c->params->data, np * sizeof(float));
+        if (ns) memcpy(s2, c->state->data, ns * sizeof(float));
+        st = read_params(f, path, "model", c->params, p2);
+    }
+    if (st == CT_OK && ns && c->state->n) st = read_params(f, path, "state", c->state, s2);
+    if (st == CT_OK) {
+        int nd; size_t dims[CT_H5_DIMS_MAX];
+        if (ct_h5_shape(f, "optimizer/m", &nd, dims) != CT_OK || nd != 1 || dims[0] != np)
+            st = ct_fail(CT_EFORMAT, "%s: /optimizer/m is missing or does not match this model's %zu-float layout", path, np);
+    }
+    if (st == CT_OK) st = ct_ckpt_read_f32(f, "optimizer/m", m2, np);
+    if (st == CT_OK) st = ct_ckpt_read_f32(f, "optimizer/v", v2, np);
+    if (st == CT_OK) st = read_kv(f, "optimizer", &optk);
+    const char *kind = NULL;
+    if (st == CT_OK && (!ct_kv_str(&optk, "kind", &kind) || !ct_kv_long(&optk, "step", &step)))
+        st = ct_fail(CT_EFORMAT, "%s: /optimizer lacks its kind or step", path);
+    if (st == CT_OK && strcmp(kind, ct_optim_name(c->opt->cfg.kind)) != 0)
+        st = ct_fail(CT_EINVAL, "%s: the optimizer state is %s's but this run uses %s; leave --optimizer out to continue with %s",
+                     path, kind, ct_optim_name(c->opt->cfg.kind), kind);
+    if (st == CT_OK) st = read_kv(f, "progress", &prog);
+    if (st == CT_OK) {
+        double v[11];
+        const char *keys[11] = { "epoch", "step", "lr", "sum_loss", "sum_correct", "seen", "skipped", "best", "best_epoch", "wait", "schedule_t" };
+        for (int k = 0; k < 11 && st == CT_OK; k++) st = attr_get(&prog, path, keys[k], &v[k]);
+        if (st == CT_OK) {
+            pr.epoch = (int)v[0]; pr.step = (long)v[1]; pr.lr = v[2]; pr.sum_loss = v[3]; pr.sum_correct = v[4];
+            pr.seen = (long)v[5]; pr.skipped = (long)v[6]; pr.best = v[7]; pr.best_epoch = (int)v[8]; pr.wait = (int)v[9];
+            const char *mon = NULL;
+            ct_monitor mm = CT_MONITOR_VAL_LOSS;
+            if (ct_kv_str(&prog, "monitor", &mon) && ct_monitor_parse(&mm, mon) == CT_OK) pr.monitor = (int)mm;
+            if (pr.epoch < 0 || pr.step < 0 || pr.epoch > 10000000) st = ct_fail(CT_EFORMAT, "%s: /progress holds an impossible position", path);
+        }
+        nh = pr.epoch;
+    }
+    if (st == CT_OK && nh > c->hist_cap)
+        st = ct_fail(CT_EINVAL, "%s already holds %d finished epochs, more than the %d of this run: raise --epochs", path, nh, c->hist_cap);
+    if (st == CT_OK) {
+        h2 = ct_calloc((size_t)nh + 1, sizeof *h2, "history");
+        col = ct_malloc(((size_t)nh + 1) * sizeof(double), "history");
+        if (!h2 || !col) st = CT_ENOMEM;
+    }
+    for (int k = 0; k < N_HIST_COLS && st == CT_OK; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "history/%s", HIST_COLS[k]);
+        st = read_ds(f, name, H5T_NATIVE_DOUBLE, col, (size_t)nh);
+        for (int e = 0; st == CT_OK && e < nh; e++) *hist_field(&h2[e], k) = col[e];
+    }
+    if (st == CT_OK && c->best_params && ct_h5_exists(f, "best/model")) {
+        bp = ct_malloc(np * sizeof(float) + 1, "checkpoint");
+        bs = ct_malloc(ns * sizeof(float) + 1, "checkpoint");
+        if (!bp || !bs) st = CT_ENOMEM;
+        if (st == CT_OK) {
+            memcpy(bp, p2, np * sizeof(float));
+            memcpy(bs, s2, ns * sizeof(float));
+            st = read_params(f, path, "best/model", c->params, bp);
+        }
+        if (st == CT_OK && ns && c->state->n && c->best_state) st = read_params(f, path, "best/state", c->state, bs);
+        have_best = st == CT_OK;
+    }
+    if (st != CT_OK) st = fail_in(st, path);
+    /* the task's state last: it checks everything before it changes anything, and
+     * nothing after it can fail, so the load is all or nothing */
+    if (st == CT_OK && c->task && c->task->load_state) {
+        st = c->task->load_state(c->task->ctx, f);
+        if (st != CT_OK) st = fail_in(st, path);
+    }
+    if (st == CT_OK) {
+        memcpy(c->params->data, p2, np * sizeof(float));
+        if (ns) memcpy(c->state->data, s2, ns * sizeof(float));
+        if (c->opt->m) memcpy(c->opt->m, m2, np * sizeof(float));
+        if (c->opt->v) memcpy(c->opt->v, v2, np * sizeof(float));
+        c->opt->step = step;
+        c->prog = pr;
+        if (nh) memcpy(c->hist, h2, (size_t)nh * sizeof *h2);
+        if (have_best) {
+            memcpy(c->best_params, bp, np * sizeof(float));
+            if (c->best_state && ns) memcpy(c->best_state, bs, ns * sizeof(float));
+        }
+    }
+    free(p2); free(s2); free(m2); free(v2); free(bp); free(bs); free(col); free(h2);
+    ct_h5_close(f);
+    return st;
+}
+
+/* ---- verification: read every dataset ---- */
+typedef struct { ct_status st; const char *path; } verify_ctx;
+static herr_t verify_visit(hid_t loc, const char *name, const H5O_info_t *info, void *op)
+{
+    verify_ctx *v = op;
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0) { v->st = ct_fail(CT_EFORMAT, "%s: dataset %s cannot be opened", v->path, name); return -1; }
+    hid_t t = H5Dget_type(d), s = H5Dget_space(d);
+    hssize_t n = H5Sget_simple_extent_npoints(s);
+    size_t sz = H5Tget_size(t);
+    herr_t e = 0;
+    if (n > 0) {
+        void *buf = malloc((size_t)n * sz);
+        e = buf ? H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) : -1;
+        free(buf);
+    }
+    H5Sclose(s); H5Tclose(t); H5Dclose(d);
+    if (e < 0) { v->st = ct_fail(CT_EFORMAT, "%s: dataset %s cannot be read (checksum mismatch or corrupt)", v->path, name); return -1; }
+    return 0;
+}
+
+ct_status ct_ckpt_verify(const char *path, int *epoch, long *step)
+{
+    hid_t f;
+    CT_TRY(open_checked(path, &f));
+    ct_kv prog = { 0 };
+    ct_status st = read_kv(f, "progress", &prog);
+    double e = 0, s = 0;
+    if (st == CT_OK) st = attr_get(&prog, path, "epoch", &e);
+    if (st == CT_OK) st = attr_get(&prog, path, "step", &s);
+    if (st == CT_OK) {
+        verify_ctx v = { CT_OK, path };
+        herr_t r = H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_INC, verify_visit, &v, H5O_INFO_BASIC);
+        if (v.st != CT_OK) st = v.st;
+        else if (r < 0) st = ct_fail(CT_EFORMAT, "%s: the file's structure cannot be read (corrupt)", path);
+    }
+    ct_h5_close(f);
+    if (st != CT_OK) st = fail_in(st, path);
+    if (st == CT_OK) {
+        if (epoch) *epoch = (int)e;
+        if (step) *step = (long)s;
+    }
+    return st;
+}
