@@ -7,6 +7,12 @@
 
 int  cmd_train(int argc, char **argv);   /* ctrain train MODEL [options] */
 int  cmd_info(int argc, char **argv);    /* ctrain info */
+int  cmd_export(int argc, char **argv);  /* ctrain export --format keras|torch RUN.h5 OUT.h5 (cli/export.c) */
+int  cmd_import(int argc, char **argv);  /* ctrain import --format keras|torch IN.h5 OUT.h5 --model NAME (cli/export.c) */
+int  cmd_prep(int argc, char **argv);    /* ctrain prep voxceleb --wav DIR --out FILE (cli/prep.c) */
+int  cmd_eval(int argc, char **argv);    /* ctrain eval MODEL [options] (cli/eval.c) */
+int  train_cnn(int argc, char **argv);    /* ctrain train cnn [options] (cli/cnn.c) */
+int  eval_cnn(int argc, char **argv);     /* ctrain eval cnn --model FILE.h5 [options] (cli/cnn.c) */
 /* The hardware/software header printed before training: CPU model, cores, threads, BLAS. */
 void cli_print_header(FILE *out, int threads);
 

@@ -14,7 +14,11 @@ static void usage(FILE *out)
         "commands:\n"
         "  train MODEL   train a model and print a Keras-style per-epoch log\n"
         "                (models: siamese-lstm, small-cnn; data: --data synthetic)\n"
+        "  eval MODEL    evaluate trained weights (siamese-lstm: EER and minDCF on a trial list)\n"
+        "  prep voxceleb compute log-mel features of a VoxCeleb audio tree into an HDF5 feature store\n"
         "  info          print the hardware and software ctrain runs on\n"
+        "  export        write a checkpoint's weights for Keras (save_weights h5) or PyTorch (state_dict)\n"
+        "  import        read Keras or PyTorch weights into a ctrain weights file\n"
         "\n"
         "`ctrain COMMAND --help` describes a command's options.\n");
 }
@@ -26,7 +30,11 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
     if (!strcmp(cmd, "--version")) { printf("ctrain %s\n", CTRAIN_VERSION); return 0; }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "prep")) return cmd_prep(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
+    if (!strcmp(cmd, "import")) return cmd_import(argc - 2, argv + 2);
     fprintf(stderr, "ctrain: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

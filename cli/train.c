@@ -14,7 +14,9 @@
 #include "cli/cli.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "io/checkpoint.h"
 #include "io/corpus.h"
+#include "io/featstore.h"
 #include "io/images.h"
 #include "io/weights.h"
 #include "models/siamese_lstm.h"
@@ -29,6 +31,10 @@ typedef struct {
     long seed;
     float lr, clip_norm, weight_decay;
     int step_size; float gamma;
+    /* checkpoints and callbacks (models/train.h) */
+    const char *checkpoint, *resume, *save_best, *monitor, *csv, *on_nan;
+    long checkpoint_every, stop_after_steps;
+    int early_stopping;
 } common_opts;
 
 static int parse_common(ct_args *a, common_opts *o, ct_status *st)
@@ -41,6 +47,11 @@ static int parse_common(ct_args *a, common_opts *o, ct_status *st)
         || ct_args_float(a, "--lr", &o->lr, 1e-12f, 1e3f, st) || ct_args_float(a, "--clip-norm", &o->clip_norm, 0, 1e9f, st)
         || ct_args_float(a, "--weight-decay", &o->weight_decay, 0, 1e3f, st)
         || ct_args_int(a, "--step-size", &o->step_size, 1, 1000000, st) || ct_args_float(a, "--gamma", &o->gamma, 0, 1, st)
+        || ct_args_str(a, "--checkpoint", &o->checkpoint, st) || ct_args_long(a, "--checkpoint-every", &o->checkpoint_every, 1, 0x7fffffffL, st)
+        || ct_args_str(a, "--resume", &o->resume, st) || ct_args_str(a, "--save-best", &o->save_best, st)
+        || ct_args_str(a, "--monitor", &o->monitor, st) || ct_args_int(a, "--early-stopping", &o->early_stopping, 1, 1000000, st)
+        || ct_args_str(a, "--csv", &o->csv, st) || ct_args_str(a, "--on-nan", &o->on_nan, st)
+        || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
         || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0));
 }
 
@@ -58,10 +69,23 @@ static const char *COMMON_HELP =
     "  --seed S              seed of every random stream (default 1)\n"
     "  --device cpu          the device to train on (this build is CPU-only)\n"
     "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
-    "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n";
+    "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n"
+    "checkpoints and callbacks:\n"
+    "  --checkpoint FILE.h5  write a checkpoint (weights, optimizer, RNG and data state) after every epoch\n"
+    "  --checkpoint-every N  ... and after every N batches\n"
+    "  --resume FILE.h5      continue a run exactly where its checkpoint stopped; the model and training\n"
+    "                        settings come from the file (flags given override them, e.g. --epochs)\n"
+    "  --save-best FILE.h5   checkpoint of the best epoch so far by --monitor\n"
+    "  --monitor NAME        val_loss (default), val_accuracy, val_eer, loss or accuracy\n"
+    "  --early-stopping N    stop after N epochs without improvement of --monitor; the best weights\n"
+    "                        are restored at the end\n"
+    "  --csv FILE.csv        one CSV row per epoch (appended on --resume)\n"
+    "  --on-nan WHAT         stop (default) or skip-batch: what a non-finite loss or gradient does\n"
+    "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n";
 
 static ct_status finish_common(common_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {
+    memset(fit, 0, sizeof *fit);
     if (strcmp(o->device, "cpu") != 0) {
         if (!strncmp(o->device, "gpu", 3) || !strncmp(o->device, "cuda", 4))
             return ct_fail(CT_ENODEV, "--device %s: this ctrain was built without CUDA (CPU only); use --device cpu", o->device);
@@ -86,7 +110,73 @@ static ct_status finish_common(common_opts *o, ct_fit_config *fit, ct_optim_kind
     fit->epochs = o->epochs;
     fit->batch = o->batch;
     fit->progress = o->progress;
+    fit->checkpoint = o->checkpoint;
+    fit->checkpoint_every = o->checkpoint_every;
+    fit->resume = o->resume;
+    fit->save_best = o->save_best;
+    fit->early_stopping = o->early_stopping;
+    fit->csv = o->csv;
+    fit->stop_after_steps = o->stop_after_steps;
+    if (o->monitor) CT_TRY(ct_monitor_parse(&fit->monitor, o->monitor));
+    if (o->on_nan) CT_TRY(ct_on_nan_parse(&fit->on_nan, o->on_nan));
+    if (o->checkpoint_every && !o->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE.h5");
     ct_threads_set(o->threads);
+    return CT_OK;
+}
+
+/* ---- what a checkpoint records of the run, and --resume's defaults ---- */
+static void common_to_meta(ct_kv *kv, const common_opts *o, const ct_fit_config *fit)
+{
+    const ct_optim_config *c = &fit->optim;
+    const char *sched[] = { "constant", "step", "cosine" };
+    ct_kv_set_str(kv, "optimizer", ct_optim_name(c->kind));
+    ct_kv_set_num(kv, "lr", c->lr);
+    ct_kv_set_num(kv, "momentum", c->momentum);
+    ct_kv_set_int(kv, "nesterov", c->nesterov);
+    ct_kv_set_num(kv, "rho", c->rho);
+    ct_kv_set_num(kv, "beta1", c->beta1);
+    ct_kv_set_num(kv, "beta2", c->beta2);
+    ct_kv_set_num(kv, "eps", c->eps);
+    ct_kv_set_num(kv, "weight_decay", c->weight_decay);
+    ct_kv_set_num(kv, "clip_norm", c->clip_norm);
+    ct_kv_set_str(kv, "schedule", sched[fit->sched.kind]);
+    ct_kv_set_int(kv, "step_size", fit->sched.step_size);
+    ct_kv_set_num(kv, "gamma", fit->sched.gamma);
+    ct_kv_set_int(kv, "t_max", fit->sched.t_max);
+    ct_kv_set_num(kv, "eta_min", fit->sched.eta_min);
+    ct_kv_set_int(kv, "batch", o->batch);
+    ct_kv_set_int(kv, "epochs", o->epochs);
+    ct_kv_set_int(kv, "seed", o->seed);
+}
+
+static void common_from_meta(const ct_kv *kv, common_opts *o)
+{
+    ct_kv_str(kv, "optimizer", &o->optimizer);
+    ct_kv_float(kv, "lr", &o->lr);
+    ct_kv_float(kv, "weight_decay", &o->weight_decay);
+    ct_kv_float(kv, "clip_norm", &o->clip_norm);
+    ct_kv_str(kv, "schedule", &o->schedule);
+    ct_kv_int(kv, "step_size", &o->step_size);
+    ct_kv_float(kv, "gamma", &o->gamma);
+    ct_kv_int(kv, "batch", &o->batch);
+    ct_kv_int(kv, "epochs", &o->epochs);
+    ct_kv_long(kv, "seed", &o->seed);
+    ct_kv_str(kv, "data", &o->data);
+}
+
+/* With --resume anywhere on the command line, read the checkpoint's configuration
+ * (it becomes the defaults; the flags parsed afterwards override it). */
+static ct_status resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, int *found)
+{
+    *found = 0;
+    for (int i = 0; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--resume") != 0) continue;
+        CT_TRY(ct_ckpt_read_meta(argv[i + 1], meta));
+        if (strcmp(meta->model, model) != 0)
+            return ct_fail(CT_EINVAL, "%s is a checkpoint of model %s, not %s: resume it with `ctrain train %s --resume %s`",
+                           argv[i + 1], meta->model, model, meta->model, argv[i + 1]);
+        *found = 1;
+    }
     return CT_OK;
 }
 
@@ -95,7 +185,7 @@ static ct_status finish_common(common_opts *o, ct_fit_config *fit, ct_optim_kind
 static ct_status load_corpus(ct_corpus *c, const char *data, ct_synth_config *sc)
 {
     if (!strcmp(data, "synthetic")) return ct_corpus_synthetic(c, sc);
-    return ct_fail(CT_EINVAL, "--data %s: only 'synthetic' data is available in this version", data);
+    return ct_featstore_load(c, data);   /* a feature store written by `ctrain prep voxceleb` */
 }
 
 static int train_siamese(int argc, char **argv)
@@ -110,6 +200,19 @@ static int train_siamese(int argc, char **argv)
     float val_fraction = 0.25f;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
+    static ct_ckpt_meta rm, meta;
+    int resuming = 0;
+    st = resume_meta(argc, argv, "siamese-lstm", &rm, &resuming);
+    if (resuming) {
+        const ct_kv *m = &rm.model_cfg, *t = &rm.train_cfg;
+        common_from_meta(t, &o);
+        ct_kv_int(m, "n_mels", &mc.n_mels); ct_kv_int(m, "frames", &mc.frames); ct_kv_int(m, "hidden", &mc.hidden);
+        ct_kv_int(m, "layers", &mc.layers); ct_kv_int(m, "embed", &mc.embed); ct_kv_float(m, "margin", &mc.margin);
+        ct_kv_float(m, "threshold", &mc.threshold); ct_kv_str(m, "recurrent", &recurrent);
+        ct_kv_int(t, "speakers", &sc.speakers); ct_kv_int(t, "utts", &sc.utts_per_speaker); ct_kv_float(t, "noise", &sc.noise);
+        ct_kv_long(t, "pairs", &tc.pairs); ct_kv_long(t, "val_pairs", &tc.val_pairs);
+        ct_kv_str(t, "val_split", &val_split); ct_kv_float(t, "val_fraction", &val_fraction);
+    }
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
             printf("usage: ctrain train siamese-lstm [options]\n\n"
@@ -129,6 +232,8 @@ static int train_siamese(int argc, char **argv)
                    "  --val-split WHAT      speakers: validate on held-out speakers (default, open-set);\n"
                    "                        videos: on a held-out video of each training speaker\n"
                    "  --val-fraction X      share of speakers held out with --val-split speakers (default 0.25)\n"
+                   "data:\n"
+                   "  --data FEATS.h5       a feature store written by `ctrain prep voxceleb`, or `synthetic`\n"
                    "synthetic data (--data synthetic):\n"
                    "  --speakers N          speakers (default 40)\n"
                    "  --utts N              utterances per speaker (default 12)\n"
@@ -191,6 +296,17 @@ static int train_siamese(int argc, char **argv)
                tc.val_split == CT_VAL_SPEAKERS ? "held-out speakers" : "held-out videos",
                s.n_train_speakers, s.n_val_speakers, ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
         ct_task task = speaker_task_ops(&s);
+        snprintf(meta.model, sizeof meta.model, "siamese-lstm");
+        ct_kv *km = &meta.model_cfg, *kt = &meta.train_cfg;
+        ct_kv_set_int(km, "n_mels", mc.n_mels); ct_kv_set_int(km, "frames", mc.frames); ct_kv_set_int(km, "hidden", mc.hidden);
+        ct_kv_set_int(km, "layers", mc.layers); ct_kv_set_int(km, "embed", mc.embed); ct_kv_set_num(km, "margin", mc.margin);
+        ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "recurrent", recurrent);
+        common_to_meta(kt, &o, &fit);
+        ct_kv_set_str(kt, "data", data); ct_kv_set_int(kt, "speakers", sc.speakers); ct_kv_set_int(kt, "utts", sc.utts_per_speaker);
+        ct_kv_set_num(kt, "noise", sc.noise); ct_kv_set_int(kt, "pairs", tc.pairs); ct_kv_set_int(kt, "val_pairs", tc.val_pairs);
+        ct_kv_set_str(kt, "val_split", val_split); ct_kv_set_num(kt, "val_fraction", val_fraction);
+        fit.meta = &meta;
+        fit.rngs = &rngs;
         st = ct_fit(&task, &fit, NULL, stdout);
     }
     if (st == CT_OK && o.out) st = ct_weights_save(o.out, "siamese-lstm", &m.params, NULL);
@@ -243,6 +359,38 @@ static void cnn_backward(void *ctx, int n)
     small_cnn_backward(&c->m, c->x, c->labels, n);
 }
 
+/* Exact resume: the data and dropout streams and this epoch's order. */
+static ct_status cnn_save_state(void *ctx, hid_t f)
+{
+    cnn_task *c = ctx;
+    size_t n = (size_t)c->train.n;
+    CT_TRY(ct_ckpt_write_rng(f, "data", &c->data));
+    CT_TRY(ct_ckpt_write_rng(f, "dropout", &c->dropout));
+    return ct_ckpt_write_i32(f, "data/order", c->order, 1, &n);
+}
+
+static ct_status cnn_load_state(void *ctx, hid_t f)
+{
+    cnn_task *c = ctx;
+    int n = c->train.n;
+    ct_rng data, dropout;
+    int *order = ct_malloc((size_t)n * sizeof(int) + 1, "order");
+    unsigned char *seen = ct_calloc((size_t)n + 1, 1, "order");
+    ct_status st = order && seen ? CT_OK : CT_ENOMEM;
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "data", &data);
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "dropout", &dropout);
+    if (st == CT_OK && (st = ct_ckpt_read_i32(f, "data/order", order, (size_t)n)) != CT_OK)
+        st = ct_fail_around(st, NULL, " (was the checkpoint made with other --samples?)");
+    for (int i = 0; st == CT_OK && i < n; i++) {
+        if (order[i] < 0 || order[i] >= n || seen[order[i]]) st = ct_fail(CT_EFORMAT, "/data/order is not a permutation of the %d samples", n);
+        else seen[order[i]] = 1;
+    }
+    if (st == CT_OK) { memcpy(c->order, order, (size_t)n * sizeof(int)); c->data = data; c->dropout = dropout; }
+    free(order);
+    free(seen);
+    return st;
+}
+
 static int train_small_cnn(int argc, char **argv)
 {
     common_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 64, .threads = ct_cpu_count(),
@@ -252,6 +400,17 @@ static int train_small_cnn(int argc, char **argv)
     float noise = 0.6f;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
+    static ct_ckpt_meta rm, meta;
+    int resuming = 0;
+    st = resume_meta(argc, argv, "small-cnn", &rm, &resuming);
+    if (resuming) {
+        const ct_kv *m = &rm.model_cfg, *t = &rm.train_cfg;
+        common_from_meta(t, &o);
+        ct_kv_int(m, "channels", &mc.channels); ct_kv_int(m, "height", &mc.height); ct_kv_int(m, "width", &mc.width);
+        ct_kv_int(m, "filters", &mc.filters); ct_kv_int(m, "kernel", &mc.kernel); ct_kv_int(m, "classes", &mc.classes);
+        ct_kv_float(m, "dropout", &mc.dropout);
+        ct_kv_int(t, "samples", &n_train); ct_kv_int(t, "val_samples", &n_val); ct_kv_float(t, "noise", &noise);
+    }
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
             printf("usage: ctrain train small-cnn [options]\n\n"
@@ -305,7 +464,18 @@ static int train_small_cnn(int argc, char **argv)
         cli_print_header(stdout, o.threads);
         printf("Model: small-cnn %dx%dx%d -> conv%dk%d -> batchnorm -> relu -> maxpool2 -> dropout %g -> dense %d, %zu parameters\n",
                mc.channels, mc.height, mc.width, mc.filters, mc.kernel, mc.dropout, mc.classes, ct_params_count(&c.m.params));
-        ct_task task = { &c, &c.m.params, n_train, n_val, cnn_begin_epoch, cnn_load, cnn_forward, cnn_backward, NULL };
+        ct_task task = { &c, &c.m.params, n_train, n_val, cnn_begin_epoch, cnn_load, cnn_forward, cnn_backward, NULL,
+                         &c.m.buffers, cnn_save_state, cnn_load_state };
+        snprintf(meta.model, sizeof meta.model, "small-cnn");
+        ct_kv *km = &meta.model_cfg, *kt = &meta.train_cfg;
+        ct_kv_set_int(km, "channels", mc.channels); ct_kv_set_int(km, "height", mc.height); ct_kv_set_int(km, "width", mc.width);
+        ct_kv_set_int(km, "filters", mc.filters); ct_kv_set_int(km, "kernel", mc.kernel); ct_kv_set_int(km, "classes", mc.classes);
+        ct_kv_set_num(km, "dropout", mc.dropout);
+        common_to_meta(kt, &o, &fit);
+        ct_kv_set_str(kt, "data", o.data); ct_kv_set_int(kt, "samples", n_train); ct_kv_set_int(kt, "val_samples", n_val);
+        ct_kv_set_num(kt, "noise", noise);
+        fit.meta = &meta;
+        fit.rngs = &rngs;
         st = ct_fit(&task, &fit, NULL, stdout);
     }
     if (st == CT_OK && o.out) st = ct_weights_save(o.out, "small-cnn", &c.m.params, &c.m.buffers);
@@ -323,12 +493,14 @@ int cmd_train(int argc, char **argv)
         FILE *out = argc < 1 ? stderr : stdout;
         fprintf(out, "usage: ctrain train MODEL [options]\n\nmodels:\n"
                      "  siamese-lstm   speaker verification on utterance pairs (contrastive loss)\n"
-                     "  small-cnn      image classification (softmax cross-entropy)\n\n"
+                     "  small-cnn      image classification (softmax cross-entropy)\n"
+                     "  cnn            CNN from an architecture spec on Fashion-MNIST/MNIST (default: Keras mnist_cnn)\n\n"
                      "`ctrain train MODEL --help` lists the model's options.\n");
         return argc < 1 ? 2 : 0;
     }
     if (!strcmp(argv[0], "siamese-lstm")) return train_siamese(argc - 1, argv + 1);
     if (!strcmp(argv[0], "small-cnn")) return train_small_cnn(argc - 1, argv + 1);
-    fprintf(stderr, "ctrain train: unknown model '%s' (models: siamese-lstm, small-cnn)\n", argv[0]);
+    if (!strcmp(argv[0], "cnn")) return train_cnn(argc - 1, argv + 1);
+    fprintf(stderr, "ctrain train: unknown model '%s' (models: siamese-lstm, small-cnn, cnn)\n", argv[0]);
     return 2;
 }

@@ -57,7 +57,7 @@ void suite_cli(void)
         { "train siamese-lstm --lr nan", "--lr: 'nan' is not a number" },
         { "train siamese-lstm --optimizer adagrad", "adagrad" },
         { "train siamese-lstm --device gpu", "built without CUDA" },
-        { "train siamese-lstm --data /nonexistent/feats.h5", "only 'synthetic'" },
+        { "train siamese-lstm --data /nonexistent/feats.h5", "/nonexistent/feats.h5" },
         { "train siamese-lstm --hidden", "needs a value" },
         { "train siamese-lstm --bogus 1", "unknown option '--bogus'" },
         { "train siamese-lstm --recurrent relu", "use sigmoid or hard_sigmoid" },
