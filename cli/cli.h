@@ -2,6 +2,7 @@
 #ifndef CT_CLI_H
 #define CT_CLI_H
 #include <stdio.h>
+#include "core/error.h"
 
 #define CTRAIN_VERSION "0.1.0"
 
@@ -13,6 +14,9 @@ int  cmd_prep(int argc, char **argv);    /* ctrain prep voxceleb --wav DIR --out
 int  cmd_eval(int argc, char **argv);    /* ctrain eval MODEL [options] (cli/eval.c) */
 int  train_cnn(int argc, char **argv);    /* ctrain train cnn [options] (cli/cnn.c) */
 int  eval_cnn(int argc, char **argv);     /* ctrain eval cnn --model FILE.h5 [options] (cli/cnn.c) */
+/* --device: CT_OK for "cpu"; otherwise a clear CT_ENODEV/CT_EINVAL (cli/device.c). */
+ct_status cli_select_device(const char *spec);
+void cli_print_gpu_line(FILE *out);
 /* The hardware/software header printed before training: CPU model, cores, threads, BLAS. */
 void cli_print_header(FILE *out, int threads);
 

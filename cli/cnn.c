@@ -52,11 +52,7 @@ static int parse_opts(ct_args *a, cnn_opts *o, ct_status *st)
 
 static ct_status finish_opts(cnn_opts *o, ct_fit_config *fit)
 {
-    if (strcmp(o->device, "cpu") != 0) {
-        if (!strncmp(o->device, "gpu", 3) || !strncmp(o->device, "cuda", 4))
-            return ct_fail(CT_ENODEV, "--device %s: this ctrain was built without CUDA (CPU only); use --device cpu", o->device);
-        return ct_fail(CT_EINVAL, "--device %s: unknown device; use --device cpu", o->device);
-    }
+    CT_TRY(cli_select_device(o->device));
     ct_optim_kind kind = OPT_ADAM;
     if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
     fit->optim = ct_optim_defaults(kind);
@@ -222,7 +218,7 @@ int train_cnn(int argc, char **argv)
                    "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
                    "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
                    "  --seed S              seed of every random stream (default 1)\n"
-                   "  --device cpu          the device to train on (this build is CPU-only)\n"
+                   "  --device cpu          cpu (gpu[:N] is recognised; training on the GPU is not connected yet)\n"
                    "  --out FILE.h5         write the trained weights and the spec (HDF5, replaced atomically)\n"
                    "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n",
                    DATA_HELP);

@@ -36,7 +36,8 @@ void cli_print_header(FILE *out, int threads)
     fprintf(out, "ctrain %s | device: cpu\n", CTRAIN_VERSION);
     fprintf(out, "CPU: %s, %d logical cores, %d thread%s used\n", cpu, ct_cpu_count(), threads, threads == 1 ? "" : "s");
     fprintf(out, "BLAS: %s\n", ct_blas_config());
-    fprintf(out, "HDF5: %u.%u.%u | GPU: not compiled in (CPU-only build)\n", maj, min, rel);
+    fprintf(out, "HDF5: %u.%u.%u\n", maj, min, rel);
+    cli_print_gpu_line(out);
 }
 
 int cmd_info(int argc, char **argv)

@@ -17,6 +17,7 @@
 #include "io/checkpoint.h"
 #include "io/corpus.h"
 #include "io/featstore.h"
+#include "io/trials.h"
 #include "io/images.h"
 #include "io/weights.h"
 #include "models/siamese_lstm.h"
@@ -67,7 +68,7 @@ static const char *COMMON_HELP =
     "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
     "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
     "  --seed S              seed of every random stream (default 1)\n"
-    "  --device cpu          the device to train on (this build is CPU-only)\n"
+    "  --device cpu          cpu (gpu[:N] is recognised; training on the GPU is not connected yet)\n"
     "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
     "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n"
     "checkpoints and callbacks:\n"
@@ -86,11 +87,7 @@ static const char *COMMON_HELP =
 static ct_status finish_common(common_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {
     memset(fit, 0, sizeof *fit);
-    if (strcmp(o->device, "cpu") != 0) {
-        if (!strncmp(o->device, "gpu", 3) || !strncmp(o->device, "cuda", 4))
-            return ct_fail(CT_ENODEV, "--device %s: this ctrain was built without CUDA (CPU only); use --device cpu", o->device);
-        return ct_fail(CT_EINVAL, "--device %s: unknown device; use --device cpu", o->device);
-    }
+    CT_TRY(cli_select_device(o->device));
     if (strcmp(o->data, "synthetic") != 0)
         return ct_fail(CT_EINVAL, "--data %s: only 'synthetic' data is available in this version", o->data);
     ct_optim_kind kind = default_opt;
@@ -196,7 +193,7 @@ static int train_siamese(int argc, char **argv)
     ct_synth_config sc = { .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
                            .n_mels = 40, .noise = 2.0f, .seed = 1 };
     speaker_task_config tc = { .pairs = 6000, .val_pairs = 2000, .val_split = CT_VAL_SPEAKERS, .val_fraction = 0.25 };
-    const char *recurrent = "sigmoid", *val_split = "speakers";
+    const char *recurrent = "sigmoid", *val_split = "speakers", *trials_path = NULL;
     float val_fraction = 0.25f;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
@@ -232,6 +229,9 @@ static int train_siamese(int argc, char **argv)
                    "  --val-split WHAT      speakers: validate on held-out speakers (default, open-set);\n"
                    "                        videos: on a held-out video of each training speaker\n"
                    "  --val-fraction X      share of speakers held out with --val-split speakers (default 0.25)\n"
+                   "  --trials FILE         a trial list in the VoxCeleb format over the feature store: its\n"
+                   "                        speakers become the validation speakers (never trained on) and the\n"
+                   "                        equal error rate on it is reported as val_eer after every epoch\n"
                    "data:\n"
                    "  --data FEATS.h5       a feature store written by `ctrain prep voxceleb`, or `synthetic`\n"
                    "synthetic data (--data synthetic):\n"
@@ -247,6 +247,7 @@ static int train_siamese(int argc, char **argv)
             || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st) || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st)
             || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st) || ct_args_float(&a, "--margin", &mc.margin, 1e-6f, 1e6f, &st)
             || ct_args_str(&a, "--recurrent", &recurrent, &st) || ct_args_str(&a, "--val-split", &val_split, &st)
+            || ct_args_str(&a, "--trials", &trials_path, &st)
             || ct_args_float(&a, "--val-fraction", &val_fraction, 0.01f, 0.99f, &st)
             || ct_args_int(&a, "--speakers", &sc.speakers, 4, 1000000, &st) || ct_args_int(&a, "--utts", &sc.utts_per_speaker, 2, 100000, &st)
             || ct_args_float(&a, "--noise", &sc.noise, 0, 1e3f, &st)
@@ -282,7 +283,26 @@ static int train_siamese(int argc, char **argv)
     ct_corpus corpus = { 0 };
     siamese_lstm m = { 0 };
     speaker_task s = { 0 };
+    ct_trial *trials = NULL;
+    int n_trials = 0, *trial_speakers = NULL;
     st = load_corpus(&corpus, data, &sc);
+    if (st == CT_OK && trials_path) {
+        st = ct_trials_load(&trials, &n_trials, trials_path, &corpus);
+        /* the trial speakers are the validation speakers: none of them is trained on */
+        unsigned char *in_trials = st == CT_OK ? ct_calloc((size_t)corpus.n_speakers, 1, "trial speakers") : NULL;
+        trial_speakers = in_trials ? ct_malloc((size_t)corpus.n_speakers * sizeof(int), "trial speakers") : NULL;
+        if (st == CT_OK && !trial_speakers) st = CT_ENOMEM;
+        for (int k = 0; st == CT_OK && k < n_trials; k++)
+            in_trials[corpus.utt[trials[k].a].speaker] = in_trials[corpus.utt[trials[k].b].speaker] = 1;
+        for (int sp = 0; st == CT_OK && sp < corpus.n_speakers; sp++)
+            if (in_trials[sp]) trial_speakers[tc.n_val_speakers++] = sp;
+        free(in_trials);
+        if (st == CT_OK && tc.val_split == CT_VAL_SPEAKERS) tc.val_speakers = trial_speakers;
+        tc.trials = trials;
+        tc.n_trials = n_trials;
+        tc.trial_batch = 32;
+        tc.trial_max_frames = 3000;
+    }
     if (st == CT_OK) st = siamese_lstm_build(&m, &mc);
     if (st == CT_OK) st = siamese_lstm_plan(&m, o.batch);
     if (st == CT_OK) st = speaker_task_init(&s, &tc, &corpus, &m, &rngs.data, stderr);
@@ -293,8 +313,9 @@ static int train_siamese(int argc, char **argv)
                mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.embed, mc.margin, ct_params_count(&m.params));
         printf("Data: %s, %d utterances of %d speakers; validation on %s (%d training, %d validation speakers); "
                "%s lr %g, batch %d pairs\n", data, corpus.n_utt, corpus.n_speakers,
-               tc.val_split == CT_VAL_SPEAKERS ? "held-out speakers" : "held-out videos",
+               tc.val_split == CT_VAL_SPEAKERS ? (trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
                s.n_train_speakers, s.n_val_speakers, ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
+        if (trials) printf("Trials: %s, %d trials; val_eer after every epoch\n", trials_path, n_trials);
         ct_task task = speaker_task_ops(&s);
         snprintf(meta.model, sizeof meta.model, "siamese-lstm");
         ct_kv *km = &meta.model_cfg, *kt = &meta.train_cfg;
@@ -305,6 +326,7 @@ static int train_siamese(int argc, char **argv)
         ct_kv_set_str(kt, "data", data); ct_kv_set_int(kt, "speakers", sc.speakers); ct_kv_set_int(kt, "utts", sc.utts_per_speaker);
         ct_kv_set_num(kt, "noise", sc.noise); ct_kv_set_int(kt, "pairs", tc.pairs); ct_kv_set_int(kt, "val_pairs", tc.val_pairs);
         ct_kv_set_str(kt, "val_split", val_split); ct_kv_set_num(kt, "val_fraction", val_fraction);
+        if (trials_path) ct_kv_set_str(kt, "trials", trials_path);
         fit.meta = &meta;
         fit.rngs = &rngs;
         st = ct_fit(&task, &fit, NULL, stdout);
@@ -314,6 +336,8 @@ static int train_siamese(int argc, char **argv)
     speaker_task_free(&s);
     siamese_lstm_free(&m);
     ct_corpus_free(&corpus);
+    free(trials);
+    free(trial_speakers);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
     return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "models/speaker_task.h"
+#include "models/verify.h"
 #include "io/checkpoint.h"
 
 /* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread. */
@@ -219,11 +220,27 @@ static ct_status load_state(void *ctx, hid_t f)
     return st;
 }
 
+/* val_eer on the trial list, after validation. Evaluating embeds whole
+ * utterances with its own activation memory (siamese_lstm_plan_embed), so the
+ * training activations and the data pipeline are untouched. */
+static void end_epoch(void *ctx, int epoch, ct_epoch_log *log)
+{
+    speaker_task *s = ctx;
+    (void)epoch;
+    double eer = -1;
+    if (ct_verify_trials(s->m, s->c, s->cfg.trials, s->cfg.n_trials, s->cfg.trial_batch, s->cfg.trial_max_frames,
+                         &eer, NULL, NULL) == CT_OK)
+        log->val_eer = eer;
+    else
+        fprintf(stderr, "warning: val_eer not computed: %s\n", ct_last_error());
+}
+
 ct_task speaker_task_ops(speaker_task *s)
 {
     return (ct_task){ .ctx = s, .params = &s->m->params, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
                       .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
-                      .save_state = save_state, .load_state = load_state };
+                      .save_state = save_state, .load_state = load_state,
+                      .end_epoch = s->cfg.trials ? end_epoch : NULL };
 }
 
 void speaker_task_free(speaker_task *s)

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include "io/corpus.h"
 #include "io/prefetch.h"
+#include "io/trials.h"
 #include "models/siamese_lstm.h"
 #include "models/train.h"
 
@@ -35,6 +36,12 @@ typedef struct {
     const int *val_speakers;    /* if not NULL: exactly these speakers are held out for validation */
     int n_val_speakers;         /*   (e.g. the speakers of a trial list, so no trial speaker is trained on) */
     uint64_t seed;
+    /* Optional trial list over the corpus (io/trials.h): val_eer is computed on it at
+     * every epoch's end (whole utterances, models/verify.h). Its speakers should be the
+     * validation speakers (val_speakers above), so no trial speaker is trained on. */
+    const ct_trial *trials;
+    int n_trials;
+    int trial_batch, trial_max_frames;   /* utterances per embedding batch; frames kept per utterance */
 } speaker_task_config;
 
 typedef struct {
