@@ -38,6 +38,11 @@ float *t_golden(hid_t f, const char *name, size_t n);
 int   *t_golden_i32(hid_t f, const char *name, size_t n);
 double t_golden_attr(hid_t f, const char *name);   /* scalar attribute on the root */
 
+/* Runs `$CTRAIN_BIN ARGS` (bin/ctrain if unset) through the shell with stderr
+ * merged into stdout, captured into out (truncated to n-1 bytes, NUL-terminated).
+ * Returns the exit status, or -1 if it could not start or was killed by a signal. */
+int    t_run_ctrain(const char *args, char *out, size_t n);
+
 /* Helpers for building test inputs from a fixed seed. */
 void   t_fill_uniform(float *x, size_t n, float lo, float hi, ct_rng *r);
 float *t_alloc(size_t n);                         /* zeroed, never NULL */

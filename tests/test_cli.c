@@ -12,20 +12,6 @@
 #include "io/h5.h"
 #include "cuda/device.h"
 
-/* Runs `ctrain ARGS`, capturing stdout+stderr into out (truncated to n); returns the exit status (-1 if it crashed). */
-static int run(const char *args, char *out, size_t n)
-{
-    const char *bin = getenv("CTRAIN_BIN");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "bin/ctrain", args);
-    FILE *p = popen(cmd, "r");
-    if (!p) { out[0] = '\0'; return -1; }
-    size_t got = fread(out, 1, n - 1, p);
-    out[got] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int matches(const char *text, const char *pattern)
 {
     regex_t re;
@@ -41,12 +27,12 @@ void suite_cli(void)
     int rc;
 
     t_case("cli/help lists the commands that exist");
-    rc = run("--help", out, sizeof out);
+    rc = t_run_ctrain("--help", out, sizeof out);
     t_check(rc == 0, "exit %d", rc);
     t_check(strstr(out, "train MODEL") && strstr(out, "info"), "help text: %s", out);
-    rc = run("train --help", out, sizeof out);
+    rc = t_run_ctrain("train --help", out, sizeof out);
     t_check(rc == 0 && strstr(out, "siamese-lstm") && strstr(out, "small-cnn"), "train --help (exit %d): %s", rc, out);
-    rc = run("train siamese-lstm --help", out, sizeof out);
+    rc = t_run_ctrain("train siamese-lstm --help", out, sizeof out);
     t_check(rc == 0 && strstr(out, "--hidden") && strstr(out, "--threads"), "siamese-lstm --help (exit %d)", rc);
 
     t_case("cli/bad input gives a clear error and a non-zero exit");
@@ -66,7 +52,7 @@ void suite_cli(void)
         { "info extra", "unexpected argument" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rc = run(bad[i].args, out, sizeof out);
+        rc = t_run_ctrain(bad[i].args, out, sizeof out);
         t_check(rc > 0 && rc != 134, "`ctrain %s` exited %d", bad[i].args, rc);
         const char *expect = bad[i].expect ? bad[i].expect
                            : ct_gpu_compiled() ? "no NVIDIA GPU found" : "built without CUDA";
@@ -80,7 +66,7 @@ void suite_cli(void)
     char args[512];
     snprintf(args, sizeof args, "train siamese-lstm --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --epochs 2 "
              "--batch 16 --frames 10 --mels 6 --hidden 8 --embed 4 --threads 1 --out %s", path);
-    rc = run(args, out, sizeof out);
+    rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0, "exit %d: %s", rc, out);
     t_check(matches(out, "^Train on 64 samples, validate on 32 samples$"), "no 'Train on' line: %s", out);
     t_check(matches(out, "^Epoch 1/2$") && matches(out, "^Epoch 2/2$"), "no 'Epoch k/2' lines: %s", out);
@@ -100,7 +86,7 @@ void suite_cli(void)
     }
 
     t_case("cli/an unwritable --out fails clearly and leaves no temp file");
-    rc = run("train small-cnn --samples 64 --val-samples 0 --epochs 1 --threads 1 --out /nonexistent-dir/w.h5", out, sizeof out);
+    rc = t_run_ctrain("train small-cnn --samples 64 --val-samples 0 --epochs 1 --threads 1 --out /nonexistent-dir/w.h5", out, sizeof out);
     t_check(rc == 1 && strstr(out, "/nonexistent-dir/w.h5"), "exit %d: %s", rc, out);
 
     t_case("cli/an existing weights file survives a failed run");
@@ -110,7 +96,7 @@ void suite_cli(void)
     if (fp) { fseek(fp, 0, SEEK_END); before = ftell(fp); fclose(fp); }
     snprintf(args, sizeof args, "train siamese-lstm --optimizer sgd --lr 1000 --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --epochs 3 "
              "--batch 16 --frames 10 --mels 6 --hidden 8 --embed 4 --threads 1 --out %s", path);
-    rc = run(args, out, sizeof out);
+    rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 1 && strstr(out, "loss became") && strstr(out, "--lr"), "a diverging run must stop with a NaN message (exit %d): %s", rc, out);
     fp = fopen(path, "rb");
     long after = -1;

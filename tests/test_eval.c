@@ -62,19 +62,6 @@ static siamese_lstm_config model_config(void)
     return mc;
 }
 
-static int run_cli(const char *args, char *out, size_t n)
-{
-    const char *bin = getenv("CTRAIN_BIN");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "bin/ctrain", args);
-    FILE *p = popen(cmd, "r");
-    if (!p) { out[0] = '\0'; return -1; }
-    size_t got = fread(out, 1, n - 1, p);
-    out[got] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -220,7 +207,7 @@ void suite_eval(void)
         char args[1024];
         snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 12 --layers 2 --embed 6 "
                  "--threads 1 --batch 4", wpath, fpath, tpath);
-        int rc = run_cli(args, out, sizeof out);
+        int rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 0, "`ctrain %s` exited %d: %s", args, rc, out);
         char want[64];
         snprintf(want, sizeof want, "Trials: %d scored (40 same speaker, %d different)", n, n - 40);
@@ -236,7 +223,7 @@ void suite_eval(void)
         /* a model of another size: the weights file's own error */
         snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 16 --layers 2 --embed 6",
                  wpath, fpath, tpath);
-        rc = run_cli(args, out, sizeof out);
+        rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc != 0 && rc != 134 && strstr(out, "another shape") && strstr(out, wpath),
                 "size mismatch: exit %d: %s", rc, out);
         /* a path that is not in the store */
@@ -244,15 +231,15 @@ void suite_eval(void)
                               "0 id10000/vid00000000/00001.wav id19999/nowhere/00001.wav\n");
         snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 12 --layers 2 --embed 6",
                  wpath, fpath, bad_tpath);
-        rc = run_cli(args, out, sizeof out);
+        rc = t_run_ctrain(args, out, sizeof out);
         char where[160];
         snprintf(where, sizeof where, "%s:2:", bad_tpath);
         t_check(rc != 0 && rc != 134 && strstr(out, where) && strstr(out, "id19999/nowhere/00001.wav"),
                 "missing path: exit %d: %s", rc, out);
         /* missing required options and --help */
-        rc = run_cli("eval siamese-lstm --model x.h5", out, sizeof out);
+        rc = t_run_ctrain("eval siamese-lstm --model x.h5", out, sizeof out);
         t_check(rc == 2 && strstr(out, "missing --data"), "missing --data: exit %d: %s", rc, out);
-        rc = run_cli("eval siamese-lstm --help", out, sizeof out);
+        rc = t_run_ctrain("eval siamese-lstm --help", out, sizeof out);
         t_check(rc == 0 && strstr(out, "--trials") && strstr(out, "--max-frames"), "--help: exit %d: %s", rc, out);
         free(ts);
         ct_corpus_free(&cs);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "tests/test.h"
 #include "core/threads.h"
 #include "io/h5.h"
@@ -138,6 +139,19 @@ double t_golden_attr(hid_t f, const char *name)
     if (f < 0) { note_fail(); return 0; }
     if (ct_h5_attr_read_double(f, "/", name, &v) != CT_OK) t_check(0, "golden attribute %s: %s", name, ct_last_error());
     return v;
+}
+
+int t_run_ctrain(const char *args, char *out, size_t n)
+{
+    const char *bin = getenv("CTRAIN_BIN");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "bin/ctrain", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) { out[0] = '\0'; return -1; }
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 float *t_alloc(size_t n)

@@ -25,19 +25,6 @@
 static char root[64], tree[128];   /* the temporary directory, and the wav/ tree in it */
 static const char *base = root;     /* where P() and the writers below put files */
 
-static int run(const char *args, char *out, size_t n)
-{
-    const char *bin = getenv("CTRAIN_BIN");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "bin/ctrain", args);
-    FILE *p = popen(cmd, "r");
-    if (!p) { out[0] = '\0'; return -1; }
-    size_t got = fread(out, 1, n - 1, p);
-    out[got] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static const char *P(const char *rel)
 {
     static char b[8][512];
@@ -159,7 +146,7 @@ void suite_prep(void)
     build_tree();
     base = root;
     snprintf(args, sizeof args, "prep voxceleb --wav %s --out %s --threads 1", tree, P("s1.h5"));
-    rc = run(args, out, sizeof out);
+    rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0, "exit %d: %s", rc, out);
     t_check(strstr(out, "stored 12, skipped 0 already stored, rejected 4:") != NULL, "summary missing: %s", out);
     for (int i = 0; i < NB; i++) {
@@ -208,7 +195,7 @@ void suite_prep(void)
 
     t_case("prep/--threads 1 and --threads 2 write byte-identical stores");
     snprintf(args, sizeof args, "prep voxceleb --wav %s --out %s --threads 2", tree, P("s2.h5"));
-    rc = run(args, out, sizeof out);
+    rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && strstr(out, "stored 12, skipped 0 already stored, rejected 4:"), "exit %d: %s", rc, out);
     t_check(file_bytes_equal(P("s1.h5"), P("s2.h5")), "the two files differ");
     ct_corpus c2 = { 0 };
@@ -218,13 +205,13 @@ void suite_prep(void)
 
     t_case("prep/a second run skips what is stored; a third adds a new file");
     snprintf(args, sizeof args, "prep voxceleb --wav %s --out %s --threads 2", tree, P("s1.h5"));
-    rc = run(args, out, sizeof out);
+    rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && strstr(out, "stored 0, skipped 12 already stored, rejected 4:"), "exit %d: %s", rc, out);
     base = tree;
     mkdirs("id10004/vidGGG");
     write_utt("id10004/vidGGG/00001.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, 1.8, 50);
     base = root;
-    rc = run(args, out, sizeof out);
+    rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && strstr(out, "stored 1, skipped 12 already stored, rejected 4:"), "exit %d: %s", rc, out);
     ct_corpus c3 = { 0 };
     if (t_check(ct_featstore_load(&c3, P("s1.h5")) == CT_OK, "load: %s", ct_last_error())
@@ -238,7 +225,7 @@ void suite_prep(void)
 
     t_case("prep/--mels other than the store's is refused");
     snprintf(args, sizeof args, "prep voxceleb --wav %s --out %s --mels 24", tree, P("s1.h5"));
-    rc = run(args, out, sizeof out);
+    rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc != 0 && rc != 134 && strstr(out, "--mels 40"), "exit %d: %s", rc, out);
 
     t_case("prep/empty, missing, wrong-layout and all-bad directories: clear error, non-zero exit");
@@ -256,7 +243,7 @@ void suite_prep(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         unlink(P("e.h5"));
         snprintf(args, sizeof args, "prep voxceleb --wav %s --out %s", P(bad[i].dir), P("e.h5"));
-        rc = run(args, out, sizeof out);
+        rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc > 0 && rc != 134, "--wav %s: exit %d", bad[i].dir, rc);
         t_check(strstr(out, bad[i].expect) != NULL, "--wav %s: message lacks \"%s\": %s", bad[i].dir, bad[i].expect, out);
         t_check(access(P("e.h5"), F_OK) != 0, "--wav %s left a store behind", bad[i].dir);
@@ -272,10 +259,10 @@ void suite_prep(void)
         { "prep librispeech", "unknown corpus 'librispeech'" },
     };
     for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
-        rc = run(opt[i].args, out, sizeof out);
+        rc = t_run_ctrain(opt[i].args, out, sizeof out);
         t_check(rc > 0 && rc != 134 && strstr(out, opt[i].expect), "`ctrain %s` (exit %d): %s", opt[i].args, rc, out);
     }
-    rc = run("prep voxceleb --help", out, sizeof out);
+    rc = t_run_ctrain("prep voxceleb --help", out, sizeof out);
     t_check(rc == 0 && strstr(out, "--min-seconds") && strstr(out, "--threads"), "--help (exit %d)", rc);
 
     char cmd[256];
