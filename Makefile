@@ -120,7 +120,8 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libctrain.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libctrain.a $(LDLIBS)
 
-test: deps
+test:
+	@sh scripts/deps.sh test
 	@$(MAKE) --no-print-directory build
 	@sh tests/run.sh $(BUILD) $(CTRAIN)
 

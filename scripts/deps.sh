@@ -1,25 +1,27 @@
 #!/bin/sh
 # deps.sh - install the Debian packages ctrain needs, only when they are missing.
 #
-# usage: scripts/deps.sh [build|golden|all]
+# usage: scripts/deps.sh [build|test|golden]
 #   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, and the
-#           tools the tests and the demo use (espeak-ng and sox to synthesise speech,
-#           Fashion-MNIST): enough for `make`, `make test`, `make demo`
-#   golden  adds Debian's python3-torch, torchaudio, h5py, numpy and scikit-learn,
-#           for `make golden` and the PyTorch side of `make bench`
+#           tools the demo uses (espeak-ng and sox to synthesise speech, Fashion-MNIST):
+#           enough for `make` and `make demo`
+#   test    adds Debian's python3-torch and python3-h5py: one test loads ctrain's
+#           PyTorch export into torch and compares outputs (`make test`)
+#   golden  adds torchaudio and scikit-learn, for `make golden` and `make bench`
 # Present packages are detected with dpkg-query, so a second run does nothing and
 # takes a fraction of a second. When it cannot install (not root, no sudo, no
 # network) it prints the exact command to run and exits non-zero.
 set -eu
 
 BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev espeak-ng sox dataset-fashion-mnist"
-GOLDEN_PKGS="python3 python3-torch python3-torchaudio python3-h5py python3-numpy python3-sklearn"
+TEST_PKGS="python3 python3-torch python3-h5py python3-numpy"
+GOLDEN_PKGS="python3-torchaudio python3-sklearn"
 
 case "${1:-build}" in
   build)  want="$BUILD_PKGS" ;;
-  golden) want="$BUILD_PKGS $GOLDEN_PKGS" ;;
-  all)    want="$BUILD_PKGS $GOLDEN_PKGS" ;;
-  *) echo "deps.sh: unknown set '$1' (use build, golden or all)" >&2; exit 2 ;;
+  test)   want="$BUILD_PKGS $TEST_PKGS" ;;
+  golden|all) want="$BUILD_PKGS $TEST_PKGS $GOLDEN_PKGS" ;;
+  *) echo "deps.sh: unknown set '$1' (use build, test or golden)" >&2; exit 2 ;;
 esac
 
 missing=""
