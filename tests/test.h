@@ -20,6 +20,9 @@
 #include "core/rng.h"
 
 void   t_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A case that cannot run here (e.g. no GPU): prints "SKIP <message>" and counts it
+ * as skipped, neither passed nor failed. Call it instead of t_case. */
+void   t_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A boolean check; prints the message when it fails. Returns cond. */
 int    t_check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Compare n floats with the normalised max error; fails the case if err > tol

@@ -760,8 +760,7 @@ void suite_gpu(void)
         test_device_open_error(msg, st);
         int has_prefix = strncmp(msg, "no NVIDIA GPU found", 19) == 0;   /* a CUDA build says it already */
         for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0]; i++)
-            printf(has_prefix ? "SKIP gpu/%s: %s\n" : "SKIP gpu/%s: no NVIDIA GPU found (%s)\n", gpu_cases[i], msg);
-        fflush(stdout);
+            t_skip(has_prefix ? "gpu/%s: %s" : "gpu/%s: no NVIDIA GPU found (%s)", gpu_cases[i], msg);
         return;
     }
 #ifdef CT_HAVE_CUDA

@@ -1,6 +1,7 @@
 /* test_main.c - the test runner: runs every suite (or those whose name contains
  * one of the command-line arguments), prints a line per case, and ends with
- * "N passed, N failed". Exit status is non-zero if any case failed.
+ * "N passed, N failed" (", N skipped" when some cases cannot run here, such as
+ * GPU cases without a GPU). Exit status is non-zero if any case failed.
  *
  *   build/ctrain_tests            run everything
  *   build/ctrain_tests lstm dense run suites whose names contain "lstm" or "dense"
@@ -25,7 +26,7 @@
 #define DECLARE(s) void suite_##s(void) __attribute__((weak));
 SUITES(DECLARE)
 
-static int n_pass, n_fail;
+static int n_pass, n_fail, n_skip;
 static char cur_name[256];
 static int cur_open, cur_failed;
 static double cur_err;   /* largest error seen in the current case */
@@ -48,6 +49,19 @@ void t_case(const char *fmt, ...)
     vsnprintf(cur_name, sizeof cur_name, fmt, ap);
     va_end(ap);
     cur_open = 1; cur_failed = 0; cur_err = -1;
+}
+
+void t_skip(const char *fmt, ...)
+{
+    case_close();
+    va_list ap;
+    va_start(ap, fmt);
+    printf("SKIP ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    n_skip++;
 }
 
 static void note_fail(void)
@@ -243,6 +257,7 @@ int main(int argc, char **argv)
         }
         case_close();
     }
-    printf("%d passed, %d failed\n", n_pass, n_fail);
+    if (n_skip) printf("%d passed, %d failed, %d skipped\n", n_pass, n_fail, n_skip);
+    else printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }
