@@ -370,6 +370,10 @@ int eval_cnn(int argc, char **argv)
         ct_images_free(&test); free(names_buf);
         return 1;
     }
+    cli_print_header(stdout, threads);
+    printf("Model: %s, cnn %dx%dx%d -> %s, %zu parameters\n", model, m.in_c, m.in_h, m.in_w, m.spec, ct_params_count(&m.params));
+    printf("Data: %s (%s), %d test images\n", data, dir, test.n);
+    fflush(stdout);
     const int C = test.classes;
     size_t px = (size_t)test.c * test.h * test.w;
     double loss_sum = 0;
@@ -389,9 +393,6 @@ int eval_cnn(int argc, char **argv)
         }
     }
     double secs = ct_now() - t0;
-    cli_print_header(stdout, threads);
-    printf("Model: %s, cnn %dx%dx%d -> %s, %zu parameters\n", model, m.in_c, m.in_h, m.in_w, m.spec, ct_params_count(&m.params));
-    printf("Data: %s (%s), %d test images\n", data, dir, test.n);
     printf("test loss: %.4f - test accuracy: %.4f (%ld/%d) - %.1fs\n", loss_sum / test.n, (double)right / test.n, right, test.n, secs);
     printf("\nConfusion matrix (rows: true class, columns: predicted class)\n");
     int w = 0;
