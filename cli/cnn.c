@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <hdf5.h>
-#include "cli/args.h"
-#include "cli/cli.h"
+#include "cli/common.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "io/h5.h"
@@ -26,52 +25,11 @@
 
 #define CNN_MODEL_NAME "cnn"
 
-/* ---- options (the same set and meaning as the other `train` models) ---- */
-typedef struct {
-    const char *data, *out, *device, *optimizer, *schedule, *arch;
-    int epochs, batch, threads, progress, samples, val_samples;
-    long seed;
-    float lr, clip_norm, weight_decay;
-    int step_size; float gamma;
-} cnn_opts;
-
-static int parse_opts(ct_args *a, cnn_opts *o, ct_status *st)
+/* ---- options: the shared training options (cli/common.h) plus these ---- */
+static int parse_cnn_opt(ct_args *a, const char **arch, int *samples, int *val_samples, ct_status *st)
 {
-    return ct_args_str(a, "--data", &o->data, st) || ct_args_str(a, "--out", &o->out, st)
-        || ct_args_str(a, "--arch", &o->arch, st)
-        || ct_args_str(a, "--device", &o->device, st) || ct_args_str(a, "--optimizer", &o->optimizer, st)
-        || ct_args_str(a, "--schedule", &o->schedule, st)
-        || ct_args_int(a, "--epochs", &o->epochs, 1, 100000, st) || ct_args_int(a, "--batch", &o->batch, 1, 1 << 16, st)
-        || ct_args_int(a, "--threads", &o->threads, 1, 1024, st) || ct_args_long(a, "--seed", &o->seed, 0, 0x7fffffffL, st)
-        || ct_args_float(a, "--lr", &o->lr, 1e-12f, 1e3f, st) || ct_args_float(a, "--clip-norm", &o->clip_norm, 0, 1e9f, st)
-        || ct_args_float(a, "--weight-decay", &o->weight_decay, 0, 1e3f, st)
-        || ct_args_int(a, "--step-size", &o->step_size, 1, 1000000, st) || ct_args_float(a, "--gamma", &o->gamma, 0, 1, st)
-        || ct_args_int(a, "--samples", &o->samples, 1, 1 << 30, st) || ct_args_int(a, "--val-samples", &o->val_samples, 0, 1 << 30, st)
-        || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0));
-}
-
-static ct_status finish_opts(cnn_opts *o, ct_fit_config *fit)
-{
-    CT_TRY(cli_select_device(o->device));
-    ct_optim_kind kind = OPT_ADAM;
-    if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
-    fit->optim = ct_optim_defaults(kind);
-    if (o->lr > 0) fit->optim.lr = o->lr;
-    fit->optim.clip_norm = o->clip_norm;
-    if (o->weight_decay > 0 || kind != OPT_ADAMW) fit->optim.weight_decay = o->weight_decay;
-    fit->sched = (ct_sched){ .kind = SCHED_CONSTANT, .base_lr = fit->optim.lr, .step_size = o->step_size,
-                             .gamma = o->gamma, .t_max = o->epochs, .eta_min = 0 };
-    if (o->schedule) {
-        if (!strcmp(o->schedule, "step")) fit->sched.kind = SCHED_STEP;
-        else if (!strcmp(o->schedule, "cosine")) fit->sched.kind = SCHED_COSINE;
-        else if (strcmp(o->schedule, "constant") != 0)
-            return ct_fail(CT_EINVAL, "--schedule %s: use constant, step or cosine", o->schedule);
-    }
-    fit->epochs = o->epochs;
-    fit->batch = o->batch;
-    fit->progress = o->progress;
-    ct_threads_set(o->threads);
-    return CT_OK;
+    return ct_args_str(a, "--arch", arch, st) || ct_args_int(a, "--samples", samples, 1, 1 << 30, st)
+        || ct_args_int(a, "--val-samples", val_samples, 0, 1 << 30, st);
 }
 
 static const char *DATA_HELP =
@@ -125,24 +83,24 @@ static void task_backward(void *ctx, int n)
     seq_cnn_backward(&c->m, c->x, c->labels, n);
 }
 
+static ct_status task_save_state(void *ctx, hid_t f)
+{
+    cnn_task *c = ctx;
+    return cli_save_order_state(f, c->order, c->n_train, &c->data, &c->dropout);
+}
+
+static ct_status task_load_state(void *ctx, hid_t f)
+{
+    cnn_task *c = ctx;
+    return cli_load_order_state(f, c->order, c->n_train, &c->data, &c->dropout);
+}
+
 static void task_free(cnn_task *c)
 {
     seq_cnn_free(&c->m);
     ct_images_free(&c->train);
     ct_images_free(&c->val);
     free(c->order); free(c->x); free(c->labels);
-}
-
-/* Adds the spec as the root attribute "arch" of a weights file just written. */
-static ct_status write_arch(const char *path, const char *spec)
-{
-    ct_h5_quiet();
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (f < 0) return ct_fail(CT_EIO, "%s: cannot reopen the weights file to record the architecture", path);
-    ct_status st = ct_h5_attr_write_str(f, "/", "arch", spec);
-    if (H5Fclose(f) < 0 && st == CT_OK) st = ct_fail(CT_EIO, "%s: cannot close the weights file after writing \"arch\"", path);
-    if (st != CT_OK) return ct_fail(CT_EIO, "%s: cannot record the architecture (attribute \"arch\"): %s", path, ct_last_error());
-    return CT_OK;
 }
 
 /* Reads the root string attribute "arch" into buf. */
@@ -194,11 +152,20 @@ static void describe_model(const seq_cnn *m)
 
 int train_cnn(int argc, char **argv)
 {
-    cnn_opts o = { .data = "fashion-mnist", .device = "cpu", .arch = SEQ_CNN_DEFAULT_SPEC, .epochs = 12, .batch = 128,
-                   .threads = ct_cpu_count(), .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f,
-                   .samples = 0, .val_samples = -1 };
+    cli_train_opts o = { .data = "fashion-mnist", .device = "cpu", .epochs = 12, .batch = 128, .threads = ct_cpu_count(),
+                         .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
+    const char *arch = SEQ_CNN_DEFAULT_SPEC;
+    int samples = 0, val_samples = -1;
     ct_args a = { argc, 0, argv };
-    ct_status st = CT_OK;
+    static ct_ckpt_meta rm, meta;
+    int resuming = 0;
+    ct_status st = cli_resume_meta(argc, argv, CNN_MODEL_NAME, &rm, &resuming);
+    if (st == CT_OK && resuming) {   /* the checkpoint's settings are the defaults; flags override them */
+        cli_train_from_meta(&rm.train_cfg, &o);
+        ct_kv_str(&rm.model_cfg, "arch", &arch);
+        ct_kv_int(&rm.train_cfg, "samples", &samples);
+        ct_kv_int(&rm.train_cfg, "val_samples", &val_samples);
+    }
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
             printf("usage: ctrain train cnn [options]\n\n"
@@ -207,28 +174,15 @@ int train_cnn(int argc, char **argv)
                    "model and data:\n%s"
                    "  --samples N           use the first N training images (default: all)\n"
                    "  --val-samples N       use the first N test images for validation (default: all)\n"
-                   "training:\n"
-                   "  --epochs N            epochs (default 12)\n"
-                   "  --batch N             batch size (default 128)\n"
-                   "  --optimizer NAME      sgd, rmsprop, adam or adamw (default adam)\n"
-                   "  --lr X                learning rate (default 0.001 for adam)\n"
-                   "  --schedule NAME       constant, step or cosine learning rate over epochs (default constant)\n"
-                   "  --step-size N --gamma X   step schedule: lr * gamma^(epoch / N) (defaults 10, 0.1)\n"
-                   "  --weight-decay X      L2 penalty (decoupled for adamw) (default 0)\n"
-                   "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
-                   "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
-                   "  --seed S              seed of every random stream (default 1)\n"
-                   "  --device cpu          cpu (gpu[:N] is recognised; training on the GPU is not connected yet)\n"
-                   "  --out FILE.h5         write the trained weights and the spec (HDF5, replaced atomically)\n"
-                   "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n",
-                   DATA_HELP);
+                   "training:\n", DATA_HELP);
+            printf(CLI_TRAIN_HELP, 12, 128, "adam", 1e-3);
             return 0;
         }
-        if (parse_opts(&a, &o, &st)) continue;
+        if (cli_parse_train_opt(&a, &o, &st) || parse_cnn_opt(&a, &arch, &samples, &val_samples, &st)) continue;
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train cnn --help)", argv[a.i]);
     }
     ct_fit_config fit;
-    if (st == CT_OK) st = finish_opts(&o, &fit);
+    if (st == CT_OK) st = cli_finish_train_opts(&o, &fit, OPT_ADAM);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
 
     cnn_task c;
@@ -236,14 +190,10 @@ int train_cnn(int argc, char **argv)
     const char *dir = ct_idx_data_dir(o.data);
     st = ct_idx_load_dir(&c.train, &c.val, dir);
     if (st == CT_OK) {
-        c.n_train = o.samples > 0 && o.samples < c.train.n ? o.samples : c.train.n;
-        c.n_val = o.val_samples >= 0 && o.val_samples < c.val.n ? o.val_samples : c.val.n;
-        st = seq_cnn_build(&c.m, o.arch, c.train.c, c.train.h, c.train.w, c.train.classes);
-        if (st != CT_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-            st = ct_fail(st, "--arch: %s", msg);
-        }
+        c.n_train = samples > 0 && samples < c.train.n ? samples : c.train.n;
+        c.n_val = val_samples >= 0 && val_samples < c.val.n ? val_samples : c.val.n;
+        st = seq_cnn_build(&c.m, arch, c.train.c, c.train.h, c.train.w, c.train.classes);
+        if (st != CT_OK) st = ct_fail(st, "--arch: %s", ct_last_error());
     }
     if (st == CT_OK) st = seq_cnn_plan(&c.m, o.batch);
     if (st == CT_OK) {
@@ -267,10 +217,23 @@ int train_cnn(int argc, char **argv)
            ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
     fflush(stdout);
     ct_task task = { .ctx = &c, .params = &c.m.params, .buffers = &c.m.buffers, .n_train = c.n_train, .n_val = c.n_val,
-                     .begin_epoch = task_begin_epoch, .load = task_load, .forward = task_forward, .backward = task_backward };
+                     .begin_epoch = task_begin_epoch, .load = task_load, .forward = task_forward, .backward = task_backward,
+                     .save_state = task_save_state, .load_state = task_load_state };
+    snprintf(meta.model, sizeof meta.model, CNN_MODEL_NAME);
+    ct_kv_set_str(&meta.model_cfg, "arch", c.m.spec);
+    ct_kv_set_int(&meta.model_cfg, "channels", c.train.c);
+    ct_kv_set_int(&meta.model_cfg, "height", c.train.h);
+    ct_kv_set_int(&meta.model_cfg, "width", c.train.w);
+    ct_kv_set_int(&meta.model_cfg, "classes", c.train.classes);
+    cli_train_to_meta(&meta.train_cfg, &o, &fit);
+    ct_kv_set_str(&meta.train_cfg, "data", o.data);
+    ct_kv_set_int(&meta.train_cfg, "samples", samples);
+    ct_kv_set_int(&meta.train_cfg, "val_samples", val_samples);
+    fit.meta = &meta;
+    fit.rngs = &rngs;
     st = ct_fit(&task, &fit, NULL, stdout);
-    if (st == CT_OK && o.out) st = ct_weights_save(o.out, CNN_MODEL_NAME, &c.m.params, &c.m.buffers);
-    if (st == CT_OK && o.out) st = write_arch(o.out, c.m.spec);
+    const char *attrs[] = { "arch", c.m.spec, NULL };
+    if (st == CT_OK && o.out) st = ct_weights_save_attrs(o.out, CNN_MODEL_NAME, &c.m.params, &c.m.buffers, attrs);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
     task_free(&c);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }

@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/args.h"
-#include "cli/cli.h"
+#include "cli/common.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "io/checkpoint.h"
@@ -25,158 +24,6 @@
 #include "models/speaker_task.h"
 #include "models/train.h"
 
-/* ---- options common to every model ---- */
-typedef struct {
-    const char *data, *out, *device, *optimizer, *schedule;
-    int epochs, batch, threads, progress;
-    long seed;
-    float lr, clip_norm, weight_decay;
-    int step_size; float gamma;
-    /* checkpoints and callbacks (models/train.h) */
-    const char *checkpoint, *resume, *save_best, *monitor, *csv, *on_nan;
-    long checkpoint_every, stop_after_steps;
-    int early_stopping;
-} common_opts;
-
-static int parse_common(ct_args *a, common_opts *o, ct_status *st)
-{
-    return ct_args_str(a, "--data", &o->data, st) || ct_args_str(a, "--out", &o->out, st)
-        || ct_args_str(a, "--device", &o->device, st) || ct_args_str(a, "--optimizer", &o->optimizer, st)
-        || ct_args_str(a, "--schedule", &o->schedule, st)
-        || ct_args_int(a, "--epochs", &o->epochs, 1, 100000, st) || ct_args_int(a, "--batch", &o->batch, 1, 1 << 20, st)
-        || ct_args_int(a, "--threads", &o->threads, 1, 1024, st) || ct_args_long(a, "--seed", &o->seed, 0, 0x7fffffffL, st)
-        || ct_args_float(a, "--lr", &o->lr, 1e-12f, 1e3f, st) || ct_args_float(a, "--clip-norm", &o->clip_norm, 0, 1e9f, st)
-        || ct_args_float(a, "--weight-decay", &o->weight_decay, 0, 1e3f, st)
-        || ct_args_int(a, "--step-size", &o->step_size, 1, 1000000, st) || ct_args_float(a, "--gamma", &o->gamma, 0, 1, st)
-        || ct_args_str(a, "--checkpoint", &o->checkpoint, st) || ct_args_long(a, "--checkpoint-every", &o->checkpoint_every, 1, 0x7fffffffL, st)
-        || ct_args_str(a, "--resume", &o->resume, st) || ct_args_str(a, "--save-best", &o->save_best, st)
-        || ct_args_str(a, "--monitor", &o->monitor, st) || ct_args_int(a, "--early-stopping", &o->early_stopping, 1, 1000000, st)
-        || ct_args_str(a, "--csv", &o->csv, st) || ct_args_str(a, "--on-nan", &o->on_nan, st)
-        || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
-        || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0));
-}
-
-static const char *COMMON_HELP =
-    "  --data synthetic      data source (a corpus generated from --seed)\n"
-    "  --epochs N            epochs (default %d)\n"
-    "  --batch N             batch size (default %d)\n"
-    "  --optimizer NAME      sgd, rmsprop, adam or adamw (default %s)\n"
-    "  --lr X                learning rate (default %g)\n"
-    "  --schedule NAME       constant, step or cosine learning rate over epochs (default constant)\n"
-    "  --step-size N --gamma X   step schedule: lr * gamma^(epoch / N) (defaults 10, 0.1)\n"
-    "  --weight-decay X      L2 penalty (decoupled for adamw) (default 0)\n"
-    "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
-    "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
-    "  --seed S              seed of every random stream (default 1)\n"
-    "  --device cpu          cpu (gpu[:N] is recognised; training on the GPU is not connected yet)\n"
-    "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
-    "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n"
-    "checkpoints and callbacks:\n"
-    "  --checkpoint FILE.h5  write a checkpoint (weights, optimizer, RNG and data state) after every epoch\n"
-    "  --checkpoint-every N  ... and after every N batches\n"
-    "  --resume FILE.h5      continue a run exactly where its checkpoint stopped; the model and training\n"
-    "                        settings come from the file (flags given override them, e.g. --epochs)\n"
-    "  --save-best FILE.h5   checkpoint of the best epoch so far by --monitor\n"
-    "  --monitor NAME        val_loss (default), val_accuracy, val_eer, loss or accuracy\n"
-    "  --early-stopping N    stop after N epochs without improvement of --monitor; the best weights\n"
-    "                        are restored at the end\n"
-    "  --csv FILE.csv        one CSV row per epoch (appended on --resume)\n"
-    "  --on-nan WHAT         stop (default) or skip-batch: what a non-finite loss or gradient does\n"
-    "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n";
-
-static ct_status finish_common(common_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
-{
-    memset(fit, 0, sizeof *fit);
-    CT_TRY(cli_select_device(o->device));
-    if (strcmp(o->data, "synthetic") != 0)
-        return ct_fail(CT_EINVAL, "--data %s: only 'synthetic' data is available in this version", o->data);
-    ct_optim_kind kind = default_opt;
-    if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
-    fit->optim = ct_optim_defaults(kind);
-    if (o->lr > 0) fit->optim.lr = o->lr;
-    fit->optim.clip_norm = o->clip_norm;
-    if (o->weight_decay > 0 || kind != OPT_ADAMW) fit->optim.weight_decay = o->weight_decay;
-    fit->sched = (ct_sched){ .kind = SCHED_CONSTANT, .base_lr = fit->optim.lr, .step_size = o->step_size,
-                             .gamma = o->gamma, .t_max = o->epochs, .eta_min = 0 };
-    if (o->schedule) {
-        if (!strcmp(o->schedule, "step")) fit->sched.kind = SCHED_STEP;
-        else if (!strcmp(o->schedule, "cosine")) fit->sched.kind = SCHED_COSINE;
-        else if (strcmp(o->schedule, "constant") != 0)
-            return ct_fail(CT_EINVAL, "--schedule %s: use constant, step or cosine", o->schedule);
-    }
-    fit->epochs = o->epochs;
-    fit->batch = o->batch;
-    fit->progress = o->progress;
-    fit->checkpoint = o->checkpoint;
-    fit->checkpoint_every = o->checkpoint_every;
-    fit->resume = o->resume;
-    fit->save_best = o->save_best;
-    fit->early_stopping = o->early_stopping;
-    fit->csv = o->csv;
-    fit->stop_after_steps = o->stop_after_steps;
-    if (o->monitor) CT_TRY(ct_monitor_parse(&fit->monitor, o->monitor));
-    if (o->on_nan) CT_TRY(ct_on_nan_parse(&fit->on_nan, o->on_nan));
-    if (o->checkpoint_every && !o->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE.h5");
-    ct_threads_set(o->threads);
-    return CT_OK;
-}
-
-/* ---- what a checkpoint records of the run, and --resume's defaults ---- */
-static void common_to_meta(ct_kv *kv, const common_opts *o, const ct_fit_config *fit)
-{
-    const ct_optim_config *c = &fit->optim;
-    const char *sched[] = { "constant", "step", "cosine" };
-    ct_kv_set_str(kv, "optimizer", ct_optim_name(c->kind));
-    ct_kv_set_num(kv, "lr", c->lr);
-    ct_kv_set_num(kv, "momentum", c->momentum);
-    ct_kv_set_int(kv, "nesterov", c->nesterov);
-    ct_kv_set_num(kv, "rho", c->rho);
-    ct_kv_set_num(kv, "beta1", c->beta1);
-    ct_kv_set_num(kv, "beta2", c->beta2);
-    ct_kv_set_num(kv, "eps", c->eps);
-    ct_kv_set_num(kv, "weight_decay", c->weight_decay);
-    ct_kv_set_num(kv, "clip_norm", c->clip_norm);
-    ct_kv_set_str(kv, "schedule", sched[fit->sched.kind]);
-    ct_kv_set_int(kv, "step_size", fit->sched.step_size);
-    ct_kv_set_num(kv, "gamma", fit->sched.gamma);
-    ct_kv_set_int(kv, "t_max", fit->sched.t_max);
-    ct_kv_set_num(kv, "eta_min", fit->sched.eta_min);
-    ct_kv_set_int(kv, "batch", o->batch);
-    ct_kv_set_int(kv, "epochs", o->epochs);
-    ct_kv_set_int(kv, "seed", o->seed);
-}
-
-static void common_from_meta(const ct_kv *kv, common_opts *o)
-{
-    ct_kv_str(kv, "optimizer", &o->optimizer);
-    ct_kv_float(kv, "lr", &o->lr);
-    ct_kv_float(kv, "weight_decay", &o->weight_decay);
-    ct_kv_float(kv, "clip_norm", &o->clip_norm);
-    ct_kv_str(kv, "schedule", &o->schedule);
-    ct_kv_int(kv, "step_size", &o->step_size);
-    ct_kv_float(kv, "gamma", &o->gamma);
-    ct_kv_int(kv, "batch", &o->batch);
-    ct_kv_int(kv, "epochs", &o->epochs);
-    ct_kv_long(kv, "seed", &o->seed);
-    ct_kv_str(kv, "data", &o->data);
-}
-
-/* With --resume anywhere on the command line, read the checkpoint's configuration
- * (it becomes the defaults; the flags parsed afterwards override it). */
-static ct_status resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, int *found)
-{
-    *found = 0;
-    for (int i = 0; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--resume") != 0) continue;
-        CT_TRY(ct_ckpt_read_meta(argv[i + 1], meta));
-        if (strcmp(meta->model, model) != 0)
-            return ct_fail(CT_EINVAL, "%s is a checkpoint of model %s, not %s: resume it with `ctrain train %s --resume %s`",
-                           argv[i + 1], meta->model, model, meta->model, argv[i + 1]);
-        *found = 1;
-    }
-    return CT_OK;
-}
-
 /* ---- siamese-lstm on a speaker corpus ---- */
 /* Loads the training corpus named by --data: "synthetic" generates one from the seed. */
 static ct_status load_corpus(ct_corpus *c, const char *data, ct_synth_config *sc)
@@ -187,7 +34,7 @@ static ct_status load_corpus(ct_corpus *c, const char *data, ct_synth_config *sc
 
 static int train_siamese(int argc, char **argv)
 {
-    common_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 128, .threads = ct_cpu_count(),
+    cli_train_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 128, .threads = ct_cpu_count(),
                       .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
     siamese_lstm_config mc = siamese_lstm_defaults();
     ct_synth_config sc = { .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
@@ -199,10 +46,10 @@ static int train_siamese(int argc, char **argv)
     ct_status st = CT_OK;
     static ct_ckpt_meta rm, meta;
     int resuming = 0;
-    st = resume_meta(argc, argv, "siamese-lstm", &rm, &resuming);
+    st = cli_resume_meta(argc, argv, "siamese-lstm", &rm, &resuming);
     if (resuming) {
         const ct_kv *m = &rm.model_cfg, *t = &rm.train_cfg;
-        common_from_meta(t, &o);
+        cli_train_from_meta(t, &o);
         ct_kv_int(m, "n_mels", &mc.n_mels); ct_kv_int(m, "frames", &mc.frames); ct_kv_int(m, "hidden", &mc.hidden);
         ct_kv_int(m, "layers", &mc.layers); ct_kv_int(m, "embed", &mc.embed); ct_kv_float(m, "margin", &mc.margin);
         ct_kv_float(m, "threshold", &mc.threshold); ct_kv_str(m, "recurrent", &recurrent);
@@ -239,10 +86,10 @@ static int train_siamese(int argc, char **argv)
                    "  --utts N              utterances per speaker (default 12)\n"
                    "  --noise X             noise level; larger is harder (default 2)\n"
                    "training:\n");
-            printf(COMMON_HELP, 5, 128, "rmsprop", 1e-3);
+            printf(CLI_TRAIN_HELP, 5, 128, "rmsprop", 1e-3);
             return 0;
         }
-        if (parse_common(&a, &o, &st)) continue;
+        if (cli_parse_train_opt(&a, &o, &st)) continue;
         if (ct_args_int(&a, "--mels", &mc.n_mels, 1, 4096, &st) || ct_args_int(&a, "--frames", &mc.frames, 1, 100000, &st)
             || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st) || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st)
             || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st) || ct_args_float(&a, "--margin", &mc.margin, 1e-6f, 1e6f, &st)
@@ -256,9 +103,8 @@ static int train_siamese(int argc, char **argv)
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train siamese-lstm --help)", argv[a.i]);
     }
     const char *data = o.data;
-    o.data = "synthetic";   /* finish_common checks the device and optimizer; the corpus is loaded here */
     ct_fit_config fit;
-    if (st == CT_OK) st = finish_common(&o, &fit, OPT_RMSPROP);
+    if (st == CT_OK) st = cli_finish_train_opts(&o, &fit, OPT_RMSPROP);
     if (st == CT_OK) {
         if (!strcmp(recurrent, "sigmoid")) mc.recurrent = LSTM_SIGMOID;
         else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
@@ -322,7 +168,7 @@ static int train_siamese(int argc, char **argv)
         ct_kv_set_int(km, "n_mels", mc.n_mels); ct_kv_set_int(km, "frames", mc.frames); ct_kv_set_int(km, "hidden", mc.hidden);
         ct_kv_set_int(km, "layers", mc.layers); ct_kv_set_int(km, "embed", mc.embed); ct_kv_set_num(km, "margin", mc.margin);
         ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "recurrent", recurrent);
-        common_to_meta(kt, &o, &fit);
+        cli_train_to_meta(kt, &o, &fit);
         ct_kv_set_str(kt, "data", data); ct_kv_set_int(kt, "speakers", sc.speakers); ct_kv_set_int(kt, "utts", sc.utts_per_speaker);
         ct_kv_set_num(kt, "noise", sc.noise); ct_kv_set_int(kt, "pairs", tc.pairs); ct_kv_set_int(kt, "val_pairs", tc.val_pairs);
         ct_kv_set_str(kt, "val_split", val_split); ct_kv_set_num(kt, "val_fraction", val_fraction);
@@ -387,37 +233,18 @@ static void cnn_backward(void *ctx, int n)
 static ct_status cnn_save_state(void *ctx, hid_t f)
 {
     cnn_task *c = ctx;
-    size_t n = (size_t)c->train.n;
-    CT_TRY(ct_ckpt_write_rng(f, "data", &c->data));
-    CT_TRY(ct_ckpt_write_rng(f, "dropout", &c->dropout));
-    return ct_ckpt_write_i32(f, "data/order", c->order, 1, &n);
+    return cli_save_order_state(f, c->order, c->train.n, &c->data, &c->dropout);
 }
 
 static ct_status cnn_load_state(void *ctx, hid_t f)
 {
     cnn_task *c = ctx;
-    int n = c->train.n;
-    ct_rng data, dropout;
-    int *order = ct_malloc((size_t)n * sizeof(int) + 1, "order");
-    unsigned char *seen = ct_calloc((size_t)n + 1, 1, "order");
-    ct_status st = order && seen ? CT_OK : CT_ENOMEM;
-    if (st == CT_OK) st = ct_ckpt_read_rng(f, "data", &data);
-    if (st == CT_OK) st = ct_ckpt_read_rng(f, "dropout", &dropout);
-    if (st == CT_OK && (st = ct_ckpt_read_i32(f, "data/order", order, (size_t)n)) != CT_OK)
-        st = ct_fail_around(st, NULL, " (was the checkpoint made with other --samples?)");
-    for (int i = 0; st == CT_OK && i < n; i++) {
-        if (order[i] < 0 || order[i] >= n || seen[order[i]]) st = ct_fail(CT_EFORMAT, "/data/order is not a permutation of the %d samples", n);
-        else seen[order[i]] = 1;
-    }
-    if (st == CT_OK) { memcpy(c->order, order, (size_t)n * sizeof(int)); c->data = data; c->dropout = dropout; }
-    free(order);
-    free(seen);
-    return st;
+    return cli_load_order_state(f, c->order, c->train.n, &c->data, &c->dropout);
 }
 
 static int train_small_cnn(int argc, char **argv)
 {
-    common_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 64, .threads = ct_cpu_count(),
+    cli_train_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 64, .threads = ct_cpu_count(),
                       .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
     small_cnn_config mc = small_cnn_defaults();
     int n_train = 4000, n_val = 1000;
@@ -426,10 +253,10 @@ static int train_small_cnn(int argc, char **argv)
     ct_status st = CT_OK;
     static ct_ckpt_meta rm, meta;
     int resuming = 0;
-    st = resume_meta(argc, argv, "small-cnn", &rm, &resuming);
+    st = cli_resume_meta(argc, argv, "small-cnn", &rm, &resuming);
     if (resuming) {
         const ct_kv *m = &rm.model_cfg, *t = &rm.train_cfg;
-        common_from_meta(t, &o);
+        cli_train_from_meta(t, &o);
         ct_kv_int(m, "channels", &mc.channels); ct_kv_int(m, "height", &mc.height); ct_kv_int(m, "width", &mc.width);
         ct_kv_int(m, "filters", &mc.filters); ct_kv_int(m, "kernel", &mc.kernel); ct_kv_int(m, "classes", &mc.classes);
         ct_kv_float(m, "dropout", &mc.dropout);
@@ -450,10 +277,11 @@ static int train_small_cnn(int argc, char **argv)
                    "  --val-samples N       validation images (default 1000)\n"
                    "  --noise X             noise amplitude (default 0.6)\n"
                    "training:\n");
-            printf(COMMON_HELP, 5, 64, "adam", 1e-3);
+            printf("  --data synthetic      images generated from --seed\n");
+            printf(CLI_TRAIN_HELP, 5, 64, "adam", 1e-3);
             return 0;
         }
-        if (parse_common(&a, &o, &st)) continue;
+        if (cli_parse_train_opt(&a, &o, &st)) continue;
         int size = 0;
         if (ct_args_int(&a, "--size", &size, 4, 4096, &st)) { if (st == CT_OK) mc.height = mc.width = size; continue; }
         if (ct_args_int(&a, "--filters", &mc.filters, 1, 4096, &st) || ct_args_int(&a, "--kernel", &mc.kernel, 1, 31, &st)
@@ -464,7 +292,10 @@ static int train_small_cnn(int argc, char **argv)
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train small-cnn --help)", argv[a.i]);
     }
     ct_fit_config fit;
-    if (st == CT_OK) st = finish_common(&o, &fit, OPT_ADAM);
+    if (st == CT_OK) st = cli_finish_train_opts(&o, &fit, OPT_ADAM);
+    if (st == CT_OK && strcmp(o.data, "synthetic") != 0)
+        st = ct_fail(CT_EINVAL, "--data %s: small-cnn trains on synthetic images only (--data synthetic); "
+                     "for image files use `ctrain train cnn --data DIR`", o.data);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
 
     cnn_task c = { 0 };
@@ -495,7 +326,7 @@ static int train_small_cnn(int argc, char **argv)
         ct_kv_set_int(km, "channels", mc.channels); ct_kv_set_int(km, "height", mc.height); ct_kv_set_int(km, "width", mc.width);
         ct_kv_set_int(km, "filters", mc.filters); ct_kv_set_int(km, "kernel", mc.kernel); ct_kv_set_int(km, "classes", mc.classes);
         ct_kv_set_num(km, "dropout", mc.dropout);
-        common_to_meta(kt, &o, &fit);
+        cli_train_to_meta(kt, &o, &fit);
         ct_kv_set_str(kt, "data", o.data); ct_kv_set_int(kt, "samples", n_train); ct_kv_set_int(kt, "val_samples", n_val);
         ct_kv_set_num(kt, "noise", noise);
         fit.meta = &meta;

@@ -19,16 +19,24 @@ static ct_status write_group(hid_t f, const char *group, const ct_params *ps)
     return CT_OK;
 }
 
-ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state)
+ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_params *params, const ct_params *state,
+                               const char *const *str_attrs)
 {
     hid_t f = ct_h5_mem_create();   /* built in memory, then written and renamed in one go */
     if (f < 0) return CT_ENOMEM;
     ct_status st = ct_h5_attr_write_str(f, "/", "format", "ctrain-weights");
     if (st == CT_OK) st = ct_h5_attr_write_double(f, "/", "format_version", 1);
     if (st == CT_OK) st = ct_h5_attr_write_str(f, "/", "model", model);
+    for (int k = 0; st == CT_OK && str_attrs && str_attrs[k]; k += 2)
+        st = ct_h5_attr_write_str(f, "/", str_attrs[k], str_attrs[k + 1]);
     if (st == CT_OK) st = write_group(f, "model", params);
     if (st == CT_OK && state && state->n) st = write_group(f, "state", state);
     return ct_h5_mem_commit(f, st, path, "weights file");
+}
+
+ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state)
+{
+    return ct_weights_save_attrs(path, model, params, state, NULL);
 }
 
 static ct_status read_group(hid_t f, const char *path, const char *group, ct_params *ps)

@@ -15,6 +15,10 @@
 #include "core/params.h"
 
 ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state);
+/* The same, with extra string attributes on the root: str_attrs = { key, value, ..., NULL }
+ * (e.g. a CNN's architecture spec as "arch"), written in the same atomic step. */
+ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_params *params, const ct_params *state,
+                               const char *const *str_attrs);
 /* Load parameters by name; every parameter of `params` must be present with its shape. */
 ct_status ct_weights_load(const char *path, const char *model, ct_params *params, ct_params *state);
 

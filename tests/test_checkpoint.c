@@ -448,6 +448,9 @@ static void case_round_trip(void)
 
 #define SIAM "train siamese-lstm --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --batch 16 --frames 10 --mels 6 --hidden 8 --embed 4 --no-progress"
 #define CNN  "train small-cnn --samples 64 --val-samples 32 --size 8 --filters 4 --batch 16 --no-progress"
+/* the spec CNN on the first 64 Fashion-MNIST images, with batchnorm and dropout in it */
+#define FCNN "train cnn --data fashion-mnist --samples 64 --val-samples 32 --batch 16 --no-progress " \
+             "--arch conv4k3,batchnorm,relu,maxpool2,dropout0.25,flatten,dense10"
 static char out1[1 << 16], out2[1 << 16], out3[1 << 16];
 static char la[1 << 14], lb[1 << 14];
 
@@ -1072,6 +1075,7 @@ void suite_checkpoint(void)
     case_round_trip();
     case_resume("siamese-lstm", SIAM, 1);
     case_resume("small-cnn", CNN, 1);
+    case_resume("cnn", FCNN, 1);
     case_resume("siamese-lstm", SIAM, 2);
     case_resume("small-cnn", CNN, 2);
     case_kill_loop();

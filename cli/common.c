@@ -1,0 +1,172 @@
+/* common.c - the options every `ctrain train MODEL` shares (optimizer, schedule,
+ * threads, seed, device, checkpoints and callbacks), their help text, what a
+ * checkpoint records of them, and --resume's defaults (see common.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/common.h"
+#include "core/threads.h"
+
+int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
+{
+    return ct_args_str(a, "--data", &o->data, st) || ct_args_str(a, "--out", &o->out, st)
+        || ct_args_str(a, "--device", &o->device, st) || ct_args_str(a, "--optimizer", &o->optimizer, st)
+        || ct_args_str(a, "--schedule", &o->schedule, st)
+        || ct_args_int(a, "--epochs", &o->epochs, 1, 100000, st) || ct_args_int(a, "--batch", &o->batch, 1, 1 << 20, st)
+        || ct_args_int(a, "--threads", &o->threads, 1, 1024, st) || ct_args_long(a, "--seed", &o->seed, 0, 0x7fffffffL, st)
+        || ct_args_float(a, "--lr", &o->lr, 1e-12f, 1e3f, st) || ct_args_float(a, "--clip-norm", &o->clip_norm, 0, 1e9f, st)
+        || ct_args_float(a, "--weight-decay", &o->weight_decay, 0, 1e3f, st)
+        || ct_args_int(a, "--step-size", &o->step_size, 1, 1000000, st) || ct_args_float(a, "--gamma", &o->gamma, 0, 1, st)
+        || ct_args_str(a, "--checkpoint", &o->checkpoint, st) || ct_args_long(a, "--checkpoint-every", &o->checkpoint_every, 1, 0x7fffffffL, st)
+        || ct_args_str(a, "--resume", &o->resume, st) || ct_args_str(a, "--save-best", &o->save_best, st)
+        || ct_args_str(a, "--monitor", &o->monitor, st) || ct_args_int(a, "--early-stopping", &o->early_stopping, 1, 1000000, st)
+        || ct_args_str(a, "--csv", &o->csv, st) || ct_args_str(a, "--on-nan", &o->on_nan, st)
+        || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
+        || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0));
+}
+
+const char *CLI_TRAIN_HELP =
+    "  --epochs N            epochs (default %d)\n"
+    "  --batch N             batch size (default %d)\n"
+    "  --optimizer NAME      sgd, rmsprop, adam or adamw (default %s)\n"
+    "  --lr X                learning rate (default %g)\n"
+    "  --schedule NAME       constant, step or cosine learning rate over epochs (default constant)\n"
+    "  --step-size N --gamma X   step schedule: lr * gamma^(epoch / N) (defaults 10, 0.1)\n"
+    "  --weight-decay X      L2 penalty (decoupled for adamw) (default 0)\n"
+    "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
+    "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
+    "  --seed S              seed of every random stream (default 1)\n"
+    "  --device cpu          cpu (gpu[:N] is recognised; training on the GPU is not connected yet)\n"
+    "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
+    "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n"
+    "checkpoints and callbacks:\n"
+    "  --checkpoint FILE.h5  write a checkpoint (weights, optimizer, RNG and data state) after every epoch\n"
+    "  --checkpoint-every N  ... and after every N batches\n"
+    "  --resume FILE.h5      continue a run exactly where its checkpoint stopped; the model and training\n"
+    "                        settings come from the file (flags given override them, e.g. --epochs)\n"
+    "  --save-best FILE.h5   checkpoint of the best epoch so far by --monitor\n"
+    "  --monitor NAME        val_loss (default), val_accuracy, val_eer, loss or accuracy\n"
+    "  --early-stopping N    stop after N epochs without improvement of --monitor; the best weights\n"
+    "                        are restored at the end\n"
+    "  --csv FILE.csv        one CSV row per epoch (appended on --resume)\n"
+    "  --on-nan WHAT         stop (default) or skip-batch: what a non-finite loss or gradient does\n"
+    "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n";
+
+ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
+{
+    memset(fit, 0, sizeof *fit);
+    CT_TRY(cli_select_device(o->device));
+    ct_optim_kind kind = default_opt;
+    if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
+    fit->optim = ct_optim_defaults(kind);
+    if (o->lr > 0) fit->optim.lr = o->lr;
+    fit->optim.clip_norm = o->clip_norm;
+    if (o->weight_decay > 0 || kind != OPT_ADAMW) fit->optim.weight_decay = o->weight_decay;
+    fit->sched = (ct_sched){ .kind = SCHED_CONSTANT, .base_lr = fit->optim.lr, .step_size = o->step_size,
+                             .gamma = o->gamma, .t_max = o->epochs, .eta_min = 0 };
+    if (o->schedule) {
+        if (!strcmp(o->schedule, "step")) fit->sched.kind = SCHED_STEP;
+        else if (!strcmp(o->schedule, "cosine")) fit->sched.kind = SCHED_COSINE;
+        else if (strcmp(o->schedule, "constant") != 0)
+            return ct_fail(CT_EINVAL, "--schedule %s: use constant, step or cosine", o->schedule);
+    }
+    fit->epochs = o->epochs;
+    fit->batch = o->batch;
+    fit->progress = o->progress;
+    fit->checkpoint = o->checkpoint;
+    fit->checkpoint_every = o->checkpoint_every;
+    fit->resume = o->resume;
+    fit->save_best = o->save_best;
+    fit->early_stopping = o->early_stopping;
+    fit->csv = o->csv;
+    fit->stop_after_steps = o->stop_after_steps;
+    if (o->monitor) CT_TRY(ct_monitor_parse(&fit->monitor, o->monitor));
+    if (o->on_nan) CT_TRY(ct_on_nan_parse(&fit->on_nan, o->on_nan));
+    if (o->checkpoint_every && !o->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE.h5");
+    ct_threads_set(o->threads);
+    return CT_OK;
+}
+
+void cli_train_to_meta(ct_kv *kv, const cli_train_opts *o, const ct_fit_config *fit)
+{
+    const ct_optim_config *c = &fit->optim;
+    const char *sched[] = { "constant", "step", "cosine" };
+    ct_kv_set_str(kv, "optimizer", ct_optim_name(c->kind));
+    ct_kv_set_num(kv, "lr", c->lr);
+    ct_kv_set_num(kv, "momentum", c->momentum);
+    ct_kv_set_int(kv, "nesterov", c->nesterov);
+    ct_kv_set_num(kv, "rho", c->rho);
+    ct_kv_set_num(kv, "beta1", c->beta1);
+    ct_kv_set_num(kv, "beta2", c->beta2);
+    ct_kv_set_num(kv, "eps", c->eps);
+    ct_kv_set_num(kv, "weight_decay", c->weight_decay);
+    ct_kv_set_num(kv, "clip_norm", c->clip_norm);
+    ct_kv_set_str(kv, "schedule", sched[fit->sched.kind]);
+    ct_kv_set_int(kv, "step_size", fit->sched.step_size);
+    ct_kv_set_num(kv, "gamma", fit->sched.gamma);
+    ct_kv_set_int(kv, "t_max", fit->sched.t_max);
+    ct_kv_set_num(kv, "eta_min", fit->sched.eta_min);
+    ct_kv_set_int(kv, "batch", o->batch);
+    ct_kv_set_int(kv, "epochs", o->epochs);
+    ct_kv_set_int(kv, "seed", o->seed);
+}
+
+void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
+{
+    ct_kv_str(kv, "optimizer", &o->optimizer);
+    ct_kv_float(kv, "lr", &o->lr);
+    ct_kv_float(kv, "weight_decay", &o->weight_decay);
+    ct_kv_float(kv, "clip_norm", &o->clip_norm);
+    ct_kv_str(kv, "schedule", &o->schedule);
+    ct_kv_int(kv, "step_size", &o->step_size);
+    ct_kv_float(kv, "gamma", &o->gamma);
+    ct_kv_int(kv, "batch", &o->batch);
+    ct_kv_int(kv, "epochs", &o->epochs);
+    ct_kv_long(kv, "seed", &o->seed);
+    ct_kv_str(kv, "data", &o->data);
+}
+
+/* With --resume anywhere on the command line, read the checkpoint's configuration
+ * (it becomes the defaults; the flags parsed afterwards override it). */
+ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, int *found)
+{
+    *found = 0;
+    for (int i = 0; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--resume") != 0) continue;
+        CT_TRY(ct_ckpt_read_meta(argv[i + 1], meta));
+        if (strcmp(meta->model, model) != 0)
+            return ct_fail(CT_EINVAL, "%s is a checkpoint of model %s, not %s: resume it with `ctrain train %s --resume %s`",
+                           argv[i + 1], meta->model, model, meta->model, argv[i + 1]);
+        *found = 1;
+    }
+    return CT_OK;
+}
+
+
+ct_status cli_save_order_state(hid_t f, const int *order, int n, const ct_rng *data, const ct_rng *dropout)
+{
+    size_t dims = (size_t)n;
+    CT_TRY(ct_ckpt_write_rng(f, "data", data));
+    CT_TRY(ct_ckpt_write_rng(f, "dropout", dropout));
+    return ct_ckpt_write_i32(f, "data/order", order, 1, &dims);
+}
+
+ct_status cli_load_order_state(hid_t f, int *order, int n, ct_rng *data, ct_rng *dropout)
+{
+    ct_rng d, p;
+    int *tmp = ct_malloc((size_t)n * sizeof(int) + 1, "order");
+    unsigned char *seen = ct_calloc((size_t)n + 1, 1, "order");
+    ct_status st = tmp && seen ? CT_OK : CT_ENOMEM;
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "data", &d);
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "dropout", &p);
+    if (st == CT_OK && (st = ct_ckpt_read_i32(f, "data/order", tmp, (size_t)n)) != CT_OK)
+        st = ct_fail(st, "%s (was the checkpoint made with other --samples?)", ct_last_error());
+    for (int i = 0; st == CT_OK && i < n; i++) {
+        if (tmp[i] < 0 || tmp[i] >= n || seen[tmp[i]]) st = ct_fail(CT_EFORMAT, "/data/order is not a permutation of the %d samples", n);
+        else seen[tmp[i]] = 1;
+    }
+    if (st == CT_OK) { memcpy(order, tmp, (size_t)n * sizeof(int)); *data = d; *dropout = p; }   /* all or nothing */
+    free(tmp);
+    free(seen);
+    return st;
+}
