@@ -62,13 +62,8 @@ static void task_begin_epoch(void *ctx, int epoch)
 static void task_load(void *ctx, int split, long first, int n)
 {
     cnn_task *c = ctx;
-    const ct_images *im = split == CT_SPLIT_TRAIN ? &c->train : &c->val;
-    size_t px = (size_t)im->c * im->h * im->w;
-    for (int k = 0; k < n; k++) {
-        long i = split == CT_SPLIT_TRAIN ? c->order[first + k] : first + k;
-        memcpy(c->x + k * px, im->x + (size_t)i * px, px * sizeof(float));
-        c->labels[k] = im->labels[i];
-    }
+    if (split == CT_SPLIT_TRAIN) ct_images_gather(c->x, c->labels, &c->train, c->order, first, n);
+    else ct_images_gather(c->x, c->labels, &c->val, NULL, first, n);
 }
 
 static float task_forward(void *ctx, int n, int train, int *correct)

@@ -39,3 +39,13 @@ ct_status ct_images_synthetic(ct_images *im, int n, int classes, int h, int w, f
     }
     return CT_OK;
 }
+
+void ct_images_gather(float *x, int *labels, const ct_images *im, const int *order, long first, int n)
+{
+    size_t px = (size_t)im->c * im->h * im->w;
+    for (int k = 0; k < n; k++) {
+        long i = order ? order[first + k] : first + k;
+        memcpy(x + k * px, im->x + (size_t)i * px, px * sizeof *x);
+        labels[k] = im->labels[i];
+    }
+}

@@ -15,5 +15,9 @@ typedef struct {
 
 ct_status ct_images_synthetic(ct_images *im, int n, int classes, int h, int w, float noise, uint64_t seed);
 void      ct_images_free(ct_images *im);
+/* Copy n images and their labels into a batch: x [n, c, h, w], labels [n]. The
+ * images taken are order[first .. first+n) when order is not NULL, else
+ * first .. first+n. */
+void      ct_images_gather(float *x, int *labels, const ct_images *im, const int *order, long first, int n);
 
 #endif
