@@ -103,40 +103,11 @@ static ct_status read_arch(const char *path, char *buf, size_t cap)
 {
     hid_t f;
     CT_TRY(ct_h5_open(&f, path));
-    ct_status st = CT_OK;
-    if (H5Aexists_by_name(f, "/", "arch", H5P_DEFAULT) <= 0) {
-        ct_h5_close(f);
-        return ct_fail(CT_EFORMAT, "%s: no \"arch\" attribute (not written by `ctrain train cnn`?); pass the architecture with --arch SPEC", path);
-    }
-    hid_t a = H5Aopen_by_name(f, "/", "arch", H5P_DEFAULT, H5P_DEFAULT);
-    hid_t t = a >= 0 ? H5Aget_type(a) : -1;
-    if (t < 0 || H5Tget_class(t) != H5T_STRING) {
-        st = ct_fail(CT_EFORMAT, "%s: attribute \"arch\" is not a string; pass the architecture with --arch SPEC", path);
-    } else if (H5Tis_variable_str(t) > 0) {
-        char *s = NULL;
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        if (H5Aread(a, mt, &s) < 0 || !s) st = ct_fail(CT_EFORMAT, "%s: cannot read attribute \"arch\"", path);
-        else if (strlen(s) >= cap) st = ct_fail(CT_EFORMAT, "%s: attribute \"arch\" is too long", path);
-        else snprintf(buf, cap, "%s", s);
-        if (s) free(s);
-        H5Tclose(mt);
-    } else {
-        size_t n = H5Tget_size(t);
-        if (n + 1 > cap) st = ct_fail(CT_EFORMAT, "%s: attribute \"arch\" is too long", path);
-        else {
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, n + 1);
-            H5Tset_strpad(mt, H5T_STR_NULLTERM);
-            memset(buf, 0, cap);
-            if (H5Aread(a, mt, buf) < 0) st = ct_fail(CT_EFORMAT, "%s: cannot read attribute \"arch\"", path);
-            H5Tclose(mt);
-        }
-    }
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
+    ct_status st = ct_h5_attr_read_str(f, "/", "arch", buf, cap);
     ct_h5_close(f);
-    return st;
+    if (st != CT_OK)
+        return ct_fail(st, "%s: %s (not written by `ctrain train cnn`?); pass the architecture with --arch SPEC", path, ct_last_error());
+    return CT_OK;
 }
 
 static void describe_model(const seq_cnn *m)

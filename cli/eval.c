@@ -16,6 +16,7 @@
 #include "core/threads.h"
 #include "io/corpus.h"
 #include "io/featstore.h"
+#include "io/h5.h"
 #include "io/trials.h"
 #include "io/weights.h"
 #include "models/siamese_lstm.h"
@@ -40,6 +41,7 @@ static void eval_siamese_help(void)
            "  --layers N            stacked LSTM layers (default 1)\n"
            "  --embed N             embedding size (default 64)\n"
            "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
+           "  --pool WHAT           last or mean (default: what `ctrain train` recorded in the weights file)\n"
            "evaluation:\n"
            "  --batch N             utterances embedded at once, sorted by length (default 32)\n"
            "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
@@ -49,7 +51,7 @@ static void eval_siamese_help(void)
 static int eval_siamese(int argc, char **argv)
 {
     siamese_lstm_config mc = siamese_lstm_defaults();
-    const char *model = NULL, *data = NULL, *trials = NULL, *recurrent = "sigmoid";
+    const char *model = NULL, *data = NULL, *trials = NULL, *recurrent = "sigmoid", *pool = NULL;
     int batch = 32, max_frames = 3000, threads = ct_cpu_count(), mels = 0;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
@@ -57,6 +59,7 @@ static int eval_siamese(int argc, char **argv)
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { eval_siamese_help(); return 0; }
         if (ct_args_str(&a, "--model", &model, &st) || ct_args_str(&a, "--data", &data, &st)
             || ct_args_str(&a, "--trials", &trials, &st) || ct_args_str(&a, "--recurrent", &recurrent, &st)
+            || ct_args_str(&a, "--pool", &pool, &st)
             || ct_args_int(&a, "--mels", &mels, 1, 4096, &st) || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st)
             || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st) || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st)
             || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--max-frames", &max_frames, 1, 1 << 24, &st)
@@ -88,14 +91,29 @@ static int eval_siamese(int argc, char **argv)
                          mels, data, c.n_mels);
         mc.n_mels = c.n_mels;
     }
+    char pool_buf[16] = "last";
+    if (st == CT_OK && !pool) {   /* how the embedding pools is not in the weights' shapes: train records it */
+        hid_t f;
+        if (ct_h5_open(&f, model) == CT_OK) {
+            if (ct_h5_attr_read_str(f, "/", "pool", pool_buf, sizeof pool_buf) != CT_OK) snprintf(pool_buf, sizeof pool_buf, "last");
+            ct_h5_close(f);
+        }
+        pool = pool_buf;
+    }
+    if (st == CT_OK) {
+        if (!strcmp(pool, "last")) mc.pool = LSTM_RETURN_LAST;
+        else if (!strcmp(pool, "mean")) mc.pool = LSTM_RETURN_MEAN;
+        else st = ct_fail(CT_EINVAL, "--pool %s: use last or mean", pool);
+    }
     if (st == CT_OK) { st = siamese_lstm_build(&m, &mc); built = 1; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-lstm", &m.params, NULL);
     if (st == CT_OK) st = ct_trials_load(&t, &n, trials, &c);
     ct_verify_result r;
     if (st == CT_OK) {
         cli_print_header(stdout, threads);
-        printf("Model: siamese-lstm %s: %d mels -> LSTM %d%s -> dense %d, %zu parameters\n", model, mc.n_mels, mc.hidden,
-               mc.layers > 1 ? " (stacked)" : "", mc.embed, ct_params_count(&m.params));
+        printf("Model: siamese-lstm %s: %d mels -> LSTM %d%s -> %s -> dense %d, %zu parameters\n", model, mc.n_mels, mc.hidden,
+               mc.layers > 1 ? " (stacked)" : "", mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state",
+               mc.embed, ct_params_count(&m.params));
         printf("Data: %s, %d utterances of %d speakers (loaded in %.1fs); trials: %s\n", data, c.n_utt, c.n_speakers,
                load_s, trials);
         fflush(stdout);

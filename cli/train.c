@@ -40,7 +40,7 @@ static int train_siamese(int argc, char **argv)
     ct_synth_config sc = { .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
                            .n_mels = 40, .noise = 2.0f, .seed = 1 };
     speaker_task_config tc = { .pairs = 6000, .val_pairs = 2000, .val_split = CT_VAL_SPEAKERS, .val_fraction = 0.25 };
-    const char *recurrent = "sigmoid", *val_split = "speakers", *trials_path = NULL;
+    const char *recurrent = "sigmoid", *val_split = "speakers", *trials_path = NULL, *pool = "last";
     float val_fraction = 0.25f;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
@@ -52,7 +52,7 @@ static int train_siamese(int argc, char **argv)
         cli_train_from_meta(t, &o);
         ct_kv_int(m, "n_mels", &mc.n_mels); ct_kv_int(m, "frames", &mc.frames); ct_kv_int(m, "hidden", &mc.hidden);
         ct_kv_int(m, "layers", &mc.layers); ct_kv_int(m, "embed", &mc.embed); ct_kv_float(m, "margin", &mc.margin);
-        ct_kv_float(m, "threshold", &mc.threshold); ct_kv_str(m, "recurrent", &recurrent);
+        ct_kv_float(m, "threshold", &mc.threshold); ct_kv_str(m, "recurrent", &recurrent); ct_kv_str(m, "pool", &pool);
         ct_kv_int(t, "speakers", &sc.speakers); ct_kv_int(t, "utts", &sc.utts_per_speaker); ct_kv_float(t, "noise", &sc.noise);
         ct_kv_long(t, "pairs", &tc.pairs); ct_kv_long(t, "val_pairs", &tc.val_pairs);
         ct_kv_str(t, "val_split", &val_split); ct_kv_float(t, "val_fraction", &val_fraction);
@@ -70,6 +70,8 @@ static int train_siamese(int argc, char **argv)
                    "  --embed N             embedding size (default 64)\n"
                    "  --margin X            contrastive margin (default 1)\n"
                    "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
+                   "  --pool WHAT           last: the LSTM's last hidden state feeds the embedding (default, the\n"
+                   "                        seed's); mean: its mean over the utterance's frames\n"
                    "pairs:\n"
                    "  --pairs N             training pairs per epoch, half same-speaker (default 6000)\n"
                    "  --val-pairs N         validation pairs (default 2000)\n"
@@ -94,7 +96,7 @@ static int train_siamese(int argc, char **argv)
             || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st) || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st)
             || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st) || ct_args_float(&a, "--margin", &mc.margin, 1e-6f, 1e6f, &st)
             || ct_args_str(&a, "--recurrent", &recurrent, &st) || ct_args_str(&a, "--val-split", &val_split, &st)
-            || ct_args_str(&a, "--trials", &trials_path, &st)
+            || ct_args_str(&a, "--trials", &trials_path, &st) || ct_args_str(&a, "--pool", &pool, &st)
             || ct_args_float(&a, "--val-fraction", &val_fraction, 0.01f, 0.99f, &st)
             || ct_args_int(&a, "--speakers", &sc.speakers, 4, 1000000, &st) || ct_args_int(&a, "--utts", &sc.utts_per_speaker, 2, 100000, &st)
             || ct_args_float(&a, "--noise", &sc.noise, 0, 1e3f, &st)
@@ -109,6 +111,11 @@ static int train_siamese(int argc, char **argv)
         if (!strcmp(recurrent, "sigmoid")) mc.recurrent = LSTM_SIGMOID;
         else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
         else st = ct_fail(CT_EINVAL, "--recurrent %s: use sigmoid or hard_sigmoid", recurrent);
+    }
+    if (st == CT_OK) {
+        if (!strcmp(pool, "last")) mc.pool = LSTM_RETURN_LAST;
+        else if (!strcmp(pool, "mean")) mc.pool = LSTM_RETURN_MEAN;
+        else st = ct_fail(CT_EINVAL, "--pool %s: use last or mean", pool);
     }
     if (st == CT_OK) {
         if (!strcmp(val_split, "speakers")) tc.val_split = CT_VAL_SPEAKERS;
@@ -155,8 +162,9 @@ static int train_siamese(int argc, char **argv)
     if (st == CT_OK) {
         siamese_lstm_init_weights(&m, &rngs.init);
         cli_print_header(stdout, o.threads);
-        printf("Model: siamese-lstm %dx%d -> LSTM %d%s -> dense %d -> euclidean -> contrastive (margin %g), %zu parameters\n",
-               mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.embed, mc.margin, ct_params_count(&m.params));
+        printf("Model: siamese-lstm %dx%d -> LSTM %d%s -> %s -> dense %d -> euclidean -> contrastive (margin %g), %zu parameters\n",
+               mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "",
+               mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state", mc.embed, mc.margin, ct_params_count(&m.params));
         printf("Data: %s, %d utterances of %d speakers; validation on %s (%d training, %d validation speakers); "
                "%s lr %g, batch %d pairs\n", data, corpus.n_utt, corpus.n_speakers,
                tc.val_split == CT_VAL_SPEAKERS ? (trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
@@ -167,7 +175,7 @@ static int train_siamese(int argc, char **argv)
         ct_kv *km = &meta.model_cfg, *kt = &meta.train_cfg;
         ct_kv_set_int(km, "n_mels", mc.n_mels); ct_kv_set_int(km, "frames", mc.frames); ct_kv_set_int(km, "hidden", mc.hidden);
         ct_kv_set_int(km, "layers", mc.layers); ct_kv_set_int(km, "embed", mc.embed); ct_kv_set_num(km, "margin", mc.margin);
-        ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "recurrent", recurrent);
+        ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "recurrent", recurrent); ct_kv_set_str(km, "pool", pool);
         cli_train_to_meta(kt, &o, &fit);
         ct_kv_set_str(kt, "data", data); ct_kv_set_int(kt, "speakers", sc.speakers); ct_kv_set_int(kt, "utts", sc.utts_per_speaker);
         ct_kv_set_num(kt, "noise", sc.noise); ct_kv_set_int(kt, "pairs", tc.pairs); ct_kv_set_int(kt, "val_pairs", tc.val_pairs);
@@ -177,7 +185,8 @@ static int train_siamese(int argc, char **argv)
         fit.rngs = &rngs;
         st = ct_fit(&task, &fit, NULL, stdout);
     }
-    if (st == CT_OK && o.out) st = ct_weights_save(o.out, "siamese-lstm", &m.params, NULL);
+    const char *attrs[] = { "pool", pool, NULL };   /* not visible in the weights' shapes: recorded for eval */
+    if (st == CT_OK && o.out) st = ct_weights_save_attrs(o.out, "siamese-lstm", &m.params, NULL, attrs);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
     speaker_task_free(&s);
     siamese_lstm_free(&m);

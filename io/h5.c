@@ -176,3 +176,38 @@ ct_status ct_h5_attr_write_str(hid_t f, const char *obj, const char *attr, const
     if (e < 0) return ct_fail(CT_EIO, "cannot write attribute %s of %s", attr, obj);
     return CT_OK;
 }
+
+ct_status ct_h5_attr_read_str(hid_t f, const char *obj, const char *attr, char *buf, size_t cap)
+{
+    if (H5Aexists_by_name(f, obj, attr, H5P_DEFAULT) <= 0)
+        return ct_fail(CT_EFORMAT, "attribute %s of %s is missing", attr, obj);
+    hid_t a = H5Aopen_by_name(f, obj, attr, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+    ct_status st = CT_OK;
+    if (t < 0 || H5Tget_class(t) != H5T_STRING) {
+        st = ct_fail(CT_EFORMAT, "attribute %s of %s is not a string", attr, obj);
+    } else if (H5Tis_variable_str(t) > 0) {
+        char *s = NULL;
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        if (H5Aread(a, mt, &s) < 0 || !s) st = ct_fail(CT_EFORMAT, "attribute %s of %s cannot be read", attr, obj);
+        else if (strlen(s) >= cap) st = ct_fail(CT_EFORMAT, "attribute %s of %s is too long", attr, obj);
+        else memcpy(buf, s, strlen(s) + 1);
+        if (s) H5free_memory(s);
+        H5Tclose(mt);
+    } else {
+        size_t n = H5Tget_size(t);
+        if (n + 1 > cap) st = ct_fail(CT_EFORMAT, "attribute %s of %s is too long", attr, obj);
+        else {
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mt, n + 1);
+            H5Tset_strpad(mt, H5T_STR_NULLTERM);
+            memset(buf, 0, cap);
+            if (H5Aread(a, mt, buf) < 0) st = ct_fail(CT_EFORMAT, "attribute %s of %s cannot be read", attr, obj);
+            H5Tclose(mt);
+        }
+    }
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return st;
+}

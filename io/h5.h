@@ -33,5 +33,8 @@ ct_status ct_h5_write_i32(hid_t f, const char *name, const int *src, int ndim, c
 ct_status ct_h5_attr_read_double(hid_t f, const char *obj, const char *attr, double *v);
 ct_status ct_h5_attr_write_double(hid_t f, const char *obj, const char *attr, double v);
 ct_status ct_h5_attr_write_str(hid_t f, const char *obj, const char *attr, const char *s);
+/* A string attribute (fixed-length or variable-length) into buf[cap]. CT_EFORMAT
+ * naming the attribute if it is missing, not a string, or longer than cap - 1. */
+ct_status ct_h5_attr_read_str(hid_t f, const char *obj, const char *attr, char *buf, size_t cap);
 
 #endif

@@ -8,7 +8,7 @@
 siamese_lstm_config siamese_lstm_defaults(void)
 {
     return (siamese_lstm_config){ .n_mels = 40, .frames = 100, .hidden = 128, .layers = 1, .embed = 64,
-                                  .margin = 1.0f, .threshold = 0.5f, .recurrent = LSTM_SIGMOID };
+                                  .margin = 1.0f, .threshold = 0.5f, .recurrent = LSTM_SIGMOID, .pool = LSTM_RETURN_LAST };
 }
 
 ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
@@ -18,6 +18,8 @@ ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
     if (cfg->n_mels < 1 || cfg->frames < 1 || cfg->hidden < 1 || cfg->embed < 1 || cfg->layers < 1)
         return ct_fail(CT_EINVAL, "siamese-lstm: sizes must be positive (mels %d, frames %d, hidden %d, layers %d, embed %d)",
                        cfg->n_mels, cfg->frames, cfg->hidden, cfg->layers, cfg->embed);
+    if (cfg->pool != LSTM_RETURN_LAST && cfg->pool != LSTM_RETURN_MEAN)
+        return ct_fail(CT_EINVAL, "siamese-lstm: the embedding pools the last hidden state or the mean over time");
     if (!(cfg->margin > 0)) return ct_fail(CT_EINVAL, "siamese-lstm: --margin must be positive (got %g)", cfg->margin);
     ct_params_init(&m->params);
     ct_arena_init(&m->arena);
@@ -32,7 +34,7 @@ void siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r) { ct_params_initializ
 static lstm_dims tower_dims(const siamese_lstm *m, int B)
 {
     return (lstm_dims){ .B = 2 * B, .T = m->cfg.frames, .I = m->cfg.n_mels, .H = m->cfg.hidden,
-                        .L = m->cfg.layers, .ret = LSTM_RETURN_LAST, .recur = m->cfg.recurrent };
+                        .L = m->cfg.layers, .ret = m->cfg.pool, .recur = m->cfg.recurrent };
 }
 
 ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs)
@@ -62,7 +64,7 @@ ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames)
     m->embed_max_seqs = max_seqs;
     m->embed_max_frames = max_frames;
     lstm_dims ld = { .B = max_seqs, .T = max_frames, .I = m->cfg.n_mels, .H = m->cfg.hidden,
-                     .L = m->cfg.layers, .ret = LSTM_RETURN_LAST, .recur = m->cfg.recurrent };
+                     .L = m->cfg.layers, .ret = m->cfg.pool, .recur = m->cfg.recurrent };
     ct_arena_floats(&m->embed_arena, &m->emb.h, (size_t)max_seqs * m->cfg.hidden);
     ct_arena_floats(&m->embed_arena, &m->emb.lstm_cache, lstm_cache_floats(&ld));
     return ct_arena_alloc(&m->embed_arena);
@@ -75,7 +77,7 @@ void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *
     lstm_weights lw[LSTM_MAX_LAYERS];
     lstm_params_view(lw, NULL, &m->params, &m->lstm);
     lstm_dims ld = { .B = S, .T = T, .I = c->n_mels, .H = c->hidden, .L = c->layers,
-                     .ret = LSTM_RETURN_LAST, .recur = c->recurrent };
+                     .ret = c->pool, .recur = c->recurrent };
     lstm_forward(m->emb.h, m->emb.lstm_cache, x, len, lw, &ld);                          /* [S, H] */
     dense_forward(emb, m->emb.h, ct_params_data(&m->params, m->dense.w), ct_params_data(&m->params, m->dense.b),
                   S, c->hidden, c->embed);                                               /* [S, D] */

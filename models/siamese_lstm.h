@@ -28,6 +28,7 @@ typedef struct {
     float margin;      /* contrastive margin */
     float threshold;   /* distance below which a pair is called "same" */
     lstm_recurrent recurrent;
+    lstm_return pool;  /* embedding input: the LSTM's last hidden state (the seed's) or its mean over time */
 } siamese_lstm_config;
 
 typedef struct {

@@ -53,11 +53,12 @@ static double siam_loss(void *p)
     return siamese_lstm_forward(c->m, c->x, c->len, c->y, c->B, NULL);
 }
 
-static void test_siamese_gradcheck(void)
+static void test_siamese_gradcheck(lstm_return pool)
 {
-    t_case("smoke/siamese-lstm gradcheck every parameter (B=3 pairs, T=5, I=4, H=6, D=3, L=2, lengths)");
+    t_case("smoke/siamese-lstm gradcheck every parameter (B=3 pairs, T=5, I=4, H=6, D=3, L=2, lengths, pool %s)",
+           pool == LSTM_RETURN_MEAN ? "mean" : "last");
     siamese_lstm_config cfg = siamese_lstm_defaults();
-    cfg.n_mels = 4; cfg.frames = 5; cfg.hidden = 6; cfg.embed = 3; cfg.layers = 2;
+    cfg.n_mels = 4; cfg.frames = 5; cfg.hidden = 6; cfg.embed = 3; cfg.layers = 2; cfg.pool = pool;
     siamese_lstm m;
     t_check(siamese_lstm_build(&m, &cfg) == CT_OK && siamese_lstm_plan(&m, 3) == CT_OK, "build: %s", ct_last_error());
     ct_rng r;
@@ -244,7 +245,8 @@ static void test_cnn_trains(void)
 
 void suite_smoke(void)
 {
-    test_siamese_gradcheck();
+    test_siamese_gradcheck(LSTM_RETURN_LAST);
+    test_siamese_gradcheck(LSTM_RETURN_MEAN);
     test_cnn_gradcheck();
     test_siamese_trains();
     test_cnn_trains();
