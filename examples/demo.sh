@@ -1,17 +1,48 @@
 #!/bin/sh
-# demo.sh - `make demo`: train the siamese LSTM speaker model on a synthetic
-# speaker corpus generated from a seed (60 speakers: 45 for training, 15 held
-# out for validation), printing the hardware header and Keras's per-epoch log
-# with seconds, then write the weights to demo-out/siamese-lstm.h5.
+# demo.sh - `make demo`: the speaker-verification experiment end to end on a corpus
+# made on this machine.
+#   1. synthesise a VoxCeleb-layout corpus with espeak-ng and sox: 100 speakers x
+#      3 sessions x 4 utterances, 1-4 s each, and a trial list over the last 20
+#      speakers (examples/make_corpus.py; kept in demo-out/corpus between runs);
+#   2. compute log-mel features into an HDF5 feature store (ctrain prep);
+#   3. train the siamese LSTM with the trial speakers held out, printing the
+#      hardware header and Keras's per-epoch log with seconds and val_eer. The
+#      embedding reads the LSTM's mean over time (--pool mean): on this corpus it
+#      reaches about 4% EER, where the seed's last hidden state stays near 10%;
+#   4. evaluate the equal error rate and minDCF on the trial list (whole utterances).
+# About 4 minutes on 2 cores.
 #   usage: examples/demo.sh CTRAIN_BINARY
 set -eu
 ctrain=$1
-mkdir -p demo-out
+out=demo-out
+corpus=$out/corpus
 threads=$(nproc 2>/dev/null || echo 2)
-echo "== ctrain demo: siamese LSTM speaker verification on a synthetic corpus ($threads threads)"
-"$ctrain" train siamese-lstm --data synthetic --speakers 60 --utts 12 --noise 2 \
-    --pairs 8000 --val-pairs 2000 --epochs 5 --batch 128 --threads "$threads" --seed 1 \
-    --out demo-out/siamese-lstm.h5
+mkdir -p "$out"
+start=$(date +%s)
+
+echo "== 1. a speech corpus from espeak-ng and sox ($corpus)"
+if [ -f "$corpus/trials.txt" ] && [ -d "$corpus/wav" ]; then
+  echo "already there (delete $corpus to make it again)"
+else
+  rm -rf "$corpus"
+  /usr/bin/python3 examples/make_corpus.py --out "$corpus" --speakers 100 --videos 3 --utts 4 \
+      --trials-speakers 20 --trials 2000 --seed 1 --jobs "$threads"
+fi
+
 echo
-echo "== the weights file (HDF5; read it with h5py or h5dump)"
-if command -v h5ls >/dev/null 2>&1; then h5ls -r demo-out/siamese-lstm.h5; fi
+echo "== 2. log-mel features (ctrain prep)"
+"$ctrain" prep voxceleb --wav "$corpus/wav" --out "$corpus/feats.h5" --threads "$threads"
+
+echo
+echo "== 3. training the siamese LSTM (the 20 trial speakers are never trained on)"
+"$ctrain" train siamese-lstm --data "$corpus/feats.h5" --trials "$corpus/trials.txt" \
+    --pairs 20000 --val-pairs 2000 --epochs 10 --batch 128 --lr 3e-3 --schedule cosine --pool mean \
+    --threads "$threads" --seed 1 --csv "$out/history.csv" --out "$out/siamese-lstm.h5"
+
+echo
+echo "== 4. evaluation on the trial list (whole utterances)"
+"$ctrain" eval siamese-lstm --model "$out/siamese-lstm.h5" --data "$corpus/feats.h5" \
+    --trials "$corpus/trials.txt" --threads "$threads"
+
+echo
+echo "demo finished in $(( $(date +%s) - start )) s; weights: $out/siamese-lstm.h5, history: $out/history.csv"
