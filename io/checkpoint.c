@@ -14,6 +14,7 @@
 #include "io/checkpoint.h"
 #include "io/h5.h"
 #include "io/h5atomic.h"
+#include "io/weights.h"
 
 /* ---- named values ---- */
 static ct_kv_entry *kv_slot(ct_kv *kv, const char *key)
@@ -425,22 +426,10 @@ ct_status ct_ckpt_read_meta(const char *path, ct_ckpt_meta *meta)
 static ct_status read_params(hid_t f, const char *path, const char *group, const ct_params *ps, float *dst)
 {
     char name[256];
+    CT_TRY(ct_params_check_h5(f, path, group, ps, "resume with the sizes it was trained with (or leave the size flags out)"));
     for (int i = 0; i < ps->n; i++) {
-        const ct_param *p = &ps->p[i];
-        int nd; size_t dims[CT_H5_DIMS_MAX];
-        snprintf(name, sizeof name, "%s/%s", group, p->name);
-        if (ct_h5_shape(f, name, &nd, dims) != CT_OK)
-            return ct_fail(CT_EFORMAT, "%s: parameter %s is missing: the checkpoint holds another model or another configuration", path, name);
-        int same = nd == p->ndim;
-        for (int k = 0; same && k < nd; k++) same = dims[k] == (size_t)p->shape[k];
-        if (!same) {
-            char got[96] = "", want[96] = "";
-            for (int k = 0; k < nd; k++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", dims[k]);
-            for (int k = 0; k < p->ndim; k++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", k ? ", " : "", p->shape[k]);
-            return ct_fail(CT_EFORMAT, "%s: parameter %s is [%s] in the checkpoint but [%s] in this model; "
-                           "resume with the sizes it was trained with (or leave the size flags out)", path, name, got, want);
-        }
-        ct_status st = ct_ckpt_read_f32(f, name, dst + p->offset, p->numel);
+        snprintf(name, sizeof name, "%s/%s", group, ps->p[i].name);
+        ct_status st = ct_ckpt_read_f32(f, name, dst + ps->p[i].offset, ps->p[i].numel);
         if (st != CT_OK) return fail_in(st, path);
     }
     return CT_OK;

@@ -39,7 +39,7 @@ ct_status ct_weights_save(const char *path, const char *model, const ct_params *
     return ct_weights_save_attrs(path, model, params, state, NULL);
 }
 
-static ct_status read_group(hid_t f, const char *path, const char *group, ct_params *ps)
+ct_status ct_params_check_h5(hid_t f, const char *path, const char *group, const ct_params *ps, const char *fix)
 {
     char name[256];
     for (int i = 0; ps && i < ps->n; i++) {
@@ -50,8 +50,23 @@ static ct_status read_group(hid_t f, const char *path, const char *group, ct_par
             return ct_fail(CT_EFORMAT, "%s: parameter %s is missing: the file holds another model or another configuration", path, name);
         int same = nd == p->ndim;
         for (int k = 0; same && k < nd; k++) same = dims[k] == (size_t)p->shape[k];
-        if (!same) return ct_fail(CT_EFORMAT, "%s: parameter %s has another shape than this model's; pass the sizes the model was trained with", path, name);
-        CT_TRY(ct_h5_read_f32(f, name, ps->data + p->offset, p->numel));
+        if (!same) {
+            char got[96] = "", want[96] = "";
+            for (int k = 0; k < nd; k++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", dims[k]);
+            for (int k = 0; k < p->ndim; k++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", k ? ", " : "", p->shape[k]);
+            return ct_fail(CT_EFORMAT, "%s: parameter %s is [%s] in the file but [%s] in this model; %s", path, name, got, want, fix);
+        }
+    }
+    return CT_OK;
+}
+
+static ct_status read_group(hid_t f, const char *path, const char *group, ct_params *ps)
+{
+    char name[256];
+    CT_TRY(ct_params_check_h5(f, path, group, ps, "pass the sizes the model was trained with"));
+    for (int i = 0; ps && i < ps->n; i++) {
+        snprintf(name, sizeof name, "%s/%s", group, ps->p[i].name);
+        CT_TRY(ct_h5_read_f32(f, name, ps->data + ps->p[i].offset, ps->p[i].numel));
     }
     return CT_OK;
 }

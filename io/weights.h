@@ -12,6 +12,7 @@
  */
 #ifndef CT_WEIGHTS_H
 #define CT_WEIGHTS_H
+#include <hdf5.h>
 #include "core/params.h"
 
 ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state);
@@ -21,5 +22,9 @@ ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_pa
                                const char *const *str_attrs);
 /* Load parameters by name; every parameter of `params` must be present with its shape. */
 ct_status ct_weights_load(const char *path, const char *model, ct_params *params, ct_params *state);
+
+/* Checks that group/<name> exists in f with the right shape for every parameter
+ * of ps; the error names the file, the parameter, both shapes, and ends with `fix`. */
+ct_status ct_params_check_h5(hid_t f, const char *path, const char *group, const ct_params *ps, const char *fix);
 
 #endif
