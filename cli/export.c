@@ -276,7 +276,7 @@ static ct_status to_keras(tensor_set *out, keras_layer *L, int *nl, tensor_set *
             size_t G = wih->dims[0], I = wih->dims[1], H = whh->dims[1];
             size_t d0[2] = { I, G }, d1[2] = { H, G }, d2[1] = { G };
             for (int j = 0; j < 3; j++) {
-                snprintf(l->w[j], 128, "%s/%s", l->name, wn[j]);
+                snprintf(l->w[j], 128, "%.63s/%.63s", l->name, wn[j]);
                 tensor *t = ts_add(out, l->w[j], j < 2 ? 2 : 1, j == 0 ? d0 : j == 1 ? d1 : d2);
                 if (!t) return CT_ENOMEM;
                 if (j == 0) transpose2(t->data, wih->data, G, I);
