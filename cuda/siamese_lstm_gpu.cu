@@ -12,7 +12,7 @@ static lstm_dims tower_dims(const siamese_lstm *m, int B)
     lstm_dims d;
     memset(&d, 0, sizeof d);
     d.B = 2 * B; d.T = m->cfg.frames; d.I = m->cfg.n_mels; d.H = m->cfg.hidden; d.L = m->cfg.layers;
-    d.ret = LSTM_RETURN_LAST; d.recur = m->cfg.recurrent;
+    d.ret = m->cfg.pool; d.recur = m->cfg.recurrent;   /* last hidden state or mean over time, as on the CPU */
     return d;
 }
 
