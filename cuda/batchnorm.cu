@@ -4,19 +4,8 @@
 #include <math.h>
 #include "cuda/batchnorm.h"
 #include "cuda/check.h"
+#include "cuda/reduce.cuh"
 
-__device__ static double bn_block_sum(double v, double *sh)
-{
-    sh[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-        __syncthreads();
-    }
-    double r = sh[0];
-    __syncthreads();
-    return r;
-}
 
 __global__ static void bn_fwd_kernel(float *out, float *xhat, float *mean, float *invstd, float *rmean, float *rvar,
                                      const float *in, const float *gamma, const float *beta, batchnorm_dims d, int train)
@@ -28,10 +17,10 @@ __global__ static void bn_fwd_kernel(float *out, float *xhat, float *mean, float
     if (train) {
         double s = 0.0;
         for (size_t j = threadIdx.x; j < M; j += blockDim.x) s += in[off + j / HW * cstride + j % HW];
-        const double m = bn_block_sum(s, sh) / (double)M;
+        const double m = ct_block_sum(s, sh) / (double)M;
         double ss = 0.0;
         for (size_t j = threadIdx.x; j < M; j += blockDim.x) { double t = in[off + j / HW * cstride + j % HW] - m; ss += t * t; }
-        ss = bn_block_sum(ss, sh);
+        ss = ct_block_sum(ss, sh);
         const double var = ss / (double)M, var_unb = M > 1 ? ss / (double)(M - 1) : var;
         mu = (float)m;
         is = (float)(1.0 / sqrt(var + (double)d.eps));
@@ -65,8 +54,8 @@ __global__ static void bn_bwd_kernel(float *din, float *dgamma, float *dbeta, co
         sd += dout[at];
         sdx += (double)dout[at] * xhat[at];
     }
-    sd = bn_block_sum(sd, sh);
-    sdx = bn_block_sum(sdx, sh);
+    sd = ct_block_sum(sd, sh);
+    sdx = ct_block_sum(sdx, sh);
     if (threadIdx.x == 0) { dbeta[c] += (float)sd; dgamma[c] += (float)sdx; }
     if (!din) return;
     const float k = gamma[c] * invstd[c];

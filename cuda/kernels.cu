@@ -8,22 +8,10 @@
 #include <math.h>
 #include <string.h>
 #include "cuda/check.h"
+#include "cuda/reduce.cuh"
 #include "cuda/counter_rng.h"
 #include "cuda/kernels.h"
 
-/* ---- block reduction (double), result valid in thread 0 ---- */
-__device__ static double block_sum(double v, double *sh)
-{
-    sh[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-        __syncthreads();
-    }
-    double r = sh[0];
-    __syncthreads();
-    return r;
-}
 
 /* Reads `count` doubles of the context scratch back to the host (synchronises). */
 static const double *scratch_read(int count)
@@ -121,8 +109,8 @@ __global__ static void contrastive_reduce(T *out, const float *d, const float *y
         loss += yk * dk * dk + (1.0 - yk) * gap * gap;
         hit += (d[k] < threshold) == (y[k] > 0.5f);
     }
-    loss = block_sum(loss, sh);
-    hit = block_sum(hit, sh);
+    loss = ct_block_sum(loss, sh);
+    hit = ct_block_sum(hit, sh);
     if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
 }
 
@@ -171,8 +159,8 @@ __global__ static void bce_reduce(T *out, const float *z, const float *y, int B)
         loss += (zk > 0.0 ? zk : 0.0) - zk * y[k] + log1p(exp(-fabs(zk)));
         hit += (z[k] > 0.0f) == (y[k] > 0.5f);
     }
-    loss = block_sum(loss, sh);
-    hit = block_sum(hit, sh);
+    loss = ct_block_sum(loss, sh);
+    hit = ct_block_sum(hit, sh);
     if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
 }
 
@@ -243,8 +231,8 @@ __global__ static void rows_reduce(T *out, const double *row_loss, const int *ro
     __shared__ double sh[CT_THREADS];
     double loss = 0.0, hit = 0.0;
     for (int k = threadIdx.x; k < B; k += blockDim.x) { loss += row_loss[k]; hit += row_hit[k]; }
-    loss = block_sum(loss, sh);
-    hit = block_sum(hit, sh);
+    loss = ct_block_sum(loss, sh);
+    hit = ct_block_sum(hit, sh);
     if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
 }
 
@@ -360,7 +348,7 @@ __global__ static void sumsq_partials_kernel(double *partials, const float *g, s
     double s = 0.0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         s += (double)g[i] * g[i];
-    s = block_sum(s, sh);
+    s = ct_block_sum(s, sh);
     if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }
 
@@ -369,7 +357,7 @@ __global__ static void sumsq_partials_kernel(double *partials, const float *g, s
 __device__ static float clip_coef(const double *partials, float max_norm, double *sh, double *norm_out)
 {
     double s = threadIdx.x < CT_OPTIM_GPU_PARTIALS ? partials[threadIdx.x] : 0.0;
-    s = block_sum(s, sh);
+    s = ct_block_sum(s, sh);
     double norm = sqrt(s);
     if (norm_out) *norm_out = norm;
     if (!(max_norm > 0.0f) || !isfinite(norm)) return 1.0f;
