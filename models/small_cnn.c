@@ -84,15 +84,22 @@ void small_cnn_free(small_cnn *m)
     ct_params_free(&m->buffers);
 }
 
+/* The layer shapes of one step on N images (validated when the model was planned). */
+static void step_dims(const small_cnn *m, int N, conv2d_dims *cd, maxpool2d_dims *pd, batchnorm_dims *bd)
+{
+    ct_status st = dims(m, N, cd, pd);
+    CT_ASSERT(st == CT_OK);
+    *bd = (batchnorm_dims){ .N = N, .C = m->cfg.filters, .HW = cd->OH * cd->OW, .eps = 1e-5f, .momentum = 0.1f };
+}
+
 float small_cnn_forward(small_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
     const small_cnn_config *c = &m->cfg;
     conv2d_dims cd;
     maxpool2d_dims pd;
-    ct_status st = dims(m, N, &cd, &pd);
-    CT_ASSERT(st == CT_OK);
-    batchnorm_dims bd = { .N = N, .C = c->filters, .HW = cd.OH * cd.OW, .eps = 1e-5f, .momentum = 0.1f };
+    batchnorm_dims bd;
+    step_dims(m, N, &cd, &pd, &bd);
     const ct_params *P = &m->params;
     size_t conv_n = (size_t)N * c->filters * cd.OH * cd.OW, flat_n = (size_t)N * m->flat;
 
@@ -117,9 +124,8 @@ void small_cnn_backward(small_cnn *m, const float *x, const int *labels, int N)
     const small_cnn_config *c = &m->cfg;
     conv2d_dims cd;
     maxpool2d_dims pd;
-    ct_status st = dims(m, N, &cd, &pd);
-    CT_ASSERT(st == CT_OK);
-    batchnorm_dims bd = { .N = N, .C = c->filters, .HW = cd.OH * cd.OW, .eps = 1e-5f, .momentum = 0.1f };
+    batchnorm_dims bd;
+    step_dims(m, N, &cd, &pd, &bd);
     const ct_params *P = &m->params;
     size_t conv_n = (size_t)N * c->filters * cd.OH * cd.OW, flat_n = (size_t)N * m->flat;
 
