@@ -75,6 +75,14 @@ ct_status ct_weights_load(const char *path, const char *model, ct_params *params
 {
     hid_t f;
     CT_TRY(ct_h5_open(&f, path));
+    /* a file that names its model (weights files and checkpoints do) must name this one */
+    char stored[64];
+    if (H5Aexists_by_name(f, "/", "model", H5P_DEFAULT) > 0 && ct_h5_attr_read_str(f, "/", "model", stored, sizeof stored) == CT_OK
+        && strcmp(stored, model) != 0) {
+        ct_h5_close(f);
+        return ct_fail(CT_EFORMAT, "%s holds the weights of model %s, not %s; pass a file written by `ctrain train %s`",
+                       path, stored, model, model);
+    }
     /* read into copies first, so a failure half way leaves the model's weights untouched */
     ct_params p2 = *params, s2 = state ? *state : (ct_params){ 0 };
     ct_status st = CT_OK;
@@ -93,7 +101,6 @@ ct_status ct_weights_load(const char *path, const char *model, ct_params *params
     }
     free(p2.data);
     free(s2.data);
-    (void)model;
     ct_h5_close(f);
     return st;
 }

@@ -20,7 +20,9 @@ ct_status ct_weights_save(const char *path, const char *model, const ct_params *
  * (e.g. a CNN's architecture spec as "arch"), written in the same atomic step. */
 ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_params *params, const ct_params *state,
                                const char *const *str_attrs);
-/* Load parameters by name; every parameter of `params` must be present with its shape. */
+/* Load parameters by name; every parameter of `params` must be present with its shape.
+ * A file whose root attribute "model" names another model is refused with a message
+ * saying which; nothing is changed unless everything was read. */
 ct_status ct_weights_load(const char *path, const char *model, ct_params *params, ct_params *state);
 
 /* Checks that group/<name> exists in f with the right shape for every parameter

@@ -93,6 +93,11 @@ void suite_eval(void)
     siamese_lstm_free(&m0);
     t_check(siamese_lstm_build(&m, &mc) == CT_OK, "build: %s", ct_last_error());
     t_check(ct_weights_load(wpath, "siamese-lstm", &m.params, NULL) == CT_OK, "load: %s", ct_last_error());
+    /* the file names its model: loading it as another model is refused and changes nothing */
+    float w0 = m.params.data[0];
+    t_check(ct_weights_load(wpath, "cnn", &m.params, NULL) == CT_EFORMAT
+            && strstr(ct_last_error(), "holds the weights of model siamese-lstm, not cnn") && m.params.data[0] == w0,
+            "a siamese-lstm file loaded as cnn: %s", ct_last_error());
 
     ct_trial *t = malloc((size_t)SPK * UTT * SPK * UTT / 2 * sizeof *t);
     int n = all_pairs(t, 4);   /* speakers 0..3: 190 trials, 40 same-speaker */
