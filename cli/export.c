@@ -82,7 +82,7 @@ static ct_status ts_read(tensor_set *s, hid_t f, const char *path, const char *n
     tensor *t = ts_add(s, as, nd, dims);
     if (!t) return CT_ENOMEM;
     ct_status st = ct_h5_read_f32(f, name, t->data, numel(t));
-    if (st != CT_OK) { char p[600]; snprintf(p, sizeof p, "%s: ", path); return ct_fail_around(st, p, NULL); }
+    if (st != CT_OK) return ct_fail(st, "%s: %s", path, ct_last_error());
     return CT_OK;
 }
 
@@ -462,7 +462,7 @@ static ct_status read_keras(tensor_set *s, keras_layer *L, int *nl, int max, con
         memset(&l, 0, sizeof l);
         snprintf(l.name, sizeof l.name, "%.*s", (int)sizeof l.name - 1, names[i]);
         st = attr_read_strings(f, names[i], "weight_names", l.w, 6, &l.nw);
-        if (st != CT_OK) { char p[600]; snprintf(p, sizeof p, "%s: ", path); st = ct_fail_around(st, p, NULL); break; }
+        if (st != CT_OK) { st = ct_fail(st, "%s: %s", path, ct_last_error()); break; }
         if (l.nw == 0) continue;   /* a layer without weights (Input, Flatten, ...) */
         if (*nl >= max) { st = ct_fail(CT_EFORMAT, "%s: more layers with weights than the model has", path); break; }
         for (int j = 0; j < l.nw && st == CT_OK; j++) {

@@ -76,20 +76,11 @@ int ct_kv_str(const ct_kv *kv, const char *key, const char **dst)
     return 1;
 }
 
-ct_status ct_fail_around(ct_status st, const char *prefix, const char *suffix)
-{
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", ct_last_error());
-    return ct_fail(st, "%s%s%s", prefix ? prefix : "", msg, suffix ? suffix : "");
-}
-
 /* "<path>: <last error>" unless the message already starts with the path. */
 static ct_status fail_in(ct_status st, const char *path)
 {
     if (!strncmp(ct_last_error(), path, strlen(path))) return st;
-    char prefix[4200];
-    snprintf(prefix, sizeof prefix, "%s: ", path);
-    return ct_fail_around(st, prefix, NULL);
+    return ct_fail(st, "%s: %s", path, ct_last_error());
 }
 
 /* ---- checked, checksummed datasets and attributes ---- */
@@ -388,9 +379,7 @@ static ct_status open_checked(const char *path, hid_t *fp)
     const char *fmt = NULL;
     int version = 0;
     if (st != CT_OK) {
-        char prefix[4400];
-        snprintf(prefix, sizeof prefix, "%s: not a readable checkpoint (truncated or corrupt): ", path);
-        st = ct_fail_around(CT_EFORMAT, prefix, NULL);
+        st = ct_fail(CT_EFORMAT, "%s: not a readable checkpoint (truncated or corrupt): %s", path, ct_last_error());
     }
     else if (!ct_kv_str(&root, "format", &fmt))
         st = ct_fail(CT_EFORMAT, "%s: not a ctrain checkpoint (no 'format' attribute)", path);

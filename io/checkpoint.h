@@ -125,9 +125,5 @@ ct_status ct_ckpt_read_i32(hid_t f, const char *name, int *dst, size_t n);
 ct_status ct_ckpt_write_f32(hid_t f, const char *name, const float *src, int ndim, const size_t *dims);
 ct_status ct_ckpt_read_f32(hid_t f, const char *name, float *dst, size_t n);
 
-/* Re-word the last error as prefix + message + suffix (copying it first: ct_fail
- * must not read the buffer it writes). Returns st. */
-ct_status ct_fail_around(ct_status st, const char *prefix, const char *suffix);
-
 
 #endif

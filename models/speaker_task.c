@@ -160,7 +160,7 @@ static ct_status check_pairs(hid_t f, const char *name, const ct_pair *p, long n
     int *ab = ct_malloc(2 * (size_t)n * sizeof(int) + 1, "pairs");
     if (!ab) return CT_ENOMEM;
     ct_status st = ct_ckpt_read_i32(f, name, ab, 2 * (size_t)n);
-    if (st != CT_OK) st = ct_fail_around(st, NULL, " (was the checkpoint made with other --pairs/--val-pairs?)");
+    if (st != CT_OK) st = ct_fail(st, "%s (was the checkpoint made with other --pairs/--val-pairs?)", ct_last_error());
     for (long i = 0; st == CT_OK && i < n; i++)
         if (ab[2 * i] != p[i].a || ab[2 * i + 1] != p[i].b)
             st = ct_fail(CT_EINVAL, "/%s: pair %ld differs from the one drawn now: resume with the data and --seed the run started with", name, i);
@@ -200,7 +200,7 @@ static ct_status load_state(void *ctx, hid_t f)
     if (st == CT_OK) st = ct_ckpt_read_rng(f, "val_crop", &val_crop);
     if (st == CT_OK) {
         st = ct_ckpt_read_i32(f, "data/order", order, (size_t)n);
-        if (st != CT_OK) st = ct_fail_around(st, NULL, " (was the checkpoint made with other --pairs?)");
+        if (st != CT_OK) st = ct_fail(st, "%s (was the checkpoint made with other --pairs?)", ct_last_error());
     }
     for (long i = 0; st == CT_OK && i < n; i++) {   /* must be a permutation of the pairs */
         if (order[i] < 0 || order[i] >= n || seen[order[i]]) st = ct_fail(CT_EFORMAT, "/data/order is not a permutation of the %ld pairs", n);
