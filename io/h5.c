@@ -84,21 +84,6 @@ static ct_status read_typed(hid_t f, const char *name, void *dst, size_t n, hid_
 ct_status ct_h5_read_f32(hid_t f, const char *name, float *dst, size_t n) { return read_typed(f, name, dst, n, H5T_NATIVE_FLOAT); }
 ct_status ct_h5_read_i32(hid_t f, const char *name, int *dst, size_t n)   { return read_typed(f, name, dst, n, H5T_NATIVE_INT); }
 
-ct_status ct_h5_load_f32(hid_t f, const char *name, float **dst, size_t *n)
-{
-    int nd; size_t dims[CT_H5_DIMS_MAX];
-    CT_TRY(ct_h5_shape(f, name, &nd, dims));
-    size_t count = 1;
-    for (int i = 0; i < nd; i++) count *= dims[i];
-    float *buf = ct_malloc(count * sizeof *buf, name);
-    if (!buf) return CT_ENOMEM;
-    ct_status st = ct_h5_read_f32(f, name, buf, count);
-    if (st != CT_OK) { free(buf); return st; }
-    *dst = buf;
-    *n = count;
-    return CT_OK;
-}
-
 /* Create every missing group on the way to `name`'s parent. */
 static ct_status make_parents(hid_t f, const char *name)
 {

@@ -24,8 +24,6 @@ ct_status ct_h5_shape(hid_t f, const char *name, int *ndim, size_t dims[CT_H5_DI
 /* Read a whole dataset converted to float/int; it must hold exactly n elements. */
 ct_status ct_h5_read_f32(hid_t f, const char *name, float *dst, size_t n);
 ct_status ct_h5_read_i32(hid_t f, const char *name, int *dst, size_t n);
-/* Read a whole dataset into a new malloc'd array (free it); *n = element count. */
-ct_status ct_h5_load_f32(hid_t f, const char *name, float **dst, size_t *n);
 /* Write a dataset, creating the intermediate groups of `name` ("a/b/c"). */
 ct_status ct_h5_write_f32(hid_t f, const char *name, const float *src, int ndim, const size_t *dims);
 ct_status ct_h5_write_i32(hid_t f, const char *name, const int *src, int ndim, const size_t *dims);

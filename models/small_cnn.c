@@ -141,12 +141,3 @@ void small_cnn_backward(small_cnn *m, const float *x, const int *labels, int N)
     conv2d_backward(NULL, ct_params_grad(P, m->conv.w), ct_params_grad(P, m->conv.b), m->act.conv_ws, m->act.dconv,
                     x, ct_params_data(P, m->conv.w), &cd);
 }
-
-double small_cnn_step_flops(const small_cnn_config *c, int N)
-{
-    /* conv: forward gemm, backward weight-gradient gemm (its input gradient is not needed: x2);
-     * dense: forward, input- and weight-gradient gemms (x3). */
-    double conv = 2.0 * N * c->filters * c->height * c->width * c->channels * c->kernel * c->kernel;
-    double fc = 2.0 * N * c->filters * (c->height / 2) * (c->width / 2) * c->classes;
-    return 2.0 * conv + 3.0 * fc;
-}

@@ -56,6 +56,5 @@ void      small_cnn_free(small_cnn *m);
  * train != 0: batch statistics and dropout (drawing from `dropout_rng`). */
 float small_cnn_forward(small_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct);
 void  small_cnn_backward(small_cnn *m, const float *x, const int *labels, int N);
-double small_cnn_step_flops(const small_cnn_config *c, int N);
 
 #endif
