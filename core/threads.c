@@ -1,4 +1,7 @@
-/* threads.c - thread count for OpenBLAS (see threads.h). */
+/* threads.c - the thread count for OpenBLAS, and ct_parallel's small pool of
+ * sleeping workers (see threads.h). */
+#include <pthread.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <cblas.h>
 #include "core/threads.h"
@@ -22,3 +25,77 @@ int ct_cpu_count(void)
 }
 
 const char *ct_blas_config(void) { return openblas_get_config(); }
+
+/* ---- ct_parallel ---- */
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    int started;                  /* threads running worker_main: workers 1 .. started */
+    unsigned long generation;     /* bumped once per ct_parallel call */
+    int pending;                  /* threads of this call that have not finished */
+    void (*fn)(void *ctx, int task, int worker);
+    void *ctx;
+    int n_tasks, workers;
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+
+static void run_share(int worker, int n_tasks, int workers, void (*fn)(void *, int, int), void *ctx)
+{
+    for (int t = worker; t < n_tasks; t += workers) fn(ctx, t, worker);
+}
+
+static void *worker_main(void *arg)
+{
+    const int id = (int)(intptr_t)arg;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (pool.generation == seen) pthread_cond_wait(&pool.go, &pool.mu);
+        seen = pool.generation;
+        if (id >= pool.workers) continue;   /* not needed this time */
+        int n = pool.n_tasks, w = pool.workers;
+        void (*fn)(void *, int, int) = pool.fn;
+        void *ctx = pool.ctx;
+        pthread_mutex_unlock(&pool.mu);
+        run_share(id, n, w, fn, ctx);
+        pthread_mutex_lock(&pool.mu);
+        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+    }
+    return NULL;
+}
+
+int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
+{
+    CT_ASSERT(workers >= 1 && workers <= CT_MAX_WORKERS && n_tasks >= 0);
+    if (workers > n_tasks) workers = n_tasks > 0 ? n_tasks : 1;
+    pthread_mutex_lock(&pool.mu);
+    while (pool.started < workers - 1) {   /* start sleeping workers on first need */
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &a, worker_main, (void *)(intptr_t)(pool.started + 1));
+        pthread_attr_destroy(&a);
+        if (rc != 0) break;
+        pool.started++;
+    }
+    const int helpers = workers - 1 < pool.started ? workers - 1 : pool.started;
+    if (helpers == 0) {
+        pthread_mutex_unlock(&pool.mu);
+        run_share(0, n_tasks, 1, fn, ctx);
+        return 1;
+    }
+    workers = helpers + 1;
+    openblas_set_num_threads(1);
+    pool.fn = fn; pool.ctx = ctx; pool.n_tasks = n_tasks; pool.workers = workers;
+    pool.pending = helpers;
+    pool.generation++;
+    pthread_cond_broadcast(&pool.go);
+    pthread_mutex_unlock(&pool.mu);
+    run_share(0, n_tasks, workers, fn, ctx);
+    pthread_mutex_lock(&pool.mu);
+    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
+    pthread_mutex_unlock(&pool.mu);
+    openblas_set_num_threads(ct_nthreads);
+    return workers;
+}
