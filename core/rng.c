@@ -37,6 +37,15 @@ uint32_t ct_rng_below(ct_rng *r, uint32_t n)
 
 float ct_rng_uniform(ct_rng *r) { return (float)(ct_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
 
+/* The same numbers as n calls of ct_rng_uniform, with the state kept in a local
+ * copy (a register) instead of being stored and reloaded for every draw. */
+void ct_rng_uniform_fill(ct_rng *r, float *u, size_t n)
+{
+    ct_rng local = *r;
+    for (size_t i = 0; i < n; i++) u[i] = (float)(ct_rng_u32(&local) >> 8) * (1.0f / 16777216.0f);
+    *r = local;
+}
+
 double ct_rng_uniform_double(ct_rng *r)
 {
     uint64_t hi = ct_rng_u32(r) >> 5, lo = ct_rng_u32(r) >> 6;   /* 27 + 26 bits */

@@ -11,6 +11,7 @@
  */
 #ifndef CT_RNG_H
 #define CT_RNG_H
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -30,6 +31,7 @@ void     ct_rng_seed(ct_rng *r, uint64_t seed, uint64_t stream);
 uint32_t ct_rng_u32(ct_rng *r);
 uint32_t ct_rng_below(ct_rng *r, uint32_t n);   /* uniform on [0, n), unbiased; n > 0 */
 float    ct_rng_uniform(ct_rng *r);             /* uniform on [0, 1), 24 random bits */
+void     ct_rng_uniform_fill(ct_rng *r, float *u, size_t n);   /* u[i] = ct_rng_uniform(r), i = 0..n-1, faster */
 double   ct_rng_uniform_double(ct_rng *r);      /* uniform on [0, 1), 53 random bits */
 double   ct_rng_normal(ct_rng *r);              /* standard normal (Box-Muller, no cached value) */
 void     ct_rng_shuffle_int(ct_rng *r, int *a, int n); /* Fisher-Yates */

@@ -18,7 +18,8 @@ void dropout_forward(float *out, float *mask, const float *in, size_t n, float p
         return;
     }
     const float scale = 1.0f / (1.0f - p);
-    for (size_t i = 0; i < n; i++) mask[i] = ct_rng_uniform(rng) >= p ? scale : 0.0f;
+    ct_rng_uniform_fill(rng, mask, n);   /* one uniform per element, then keep it when >= p */
+    for (size_t i = 0; i < n; i++) mask[i] = mask[i] >= p ? scale : 0.0f;
     dropout_apply(out, mask, in, n);
 }
 
