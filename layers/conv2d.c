@@ -1,5 +1,6 @@
 /* conv2d.c - 2-D convolution (cross-correlation), NCHW, on OpenBLAS: im2col +
- * one cblas_sgemm per image (see conv2d.h for the formula and conventions).
+ * one cblas_sgemm per image (see conv2d.h for the formula and conventions), or,
+ * for 3x3 stride-1 layers, the Winograd path of conv2d_winograd.c.
  *
  * Notation, per image n:
  *   K   = C*KH*KW          rows of the column matrix (one per filter tap)
@@ -23,7 +24,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "core/threads.h"
 #include "layers/conv2d.h"
+#include "layers/conv2d_winograd.h"
 
 ct_status conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
@@ -48,6 +51,9 @@ ct_status conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, i
                        "more than 2^31 elements in one buffer; use a smaller batch or input", N, C, OC, H, W, KH, KW);
     *d = (conv2d_dims){ .N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = KH, .KW = KW,
                         .stride = stride, .pad = pad, .OH = OH, .OW = OW };
+    d->winograd = conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
+    d->workers = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
+    if (d->workers > N) d->workers = N;
     return CT_OK;
 }
 
@@ -75,8 +81,11 @@ static int conv2d_is_pointwise(const conv2d_dims *d)
 
 size_t conv2d_workspace_floats(const conv2d_dims *d)
 {
-    /* one image's column matrix [C*KH*KW, OH*OW]; backward reuses it for dcol */
-    return (size_t)d->C * d->KH * d->KW * d->OH * d->OW;
+    if (d->winograd) return conv2d_winograd_workspace_floats(d);
+    /* per worker, one image's column matrix [C*KH*KW, OH*OW] (backward reuses it for dcol),
+     * and a partial dW [OC, C*KH*KW] for each worker after the first */
+    const size_t K = (size_t)d->C * d->KH * d->KW;
+    return (size_t)d->workers * K * d->OH * d->OW + (size_t)(d->workers - 1) * d->OC * K;
 }
 
 /* The output columns ox whose input column ix = ox*s + kx - p lies inside [0, W):
@@ -146,58 +155,95 @@ static void col2im_add(float *im, const float *col, const conv2d_dims *d)
     }
 }
 
-void conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
+/* ---- the im2col path: one image per task, shared by d->workers threads ----
+ * Workspace: one column matrix [K, P] per worker, then, with several workers,
+ * a partial dW [OC, K] for each worker but the first (added in worker order). */
+typedef struct {
+    const conv2d_dims *d;
+    float *ws, *out, *din, *dw;
+    const float *in, *w, *b, *dout;
+} conv_job;
+
+static size_t col_floats(const conv2d_dims *d) { return (size_t)d->C * d->KH * d->KW * d->OH * d->OW; }
+
+static void forward_image(void *ctx, int n, int worker)
 {
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
     const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
-    const int pointwise = conv2d_is_pointwise(d);
-    for (int n = 0; n < d->N; n++) {
-        const float *in_n = in + (size_t)n * d->C * d->H * d->W;     /* [C, H, W] */
-        float *out_n = out + (size_t)n * OC * P;                      /* [OC, P] */
-        const float *col = in_n;                                      /* [K, P] */
-        if (!pointwise) { im2col(ws, in_n, d); col = ws; }
-        /* out_n [OC, P] = W [OC, K] x col [K, P] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, P, K, 1.0f, w, K, col, P, 0.0f, out_n, P);
-        if (b) {
-            for (int o = 0; o < OC; o++) {
-                float *row = out_n + (size_t)o * P, bo = b[o];
-                for (int j = 0; j < P; j++) row[j] += bo;
-            }
+    const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;   /* [C, H, W] */
+    float *out_n = j->out + (size_t)n * OC * P;                    /* [OC, P] */
+    const float *col = in_n;                                       /* [K, P] */
+    if (!conv2d_is_pointwise(d)) {
+        float *ws = j->ws + (size_t)worker * col_floats(d);
+        im2col(ws, in_n, d);
+        col = ws;
+    }
+    /* out_n [OC, P] = W [OC, K] x col [K, P] */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, P, K, 1.0f, j->w, K, col, P, 0.0f, out_n, P);
+    if (j->b) {
+        for (int o = 0; o < OC; o++) {
+            float *row = out_n + (size_t)o * P, bo = j->b[o];
+            for (int i = 0; i < P; i++) row[i] += bo;
         }
     }
+}
+
+static void backward_image(void *ctx, int n, int worker)
+{
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, W = d->workers;
+    const size_t in_img = (size_t)d->C * d->H * d->W;
+    const float *in_n = j->in + (size_t)n * in_img;                /* [C, H, W] */
+    const float *dout_n = j->dout + (size_t)n * OC * P;            /* [OC, P] */
+    float *ws = j->ws + (size_t)worker * col_floats(d);
+    /* dW [OC, K] += dout_n [OC, P] x col^T [P, K]   (col rebuilt: it is not kept from forward);
+     * workers other than the first sum into their own partial dW, started at their first image */
+    float *dw = worker == 0 ? j->dw : j->ws + (size_t)W * col_floats(d) + (size_t)(worker - 1) * OC * K;
+    const float beta = worker == 0 || n != worker ? 1.0f : 0.0f;
+    const float *col = in_n;
+    if (!conv2d_is_pointwise(d)) { im2col(ws, in_n, d); col = ws; }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, K, P, 1.0f, dout_n, P, col, P, beta, dw, K);
+    if (!j->din) return;
+    float *din_n = j->din + (size_t)n * in_img;
+    if (conv2d_is_pointwise(d)) {
+        /* dcol is din_n itself: din_n [C, H*W] = W^T [C, OC] x dout_n [OC, H*W] */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, OC, 1.0f, j->w, K, dout_n, P, 0.0f, din_n, P);
+        return;
+    }
+    /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P], into the workspace (col is no longer needed) */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, OC, 1.0f, j->w, K, dout_n, P, 0.0f, ws, P);
+    memset(din_n, 0, in_img * sizeof *din_n);
+    col2im_add(din_n, ws, d);
+}
+
+void conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
+{
+    if (d->winograd) { conv2d_winograd_forward(out, ws, in, w, b, d); return; }
+    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
+    ct_parallel(d->N, d->workers, forward_image, &j);
 }
 
 void conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d)
 {
     const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
-    const size_t in_img = (size_t)d->C * d->H * d->W;
-    const int pointwise = conv2d_is_pointwise(d);
-    for (int n = 0; n < d->N; n++) {
-        const float *in_n = in + (size_t)n * in_img;                  /* [C, H, W] */
-        const float *dout_n = dout + (size_t)n * OC * P;              /* [OC, P] */
-        /* db[o] += sum_j dout_n[o, j] */
-        if (db) {
-            for (int o = 0; o < OC; o++) {
-                const float *row = dout_n + (size_t)o * P;
-                float s = 0.0f;
-                for (int j = 0; j < P; j++) s += row[j];
-                db[o] += s;
-            }
+    /* db[o] += sum over images and positions of dout[n, o, :] */
+    for (int n = 0; db && n < d->N; n++) {
+        const float *dout_n = dout + (size_t)n * OC * P;           /* [OC, P] */
+        for (int o = 0; o < OC; o++) {
+            const float *row = dout_n + (size_t)o * P;
+            float s = 0.0f;
+            for (int i = 0; i < P; i++) s += row[i];
+            db[o] += s;
         }
-        /* dW [OC, K] += dout_n [OC, P] x col^T [P, K]   (col rebuilt: it is not kept from forward) */
-        const float *col = in_n;
-        if (!pointwise) { im2col(ws, in_n, d); col = ws; }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, K, P, 1.0f, dout_n, P, col, P, 1.0f, dw, K);
-        if (!din) continue;
-        float *din_n = din + (size_t)n * in_img;
-        if (pointwise) {
-            /* dcol is din_n itself: din_n [C, H*W] = W^T [C, OC] x dout_n [OC, H*W] */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, OC, 1.0f, w, K, dout_n, P, 0.0f, din_n, P);
-            continue;
-        }
-        /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P], into the workspace (col is no longer needed) */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, OC, 1.0f, w, K, dout_n, P, 0.0f, ws, P);
-        memset(din_n, 0, in_img * sizeof *din_n);
-        col2im_add(din_n, ws, d);
+    }
+    if (d->winograd) { conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }
+    conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
+    const int used = ct_parallel(d->N, d->workers, backward_image, &j);
+    for (int k = 1; k < used; k++) {
+        const float *part = ws + (size_t)d->workers * col_floats(d) + (size_t)(k - 1) * OC * K;
+        for (size_t i = 0; i < (size_t)OC * K; i++) dw[i] += part[i];
     }
 }

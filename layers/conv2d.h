@@ -3,10 +3,14 @@
  *   out[n, o, y, x] = b[o] + sum_{c, ky, kx} w[o, c, ky, kx] * in[n, c, y*s + ky - p, x*s + kx - p]
  *
  * with zero padding p on all sides and stride s; OH = (H + 2p - KH) / s + 1.
- * Lowered to matrix products: im2col unrolls each image's receptive fields into
- * a [C*KH*KW, OH*OW] matrix (the workspace), then out_n = W [OC, C*KH*KW] x col
- * is one cblas_sgemm per image. Backward: dW += dout_n x col^T, dcol = W^T x
- * dout_n, and col2im scatters dcol back into din.
+ * Lowered to matrix products in one of two ways:
+ *  - im2col (any kernel): each image's receptive fields are unrolled into a
+ *    [C*KH*KW, OH*OW] matrix (the workspace), then out_n = W [OC, C*KH*KW] x col
+ *    is one cblas_sgemm per image. Backward: dW += dout_n x col^T, dcol = W^T x
+ *    dout_n, and col2im scatters dcol back into din.
+ *  - Winograd F(2x2, 3x3) (3x3 kernels, stride 1, padding <= 2, enough input
+ *    channels): 16 sgemms per chunk of images on transformed 4x4 tiles, 2.25x
+ *    fewer multiplications than im2col; see conv2d_winograd.c.
  * Init: Glorot-uniform (fan_in C*KH*KW, fan_out OC*KH*KW, as Keras), zero bias.
  */
 #ifndef CT_CONV2D_H
@@ -19,7 +23,15 @@ typedef struct {
     int OC, KH, KW;        /* filters */
     int stride, pad;
     int OH, OW;            /* output, filled by conv2d_dims_make */
+    int winograd;          /* 1: the Winograd F(2x2, 3x3) path (conv2d_winograd.h), chosen by
+                              conv2d_dims_make for 3x3 stride-1 kernels with padding <= 2 and at
+                              least CONV2D_WINOGRAD_MIN_C input channels; 0: im2col + sgemm.
+                              Either may be set by hand (tests compare the two). */
+    int workers;           /* threads sharing the layer's work (ct_parallel), set by conv2d_dims_make
+                              from ct_threads_get(); the workspace size depends on it */
 } conv2d_dims;
+
+#define CONV2D_WINOGRAD_MIN_C 8
 
 /* Fills OH/OW; fails (CT_EINVAL, naming the sizes) if the kernel does not fit the padded input. */
 ct_status conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);

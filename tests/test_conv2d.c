@@ -3,7 +3,9 @@
  * 2, non-square and 1x1 kernels, plus shapes drawn from a fixed seed), PyTorch
  * parity (tests/golden/conv2d_*.h5 from gen_conv.py), the gradient conventions
  * (din overwritten, dw/db accumulated), parameter registration, and the errors of
- * conv2d_dims_make.
+ * conv2d_dims_make. Both lowerings are checked: im2col and, for 3x3 stride-1
+ * kernels, Winograd F(2x2, 3x3) (forced on small shapes, and compared with im2col
+ * on many shapes), each with one worker and with two (core/threads.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +13,9 @@
 #include <string.h>
 #include "tests/test.h"
 #include "io/h5.h"
+#include "core/threads.h"
 #include "layers/conv2d.h"
+#include "layers/conv2d_winograd.h"
 
 /* Tolerances.
  * Gradient check: conv is linear in in, w and b, so central differences have no
@@ -22,6 +26,20 @@
 #define CONV_GC_H    1e-2f
 #define CONV_GC_TOL  1e-3
 #define CONV_PAR_TOL 1e-5
+/* Winograd vs im2col: the same sums, transformed; observed <= 1e-6 normalised. */
+#define CONV_ALGO_TOL 1e-5
+
+/* -1: the lowering conv2d_dims_make picks; 0: im2col; 1: Winograd (where it applies) */
+static int conv_algo = -1;
+
+static ct_status conv_dims(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
+{
+    ct_status st = conv2d_dims_make(d, N, C, H, W, OC, KH, KW, stride, pad);
+    if (st == CT_OK && conv_algo >= 0) d->winograd = conv_algo && conv2d_winograd_ok(d);
+    return st;
+}
+
+static const char *algo_name(const conv2d_dims *d) { return d->winograd ? "winograd" : "im2col"; }
 
 typedef struct {
     conv2d_dims d;
@@ -43,11 +61,12 @@ static double conv_objective(void *p)
 static void conv_gradcheck(int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad, int bias,
                            uint64_t seed)
 {
-    t_case("conv2d/gradcheck N=%d C=%d %dx%d OC=%d k%dx%d s%d p%d%s", N, C, H, W, OC, KH, KW, stride, pad,
-           bias ? "" : " nobias");
     conv_ctx c;
     memset(&c, 0, sizeof c);
-    if (!t_check(conv2d_dims_make(&c.d, N, C, H, W, OC, KH, KW, stride, pad) == CT_OK, "dims: %s", ct_last_error()))
+    ct_status st = conv_dims(&c.d, N, C, H, W, OC, KH, KW, stride, pad);
+    t_case("conv2d/gradcheck N=%d C=%d %dx%d OC=%d k%dx%d s%d p%d%s (%s)", N, C, H, W, OC, KH, KW, stride, pad,
+           bias ? "" : " nobias", algo_name(&c.d));
+    if (!t_check(st == CT_OK, "dims: %s", ct_last_error()))
         return;
     const conv2d_dims *d = &c.d;
     size_t nin = conv_n_in(d), nout = conv_n_out(d), nw = conv_n_w(d);
@@ -75,7 +94,6 @@ static void conv_gradcheck(int N, int C, int H, int W, int OC, int KH, int KW, i
 
 static void conv_parity(const char *file)
 {
-    t_case("conv2d/parity torch %s", file);
     char path[128];
     snprintf(path, sizeof path, "%s.h5", file);
     hid_t f = t_golden_open(path);
@@ -84,8 +102,9 @@ static void conv_parity(const char *file)
     const char *names[10] = { "N", "C", "H", "W", "OC", "KH", "KW", "stride", "pad", "bias" };
     for (int i = 0; i < 10; i++) a[i] = (int)t_golden_attr(f, names[i]);
     conv2d_dims d;
-    if (!t_check(conv2d_dims_make(&d, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]) == CT_OK,
-                 "dims: %s", ct_last_error())) { ct_h5_close(f); return; }
+    ct_status st = conv_dims(&d, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+    t_case("conv2d/parity torch %s (%s)", file, algo_name(&d));
+    if (!t_check(st == CT_OK, "dims: %s", ct_last_error())) { ct_h5_close(f); return; }
     int bias = a[9];
     size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d);
     float *x = t_golden(f, "x", nin), *w = t_golden(f, "w", nw), *dout = t_golden(f, "dout", nout);
@@ -109,9 +128,10 @@ static void conv_parity(const char *file)
  * dw and db doubled (accumulated); din = NULL must leave dw, db as with din. */
 static void conv_conventions(int KH, int KW, int stride, int pad)
 {
-    t_case("conv2d/backward overwrites din, accumulates dw db (k%dx%d s%d p%d)", KH, KW, stride, pad);
     conv2d_dims d;
-    if (!t_check(conv2d_dims_make(&d, 2, 3, 6, 5, 4, KH, KW, stride, pad) == CT_OK, "dims: %s", ct_last_error())) return;
+    ct_status st = conv_dims(&d, 2, 3, 6, 5, 4, KH, KW, stride, pad);
+    t_case("conv2d/backward overwrites din, accumulates dw db (k%dx%d s%d p%d, %s)", KH, KW, stride, pad, algo_name(&d));
+    if (!t_check(st == CT_OK, "dims: %s", ct_last_error())) return;
     size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d);
     ct_rng r;
     ct_rng_seed(&r, 42, 1);
@@ -135,6 +155,56 @@ static void conv_conventions(int KH, int KW, int stride, int pad)
     t_close("db with din = NULL", db3, db1, (size_t)d.OC, 1e-6);
     free(x); free(w); free(dout); free(ws); free(din1); free(dw1); free(db1);
     free(din2); free(dw2); free(db2); free(dw3); free(db3);
+}
+
+/* One forward and backward of d's shape from fixed random data: out, din, dw, db. */
+typedef struct { float *out, *din, *dw, *db; } conv_result;
+
+static conv_result conv_run(const conv2d_dims *d, uint64_t seed)
+{
+    size_t nin = conv_n_in(d), nout = conv_n_out(d), nw = conv_n_w(d);
+    ct_rng r;
+    ct_rng_seed(&r, seed, 5);
+    float *x = t_alloc(nin), *w = t_alloc(nw), *b = t_alloc((size_t)d->OC), *dout = t_alloc(nout);
+    float *ws = t_alloc(conv2d_workspace_floats(d));   /* exact size: the sanitizer build catches overruns */
+    t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r);
+    t_fill_uniform(b, (size_t)d->OC, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
+    conv_result res = { t_alloc(nout), t_alloc(nin), t_alloc(nw), t_alloc((size_t)d->OC) };
+    conv2d_forward(res.out, ws, x, w, b, d);
+    conv2d_backward(res.din, res.dw, res.db, ws, dout, x, w, d);
+    free(x); free(w); free(b); free(dout); free(ws);
+    return res;
+}
+
+static void conv_result_free(conv_result *r) { free(r->out); free(r->din); free(r->dw); free(r->db); }
+
+/* Winograd (1 and 2 workers) and im2col with 2 workers against im2col with 1 worker. */
+static void conv_algos_agree(int N, int C, int H, int W, int OC, int pad, uint64_t seed)
+{
+    t_case("conv2d/winograd and 2 workers agree with im2col N=%d C=%d %dx%d OC=%d p%d", N, C, H, W, OC, pad);
+    conv2d_dims ref, v[3];
+    if (!t_check(conv2d_dims_make(&ref, N, C, H, W, OC, 3, 3, 1, pad) == CT_OK, "dims: %s", ct_last_error())) return;
+    ref.winograd = 0;
+    const char *names[3] = { "winograd, 1 worker", "winograd, 2 workers", "im2col, 2 workers" };
+    for (int k = 0; k < 3; k++) {
+        ct_threads_set(k == 0 ? 1 : 2);   /* the workers come from the thread count when the dims are made */
+        conv2d_dims_make(&v[k], N, C, H, W, OC, 3, 3, 1, pad);
+        v[k].winograd = k < 2;
+    }
+    ct_threads_set(1);
+    t_check(v[1].workers == (N < 2 ? N : 2), "workers %d with 2 threads and %d images", v[1].workers, N);
+    conv_result want = conv_run(&ref, seed);
+    size_t nin = conv_n_in(&ref), nout = conv_n_out(&ref), nw = conv_n_w(&ref);
+    for (int k = 0; k < 3; k++) {
+        conv_result got = conv_run(&v[k], seed);
+        char what[64];
+        snprintf(what, sizeof what, "%s: out", names[k]);  t_close(what, got.out, want.out, nout, CONV_ALGO_TOL);
+        snprintf(what, sizeof what, "%s: din", names[k]);  t_close(what, got.din, want.din, nin, CONV_ALGO_TOL);
+        snprintf(what, sizeof what, "%s: dw", names[k]);   t_close(what, got.dw, want.dw, nw, CONV_ALGO_TOL);
+        snprintf(what, sizeof what, "%s: db", names[k]);   t_close(what, got.db, want.db, (size_t)OC, CONV_ALGO_TOL);
+        conv_result_free(&got);
+    }
+    conv_result_free(&want);
 }
 
 static void conv_params(void)
@@ -202,10 +272,26 @@ void suite_conv2d(void)
         conv_gradcheck(N, C, H, W, OC, KH, KW, s, p, bias, 100 + (uint64_t)k);
     }
 
+    /* the Winograd lowering, forced on shapes dims_make would give to im2col */
+    conv_algo = 1;
+    conv_gradcheck(2, 3, 6, 7, 3, 3, 3, 1, 1, 1, 20);    /* odd output width: a half-empty last tile */
+    conv_gradcheck(1, 2, 5, 5, 2, 3, 3, 1, 0, 0, 21);    /* no padding, odd output */
+    conv_gradcheck(2, 2, 4, 9, 3, 3, 3, 1, 2, 1, 22);    /* padding 2: the input gradient's own padding is 0 */
+    conv_gradcheck(3, 1, 1, 8, 2, 3, 3, 1, 1, 1, 23);    /* a one-row image */
     conv_parity("conv2d_3x3_s1_p1");
+    conv_conventions(3, 3, 1, 1);
+    conv_algo = 0;
+    conv_parity("conv2d_3x3_s1_p1");
+    conv_algo = -1;
     conv_parity("conv2d_2x3_s2_p2_nobias");
     conv_parity("conv2d_1x1");
     conv_parity("conv2d_5x5_s3_p0");
+    conv_algos_agree(128, 32, 26, 26, 64, 0, 30);         /* the mnist_cnn's second convolution: several chunks */
+    conv_algos_agree(5, 16, 9, 9, 8, 1, 31);
+    conv_algos_agree(3, 8, 7, 12, 5, 2, 32);
+    conv_algos_agree(1, 9, 3, 3, 4, 1, 33);               /* one image: one worker even with two threads */
+    conv_algos_agree(7, 8, 40, 100, 16, 1, 34);           /* a log-mel-shaped input, one image per chunk */
+    conv_algos_agree(2, 8, 5, 140, 4, 1, 35);             /* rows of more tiles than one transform block */
 
     conv_conventions(3, 3, 1, 1);
     conv_conventions(1, 1, 1, 0);

@@ -1,5 +1,6 @@
 /* test_core.c - tests of core/: the PCG32 generator and its streams, the flat
- * parameter store and its initialisers, the activation arena; and of io/h5.c
+ * parameter store and its initialisers, the activation arena, ct_parallel's task
+ * assignment; and of io/h5.c
  * (round trips, and clear errors on missing/corrupt files and wrong shapes). */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "core/arena.h"
 #include "core/params.h"
 #include "core/rng.h"
+#include "core/threads.h"
 #include "io/h5.h"
 
 static void test_rng(void)
@@ -68,6 +70,45 @@ static void test_rng(void)
     int ok = 1, moved = 0;
     for (int i = 0; i < 50; i++) { ok &= perm[i] >= 0 && perm[i] < 50 && !seen[perm[i]]; if (ok) seen[perm[i]] = 1; moved += perm[i] != i; }
     t_check(ok && moved > 25, "not a shuffled permutation (moved %d)", moved);
+
+    t_case("core/rng uniform_fill gives the same numbers as single draws");
+    ct_rng fa, fb;
+    ct_rng_seed(&fa, 9, CT_STREAM_DROPOUT);
+    fb = fa;
+    float fill[1000];
+    ct_rng_uniform_fill(&fa, fill, 1000);
+    int fill_ok = 1;
+    for (int i = 0; i < 1000; i++) fill_ok &= fill[i] == ct_rng_uniform(&fb);
+    t_check(fill_ok && fa.state == fb.state, "uniform_fill differs from ct_rng_uniform, or leaves another state");
+}
+
+/* ct_parallel: records which worker ran each task and in which order. */
+typedef struct { int worker[100], order[100], next[8]; } parallel_log;
+
+static void parallel_task(void *ctx, int task, int worker)
+{
+    parallel_log *l = ctx;
+    l->worker[task] = worker;
+    l->order[task] = l->next[worker]++;   /* per-worker counter: no sharing between workers */
+}
+
+static void test_parallel(void)
+{
+    const int cases[][2] = { { 100, 3 }, { 100, 1 }, { 2, 4 }, { 0, 2 } };   /* tasks, workers */
+    for (int k = 0; k < 4; k++) {
+        const int n = cases[k][0], w = cases[k][1];
+        t_case("core/parallel %d tasks on %d workers: fixed assignment, each task once", n, w);
+        parallel_log l;
+        memset(&l, 0, sizeof l);
+        for (int i = 0; i < 100; i++) l.worker[i] = -1;
+        int used = ct_parallel(n, w, parallel_task, &l);
+        int want = w < n ? w : (n > 0 ? n : 1);
+        t_check(used == want, "workers used %d, want %d", used, want);
+        int ok = 1;
+        for (int i = 0; i < n; i++) ok &= l.worker[i] == i % used && l.order[i] == i / used;
+        for (int i = n; i < 100; i++) ok &= l.worker[i] == -1;
+        t_check(ok, "task i must run once, on worker i %% workers, as that worker's (i / workers)-th task");
+    }
 }
 
 static void test_params(void)
@@ -165,6 +206,7 @@ void suite_core(void)
     test_rng();
     test_params();
     test_arena();
+    test_parallel();
 }
 
 void suite_h5(void)
