@@ -18,6 +18,11 @@
  *   2. for t = 0 .. T-1:  Z_t += h_{t-1} W_hh^T                    [B, 4H]
  *                         one fused loop: gates, c_t, tanh(c_t), h_t
  * Only step 2's small product is sequential; it is what makes an RNN slow.
+ * Sequences never interact, so step 2 is split by sequence across the
+ * threads (core/threads.h: ct_parallel): each worker runs all T steps for its
+ * own share of the batch - its own small gemm, its own fused loop - with no
+ * synchronisation between steps. The big all-steps products stay on OpenBLAS's
+ * threads.
  *
  * ---------------------------------------------------------------------------
  * Backpropagation through time. Let E be the loss. Write dh_t = dE/dh_t for the
@@ -79,7 +84,8 @@
  *     dseq  [T, B, max(H, I)]  gradient into the layer's h sequence from the
  *                          layer above; finally dx in time-major order
  *     dh, dc [B, H]        the carried dh_t and dc_t
- *     db    [4H]           sum of dz over steps and sequences
+ *     db    [CT_MAX_WORKERS, 4H]  sum of dz over steps and sequences, one
+ *                          partial sum per worker, added in worker order
  * Every region starts on a 16-float boundary.
  */
 #include <math.h>
@@ -87,6 +93,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cblas.h>
+#include "core/threads.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
 
 /* ---- scalar math for the fused gate loops ----------------------------------
@@ -174,7 +181,7 @@ typedef struct {
     float *dseq;   /* [T, B, max(H, I)] */
     float *dh;     /* [B, H] */
     float *dc;     /* [B, H] */
-    float *db;     /* [4H] */
+    float *db;     /* [CT_MAX_WORKERS, 4H] */
 } lstm_ws_view;
 
 static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
@@ -189,7 +196,7 @@ static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
     TAKE(v->dseq, TB * wide);
     TAKE(v->dh, B * H);
     TAKE(v->dc, B * H);
-    TAKE(v->db, 4 * H);
+    TAKE(v->db, (size_t)CT_MAX_WORKERS * 4 * H);
 #undef TAKE
     return off;
 }
@@ -280,11 +287,12 @@ void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restric
                             const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int H)
 { lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, H, 1); }
 
+/* The fused loop of step t for sequences [b0, b1). */
 static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len, const lstm_weights *w,
-                              int B, int H, int hard)
+                              int B, int b0, int b1, int H, int hard)
 {
     size_t G = 4 * (size_t)H;
-    for (int b = 0; b < B; b++) {
+    for (int b = b0; b < b1; b++) {
         size_t row = (size_t)t * B + b;                  /* (t, b) in the time-major [T*B] rows */
         const float *hprev = lc->h + row * H, *cprev = lc->c + row * H;
         float *hnext = lc->h + (row + B) * H, *cnext = lc->c + (row + B) * H;
@@ -296,6 +304,36 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
         if (hard) lstm_cell_forward_hard(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H);
         else      lstm_cell_forward_sigmoid(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H);
     }
+}
+
+/* One layer's recurrence (step 2) for one worker's share of the sequences. */
+typedef struct {
+    const lstm_layer_cache *lc;
+    const lstm_weights *w;
+    const int *len;
+    int B, T, H, hard, parts;
+} lstm_fwd_job;
+
+static void lstm_recurrence_forward(void *ctx, int part, int worker)
+{
+    const lstm_fwd_job *j = ctx;
+    const int B = j->B, H = j->H, b0 = (int)((long)B * part / j->parts), b1 = (int)((long)B * (part + 1) / j->parts);
+    const size_t G = 4 * (size_t)H;
+    (void)worker;
+    for (int t = 0; t < j->T; t++) {
+        /* gate_t [b0:b1, 4H] += h_{t-1} [b0:b1, H] W_hh^T   (h_{-1} = 0: nothing to add at t = 0) */
+        if (t > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b1 - b0, (int)G, H, 1.0f,
+                        j->lc->h + ((size_t)t * B + b0) * H, H, j->w->w_hh, H, 1.0f, j->lc->gate + ((size_t)t * B + b0) * G, (int)G);
+        lstm_step_forward(j->lc, t, j->len, j->w, B, b0, b1, H, j->hard);
+    }
+}
+
+/* Shares of the batch: one per thread, at most one per sequence. */
+static int lstm_parts(int B)
+{
+    int n = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
+    return n < B ? n : B;
 }
 
 void lstm_forward(float *out, float *cache, const float *x, const int *len,
@@ -322,13 +360,9 @@ void lstm_forward(float *out, float *cache, const float *x, const int *len,
         /* gate [T*B, 4H] = X [T*B, Il] W_ih^T   (the biases are added in the cell loop) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)TB, (int)G, Il,
                     1.0f, X, Il, w[l].w_ih, Il, 0.0f, lc->gate, (int)G);
-        for (int t = 0; t < T; t++) {
-            /* gate_t [B, 4H] += h_{t-1} [B, H] W_hh^T   (h_{-1} = 0: nothing to add at t = 0) */
-            if (t > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, (int)G, H,
-                            1.0f, lc->h + (size_t)t * B * H, H, w[l].w_hh, H, 1.0f, lc->gate + (size_t)t * B * G, (int)G);
-            lstm_step_forward(lc, t, len, &w[l], B, H, hard);
-        }
+        /* the steps, each worker with its share of the sequences */
+        lstm_fwd_job job = { .lc = lc, .w = &w[l], .len = len, .B = B, .T = T, .H = H, .hard = hard, .parts = lstm_parts(B) };
+        ct_parallel(job.parts, job.parts, lstm_recurrence_forward, &job);
     }
 
     /* the last layer's output */
@@ -420,6 +454,53 @@ static inline void lstm_prefetch_row(const lstm_layer_cache *lc, const float *dz
     for (size_t o = 0; o < (size_t)H * sizeof(float); o += 64) { __builtin_prefetch(pt + o, 0); __builtin_prefetch(pc + o, 0); }
 }
 
+/* One layer's backward recurrence, equations (1)-(3), for one worker's share of the sequences. */
+typedef struct {
+    const lstm_layer_cache *lc;
+    const lstm_ws_view *wv;
+    const lstm_weights *w;
+    const float *dout;
+    const int *len;
+    int B, T, H, hard, top, parts;
+    lstm_return ret;
+} lstm_bwd_job;
+
+static void lstm_recurrence_backward(void *ctx, int part, int worker)
+{
+    const lstm_bwd_job *j = ctx;
+    const lstm_ws_view *wv = j->wv;
+    const int B = j->B, T = j->T, H = j->H, b0 = (int)((long)B * part / j->parts), b1 = (int)((long)B * (part + 1) / j->parts);
+    const size_t TB = (size_t)T * B, G = 4 * (size_t)H;
+    float *db = wv->db + (size_t)part * G;               /* this part's sum of dz */
+    (void)worker;
+    for (int t = T - 1; t >= 0; t--) {
+        for (int b = b0; b < b1; b++) {
+            size_t row = (size_t)t * B + b;
+            float *dzr = wv->dz + row * G;
+            int n = j->len ? j->len[b] : T;
+            if (t >= n) {                                /* padded: dz = 0, dh and dc carried */
+                memset(dzr, 0, G * sizeof *dzr);
+                continue;
+            }
+            const float *ds;
+            float s = 1.0f;
+            if (!j->top)                                ds = wv->dseq + row * H;
+            else if (j->ret == LSTM_RETURN_SEQUENCE)    ds = j->dout + ((size_t)b * T + t) * H;
+            else if (j->ret == LSTM_RETURN_MEAN)      { ds = j->dout + (size_t)b * H; s = 1.0f / (float)n; }
+            else                                        ds = NULL;
+            float *dhb = wv->dh + (size_t)b * H, *dcb = wv->dc + (size_t)b * H;
+            const float *gate = j->lc->gate + row * G, *tc = j->lc->tc + row * H, *cprev = j->lc->c + row * H;
+            lstm_prefetch_row(j->lc, wv->dz, row + LSTM_PREFETCH_ROWS, TB, H);
+            if (j->hard) lstm_cell_backward_hard(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
+            else         lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
+        }
+        /* dh_{t-1} [b0:b1, H] += dz_t [b0:b1, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
+        if (t > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b1 - b0, H, (int)G, 1.0f,
+                        wv->dz + ((size_t)t * B + b0) * G, (int)G, j->w->w_hh, H, 1.0f, wv->dh + (size_t)b0 * H, H);
+    }
+}
+
 void lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout, const float *cache,
                    const float *x, const int *len, const lstm_weights *w, const lstm_dims *d)
 {
@@ -435,38 +516,18 @@ void lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout,
         const lstm_layer_cache *lc = &cv.l[l];
         const int Il = l == 0 ? I : H, top = l == L - 1;
         memset(wv.dc, 0, BH * sizeof(float));
-        memset(wv.db, 0, G * sizeof(float));
+        memset(wv.db, 0, (size_t)lstm_parts(B) * G * sizeof(float));
         /* where the output gradient enters: the last step only (LAST), or every step */
         if (top && d->ret == LSTM_RETURN_LAST) memcpy(wv.dh, dout, BH * sizeof(float));
         else memset(wv.dh, 0, BH * sizeof(float));
 
-        for (int t = T - 1; t >= 0; t--) {
-            for (int b = 0; b < B; b++) {
-                size_t row = (size_t)t * B + b;
-                float *dzr = wv.dz + row * G;
-                int n = len ? len[b] : T;
-                if (t >= n) {                            /* padded: dz = 0, dh and dc carried */
-                    memset(dzr, 0, G * sizeof *dzr);
-                    continue;
-                }
-                const float *ds;
-                float s = 1.0f;
-                if (!top)                                   ds = wv.dseq + row * H;
-                else if (d->ret == LSTM_RETURN_SEQUENCE)    ds = dout + ((size_t)b * T + t) * H;
-                else if (d->ret == LSTM_RETURN_MEAN)      { ds = dout + (size_t)b * H; s = 1.0f / (float)n; }
-                else                                        ds = NULL;
-                float *dhb = wv.dh + (size_t)b * H, *dcb = wv.dc + (size_t)b * H;
-                const float *gate = lc->gate + row * G, *tc = lc->tc + row * H, *cprev = lc->c + row * H;
-                lstm_prefetch_row(lc, wv.dz, row + LSTM_PREFETCH_ROWS, TB, H);
-                float *db = wv.db;
-                if (hard) lstm_cell_backward_hard(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
-                else      lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
-            }
-            /* dh_{t-1} [B, H] += dz_t [B, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
-            if (t > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, (int)G,
-                            1.0f, wv.dz + (size_t)t * B * G, (int)G, w[l].w_hh, H, 1.0f, wv.dh, H);
-        }
+        /* the steps backwards, each worker with its share of the sequences and its own db */
+        lstm_bwd_job job = { .lc = lc, .wv = &wv, .w = &w[l], .dout = dout, .len = len, .B = B, .T = T, .H = H,
+                             .hard = hard, .top = top, .ret = d->ret, .parts = lstm_parts(B) };
+        ct_parallel(job.parts, job.parts, lstm_recurrence_backward, &job);
+        float *db = wv.db;                               /* partial sums, in part order */
+        for (int p = 1; p < job.parts; p++)
+            for (size_t j = 0; j < G; j++) db[j] += wv.db[(size_t)p * G + j];
 
         /* dW_hh [4H, H] += dz^T [4H, (T-1)B] h_prev [(T-1)B, H]   (step 0's h_prev is 0) */
         if (T > 1)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/test.h"
+#include "core/threads.h"
 #include "layers/lstm.h"
 
 static const char *ret_name[] = { "last", "seq", "mean" };
@@ -368,10 +369,46 @@ static void suite_contract(void)
     rig_free(&r);
 }
 
+/* The recurrence split by sequence across workers (2 and 3 threads; B = 7 does
+ * not divide evenly) against one thread: out, dx and every parameter gradient.
+ * Only the order of the bias sums differs (partial sums per worker), so the
+ * tolerance is a float rounding one. */
+static void suite_workers(void)
+{
+    lstm_dims d = { 7, 6, 3, 5, 2, LSTM_RETURN_MEAN, LSTM_SIGMOID };
+    int len[7] = { 6, 1, 3, 6, 2, 5, 4 };
+    ct_rng rng;
+    ct_rng_seed(&rng, 91, 1);
+    rig ref;
+    rig_init(&ref, &d, len, 0.7f, &rng);
+    rig_backward(&ref);
+    for (int threads = 2; threads <= 3; threads++) {
+        t_case("lstm/%d workers agree with 1 (L=2 B=7 ret=mean, masked)", threads);
+        rig r = ref;   /* same weights and inputs; its own outputs and gradients */
+        r.out = t_alloc(out_floats(&d)); r.dx = t_alloc((size_t)d.B * d.T * d.I);
+        r.cache = t_alloc(lstm_cache_floats(&d)); r.ws = t_alloc(lstm_workspace_floats(&d));
+        float *grad = t_alloc(ref.ps.numel);
+        lstm_grads g[LSTM_MAX_LAYERS];
+        ct_params view = ref.ps;
+        view.grad = grad;
+        lstm_params_view(r.w, g, &view, &ref.ids);
+        ct_threads_set(threads);
+        lstm_forward(r.out, r.cache, r.x, r.len, r.w, &d);
+        lstm_backward(r.dx, g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);
+        ct_threads_set(1);
+        t_close("out", r.out, ref.out, out_floats(&d), 0);
+        t_close("dx", r.dx, ref.dx, (size_t)d.B * d.T * d.I, 1e-6);
+        t_close("param grads", grad, ref.ps.grad, ref.ps.numel, 1e-6);
+        free(r.out); free(r.dx); free(r.cache); free(r.ws); free(grad);
+    }
+    rig_free(&ref);
+}
+
 void suite_lstm(void)
 {
     suite_init();
     suite_contract();
+    suite_workers();
     suite_gradcheck();
     suite_parity();
 }
