@@ -12,6 +12,7 @@ int  cmd_export(int argc, char **argv);  /* ctrain export --format keras|torch R
 int  cmd_import(int argc, char **argv);  /* ctrain import --format keras|torch IN.h5 OUT.h5 --model NAME (cli/export.c) */
 int  cmd_prep(int argc, char **argv);    /* ctrain prep voxceleb --wav DIR --out FILE (cli/prep.c) */
 int  cmd_eval(int argc, char **argv);    /* ctrain eval MODEL [options] (cli/eval.c) */
+int  cmd_time(int argc, char **argv);    /* ctrain time MODEL [options], ctrain time --compare A.json B.json (cli/time.c) */
 int  train_cnn(int argc, char **argv);    /* ctrain train cnn [options] (cli/cnn.c) */
 int  eval_cnn(int argc, char **argv);     /* ctrain eval cnn --model FILE.h5 [options] (cli/cnn.c) */
 /* --device: CT_OK for "cpu"; otherwise a clear CT_ENODEV/CT_EINVAL (cli/device.c). */
@@ -19,5 +20,7 @@ ct_status cli_select_device(const char *spec);
 void cli_print_gpu_line(FILE *out);
 /* The hardware/software header printed before training: CPU model, cores, threads, BLAS. */
 void cli_print_header(FILE *out, int threads);
+/* The CPU's model name from /proc/cpuinfo ("unknown CPU" when there is none) (cli/info.c). */
+void cli_cpu_model(char *buf, size_t n);
 
 #endif

@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 #include "core/threads.h"
 
-static void cpu_model(char *buf, size_t n)
+void cli_cpu_model(char *buf, size_t n)
 {
     snprintf(buf, n, "unknown CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -31,7 +31,7 @@ void cli_print_header(FILE *out, int threads)
 {
     char cpu[256];
     unsigned maj, min, rel;
-    cpu_model(cpu, sizeof cpu);
+    cli_cpu_model(cpu, sizeof cpu);
     H5get_libversion(&maj, &min, &rel);
     fprintf(out, "ctrain %s | device: cpu\n", CTRAIN_VERSION);
     fprintf(out, "CPU: %s, %d logical cores, %d thread%s used\n", cpu, ct_cpu_count(), threads, threads == 1 ? "" : "s");

@@ -1,0 +1,63 @@
+/* time.h - what `ctrain time` measured, shared by cli/time.c (running the
+ * workload on each device and printing the tables) and cli/time_report.c
+ * (the JSON file, the SVG picture and `--compare`). */
+#ifndef CT_CLI_TIME_H
+#define CT_CLI_TIME_H
+#include "core/error.h"
+#include "models/seq_cnn.h"
+#include "models/train.h"
+
+#define TIME_SCHEMA "ctrain-time/1"
+#define TIME_MAX_ROWS (SEQ_CNN_MAX_LAYERS + 2)   /* every layer, "other" and the whole step */
+
+/* What was run: the same on every device. */
+typedef struct {
+    const char *model;             /* "siamese-lstm" or "cnn" */
+    const char *protocol;          /* "seed", "bench", "smoke" */
+    const char *data;              /* --data as given */
+    char command[1024];            /* the command line, for the record */
+    char model_desc[1200];         /* one line: layers and sizes */
+    char data_desc[512];           /* one line: what the samples are */
+    int threads, batch, epochs;
+    int warmup;                    /* leading epochs left out of the statistics (1, or 0 with --epochs 1) */
+    long seed, n_train, n_val;     /* samples (pairs or images) per epoch */
+    double flops_per_sample;       /* FLOPs of one training step per sample */
+    const char *flops_counted;     /* what the FLOP count includes, in words */
+    const char *sample_name;       /* "pairs" or "images" */
+} time_setup;
+
+/* One profiled row of --layers: totals over the profiled batches. */
+typedef struct {
+    char name[64];
+    double fwd_s, bwd_s;           /* seconds, summed over the profiled batches */
+    double flops_per_sample;       /* of this layer in one training step; 0: none counted */
+} time_layer;
+
+/* One device's run. */
+typedef struct {
+    char device[32];               /* "cpu", "gpu", "gpu:1" */
+    char device_desc[512];         /* CPU model and threads, or the GPU's description */
+    int available;                 /* 0: nothing was timed, `why` says why */
+    char why[1024];
+    int n_epochs;
+    ct_epoch_log *hist;            /* [n_epochs] */
+    double peak, peak_best;        /* sgemm GFLOP/s (median, best); 0 when unknown */
+    char peak_what[160];           /* how the peak was measured */
+    /* over the epochs after the warm-up */
+    double sec_median, sec_min, sec_max;
+    double samples_per_s, gflops;
+    /* --layers */
+    int n_layers;
+    time_layer layer[TIME_MAX_ROWS];
+    long prof_batches, prof_samples;
+    double prof_train_seconds;     /* training seconds of the profiled epochs */
+} time_run;
+
+/* The JSON file of one device's run (schema in cli/time_report.c). */
+ct_status time_write_json(const char *path, const time_setup *s, const time_run *r);
+/* Per-epoch seconds per device and the loss curves, side by side. */
+ct_status time_write_svg(const char *path, const time_setup *s, const time_run *runs, int n_runs);
+/* `ctrain time --compare A.json B.json ...`: returns the exit status. */
+int       time_compare(int n, char **paths);
+
+#endif

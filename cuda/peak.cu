@@ -1,0 +1,70 @@
+/* peak.cu - the GPU's practical sgemm peak (core/peak.h: ct_peak_sgemm_gpu):
+ * cuBLAS sgemm of CT_PEAK_N^3 in the context's math mode (plain FP32 unless
+ * the GPU was opened with tf32) on the current GPU's compute stream, timed with CUDA events, one warm-up then CT_PEAK_REPEATS repeats. */
+#include <stdlib.h>
+#include "cuda/check.h"
+extern "C" {
+#include "core/peak.h"
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+__global__ static void fill_kernel(float *x, size_t n, float scale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = scale * (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f * scale;
+}
+
+/* Times the sgemms into ms[repeats]; everything it allocates is freed by the caller's cleanup. */
+static ct_status time_sgemms(double *ms, int repeats, float *A, float *B, float *C, int n, cudaEvent_t e0, cudaEvent_t e1)
+{
+    ct_gpu *g = ct_gpu_current();
+    const float one = 1.0f, zero = 0.0f;
+    for (int rep = -1; rep < repeats; rep++) {   /* rep -1 is the warm-up */
+        CT_CUDA_TRY(cudaEventRecord(e0, g->stream));
+        CT_CUBLAS_TRY(cublasSgemm(g->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, n, B, n, &zero, C, n));
+        CT_CUDA_TRY(cudaEventRecord(e1, g->stream));
+        CT_CUDA_TRY(cudaEventSynchronize(e1));
+        float t = 0;
+        CT_CUDA_TRY(cudaEventElapsedTime(&t, e0, e1));
+        if (rep >= 0) ms[rep] = t;
+    }
+    return CT_OK;
+}
+
+extern "C" ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r)
+{
+    ct_gpu *g = ct_gpu_current();
+    if (!g) return ct_fail(CT_ENODEV, "no GPU is open (ct_gpu_open first)");
+    const int n = CT_PEAK_N, R = CT_PEAK_REPEATS;
+    size_t nn = (size_t)n * n;
+    float *A = NULL, *B = NULL, *C = NULL;   /* [n, n] each */
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    double ms[CT_PEAK_REPEATS];
+    ct_status st = ct_gpu_malloc((void **)&A, nn * sizeof(float), "sgemm A");
+    if (st == CT_OK) st = ct_gpu_malloc((void **)&B, nn * sizeof(float), "sgemm B");
+    if (st == CT_OK) st = ct_gpu_malloc((void **)&C, nn * sizeof(float), "sgemm C");
+    if (st == CT_OK && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess))
+        st = ct_fail(CT_ENODEV, "cudaEventCreate failed");
+    if (st == CT_OK) {
+        fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(A, nn, 1.0f);
+        fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(B, nn, 0.5f);
+        st = time_sgemms(ms, R, A, B, C, n, e0, e1);
+    }
+    if (st == CT_OK) {
+        qsort(ms, (size_t)R, sizeof ms[0], cmp_double);      /* fastest first */
+        double flop = 2.0 * n * n * (double)n;
+        r->best = flop / (ms[0] * 1e-3) / 1e9;
+        r->median = flop / (ms[R / 2] * 1e-3) / 1e9;
+        r->worst = flop / (ms[R - 1] * 1e-3) / 1e9;
+        r->repeats = R;
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    ct_gpu_free(A); ct_gpu_free(B); ct_gpu_free(C);
+    return st;
+}

@@ -1,0 +1,398 @@
+/* test_time.c - `ctrain time`, the timing harness, as a user meets it, and the
+ * small JSON and SVG writers behind it:
+ *   - the JSON writer escapes every string so that our reader and Python's json
+ *     read back exactly what was written; the reader refuses broken documents
+ *     with the line and column;
+ *   - the SVG writer produces well-formed XML (parsed by python3's xml.etree);
+ *   - the command on the smoke protocol: the table's header, rows and columns,
+ *     the JSON schema, the picture, --layers listing every layer, --compare,
+ *     clear errors for bad options and bad files, and the GPU saying why it is
+ *     unavailable.
+ * No test looks at how fast anything ran: timings depend on the machine. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "tests/test.h"
+#include "io/json.h"
+#include "io/svg.h"
+
+#define PYTHON "/usr/bin/python3"
+
+static char out[1 << 17];
+
+/* Runs a python3 snippet with `file` as sys.argv[1]; returns its exit status (-1: no python3 here). */
+static int python_check(const char *code, const char *file)
+{
+    if (access(PYTHON, X_OK) != 0) return -1;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, PYTHON " -c '%s' %s", code, file);
+    int st = system(cmd);
+    return st == -1 ? -1 : WEXITSTATUS(st);
+}
+
+static void check_python(const char *what, const char *code, const char *file)
+{
+    int rc = python_check(code, file);
+    if (rc == -1) printf("  (%s: %s not found, Python check left out)\n", what, PYTHON);
+    else t_check(rc == 0, "%s: python3 check failed (exit %d) on %s", what, rc, file);
+}
+
+static void tmp_path(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "/tmp/ctrain_time_%ld_%s", (long)getpid(), name);
+}
+
+/* ---- JSON ---- */
+static const char *TRICKY[] = {
+    "plain", "quote \" and backslash \\", "new\nline\ttab\rcr", "\b\f and \x01\x1f controls",
+    "UTF-8: caf\xc3\xa9 \xe2\x82\xac", "slash / and </script>", "",
+};
+#define N_TRICKY (int)(sizeof TRICKY / sizeof TRICKY[0])
+
+static void test_json_roundtrip(void)
+{
+    t_case("time/json writer escapes strings; our reader and python3 read them back");
+    char path[256];
+    tmp_path(path, sizeof path, "rt.json");
+    FILE *f = fopen(path, "w");
+    if (!t_check(f != NULL, "cannot write %s", path)) return;
+    ct_json_writer w;
+    ct_json_writer_init(&w, f);
+    ct_json_object_begin(&w, NULL);
+    ct_json_array_begin(&w, "strings");
+    for (int i = 0; i < N_TRICKY; i++) ct_json_str(&w, NULL, TRICKY[i]);
+    ct_json_array_end(&w);
+    ct_json_str(&w, "key \"with\" quotes\n", "value");
+    ct_json_num(&w, "pi", 3.14159265);
+    ct_json_num(&w, "nan", NAN);
+    ct_json_int(&w, "big", 1234567890L);
+    ct_json_bool(&w, "yes", 1);
+    ct_json_null(&w, "nothing");
+    ct_json_array_begin(&w, "empty");
+    ct_json_array_end(&w);
+    ct_json_object_begin(&w, "nested");
+    ct_json_num(&w, "neg", -2.5e-7);
+    ct_json_object_end(&w);
+    ct_json_object_end(&w);
+    t_check(ct_json_writer_finish(&w) == CT_OK, "finish: %s", ct_last_error());
+    fclose(f);
+
+    ct_json root;
+    if (!t_check(ct_json_load(&root, path) == CT_OK, "our reader: %s", ct_last_error())) return;
+    const ct_json *s = ct_json_find(&root, "strings");
+    t_check(s && s->type == CT_JSON_ARRAY && s->n == N_TRICKY, "strings array");
+    for (int i = 0; s && i < s->n && i < N_TRICKY; i++)
+        t_check(s->item[i].type == CT_JSON_STRING && !strcmp(s->item[i].str, TRICKY[i]), "string %d differs after the round trip", i);
+    const ct_json *k = ct_json_find(&root, "key \"with\" quotes\n"), *pi = ct_json_find(&root, "pi");
+    t_check(k && k->type == CT_JSON_STRING && !strcmp(k->str, "value"), "escaped member name");
+    t_check(pi && pi->type == CT_JSON_NUMBER && fabs(pi->num - 3.14159265) < 1e-12, "number");
+    t_check(ct_json_find(&root, "nan") && ct_json_find(&root, "nan")->type == CT_JSON_NULL, "NaN is written as null");
+    t_check(ct_json_find(&root, "big") && ct_json_find(&root, "big")->num == 1234567890.0, "integer");
+    t_check(ct_json_find(&root, "yes") && ct_json_find(&root, "yes")->boolean == 1, "true");
+    t_check(ct_json_find(&root, "empty") && ct_json_find(&root, "empty")->n == 0, "empty array");
+    const ct_json *nested = ct_json_find(&root, "nested");
+    t_check(nested && ct_json_find(nested, "neg") && ct_json_find(nested, "neg")->num == -2.5e-7, "nested object");
+    ct_json_free(&root);
+    check_python("json writer", "import json,sys; d=json.load(open(sys.argv[1],encoding=\"utf-8\")); s=d[\"strings\"]; "
+                 "assert s[1]==\"quote \\\" and backslash \\\\\" and s[2]==\"new\\nline\\ttab\\rcr\", s; "
+                 "assert s[3]==\"\\b\\f and \\x01\\x1f controls\" and s[4]==\"UTF-8: caf\\u00e9 \\u20ac\", s; "
+                 "assert d[\"nan\"] is None and d[\"key \\\"with\\\" quotes\\n\"]==\"value\" and d[\"nested\"][\"neg\"]==-2.5e-7", path);
+    unlink(path);
+}
+
+static void test_json_reader(void)
+{
+    t_case("time/json reader decodes escapes, surrogate pairs and numbers");
+    const char *text = "{ \"s\": \"\\u00e9\\ud83d\\ude00\\n\\/\", \"n\": [0, -1.5e2, 2E-1, 10], \"t\": true, \"f\": false }";
+    ct_json root;
+    if (t_check(ct_json_parse(&root, text, strlen(text), "test") == CT_OK, "parse: %s", ct_last_error())) {
+        const ct_json *s = ct_json_find(&root, "s"), *n = ct_json_find(&root, "n");
+        t_check(s && !strcmp(s->str, "\xc3\xa9\xf0\x9f\x98\x80\n/"), "decoded string: %s", s ? s->str : "(none)");
+        t_check(n && n->n == 4 && n->item[0].num == 0 && n->item[1].num == -150 && fabs(n->item[2].num - 0.2) < 1e-15
+                && n->item[3].num == 10, "numbers");
+        t_check(ct_json_find(&root, "f") && ct_json_find(&root, "f")->type == CT_JSON_BOOL && !ct_json_find(&root, "f")->boolean, "false");
+        ct_json_free(&root);
+    }
+
+    t_case("time/json reader refuses broken documents, naming line and column");
+    static const struct { const char *text, *expect; } bad[] = {
+        { "{\"a\": 1,}", "test:1:9: expected a member name" },
+        { "{\"a\" 1}", "test:1:6: expected ':'" },
+        { "[1 2]", "test:1:4: expected ',' or ']'" },
+        { "{\n  \"a\": [1,\n  2", "test:3:4: expected ',' or ']'" },
+        { "\"abc", "unterminated string" },
+        { "{\"a\": tru}", "expected a value" },
+        { "01", "unexpected text after the end" },
+        { "1.", "expected a digit after the decimal point" },
+        { "-", "expected a value" },
+        { "\"\\x\"", "bad escape" },
+        { "\"\\ud800\"", "unpaired UTF-16 surrogate" },
+        { "\"a\\u0000b\"", "\\u0000" },
+        { "\"tab\there\"", "control character" },
+        { "{} {}", "unexpected text after the end" },
+        { "", "expected a value" },
+        { "   ", "truncated" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ct_status st = ct_json_parse(&root, bad[i].text, strlen(bad[i].text), "test");
+        t_check(st == CT_EFORMAT && strstr(ct_last_error(), bad[i].expect), "\"%s\": status %d, message \"%s\" lacks \"%s\"",
+                bad[i].text, (int)st, ct_last_error(), bad[i].expect);
+        if (st == CT_OK) ct_json_free(&root);
+    }
+    char deep[200];
+    memset(deep, '[', sizeof deep);
+    t_check(ct_json_parse(&root, deep, sizeof deep, "deep") == CT_EFORMAT && strstr(ct_last_error(), "nested too deeply"),
+            "200 nested arrays: %s", ct_last_error());
+    t_check(ct_json_load(&root, "/nonexistent/x.json") == CT_EIO && strstr(ct_last_error(), "/nonexistent/x.json"),
+            "a missing file names itself: %s", ct_last_error());
+}
+
+/* ---- SVG ---- */
+static void test_svg(void)
+{
+    t_case("time/svg ticks are 1, 2 or 5 times a power of ten and cover the range");
+    double first, step;
+    int n = ct_svg_ticks(0, 1, 6, &first, &step);
+    t_check(n == 6 && first == 0 && fabs(step - 0.2) < 1e-12, "[0, 1]: %d ticks from %g step %g", n, first, step);
+    n = ct_svg_ticks(3.2, 97, 6, &first, &step);
+    t_check(step == 20 && first == 20 && n == 4, "[3.2, 97]: %d ticks from %g step %g", n, first, step);
+    n = ct_svg_ticks(0.0012, 0.0031, 5, &first, &step);
+    t_check(fabs(step - 0.0005) < 1e-15 && n >= 3, "[0.0012, 0.0031]: %d ticks step %g", n, step);
+
+    t_case("time/svg writer makes well-formed XML with axes, ticks, labels and a legend");
+    char path[256];
+    tmp_path(path, sizeof path, "plot.svg");
+    double x[] = { 1, 2, 3, 4 }, a[] = { 3.5, 2.0, 2.1, 1.9 }, b[] = { 0.9, NAN, 0.5, 0.45 }, one[] = { 7 };
+    ct_svg_series s1[] = { { "cpu <fast> & \"free\"", x, a, 4, 0, 0 }, { "gpu", x, b, 4, 1, 1 } };
+    ct_svg_series s2[] = { { "single", x, one, 1, 0, 2 } };
+    ct_svg_chart charts[] = {
+        { "Seconds per epoch", "epoch", "seconds", s1, 2, 1, 1 },
+        { "One point & <escapes>", "epoch", "loss", s2, 1, 1, 0 },
+        { "Empty", "x", "y", NULL, 0, 0, 0 },
+    };
+    t_check(ct_svg_write(path, "title with 'quotes' & <tags>", charts, 3) == CT_OK, "write: %s", ct_last_error());
+    check_python("svg", "import sys, xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot(); ns=\"{http://www.w3.org/2000/svg}\"; "
+                 "assert r.tag==ns+\"svg\", r.tag; t=[e.text for e in r.iter(ns+\"text\")]; "
+                 "assert \"cpu <fast> & \\\"free\\\"\" in t and \"gpu\" in t and \"single\" in t, t; "
+                 "assert \"title with \\x27quotes\\x27 & <tags>\" in t and \"seconds\" in t and \"epoch\" in t and \"no data\" in t, t; "
+                 "assert \"0\" in t and len(r.findall(ns+\"polyline\")) >= 3", path);
+    t_check(ct_svg_write("/nonexistent-dir/p.svg", "t", charts, 1) == CT_EIO && strstr(ct_last_error(), "/nonexistent-dir/p.svg"),
+            "unwritable path: %s", ct_last_error());
+    unlink(path);
+}
+
+/* ---- the command ---- */
+/* The line of the table that starts with `device` (NULL if none). */
+static const char *table_line(const char *text, const char *device)
+{
+    size_t n = strlen(device);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, device, n) && p[n] == ' ') return p;
+    return NULL;
+}
+
+/* Whitespace-separated words on the line starting at p. */
+static int words_on_line(const char *p)
+{
+    int n = 0, in = 0;
+    for (; *p && *p != '\n'; p++) {
+        if (*p != ' ' && !in) n++;
+        in = *p != ' ';
+    }
+    return n;
+}
+
+/* The line starting at p (at most n-1 characters), "" for NULL. */
+static const char *line_of(char *buf, size_t n, const char *p)
+{
+    size_t len = p ? strcspn(p, "\n") : 0;
+    if (len >= n) len = n - 1;
+    memcpy(buf, p ? p : "", len);
+    buf[len] = '\0';
+    return buf;
+}
+
+static void check_table(const char *what)
+{
+    char head[512], cpu[512], gpu[512];
+    line_of(head, sizeof head, table_line(out, "device"));
+    line_of(cpu, sizeof cpu, table_line(out, "cpu"));
+    line_of(gpu, sizeof gpu, table_line(out, "gpu"));
+    t_check(strstr(out, "seconds per epoch") && *head, "%s: no table header: %s", what, out);
+    t_check(strstr(head, "epochs") && strstr(head, "median") && strstr(head, "min") && strstr(head, "max") && strstr(head, "samples/s")
+            && strstr(head, "GFLOP/s") && strstr(head, "of peak") && strstr(head, "vs cpu") && words_on_line(head) == 12,
+            "%s: table header lacks a column: %s", what, head);
+    t_check(words_on_line(cpu) == 10 && !strstr(cpu, "n/a"), "%s: the cpu row should have 10 columns, all measured: %s", what, cpu);
+    t_check(words_on_line(gpu) == 10 && strstr(gpu, "n/a"), "%s: the gpu row should have 10 columns reading n/a: %s", what, gpu);
+    t_check(strstr(out, "gpu: unavailable: ") != NULL, "%s: no line saying why the gpu is unavailable", what);
+    t_check(strstr(out, "CPU: ") && strstr(out, "BLAS: ") && strstr(out, "Protocol: smoke"), "%s: no hardware/protocol header", what);
+}
+
+static const char *PY_SCHEMA =
+    "import json,sys; d=json.load(open(sys.argv[1])); num=(int,float); "
+    "need={\"schema\":str,\"device\":str,\"model\":str,\"protocol\":str,\"threads\":int,\"batch\":int,\"epochs\":list,"
+    "\"train_samples_per_s\":num,\"gflops\":num,\"peak_gflops\":num,\"host\":dict,\"ctrain_version\":str}; "
+    "[sys.exit(\"%s: %s\" % (k, type(d.get(k)))) for k,t in need.items() if not isinstance(d.get(k), t)]; "
+    "assert d[\"schema\"]==\"ctrain-time/1\" and d[\"device\"]==\"cpu\" and d[\"protocol\"]==\"smoke\"; "
+    "assert all(k in d[\"host\"] for k in (\"hostname\",\"cpu\",\"blas\")); "
+    "e=d[\"epochs\"]; assert len(e)==2 and all(isinstance(x[k],num) for x in e for k in "
+    "(\"seconds\",\"train_seconds\",\"val_seconds\",\"loss\",\"accuracy\",\"val_loss\",\"val_accuracy\")); "
+    "assert [l[\"name\"] for l in d[\"layers\"]]";
+
+/* The JSON written by the command, read with our reader: the schema's fields and types. */
+static void check_json_file(const char *path, const char *model, int epochs)
+{
+    ct_json root;
+    if (!t_check(ct_json_load(&root, path) == CT_OK, "%s: %s", path, ct_last_error())) return;
+    const char *strings[] = { "schema", "model", "device", "protocol", "ctrain_version", "command" };
+    for (int i = 0; i < 6; i++) {
+        const ct_json *v = ct_json_find(&root, strings[i]);
+        t_check(v && v->type == CT_JSON_STRING, "%s: \"%s\" should be a string", path, strings[i]);
+    }
+    const char *numbers[] = { "threads", "batch", "train_samples_per_s", "gflops", "peak_gflops", "flops_per_sample" };
+    for (int i = 0; i < 6; i++) {
+        const ct_json *v = ct_json_find(&root, numbers[i]);
+        t_check(v && v->type == CT_JSON_NUMBER, "%s: \"%s\" should be a number", path, numbers[i]);
+    }
+    const ct_json *m = ct_json_find(&root, "model"), *e = ct_json_find(&root, "epochs"), *h = ct_json_find(&root, "host");
+    t_check(m && m->str && !strcmp(m->str, model), "%s: model", path);
+    t_check(h && ct_json_find(h, "cpu") && ct_json_find(h, "hostname"), "%s: host.cpu, host.hostname", path);
+    t_check(e && e->type == CT_JSON_ARRAY && e->n == epochs, "%s: %d epochs expected", path, epochs);
+    for (int i = 0; e && i < e->n; i++) {
+        const char *f[] = { "seconds", "train_seconds", "val_seconds", "loss", "accuracy", "val_loss", "val_accuracy" };
+        for (int k = 0; k < 7; k++) {
+            const ct_json *v = ct_json_find(&e->item[i], f[k]);
+            t_check(v && v->type == CT_JSON_NUMBER && v->num >= 0, "%s: epochs[%d].%s", path, i, f[k]);
+        }
+    }
+    ct_json_free(&root);
+    check_python("time --json schema", PY_SCHEMA, path);
+}
+
+static void test_command(void)
+{
+    char base[256], args[1024], sjson[300], cjson[300], svg[300];
+    tmp_path(base, sizeof base, "s.json");
+    snprintf(sjson, sizeof sjson, "%.*s-cpu.json", (int)strlen(base) - 5, base);
+    snprintf(svg, sizeof svg, "%.*s.svg", (int)strlen(base) - 5, base);
+    tmp_path(cjson, sizeof cjson, "c.json");
+
+    t_case("time/siamese-lstm smoke: table, --layers, JSON per device and the picture");
+    snprintf(args, sizeof args, "time siamese-lstm --protocol smoke --threads 1 --layers --json %s", base);
+    int rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    check_table("siamese-lstm");
+    const char *parts[] = { "lstm_1", "dense_1", "euclidean", "contrastive", "other (optimizer, data)", "training step" };
+    for (int i = 0; i < 6; i++) t_check(table_line(out, parts[i]) != NULL, "--layers lacks the row %s", parts[i]);
+    t_check(strstr(out, "FLOPs: ") && strstr(out, "matrix products"), "what the FLOPs count is not said: %s", out);
+    t_check(strstr(out, sjson) && strstr(out, svg), "output names %s and %s: %s", sjson, svg, out);
+    check_json_file(sjson, "siamese-lstm", 2);
+    check_python("time svg", "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])", svg);
+
+    t_case("time/cnn smoke: --layers lists every layer of the network; one device writes FILE itself");
+    snprintf(args, sizeof args, "time cnn --protocol smoke --devices cpu --threads 1 --layers --json %s", cjson);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    const char *layers[] = { "conv2d_1 (conv32k3)", "conv2d_2 (conv64k3)", "maxpool2", "dropout0.25", "flatten",
+                             "dense_1 (dense128)", "dropout0.5", "dense_2 (dense10)", "relu" };
+    for (int i = 0; i < 9; i++) t_check(table_line(out, layers[i]) != NULL, "--layers lacks the layer %s: %s", layers[i], out);
+    t_check(table_line(out, "cpu") && !table_line(out, "gpu"), "only the cpu row expected");
+    check_json_file(cjson, "cnn", 2);
+
+    t_case("time/--compare prints the runs side by side");
+    snprintf(args, sizeof args, "time --compare %s %s", sjson, cjson);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    const char *rows[] = { "file", "host", "device", "model", "s/epoch median", "train samples/s", "GFLOP/s", "speed vs first" };
+    for (int i = 0; i < 8; i++) t_check(table_line(out, rows[i]) != NULL, "--compare lacks the row %s: %s", rows[i], out);
+    char model[512];
+    line_of(model, sizeof model, table_line(out, "model"));
+    t_check(strstr(model, "siamese-lstm") && strstr(model, "cnn"), "both models side by side: %s", out);
+    t_check(strstr(out, "note:") != NULL, "different workloads should be pointed out: %s", out);
+
+    t_case("time/--compare on a missing, corrupt or foreign file fails naming it");
+    char bad[300];
+    tmp_path(bad, sizeof bad, "bad.json");
+    struct { const char *content, *expect; } files[] = {
+        { NULL, "cannot open" },
+        { "{\"schema\": \"ctrain-time/1\", \"host\": {", "truncated" },
+        { "[1, 2]", "not an object" },
+        { "{\"schema\": \"other/2\"}", "not a ctrain time result" },
+        { "{\"schema\": \"ctrain-time/1\", \"host\": {\"hostname\": \"h\", \"cpu\": \"c\"}, \"ctrain_version\": \"0\", "
+          "\"date\": \"d\", \"device\": \"cpu\", \"model\": \"cnn\", \"protocol\": \"smoke\", \"threads\": \"two\"}", "\"threads\" should be a number" },
+        { "{\"schema\": \"ctrain-time/1\", \"host\": {\"hostname\": \"h\", \"cpu\": \"c\"}, \"ctrain_version\": \"0\", "
+          "\"date\": \"d\", \"device\": \"cpu\", \"model\": \"cnn\", \"protocol\": \"smoke\", \"threads\": 2, \"batch\": 64, "
+          "\"n_train\": 1, \"n_val\": 1}", "\"epochs\" is missing" },
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        unlink(bad);
+        if (files[i].content) {
+            FILE *f = fopen(bad, "w");
+            if (f) { fputs(files[i].content, f); fclose(f); }
+        }
+        snprintf(args, sizeof args, "time --compare %s %s", cjson, bad);
+        rc = t_run_ctrain(args, out, sizeof out);
+        t_check(rc != 0 && rc != 134 && strstr(out, bad) && strstr(out, files[i].expect),
+                "file %zu: exit %d, message lacks the file name or \"%s\": %s", i, rc, files[i].expect, out);
+    }
+    unlink(bad);
+    unlink(sjson); unlink(svg); unlink(cjson);
+    snprintf(svg, sizeof svg, "%.*s.svg", (int)strlen(cjson) - 5, cjson);
+    unlink(svg);
+}
+
+static void test_gpu_and_errors(void)
+{
+    t_case("time/--devices gpu says why it is unavailable and shows no numbers");
+    int rc = t_run_ctrain("time cnn --devices gpu --protocol smoke", out, sizeof out);
+    char gpu[512];
+    line_of(gpu, sizeof gpu, table_line(out, "gpu"));
+    t_check(rc == 1, "nothing could be timed: exit 1 expected, got %d", rc);
+    t_check(strstr(out, "gpu: unavailable: ") && (strstr(out, "no NVIDIA GPU found") || strstr(out, "built without CUDA")
+            || strstr(out, "not connected")), "no reason given: %s", out);
+    t_check(strstr(gpu, "n/a") && !table_line(out, "cpu"), "the gpu row should read n/a: %s", out);
+    t_check(strstr(out, "no device could be timed") != NULL, "closing message: %s", out);
+
+    t_case("time/bad options give a clear error and a non-zero exit");
+    struct { const char *args, *expect; } bad[] = {
+        { "time", "usage: ctrain time" },
+        { "time resnet", "unknown model 'resnet'" },
+        { "time cnn --protocol fast", "--protocol fast: use seed, bench or smoke" },
+        { "time cnn --devices tpu", "--devices tpu" },
+        { "time cnn --devices cpu,cpu", "listed twice" },
+        { "time cnn --devices cpu,", "comma-separated" },
+        { "time cnn --pairs 10", "--pairs and --val-pairs are for siamese-lstm" },
+        { "time siamese-lstm --samples 10", "--samples and --val-samples are for cnn" },
+        { "time siamese-lstm --arch conv8k3", "--arch is for cnn" },
+        { "time cnn --epochs 0", "--epochs: '0' is not an integer" },
+        { "time cnn --batch", "needs a value" },
+        { "time cnn --bogus", "unknown option '--bogus'" },
+        { "time cnn --protocol smoke --arch conv8k3,frob", "--arch" },
+        { "time cnn --protocol smoke --data /nonexistent-idx", "/nonexistent-idx" },
+        { "time siamese-lstm --protocol smoke --data /nonexistent/feats.h5", "/nonexistent/feats.h5" },
+        { "time cnn --protocol smoke --devices cpu --epochs 1 --samples 64 --val-samples 0 --json /nonexistent-dir/r.json",
+          "/nonexistent-dir/r.json" },
+        { "time --compare", "needs at least one" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = t_run_ctrain(bad[i].args, out, sizeof out);
+        t_check(rc > 0 && rc != 134 && strstr(out, bad[i].expect), "`ctrain %s` (exit %d) lacks \"%s\": %s",
+                bad[i].args, rc, bad[i].expect, out);
+    }
+    rc = t_run_ctrain("time --help", out, sizeof out);
+    t_check(rc == 0 && strstr(out, "--protocol") && strstr(out, "--layers") && strstr(out, "--compare"), "time --help (exit %d)", rc);
+    rc = t_run_ctrain("--help", out, sizeof out);
+    t_check(rc == 0 && strstr(out, "time MODEL"), "ctrain --help should list time: %s", out);
+}
+
+void suite_time(void)
+{
+    test_json_roundtrip();
+    test_json_reader();
+    test_svg();
+    test_command();
+    test_gpu_and_errors();
+}
