@@ -4,6 +4,7 @@
 #include "models/siamese_lstm.h"
 #include "layers/loss.h"
 #include "layers/pair.h"
+#include "models/train.h"   /* ct_now, for profiling */
 
 siamese_lstm_config siamese_lstm_defaults(void)
 {
@@ -90,6 +91,15 @@ void siamese_lstm_free(siamese_lstm *m)
     ct_params_free(&m->params);
 }
 
+/* Profiling: adds the seconds since *t to acc[part] and restarts the clock; nothing when not timed. */
+static void lap(const siamese_lstm *m, double *acc, siamese_lstm_part part, double *t)
+{
+    if (!m->timed) return;
+    double now = ct_now();
+    acc[part] += now - *t;
+    *t = now;
+}
+
 float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const float *y, int B, int *correct)
 {
     CT_ASSERT(B >= 1 && B <= m->max_pairs);
@@ -99,12 +109,18 @@ float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, cons
     lstm_dims ld = tower_dims(m, B);
     const float *dw = ct_params_data(&m->params, m->dense.w), *db = ct_params_data(&m->params, m->dense.b);
     float *emb_a = m->act.emb, *emb_b = m->act.emb + (size_t)B * c->embed;
+    double t = m->timed ? ct_now() : 0, *acc = m->fwd_seconds;
 
     lstm_forward(m->act.h, m->act.lstm_cache, x, len, lw, &ld);                   /* [2B, H] */
+    lap(m, acc, SIAMESE_PART_LSTM, &t);
     dense_forward(m->act.emb, m->act.h, dw, db, 2 * B, c->hidden, c->embed);      /* [2B, D] */
+    lap(m, acc, SIAMESE_PART_DENSE, &t);
     euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);  /* [B] */
+    lap(m, acc, SIAMESE_PART_DISTANCE, &t);
     if (correct) *correct = (int)(contrastive_accuracy(m->act.dist, y, B, c->threshold) * (float)B + 0.5f);
-    return contrastive_forward(m->act.dist, y, B, c->margin);
+    float loss = contrastive_forward(m->act.dist, y, B, c->margin);
+    lap(m, acc, SIAMESE_PART_LOSS, &t);
+    return loss;
 }
 
 void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const float *y, int B)
@@ -117,20 +133,42 @@ void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, cons
     const float *dw = ct_params_data(&m->params, m->dense.w);
     float *gdw = ct_params_grad(&m->params, m->dense.w), *gdb = ct_params_grad(&m->params, m->dense.b);
     size_t half = (size_t)B * c->embed;
+    double t = m->timed ? ct_now() : 0, *acc = m->bwd_seconds;
 
     contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                       /* dL/dd   [B] */
+    lap(m, acc, SIAMESE_PART_LOSS, &t);
     euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
                        m->act.emb, m->act.emb + half, B, c->embed, CT_KERAS_EPSILON);        /* dL/demb [2B, D] */
+    lap(m, acc, SIAMESE_PART_DISTANCE, &t);
     dense_backward(m->act.dh, gdw, gdb, m->act.demb, m->act.h, dw, 2 * B, c->hidden, c->embed); /* dL/dh [2B, H] */
+    lap(m, acc, SIAMESE_PART_DENSE, &t);
     lstm_backward(NULL, lg, m->act.lstm_ws, m->act.dh, m->act.lstm_cache, x, len, lw, &ld);  /* into the weights */
+    lap(m, acc, SIAMESE_PART_LSTM, &t);
+}
+
+double siamese_lstm_part_flops(const siamese_lstm_config *c, siamese_lstm_part part, int B)
+{
+    /* forward gemms: per layer 2 * S*T * 4H * (I_l + H), dense 2 * S * H * D (S = 2B sequences);
+     * backward does two gemms for every forward one (input and weight gradients): x2,
+     * except the first layer's input gradient dx = dz W_ih, which training does not compute */
+    double S = 2.0 * B, T = c->frames, H = c->hidden, flops = 0;
+    if (part == SIAMESE_PART_LSTM) {
+        for (int l = 0; l < c->layers; l++) flops += 3.0 * 2.0 * S * T * 4.0 * H * ((l ? H : c->n_mels) + H);
+        flops -= 2.0 * S * T * 4.0 * H * c->n_mels;
+    }
+    if (part == SIAMESE_PART_DENSE) flops = 3.0 * 2.0 * S * H * c->embed;
+    return flops;
 }
 
 double siamese_lstm_step_flops(const siamese_lstm_config *c, int B)
 {
-    /* forward gemms: per layer 2 * S*T * 4H * (I_l + H), dense 2 * S * H * D (S = 2B sequences);
-     * backward does two gemms for every forward one (input and weight gradients): x2. */
-    double S = 2.0 * B, T = c->frames, H = c->hidden, fwd = 0;
-    for (int l = 0; l < c->layers; l++) fwd += 2.0 * S * T * 4.0 * H * ((l ? H : c->n_mels) + H);
-    fwd += 2.0 * S * H * c->embed;
-    return 3.0 * fwd;
+    double f = 0;
+    for (int p = 0; p < SIAMESE_LSTM_PARTS; p++) f += siamese_lstm_part_flops(c, (siamese_lstm_part)p, B);
+    return f;
+}
+
+const char *siamese_lstm_part_name(siamese_lstm_part part)
+{
+    static const char *names[SIAMESE_LSTM_PARTS] = { "lstm_1", "dense_1", "euclidean", "contrastive" };
+    return (int)part >= 0 && part < SIAMESE_LSTM_PARTS ? names[part] : "?";
 }

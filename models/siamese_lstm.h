@@ -19,6 +19,15 @@
 #include "layers/dense.h"
 #include "layers/lstm.h"
 
+/* The parts of a training step, for profiling (siamese_lstm.timed). */
+typedef enum {
+    SIAMESE_PART_LSTM,        /* the shared LSTM over both towers */
+    SIAMESE_PART_DENSE,       /* the embedding layer */
+    SIAMESE_PART_DISTANCE,    /* Euclidean distance of each pair's embeddings */
+    SIAMESE_PART_LOSS,        /* contrastive loss (and, forward, the accuracy) */
+    SIAMESE_LSTM_PARTS
+} siamese_lstm_part;
+
 typedef struct {
     int n_mels;        /* I: features per frame */
     int frames;        /* T: frames per utterance crop */
@@ -55,6 +64,11 @@ typedef struct {
         float *h;                  /* [S, H] */
         float *lstm_cache;         /* forward state for S sequences of up to max_frames */
     } emb;
+    /* Profiling: when `timed` is set, forward and backward add each part's wall
+     * seconds to fwd_seconds[p] / bwd_seconds[p] (p a siamese_lstm_part). The
+     * numbers computed are the same either way. */
+    int timed;
+    double fwd_seconds[SIAMESE_LSTM_PARTS], bwd_seconds[SIAMESE_LSTM_PARTS];
 } siamese_lstm;
 
 siamese_lstm_config siamese_lstm_defaults(void);
@@ -77,7 +91,16 @@ ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames)
  * different lengths are scored at evaluation: the distance between two embeddings
  * is the model's verdict on a pair (smaller = more likely the same speaker). */
 void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *len, int S, int T);
-/* FLOPs of one training step (forward + backward) on B pairs, gemms only. */
+/* FLOPs of one training step (forward + backward) on B pairs, gemms only:
+ *   LSTM   forward 2 S T 4H (I_l + H) per layer l (S = 2B sequences, I_0 = I, I_l = H above);
+ *          backward twice that (input and weight gradients), less the first layer's
+ *          input gradient 2 S T 4H I, which training does not compute
+ *   dense  forward 2 S H D, backward twice that
+ * Gate nonlinearities, the distance, the loss and the optimizer are not counted.
+ * siamese_lstm_part_flops gives one part's share (0 for the distance and the loss). */
 double siamese_lstm_step_flops(const siamese_lstm_config *cfg, int B);
+double siamese_lstm_part_flops(const siamese_lstm_config *cfg, siamese_lstm_part part, int B);
+/* "lstm_1", "dense_1", "euclidean", "contrastive": the part's name in tables. */
+const char *siamese_lstm_part_name(siamese_lstm_part part);
 
 #endif
