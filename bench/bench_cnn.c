@@ -11,14 +11,16 @@
  * FLOPs counted per layer (models/seq_cnn.h, seq_cnn_step_flops): the conv and
  * dense matrix products, forward + weight gradient + input gradient (none for
  * the first layer); for the default spec 71.6 MFLOP per image, 21.2 of the 24.0
- * MFLOP of the forward pass in the second conv. The sgemm peak (1024^3, same
- * threads) is measured in the same run, so the fraction of peak compares like
- * with like on a noisy machine. --layers adds a per-layer time breakdown.
+ * MFLOP of the forward pass in the second conv; convolutions count direct
+ * convolution's FLOPs, so the Winograd layers' rate is an effective one. The
+ * sgemm peak (core/peak.h, same threads) is measured in the same run, so the
+ * fraction of peak compares like with like on a noisy machine. --layers adds a
+ * per-layer time breakdown.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
+#include "core/peak.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "layers/optim.h"
@@ -35,26 +37,6 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Best GFLOP/s of 1024^3 sgemm (the practical peak; the best of 7 is the least
- * disturbed by other work on a shared machine). */
-static double sgemm_peak(void)
-{
-    const int n = 1024, R = 7;
-    float *A = malloc((size_t)n * n * sizeof *A), *B = malloc((size_t)n * n * sizeof *B), *C = malloc((size_t)n * n * sizeof *C);
-    if (!A || !B || !C) { fprintf(stderr, "out of memory\n"); exit(1); }
-    for (size_t i = 0; i < (size_t)n * n; i++) { A[i] = (float)(i % 7) * 0.1f; B[i] = (float)(i % 5) * 0.1f; }
-    double g[7];
-    for (int r = -1; r < R; r++) {
-        double t0 = ct_now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-        double dt = ct_now() - t0;
-        if (r >= 0) g[r] = 2.0 * n * n * n / dt * 1e-9;
-    }
-    free(A); free(B); free(C);
-    median(g, R);
-    return g[R - 1];
 }
 
 static void usage(void)
@@ -97,7 +79,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (size_t)B * 784; i++) x[i] = ct_rng_uniform(&rngs.data);
     for (int i = 0; i < B; i++) labels[i] = (int)ct_rng_below(&rngs.data, 10);
 
-    double peak = sgemm_peak();
+    ct_sgemm_rate pk;
+    if (ct_peak_sgemm_cpu(&pk) != CT_OK) { fprintf(stderr, "bench_cnn: %s\n", ct_last_error()); return 1; }
+    double peak = pk.median;
     double *ts = malloc((size_t)repeats * sizeof *ts), *te = malloc((size_t)repeats * sizeof *te);
     for (int r = -warmup; r < repeats; r++) {
         if (r == 0 && layers) {
@@ -122,7 +106,7 @@ int main(int argc, char **argv)
     double step = median(ts, repeats), ev = median(te, repeats), best = ts[0];   /* ts sorted by median() */
     double flops = seq_cnn_step_flops(&m, B), ips = B / step, gflops = flops / step * 1e-9;
     printf("ctrain cnn  %s  on 1x28x28, batch %d, %d threads (OpenBLAS: %s)\n", spec, B, threads, ct_blas_config());
-    printf("  sgemm peak (1024^3, best of 7) %6.1f GFLOP/s\n", peak);
+    printf("  sgemm peak (%d^3, median of %d) %6.1f GFLOP/s\n", CT_PEAK_N, pk.repeats, peak);
     printf("  training step  %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of sgemm peak   (median of %d; %.1f MFLOP/image)\n",
            1e3 * step, ips, gflops, 100.0 * gflops / peak, repeats, flops / B * 1e-6);
     printf("  best step      %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of sgemm peak   (the least disturbed of %d)\n",

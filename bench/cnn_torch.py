@@ -3,7 +3,8 @@ with build/bench/bench_cnn (same network, batch, threads, FLOP count, reporting)
 and with `ctrain train cnn` (same data, optimizer and epochs).
 
     /usr/bin/python3 bench/cnn_torch.py [--threads N] [--batch B] [--repeats R]
-    /usr/bin/python3 bench/cnn_torch.py --epochs 12 [--data DIR] [--threads N]
+    /usr/bin/python3 bench/cnn_torch.py --epochs 12 [--data DIR|synthetic] [--samples N] [--val-samples M]
+                                        [--threads N] [--json FILE] [--peak GFLOPS] [--device cuda]
 
 Network: conv 32 3x3, relu, conv 64 3x3, relu, maxpool 2, dropout 0.25, flatten,
 dense 128, relu, dropout 0.5, dense 10, softmax cross-entropy; Adam lr 1e-3.
@@ -12,7 +13,11 @@ Adam) on synthetic images, median of R after 2 warm-up steps. FLOPs per image:
 forward 23.98 M (conv1 0.39, conv2 21.23, dense1 2.36, dense2 0.003), a step is
 2 x conv1 + 3 x the rest = 71.57 M (no input gradient for the first layer).
 With --epochs it trains on the IDX files of --data (default Debian's
-Fashion-MNIST) and prints a Keras-style log with per-epoch seconds.
+Fashion-MNIST; `synthetic`: random images and labels of the same shapes) and
+prints a Keras-style log with per-epoch seconds, then the statistics of
+`ctrain time cnn` (median, min, max seconds over the epochs after the warm-up,
+training images/s, GFLOP/s); --json FILE records them in ctrain time's schema
+(bench/torch_timing.py). Validation runs in batches of --batch, as ctrain's does.
 """
 import argparse
 import gzip
@@ -25,6 +30,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import torch_timing
 
 FLOPS_PER_IMAGE = 2 * 389376 + 3 * (21233664 + 2359296 + 2560)
 
@@ -88,20 +95,37 @@ def bench(a):
     print(f"  epoch estimate (60000 train + 10000 eval images): {60000 * s / a.batch + 10000 * e / a.batch:.1f} s")
 
 
-def train(a):
+def images(a):
+    """Training and validation images: the IDX files of a.data, or random ones of the same shapes."""
+    if a.data == "synthetic":
+        g = torch.Generator().manual_seed(a.seed)
+        n, v = a.samples or 60000, a.val_samples if a.val_samples >= 0 else 10000
+        return (torch.rand(n, 1, 28, 28, generator=g), torch.randint(0, 10, (n,), generator=g),
+                torch.rand(v, 1, 28, 28, generator=g), torch.randint(0, 10, (v,), generator=g))
     xtr = torch.from_numpy(load(a.data, "train-images-idx3-ubyte").astype(np.float32) / 255.0).unsqueeze(1)
     ytr = torch.from_numpy(load(a.data, "train-labels-idx1-ubyte").astype(np.int64))
     xte = torch.from_numpy(load(a.data, "t10k-images-idx3-ubyte").astype(np.float32) / 255.0).unsqueeze(1)
     yte = torch.from_numpy(load(a.data, "t10k-labels-idx1-ubyte").astype(np.int64))
+    n = a.samples if 0 < a.samples < len(xtr) else len(xtr)
+    v = a.val_samples if 0 <= a.val_samples < len(xte) else len(xte)
+    return xtr[:n], ytr[:n], xte[:v], yte[:v]
+
+
+def train(a):
+    dev = torch.device(a.device)
+    xtr, ytr, xte, yte = (t.to(dev) for t in images(a))
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     torch.manual_seed(a.seed)
-    m = model()
+    m = model().to(dev)
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-    print(f"PyTorch {torch.__version__}, {a.threads} threads")
+    print(f"PyTorch {torch.__version__} on {a.device}, {a.threads} threads")
     print(f"Train on {len(xtr)} samples, validate on {len(xte)} samples")
+    hist = []
     for ep in range(a.epochs):
+        sync()
         t0 = time.perf_counter()
         m.train()
-        perm = torch.randperm(len(xtr))
+        perm = torch.randperm(len(xtr), device=dev)
         tl, tc = 0.0, 0
         for i in range(0, len(xtr), a.batch):
             idx = perm[i:i + a.batch]
@@ -112,16 +136,28 @@ def train(a):
             opt.step()
             tl += loss.item() * len(idx)
             tc += (z.argmax(1) == ytr[idx]).sum().item()
+        sync()
+        t1 = time.perf_counter()
         m.eval()
         vl, vc = 0.0, 0
         with torch.no_grad():
-            for i in range(0, len(xte), 1000):
-                z = m(xte[i:i + 1000])
-                vl += F.cross_entropy(z, yte[i:i + 1000], reduction="sum").item()
-                vc += (z.argmax(1) == yte[i:i + 1000]).sum().item()
-        dt = time.perf_counter() - t0
-        print(f"Epoch {ep + 1}/{a.epochs}\n - {dt:.0f}s - loss: {tl / len(xtr):.4f} - accuracy: {tc / len(xtr):.4f}"
-              f" - val_loss: {vl / len(xte):.4f} - val_accuracy: {vc / len(xte):.4f}", flush=True)
+            for i in range(0, len(xte), a.batch):
+                z = m(xte[i:i + a.batch])
+                vl += F.cross_entropy(z, yte[i:i + a.batch], reduction="sum").item()
+                vc += (z.argmax(1) == yte[i:i + a.batch]).sum().item()
+        sync()
+        t2 = time.perf_counter()
+        nv = max(len(xte), 1)
+        hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, tl / len(xtr), tc / len(xtr), vl / nv, vc / nv))
+        torch_timing.print_epoch(ep, a.epochs, hist[-1])
+    torch_timing.report("cnn", a.device, hist, len(xtr), FLOPS_PER_IMAGE, "images", a.peak)
+    if a.json:
+        torch_timing.write_json(a.json, model="cnn", protocol=a.protocol, data=a.data, device=a.device, threads=a.threads,
+                                model_desc="mnist_cnn in torch.nn (conv32k3,relu,conv64k3,relu,maxpool2,dropout0.25,flatten,"
+                                           "dense128,relu,dropout0.5,dense10), Adam lr 0.001",
+                                batch=a.batch, seed=a.seed, n_train=len(xtr), n_val=len(xte), epochs=hist,
+                                flops_per_sample=FLOPS_PER_IMAGE, peak=a.peak,
+                                flops_counted="conv and dense matrix products, as ctrain counts them (models/seq_cnn.h)")
 
 
 def main():
@@ -132,6 +168,12 @@ def main():
     ap.add_argument("--epochs", type=int, default=0, help="train on --data for this many epochs instead of benchmarking")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--samples", type=int, default=0, help="training images per epoch (default: all, 60000 synthetic)")
+    ap.add_argument("--val-samples", type=int, default=-1, help="validation images (default: all, 10000 synthetic)")
+    ap.add_argument("--protocol", default="bench", help="recorded in the JSON")
+    ap.add_argument("--peak", type=float, default=0, help="sgemm peak GFLOP/s for the fraction of peak")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--json", default="")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     if a.epochs > 0:

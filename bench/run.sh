@@ -1,22 +1,77 @@
 #!/bin/sh
-# run.sh - `make bench`: this machine's sgemm peak, then ctrain and PyTorch side
-# by side in one run, same shapes and threads:
-#   1. the speaker model's LSTM step (256 sequences x 100 frames x 40 -> 128),
-#   2. the whole siamese LSTM training step (batch 128 pairs, RMSprop) and the
-#      seed-protocol epoch time it implies,
-#   3. the Keras mnist_cnn training step on 28x28 images (batch 128, Adam).
-#   usage: bench/run.sh BUILD_DIR [THREADS]
+# run.sh - `make bench`: this machine's sgemm peak, then whole training runs of
+# ctrain and PyTorch side by side in one run, same shapes, batch and threads:
+#   1. `ctrain time siamese-lstm --protocol bench` and bench/siamese_torch.py --epochs
+#      (3,072 + 1,024 pairs of 100 x 40 log-mels, LSTM 128, batch 128, 4 epochs),
+#   2. `ctrain time cnn --protocol bench` and bench/cnn_torch.py --epochs
+#      (6,000 + 1,000 images of 1x28x28, Keras mnist_cnn, batch 128, 4 epochs),
+#   each followed by `ctrain time --compare` of the two and the ctrain / PyTorch
+#   ratio of training samples/s; on a machine where torch.cuda.is_available(),
+#   PyTorch with cuDNN too. Every run writes its JSON under bench/results/ as
+#   HOST-MODEL-DEVICE.json (ctrain also HOST-MODEL.svg);
+#   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step.
+#
+#   usage: bench/run.sh BUILD_DIR [THREADS] [CTRAIN_BINARY]
+#   (CTRAIN_BINARY defaults to BUILD_DIR/ctrain when it exists, else bin/ctrain)
 set -u
 build=$1
 threads=${2:-2}
+ctrain=${3:-}
+if [ -z "$ctrain" ]; then
+  if [ -x "$build/ctrain" ]; then ctrain=$build/ctrain; else ctrain=bin/ctrain; fi
+fi
+results=bench/results
+host=$(hostname -s 2>/dev/null || hostname)
+mkdir -p "$results" || exit 1
+
 echo "== sgemm peak ($threads threads)"
 "$build/bench/bench_sgemm" --threads "$threads" | tee /tmp/ctrain-sgemm.txt || exit 1
 peak=$(sed -n 's/^square (the machine.s sgemm peak).*median *\([0-9.]*\).*/\1/p' /tmp/ctrain-sgemm.txt)
 have_torch=0
 /usr/bin/python3 -c 'import torch' 2>/dev/null && have_torch=1
+have_cuda=0
+[ $have_torch = 1 ] && /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && have_cuda=1
 [ $have_torch = 1 ] || echo "PyTorch comparisons skipped: Debian's python3-torch is not installed (sh scripts/deps.sh golden installs it)"
+
+# ratio A.json B.json: A's training samples/s over B's
+ratio() {
+  /usr/bin/python3 -c 'import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+print("%.2fx" % (a["train_samples_per_s"] / b["train_samples_per_s"]))' "$1" "$2"
+}
+
+# compare_torch MODEL TORCH_SCRIPT TORCH_ARGS...: ctrain's run against PyTorch's, on the CPU and (with CUDA) the GPU
+compare_torch() {
+  model=$1; script=$2; shift 2
+  mine=$results/$host-$model-cpu.json
+  theirs=$results/$host-$model-torch-cpu.json
+  [ $have_torch = 1 ] || return 0
+  echo
+  echo "-- PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), same workload"
+  /usr/bin/python3 "$script" --epochs 4 --batch 128 --threads "$threads" --protocol bench "$@" ${peak:+--peak $peak} \
+    --json "$theirs" || return 1
+  echo
+  "$ctrain" time --compare "$mine" "$theirs" || return 1
+  echo "ctrain / PyTorch ($model, cpu, $threads threads): $(ratio "$mine" "$theirs") the training samples/s"
+  if [ $have_cuda = 1 ]; then
+    gpu=$results/$host-$model-torch-cuda.json
+    /usr/bin/python3 "$script" --epochs 4 --batch 128 --threads "$threads" --protocol bench --device cuda "$@" --json "$gpu" || return 1
+    echo "PyTorch cuDNN / ctrain cpu ($model): $(ratio "$gpu" "$mine") the training samples/s"
+  fi
+}
+
 echo
-echo "== LSTM forward+backward ($threads threads)"
+echo "== siamese-lstm, protocol bench ($threads threads)"
+"$ctrain" time siamese-lstm --protocol bench --threads "$threads" --devices cpu,gpu --layers --json "$results/$host-siamese-lstm.json" || exit 1
+compare_torch siamese-lstm bench/siamese_torch.py --pairs 3072 --val-pairs 1024 || exit 1
+
+echo
+echo "== cnn (Keras mnist_cnn), protocol bench ($threads threads)"
+"$ctrain" time cnn --protocol bench --threads "$threads" --devices cpu,gpu --layers --json "$results/$host-cnn.json" || exit 1
+compare_torch cnn bench/cnn_torch.py --data synthetic --samples 6000 --val-samples 1000 || exit 1
+
+echo
+echo "== step microbenchmarks: LSTM forward+backward ($threads threads)"
 "$build/bench/bench_lstm" --threads "$threads" || exit 1
 [ $have_torch = 1 ] && /usr/bin/python3 bench/lstm_torch.py --threads "$threads"
 echo

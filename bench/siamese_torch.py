@@ -7,12 +7,24 @@ nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> Euclidean distance
 (same FLOP count as ctrain's) and the implied seed-protocol epoch seconds.
 
     /usr/bin/python3 bench/siamese_torch.py [--threads N] [--steps S] [--batch B] [--peak GFLOPS]
+
+With --epochs N it instead trains epoch by epoch like `ctrain time siamese-lstm`
+(--pairs training and --val-pairs validation pairs per epoch, validation under
+no_grad after each epoch) and reports the same per-epoch statistics; --json FILE
+records them in ctrain time's schema (bench/torch_timing.py). The inputs are a
+pool of 16 random batches of the right shapes, cycled, so data preparation costs
+PyTorch nothing (ctrain crops its batches from a corpus on a loader thread).
+--device cuda runs it on the GPU (cuDNN's LSTM).
+
+    /usr/bin/python3 bench/siamese_torch.py --epochs 4 --pairs 3072 --val-pairs 1024 [--json FILE] [--device cuda]
 """
 import argparse
 import statistics
 import time
 
 import torch
+
+import torch_timing
 
 
 class Siamese(torch.nn.Module):
@@ -32,14 +44,87 @@ def contrastive(d, y, margin=1.0):
     return torch.mean(y * d ** 2 + (1 - y) * torch.clamp(margin - d, min=0) ** 2)
 
 
+def step_flops(B, T=100, I=40, H=128, D=64):
+    """ctrain's count (models/siamese_lstm.h): forward gemms, backward twice that."""
+    return 3.0 * (2.0 * 2 * B * T * 4 * H * (I + H) + 2.0 * 2 * B * H * D)
+
+
+FLOPS_COUNTED = ("matrix products only, as ctrain counts them (models/siamese_lstm.h): LSTM forward 2*S*T*4H*(I+H) "
+                 "and dense 2*S*H*D with S = 2 sequences per pair, backward twice the forward")
+
+
+def epochs(args):
+    """Epoch-by-epoch training, timed like `ctrain time siamese-lstm`."""
+    dev = torch.device(args.device)
+    torch.manual_seed(args.seed)
+    B, T, I, H, D = args.batch, 100, 40, 128, 64
+    model = Siamese(I, H, D).to(dev)
+    opt = torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-7)
+    pool = [(torch.rand(2 * B, T, I, device=dev) * 2 - 1, (torch.arange(B, device=dev) % 2).float()) for _ in range(16)]
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    def run(n_pairs, train):
+        loss_sum, right, k = 0.0, 0, 0
+        for first in range(0, n_pairs, B):
+            b = min(B, n_pairs - first)
+            x, y = pool[k % len(pool)]
+            x = torch.cat([x[:b], x[B:B + b]]) if b < B else x
+            y = y[:b]
+            k += 1
+            if train:
+                opt.zero_grad()
+                d = model(x)
+                loss = contrastive(d, y)
+                loss.backward()
+                opt.step()
+            else:
+                with torch.no_grad():
+                    d = model(x)
+                    loss = contrastive(d, y)
+            loss_sum += loss.item() * b
+            right += ((d < 0.5).float() == y).sum().item()
+        return loss_sum / max(n_pairs, 1), right / max(n_pairs, 1)
+
+    print(f"PyTorch {torch.__version__} siamese-lstm on {args.device}, {args.threads} threads: "
+          f"{args.pairs} training + {args.val_pairs} validation pairs, batch {B}")
+    hist = []
+    for e in range(args.epochs):
+        sync()
+        t0 = time.perf_counter()
+        loss, acc = run(args.pairs, True)
+        sync()
+        t1 = time.perf_counter()
+        vloss, vacc = run(args.val_pairs, False)
+        sync()
+        t2 = time.perf_counter()
+        hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, loss, acc, vloss, vacc))
+        torch_timing.print_epoch(e, args.epochs, hist[-1])
+    torch_timing.report("siamese-lstm", args.device, hist, args.pairs, step_flops(1), "pairs", args.peak)
+    if args.json:
+        torch_timing.write_json(args.json, model="siamese-lstm", protocol=args.protocol, data="random inputs (16 batches, cycled)",
+                                model_desc="nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> euclidean -> contrastive, RMSprop lr 0.001",
+                                device=args.device, threads=args.threads, batch=B, seed=args.seed, n_train=args.pairs,
+                                n_val=args.val_pairs, epochs=hist, flops_per_sample=step_flops(1),
+                                flops_counted=FLOPS_COUNTED, peak=args.peak)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--peak", type=float, default=0)
+    ap.add_argument("--epochs", type=int, default=0, help="train epoch by epoch like `ctrain time` instead of timing steps")
+    ap.add_argument("--pairs", type=int, default=3072)
+    ap.add_argument("--val-pairs", type=int, default=1024)
+    ap.add_argument("--protocol", default="bench", help="recorded in the JSON")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--json", default="")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.epochs > 0:
+        return epochs(args)
     torch.manual_seed(1)
     B, T, I, H, D = args.batch, 100, 40, 128, 64
     model = Siamese(I, H, D)
@@ -61,7 +146,7 @@ def main():
             train.append(t1 - t0)
             val.append(t2 - t1)
     step, vstep = statistics.median(train), statistics.median(val)
-    flops = 3.0 * (2.0 * 2 * B * T * 4 * H * (I + H) + 2.0 * 2 * B * H * D)
+    flops = step_flops(B, T, I, H, D)
     gf = flops / step / 1e9
     frac = " = %.0f%% of %.0f" % (100 * gf / args.peak, args.peak) if args.peak > 0 else ""
     print("pytorch  siamese-lstm B=%d pairs, %d threads: train step %.1f ms (min %.1f), %.0f pairs/s, %.1f GFLOP/s%s"
