@@ -66,7 +66,17 @@ static wino_shape shape_make(int C, int H, int W, int OC, int pad)
     return s;
 }
 
-static int tiles(const wino_shape *s) { return s->TH * s->TW; }
+/* Columns one image takes in the tile buffers: TH rows of TW + 1 (one spare column
+ * per tile row, see "the tile transforms" below). */
+static int tiles(const wino_shape *s) { return s->TH * (s->TW + 1); }
+
+/* Scratch floats one transform needs: four planes of (TH + 1) x (TW + 1) and eight
+ * rows of TH x (TW + 1) (+1). */
+static size_t scratch_floats(const wino_shape *s)
+{
+    const size_t R = (size_t)s->TW + 1;
+    return 4 * ((size_t)s->TH + 1) * R + 8 * ((size_t)s->TH * R + 1);
+}
 
 /* The forward shape of d, and the shape of its input gradient as a convolution of dout. */
 static wino_shape fwd_shape(const conv2d_dims *d) { return shape_make(d->C, d->H, d->W, d->OC, d->pad); }
@@ -94,14 +104,15 @@ int conv2d_winograd_ok(const conv2d_dims *d)
 }
 
 /* Workspace: the transformed filters [16, OC, C], shared, then one region per worker:
- * V and M of a chunk (forward), dU, V and dM (filter gradient), V' and M' (input gradient). */
+ * V and M of a chunk (forward), dU, V and dM (filter gradient), V' and M' (input gradient),
+ * each followed by the transforms' scratch. */
 static size_t worker_floats(const conv2d_dims *d)
 {
     const size_t nb = (size_t)chunk_images(d), filt = (size_t)16 * d->OC * d->C;
     wino_shape f = fwd_shape(d), b = bwd_shape(d);
     size_t pf = nb * (size_t)tiles(&f), pb = nb * (size_t)tiles(&b);
-    size_t fwd = filt + 16 * pf * ((size_t)d->C + d->OC);
-    size_t bwd = 16 * pb * ((size_t)d->OC + d->C);
+    size_t fwd = filt + 16 * pf * ((size_t)d->C + d->OC) + scratch_floats(&f);
+    size_t bwd = 16 * pb * ((size_t)d->OC + d->C) + scratch_floats(&b);
     return fwd > bwd ? fwd : bwd;
 }
 
@@ -146,121 +157,150 @@ static void filter_transform_adjoint(float *dg, const float *du)
     }
 }
 
-/* ---- the tile transforms, vectorised along a row of tiles ----
+/* ---- the tile transforms, as long vector loops ----
  *
- * A row of tiles (fixed ty) reads 4 image rows. Splitting each row into its even
- * and odd columns, tile tx's four columns are e[tx], o[tx], e[tx+1], o[tx+1], so
- * every transform below is a handful of contiguous loops over tx that the
- * compiler turns into SIMD code. Rows are handled in blocks of WINO_BLOCK tiles. */
-#define WINO_BLOCK 64
+ * Tile (ty, tx) reads input rows 2ty .. 2ty+3 and columns 2tx .. 2tx+3 (of the
+ * zero-padded image). Split the image into four planes by the parity of row and
+ * column,
+ *     EE[a][j] = x(2a, 2j)   EO[a][j] = x(2a, 2j+1)   OE[a][j] = x(2a+1, 2j)   OO[a][j] = x(2a+1, 2j+1)
+ * each (TH + 1) x R with R = TW + 1. Then the patch's rows are d0 = row ty of the
+ * even planes, d1 = row ty of the odd planes, d2, d3 = row ty + 1 of them, and its
+ * columns are j = tx, tx (odd plane), tx + 1, tx + 1 (odd plane). Numbering the
+ * tiles q = ty R + tx, every step of the transform is "plane[q] op plane[q + R]"
+ * or "row[q] op row[q + 1]": one flat loop over all TH R tiles of the image,
+ * which the compiler vectorises without short-loop overhead. The price is one
+ * spare tile per row (tx = TW, which reads into the next row); its columns in the
+ * tile buffers hold harmless finite values, are never written to an output, and
+ * its output gradient is zero, so it adds nothing to the filter gradient. */
 
 /* e [n], o [n] <- the even and odd columns x0 + 2j, x0 + 2j + 1 (j < n) of row iy of
  * im [H, W], zero outside the image (that is the zero padding). */
 static void split_row(float *restrict e, float *restrict o, const float *restrict im, int H, int W, int iy, int x0, int n)
 {
     if (iy < 0 || iy >= H) { memset(e, 0, (size_t)n * sizeof *e); memset(o, 0, (size_t)n * sizeof *o); return; }
-    const float *row = im + (size_t)iy * W, *src = row + x0;
-    float padded[2 * (WINO_BLOCK + 1)];
-    if (x0 < 0 || x0 + 2 * n > W) {     /* at the edge: copy the row's valid part into zeros */
-        int lo = x0 < 0 ? 0 : x0, hi = x0 + 2 * n < W ? x0 + 2 * n : W;
-        memset(padded, 0, (size_t)(2 * n) * sizeof *padded);
-        if (hi > lo) memcpy(padded + (lo - x0), row + lo, (size_t)(hi - lo) * sizeof *row);
-        src = padded;
+    const float *row = im + (size_t)iy * W;
+    /* interior: 0 <= x0 + 2j and x0 + 2j + 1 <= W - 1 */
+    int lo = x0 >= 0 ? 0 : (1 - x0) / 2, hi = W - 2 - x0 >= 0 ? (W - 2 - x0) / 2 + 1 : 0;
+    if (hi > n) hi = n;
+    if (lo > hi) lo = hi;
+    for (int j = lo; j < hi; j++) { e[j] = row[x0 + 2 * j]; o[j] = row[x0 + 2 * j + 1]; }
+    for (int j = 0; j < n; j++) {
+        if (j == lo) j = hi;   /* the edges, with bounds checks */
+        if (j >= n) break;
+        int x = x0 + 2 * j;
+        e[j] = x >= 0 && x < W ? row[x] : 0.0f;
+        o[j] = x + 1 >= 0 && x + 1 < W ? row[x + 1] : 0.0f;
     }
-    for (int j = 0; j < n; j++) { e[j] = src[2 * j]; o[j] = src[2 * j + 1]; }
 }
 
-/* V = B^T d B for tiles [tx0, tx0 + nt) of tile row ty of image im [H, W]:
- * v[xi * plane + j] for tile tx0 + j. */
-static void input_tile_row(float *restrict v, size_t plane, const float *restrict im, const wino_shape *s, int ty, int tx0, int nt)
+/* The four parity planes [rows, R] of im [H, W], starting at image row y0 and column x0. */
+static void split_planes(float *ee, float *eo, float *oe, float *oo, const float *im, int H, int W,
+                         int y0, int x0, int rows, int R)
 {
-    float e[4][WINO_BLOCK + 1], o[4][WINO_BLOCK + 1];     /* columns of the 4 input rows */
-    for (int r = 0; r < 4; r++)
-        split_row(e[r], o[r], im, s->H, s->W, 2 * ty - s->pad + r, 2 * tx0 - s->pad, nt + 1);
-    float te[4][WINO_BLOCK + 1], to[4][WINO_BLOCK + 1];   /* B^T d, even and odd columns */
-    for (int j = 0; j <= nt; j++) {
-        te[0][j] = e[0][j] - e[2][j]; te[1][j] = e[1][j] + e[2][j]; te[2][j] = e[2][j] - e[1][j]; te[3][j] = e[1][j] - e[3][j];
-        to[0][j] = o[0][j] - o[2][j]; to[1][j] = o[1][j] + o[2][j]; to[2][j] = o[2][j] - o[1][j]; to[3][j] = o[1][j] - o[3][j];
-    }
-    for (int i = 0; i < 4; i++) {                         /* (B^T d) B: columns e[j], o[j], e[j+1], o[j+1] */
-        float *v0 = v + (size_t)(4 * i) * plane, *v1 = v0 + plane, *v2 = v1 + plane, *v3 = v2 + plane;
-        const float *a = te[i], *b = to[i];
-        for (int j = 0; j < nt; j++) {
-            v0[j] = a[j] - a[j + 1];
-            v1[j] = b[j] + a[j + 1];
-            v2[j] = a[j + 1] - b[j];
-            v3[j] = b[j] - b[j + 1];
-        }
+    for (int a = 0; a < rows; a++) {
+        split_row(ee + (size_t)a * R, eo + (size_t)a * R, im, H, W, y0 + 2 * a, x0, R);
+        split_row(oe + (size_t)a * R, oo + (size_t)a * R, im, H, W, y0 + 2 * a + 1, x0, R);
     }
 }
 
-/* Output rows 2ty, 2ty+1, columns of tiles [tx0, tx0 + nt), of im [OH, OW] <- A^T m A + bias,
- * m[xi * plane + j] for tile tx0 + j; outputs past the edge are dropped. */
-static void output_tile_row(float *restrict im, const float *restrict m, size_t plane, float bias, const wino_shape *s, int ty, int tx0, int nt)
+/* V = B^T d B for every tile of image im [H, W]: v[xi * plane + q], q = ty R + tx. */
+static void input_tiles(float *restrict v, size_t plane, const float *im, const wino_shape *s, float *scratch)
 {
-    float t[2][4][WINO_BLOCK];   /* A^T m */
-    for (int c = 0; c < 4; c++) {
-        const float *m0 = m + (size_t)c * plane, *m1 = m0 + 4 * plane, *m2 = m1 + 4 * plane, *m3 = m2 + 4 * plane;
-        for (int j = 0; j < nt; j++) {
-            t[0][c][j] = m0[j] + m1[j] + m2[j];
-            t[1][c][j] = m1[j] - m2[j] - m3[j];
+    const int R = s->TW + 1, n = s->TH * R;
+    const size_t PR = (size_t)(s->TH + 1) * R;
+    float *ee = scratch, *eo = ee + PR, *oe = eo + PR, *oo = oe + PR;
+    float *t[8];                                      /* B^T d: rows 0..3 at even columns, then at odd */
+    for (int i = 0; i < 8; i++) t[i] = oo + PR + (size_t)i * (n + 1);
+    split_planes(ee, eo, oe, oo, im, s->H, s->W, -s->pad, -s->pad, s->TH + 1, R);
+    for (int pass = 0; pass < 2; pass++) {           /* even columns, then odd */
+        const float *restrict d0 = pass ? eo : ee, *restrict d1 = pass ? oo : oe;   /* rows 2ty, 2ty+1; +R: 2ty+2, 2ty+3 */
+        float *restrict t0 = t[4 * pass], *restrict t1 = t[4 * pass + 1], *restrict t2 = t[4 * pass + 2], *restrict t3 = t[4 * pass + 3];
+        for (int q = 0; q < n; q++) {
+            t0[q] = d0[q] - d0[q + R];
+            t1[q] = d1[q] + d0[q + R];
+            t2[q] = d0[q + R] - d1[q];
+            t3[q] = d1[q] - d1[q + R];
         }
+        t0[n] = t1[n] = t2[n] = t3[n] = 0.0f;         /* read by the spare tile of the last row */
     }
-    const int x0 = 2 * tx0, nx = s->OW - x0 < 2 * nt ? s->OW - x0 : 2 * nt;
-    for (int i = 0; i < 2 && 2 * ty + i < s->OH; i++) {   /* (A^T m) A, interleaved into the output row */
-        float y[2 * WINO_BLOCK];
-        for (int j = 0; j < nt; j++) {
-            y[2 * j]     = t[i][0][j] + t[i][1][j] + t[i][2][j] + bias;
-            y[2 * j + 1] = t[i][1][j] - t[i][2][j] - t[i][3][j] + bias;
+    for (int i = 0; i < 4; i++) {                     /* (B^T d) B: columns e[tx], o[tx], e[tx+1], o[tx+1] */
+        const float *restrict a = t[i], *restrict b = t[4 + i];
+        float *restrict v0 = v + (size_t)(4 * i) * plane, *restrict v1 = v0 + plane, *restrict v2 = v1 + plane, *restrict v3 = v2 + plane;
+        for (int q = 0; q < n; q++) {
+            v0[q] = a[q] - a[q + 1];
+            v1[q] = b[q] + a[q + 1];
+            v2[q] = a[q + 1] - b[q];
+            v3[q] = b[q] - b[q + 1];
         }
-        memcpy(im + (size_t)(2 * ty + i) * s->OW + x0, y, (size_t)nx * sizeof *y);
     }
 }
 
-/* dM = A dY A^T for tiles [tx0, tx0 + nt) of tile row ty of the output gradient im [OH, OW]
- * (zero past the edge): dm[xi * plane + j] for tile tx0 + j. */
-static void output_grad_tile_row(float *restrict dm, size_t plane, const float *restrict im, const wino_shape *s, int ty, int tx0, int nt)
+/* im [OH, OW] <- A^T m A + bias for every tile, m[xi * plane + q]; outputs past the edge are dropped. */
+static void output_tiles(float *im, const float *m, size_t plane, float bias, const wino_shape *s, float *scratch)
 {
-    float e[2][WINO_BLOCK], o[2][WINO_BLOCK];   /* dY's two rows, even and odd columns */
-    for (int r = 0; r < 2; r++) split_row(e[r], o[r], im, s->OH, s->OW, 2 * ty + r, 2 * tx0, nt);
-    float te[4][WINO_BLOCK], to[4][WINO_BLOCK]; /* A dY */
-    for (int j = 0; j < nt; j++) {
-        te[0][j] = e[0][j]; te[1][j] = e[0][j] + e[1][j]; te[2][j] = e[0][j] - e[1][j]; te[3][j] = -e[1][j];
-        to[0][j] = o[0][j]; to[1][j] = o[0][j] + o[1][j]; to[2][j] = o[0][j] - o[1][j]; to[3][j] = -o[1][j];
+    const int R = s->TW + 1, n = s->TH * R;
+    float *restrict y00 = scratch, *restrict y01 = y00 + n, *restrict y10 = y01 + n, *restrict y11 = y10 + n;
+    for (int q = 0; q < n; q++) {
+        float t0[4], t1[4];                           /* A^T m, by column */
+        for (int c = 0; c < 4; c++) {
+            float m0 = m[(size_t)c * plane + q], m1 = m[(size_t)(4 + c) * plane + q];
+            float m2 = m[(size_t)(8 + c) * plane + q], m3 = m[(size_t)(12 + c) * plane + q];
+            t0[c] = m0 + m1 + m2;
+            t1[c] = m1 - m2 - m3;
+        }
+        y00[q] = t0[0] + t0[1] + t0[2] + bias;        /* (A^T m) A */
+        y01[q] = t0[1] - t0[2] - t0[3] + bias;
+        y10[q] = t1[0] + t1[1] + t1[2] + bias;
+        y11[q] = t1[1] - t1[2] - t1[3] + bias;
     }
-    for (int i = 0; i < 4; i++) {               /* (A dY) A^T */
-        float *d0 = dm + (size_t)(4 * i) * plane, *d1 = d0 + plane, *d2 = d1 + plane, *d3 = d2 + plane;
-        const float *a = te[i], *b = to[i];
-        for (int j = 0; j < nt; j++) {
-            d0[j] = a[j];
-            d1[j] = a[j] + b[j];
-            d2[j] = a[j] - b[j];
-            d3[j] = -b[j];
+    for (int ty = 0; ty < s->TH; ty++)                /* interleave the 2x2 blocks into the image */
+        for (int r = 0; r < 2 && 2 * ty + r < s->OH; r++) {
+            float *row = im + (size_t)(2 * ty + r) * s->OW;
+            const float *ya = (r ? y10 : y00) + (size_t)ty * R, *yb = (r ? y11 : y01) + (size_t)ty * R;
+            for (int tx = 0; tx < s->OW / 2; tx++) { row[2 * tx] = ya[tx]; row[2 * tx + 1] = yb[tx]; }
+            if (s->OW % 2) row[s->OW - 1] = ya[s->OW / 2];
+        }
+}
+
+/* dM = A dY A^T for every 2x2 block of the output gradient im [OH, OW] (zero past the edge). */
+static void output_grad_tiles(float *restrict dm, size_t plane, const float *im, const wino_shape *s, float *scratch)
+{
+    const int R = s->TW + 1, n = s->TH * R;
+    float *ee = scratch, *eo = ee + n, *oe = eo + n, *oo = oe + n;   /* dY's rows 2ty, 2ty+1 x columns 2tx, 2tx+1 */
+    split_planes(ee, eo, oe, oo, im, s->OH, s->OW, 0, 0, s->TH, R);
+    for (int i = 0; i < 4; i++) {
+        /* A dY: row i of the 4x2 product, at even and odd columns */
+        const float *restrict a0 = i == 3 ? NULL : ee, *restrict a1 = i == 0 ? NULL : oe;
+        const float *restrict b0 = i == 3 ? NULL : eo, *restrict b1 = i == 0 ? NULL : oo;
+        const float sign = i == 2 || i == 3 ? -1.0f : 1.0f;   /* rows of A: (1,0) (1,1) (1,-1) (0,-1) */
+        float *restrict d0 = dm + (size_t)(4 * i) * plane, *restrict d1 = d0 + plane, *restrict d2 = d1 + plane, *restrict d3 = d2 + plane;
+        for (int q = 0; q < n; q++) {
+            float a = (a0 ? a0[q] : 0.0f) + (a1 ? sign * a1[q] : 0.0f);
+            float b = (b0 ? b0[q] : 0.0f) + (b1 ? sign * b1[q] : 0.0f);
+            d0[q] = a;                                /* (A dY) A^T */
+            d1[q] = a + b;
+            d2[q] = a - b;
+            d3[q] = -b;
         }
     }
 }
 
-/* The three transforms over whole chunks. Each walks images k, channels, tile rows
- * and blocks of tiles; column p = k*T + ty*TW + tx of the [16, channels, P] buffer. */
+/* The three transforms over whole chunks: image k, channel c -> columns [k T, (k+1) T)
+ * of row c of each [16, channels, P] plane. */
 typedef enum { WINO_INPUT, WINO_OUTPUT, WINO_OUTPUT_GRAD } wino_pass;
 
 static void transform_chunk(wino_pass pass, float *tilebuf, float *img, const float *cimg, const float *b,
-                            const wino_shape *s, int nb, size_t P)
+                            const wino_shape *s, int nb, size_t P, float *scratch)
 {
     const int T = tiles(s), channels = pass == WINO_INPUT ? s->C : s->OC;
     const size_t plane = (size_t)channels * P, img_size = pass == WINO_INPUT ? (size_t)s->H * s->W : (size_t)s->OH * s->OW;
     for (int k = 0; k < nb; k++)
         for (int c = 0; c < channels; c++) {
             const size_t off = ((size_t)k * channels + c) * img_size;    /* this channel of image k */
-            float *col = tilebuf + (size_t)c * P + (size_t)k * T;         /* its columns in xi plane 0 */
-            for (int ty = 0; ty < s->TH; ty++)
-                for (int tx0 = 0; tx0 < s->TW; tx0 += WINO_BLOCK) {
-                    const int nt = s->TW - tx0 < WINO_BLOCK ? s->TW - tx0 : WINO_BLOCK;
-                    float *cols = col + (size_t)ty * s->TW + tx0;
-                    if (pass == WINO_INPUT) input_tile_row(cols, plane, cimg + off, s, ty, tx0, nt);
-                    else if (pass == WINO_OUTPUT) output_tile_row(img + off, cols, plane, b ? b[c] : 0.0f, s, ty, tx0, nt);
-                    else output_grad_tile_row(cols, plane, cimg + off, s, ty, tx0, nt);
-                }
+            float *cols = tilebuf + (size_t)c * P + (size_t)k * T;        /* its columns in xi plane 0 */
+            if (pass == WINO_INPUT) input_tiles(cols, plane, cimg + off, s, scratch);
+            else if (pass == WINO_OUTPUT) output_tiles(img + off, cols, plane, b ? b[c] : 0.0f, s, scratch);
+            else output_grad_tiles(cols, plane, cimg + off, s, scratch);
         }
 }
 
@@ -290,12 +330,13 @@ static void convolve_chunk(void *ctx, int task, int worker)
     const wino_shape *s = &j->s;
     int n0, k = chunk_range(j, task, &n0);
     const size_t P = (size_t)k * tiles(s);
-    float *V = j->ws + (size_t)worker * j->worker_size, *M = V + 16 * (size_t)s->C * P;
-    transform_chunk(WINO_INPUT, V, NULL, j->in + (size_t)n0 * s->C * s->H * s->W, NULL, s, k, P);
+    const size_t Pmax = (size_t)j->nb * tiles(s);
+    float *V = j->ws + (size_t)worker * j->worker_size, *M = V + 16 * (size_t)s->C * Pmax, *scratch = M + 16 * (size_t)s->OC * Pmax;
+    transform_chunk(WINO_INPUT, V, NULL, j->in + (size_t)n0 * s->C * s->H * s->W, NULL, s, k, P, scratch);
     for (int xi = 0; xi < 16; xi++)   /* M[xi] [OC, P] = U[xi] [OC, C] x V[xi] [C, P] */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->OC, (int)P, s->C, 1.0f, j->U + (size_t)xi * s->OC * s->C,
                     s->C, V + (size_t)xi * s->C * P, (int)P, 0.0f, M + (size_t)xi * s->OC * P, (int)P);
-    transform_chunk(WINO_OUTPUT, M, j->out + (size_t)n0 * s->OC * s->OH * s->OW, NULL, j->b, s, k, P);
+    transform_chunk(WINO_OUTPUT, M, j->out + (size_t)n0 * s->OC * s->OH * s->OW, NULL, j->b, s, k, P, scratch);
 }
 
 /* One chunk of the filter gradient, summed into this worker's dU [16, OC, C]:
@@ -306,9 +347,11 @@ static void filter_grad_chunk(void *ctx, int task, int worker)
     const wino_shape *s = &j->s;
     int n0, k = chunk_range(j, task, &n0);
     const size_t P = (size_t)k * tiles(s), OCC = (size_t)s->OC * s->C;
-    float *dU = j->ws + (size_t)worker * j->worker_size, *V = dU + 16 * OCC, *dM = V + 16 * (size_t)s->C * P;
-    transform_chunk(WINO_INPUT, V, NULL, j->in + (size_t)n0 * s->C * s->H * s->W, NULL, s, k, P);
-    transform_chunk(WINO_OUTPUT_GRAD, dM, NULL, j->dout + (size_t)n0 * s->OC * s->OH * s->OW, NULL, s, k, P);
+    const size_t Pmax = (size_t)j->nb * tiles(s);
+    float *dU = j->ws + (size_t)worker * j->worker_size, *V = dU + 16 * OCC, *dM = V + 16 * (size_t)s->C * Pmax;
+    float *scratch = dM + 16 * (size_t)s->OC * Pmax;
+    transform_chunk(WINO_INPUT, V, NULL, j->in + (size_t)n0 * s->C * s->H * s->W, NULL, s, k, P, scratch);
+    transform_chunk(WINO_OUTPUT_GRAD, dM, NULL, j->dout + (size_t)n0 * s->OC * s->OH * s->OW, NULL, s, k, P, scratch);
     const int first = task == worker;
     for (int xi = 0; xi < 16; xi++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->OC, s->C, (int)P, 1.0f, dM + (size_t)xi * s->OC * P, (int)P,
