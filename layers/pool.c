@@ -13,6 +13,11 @@
  * global average pooling
  *   forward:  out[n, c] = (1/HW) sum_i in[n, c, i]
  *   backward: din[n, c, i] = dout[n, c] / HW
+ *
+ * average pooling over H (time, for a log-mel image [C, T, I])
+ *   forward:  out[n, c, w] = (1/H) sum_h in[n, c, h, w]
+ *   backward: every in[n, c, h, w] enters out[n, c, w] with weight 1/H and no other output, so
+ *             din[n, c, h, w] = dout[n, c, w] / H
  */
 #include <string.h>
 #include "layers/pool.h"
@@ -42,6 +47,17 @@ void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d
         const float *inp = in + base;                      /* [H, W] */
         float *outp = out + (size_t)pl * OH * OW;          /* [OH, OW] */
         int *amp = argmax + (size_t)pl * OH * OW;          /* [OH, OW] */
+        if (K == 2 && s == 2) {                            /* the common 2x2 window, unrolled (same order and ties) */
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    const int i0 = 2 * oy * W + 2 * ox, c[4] = { i0, i0 + 1, i0 + W, i0 + W + 1 };
+                    int best = i0;
+                    for (int k = 1; k < 4; k++) if (inp[c[k]] > inp[best]) best = c[k];
+                    outp[oy * OW + ox] = inp[best];
+                    amp[oy * OW + ox] = base + best;
+                }
+            continue;
+        }
         for (int oy = 0; oy < OH; oy++) {
             for (int ox = 0; ox < OW; ox++) {
                 int best = (oy * s) * W + ox * s;          /* window's top-left corner */
@@ -83,5 +99,29 @@ void global_avgpool_backward(float *din, const float *dout, int N, int C, int HW
         float *dx = din + (size_t)nc * HW;                 /* [HW] */
         const float g = dout[nc] * inv;
         for (int i = 0; i < HW; i++) dx[i] = g;
+    }
+}
+
+void avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
+{
+    const float inv = 1.0f / (float)H;
+    for (int nc = 0; nc < N * C; nc++) {
+        const float *x = in + (size_t)nc * H * W;          /* [H, W] */
+        float *o = out + (size_t)nc * W;                   /* [W] */
+        for (int w = 0; w < W; w++) o[w] = 0.0f;
+        for (int h = 0; h < H; h++)                        /* row by row: contiguous reads */
+            for (int w = 0; w < W; w++) o[w] += x[(size_t)h * W + w];
+        for (int w = 0; w < W; w++) o[w] *= inv;
+    }
+}
+
+void avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W)
+{
+    const float inv = 1.0f / (float)H;
+    for (int nc = 0; nc < N * C; nc++) {
+        float *dx = din + (size_t)nc * H * W;              /* [H, W] */
+        const float *g = dout + (size_t)nc * W;            /* [W] */
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < W; w++) dx[(size_t)h * W + w] = g[w] * inv;
     }
 }

@@ -6,6 +6,11 @@
  * output gradient to that input, so din is zero elsewhere.
  *
  * global average pooling: out[n, c] = mean over the H*W positions of in[n, c].
+ *
+ * average pooling over H: out[n, c, w] = mean over the H rows of in[n, c, :, w].
+ * For a log-mel image [1, T, I] (time is H, mel bands are W) this is the mean
+ * over time that keeps the frequency axis: [C, H, W] -> [C, W], read flat as
+ * [C*W] values per sample (channel-major, as flatten would).
  */
 #ifndef CT_POOL_H
 #define CT_POOL_H
@@ -24,5 +29,10 @@ void maxpool2d_backward(float *din, const float *dout, const int *argmax, const 
 void global_avgpool_forward(float *out, const float *in, int N, int C, int HW);
 /* din [N, C, HW] overwritten; dout [N, C]. */
 void global_avgpool_backward(float *din, const float *dout, int N, int C, int HW);
+
+/* out [N, C, W]; in [N, C, H, W]. */
+void avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W);
+/* din [N, C, H, W] overwritten; dout [N, C, W]. */
+void avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W);
 
 #endif

@@ -3,7 +3,9 @@
  * random permutation of a grid spaced far wider than 2h, so no window ever sits
  * on a kink), overlapping windows (stride < K), windows that skip inputs (stride
  * > K) or do not tile the input; ties; PyTorch parity (tests/golden/pool_*.h5,
- * argmax included); the errors of maxpool2d_dims_make.
+ * argmax included); the errors of maxpool2d_dims_make. Average pooling over H
+ * (the CNN speaker encoder's mean over time): gradient check, parity with
+ * torch's adaptive_avg_pool2d(x, (1, W)), and a check that it averages over H only.
  */
 #include <math.h>
 #include <stdio.h>
@@ -194,6 +196,69 @@ static void gap_parity(void)
     free(x); free(out_ref); free(dout); free(dx_ref); free(out); free(dx);
 }
 
+/* ---- average pooling over H ---- */
+typedef struct { int N, C, H, W; float *x, *out, *r; } gaph_ctx;
+
+static double gaph_objective(void *p)
+{
+    gaph_ctx *c = p;
+    avgpool_h_forward(c->out, c->x, c->N, c->C, c->H, c->W);
+    return t_dot(c->out, c->r, (size_t)c->N * c->C * c->W);
+}
+
+static void gaph_gradcheck(int N, int C, int H, int W, uint64_t seed)
+{
+    t_case("pool/avg over H gradcheck N=%d C=%d %dx%d", N, C, H, W);
+    gaph_ctx c = { N, C, H, W, NULL, NULL, NULL };
+    size_t nin = (size_t)N * C * H * W, nout = (size_t)N * C * W;
+    ct_rng r;
+    ct_rng_seed(&r, seed, 7);
+    c.x = t_alloc(nin); c.out = t_alloc(nout); c.r = t_alloc(nout);
+    t_fill_uniform(c.x, nin, -1, 1, &r);
+    t_fill_uniform(c.r, nout, -1, 1, &r);
+    float *din = t_alloc(nin);
+    for (size_t i = 0; i < nin; i++) din[i] = 3.0f;   /* must be overwritten */
+    avgpool_h_backward(din, c.r, N, C, H, W);
+    t_gradcheck("din", gaph_objective, &c, c.x, din, nin, POOL_GC_H, POOL_GC_TOL, 0, 0);
+    free(c.x); free(c.out); free(c.r); free(din);
+}
+
+/* A map that varies only along W comes out unchanged; one that varies only along H comes out as its mean. */
+static void gaph_axes(void)
+{
+    t_case("pool/avg over H keeps W and averages H");
+    enum { C = 2, H = 4, W = 3 };
+    float x[C * H * W], y[C * H * W], out[C * W];
+    for (int c = 0; c < C; c++)
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < W; w++) {
+                x[(c * H + h) * W + w] = (float)(10 * c + w);   /* constant over h */
+                y[(c * H + h) * W + w] = (float)(c + h);        /* constant over w: mean over h = c + 1.5 */
+            }
+    avgpool_h_forward(out, x, 1, C, H, W);
+    for (int k = 0; k < C * W; k++) t_check(out[k] == (float)(10 * (k / W) + k % W), "x: out[%d] = %g", k, out[k]);
+    avgpool_h_forward(out, y, 1, C, H, W);
+    for (int k = 0; k < C * W; k++) t_check(out[k] == (float)(k / W) + 1.5f, "y: out[%d] = %g", k, out[k]);
+}
+
+static void gaph_parity(void)
+{
+    t_case("pool/parity torch adaptive_avg_pool2d (1, W) pool_gaph");
+    hid_t f = t_golden_open("pool_gaph.h5");
+    if (f < 0) return;
+    int N = (int)t_golden_attr(f, "N"), C = (int)t_golden_attr(f, "C");
+    int H = (int)t_golden_attr(f, "H"), W = (int)t_golden_attr(f, "W");
+    size_t nin = (size_t)N * C * H * W, nout = (size_t)N * C * W;
+    float *x = t_golden(f, "x", nin), *out_ref = t_golden(f, "out", nout), *dout = t_golden(f, "dout", nout);
+    float *dx_ref = t_golden(f, "dx", nin), *out = t_alloc(nout), *dx = t_alloc(nin);
+    avgpool_h_forward(out, x, N, C, H, W);
+    t_close("out", out, out_ref, nout, POOL_PAR_TOL);
+    avgpool_h_backward(dx, dout, N, C, H, W);
+    t_close("dx", dx, dx_ref, nin, POOL_PAR_TOL);
+    ct_h5_close(f);
+    free(x); free(out_ref); free(dout); free(dx_ref); free(out); free(dx);
+}
+
 void suite_pool(void)
 {
     mp_gradcheck(1, 1, 5, 5, 2, 2, 1);    /* N=1, C=1, 2x2 windows that do not tile 5x5 (last row/col dropped) */
@@ -216,4 +281,10 @@ void suite_pool(void)
     gap_gradcheck(1, 1, 1, 12);           /* HW = 1: identity */
     gap_gradcheck(3, 2, 49, 13);
     gap_parity();
+
+    gaph_gradcheck(2, 3, 5, 4, 14);
+    gaph_gradcheck(1, 1, 1, 3, 15);       /* H = 1: identity */
+    gaph_gradcheck(3, 2, 25, 1, 16);      /* W = 1: the global average */
+    gaph_axes();
+    gaph_parity();
 }

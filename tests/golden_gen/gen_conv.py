@@ -1,5 +1,5 @@
 """gen_conv.py - PyTorch parity files for the CNN layers: conv2d, max pooling,
-global average pooling and batch normalisation (tests/test_conv2d.c, test_pool.c,
+global average pooling, average pooling over H (time) and batch normalisation (tests/test_conv2d.c, test_pool.c,
 test_batchnorm.c read them).
 
     /usr/bin/python3 tests/golden_gen/gen_conv.py tests/golden
@@ -54,6 +54,18 @@ def gen_gap(name, seed, N, C, H, W):
     save(name, attrs=dict(N=N, C=C, H=H, W=W), x=x, out=out, dout=dout, dx=x.grad)
 
 
+def gen_gaph(name, seed, N, C, H, W):
+    """Average pooling over H only (ctrain's `gaph`: the mean over time of a log-mel
+    feature map [C, T, I]), read flat as [N, C*W]."""
+    g = torch.Generator().manual_seed(seed)
+    x = rand(g, N, C, H, W).requires_grad_()
+    out = F.adaptive_avg_pool2d(x, (1, W)).reshape(N, C * W)
+    assert torch.allclose(out, x.mean(dim=2).reshape(N, C * W))
+    dout = rand(g, N, C * W)
+    (out * dout).sum().backward()
+    save(name, attrs=dict(N=N, C=C, H=H, W=W), x=x, out=out, dout=dout, dx=x.grad)
+
+
 def gen_batchnorm(name, seed, N, C, HW, momentum, eps):
     """One train step (batch statistics, running stats updated), then eval on a second input
     with the updated running statistics. x is [N, C, HW] (HW = 1: BatchNorm1d after a dense
@@ -87,5 +99,6 @@ if __name__ == "__main__":
     gen_maxpool("pool_max_k3_s2", 202, N=2, C=2, H=7, W=8, K=3, stride=2)
     gen_maxpool("pool_max_k2_s3", 203, N=1, C=3, H=8, W=7, K=2, stride=3)
     gen_gap("pool_gap", 301, N=3, C=4, H=5, W=3)
+    gen_gaph("pool_gaph", 302, N=3, C=4, H=7, W=5)
     gen_batchnorm("batchnorm_2d", 401, N=4, C=3, HW=15, momentum=0.1, eps=1e-5)
     gen_batchnorm("batchnorm_1d", 402, N=6, C=5, HW=1, momentum=0.3, eps=1e-3)
