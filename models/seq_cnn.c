@@ -1,6 +1,7 @@
 /* seq_cnn.c - the sequential CNN: spec parser with up-front shape checks,
  * parameter registration, activation plan, and forward/backward as one loop
- * over the layer list calling the layer functions (see seq_cnn.h). */
+ * over the layer list calling the layer functions; the classifier is that
+ * stack followed by softmax cross-entropy (see seq_cnn.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +118,7 @@ static ct_status parse_token(seq_layer *l, const char *t, int pos)
         return CT_OK;
     }
     static const struct { const char *name; seq_kind kind; } plain[] = {
-        { "gap", SEQ_GAP }, { "flatten", SEQ_FLATTEN }, { "batchnorm", SEQ_BATCHNORM },
+        { "gaph", SEQ_GAPH }, { "gap", SEQ_GAP }, { "flatten", SEQ_FLATTEN }, { "batchnorm", SEQ_BATCHNORM },
         { "relu", SEQ_RELU }, { "tanh", SEQ_TANH }, { "sigmoid", SEQ_SIGMOID },
     };
     for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
@@ -126,7 +127,7 @@ static ct_status parse_token(seq_layer *l, const char *t, int pos)
         if (!strncmp(t, plain[i].name, strlen(plain[i].name)))
             return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s takes no number or option", pos, t, plain[i].name);
     return ct_fail(CT_EINVAL, "spec layer %d \"%s\": unknown layer; the layers are convFkK[sS][pP], denseU, maxpoolK[sS], "
-                   "gap, flatten, dropoutP, batchnorm, relu, tanh, sigmoid", pos, t);
+                   "gap, gaph, flatten, dropoutP, batchnorm, relu, tanh, sigmoid", pos, t);
 }
 
 /* Fills l's output shape from its input shape, or fails naming the layer. */
@@ -136,7 +137,7 @@ static ct_status infer_shape(seq_layer *l, int pos)
     const char *t = l->text;
     l->out_c = l->in_c; l->out_h = l->in_h; l->out_w = l->in_w; l->flat_out = l->flat_in;
     switch (l->kind) {
-    case SEQ_CONV: case SEQ_MAXPOOL: case SEQ_GAP: case SEQ_FLATTEN:
+    case SEQ_CONV: case SEQ_MAXPOOL: case SEQ_GAP: case SEQ_GAPH: case SEQ_FLATTEN:
         if (l->flat_in)
             return ct_fail(CT_EINVAL, "spec layer %d \"%s\": needs feature maps but its input is flat (%s); "
                            "put %s before flatten/gap/dense", pos, t, shape_str(sh, sizeof sh, l->in_c, 1, 1, 1),
@@ -174,6 +175,9 @@ static ct_status infer_shape(seq_layer *l, int pos)
     case SEQ_GAP:
         l->out_h = l->out_w = 1; l->flat_out = 1;
         break;
+    case SEQ_GAPH:   /* mean over H: C maps of W values each, read flat */
+        l->out_c = l->in_c * l->in_w; l->out_h = l->out_w = 1; l->flat_out = 1;
+        break;
     case SEQ_FLATTEN:
         if ((long)l->in_c * l->in_h * l->in_w > (1L << 28))
             return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s are too many features", pos, t, shape_str(sh, sizeof sh, l->in_c, l->in_h, l->in_w, 0));
@@ -197,10 +201,11 @@ static void model_reset(seq_cnn *m)
     ct_arena_init(&m->arena);
 }
 
-static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, int classes)
+/* encoder != 0: no classes and no loss (classes is 0); the last layer must be flat */
+static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, int classes, int encoder)
 {
     if (C < 1 || H < 1 || W < 1) return ct_fail(CT_EINVAL, "cnn: input %dx%dx%d must have positive sizes", C, H, W);
-    if (classes < 2) return ct_fail(CT_EINVAL, "cnn: need at least 2 classes (got %d)", classes);
+    if (!encoder && classes < 2) return ct_fail(CT_EINVAL, "cnn: need at least 2 classes (got %d)", classes);
     if (!spec || !*spec) return ct_fail(CT_EINVAL, "spec is empty; write layers separated by commas, e.g. %s", SEQ_CNN_DEFAULT_SPEC);
     if (strlen(spec) >= sizeof m->spec) return ct_fail(CT_EINVAL, "spec is longer than %zu characters", sizeof m->spec - 1);
     snprintf(m->spec, sizeof m->spec, "%s", spec);
@@ -249,7 +254,12 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
     }
     seq_layer *last = &m->layer[m->n - 1];
     char sh[64];
-    if (!last->flat_out || last->out_c != classes)
+    m->out_size = last->out_c;
+    if (encoder && !last->flat_out)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\" is the last layer and outputs %s, but an encoder must end in a flat "
+                       "embedding; end the spec with e.g. gaph,dense64 (or flatten,dense64)", m->n, last->text,
+                       shape_str(sh, sizeof sh, last->out_c, last->out_h, last->out_w, last->flat_out));
+    if (!encoder && (!last->flat_out || last->out_c != classes))
         return ct_fail(CT_EINVAL, "spec layer %d \"%s\" is the last layer and outputs %s, but the network must end in %d values "
                        "(one per class); end the spec with %sdense%d", m->n, last->text,
                        shape_str(sh, sizeof sh, last->out_c, last->out_h, last->out_w, last->flat_out), classes,
@@ -269,10 +279,10 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
     return ct_params_alloc(&m->buffers);
 }
 
-ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes)
+static ct_status build_model(seq_cnn *m, const char *spec, int C, int H, int W, int classes, int encoder)
 {
     model_reset(m);
-    ct_status st = build_impl(m, spec, C, H, W, classes);
+    ct_status st = build_impl(m, spec, C, H, W, classes, encoder);
     if (st != CT_OK) {
         /* keep the message: freeing does not touch it */
         ct_params_free(&m->params);
@@ -280,6 +290,16 @@ ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int c
         model_reset(m);
     }
     return st;
+}
+
+ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes)
+{
+    return build_model(m, spec, C, H, W, classes, 0);
+}
+
+ct_status seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W)
+{
+    return build_model(m, spec, C, H, W, 0, 1);
 }
 
 void seq_cnn_init_weights(seq_cnn *m, ct_rng *r)
@@ -351,7 +371,8 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
         }
     }
     ct_arena_floats(a, &shared_ws, ws ? ws : 1);
-    ct_arena_floats(a, &m->prob, (size_t)N * m->classes);
+    if (m->classes) ct_arena_floats(a, &m->prob, (size_t)N * m->classes);
+    else m->prob = NULL;
     ct_arena_floats(a, &m->grad[0], gmax);
     ct_arena_floats(a, &m->grad[1], gmax);
     CT_TRY(ct_arena_alloc(a));
@@ -367,7 +388,7 @@ void seq_cnn_free(seq_cnn *m)
     ct_params_free(&m->buffers);
 }
 
-float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
+const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
     const ct_params *P = &m->params;
@@ -394,6 +415,9 @@ float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int 
         case SEQ_GAP:
             global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
             break;
+        case SEQ_GAPH:
+            avgpool_h_forward(l->out, in, N, l->in_c, l->in_h, l->in_w);
+            break;
         case SEQ_FLATTEN:
             break;
         case SEQ_DROPOUT:
@@ -419,15 +443,23 @@ float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int 
         if (m->timed) m->fwd_seconds[i] += ct_now() - t0;
     }
     m->logits = in;
-    if (correct) *correct = (int)(softmax_ce_accuracy(in, labels, N, m->classes) * (float)N + 0.5f);
-    return softmax_ce_forward(m->prob, in, labels, N, m->classes);
+    return in;
 }
 
-void seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
+float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
+{
+    CT_ASSERT(m->classes >= 2);
+    const float *logits = seq_cnn_forward_stack(m, x, N, train, dropout_rng);    /* [N, classes] */
+    if (correct) *correct = (int)(softmax_ce_accuracy(logits, labels, N, m->classes) * (float)N + 0.5f);
+    return softmax_ce_forward(m->prob, logits, labels, N, m->classes);
+}
+
+/* Backward through the layers, from d loss / d (last layer's output) in
+ * m->grad[0] down to the first layer with parameters. */
+static void backward_layers(seq_cnn *m, const float *x, int N)
 {
     const ct_params *P = &m->params;
     float *cur = m->grad[0];                          /* d loss / d (output of layer i) */
-    softmax_ce_backward(cur, m->prob, labels, N, m->classes);
     for (int i = m->n - 1; i >= m->first_param; i--) {
         seq_layer *l = &m->layer[i];
         const float *in = i == 0 ? x : m->layer[i - 1].out;
@@ -458,6 +490,10 @@ void seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
             global_avgpool_backward(dst, cur, N, l->in_c, l->in_h * l->in_w);
             cur = dst;
             break;
+        case SEQ_GAPH:
+            avgpool_h_backward(dst, cur, N, l->in_c, l->in_h, l->in_w);
+            cur = dst;
+            break;
         case SEQ_FLATTEN:
             break;                                     /* same memory, same order */
         case SEQ_DROPOUT:
@@ -476,6 +512,20 @@ void seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
         }
         if (m->timed) m->bwd_seconds[i] += ct_now() - t0;
     }
+}
+
+void seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N)
+{
+    CT_ASSERT(N >= 1 && N <= m->max_batch);
+    if (dout != m->grad[0]) memcpy(m->grad[0], dout, (size_t)N * m->out_size * sizeof *dout);   /* [N, out_size] */
+    backward_layers(m, x, N);
+}
+
+void seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
+{
+    CT_ASSERT(m->classes >= 2);
+    softmax_ce_backward(m->grad[0], m->prob, labels, N, m->classes);   /* d loss / d logits [N, classes] */
+    backward_layers(m, x, N);
 }
 
 static double layer_forward_flops(const seq_layer *l, int N)

@@ -1,5 +1,7 @@
-/* seq_cnn.h - a sequential CNN classifier built from a compact architecture
- * spec, ending in a softmax cross-entropy loss.
+/* seq_cnn.h - a sequential CNN built from a compact architecture spec: a
+ * classifier ending in a softmax cross-entropy loss, or (seq_cnn_build_encoder)
+ * a bare layer stack whose last layer's output is an embedding, trained through
+ * whatever loss the caller puts on top (models/siamese_cnn.h).
  *
  * The default model `cnn` is Keras's mnist_cnn example, written as one spec:
  *
@@ -7,16 +9,26 @@
  *
  * on 1x28x28 images (Adam, lr 1e-3, batch 128 in `ctrain train cnn`).
  *
+ * Two views of the same network:
+ *   stack       x [N, C, H, W] -> layer 1 -> ... -> layer n -> out [N, out_size]
+ *               seq_cnn_forward_stack / seq_cnn_backward_stack: the caller supplies
+ *               d(loss)/d(out) and gets the parameter gradients.
+ *   classifier  the stack, then softmax cross-entropy over out_size = classes values
+ *               seq_cnn_forward / seq_cnn_backward.
+ *
  * Spec grammar (layers separated by commas, no spaces; numbers are decimal):
  *
  *   spec      := layer { "," layer }
- *   layer     := conv | dense | maxpool | "gap" | "flatten" | dropout | "batchnorm"
+ *   layer     := conv | dense | maxpool | "gap" | "gaph" | "flatten" | dropout | "batchnorm"
  *              | "relu" | "tanh" | "sigmoid"
  *   conv      := "conv" FILTERS "k" KERNEL [ "s" STRIDE ] [ "p" PAD ]   square kernel, zero padding
  *                                                                     (defaults: stride 1, padding 0)
  *   dense     := "dense" UNITS                     needs a flat input (after flatten or gap)
  *   maxpool   := "maxpool" SIZE [ "s" STRIDE ]     window SIZE x SIZE, stride SIZE unless given
  *   gap       := global average pooling            [C, H, W] -> [C] (flat)
+ *   gaph      := average pooling over H only       [C, H, W] -> [C*W] (flat, channel-major):
+ *                for a log-mel crop [1, T, I] time is H, so this is the mean
+ *                over time that keeps the mel axis (layers/pool.h)
  *   flatten   := [C, H, W] -> [C*H*W]
  *   dropout   := "dropout" P                       inverted dropout, 0 <= P < 1 (e.g. dropout0.25)
  *   batchnorm := per channel on feature maps, per feature on flat input
@@ -27,7 +39,8 @@
  * The parser computes every layer's output shape up front and fails (CT_EINVAL)
  * naming the layer by its position and text - unknown token, missing or bad
  * number, kernel larger than its (padded) input, dense without flatten, conv or
- * pooling after flatten, a last layer whose output is not `classes` values, ...
+ * pooling after flatten, a last layer whose output is not `classes` values (an
+ * encoder: not flat), ...
  *
  * Parameters (one flat store, core/params.h) are named Keras-style, numbered per
  * layer type: conv2d_1/w [F, C, K, K], conv2d_1/b [F], dense_1/w [U, in],
@@ -57,7 +70,7 @@
 
 typedef enum {
     SEQ_CONV, SEQ_DENSE, SEQ_MAXPOOL, SEQ_GAP, SEQ_FLATTEN, SEQ_DROPOUT, SEQ_BATCHNORM,
-    SEQ_RELU, SEQ_TANH, SEQ_SIGMOID
+    SEQ_RELU, SEQ_TANH, SEQ_SIGMOID, SEQ_GAPH
 } seq_kind;
 
 typedef struct {
@@ -84,7 +97,9 @@ typedef struct {
 
 typedef struct {
     char spec[1024];
-    int in_c, in_h, in_w, classes;
+    int in_c, in_h, in_w;
+    int classes;                    /* softmax classes; 0 for an encoder (no loss of its own) */
+    int out_size;                   /* values per sample of the last layer (= classes for a classifier) */
     int n;                          /* layers */
     seq_layer layer[SEQ_CNN_MAX_LAYERS];
     int first_param;                /* first layer with parameters: backward stops there */
@@ -92,9 +107,9 @@ typedef struct {
     ct_params buffers;              /* batchnorm running statistics */
     int max_batch;
     ct_arena arena;
-    float *prob;                    /* [N, classes] softmax, kept for backward */
+    float *prob;                    /* [N, classes] softmax, kept for backward (NULL for an encoder) */
     float *grad[2];                 /* [N, largest activation] ping-pong gradient buffers */
-    const float *logits;            /* [N, classes] the last layer's output after a forward */
+    const float *logits;            /* [N, out_size] the last layer's output after a forward */
     /* Testing hook: when set, training-mode dropout applies each dropout layer's
      * current `mask` (filled by the caller) instead of drawing a new one. */
     int given_masks;
@@ -110,12 +125,27 @@ size_t seq_layer_out_size(const seq_layer *l);   /* values per sample */
  * allocates the parameters (zeroed: call seq_cnn_init_weights). On failure m
  * holds no memory and the message names the offending layer. */
 ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes);
+/* The same for an encoder: no classes and no loss; the spec must end in a flat
+ * output (after flatten, gap or gaph; normally a dense layer), whose size is
+ * m->out_size, the embedding size. Use the stack functions below. */
+ct_status seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W);
 void      seq_cnn_init_weights(seq_cnn *m, ct_rng *r);
 /* Plans every activation for batches of up to max_batch samples (re-plans if called again). */
 ct_status seq_cnn_plan(seq_cnn *m, int max_batch);
 void      seq_cnn_free(seq_cnn *m);
 
-/* x [N, C, H, W], labels [N] in [0, classes). Returns the mean loss; *correct
+/* The layer stack alone. x [N, C, H, W]; returns the last layer's output
+ * [N, out_size] (inside m's activations, valid until the next forward; also
+ * m->logits). train != 0: dropout draws from dropout_rng, batchnorm uses batch
+ * statistics and updates its running statistics; train == 0: no dropout,
+ * batchnorm uses its running statistics. */
+const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng);
+/* After a training forward_stack on the same x: given dout [N, out_size] =
+ * d(loss)/d(out), accumulates d(loss)/d(params) into params.grad. dout is only
+ * read (it may be any buffer of the caller's). */
+void seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N);
+
+/* Classifier: x [N, C, H, W], labels [N] in [0, classes). Returns the mean loss; *correct
  * (may be NULL) = right predictions. train != 0: dropout draws from dropout_rng,
  * batchnorm uses batch statistics and updates its running statistics. */
 float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct);

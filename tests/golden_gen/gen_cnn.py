@@ -15,6 +15,9 @@ betas 0.9/0.999, eps 1e-8), buffers/<name> (batchnorm running statistics after
 the step's forward; they start at mean 0, var 1). Parameter names and order are
 ctrain's: conv2d_k/w, conv2d_k/b, batchnorm_k/gamma, batchnorm_k/beta, dense_k/w,
 dense_k/b, numbered per layer type. Root attributes: spec, N, C, H, W, classes, lr.
+
+parse, init_params and forward are shared with gen_siamese_cnn.py (the CNN
+speaker encoder is the same layer stack without the softmax).
 """
 import math
 import re
@@ -63,13 +66,14 @@ def parse(spec, C, H, W):
             c, h, w, flat = c * h * w, 1, 1, True
         elif t == "gap":
             h, w, flat = 1, 1, True
+        elif t == "gaph":   # mean over H: C maps of W values, read flat
+            c, h, w, flat = c * w, 1, 1, True
         layers.append(dict(kind=t))
     return layers
 
 
-def make(name, spec, N, C, H, W, classes, seed):
-    gen = torch.Generator().manual_seed(seed)
-    layers = parse(spec, C, H, W)
+def init_params(gen, layers):
+    """Seeded weights (registration order = ctrain's), batchnorm running mean 0, var 1."""
     params, buffers = {}, {}
     for L in layers:   # registration order = ctrain's
         if L["kind"] == "conv":
@@ -86,16 +90,11 @@ def make(name, spec, N, C, H, W, classes, seed):
             a = 1.5 / math.sqrt(L["cin"])
             params[L["name"] + "/w"] = rand(gen, L["u"], L["cin"], lo=-a, hi=a)
             params[L["name"] + "/b"] = rand(gen, L["u"], lo=-0.2, hi=0.2)
-    x = rand(gen, N, C, H, W, lo=0.0, hi=1.0)
-    labels = torch.randint(0, classes, (N,), generator=gen)
-    masks = {}
-    for i, L in enumerate(layers):
-        if L["kind"] == "dropout":
-            keep = (torch.rand(N, L["n"], generator=gen) >= L["p"]).float()
-            masks["mask/L%d" % i] = keep / (1.0 - L["p"])
+    return params, buffers
 
-    init = {k: v.clone() for k, v in params.items()}
-    P = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+
+def forward(layers, P, buffers, x, masks):
+    """The layer stack in training mode (batch statistics; updates buffers in place)."""
     h = x
     for i, L in enumerate(layers):
         k = L["kind"]
@@ -114,13 +113,32 @@ def make(name, spec, N, C, H, W, classes, seed):
             h = torch.flatten(h, 1)
         elif k == "gap":
             h = h.mean(dim=(2, 3))
+        elif k == "gaph":
+            h = torch.flatten(h.mean(dim=2), 1)
         elif k == "relu":
             h = torch.relu(h)
         elif k == "tanh":
             h = torch.tanh(h)
         elif k == "sigmoid":
             h = torch.sigmoid(h)
-    logits = h
+    return h
+
+
+def make(name, spec, N, C, H, W, classes, seed):
+    gen = torch.Generator().manual_seed(seed)
+    layers = parse(spec, C, H, W)
+    params, buffers = init_params(gen, layers)
+    x = rand(gen, N, C, H, W, lo=0.0, hi=1.0)
+    labels = torch.randint(0, classes, (N,), generator=gen)
+    masks = {}
+    for i, L in enumerate(layers):
+        if L["kind"] == "dropout":
+            keep = (torch.rand(N, L["n"], generator=gen) >= L["p"]).float()
+            masks["mask/L%d" % i] = keep / (1.0 - L["p"])
+
+    init = {k: v.clone() for k, v in params.items()}
+    P = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+    logits = forward(layers, P, buffers, x, masks)
     loss = F.cross_entropy(logits, labels)
     loss.backward()
     grads = {k: v.grad.clone() for k, v in P.items()}
