@@ -1,5 +1,5 @@
-/* speaker_task.c - pairs, crops and background batch loading for the siamese
- * LSTM (see speaker_task.h). */
+/* speaker_task.c - pairs, crops and background batch loading for a siamese
+ * speaker model (see speaker_task.h). */
 #include <stdlib.h>
 #include <string.h>
 #include "models/speaker_task.h"
@@ -20,7 +20,7 @@ static void fill(void *ctx, int slot, int split, long first, int n)
     }
     for (int k = 0; k < n; k++)
         s->batch_pairs[slot][k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
-    ct_pairs_batch(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, s->c, s->m->cfg.frames, crop);
+    ct_pairs_batch(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, s->c, s->m.frames, crop);
 }
 
 /* Wait for every outstanding fill and free both slots. */
@@ -61,30 +61,30 @@ static void load(void *ctx, int split, long first, int n)
 static float forward(void *ctx, int n, int train, int *correct)
 {
     speaker_task *s = ctx;
-    (void)train;   /* no dropout or batchnorm in this model: train and eval forward are the same */
-    return siamese_lstm_forward(s->m, s->x[s->cur], s->len[s->cur], s->y[s->cur], n, correct);
+    return s->m.forward(s->m.ctx, s->x[s->cur], s->len[s->cur], s->y[s->cur], n, train, &s->dropout, correct);
 }
 
 static void backward(void *ctx, int n)
 {
     speaker_task *s = ctx;
-    siamese_lstm_backward(s->m, s->x[s->cur], s->len[s->cur], s->y[s->cur], n);
+    s->m.backward(s->m.ctx, s->x[s->cur], s->len[s->cur], s->y[s->cur], n);
 }
 
-ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, siamese_lstm *m,
-                            const ct_rng *data_rng, FILE *warn)
+ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, const speaker_model *m,
+                            const ct_rngs *rngs, FILE *warn)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
-    s->m = m;
+    s->m = *m;
     s->c = c;
     s->cur = -1;
-    s->data = *data_rng;
+    s->data = rngs->data;
+    s->dropout = rngs->dropout;
     ct_rng_seed(&s->crop, cfg->seed, 0xc40bULL);
     ct_rng_seed(&s->val_crop, cfg->seed, 0xc409ULL);   /* reseeded before each validation pass; seeded here so a checkpoint always holds a valid state */
     if (cfg->pairs < 1 || cfg->batch < 1) return ct_fail(CT_EINVAL, "need at least 1 training pair and a batch of at least 1");
-    if (c->n_mels != m->cfg.n_mels)
-        return ct_fail(CT_EINVAL, "the data has %d features per frame but the model expects %d (--mels)", c->n_mels, m->cfg.n_mels);
+    if (c->n_mels != m->n_mels)
+        return ct_fail(CT_EINVAL, "the data has %d features per frame but the model expects %d (--mels)", c->n_mels, m->n_mels);
 
     /* which utterances and speakers each split may use */
     int S = c->n_speakers, *spk_tr = ct_malloc((size_t)S * sizeof(int), "speakers"), *spk_va = ct_malloc((size_t)S * sizeof(int), "speakers");
@@ -120,7 +120,7 @@ ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, con
             st = ct_fail(CT_EINVAL, "only %d validation speaker(s) with 2 or more utterances; need at least 2 "
                          "(use more speakers, or --val-pairs 0)", nva);
     }
-    size_t row = (size_t)m->cfg.frames * m->cfg.n_mels;
+    size_t row = (size_t)m->frames * m->n_mels;
     if (st == CT_OK) {
         s->pairs[0] = ct_malloc((size_t)cfg->pairs * sizeof(ct_pair), "pairs");
         s->pairs[1] = ct_malloc((size_t)(cfg->val_pairs + 1) * sizeof(ct_pair), "pairs");
@@ -182,6 +182,7 @@ static ct_status save_state(void *ctx, hid_t f)
     CT_TRY(ct_ckpt_write_rng(f, "data", &s->data));
     CT_TRY(ct_ckpt_write_rng(f, "crop", &crop));
     CT_TRY(ct_ckpt_write_rng(f, "val_crop", &s->val_crop));
+    CT_TRY(ct_ckpt_write_rng(f, "dropout", &s->dropout));
     CT_TRY(ct_ckpt_write_i32(f, "data/order", s->order, 1, &n));
     CT_TRY(write_pairs(f, "data/pairs", s->pairs[0], s->cfg.pairs));
     return write_pairs(f, "data/val_pairs", s->pairs[1], s->cfg.val_pairs);
@@ -190,7 +191,7 @@ static ct_status save_state(void *ctx, hid_t f)
 static ct_status load_state(void *ctx, hid_t f)
 {
     speaker_task *s = ctx;
-    ct_rng data, crop, val_crop;
+    ct_rng data, crop, val_crop, dropout;
     long n = s->cfg.pairs;
     int *order = ct_malloc((size_t)n * sizeof(int), "order");
     unsigned char *seen = ct_calloc((size_t)n, 1, "order");
@@ -198,6 +199,7 @@ static ct_status load_state(void *ctx, hid_t f)
     if (st == CT_OK) st = ct_ckpt_read_rng(f, "data", &data);
     if (st == CT_OK) st = ct_ckpt_read_rng(f, "crop", &crop);
     if (st == CT_OK) st = ct_ckpt_read_rng(f, "val_crop", &val_crop);
+    if (st == CT_OK) st = ct_ckpt_read_rng(f, "dropout", &dropout);
     if (st == CT_OK) {
         st = ct_ckpt_read_i32(f, "data/order", order, (size_t)n);
         if (st != CT_OK) st = ct_fail(st, "%s (was the checkpoint made with other --pairs?)", ct_last_error());
@@ -214,21 +216,22 @@ static ct_status load_state(void *ctx, hid_t f)
         s->data = data;
         s->crop = crop;
         s->val_crop = val_crop;
+        s->dropout = dropout;
     }
     free(order);
     free(seen);
     return st;
 }
 
-/* val_eer on the trial list, after validation. Evaluating embeds whole
- * utterances with its own activation memory (siamese_lstm_plan_embed), so the
- * training activations and the data pipeline are untouched. */
+/* val_eer on the trial list, after validation. Evaluating embeds utterances
+ * with the model's embedding memory (speaker_model.plan_embed), so the training
+ * activations and the data pipeline are untouched. */
 static void end_epoch(void *ctx, int epoch, ct_epoch_log *log)
 {
     speaker_task *s = ctx;
     (void)epoch;
     double eer = -1;
-    if (ct_verify_trials(s->m, s->c, s->cfg.trials, s->cfg.n_trials, s->cfg.trial_batch, s->cfg.trial_max_frames,
+    if (ct_verify_trials(&s->m, s->c, s->cfg.trials, s->cfg.n_trials, s->cfg.trial_batch, s->cfg.trial_max_frames,
                          &eer, NULL, NULL) == CT_OK)
         log->val_eer = eer;
     else
@@ -237,8 +240,9 @@ static void end_epoch(void *ctx, int epoch, ct_epoch_log *log)
 
 ct_task speaker_task_ops(speaker_task *s)
 {
-    return (ct_task){ .ctx = s, .params = &s->m->params, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
+    return (ct_task){ .ctx = s, .params = s->m.params, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
                       .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
+                      .buffers = s->m.buffers,
                       .save_state = save_state, .load_state = load_state,
                       .end_epoch = s->cfg.trials ? end_epoch : NULL };
 }

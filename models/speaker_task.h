@@ -1,7 +1,10 @@
-/* speaker_task.h - the siamese LSTM's training data, wired into the shared
- * training loop (models/train.h): pairs of utterances from a corpus, a random
- * crop of T frames of each drawn again every epoch, batches prepared on a
- * background thread while the previous batch trains.
+/* speaker_task.h - the training data of a siamese speaker model (any
+ * speaker_model: the siamese LSTM or the siamese CNN, models/speaker_model.h),
+ * wired into the shared training loop (models/train.h): pairs of utterances
+ * from a corpus, a random crop of T frames of each drawn again every epoch,
+ * batches prepared on a background thread while the previous batch trains.
+ * Training batches run the model in training mode (dropout, batchnorm batch
+ * statistics), validation batches in evaluation mode.
  *
  * Validation, by default, uses speakers the model never trains on (open-set
  * verification: the honest measure). With CT_VAL_VIDEOS it instead uses one
@@ -12,7 +15,7 @@
  * run is reproducible bit for bit with the same seed and thread count.
  *
  * Exact resume (ct_task.save_state / load_state): /rng/data, /rng/crop,
- * /rng/val_crop, /data/order (this epoch's order) and /data/pairs,
+ * /rng/val_crop, /rng/dropout (the model's dropout stream), /data/order (this epoch's order) and /data/pairs,
  * /data/val_pairs ([n, 2] utterance indices, checked on resume against the pairs
  * drawn from the same data and seed). Because the loader prepares the next batch
  * ahead, the crop stream saved is the one from before that batch was prepared.
@@ -23,7 +26,7 @@
 #include "io/corpus.h"
 #include "io/prefetch.h"
 #include "io/trials.h"
-#include "models/siamese_lstm.h"
+#include "models/speaker_model.h"
 #include "models/train.h"
 
 typedef enum { CT_VAL_SPEAKERS, CT_VAL_VIDEOS } ct_val_split;
@@ -41,12 +44,12 @@ typedef struct {
      * validation speakers (val_speakers above), so no trial speaker is trained on. */
     const ct_trial *trials;
     int n_trials;
-    int trial_batch, trial_max_frames;   /* utterances per embedding batch; frames kept per utterance */
+    int trial_batch, trial_max_frames;   /* utterances (LSTM) or windows (CNN) per embedding batch; frames kept per utterance */
 } speaker_task_config;
 
 typedef struct {
     speaker_task_config cfg;
-    siamese_lstm *m;                /* not owned */
+    speaker_model m;                /* the model's table; the model is not owned */
     const ct_corpus *c;             /* not owned */
     ct_pair *pairs[2];              /* [pairs], [val_pairs] */
     int *order;                     /* [pairs] this epoch's order */
@@ -54,7 +57,7 @@ typedef struct {
     float *x[2], *y[2];             /* per slot: [2B, T, I], [B] */
     int *len[2];                    /* per slot: [2B] */
     int cur;                        /* slot of the batch being trained, -1 none */
-    ct_rng data, crop, val_crop;
+    ct_rng data, crop, val_crop, dropout;
     ct_rng crop_before[2];          /* per slot: the crop stream before that slot's training batch drew
                                        from it (the state "as of the batch boundary" a checkpoint saves) */
     ct_prefetch pf;
@@ -62,9 +65,10 @@ typedef struct {
 } speaker_task;
 
 /* Splits the corpus, draws the pairs (warnings about unusable speakers go to
- * `warn`), allocates the batch buffers and starts the loader thread. */
-ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, siamese_lstm *m,
-                            const ct_rng *data_rng, FILE *warn);
+ * `warn`), allocates the batch buffers and starts the loader thread. The data
+ * stream starts from rngs->data, the model's dropout stream from rngs->dropout. */
+ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, const speaker_model *m,
+                            const ct_rngs *rngs, FILE *warn);
 ct_task   speaker_task_ops(speaker_task *s);
 void      speaker_task_free(speaker_task *s);
 

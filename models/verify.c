@@ -1,5 +1,6 @@
-/* verify.c - EER and minDCF from (score, label) lists, and the evaluation of a
- * trial list with the siamese LSTM (definitions in verify.h). */
+/* verify.c - EER and minDCF from (score, label) lists, embedding utterances
+ * with a speaker model, and the evaluation of a trial list (definitions in
+ * verify.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,9 +101,9 @@ ct_status ct_min_dcf(const float *score, const int *label, int n, double p_targe
     return CT_OK;
 }
 
-/* ---- evaluating a trial list ---------------------------------------------------- */
+/* ---- embedding utterances ------------------------------------------------------- */
 
-typedef struct { int utt, frames; } utt_len;
+typedef struct { int pos, frames; int utt; } utt_len;
 
 static int by_len_desc(const void *pa, const void *pb)
 {
@@ -113,15 +114,137 @@ static int by_len_desc(const void *pa, const void *pb)
 
 #define VERIFY_MEM_BUDGET ((size_t)512 << 20)   /* bytes of embedding activations at most */
 
-ct_status ct_verify_trials_ex(siamese_lstm *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+/* Sequences of T frames that fit the memory budget, at most `batch` and at least 1. */
+static int fit_batch(speaker_model *m, int batch, int T)
+{
+    size_t per_seq = (m->embed_floats(m->ctx, T) + (size_t)T * m->n_mels) * sizeof(float);
+    size_t fit = VERIFY_MEM_BUDGET / (per_seq ? per_seq : 1);
+    return (size_t)batch > fit ? (fit > 0 ? (int)fit : 1) : batch;
+}
+
+/* Whole utterances (the LSTM): sorted by decreasing length, batches zero-padded
+ * to their longest member, the lengths masking the padding. */
+static ct_status embed_whole(speaker_model *m, const ct_corpus *c, const int *utts, int n, int batch, int max_frames,
+                             float *emb, int *batch_used)
+{
+    size_t I = (size_t)m->n_mels, D = (size_t)m->embed_dim;
+    utt_len *order = ct_malloc((size_t)n * sizeof *order, "embedding order");
+    if (!order) return CT_ENOMEM;
+    int longest = 1;
+    for (int k = 0; k < n; k++) {
+        int f = c->utt[utts[k]].frames < max_frames ? c->utt[utts[k]].frames : max_frames;
+        order[k] = (utt_len){ k, f, utts[k] };
+        if (f > longest) longest = f;
+    }
+    qsort(order, (size_t)n, sizeof *order, by_len_desc);
+    int S = fit_batch(m, batch, longest);   /* the model keeps its forward state for S sequences of `longest` frames */
+    if (S > n) S = n;
+    *batch_used = S;
+    float *x = ct_malloc((size_t)S * longest * I * sizeof *x, "embedding batch");       /* [S, T, I] */
+    float *e = ct_malloc((size_t)S * D * sizeof *e, "embedding batch");                 /* [S, D] */
+    int *len = ct_malloc((size_t)S * sizeof *len, "embedding batch");                   /* [S] */
+    ct_status st = x && e && len ? CT_OK : CT_ENOMEM;
+    if (st == CT_OK) st = m->plan_embed(m->ctx, S, longest);
+    for (int first = 0; st == CT_OK && first < n; first += S) {
+        int B = n - first < S ? n - first : S;
+        int T = order[first].frames;   /* the longest of this batch: sorted by decreasing length */
+        memset(x, 0, (size_t)B * T * I * sizeof *x);
+        for (int b = 0; b < B; b++) {
+            len[b] = order[first + b].frames;
+            memcpy(x + (size_t)b * T * I, c->feats + c->utt[order[first + b].utt].offset, (size_t)len[b] * I * sizeof *x);
+        }
+        m->embed(m->ctx, e, x, len, B, T);
+        for (int b = 0; b < B; b++) memcpy(emb + (size_t)order[first + b].pos * D, e + (size_t)b * D, D * sizeof *e);
+    }
+    free(order); free(x); free(e); free(len);
+    return st;
+}
+
+/* Windows of T frames (the CNN): hop T/2, the last window ending at the
+ * utterance's end, a short utterance as one zero-padded window; the windows'
+ * embeddings averaged per utterance. Windows are embedded in batches of S. */
+static ct_status embed_windows(speaker_model *m, const ct_corpus *c, const int *utts, int n, int max_frames,
+                               int batch, float *emb, int *batch_used)
+{
+    const int T = m->frames, hop = T / 2 > 0 ? T / 2 : 1;
+    size_t I = (size_t)m->n_mels, D = (size_t)m->embed_dim;
+    long total = 0;
+    for (int k = 0; k < n; k++) total += ct_utt_windows(c->utt[utts[k]].frames < max_frames ? c->utt[utts[k]].frames : max_frames, T);
+    int S = fit_batch(m, batch, T);
+    if (S > total) S = (int)total;
+    *batch_used = S;
+    float *x = ct_malloc((size_t)S * T * I * sizeof *x, "embedding batch");   /* [S, T, I] */
+    float *e = ct_malloc((size_t)S * D * sizeof *e, "embedding batch");       /* [S, D] */
+    int *len = ct_malloc((size_t)S * sizeof *len, "embedding batch");         /* [S] */
+    int *owner = ct_malloc((size_t)S * sizeof *owner, "embedding batch");     /* [S] position of each window's utterance */
+    ct_status st = x && e && len && owner ? CT_OK : CT_ENOMEM;
+    if (st == CT_OK) st = m->plan_embed(m->ctx, S, T);
+    if (st == CT_OK) memset(emb, 0, (size_t)n * D * sizeof *emb);
+    int k = 0, w = 0, B = 0;   /* utterance k, its window w; windows in the batch */
+    while (st == CT_OK && k < n) {
+        const ct_utt *u = &c->utt[utts[k]];
+        int f = u->frames < max_frames ? u->frames : max_frames, nw = ct_utt_windows(f, T);
+        int start = w == nw - 1 ? (f > T ? f - T : 0) : w * hop, l = f < T ? f : T;
+        float *xb = x + (size_t)B * T * I;
+        memcpy(xb, c->feats + u->offset + (size_t)start * I, (size_t)l * I * sizeof *x);
+        if (l < T) memset(xb + (size_t)l * I, 0, (size_t)(T - l) * I * sizeof *x);
+        len[B] = l;
+        owner[B++] = k;
+        if (++w == nw) { k++; w = 0; }
+        if (B == S || k == n) {   /* embed the batch, add each window to its utterance */
+            m->embed(m->ctx, e, x, len, B, T);
+            for (int b = 0; b < B; b++)
+                for (size_t d = 0; d < D; d++) emb[(size_t)owner[b] * D + d] += e[(size_t)b * D + d];
+            B = 0;
+        }
+    }
+    for (int j = 0; st == CT_OK && j < n; j++) {   /* the mean over each utterance's windows */
+        int f = c->utt[utts[j]].frames < max_frames ? c->utt[utts[j]].frames : max_frames;
+        float inv = 1.0f / (float)ct_utt_windows(f, T);
+        for (size_t d = 0; d < D; d++) emb[(size_t)j * D + d] *= inv;
+    }
+    free(x); free(e); free(len); free(owner);
+    return st;
+}
+
+int ct_utt_windows(int frames, int T)
+{
+    int hop = T / 2 > 0 ? T / 2 : 1;
+    if (frames <= T) return 1;
+    return 1 + (frames - T + hop - 1) / hop;   /* starts 0, hop, ..., and the last one at frames - T */
+}
+
+ct_status ct_embed_utterances(speaker_model *m, const ct_corpus *c, const int *utts, int n, int batch, int max_frames,
+                              float *emb, int *batch_used)
+{
+    int used = 0;
+    if (c->n_mels != m->n_mels)
+        return ct_fail(CT_EINVAL, "verification: the features have %d values per frame but the model expects %d (--mels)",
+                       c->n_mels, m->n_mels);
+    if (batch < 1 || max_frames < 1)
+        return ct_fail(CT_EINVAL, "verification: batch (%d) and max_frames (%d) must be >= 1", batch, max_frames);
+    for (int k = 0; k < n; k++) {
+        if (utts[k] < 0 || utts[k] >= c->n_utt)
+            return ct_fail(CT_EINVAL, "verification: utterance %d is outside the corpus's %d utterances", utts[k], c->n_utt);
+        if (c->utt[utts[k]].frames < 1) return ct_fail(CT_EINVAL, "verification: utterance %d has no frames", utts[k]);
+    }
+    if (n < 1) return CT_OK;
+    ct_status st = m->whole_utterances ? embed_whole(m, c, utts, n, batch, max_frames, emb, &used)
+                                       : embed_windows(m, c, utts, n, max_frames, batch, emb, &used);
+    if (batch_used) *batch_used = used;
+    return st;
+}
+
+/* ---- evaluating a trial list ---------------------------------------------------- */
+
+ct_status ct_verify_trials_ex(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
                               ct_verify_result *res, float *scores)
 {
     double t0 = ct_now();
     ct_verify_result R = { 0 };
-    const siamese_lstm_config *mc = &m->cfg;
-    if (c->n_mels != mc->n_mels)
+    if (c->n_mels != m->n_mels)
         return ct_fail(CT_EINVAL, "verification: the features have %d values per frame but the model expects %d (--mels)",
-                       c->n_mels, mc->n_mels);
+                       c->n_mels, m->n_mels);
     if (batch < 1 || max_frames < 1)
         return ct_fail(CT_EINVAL, "verification: batch (%d) and max_frames (%d) must be >= 1", batch, max_frames);
     if (n < 1) return ct_fail(CT_EINVAL, "verification: no trials");
@@ -130,62 +253,34 @@ ct_status ct_verify_trials_ex(siamese_lstm *m, const ct_corpus *c, const ct_tria
             return ct_fail(CT_EINVAL, "verification: trial %d refers to utterance %d/%d, outside the corpus's %d utterances",
                            k, t[k].a, t[k].b, c->n_utt);
 
-    /* row[u] = the embedding row of utterance u, -1 if no trial uses it */
+    /* row[u] = the embedding row of utterance u, -1 if no trial uses it; utts[row] = u */
     int *row = ct_malloc((size_t)c->n_utt * sizeof *row, "verification");
-    utt_len *order = ct_malloc((size_t)c->n_utt * sizeof *order, "verification");
+    int *utts = ct_malloc((size_t)c->n_utt * sizeof *utts, "verification");
     float *score = scores ? scores : ct_malloc((size_t)n * sizeof *score, "verification");
     int *label = ct_malloc((size_t)n * sizeof *label, "verification");
-    float *emb = NULL, *x = NULL;
-    int *len = NULL;
-    ct_status st = row && order && score && label ? CT_OK : CT_ENOMEM;
-    int nu = 0, longest = 1;
+    float *emb = NULL;
+    ct_status st = row && utts && score && label ? CT_OK : CT_ENOMEM;
+    int nu = 0;
     if (st == CT_OK) {
         for (int u = 0; u < c->n_utt; u++) row[u] = -1;
-        for (int k = 0; k < n; k++) {
+        for (int k = 0; k < n && st == CT_OK; k++) {
             int ab[2] = { t[k].a, t[k].b };
             for (int j = 0; j < 2; j++)
                 if (row[ab[j]] < 0) {
                     int f = c->utt[ab[j]].frames;
                     if (f < 1) { st = ct_fail(CT_EINVAL, "verification: utterance %d has no frames", ab[j]); break; }
-                    if (f > max_frames) { f = max_frames; R.n_cut++; }
-                    if (f > longest) longest = f;
-                    order[nu] = (utt_len){ ab[j], f };
+                    if (f > max_frames) R.n_cut++;
+                    utts[nu] = ab[j];
                     row[ab[j]] = nu++;
                 }
-            if (st != CT_OK) break;
         }
     }
-    int S = batch;
     if (st == CT_OK) {
-        /* bound the activation memory: the LSTM keeps its forward state for S sequences of `longest` frames */
-        lstm_dims one = { .B = 1, .T = longest, .I = mc->n_mels, .H = mc->hidden, .L = mc->layers,
-                          .ret = LSTM_RETURN_LAST, .recur = mc->recurrent };
-        size_t per_seq = (lstm_cache_floats(&one) + (size_t)longest * mc->n_mels + mc->hidden) * sizeof(float);
-        size_t fit = VERIFY_MEM_BUDGET / (per_seq ? per_seq : 1);
-        if ((size_t)S > fit) S = fit > 0 ? (int)fit : 1;
-        if (S > nu) S = nu;
-        qsort(order, (size_t)nu, sizeof *order, by_len_desc);
-        for (int i = 0; i < nu; i++) row[order[i].utt] = i;   /* rows follow the length order */
-        emb = ct_malloc((size_t)nu * mc->embed * sizeof *emb, "verification embeddings");
-        x = ct_malloc((size_t)S * longest * mc->n_mels * sizeof *x, "verification batch");
-        len = ct_malloc((size_t)S * sizeof *len, "verification batch");
-        if (!emb || !x || !len) st = CT_ENOMEM;
-    }
-    if (st == CT_OK) st = siamese_lstm_plan_embed(m, S, longest);
-    for (int first = 0; st == CT_OK && first < nu; first += S) {
-        int B = nu - first < S ? nu - first : S;
-        int T = order[first].frames;   /* the longest of this batch: sorted by decreasing length */
-        size_t I = (size_t)mc->n_mels;
-        memset(x, 0, (size_t)B * T * I * sizeof *x);
-        for (int b = 0; b < B; b++) {
-            const ct_utt *u = &c->utt[order[first + b].utt];
-            len[b] = order[first + b].frames;
-            memcpy(x + (size_t)b * T * I, c->feats + u->offset, (size_t)len[b] * I * sizeof *x);
-        }
-        siamese_lstm_embed(m, emb + (size_t)first * mc->embed, x, len, B, T);
+        emb = ct_malloc((size_t)nu * m->embed_dim * sizeof *emb, "verification embeddings");   /* [nu, D] */
+        st = emb ? ct_embed_utterances(m, c, utts, nu, batch, max_frames, emb, &R.batch_used) : CT_ENOMEM;
     }
     if (st == CT_OK) {
-        int D = mc->embed;
+        int D = m->embed_dim;
         for (int k = 0; k < n; k++) {
             float d;
             euclidean_forward(&d, emb + (size_t)row[t[k].a] * D, emb + (size_t)row[t[k].b] * D, 1, D, CT_KERAS_EPSILON);
@@ -195,19 +290,18 @@ ct_status ct_verify_trials_ex(siamese_lstm *m, const ct_corpus *c, const ct_tria
         }
         R.n_trials = n;
         R.n_utts = nu;
-        R.batch_used = S;
         st = ct_eer(score, label, n, &R.eer, &R.eer_threshold);
         if (st == CT_OK) st = ct_min_dcf(score, label, n, 0.01, 1, 1, &R.dcf01, NULL);
         if (st == CT_OK) st = ct_min_dcf(score, label, n, 0.05, 1, 1, &R.dcf05, NULL);
     }
-    free(row); free(order); free(label); free(emb); free(x); free(len);
+    free(row); free(utts); free(label); free(emb);
     if (!scores) free(score);
     R.seconds = ct_now() - t0;
     if (res) *res = R;
     return st;
 }
 
-ct_status ct_verify_trials(siamese_lstm *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+ct_status ct_verify_trials(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
                            double *eer, double *dcf01, double *dcf05)
 {
     ct_verify_result r;

@@ -1,9 +1,10 @@
 /* verify.h - speaker-verification metrics and the evaluation of a trial list.
  *
  * A trial is a pair of utterances with a label (1 = same speaker, 0 = different)
- * and a score (higher = more likely the same speaker). The siamese LSTM scores a
- * trial as  score = -d(emb_a, emb_b),  d the Euclidean distance of layers/pair.h,
- * the embeddings of the two whole utterances (models/siamese_lstm.h).
+ * and a score (higher = more likely the same speaker). A siamese speaker model
+ * (models/speaker_model.h: the siamese LSTM or the siamese CNN) scores a trial
+ * as  score = -d(emb_a, emb_b),  d the Euclidean distance of layers/pair.h, the
+ * embeddings of the two whole utterances (ct_embed_utterances below).
  *
  * ROC, exactly as scikit-learn's roc_curve(label, score, drop_intermediate=False)
  * builds it: the trials sorted by decreasing score; one ROC point per distinct
@@ -41,7 +42,7 @@
 #include "core/error.h"
 #include "io/corpus.h"
 #include "io/trials.h"
-#include "models/siamese_lstm.h"
+#include "models/speaker_model.h"
 
 /* eer in [0, 1]; threshold may be NULL. */
 ct_status ct_eer(const float *score, const int *label, int n, double *eer, double *threshold);
@@ -54,35 +55,59 @@ typedef struct {
     int n_trials, n_same;     /* trials scored, of which same-speaker */
     int n_utts;               /* distinct utterances embedded */
     int n_cut;                /* of those, cut to max_frames */
-    int batch_used;           /* utterances embedded at once (batch, or fewer to bound memory) */
+    int batch_used;           /* utterances (LSTM) or windows (CNN) embedded at once (batch, or fewer to bound memory) */
     double eer, eer_threshold;
     double dcf01, dcf05;      /* minDCF at p_target 0.01 and 0.05, c_miss = c_fa = 1 */
     double seconds;           /* wall time of embedding and scoring */
 } ct_verify_result;
 
-/* Evaluate a trial list with a siamese LSTM.
+/* Embedding whole utterances with a speaker model (evaluation mode).
  *
- * m: built (siamese_lstm_build) and holding the weights to evaluate; its
- *    training activations (siamese_lstm_plan) are left alone, so this can run
- *    between epochs. It (re)plans m's embedding memory (siamese_lstm_plan_embed),
- *    which stays allocated until siamese_lstm_free or the next plan.
+ * utts [n] are utterance indices into c; emb [n, D] receives their embeddings
+ * in that order. Each utterance counts up to max_frames frames (longer ones are
+ * cut to their first max_frames). How depends on the model:
+ *   whole_utterances = 1 (the siamese LSTM): each utterance is embedded in one
+ *     piece, in batches of up to `batch` utterances sorted by decreasing length,
+ *     each batch zero-padded to its longest member with the lengths passed to
+ *     the model so the padding changes nothing;
+ *   whole_utterances = 0 (the siamese CNN, which sees crops of exactly T =
+ *     frames frames): windows of T frames at starts 0, hop, 2 hop, ... with
+ *     hop = T/2 (at least 1), the last window aligned to the utterance's end
+ *     (start f - T, so it may overlap its neighbour by more than T/2), in all
+ *     ct_utt_windows(f, T) windows; an utterance of f <= T frames is one window,
+ *     zero-padded after its f frames, as in training. Windows are embedded in
+ *     batches of up to `batch` windows (any utterance's windows may share a
+ *     batch: in evaluation mode each window's embedding depends on it alone),
+ *     and the utterance's embedding is the mean of its windows' embeddings.
+ * The batch is reduced when its activations would exceed 512 MiB. It (re)plans
+ * the model's embedding memory (plan_embed): the LSTM keeps separate memory for
+ * it; the CNN embeds with its tower's activations (grown if the batch is larger
+ * than the training batch), which the next training batch overwrites anyway, so
+ * either can run between epochs. *batch_used (may be NULL) = sequences (LSTM)
+ * or windows (CNN) embedded at once. Errors: CT_EINVAL (mismatched n_mels, bad
+ * batch/max_frames, an index out of range, an empty utterance), CT_ENOMEM. */
+ct_status ct_embed_utterances(speaker_model *m, const ct_corpus *c, const int *utts, int n, int batch, int max_frames,
+                              float *emb, int *batch_used);
+/* Windows of T frames an utterance of `frames` frames is embedded with (see above). */
+int ct_utt_windows(int frames, int T);
+
+/* Evaluate a trial list with a speaker model.
+ *
+ * m: built and holding the weights to evaluate (e.g. speaker_model_lstm(&lstm)).
  * c: the corpus the trials index (t[k].a, t[k].b are utterance indices into c,
- *    as io/trials.h resolves them); c->n_mels must equal m->cfg.n_mels.
- * Every utterance that appears in t is embedded exactly once, whole (not
- * cropped) up to max_frames frames (longer ones are cut to their first
- * max_frames frames and counted in n_cut), in batches of up to `batch`
- * utterances sorted by length, each batch zero-padded to its longest member
- * with the lengths passed to the LSTM so the padding changes nothing. The batch
- * is reduced when its activations for the longest utterance would exceed
- * 512 MiB. Each trial is scored -d(emb_a, emb_b); eer, dcf01, dcf05 are
+ *    as io/trials.h resolves them); c->n_mels must equal m->n_mels.
+ * Every utterance that appears in t is embedded exactly once by
+ * ct_embed_utterances (whole, not cropped, up to max_frames frames; the ones
+ * longer than that are counted in n_cut), with `batch` as described there.
+ * Each trial is scored -d(emb_a, emb_b); eer, dcf01, dcf05 are
  * ct_eer and ct_min_dcf (p_target 0.01 and 0.05, c_miss = c_fa = 1) of those
  * scores. Deterministic; OpenBLAS's thread count (core/threads.h) applies.
  * Errors: CT_EINVAL (mismatched n_mels, bad batch/max_frames, an index out of
  * range, trials of only one label), CT_ENOMEM. Outputs may be NULL. */
-ct_status ct_verify_trials(siamese_lstm *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+ct_status ct_verify_trials(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
                            double *eer, double *dcf01, double *dcf05);
 /* The same with everything it measured; scores [n] (may be NULL) receives each trial's score. */
-ct_status ct_verify_trials_ex(siamese_lstm *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+ct_status ct_verify_trials_ex(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
                               ct_verify_result *res, float *scores);
 
 #endif

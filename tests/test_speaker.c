@@ -114,7 +114,8 @@ static float *train_once(ct_val_split split, size_t *n)
     ct_rngs_seed(&rngs, 3);
     speaker_task_config tc = { .pairs = 100, .val_pairs = 40, .batch = 16, .val_split = split, .val_fraction = 0.25, .seed = 3 };
     t_check(siamese_lstm_build(&m, &mc) == CT_OK && siamese_lstm_plan(&m, 16) == CT_OK, "build");
-    t_check(speaker_task_init(&s, &tc, &c, &m, &rngs.data, NULL) == CT_OK, "task: %s", ct_last_error());
+    speaker_model sm = speaker_model_lstm(&m);
+    t_check(speaker_task_init(&s, &tc, &c, &sm, &rngs, NULL) == CT_OK, "task: %s", ct_last_error());
     siamese_lstm_init_weights(&m, &rngs.init);
     ct_task task = speaker_task_ops(&s);
     ct_fit_config fit = { .epochs = 2, .batch = 16, .optim = ct_optim_defaults(OPT_RMSPROP), .progress = 0 };
