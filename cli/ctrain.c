@@ -14,10 +14,11 @@ static void usage(FILE *out)
         "commands:\n"
         "  prep voxceleb compute log-mel features of a VoxCeleb audio tree into an HDF5 feature store\n"
         "  train MODEL   train a model and print a Keras-style per-epoch log\n"
-        "                (siamese-lstm on a feature store or synthetic speakers; cnn on IDX images such as\n"
-        "                Fashion-MNIST; small-cnn on synthetic images)\n"
-        "  eval MODEL    evaluate trained weights (siamese-lstm: EER and minDCF on a trial list;\n"
-        "                cnn: test accuracy and confusion matrix)\n"
+        "                (siamese-lstm, siamese-cnn on a feature store or synthetic speakers; cnn on IDX\n"
+        "                images such as Fashion-MNIST; small-cnn on synthetic images)\n"
+        "  eval MODEL    evaluate trained weights (siamese-lstm, siamese-cnn: EER and minDCF on a trial\n"
+        "                list; cnn: test accuracy and confusion matrix)\n"
+        "  time MODEL    time training per epoch on each device (table, JSON, SVG; --compare runs side by side)\n"
         "  export        write a checkpoint's weights for Keras (save_weights h5) or PyTorch (state_dict)\n"
         "  import        read Keras or PyTorch weights into a ctrain weights file\n"
         "  info          print the hardware and software ctrain runs on\n"
@@ -35,6 +36,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "time")) return cmd_time(argc - 2, argv + 2);
     if (!strcmp(cmd, "export")) return cmd_export(argc - 2, argv + 2);
     if (!strcmp(cmd, "import")) return cmd_import(argc - 2, argv + 2);
     fprintf(stderr, "ctrain: unknown command '%s'\n\n", cmd);

@@ -1,12 +1,14 @@
 /* eval.c - `ctrain eval MODEL`: evaluate trained weights.
  *
  *   ctrain eval siamese-lstm --model run.h5 --data feats.h5 --trials veri_test.txt
+ *   ctrain eval siamese-cnn  --model run.h5 --data feats.h5 --trials veri_test.txt
  *
  * loads the weights and a feature store (written by `ctrain prep voxceleb`),
  * embeds every utterance of the trial list once (whole, up to --max-frames),
  * scores each trial as -distance between the two embeddings and prints the
  * number of trials, the EER and minDCF at p_target 0.01 and 0.05 (see
- * models/verify.h for the exact definitions). `ctrain eval cnn` is in cli/cnn.c.
+ * models/verify.h for the exact definitions; the CNN embeds an utterance as the
+ * mean of its windows' embeddings). `ctrain eval cnn` is in cli/cnn.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,9 @@
 #include "io/h5.h"
 #include "io/trials.h"
 #include "io/weights.h"
+#include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
+#include "models/speaker_model.h"
 #include "models/train.h"
 #include "models/verify.h"
 
@@ -46,6 +50,57 @@ static void eval_siamese_help(void)
            "  --batch N             utterances embedded at once, sorted by length (default 32)\n"
            "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
            "  --threads N           CPU threads for OpenBLAS (default: all cores)\n");
+}
+
+/* Loads the feature store; --mels (if given) must match it. */
+static ct_status load_store(ct_corpus *c, const char *data, int mels, double *seconds)
+{
+    double t0 = ct_now();
+    CT_TRY(ct_featstore_load(c, data));
+    *seconds = ct_now() - t0;
+    if (mels && mels != c->n_mels)
+        return ct_fail(CT_EINVAL, "--mels %d, but %s has %d features per frame; pass the store the model was trained on",
+                       mels, data, c->n_mels);
+    return CT_OK;
+}
+
+/* The part every `eval siamese-*` shares once its model is built and loaded:
+ * the trial list, the header, embedding and scoring, and the report. */
+static ct_status eval_trials(speaker_model *sm, const char *model_line, const ct_corpus *c, const char *data, double load_s,
+                             const char *trials, int batch, int max_frames, int threads)
+{
+    ct_trial *t = NULL;
+    int n = 0;
+    ct_verify_result r;
+    ct_status st = ct_trials_load(&t, &n, trials, c);
+    if (st == CT_OK) {
+        cli_print_header(stdout, threads);
+        printf("Model: %s\n", model_line);
+        printf("Data: %s, %d utterances of %d speakers (loaded in %.1fs); trials: %s\n", data, c->n_utt, c->n_speakers,
+               load_s, trials);
+        fflush(stdout);
+        st = ct_verify_trials_ex(sm, c, t, n, batch, max_frames, &r, NULL);
+    }
+    if (st == CT_OK) {
+        printf("Embedded %d utterances (batches of %d%s", r.n_utts, r.batch_used,
+               sm->whole_utterances ? "" : " windows");
+        if (!sm->whole_utterances) printf(" of %d frames, hop %d, averaged per utterance", sm->frames, sm->frames / 2 > 0 ? sm->frames / 2 : 1);
+        if (r.n_cut) printf("; %d longer than %d frames cut to that", r.n_cut, max_frames);
+        printf(") in %.1fs\n", r.seconds);
+        printf("Trials: %d scored (%d same speaker, %d different)\n", r.n_trials, r.n_same, r.n_trials - r.n_same);
+        printf("EER: %.2f%% (threshold %.4f)\n", 100.0 * r.eer, r.eer_threshold);
+        printf("minDCF(p=0.01): %.4f\n", r.dcf01);
+        printf("minDCF(p=0.05): %.4f\n", r.dcf05);
+    }
+    free(t);
+    return st;
+}
+
+/* Exit status of an eval command: 1 with the message on failure. */
+static int eval_exit(ct_status st)
+{
+    if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 1; }
+    return 0;
 }
 
 static int eval_siamese(int argc, char **argv)
@@ -80,17 +135,10 @@ static int eval_siamese(int argc, char **argv)
 
     ct_corpus c = { 0 };
     siamese_lstm m = { 0 };
-    ct_trial *t = NULL;
-    int n = 0, built = 0;
-    double t0 = ct_now();
-    st = ct_featstore_load(&c, data);
-    double load_s = ct_now() - t0;
-    if (st == CT_OK) {
-        if (mels && mels != c.n_mels)
-            st = ct_fail(CT_EINVAL, "--mels %d, but %s has %d features per frame; pass the store the model was trained on",
-                         mels, data, c.n_mels);
-        mc.n_mels = c.n_mels;
-    }
+    int built = 0;
+    double load_s = 0;
+    st = load_store(&c, data, mels, &load_s);
+    mc.n_mels = c.n_mels;
     char pool_buf[16] = "last";
     if (st == CT_OK && !pool) {   /* how the embedding pools is not in the weights' shapes: train records it */
         hid_t f;
@@ -107,32 +155,108 @@ static int eval_siamese(int argc, char **argv)
     }
     if (st == CT_OK) { st = siamese_lstm_build(&m, &mc); built = 1; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-lstm", &m.params, NULL);
-    if (st == CT_OK) st = ct_trials_load(&t, &n, trials, &c);
-    ct_verify_result r;
     if (st == CT_OK) {
-        cli_print_header(stdout, threads);
-        printf("Model: siamese-lstm %s: %d mels -> LSTM %d%s -> %s -> dense %d, %zu parameters\n", model, mc.n_mels, mc.hidden,
-               mc.layers > 1 ? " (stacked)" : "", mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state",
-               mc.embed, ct_params_count(&m.params));
-        printf("Data: %s, %d utterances of %d speakers (loaded in %.1fs); trials: %s\n", data, c.n_utt, c.n_speakers,
-               load_s, trials);
-        fflush(stdout);
-        st = ct_verify_trials_ex(&m, &c, t, n, batch, max_frames, &r, NULL);
+        char line[512];
+        snprintf(line, sizeof line, "siamese-lstm %s: %d mels -> LSTM %d%s -> %s -> dense %d, %zu parameters", model, mc.n_mels,
+                 mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state",
+                 mc.embed, ct_params_count(&m.params));
+        speaker_model sm = speaker_model_lstm(&m);
+        st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads);
     }
-    if (st == CT_OK) {
-        printf("Embedded %d utterances (batches of %d", r.n_utts, r.batch_used);
-        if (r.n_cut) printf("; %d longer than %d frames cut to that", r.n_cut, max_frames);
-        printf(") in %.1fs\n", r.seconds);
-        printf("Trials: %d scored (%d same speaker, %d different)\n", r.n_trials, r.n_same, r.n_trials - r.n_same);
-        printf("EER: %.2f%% (threshold %.4f)\n", 100.0 * r.eer, r.eer_threshold);
-        printf("minDCF(p=0.01): %.4f\n", r.dcf01);
-        printf("minDCF(p=0.05): %.4f\n", r.dcf05);
-    }
-    free(t);
     if (built) siamese_lstm_free(&m);
     ct_corpus_free(&c);
-    if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 1; }
-    return 0;
+    return eval_exit(st);
+}
+
+static void eval_siamese_cnn_help(void)
+{
+    printf("usage: ctrain eval siamese-cnn --model FILE.h5 --data FEATS.h5 --trials TRIALS.txt [options]\n\n"
+           "Scores a speaker-verification trial list with trained siamese-CNN weights. The CNN sees crops of a\n"
+           "fixed number of frames, so every utterance of the list is cut into windows of that many frames\n"
+           "(hop half a window, the last one aligned to the utterance's end; a shorter utterance is one\n"
+           "zero-padded window), each window is embedded (batchnorm with its running statistics) and the\n"
+           "utterance's embedding is the mean of its windows'. A trial's score is minus the Euclidean\n"
+           "distance between its two embeddings. Prints the trials scored, the equal error rate (EER) and\n"
+           "the minimum detection cost (minDCF, C_miss = C_fa = 1) at p_target 0.01 and 0.05.\n\n"
+           "inputs:\n"
+           "  --model FILE.h5       weights written by `ctrain train siamese-cnn --out` (they record the\n"
+           "                        architecture and the window length)\n"
+           "  --data FEATS.h5       feature store written by `ctrain prep voxceleb`\n"
+           "  --trials FILE         trial list, VoxCeleb format: 'LABEL PATH1 PATH2' per line (1 = same speaker),\n"
+           "                        paths relative to the corpus's wav/ directory\n"
+           "  --mels N              features per frame (default: the feature store's)\n"
+           "evaluation:\n"
+           "  --batch N             windows embedded at once (default 128)\n"
+           "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
+           "  --threads N           CPU threads for OpenBLAS (default: all cores)\n");
+}
+
+/* The architecture and window length `ctrain train siamese-cnn` recorded in a
+ * weights file (string attributes) or a checkpoint (configuration attributes). */
+static ct_status read_cnn_attrs(const char *path, char *arch, size_t cap, int *frames)
+{
+    hid_t f;
+    CT_TRY(ct_h5_open(&f, path));
+    char model[64] = "", buf[32] = "";
+    double v = 0;
+    ct_status st = CT_OK;
+    if (ct_h5_attr_read_str(f, "/", "model", model, sizeof model) == CT_OK && strcmp(model, "siamese-cnn") != 0)
+        st = ct_fail(CT_EFORMAT, "%s holds the weights of model %s, not siamese-cnn: evaluate it with `ctrain eval %s`",
+                     path, model, model);
+    if (st == CT_OK && ct_h5_attr_read_str(f, "/", "arch", arch, cap) != CT_OK)
+        st = ct_fail(CT_EFORMAT, "%s has no \"arch\" attribute: not written by `ctrain train siamese-cnn`", path);
+    if (st == CT_OK) {
+        if (ct_h5_attr_read_str(f, "/", "frames", buf, sizeof buf) == CT_OK) *frames = atoi(buf);
+        else if (ct_h5_attr_read_double(f, "/", "frames", &v) == CT_OK) *frames = (int)v;
+        else *frames = 0;
+        if (*frames < 1) st = ct_fail(CT_EFORMAT, "%s has no valid \"frames\" attribute: not written by `ctrain train siamese-cnn`", path);
+    }
+    ct_h5_close(f);
+    return st;
+}
+
+static int eval_siamese_cnn(int argc, char **argv)
+{
+    const char *model = NULL, *data = NULL, *trials = NULL;
+    int batch = 128, max_frames = 3000, threads = ct_cpu_count(), mels = 0;
+    ct_args a = { argc, 0, argv };
+    ct_status st = CT_OK;
+    while (a.i < argc && st == CT_OK) {
+        if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { eval_siamese_cnn_help(); return 0; }
+        if (ct_args_str(&a, "--model", &model, &st) || ct_args_str(&a, "--data", &data, &st)
+            || ct_args_str(&a, "--trials", &trials, &st) || ct_args_int(&a, "--mels", &mels, 1, 4096, &st)
+            || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--max-frames", &max_frames, 1, 1 << 24, &st)
+            || ct_args_int(&a, "--threads", &threads, 1, 1024, &st))
+            continue;
+        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain eval siamese-cnn --help)", argv[a.i]);
+    }
+    if (st == CT_OK && (!model || !data || !trials))
+        st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval siamese-cnn --help)",
+                     !model ? "--model FILE.h5" : !data ? "--data FEATS.h5" : "--trials FILE");
+    if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 2; }
+    ct_threads_set(threads);
+
+    ct_corpus c = { 0 };
+    siamese_cnn m = { 0 };
+    siamese_cnn_config mc = siamese_cnn_defaults();
+    int built = 0;
+    double load_s = 0;
+    st = read_cnn_attrs(model, mc.spec, sizeof mc.spec, &mc.frames);
+    if (st == CT_OK) st = load_store(&c, data, mels, &load_s);
+    mc.n_mels = c.n_mels;
+    mc.embed = 0;   /* whatever the recorded spec outputs */
+    if (st == CT_OK) { st = siamese_cnn_build(&m, &mc); built = st == CT_OK; }
+    if (st == CT_OK) st = ct_weights_load(model, "siamese-cnn", &m.enc.params, &m.enc.buffers);
+    if (st == CT_OK) {
+        char line[1536];
+        snprintf(line, sizeof line, "siamese-cnn %s: %dx%d -> %s, %zu parameters", model, mc.frames, mc.n_mels, m.cfg.spec,
+                 ct_params_count(&m.enc.params));
+        speaker_model sm = speaker_model_cnn(&m);
+        st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads);
+    }
+    if (built) siamese_cnn_free(&m);
+    ct_corpus_free(&c);
+    return eval_exit(st);
 }
 
 int cmd_eval(int argc, char **argv)
@@ -141,12 +265,14 @@ int cmd_eval(int argc, char **argv)
         FILE *out = argc < 1 ? stderr : stdout;
         fprintf(out, "usage: ctrain eval MODEL [options]\n\nmodels:\n"
                      "  siamese-lstm   EER and minDCF on a speaker-verification trial list\n"
+                     "  siamese-cnn    the same for the CNN speaker encoder\n"
                      "  cnn            loss, accuracy and confusion matrix of a trained CNN on its test set\n\n"
                      "`ctrain eval MODEL --help` lists the model's options.\n");
         return argc < 1 ? 2 : 0;
     }
     if (!strcmp(argv[0], "siamese-lstm")) return eval_siamese(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "siamese-cnn")) return eval_siamese_cnn(argc - 1, argv + 1);
     if (!strcmp(argv[0], "cnn")) return eval_cnn(argc - 1, argv + 1);
-    fprintf(stderr, "ctrain eval: unknown model '%s' (models: siamese-lstm, cnn)\n", argv[0]);
+    fprintf(stderr, "ctrain eval: unknown model '%s' (models: siamese-lstm, siamese-cnn, cnn)\n", argv[0]);
     return 2;
 }

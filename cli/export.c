@@ -205,6 +205,9 @@ static ct_status read_ctrain(tensor_set *s, src_info *info, const char *path, in
                 st = ct_fail(CT_EFORMAT, "%s: dense_1/w has %zu inputs, not filters x pooled height x width = %zu x %d x %d; "
                              "pass --size", path, flat, F, info->ph, info->pw);
         }
+    } else if (st == CT_OK && !strcmp(model, "siamese-cnn")) {
+        st = ct_fail(CT_EINVAL, "%s: exporting a siamese-cnn is not supported yet (siamese-lstm and small-cnn can be exported); "
+                     "its weights are plain HDF5 datasets under /model and /state, readable with h5py", path);
     } else if (st == CT_OK) {
         st = ct_fail(CT_EINVAL, "%s: model '%s' cannot be exported (siamese-lstm and small-cnn can)", path, model);
     }

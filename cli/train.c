@@ -4,6 +4,7 @@
  *
  * Models:
  *   siamese-lstm  pairs of utterances -> shared LSTM -> dense -> distance -> contrastive loss
+ *   siamese-cnn   pairs of log-mel crops -> shared CNN (models/siamese_cnn.h) -> distance -> contrastive loss
  *   small-cnn     images -> conv/batchnorm/relu/maxpool/dropout/dense -> softmax cross-entropy
  * Data: --data synthetic generates a corpus from the seed (see io/corpus.h, io/images.h).
  */
@@ -19,12 +20,91 @@
 #include "io/trials.h"
 #include "io/images.h"
 #include "io/weights.h"
+#include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/small_cnn.h"
+#include "models/speaker_model.h"
 #include "models/speaker_task.h"
 #include "models/train.h"
 
-/* ---- siamese-lstm on a speaker corpus ---- */
+/* ---- siamese speaker models (siamese-lstm, siamese-cnn) on a speaker corpus ----
+ * Both train on the same pairs with the same options, log and checkpoints; they
+ * differ only in the model they build. The shared part is a siamese_run. */
+typedef struct {
+    cli_train_opts o;
+    ct_synth_config sc;
+    speaker_task_config tc;
+    const char *val_split, *trials_path;
+    float val_fraction;
+    ct_fit_config fit;
+    ct_rngs rngs;
+    ct_corpus corpus;
+    ct_trial *trials;
+    int n_trials, *trial_speakers;
+    speaker_task s;
+} siamese_run;
+
+static void siamese_run_defaults(siamese_run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->o = (cli_train_opts){ .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 128, .threads = ct_cpu_count(),
+                             .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
+    r->sc = (ct_synth_config){ .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
+                               .n_mels = 40, .noise = 2.0f, .seed = 1 };
+    r->tc = (speaker_task_config){ .pairs = 6000, .val_pairs = 2000, .val_split = CT_VAL_SPEAKERS, .val_fraction = 0.25 };
+    r->val_split = "speakers";
+    r->val_fraction = 0.25f;
+}
+
+/* --resume: the checkpoint's training and data options become the defaults. */
+static void siamese_run_from_meta(siamese_run *r, const ct_kv *t)
+{
+    cli_train_from_meta(t, &r->o);
+    ct_kv_int(t, "speakers", &r->sc.speakers); ct_kv_int(t, "utts", &r->sc.utts_per_speaker); ct_kv_float(t, "noise", &r->sc.noise);
+    ct_kv_long(t, "pairs", &r->tc.pairs); ct_kv_long(t, "val_pairs", &r->tc.val_pairs);
+    ct_kv_str(t, "val_split", &r->val_split); ct_kv_float(t, "val_fraction", &r->val_fraction);
+    ct_kv_str(t, "trials", &r->trials_path);
+}
+
+/* The shared training options and the pair and data options; 1 if argv[a->i] was one. */
+static int siamese_run_parse(ct_args *a, siamese_run *r, ct_status *st)
+{
+    return cli_parse_train_opt(a, &r->o, st)
+        || ct_args_str(a, "--val-split", &r->val_split, st) || ct_args_str(a, "--trials", &r->trials_path, st)
+        || ct_args_float(a, "--val-fraction", &r->val_fraction, 0.01f, 0.99f, st)
+        || ct_args_int(a, "--speakers", &r->sc.speakers, 4, 1000000, st) || ct_args_int(a, "--utts", &r->sc.utts_per_speaker, 2, 100000, st)
+        || ct_args_float(a, "--noise", &r->sc.noise, 0, 1e3f, st)
+        || ct_args_long(a, "--pairs", &r->tc.pairs, 1, 100000000L, st) || ct_args_long(a, "--val-pairs", &r->tc.val_pairs, 0, 100000000L, st);
+}
+
+static const char *SIAMESE_DATA_HELP =
+    "pairs:\n"
+    "  --pairs N             training pairs per epoch, half same-speaker (default 6000)\n"
+    "  --val-pairs N         validation pairs (default 2000)\n"
+    "  --val-split WHAT      speakers: validate on held-out speakers (default, open-set);\n"
+    "                        videos: on a held-out video of each training speaker\n"
+    "  --val-fraction X      share of speakers held out with --val-split speakers (default 0.25)\n"
+    "  --trials FILE         a trial list in the VoxCeleb format over the feature store: its\n"
+    "                        speakers become the validation speakers (never trained on) and the\n"
+    "                        equal error rate on it is reported as val_eer after every epoch\n"
+    "data:\n"
+    "  --data FEATS.h5       a feature store written by `ctrain prep voxceleb`, or `synthetic`\n"
+    "synthetic data (--data synthetic):\n"
+    "  --speakers N          speakers (default 40)\n"
+    "  --utts N              utterances per speaker (default 12)\n"
+    "  --noise X             noise level; larger is harder (default 2)\n"
+    "training:\n";
+
+/* After parsing: the optimizer and callbacks (default optimizer `opt`) and --val-split. */
+static ct_status siamese_run_finish_opts(siamese_run *r, ct_optim_kind opt)
+{
+    CT_TRY(cli_finish_train_opts(&r->o, &r->fit, opt));
+    if (!strcmp(r->val_split, "speakers")) r->tc.val_split = CT_VAL_SPEAKERS;
+    else if (!strcmp(r->val_split, "videos")) r->tc.val_split = CT_VAL_VIDEOS;
+    else return ct_fail(CT_EINVAL, "--val-split %s: use speakers or videos", r->val_split);
+    return CT_OK;
+}
+
 /* Loads the training corpus named by --data: "synthetic" generates one from the seed. */
 static ct_status load_corpus(ct_corpus *c, const char *data, ct_synth_config *sc)
 {
@@ -32,30 +112,99 @@ static ct_status load_corpus(ct_corpus *c, const char *data, ct_synth_config *sc
     return ct_featstore_load(c, data);   /* a feature store written by `ctrain prep voxceleb` */
 }
 
+/* Seeds the streams, loads the corpus (crops of `frames` frames of `n_mels`
+ * features) and the trial list, whose speakers become the validation speakers. */
+static ct_status siamese_run_load(siamese_run *r, int n_mels, int frames)
+{
+    speaker_task_config *tc = &r->tc;
+    tc->batch = r->o.batch;
+    tc->seed = (uint64_t)r->o.seed;
+    tc->val_fraction = r->val_fraction;
+    r->sc.seed = tc->seed;
+    r->sc.n_mels = n_mels;
+    if (r->sc.min_frames < frames) r->sc.min_frames = frames;
+    if (r->sc.max_frames < r->sc.min_frames) r->sc.max_frames = r->sc.min_frames;
+    ct_rngs_seed(&r->rngs, tc->seed);
+    ct_status st = load_corpus(&r->corpus, r->o.data, &r->sc);
+    if (st != CT_OK || !r->trials_path) return st;
+    ct_corpus *c = &r->corpus;
+    st = ct_trials_load(&r->trials, &r->n_trials, r->trials_path, c);
+    /* the trial speakers are the validation speakers: none of them is trained on */
+    unsigned char *in_trials = st == CT_OK ? ct_calloc((size_t)c->n_speakers, 1, "trial speakers") : NULL;
+    r->trial_speakers = in_trials ? ct_malloc((size_t)c->n_speakers * sizeof(int), "trial speakers") : NULL;
+    if (st == CT_OK && !r->trial_speakers) st = CT_ENOMEM;
+    for (int k = 0; st == CT_OK && k < r->n_trials; k++)
+        in_trials[c->utt[r->trials[k].a].speaker] = in_trials[c->utt[r->trials[k].b].speaker] = 1;
+    for (int sp = 0; st == CT_OK && sp < c->n_speakers; sp++)
+        if (in_trials[sp]) r->trial_speakers[tc->n_val_speakers++] = sp;
+    free(in_trials);
+    if (st == CT_OK && tc->val_split == CT_VAL_SPEAKERS) tc->val_speakers = r->trial_speakers;
+    tc->trials = r->trials;
+    tc->n_trials = r->n_trials;
+    tc->trial_batch = 32;
+    tc->trial_max_frames = 3000;
+    return st;
+}
+
+/* Starts the data pipeline for model sm (built, planned, weights initialised),
+ * prints the header, the "Model: <model_line>" and data lines, records the
+ * training options in meta (whose model name and model_cfg the caller filled)
+ * and trains. */
+static ct_status siamese_run_fit(siamese_run *r, const speaker_model *sm, const char *model_line, ct_ckpt_meta *meta)
+{
+    CT_TRY(speaker_task_init(&r->s, &r->tc, &r->corpus, sm, &r->rngs, stderr));
+    const cli_train_opts *o = &r->o;
+    cli_print_header(stdout, o->threads);
+    printf("Model: %s\n", model_line);
+    printf("Data: %s, %d utterances of %d speakers; validation on %s (%d training, %d validation speakers); "
+           "%s lr %g, batch %d pairs\n", o->data, r->corpus.n_utt, r->corpus.n_speakers,
+           r->tc.val_split == CT_VAL_SPEAKERS ? (r->trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
+           r->s.n_train_speakers, r->s.n_val_speakers, ct_optim_name(r->fit.optim.kind), r->fit.optim.lr, o->batch);
+    if (r->trials) printf("Trials: %s, %d trials; val_eer after every epoch\n", r->trials_path, r->n_trials);
+    ct_task task = speaker_task_ops(&r->s);
+    ct_kv *kt = &meta->train_cfg;
+    cli_train_to_meta(kt, o, &r->fit);
+    ct_kv_set_str(kt, "data", o->data); ct_kv_set_int(kt, "speakers", r->sc.speakers); ct_kv_set_int(kt, "utts", r->sc.utts_per_speaker);
+    ct_kv_set_num(kt, "noise", r->sc.noise); ct_kv_set_int(kt, "pairs", r->tc.pairs); ct_kv_set_int(kt, "val_pairs", r->tc.val_pairs);
+    ct_kv_set_str(kt, "val_split", r->val_split); ct_kv_set_num(kt, "val_fraction", r->val_fraction);
+    if (r->trials_path) ct_kv_set_str(kt, "trials", r->trials_path);
+    r->fit.meta = meta;
+    r->fit.rngs = &r->rngs;
+    return ct_fit(&task, &r->fit, NULL, stdout);
+}
+
+static void siamese_run_free(siamese_run *r)
+{
+    speaker_task_free(&r->s);
+    ct_corpus_free(&r->corpus);
+    free(r->trials);
+    free(r->trial_speakers);
+}
+
+/* The end of a run: report a failure (exit 1) or success (exit 0). */
+static int siamese_run_exit(ct_status st)
+{
+    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
+    return 0;
+}
+
 static int train_siamese(int argc, char **argv)
 {
-    cli_train_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 128, .threads = ct_cpu_count(),
-                      .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
+    static siamese_run r;
+    siamese_run_defaults(&r);
     siamese_lstm_config mc = siamese_lstm_defaults();
-    ct_synth_config sc = { .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
-                           .n_mels = 40, .noise = 2.0f, .seed = 1 };
-    speaker_task_config tc = { .pairs = 6000, .val_pairs = 2000, .val_split = CT_VAL_SPEAKERS, .val_fraction = 0.25 };
-    const char *recurrent = "sigmoid", *val_split = "speakers", *trials_path = NULL, *pool = "last";
-    float val_fraction = 0.25f;
+    const char *recurrent = "sigmoid", *pool = "last";
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
     static ct_ckpt_meta rm, meta;
     int resuming = 0;
     st = cli_resume_meta(argc, argv, "siamese-lstm", &rm, &resuming);
     if (resuming) {
-        const ct_kv *m = &rm.model_cfg, *t = &rm.train_cfg;
-        cli_train_from_meta(t, &o);
+        const ct_kv *m = &rm.model_cfg;
+        siamese_run_from_meta(&r, &rm.train_cfg);
         ct_kv_int(m, "n_mels", &mc.n_mels); ct_kv_int(m, "frames", &mc.frames); ct_kv_int(m, "hidden", &mc.hidden);
         ct_kv_int(m, "layers", &mc.layers); ct_kv_int(m, "embed", &mc.embed); ct_kv_float(m, "margin", &mc.margin);
         ct_kv_float(m, "threshold", &mc.threshold); ct_kv_str(m, "recurrent", &recurrent); ct_kv_str(m, "pool", &pool);
-        ct_kv_int(t, "speakers", &sc.speakers); ct_kv_int(t, "utts", &sc.utts_per_speaker); ct_kv_float(t, "noise", &sc.noise);
-        ct_kv_long(t, "pairs", &tc.pairs); ct_kv_long(t, "val_pairs", &tc.val_pairs);
-        ct_kv_str(t, "val_split", &val_split); ct_kv_float(t, "val_fraction", &val_fraction);
     }
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
@@ -71,42 +220,20 @@ static int train_siamese(int argc, char **argv)
                    "  --margin X            contrastive margin (default 1)\n"
                    "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
                    "  --pool WHAT           last: the LSTM's last hidden state feeds the embedding (default, the\n"
-                   "                        seed's); mean: its mean over the utterance's frames\n"
-                   "pairs:\n"
-                   "  --pairs N             training pairs per epoch, half same-speaker (default 6000)\n"
-                   "  --val-pairs N         validation pairs (default 2000)\n"
-                   "  --val-split WHAT      speakers: validate on held-out speakers (default, open-set);\n"
-                   "                        videos: on a held-out video of each training speaker\n"
-                   "  --val-fraction X      share of speakers held out with --val-split speakers (default 0.25)\n"
-                   "  --trials FILE         a trial list in the VoxCeleb format over the feature store: its\n"
-                   "                        speakers become the validation speakers (never trained on) and the\n"
-                   "                        equal error rate on it is reported as val_eer after every epoch\n"
-                   "data:\n"
-                   "  --data FEATS.h5       a feature store written by `ctrain prep voxceleb`, or `synthetic`\n"
-                   "synthetic data (--data synthetic):\n"
-                   "  --speakers N          speakers (default 40)\n"
-                   "  --utts N              utterances per speaker (default 12)\n"
-                   "  --noise X             noise level; larger is harder (default 2)\n"
-                   "training:\n");
+                   "                        seed's); mean: its mean over the utterance's frames\n");
+            printf("%s", SIAMESE_DATA_HELP);
             printf(CLI_TRAIN_HELP, 5, 128, "rmsprop", 1e-3);
             return 0;
         }
-        if (cli_parse_train_opt(&a, &o, &st)) continue;
+        if (siamese_run_parse(&a, &r, &st)) continue;
         if (ct_args_int(&a, "--mels", &mc.n_mels, 1, 4096, &st) || ct_args_int(&a, "--frames", &mc.frames, 1, 100000, &st)
             || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st) || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st)
             || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st) || ct_args_float(&a, "--margin", &mc.margin, 1e-6f, 1e6f, &st)
-            || ct_args_str(&a, "--recurrent", &recurrent, &st) || ct_args_str(&a, "--val-split", &val_split, &st)
-            || ct_args_str(&a, "--trials", &trials_path, &st) || ct_args_str(&a, "--pool", &pool, &st)
-            || ct_args_float(&a, "--val-fraction", &val_fraction, 0.01f, 0.99f, &st)
-            || ct_args_int(&a, "--speakers", &sc.speakers, 4, 1000000, &st) || ct_args_int(&a, "--utts", &sc.utts_per_speaker, 2, 100000, &st)
-            || ct_args_float(&a, "--noise", &sc.noise, 0, 1e3f, &st)
-            || ct_args_long(&a, "--pairs", &tc.pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &tc.val_pairs, 0, 100000000L, &st))
+            || ct_args_str(&a, "--recurrent", &recurrent, &st) || ct_args_str(&a, "--pool", &pool, &st))
             continue;
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train siamese-lstm --help)", argv[a.i]);
     }
-    const char *data = o.data;
-    ct_fit_config fit;
-    if (st == CT_OK) st = cli_finish_train_opts(&o, &fit, OPT_RMSPROP);
+    if (st == CT_OK) st = siamese_run_finish_opts(&r, OPT_RMSPROP);
     if (st == CT_OK) {
         if (!strcmp(recurrent, "sigmoid")) mc.recurrent = LSTM_SIGMOID;
         else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
@@ -117,84 +244,120 @@ static int train_siamese(int argc, char **argv)
         else if (!strcmp(pool, "mean")) mc.pool = LSTM_RETURN_MEAN;
         else st = ct_fail(CT_EINVAL, "--pool %s: use last or mean", pool);
     }
-    if (st == CT_OK) {
-        if (!strcmp(val_split, "speakers")) tc.val_split = CT_VAL_SPEAKERS;
-        else if (!strcmp(val_split, "videos")) tc.val_split = CT_VAL_VIDEOS;
-        else st = ct_fail(CT_EINVAL, "--val-split %s: use speakers or videos", val_split);
-    }
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
 
-    tc.batch = o.batch;
-    tc.seed = (uint64_t)o.seed;
-    tc.val_fraction = val_fraction;
-    sc.seed = tc.seed;
-    sc.n_mels = mc.n_mels;
-    if (sc.min_frames < mc.frames) sc.min_frames = mc.frames;
-    if (sc.max_frames < sc.min_frames) sc.max_frames = sc.min_frames;
-    ct_rngs rngs;
-    ct_rngs_seed(&rngs, tc.seed);
-    ct_corpus corpus = { 0 };
     siamese_lstm m = { 0 };
-    speaker_task s = { 0 };
-    ct_trial *trials = NULL;
-    int n_trials = 0, *trial_speakers = NULL;
-    st = load_corpus(&corpus, data, &sc);
-    if (st == CT_OK && trials_path) {
-        st = ct_trials_load(&trials, &n_trials, trials_path, &corpus);
-        /* the trial speakers are the validation speakers: none of them is trained on */
-        unsigned char *in_trials = st == CT_OK ? ct_calloc((size_t)corpus.n_speakers, 1, "trial speakers") : NULL;
-        trial_speakers = in_trials ? ct_malloc((size_t)corpus.n_speakers * sizeof(int), "trial speakers") : NULL;
-        if (st == CT_OK && !trial_speakers) st = CT_ENOMEM;
-        for (int k = 0; st == CT_OK && k < n_trials; k++)
-            in_trials[corpus.utt[trials[k].a].speaker] = in_trials[corpus.utt[trials[k].b].speaker] = 1;
-        for (int sp = 0; st == CT_OK && sp < corpus.n_speakers; sp++)
-            if (in_trials[sp]) trial_speakers[tc.n_val_speakers++] = sp;
-        free(in_trials);
-        if (st == CT_OK && tc.val_split == CT_VAL_SPEAKERS) tc.val_speakers = trial_speakers;
-        tc.trials = trials;
-        tc.n_trials = n_trials;
-        tc.trial_batch = 32;
-        tc.trial_max_frames = 3000;
-    }
+    st = siamese_run_load(&r, mc.n_mels, mc.frames);
     if (st == CT_OK) st = siamese_lstm_build(&m, &mc);
-    if (st == CT_OK) st = siamese_lstm_plan(&m, o.batch);
-    if (st == CT_OK) st = speaker_task_init(&s, &tc, &corpus, &m, &rngs.data, stderr);
+    if (st == CT_OK) st = siamese_lstm_plan(&m, r.o.batch);
     if (st == CT_OK) {
-        siamese_lstm_init_weights(&m, &rngs.init);
-        cli_print_header(stdout, o.threads);
-        printf("Model: siamese-lstm %dx%d -> LSTM %d%s -> %s -> dense %d -> euclidean -> contrastive (margin %g), %zu parameters\n",
-               mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "",
-               mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state", mc.embed, mc.margin, ct_params_count(&m.params));
-        printf("Data: %s, %d utterances of %d speakers; validation on %s (%d training, %d validation speakers); "
-               "%s lr %g, batch %d pairs\n", data, corpus.n_utt, corpus.n_speakers,
-               tc.val_split == CT_VAL_SPEAKERS ? (trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
-               s.n_train_speakers, s.n_val_speakers, ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
-        if (trials) printf("Trials: %s, %d trials; val_eer after every epoch\n", trials_path, n_trials);
-        ct_task task = speaker_task_ops(&s);
+        siamese_lstm_init_weights(&m, &r.rngs.init);
+        char line[512];
+        snprintf(line, sizeof line, "siamese-lstm %dx%d -> LSTM %d%s -> %s -> dense %d -> euclidean -> contrastive (margin %g), "
+                 "%zu parameters", mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "",
+                 mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state", mc.embed, mc.margin,
+                 ct_params_count(&m.params));
         snprintf(meta.model, sizeof meta.model, "siamese-lstm");
-        ct_kv *km = &meta.model_cfg, *kt = &meta.train_cfg;
+        ct_kv *km = &meta.model_cfg;
         ct_kv_set_int(km, "n_mels", mc.n_mels); ct_kv_set_int(km, "frames", mc.frames); ct_kv_set_int(km, "hidden", mc.hidden);
         ct_kv_set_int(km, "layers", mc.layers); ct_kv_set_int(km, "embed", mc.embed); ct_kv_set_num(km, "margin", mc.margin);
         ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "recurrent", recurrent); ct_kv_set_str(km, "pool", pool);
-        cli_train_to_meta(kt, &o, &fit);
-        ct_kv_set_str(kt, "data", data); ct_kv_set_int(kt, "speakers", sc.speakers); ct_kv_set_int(kt, "utts", sc.utts_per_speaker);
-        ct_kv_set_num(kt, "noise", sc.noise); ct_kv_set_int(kt, "pairs", tc.pairs); ct_kv_set_int(kt, "val_pairs", tc.val_pairs);
-        ct_kv_set_str(kt, "val_split", val_split); ct_kv_set_num(kt, "val_fraction", val_fraction);
-        if (trials_path) ct_kv_set_str(kt, "trials", trials_path);
-        fit.meta = &meta;
-        fit.rngs = &rngs;
-        st = ct_fit(&task, &fit, NULL, stdout);
+        speaker_model sm = speaker_model_lstm(&m);
+        st = siamese_run_fit(&r, &sm, line, &meta);
     }
     const char *attrs[] = { "pool", pool, NULL };   /* not visible in the weights' shapes: recorded for eval */
-    if (st == CT_OK && o.out) st = ct_weights_save_attrs(o.out, "siamese-lstm", &m.params, NULL, attrs);
-    if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
-    speaker_task_free(&s);
+    if (st == CT_OK && r.o.out) st = ct_weights_save_attrs(r.o.out, "siamese-lstm", &m.params, NULL, attrs);
+    if (st == CT_OK && r.o.out) printf("weights written to %s\n", r.o.out);
+    siamese_run_free(&r);
     siamese_lstm_free(&m);
-    ct_corpus_free(&corpus);
-    free(trials);
-    free(trial_speakers);
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
-    return 0;
+    return siamese_run_exit(st);
+}
+
+static int train_siamese_cnn(int argc, char **argv)
+{
+    static siamese_run r;
+    siamese_run_defaults(&r);
+    siamese_cnn_config mc = siamese_cnn_defaults();
+    const char *arch = NULL;
+    int embed = 0;   /* --embed: 0 = what the spec outputs (64 for the default spec) */
+    ct_args a = { argc, 0, argv };
+    ct_status st = CT_OK;
+    static ct_ckpt_meta rm, meta;
+    int resuming = 0;
+    st = cli_resume_meta(argc, argv, "siamese-cnn", &rm, &resuming);
+    if (resuming) {
+        const ct_kv *m = &rm.model_cfg;
+        siamese_run_from_meta(&r, &rm.train_cfg);
+        ct_kv_int(m, "n_mels", &mc.n_mels); ct_kv_int(m, "frames", &mc.frames); ct_kv_str(m, "arch", &arch);
+        ct_kv_float(m, "margin", &mc.margin); ct_kv_float(m, "threshold", &mc.threshold);
+    }
+    while (a.i < argc && st == CT_OK) {
+        if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
+            printf("usage: ctrain train siamese-cnn [options]\n\n"
+                   "Trains a CNN speaker encoder in the siamese set-up: two log-mel crops (images of frames x\n"
+                   "mels) -> shared CNN (conv, batchnorm, relu, maxpool, mean over time, dense embedding) ->\n"
+                   "Euclidean distance -> contrastive loss. Batchnorm's statistics are taken over both sides\n"
+                   "of every pair in the batch; validation and evaluation use its running statistics.\n\n"
+                   "model:\n"
+                   "  --arch SPEC           the tower, layers separated by commas (models/seq_cnn.h); default\n"
+                   "                        " SIAMESE_CNN_DEFAULT_SPEC "\n"
+                   "                        layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP\n"
+                   "                        batchnorm relu tanh sigmoid; gaph = mean over time; the last layer's\n"
+                   "                        output is the embedding\n"
+                   "  --mels N              features per frame (default 40)\n"
+                   "  --frames N            frames per utterance crop (default 100 = 1 s)\n"
+                   "  --embed N             embedding size: the default spec's last dense layer (default 64); with\n"
+                   "                        --arch it must equal the spec's output\n"
+                   "  --margin X            contrastive margin (default 1)\n");
+            printf("%s", SIAMESE_DATA_HELP);
+            printf(CLI_TRAIN_HELP, 5, 128, "rmsprop", 1e-3);
+            return 0;
+        }
+        if (siamese_run_parse(&a, &r, &st)) continue;
+        if (ct_args_str(&a, "--arch", &arch, &st) || ct_args_int(&a, "--mels", &mc.n_mels, 1, 4096, &st)
+            || ct_args_int(&a, "--frames", &mc.frames, 1, 100000, &st) || ct_args_int(&a, "--embed", &embed, 1, 65536, &st)
+            || ct_args_float(&a, "--margin", &mc.margin, 1e-6f, 1e6f, &st))
+            continue;
+        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train siamese-cnn --help)", argv[a.i]);
+    }
+    if (st == CT_OK) st = siamese_run_finish_opts(&r, OPT_RMSPROP);
+    if (st == CT_OK) {
+        mc.embed = embed;
+        if (arch && strlen(arch) >= sizeof mc.spec) st = ct_fail(CT_EINVAL, "--arch: the spec is longer than %zu characters", sizeof mc.spec - 1);
+        else if (arch) snprintf(mc.spec, sizeof mc.spec, "%s", arch);
+        else snprintf(mc.spec, sizeof mc.spec, "%s,dense%d", SIAMESE_CNN_DEFAULT_BODY, embed ? embed : 64);
+    }
+    if (st == CT_OK && strlen(mc.spec) >= sizeof meta.model_cfg.e[0].str && (r.o.checkpoint || r.o.save_best))
+        st = ct_fail(CT_EINVAL, "--arch: a checkpoint records specs of up to %zu characters, this one has %zu; shorten it "
+                     "or train without --checkpoint/--save-best", sizeof meta.model_cfg.e[0].str - 1, strlen(mc.spec));
+    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
+
+    siamese_cnn m = { 0 };
+    st = siamese_run_load(&r, mc.n_mels, mc.frames);
+    if (st == CT_OK) st = siamese_cnn_build(&m, &mc);
+    if (st == CT_OK) st = siamese_cnn_plan(&m, r.o.batch);
+    char frames[32];
+    snprintf(frames, sizeof frames, "%d", mc.frames);
+    if (st == CT_OK) {
+        siamese_cnn_init_weights(&m, &r.rngs.init);
+        char line[1536];
+        snprintf(line, sizeof line, "siamese-cnn %dx%d -> %s -> euclidean -> contrastive (margin %g), %zu parameters, "
+                 "%.1f MFLOP per pair", mc.frames, mc.n_mels, m.cfg.spec, mc.margin, ct_params_count(&m.enc.params),
+                 siamese_cnn_step_flops(&m, 1) * 1e-6);
+        snprintf(meta.model, sizeof meta.model, "siamese-cnn");
+        ct_kv *km = &meta.model_cfg;
+        ct_kv_set_int(km, "n_mels", mc.n_mels); ct_kv_set_int(km, "frames", mc.frames); ct_kv_set_int(km, "embed", m.cfg.embed);
+        ct_kv_set_num(km, "margin", mc.margin); ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "arch", m.cfg.spec);
+        speaker_model sm = speaker_model_cnn(&m);
+        st = siamese_run_fit(&r, &sm, line, &meta);
+    }
+    /* eval rebuilds the tower from "arch" and embeds windows of "frames" frames */
+    const char *attrs[] = { "arch", m.cfg.spec, "frames", frames, NULL };
+    if (st == CT_OK && r.o.out) st = ct_weights_save_attrs(r.o.out, "siamese-cnn", &m.enc.params, &m.enc.buffers, attrs);
+    if (st == CT_OK && r.o.out) printf("weights written to %s\n", r.o.out);
+    siamese_run_free(&r);
+    siamese_cnn_free(&m);
+    return siamese_run_exit(st);
 }
 
 /* ---- small-cnn on synthetic images ---- */
@@ -352,14 +515,16 @@ int cmd_train(int argc, char **argv)
         FILE *out = argc < 1 ? stderr : stdout;
         fprintf(out, "usage: ctrain train MODEL [options]\n\nmodels:\n"
                      "  siamese-lstm   speaker verification on utterance pairs (contrastive loss)\n"
+                     "  siamese-cnn    the same with a CNN speaker encoder on log-mel crops\n"
                      "  small-cnn      image classification (softmax cross-entropy)\n"
                      "  cnn            CNN from an architecture spec on Fashion-MNIST/MNIST (default: Keras mnist_cnn)\n\n"
                      "`ctrain train MODEL --help` lists the model's options.\n");
         return argc < 1 ? 2 : 0;
     }
     if (!strcmp(argv[0], "siamese-lstm")) return train_siamese(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "siamese-cnn")) return train_siamese_cnn(argc - 1, argv + 1);
     if (!strcmp(argv[0], "small-cnn")) return train_small_cnn(argc - 1, argv + 1);
     if (!strcmp(argv[0], "cnn")) return train_cnn(argc - 1, argv + 1);
-    fprintf(stderr, "ctrain train: unknown model '%s' (models: siamese-lstm, small-cnn, cnn)\n", argv[0]);
+    fprintf(stderr, "ctrain train: unknown model '%s' (models: siamese-lstm, siamese-cnn, small-cnn, cnn)\n", argv[0]);
     return 2;
 }

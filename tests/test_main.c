@@ -22,6 +22,8 @@
     X(core) X(h5) X(dense) X(activation) X(dropout) X(flatten) X(pair) X(loss) \
     X(lstm) X(conv2d) X(pool) X(batchnorm) X(optim) X(smoke) X(speaker) \
     X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(corpusgen) \
+    X(time) \
+    X(siamese_cnn) \
     X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(gpu)
 #define DECLARE(s) void suite_##s(void) __attribute__((weak));
 SUITES(DECLARE)
