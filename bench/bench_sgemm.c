@@ -1,6 +1,6 @@
 /* bench_sgemm.c - how fast can this machine multiply float matrices?
  *
- * Measures OpenBLAS's cblas_sgemm (core/peak.h) on square matrices (the
+ * Measures OpenBLAS's sgemm as ctrain runs it (ct_sgemm, core/peak.h) on square matrices (the
  * machine's practical peak, the denominator of every "fraction of peak" ctrain
  * reports) and on the shapes of the siamese LSTM's hot loop. FLOPs of C = A B
  * with A [M,K], B [K,N]: 2 M N K. Prints the median and best of several

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <cblas.h>
 #include "core/peak.h"
+#include "core/threads.h"
 #include "core/rng.h"
 #include "models/train.h"   /* ct_now: the monotonic clock every timing in ctrain uses */
 
@@ -28,8 +29,8 @@ ct_status ct_sgemm_rate_cpu(ct_sgemm_rate *r, int M, int N, int K, int trans_b, 
         for (int rep = -1; rep < repeats; rep++) {   /* rep -1 is the warm-up */
             double t0 = ct_now();
             for (int c = 0; c < calls; c++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
-                            A, K, B, trans_b ? K : N, 0.0f, C, N);
+                ct_sgemm(CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
+                         A, K, B, trans_b ? K : N, 0.0f, C, N);
             double dt = ct_now() - t0;
             if (rep >= 0) g[rep] = 2.0 * M * N * K * calls / dt / 1e9;
         }

@@ -23,7 +23,8 @@ typedef struct {
     int repeats;
 } ct_sgemm_rate;
 
-/* OpenBLAS sgemm on the CPU with the current thread count (core/threads.h):
+/* OpenBLAS sgemm on the CPU with the current thread count, through ct_sgemm
+ * (core/threads.h: row blocks on ctrain's workers, as every large product runs):
  * A [M, K] times B [K, N], or B^T with B [N, K] when trans_b. Inputs are
  * uniform in [-0.5, 0.5) from a fixed seed. CT_ENOMEM if the matrices do not fit. */
 ct_status ct_sgemm_rate_cpu(ct_sgemm_rate *r, int M, int N, int K, int trans_b, int calls, int repeats);

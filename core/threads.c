@@ -13,7 +13,7 @@ void ct_threads_set(int n)
 {
     CT_ASSERT(n >= 1);
     ct_nthreads = n;
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1);   /* our workers share the work (threads.h) */
 }
 
 int ct_threads_get(void) { return ct_nthreads; }
@@ -39,9 +39,13 @@ static struct {
     int n_tasks, workers;
 } pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
 
+static _Thread_local int inside_task;   /* set while this thread runs a ct_parallel task */
+
 static void run_share(int worker, int n_tasks, int workers, void (*fn)(void *, int, int), void *ctx)
 {
+    inside_task = 1;
     for (int t = worker; t < n_tasks; t += workers) fn(ctx, t, worker);
+    inside_task = 0;
 }
 
 static void *worker_main(void *arg)
@@ -68,6 +72,10 @@ int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int wo
 {
     CT_ASSERT(workers >= 1 && workers <= CT_MAX_WORKERS && n_tasks >= 0);
     if (workers > n_tasks) workers = n_tasks > 0 ? n_tasks : 1;
+    if (inside_task) {   /* nested: this worker runs everything itself */
+        for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
+        return 1;
+    }
     pthread_mutex_lock(&pool.mu);
     while (pool.started < workers - 1) {   /* start sleeping workers on first need */
         pthread_t t;
@@ -86,7 +94,6 @@ int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int wo
         return 1;
     }
     workers = helpers + 1;
-    openblas_set_num_threads(1);
     pool.fn = fn; pool.ctx = ctx; pool.n_tasks = n_tasks; pool.workers = workers;
     pool.pending = helpers;
     pool.generation++;
@@ -96,6 +103,51 @@ int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int wo
     pthread_mutex_lock(&pool.mu);
     while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
-    openblas_set_num_threads(ct_nthreads);
     return workers;
+}
+
+/* ---- ct_sgemm ---- */
+
+typedef struct {
+    CBLAS_TRANSPOSE ta, tb;
+    int M, N, K, lda, ldb, ldc, parts, by_rows;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} sgemm_job;
+
+/* Block `part` of C: rows [r0, r1) (A's rows, or A^T's), or columns [c0, c1) (B's). */
+static void sgemm_part(void *ctx, int part, int worker)
+{
+    const sgemm_job *j = ctx;
+    (void)worker;
+    const int n = j->by_rows ? j->M : j->N;
+    const int lo = (int)((long)n * part / j->parts), hi = (int)((long)n * (part + 1) / j->parts);
+    if (hi <= lo) return;
+    if (j->by_rows) {
+        /* rows lo..hi of op(A): A + lo*lda when not transposed, A + lo when transposed ([K, M] stored) */
+        const float *A = j->ta == CblasNoTrans ? j->A + (size_t)lo * j->lda : j->A + lo;
+        cblas_sgemm(CblasRowMajor, j->ta, j->tb, hi - lo, j->N, j->K, j->alpha, A, j->lda, j->B, j->ldb,
+                    j->beta, j->C + (size_t)lo * j->ldc, j->ldc);
+    } else {
+        /* columns lo..hi of op(B): B + lo when not transposed ([K, N]), B + lo*ldb when transposed ([N, K]) */
+        const float *B = j->tb == CblasNoTrans ? j->B + lo : j->B + (size_t)lo * j->ldb;
+        cblas_sgemm(CblasRowMajor, j->ta, j->tb, j->M, hi - lo, j->K, j->alpha, j->A, j->lda, B, j->ldb,
+                    j->beta, j->C + lo, j->ldc);
+    }
+}
+
+void ct_sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc)
+{
+    int parts = ct_nthreads < CT_MAX_WORKERS ? ct_nthreads : CT_MAX_WORKERS;
+    if (parts < 2 || inside_task || 2.0 * M * N * K < CT_SGEMM_SPLIT_FLOPS) {
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    sgemm_job j = { .ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
+                    .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .by_rows = M >= N };
+    const int n = j.by_rows ? M : N;
+    j.parts = parts < n ? parts : n;
+    ct_parallel(j.parts, j.parts, sgemm_part, &j);
 }

@@ -1,16 +1,16 @@
-/* threads.h - one knob for parallelism: `--threads N`.
+/* threads.h - one knob for parallelism: `--threads N`, and the one pool of
+ * threads that does all of ctrain's parallel work.
  *
- * Most of ctrain's parallel work is OpenBLAS's: every matrix product goes
- * through cblas_sgemm, and ct_threads_set(n) sets OpenBLAS's thread count.
+ * ct_parallel runs independent pieces of a layer on n workers: the caller plus
+ * n - 1 persistent threads that sleep on a condition variable between calls
+ * (they never spin). The pieces are a convolution's chunks of images
+ * (transform, small gemm, transform), the LSTM recurrence split by sequence,
+ * and the row blocks of a large matrix product (ct_sgemm below).
  *
- * Where a layer is a long series of small, independent pieces (a convolution
- * over a batch of images: transform, small gemm, transform, per chunk of
- * images), splitting the gemms across threads leaves the transforms serial and
- * the other core waiting. ct_parallel runs such pieces on n workers instead:
- * the caller plus n - 1 persistent threads that sleep on a condition variable
- * between calls (they never spin). For the duration of the call OpenBLAS is set
- * to one thread, so each worker's gemms run in that worker and there are never
- * two thread pools competing for the same cores; the count is restored after.
+ * OpenBLAS itself always runs single-threaded, inside whichever worker calls
+ * it. Its own thread pool would otherwise sit spinning (sched_yield) between
+ * its products while ours works - two pools fighting over the same cores,
+ * measured at about 15% of the CPU time of a CNN training step on 2 cores.
  *
  * Set the thread count once, before planning any memory: layers size their
  * per-worker scratch from it (conv2d_dims.workers).
@@ -18,7 +18,9 @@
 #ifndef CT_THREADS_H
 #define CT_THREADS_H
 
-void ct_threads_set(int n);      /* n >= 1 */
+#include <cblas.h>
+
+void ct_threads_set(int n);      /* n >= 1; OpenBLAS is kept at one thread */
 int  ct_threads_get(void);
 int  ct_cpu_count(void);         /* online processors */
 const char *ct_blas_config(void);   /* OpenBLAS's own description of its build */
@@ -29,9 +31,21 @@ const char *ct_blas_config(void);   /* OpenBLAS's own description of its build *
  * when all are done. The assignment is fixed: worker w runs tasks w, w + workers,
  * w + 2 workers, ... in that order, so per-worker scratch and per-worker partial
  * sums are deterministic. With workers == 1 everything runs in the caller.
- * Call from one thread at a time (the training thread); fn must not call
- * ct_parallel. If a thread cannot be started, the tasks are shared by fewer
- * workers (the same rule with the smaller count). Returns the workers used. */
+ * Call from one thread at a time (the training thread). A ct_parallel (or
+ * ct_sgemm) inside a task runs all of its tasks in that worker. If a thread
+ * cannot be started, the tasks are shared by fewer workers (the same rule with
+ * the smaller count). Returns the workers used. */
 int  ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx);
+
+
+/* C = alpha op(A) op(B) + beta C, row-major, exactly as cblas_sgemm(CblasRowMajor, ...).
+ * A product of more than CT_SGEMM_SPLIT_FLOPS is split into ct_threads_get()
+ * blocks of rows of C (or of columns, when C has fewer rows than columns), one
+ * single-threaded cblas_sgemm each on the workers; smaller ones run in the
+ * caller. Every element of C is computed by one call over the whole of K, so
+ * the result does not depend on the thread count. */
+#define CT_SGEMM_SPLIT_FLOPS 4e6
+void ct_sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
 
 #endif

@@ -1,11 +1,12 @@
 /* dense.c - fully connected layer on OpenBLAS: out = in W^T + b (see dense.h).
  *
- * All three products are one cblas_sgemm each; the bias is a broadcast add
+ * All three products are one sgemm each (ct_sgemm: split across the threads when large); the bias is a broadcast add
  * (forward) and a column sum (backward). Row-major throughout, w in PyTorch's
  * Linear layout [out_dim, in_dim].
  */
 #include <stdio.h>
 #include <cblas.h>
+#include "core/threads.h"
 #include "layers/dense.h"
 
 ct_status dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, int in_dim, int out_dim, int bias)
@@ -37,7 +38,7 @@ void dense_forward(float *out, const float *in, const float *w, const float *b, 
         }
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, out_dim, in_dim,
+    ct_sgemm(CblasNoTrans, CblasTrans, B, out_dim, in_dim,
                 1.0f, in, in_dim, w, in_dim, beta, out, out_dim);
 }
 
@@ -51,10 +52,10 @@ void dense_backward(float *din, float *dw, float *db, const float *dout, const f
                     int B, int in_dim, int out_dim)
 {
     if (din)   /* din [B, in_dim] = dout [B, out_dim] . w [out_dim, in_dim] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, in_dim, out_dim,
+        ct_sgemm(CblasNoTrans, CblasNoTrans, B, in_dim, out_dim,
                     1.0f, dout, out_dim, w, in_dim, 0.0f, din, in_dim);
     if (dw)    /* dw [out_dim, in_dim] += dout^T [out_dim, B] . in [B, in_dim] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_dim, in_dim, B,
+        ct_sgemm(CblasTrans, CblasNoTrans, out_dim, in_dim, B,
                     1.0f, dout, out_dim, in, in_dim, 1.0f, dw, in_dim);
     if (db) {  /* db [out_dim] += sum over the batch of dout's rows */
         for (int r = 0; r < B; r++) {

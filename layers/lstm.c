@@ -21,8 +21,8 @@
  * Sequences never interact, so step 2 is split by sequence across the
  * threads (core/threads.h: ct_parallel): each worker runs all T steps for its
  * own share of the batch - its own small gemm, its own fused loop - with no
- * synchronisation between steps. The big all-steps products stay on OpenBLAS's
- * threads.
+ * synchronisation between steps. The big all-steps products are split into
+ * row blocks across the same workers (ct_sgemm).
  *
  * ---------------------------------------------------------------------------
  * Backpropagation through time. Let E be the loss. Write dh_t = dE/dh_t for the
@@ -358,7 +358,7 @@ void lstm_forward(float *out, float *cache, const float *x, const int *len,
         memset(lc->h, 0, (size_t)B * H * sizeof(float));                  /* h_{-1} = 0 */
         memset(lc->c, 0, (size_t)B * H * sizeof(float));                  /* c_{-1} = 0 */
         /* gate [T*B, 4H] = X [T*B, Il] W_ih^T   (the biases are added in the cell loop) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)TB, (int)G, Il,
+        ct_sgemm(CblasNoTrans, CblasTrans, (int)TB, (int)G, Il,
                     1.0f, X, Il, w[l].w_ih, Il, 0.0f, lc->gate, (int)G);
         /* the steps, each worker with its share of the sequences */
         lstm_fwd_job job = { .lc = lc, .w = &w[l], .len = len, .B = B, .T = T, .H = H, .hard = hard, .parts = lstm_parts(B) };
@@ -531,16 +531,16 @@ void lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout,
 
         /* dW_hh [4H, H] += dz^T [4H, (T-1)B] h_prev [(T-1)B, H]   (step 0's h_prev is 0) */
         if (T > 1)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)G, H, (int)(TB - B),
+            ct_sgemm(CblasTrans, CblasNoTrans, (int)G, H, (int)(TB - B),
                         1.0f, wv.dz + (size_t)B * G, (int)G, lc->h + BH, H, 1.0f, g[l].w_hh, H);
         /* dW_ih [4H, Il] += dz^T [4H, TB] X [TB, Il] */
         const float *X = l == 0 ? cv.x : cv.l[l - 1].h + BH;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)G, Il, (int)TB,
+        ct_sgemm(CblasTrans, CblasNoTrans, (int)G, Il, (int)TB,
                     1.0f, wv.dz, (int)G, X, Il, 1.0f, g[l].w_ih, Il);
         for (size_t j = 0; j < G; j++) { g[l].b_ih[j] += wv.db[j]; g[l].b_hh[j] += wv.db[j]; }
         /* dX [TB, Il] = dz [TB, 4H] W_ih [4H, Il]: layer l-1's dseq, or dx (time-major) */
         if (l > 0 || dx)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)TB, Il, (int)G,
+            ct_sgemm(CblasNoTrans, CblasNoTrans, (int)TB, Il, (int)G,
                         1.0f, wv.dz, (int)G, w[l].w_ih, Il, 0.0f, wv.dseq, Il);
     }
     (void)x;   /* the cache holds the time-major copy */
