@@ -2,7 +2,9 @@
  * batchnorm.h). Channel c of sample n is the contiguous run x[n, c, 0..HW).
  *
  * Per-channel statistics are accumulated in double (two passes: mean, then the
- * mean of squared deviations), so large M = N*HW or a large mean do not cost digits.
+ * mean of squared deviations), so large M = N*HW or a large mean do not cost digits;
+ * eight accumulators per run keep the sums vectorised. Channels are independent
+ * and are shared by ctrain's workers (core/threads.h: ct_parallel).
  *
  * Backward (train mode). With M = N*HW, xhat = (x - mu) invstd, out = gamma xhat + beta,
  * and g = dout * gamma = dL/dxhat:
@@ -16,6 +18,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include "core/threads.h"
 #include "layers/batchnorm.h"
 
 ct_status batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *buffers, const char *prefix, int C)
@@ -32,72 +35,139 @@ ct_status batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *buf
     return CT_OK;
 }
 
+/* ---- sums over a contiguous run, in double ----
+ * Eight independent accumulators in a fixed order: the compiler turns them into
+ * SIMD lanes (a single double accumulator is a serial chain of dependent adds,
+ * several times slower), and the result does not depend on the thread count. */
+#define BN_LANES 8
+
+static double run_sum(const float *x, int n)
+{
+    double acc[BN_LANES] = { 0 }, s = 0.0;
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES)
+        for (int k = 0; k < BN_LANES; k++) acc[k] += x[i + k];
+    for (; i < n; i++) s += x[i];
+    for (int k = 0; k < BN_LANES; k++) s += acc[k];
+    return s;
+}
+
+/* sum of (x - m)^2 */
+static double run_sumsq_dev(const float *x, int n, double m)
+{
+    double acc[BN_LANES] = { 0 }, s = 0.0;
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES)
+        for (int k = 0; k < BN_LANES; k++) { double t = x[i + k] - m; acc[k] += t * t; }
+    for (; i < n; i++) { double t = x[i] - m; s += t * t; }
+    for (int k = 0; k < BN_LANES; k++) s += acc[k];
+    return s;
+}
+
+/* *sg += sum g, *sgx += sum g xh */
+static void run_sums2(const float *g, const float *xh, int n, double *sg, double *sgx)
+{
+    double a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 }, s = 0.0, sx = 0.0;
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES)
+        for (int k = 0; k < BN_LANES; k++) { a[k] += g[i + k]; b[k] += (double)g[i + k] * xh[i + k]; }
+    for (; i < n; i++) { s += g[i]; sx += (double)g[i] * xh[i]; }
+    for (int k = 0; k < BN_LANES; k++) { s += a[k]; sx += b[k]; }
+    *sg += s;
+    *sgx += sx;
+}
+
+/* One call's arguments, shared by the workers; each task is one channel. */
+typedef struct {
+    float *out, *xhat_out, *mean, *invstd_out, *running_mean, *running_var, *din, *dgamma, *dbeta;
+    const float *in, *gamma, *beta, *dout, *xhat, *invstd;   /* xhat, invstd: what backward reads */
+    const batchnorm_dims *d;
+    int train;
+} bn_job;
+
+static void forward_channel(void *ctx, int c, int worker)
+{
+    const bn_job *j = ctx;
+    const batchnorm_dims *d = j->d;
+    const int N = d->N, HW = d->HW;
+    const size_t M = (size_t)N * HW, cstride = (size_t)d->C * HW;   /* step from x[n, c] to x[n+1, c] */
+    const float *xc = j->in + (size_t)c * HW;          /* x[0, c, :]; sample n at + n*cstride */
+    float mu, is;
+    (void)worker;
+    if (j->train) {
+        double s = 0.0;
+        for (int n = 0; n < N; n++) s += run_sum(xc + n * cstride, HW);
+        const double m = s / (double)M;
+        double ss = 0.0;
+        for (int n = 0; n < N; n++) ss += run_sumsq_dev(xc + n * cstride, HW, m);
+        const double var = ss / (double)M;             /* biased: what normalises */
+        /* the running variance is the unbiased estimate; with M = 1 there is none
+         * (PyTorch refuses to train then), so the biased one (0) is used */
+        const double var_unb = M > 1 ? ss / (double)(M - 1) : var;
+        mu = (float)m;
+        is = (float)(1.0 / sqrt(var + (double)d->eps));
+        j->running_mean[c] = (1.0f - d->momentum) * j->running_mean[c] + d->momentum * (float)m;
+        j->running_var[c]  = (1.0f - d->momentum) * j->running_var[c]  + d->momentum * (float)var_unb;
+    } else {
+        mu = j->running_mean[c];
+        is = (float)(1.0 / sqrt((double)j->running_var[c] + (double)d->eps));
+    }
+    j->mean[c] = mu;
+    j->invstd_out[c] = is;
+    const float gc = j->gamma[c], bc = j->beta[c];
+    for (int n = 0; n < N; n++) {
+        const float *x = xc + n * cstride;
+        float *xh = j->xhat_out + (size_t)c * HW + n * cstride, *y = j->out + (size_t)c * HW + n * cstride;
+        for (int i = 0; i < HW; i++) {
+            const float h = (x[i] - mu) * is;
+            xh[i] = h;
+            y[i] = gc * h + bc;
+        }
+    }
+}
+
+static int bn_workers(const batchnorm_dims *d)
+{
+    int w = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
+    return w < d->C ? w : d->C;
+}
+
+/* Channels are independent: they are shared by the workers (core/threads.h). */
 void batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
                        const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train)
 {
-    const int N = d->N, C = d->C, HW = d->HW;
-    const size_t M = (size_t)N * HW, cstride = (size_t)C * HW;   /* step from x[n, c] to x[n+1, c] */
-    for (int c = 0; c < C; c++) {
-        const float *xc = in + (size_t)c * HW;          /* x[0, c, :]; sample n at + n*cstride */
-        float mu, is;
-        if (train) {
-            double s = 0.0;
-            for (int n = 0; n < N; n++)
-                for (int i = 0; i < HW; i++) s += xc[n * cstride + i];
-            const double m = s / (double)M;
-            double ss = 0.0;
-            for (int n = 0; n < N; n++)
-                for (int i = 0; i < HW; i++) { double t = xc[n * cstride + i] - m; ss += t * t; }
-            const double var = ss / (double)M;             /* biased: what normalises */
-            /* the running variance is the unbiased estimate; with M = 1 there is none
-             * (PyTorch refuses to train then), so the biased one (0) is used */
-            const double var_unb = M > 1 ? ss / (double)(M - 1) : var;
-            mu = (float)m;
-            is = (float)(1.0 / sqrt(var + (double)d->eps));
-            running_mean[c] = (1.0f - d->momentum) * running_mean[c] + d->momentum * (float)m;
-            running_var[c]  = (1.0f - d->momentum) * running_var[c]  + d->momentum * (float)var_unb;
-        } else {
-            mu = running_mean[c];
-            is = (float)(1.0 / sqrt((double)running_var[c] + (double)d->eps));
-        }
-        mean[c] = mu;
-        invstd[c] = is;
-        const float gc = gamma[c], bc = beta[c];
-        for (int n = 0; n < N; n++) {
-            const float *x = xc + n * cstride;
-            float *xh = xhat + (size_t)c * HW + n * cstride, *y = out + (size_t)c * HW + n * cstride;
-            for (int i = 0; i < HW; i++) {
-                const float h = (x[i] - mu) * is;
-                xh[i] = h;
-                y[i] = gc * h + bc;
-            }
-        }
+    bn_job j = { .out = out, .xhat_out = xhat, .mean = mean, .invstd_out = invstd, .running_mean = running_mean,
+                 .running_var = running_var, .in = in, .gamma = gamma, .beta = beta, .d = d, .train = train };
+    ct_parallel(d->C, bn_workers(d), forward_channel, &j);
+}
+
+static void backward_channel(void *ctx, int c, int worker)
+{
+    const bn_job *j = ctx;
+    const batchnorm_dims *d = j->d;
+    const int N = d->N, HW = d->HW;
+    const size_t M = (size_t)N * HW, cstride = (size_t)d->C * HW, off = (size_t)c * HW;
+    (void)worker;
+    /* sd = sum dout, sdx = sum dout xhat over (n, hw) of channel c */
+    double sd = 0.0, sdx = 0.0;
+    for (int n = 0; n < N; n++) run_sums2(j->dout + off + n * cstride, j->xhat + off + n * cstride, HW, &sd, &sdx);
+    j->dbeta[c] += (float)sd;
+    j->dgamma[c] += (float)sdx;
+    if (!j->din) return;
+    /* din = gamma invstd / M (M dout - sd - xhat sdx) = k (dout - mean_d - xhat mean_dx) */
+    const float k = j->gamma[c] * j->invstd[c];
+    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
+    for (int n = 0; n < N; n++) {
+        const float *g = j->dout + off + n * cstride, *xh = j->xhat + off + n * cstride;
+        float *dx = j->din + off + n * cstride;
+        for (int i = 0; i < HW; i++) dx[i] = k * (g[i] - mean_d - xh[i] * mean_dx);
     }
 }
 
 void batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                         const float *invstd, const float *gamma, const batchnorm_dims *d)
 {
-    const int N = d->N, C = d->C, HW = d->HW;
-    const size_t M = (size_t)N * HW, cstride = (size_t)C * HW;
-    for (int c = 0; c < C; c++) {
-        const size_t off = (size_t)c * HW;
-        /* sd = sum dout, sdx = sum dout xhat over (n, hw) of channel c */
-        double sd = 0.0, sdx = 0.0;
-        for (int n = 0; n < N; n++) {
-            const float *g = dout + off + n * cstride, *xh = xhat + off + n * cstride;
-            for (int i = 0; i < HW; i++) { sd += g[i]; sdx += (double)g[i] * xh[i]; }
-        }
-        dbeta[c] += (float)sd;
-        dgamma[c] += (float)sdx;
-        if (!din) continue;
-        /* din = gamma invstd / M (M dout - sd - xhat sdx) = k (dout - mean_d - xhat mean_dx) */
-        const float k = gamma[c] * invstd[c];
-        const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
-        for (int n = 0; n < N; n++) {
-            const float *g = dout + off + n * cstride, *xh = xhat + off + n * cstride;
-            float *dx = din + off + n * cstride;
-            for (int i = 0; i < HW; i++) dx[i] = k * (g[i] - mean_d - xh[i] * mean_dx);
-        }
-    }
+    bn_job j = { .din = din, .dgamma = dgamma, .dbeta = dbeta, .dout = dout, .xhat = xhat,
+                 .invstd = invstd, .gamma = gamma, .d = d };
+    ct_parallel(d->C, bn_workers(d), backward_channel, &j);
 }

@@ -3,13 +3,15 @@
  * through them), for HW = 1 (after a dense layer) and HW > 1 (conv features),
  * N = 1 and C = 1; PyTorch parity of one train step (output, gradients, and the
  * running statistics after the update) and of eval mode with the updated running
- * statistics (tests/golden/batchnorm_*.h5); parameter registration.
+ * statistics (tests/golden/batchnorm_*.h5); channels shared by 2 and 3 workers
+ * give the same bits as one; parameter registration.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tests/test.h"
+#include "core/threads.h"
 #include "io/h5.h"
 #include "layers/batchnorm.h"
 
@@ -154,8 +156,39 @@ static void bn_params(void)
     ct_params_free(&bufs);
 }
 
+/* Forward (train) and backward with 1, 2 and 3 workers: each channel is computed
+ * whole by one worker in the same order, so every output is bit-identical. */
+static void bn_workers(void)
+{
+    const batchnorm_dims d = { .N = 3, .C = 5, .HW = 37, .eps = 1e-5f, .momentum = 0.1f };
+    const size_t n = (size_t)d.N * d.C * d.HW;
+    ct_rng r;
+    ct_rng_seed(&r, 5, 9);
+    float *x = t_alloc(n), *dout = t_alloc(n), *g = t_alloc(5), *b = t_alloc(5);
+    t_fill_uniform(x, n, -2, 3, &r); t_fill_uniform(dout, n, -1, 1, &r);
+    t_fill_uniform(g, 5, 0.5f, 1.5f, &r); t_fill_uniform(b, 5, -0.5f, 0.5f, &r);
+    float *ref = NULL;
+    size_t per = 2 * n + 6 * 5;   /* out, din, mean, invstd, running mean and var, dgamma, dbeta */
+    for (int threads = 1; threads <= 3; threads++) {
+        if (threads > 1) t_case("batchnorm/%d workers give the same bits as one (N=3 C=5 HW=37)", threads);
+        float *o = t_alloc(per), *xhat = t_alloc(n);
+        float *out = o, *din = o + n, *mean = din + n, *invstd = mean + 5, *rm = invstd + 5, *rv = rm + 5;
+        float *dg = rv + 5, *db = dg + 5;
+        for (int c = 0; c < 5; c++) rv[c] = 1.0f;
+        ct_threads_set(threads);
+        batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, g, b, &d, 1);
+        batchnorm_backward(din, dg, db, dout, xhat, invstd, g, &d);
+        ct_threads_set(1);
+        if (!ref) ref = o;
+        else { t_check(memcmp(o, ref, per * sizeof *o) == 0, "results differ from one worker's"); free(o); }
+        free(xhat);
+    }
+    free(ref); free(x); free(dout); free(g); free(b);
+}
+
 void suite_batchnorm(void)
 {
+    bn_workers();
     bn_gradcheck(4, 3, 1, 1);      /* BatchNorm1d after a dense layer */
     bn_gradcheck(3, 1, 1, 2);      /* C = 1, smallest batch where the gradient is not 0 (M = 3) */
     bn_gradcheck(2, 3, 15, 3);     /* BatchNorm2d, odd 3x5 feature maps */
