@@ -4,7 +4,7 @@
 #   1. `ctrain time siamese-lstm --protocol bench` and bench/siamese_torch.py --epochs
 #      (3,072 + 1,024 pairs of 100 x 40 log-mels, LSTM 128, batch 128, 4 epochs),
 #   2. `ctrain time cnn --protocol bench` and bench/cnn_torch.py --epochs
-#      (6,000 + 1,000 images of 1x28x28, Keras mnist_cnn, batch 128, 4 epochs),
+#      (6,000 + 1,000 Fashion-MNIST images, Keras mnist_cnn, batch 128, 4 epochs),
 #   each followed by `ctrain time --compare` of the two and the ctrain / PyTorch
 #   ratio of training samples/s; on a machine where torch.cuda.is_available(),
 #   PyTorch with cuDNN too. Every run writes its JSON under bench/results/ as
@@ -67,8 +67,12 @@ compare_torch siamese-lstm bench/siamese_torch.py --pairs 3072 --val-pairs 1024 
 
 echo
 echo "== cnn (Keras mnist_cnn), protocol bench ($threads threads)"
-"$ctrain" time cnn --protocol bench --threads "$threads" --devices cpu,gpu --layers --json "$results/$host-cnn.json" || exit 1
-compare_torch cnn bench/cnn_torch.py --data synthetic --samples 6000 --val-samples 1000 || exit 1
+# the same images on both sides: the first 6,000 + 1,000 of Debian's Fashion-MNIST (installed with the
+# build dependencies), so the loss curves are comparable too; synthetic images where it is missing
+fmnist=/usr/share/datasets/fashion-mnist
+if [ -f $fmnist/train-images-idx3-ubyte.gz ]; then cnn_data=fashion-mnist; torch_data=$fmnist; else cnn_data=synthetic; torch_data=synthetic; fi
+"$ctrain" time cnn --protocol bench --data $cnn_data --threads "$threads" --devices cpu,gpu --layers --json "$results/$host-cnn.json" || exit 1
+compare_torch cnn bench/cnn_torch.py --data $torch_data --samples 6000 --val-samples 1000 || exit 1
 
 echo
 echo "== step microbenchmarks: LSTM forward+backward ($threads threads)"
