@@ -34,6 +34,7 @@
 #include "io/idx.h"
 #include "io/images.h"
 #include "models/seq_cnn.h"
+#include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/speaker_model.h"
 #include "models/speaker_task.h"
@@ -51,6 +52,7 @@ static const char *HELP =
     "\n"
     "models:\n"
     "  siamese-lstm          the speaker model: 40x100 log-mels -> LSTM 128 -> dense 64 -> distance -> contrastive\n"
+    "  siamese-cnn           the same pairs through the CNN speaker encoder (--arch SPEC for another tower)\n"
     "  cnn                   Keras's mnist_cnn on 1x28x28 images (--arch SPEC for another network)\n"
     "\n"
     "options:\n"
@@ -78,7 +80,7 @@ static const char *HELP =
     "  --verbose             show the Keras-style training log\n"
     "  --compare A.json B.json ...   print runs written by --json side by side (e.g. two machines)\n";
 
-typedef enum { MODEL_SIAMESE, MODEL_CNN } time_model;
+typedef enum { MODEL_SIAMESE, MODEL_CNN, MODEL_SIAMESE_CNN } time_model;
 
 /* The command line. Numbers left 0 (or -1) take the protocol's value. */
 typedef struct {
@@ -93,8 +95,9 @@ typedef struct {
     time_setup setup;
     int layers, verbose;
     ct_fit_config fit;
-    /* siamese-lstm */
+    /* siamese-lstm and siamese-cnn */
     siamese_lstm_config sc;
+    siamese_cnn_config ccfg;
     speaker_task_config tc;
     ct_corpus corpus;
     /* cnn */
@@ -201,6 +204,43 @@ static void add_layer(time_run *r, const char *name, double fwd_s, double bwd_s,
 }
 
 /* ---- the models on the CPU ---- */
+/* Every layer of a sequential CNN as a --layers row; `per_sample` of its images per sample
+ * (2 for a siamese tower: both crops of a pair). */
+static void add_seq_layers(time_run *r, const seq_cnn *m, int per_sample)
+{
+    for (int i = 0; i < m->n; i++) {
+        const seq_layer *l = &m->layer[i];
+        char name[64];
+        if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
+        else snprintf(name, sizeof name, "%s", l->text);
+        add_layer(r, name, m->fwd_seconds[i], m->bwd_seconds[i], seq_layer_step_flops(m, i, per_sample));
+    }
+}
+
+/* siamese-cnn: the speaker pipeline with the CNN tower (models/siamese_cnn.h). */
+static ct_status fit_siamese_cnn_cpu(time_run *r, const workload *w)
+{
+    ct_rngs rngs;
+    ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
+    static siamese_cnn m;   /* large: the tower's layer table */
+    speaker_task s;
+    memset(&m, 0, sizeof m);
+    memset(&s, 0, sizeof s);
+    ct_status st = siamese_cnn_build(&m, &w->ccfg);
+    int built = st == CT_OK, task = 0;
+    if (st == CT_OK) st = siamese_cnn_plan(&m, w->setup.batch);
+    speaker_model sm = speaker_model_cnn(&m);
+    if (st == CT_OK) task = (st = speaker_task_init(&s, &w->tc, &w->corpus, &sm, &rngs, stderr)) == CT_OK;
+    if (st == CT_OK) {
+        siamese_cnn_init_weights(&m, &rngs.init);
+        ct_task t = speaker_task_ops(&s);
+        st = fit_profiled(r, w, &t, &m.enc.timed);
+    }
+    if (st == CT_OK && w->layers) add_seq_layers(r, &m.enc, 2);
+    if (task) speaker_task_free(&s);
+    if (built) siamese_cnn_free(&m);
+    return st;
+}
 static ct_status fit_siamese_cpu(time_run *r, const workload *w)
 {
     ct_rngs rngs;
@@ -281,13 +321,7 @@ static ct_status fit_cnn_cpu(time_run *r, const workload *w)
                       .begin_epoch = image_begin_epoch, .load = image_load, .forward = image_forward, .backward = image_backward };
         st = fit_profiled(r, w, &t, &c.m.timed);
     }
-    for (int i = 0; st == CT_OK && w->layers && i < c.m.n; i++) {
-        const seq_layer *l = &c.m.layer[i];
-        char name[64];
-        if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
-        else snprintf(name, sizeof name, "%s", l->text);
-        add_layer(r, name, c.m.fwd_seconds[i], c.m.bwd_seconds[i], seq_layer_step_flops(&c.m, i, 1));
-    }
+    if (st == CT_OK && w->layers) add_seq_layers(r, &c.m, 1);
     seq_cnn_free(&c.m);
     free(c.order); free(c.x); free(c.labels);
     return st;
@@ -314,6 +348,7 @@ static ct_status run_cpu(time_run *r, const workload *w)
     snprintf(r->peak_what, sizeof r->peak_what, "OpenBLAS sgemm %d^3, %d thread%s, median of %d", CT_PEAK_N,
              w->setup.threads, w->setup.threads == 1 ? "" : "s", peak.repeats);
     r->available = 1;
+    if (w->model == MODEL_SIAMESE_CNN) return fit_siamese_cnn_cpu(r, w);
     return w->model == MODEL_SIAMESE ? fit_siamese_cpu(r, w) : fit_cnn_cpu(r, w);
 }
 
@@ -402,6 +437,18 @@ static ct_status build_siamese(workload *w, const time_opts *o)
     s->flops_per_sample = siamese_lstm_step_flops(&w->sc, 1);
     s->flops_counted = FLOPS_SIAMESE;
     s->sample_name = "pairs";
+    if (w->model == MODEL_SIAMESE_CNN) {   /* the same pairs through the CNN tower */
+        w->ccfg = siamese_cnn_defaults();
+        if (o->arch) snprintf(w->ccfg.spec, sizeof w->ccfg.spec, "%s", o->arch);
+        static siamese_cnn m;
+        ct_status st = siamese_cnn_build(&m, &w->ccfg);
+        if (st != CT_OK) return ct_fail(st, "--arch: %s", ct_last_error());
+        s->flops_per_sample = siamese_cnn_step_flops(&m, 1);
+        siamese_cnn_free(&m);
+        snprintf(s->model_desc, sizeof s->model_desc, "siamese-cnn %dx%d -> %s -> euclidean -> contrastive (margin %g), "
+                 "RMSprop lr %g", w->ccfg.n_mels, w->ccfg.frames, w->ccfg.spec, w->ccfg.margin, w->fit.optim.lr);
+        s->flops_counted = FLOPS_CNN;
+    }
     return CT_OK;
 }
 
@@ -437,13 +484,14 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     time_setup *s = &w->setup;
     const protocol *p = find_protocol(o->protocol);
     if (!p) return ct_fail(CT_EINVAL, "--protocol %s: use seed, bench or smoke", o->protocol);
-    int siamese = w->model == MODEL_SIAMESE;
+    int siamese = w->model != MODEL_CNN;
     if (siamese && (o->samples >= 0 || o->val_samples >= 0))
-        return ct_fail(CT_EINVAL, "--samples and --val-samples are for cnn; siamese-lstm takes --pairs N --val-pairs M");
+        return ct_fail(CT_EINVAL, "--samples and --val-samples are for cnn; the speaker models take --pairs N --val-pairs M");
     if (!siamese && (o->pairs >= 0 || o->val_pairs >= 0))
-        return ct_fail(CT_EINVAL, "--pairs and --val-pairs are for siamese-lstm; cnn takes --samples N --val-samples M");
-    if (siamese && o->arch) return ct_fail(CT_EINVAL, "--arch is for cnn; siamese-lstm times the seed's model");
-    s->model = siamese ? "siamese-lstm" : "cnn";
+        return ct_fail(CT_EINVAL, "--pairs and --val-pairs are for the speaker models; cnn takes --samples N --val-samples M");
+    if (w->model == MODEL_SIAMESE && o->arch)
+        return ct_fail(CT_EINVAL, "--arch is for cnn and siamese-cnn; siamese-lstm times the seed's model");
+    s->model = w->model == MODEL_SIAMESE ? "siamese-lstm" : w->model == MODEL_SIAMESE_CNN ? "siamese-cnn" : "cnn";
     s->protocol = p->name;
     s->data = o->data;
     s->epochs = o->epochs > 0 ? o->epochs : p->epochs;
@@ -672,9 +720,10 @@ int cmd_time(int argc, char **argv)
     static workload w;   /* large: the model's spec, the per-device runs */
     memset(&w, 0, sizeof w);
     if (!strcmp(argv[0], "siamese-lstm")) w.model = MODEL_SIAMESE;
+    else if (!strcmp(argv[0], "siamese-cnn")) w.model = MODEL_SIAMESE_CNN;
     else if (!strcmp(argv[0], "cnn")) w.model = MODEL_CNN;
     else {
-        fprintf(stderr, "ctrain time: unknown model '%s' (models: siamese-lstm, cnn; see ctrain time --help)\n", argv[0]);
+        fprintf(stderr, "ctrain time: unknown model '%s' (models: siamese-lstm, siamese-cnn, cnn; see ctrain time --help)\n", argv[0]);
         return 2;
     }
     time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .data = "synthetic", .threads = ct_cpu_count(), .seed = 1,
@@ -695,7 +744,7 @@ int cmd_time(int argc, char **argv)
     const time_setup *s = &w.setup;
     cli_print_header(stdout, o.threads);
     printf("Model: %s, %.1f MFLOP per %s per training step\n", s->model_desc, s->flops_per_sample / 1e6,
-           w.model == MODEL_SIAMESE ? "pair" : "image");
+           w.model == MODEL_CNN ? "image" : "pair");
     printf("Data: %s\n", s->data_desc);
     printf("Protocol: %s: %d epochs of %ld training + %ld validation %s, batch %d, seed %ld; devices %s\n",
            s->protocol, s->epochs, s->n_train, s->n_val, s->sample_name, s->batch, s->seed, o.devices);

@@ -302,6 +302,15 @@ static void test_command(void)
     t_check(table_line(out, "cpu") && !table_line(out, "gpu"), "only the cpu row expected");
     check_json_file(cjson, "cnn", 2);
 
+    t_case("time/siamese-cnn smoke: --layers lists the tower's layers, FLOPs per pair from the tower");
+    rc = t_run_ctrain("time siamese-cnn --protocol smoke --devices cpu --threads 1 --epochs 1 --pairs 64 --val-pairs 32 --layers",
+                      out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    const char *tower[] = { "conv2d_1 (conv16k3p1)", "batchnorm_1 (batchnorm)", "conv2d_3 (conv64k3p1)", "gaph",
+                            "dense_1 (dense64)", "training step" };
+    for (int i = 0; i < 6; i++) t_check(table_line(out, tower[i]) != NULL, "--layers lacks the layer %s: %s", tower[i], out);
+    t_check(strstr(out, "Model: siamese-cnn") && strstr(out, "MFLOP per pair"), "model line: %s", out);
+
     t_case("time/--compare prints the runs side by side");
     snprintf(args, sizeof args, "time --compare %s %s", sjson, cjson);
     rc = t_run_ctrain(args, out, sizeof out);
@@ -364,8 +373,10 @@ static void test_gpu_and_errors(void)
         { "time cnn --devices tpu", "--devices tpu" },
         { "time cnn --devices cpu,cpu", "listed twice" },
         { "time cnn --devices cpu,", "comma-separated" },
-        { "time cnn --pairs 10", "--pairs and --val-pairs are for siamese-lstm" },
+        { "time cnn --pairs 10", "--pairs and --val-pairs are for the speaker models" },
         { "time siamese-lstm --samples 10", "--samples and --val-samples are for cnn" },
+        { "time siamese-cnn --samples 10", "--samples and --val-samples are for cnn" },
+        { "time siamese-cnn --protocol smoke --arch conv8k3,frob", "--arch" },
         { "time siamese-lstm --arch conv8k3", "--arch is for cnn" },
         { "time cnn --epochs 0", "--epochs: '0' is not an integer" },
         { "time cnn --batch", "needs a value" },
