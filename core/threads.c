@@ -106,6 +106,31 @@ int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int wo
     return workers;
 }
 
+/* ---- ct_parallel_range ---- */
+
+typedef struct {
+    size_t n;
+    int parts;
+    void (*fn)(void *ctx, size_t lo, size_t hi);
+    void *ctx;
+} range_job;
+
+static void range_part(void *ctx, int part, int worker)
+{
+    const range_job *j = ctx;
+    (void)worker;
+    j->fn(j->ctx, j->n * (size_t)part / (size_t)j->parts, j->n * (size_t)(part + 1) / (size_t)j->parts);
+}
+
+void ct_parallel_range(size_t n, size_t values, void (*fn)(void *ctx, size_t lo, size_t hi), void *ctx)
+{
+    int parts = ct_nthreads < CT_MAX_WORKERS ? ct_nthreads : CT_MAX_WORKERS;
+    if ((size_t)parts > n) parts = (int)n;
+    if (parts < 2 || inside_task || values < CT_PARALLEL_MIN_ELEMS) { fn(ctx, 0, n); return; }
+    range_job j = { .n = n, .parts = parts, .fn = fn, .ctx = ctx };
+    ct_parallel(parts, parts, range_part, &j);
+}
+
 /* ---- ct_sgemm ---- */
 
 typedef struct {

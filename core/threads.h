@@ -18,6 +18,7 @@
 #ifndef CT_THREADS_H
 #define CT_THREADS_H
 
+#include <stddef.h>
 #include <cblas.h>
 
 void ct_threads_set(int n);      /* n >= 1; OpenBLAS is kept at one thread */
@@ -37,6 +38,14 @@ const char *ct_blas_config(void);   /* OpenBLAS's own description of its build *
  * the smaller count). Returns the workers used. */
 int  ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx);
 
+
+/* Elementwise loops: fn(ctx, lo, hi) over [0, n) cut into one contiguous range per
+ * worker when the loop touches at least CT_PARALLEL_MIN_ELEMS values in all
+ * (`values`: n for a plain loop, n * plane size for a loop over planes), else
+ * fn(ctx, 0, n) in the caller. For loops whose every item is computed on its
+ * own, so the split changes nothing. */
+#define CT_PARALLEL_MIN_ELEMS 65536
+void ct_parallel_range(size_t n, size_t values, void (*fn)(void *ctx, size_t lo, size_t hi), void *ctx);
 
 /* C = alpha op(A) op(B) + beta C, row-major, exactly as cblas_sgemm(CblasRowMajor, ...).
  * A product of more than CT_SGEMM_SPLIT_FLOPS is split into ct_threads_get()

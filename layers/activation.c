@@ -7,6 +7,7 @@
  *   sigmoid: y = 1/(1 + e^-x)    dx = dy * y (1 - y)
  */
 #include <math.h>
+#include "core/threads.h"
 #include "layers/activation.h"
 
 /* sigmoid without overflow: with e = exp(-|x|) in (0, 1],
@@ -26,16 +27,38 @@ float ct_hard_sigmoidf(float x)
     return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
 }
 
+/* relu runs over whole feature maps, so its loops are shared by the workers
+ * (core/threads.h: ct_parallel_range; every element is computed on its own). */
+typedef struct { float *y; const float *a, *b; } relu_job;
+
+static void relu_forward_range(void *ctx, size_t lo, size_t hi)
+{
+    const relu_job *j = ctx;
+    float *y = j->y;   /* locals: a store through j->y could otherwise change *j, and the loop would not vectorise */
+    const float *x = j->a;
+    for (size_t i = lo; i < hi; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
 /* out, in [n] */
 void relu_forward(float *out, const float *in, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+    relu_job j = { out, in, NULL };
+    ct_parallel_range(n, n, relu_forward_range, &j);
+}
+
+static void relu_backward_range(void *ctx, size_t lo, size_t hi)
+{
+    const relu_job *j = ctx;
+    float *dx = j->y;
+    const float *dy = j->a, *y = j->b;
+    for (size_t i = lo; i < hi; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
 /* dx = dy * [y > 0]  (the kink at 0 gets derivative 0, as in PyTorch) */
 void relu_backward(float *din, const float *dout, const float *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) din[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+    relu_job j = { din, dout, out };
+    ct_parallel_range(n, n, relu_backward_range, &j);
 }
 
 void tanh_forward(float *out, const float *in, size_t n)

@@ -20,6 +20,7 @@
  *             din[n, c, h, w] = dout[n, c, w] / H
  */
 #include <string.h>
+#include "core/threads.h"
 #include "layers/pool.h"
 
 ct_status maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride)
@@ -38,15 +39,26 @@ ct_status maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int
     return CT_OK;
 }
 
-void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
+/* Max pooling runs plane by plane ([n, c] images), and the planes are shared by
+ * the workers (core/threads.h: ct_parallel_range over plane indices). */
+typedef struct {
+    float *out, *din;
+    int *argmax;
+    const float *in, *dout;
+    const int *argmax_in;
+    const maxpool2d_dims *d;
+} maxpool_job;
+
+static void maxpool_forward_planes(void *ctx, size_t lo, size_t hi)
 {
+    const maxpool_job *j = ctx;
+    const maxpool2d_dims *d = j->d;
     const int H = d->H, W = d->W, K = d->K, s = d->stride, OH = d->OH, OW = d->OW;
-    const int planes = d->N * d->C;
-    for (int pl = 0; pl < planes; pl++) {
+    for (int pl = (int)lo; pl < (int)hi; pl++) {
         const int base = pl * H * W;                       /* flat index of in[n, c, 0, 0] */
-        const float *inp = in + base;                      /* [H, W] */
-        float *outp = out + (size_t)pl * OH * OW;          /* [OH, OW] */
-        int *amp = argmax + (size_t)pl * OH * OW;          /* [OH, OW] */
+        const float *inp = j->in + base;                   /* [H, W] */
+        float *outp = j->out + (size_t)pl * OH * OW;       /* [OH, OW] */
+        int *amp = j->argmax + (size_t)pl * OH * OW;       /* [OH, OW] */
         if (K == 2 && s == 2) {                            /* the common 2x2 window, unrolled (same order and ties) */
             for (int oy = 0; oy < OH; oy++)
                 for (int ox = 0; ox < OW; ox++) {
@@ -74,11 +86,31 @@ void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d
     }
 }
 
+void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
+{
+    maxpool_job j = { .out = out, .argmax = argmax, .in = in, .d = d };
+    const size_t planes = (size_t)d->N * d->C;
+    ct_parallel_range(planes, planes * d->H * d->W, maxpool_forward_planes, &j);
+}
+
+/* Each window's gradient goes to its argmax, which lies in the window's own plane. */
+static void maxpool_backward_planes(void *ctx, size_t lo, size_t hi)
+{
+    const maxpool_job *j = ctx;
+    const maxpool2d_dims *d = j->d;
+    const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)d->OH * d->OW;
+    float *din = j->din;
+    const float *dout = j->dout;
+    const int *argmax = j->argmax_in;
+    memset(din + lo * in_plane, 0, (hi - lo) * in_plane * sizeof *din);
+    for (size_t k = lo * out_plane; k < hi * out_plane; k++) din[argmax[k]] += dout[k];
+}
+
 void maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d)
 {
-    const size_t n_in = (size_t)d->N * d->C * d->H * d->W, n_out = (size_t)d->N * d->C * d->OH * d->OW;
-    memset(din, 0, n_in * sizeof *din);
-    for (size_t j = 0; j < n_out; j++) din[argmax[j]] += dout[j];
+    maxpool_job j = { .din = din, .dout = dout, .argmax_in = argmax, .d = d };
+    const size_t planes = (size_t)d->N * d->C;
+    ct_parallel_range(planes, planes * d->H * d->W, maxpool_backward_planes, &j);
 }
 
 void global_avgpool_forward(float *out, const float *in, int N, int C, int HW)

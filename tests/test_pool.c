@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/test.h"
+#include "core/threads.h"
 #include "io/h5.h"
+#include "layers/activation.h"
 #include "layers/pool.h"
 
 /* Tolerances.
@@ -259,8 +261,41 @@ static void gaph_parity(void)
     free(x); free(out_ref); free(dout); free(dx_ref); free(out); free(dx);
 }
 
+/* relu and maxpool (forward and backward) on a large input, with 2 and 3 workers
+ * sharing the elements and planes: the same bits as one worker. Ties included
+ * (values are rounded to a coarse grid) so the argmax order matters. */
+static void pool_workers(void)
+{
+    maxpool2d_dims d;
+    t_check(maxpool2d_dims_make(&d, 9, 8, 30, 31, 2, 2) == CT_OK, "dims: %s", ct_last_error());
+    const size_t n = (size_t)9 * 8 * 30 * 31, m = (size_t)9 * 8 * d.OH * d.OW;   /* 66,960 values: above the split size */
+    ct_rng r;
+    ct_rng_seed(&r, 3, 4);
+    float *x = t_alloc(n), *dy = t_alloc(m), *ref = NULL;
+    t_fill_uniform(x, n, -1, 1, &r);
+    for (size_t i = 0; i < n; i++) x[i] = roundf(x[i] * 8.0f) / 8.0f;
+    t_fill_uniform(dy, m, -1, 1, &r);
+    const size_t per = 2 * n + m + n;   /* relu out, relu din, pool out, pool din */
+    for (int threads = 1; threads <= 3; threads++) {
+        if (threads > 1) t_case("pool/relu and maxpool with %d workers give the same bits as one", threads);
+        float *o = t_alloc(per);
+        int *am = malloc(m * sizeof *am);
+        ct_threads_set(threads);
+        relu_forward(o, x, n);
+        relu_backward(o + n, x, o, n);
+        maxpool2d_forward(o + 2 * n, am, o, &d);
+        maxpool2d_backward(o + 2 * n + m, dy, am, &d);
+        ct_threads_set(1);
+        if (!ref) ref = o;
+        else { t_check(memcmp(o, ref, per * sizeof *o) == 0, "results differ from one worker's"); free(o); }
+        free(am);
+    }
+    free(ref); free(x); free(dy);
+}
+
 void suite_pool(void)
 {
+    pool_workers();
     mp_gradcheck(1, 1, 5, 5, 2, 2, 1);    /* N=1, C=1, 2x2 windows that do not tile 5x5 (last row/col dropped) */
     mp_gradcheck(2, 3, 7, 6, 3, 2, 2);    /* overlapping windows (s < K), odd sizes */
     mp_gradcheck(2, 2, 6, 6, 3, 1, 3);    /* stride 1: every interior input is in 9 windows */
