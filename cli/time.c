@@ -217,53 +217,58 @@ static void add_seq_layers(time_run *r, const seq_cnn *m, int per_sample)
     }
 }
 
-/* siamese-cnn: the speaker pipeline with the CNN tower (models/siamese_cnn.h). */
-static ct_status fit_siamese_cnn_cpu(time_run *r, const workload *w)
+/* The speaker pipeline (pairs, crops, background loading; models/speaker_task.h) around a
+ * built, planned speaker model, trained through ct_fit with `timed` switched on after the warm-up. */
+static ct_status fit_speaker(time_run *r, const workload *w, const speaker_model *sm, ct_rngs *rngs,
+                             void (*init_weights)(void *model, ct_rng *init), int *timed)
 {
-    ct_rngs rngs;
-    ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
-    static siamese_cnn m;   /* large: the tower's layer table */
     speaker_task s;
-    memset(&m, 0, sizeof m);
     memset(&s, 0, sizeof s);
-    ct_status st = siamese_cnn_build(&m, &w->ccfg);
-    int built = st == CT_OK, task = 0;
-    if (st == CT_OK) st = siamese_cnn_plan(&m, w->setup.batch);
-    speaker_model sm = speaker_model_cnn(&m);
-    if (st == CT_OK) task = (st = speaker_task_init(&s, &w->tc, &w->corpus, &sm, &rngs, stderr)) == CT_OK;
-    if (st == CT_OK) {
-        siamese_cnn_init_weights(&m, &rngs.init);
-        ct_task t = speaker_task_ops(&s);
-        st = fit_profiled(r, w, &t, &m.enc.timed);
-    }
-    if (st == CT_OK && w->layers) add_seq_layers(r, &m.enc, 2);
-    if (task) speaker_task_free(&s);
-    if (built) siamese_cnn_free(&m);
+    ct_status st = speaker_task_init(&s, &w->tc, &w->corpus, sm, rngs, stderr);
+    if (st != CT_OK) return st;
+    init_weights(sm->ctx, &rngs->init);
+    ct_task t = speaker_task_ops(&s);
+    st = fit_profiled(r, w, &t, timed);
+    speaker_task_free(&s);
     return st;
 }
+
+static void init_lstm(void *m, ct_rng *init) { siamese_lstm_init_weights(m, init); }
+static void init_cnn_tower(void *m, ct_rng *init) { siamese_cnn_init_weights(m, init); }
+
+/* siamese-lstm: the seed's model. */
 static ct_status fit_siamese_cpu(time_run *r, const workload *w)
 {
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
     siamese_lstm m;
-    speaker_task s;
     memset(&m, 0, sizeof m);
-    memset(&s, 0, sizeof s);
     ct_status st = siamese_lstm_build(&m, &w->sc);
-    int built = st == CT_OK, task = 0;
+    int built = st == CT_OK;
     if (st == CT_OK) st = siamese_lstm_plan(&m, w->setup.batch);
     speaker_model sm = speaker_model_lstm(&m);
-    if (st == CT_OK) task = (st = speaker_task_init(&s, &w->tc, &w->corpus, &sm, &rngs, stderr)) == CT_OK;
-    if (st == CT_OK) {
-        siamese_lstm_init_weights(&m, &rngs.init);
-        ct_task t = speaker_task_ops(&s);
-        st = fit_profiled(r, w, &t, &m.timed);
-    }
+    if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs, init_lstm, &m.timed);
     for (int p = 0; st == CT_OK && w->layers && p < SIAMESE_LSTM_PARTS; p++)
         add_layer(r, siamese_lstm_part_name((siamese_lstm_part)p), m.fwd_seconds[p], m.bwd_seconds[p],
                   siamese_lstm_part_flops(&w->sc, (siamese_lstm_part)p, 1));
-    if (task) speaker_task_free(&s);
     if (built) siamese_lstm_free(&m);
+    return st;
+}
+
+/* siamese-cnn: the same pipeline with the CNN tower (models/siamese_cnn.h). */
+static ct_status fit_siamese_cnn_cpu(time_run *r, const workload *w)
+{
+    ct_rngs rngs;
+    ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
+    static siamese_cnn m;   /* large: the tower's layer table */
+    memset(&m, 0, sizeof m);
+    ct_status st = siamese_cnn_build(&m, &w->ccfg);
+    int built = st == CT_OK;
+    if (st == CT_OK) st = siamese_cnn_plan(&m, w->setup.batch);
+    speaker_model sm = speaker_model_cnn(&m);
+    if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs, init_cnn_tower, &m.enc.timed);
+    if (st == CT_OK && w->layers) add_seq_layers(r, &m.enc, 2);
+    if (built) siamese_cnn_free(&m);
     return st;
 }
 
