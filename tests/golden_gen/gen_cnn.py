@@ -124,6 +124,18 @@ def forward(layers, P, buffers, x, masks):
     return h
 
 
+def step_tensors(tensors, init, grads, P, buffers):
+    """Adds each parameter's initial value, gradient and value after the optimizer
+    step, and the batchnorm running statistics, under init/ grad/ after/ buffers/."""
+    for k in init:
+        tensors["init/" + k] = init[k]
+        tensors["grad/" + k] = grads[k]
+        tensors["after/" + k] = P[k]
+    for k, v in buffers.items():
+        tensors["buffers/" + k] = v
+    return tensors
+
+
 def make(name, spec, N, C, H, W, classes, seed):
     gen = torch.Generator().manual_seed(seed)
     layers = parse(spec, C, H, W)
@@ -146,12 +158,7 @@ def make(name, spec, N, C, H, W, classes, seed):
     opt.step()
     tensors = dict(x=x, labels=labels, logits=logits, loss=loss.reshape(1))
     tensors.update(masks)
-    for k in params:
-        tensors["init/" + k] = init[k]
-        tensors["grad/" + k] = grads[k]
-        tensors["after/" + k] = P[k]
-    for k, v in buffers.items():
-        tensors["buffers/" + k] = v
+    step_tensors(tensors, init, grads, P, buffers)
     save(name, attrs=dict(spec=spec, N=N, C=C, H=H, W=W, classes=classes, lr=LR), **tensors)
 
 

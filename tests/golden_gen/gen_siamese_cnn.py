@@ -22,7 +22,7 @@ different-speaker pair is inside it and the hinge's gradient is exercised.
 import torch
 
 from common import rand, save
-from gen_cnn import forward, init_params, parse
+from gen_cnn import forward, init_params, parse, step_tensors
 
 EPS = 1e-7   # CT_KERAS_EPSILON: d = sqrt(max(sum (a - b)^2, eps))
 LR = 0.01
@@ -56,13 +56,8 @@ def make(name, spec, B, T, I, seed):
     grads = {k: v.grad.clone() for k, v in P.items()}
     opt = torch.optim.RMSprop(list(P.values()), lr=LR, alpha=0.9, eps=1e-7)
     opt.step()
-    tensors = dict(x=x, y=y, emb=emb, dist=d, loss=loss.reshape(1))
-    for k in params:
-        tensors["init/" + k] = init[k]
-        tensors["grad/" + k] = grads[k]
-        tensors["after/" + k] = P[k]
-    for k, v in buffers.items():
-        tensors["buffers/" + k] = v
+    tensors = step_tensors(dict(x=x, y=y, emb=emb, dist=d, loss=loss.reshape(1)),
+                           init, grads, P, buffers)
     save(name, attrs=dict(spec=spec, B=B, T=T, I=I, margin=margin, lr=LR), **tensors)
 
 
