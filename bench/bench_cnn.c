@@ -27,18 +27,6 @@
 #include "models/seq_cnn.h"
 #include "models/train.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_cnn [--threads N] [--batch B] [--repeats R] [--arch SPEC] [--layers]\n");
@@ -103,7 +91,7 @@ int main(int argc, char **argv)
         seq_cnn_forward(&m, x, labels, B, 0, NULL, NULL);
         if (r >= 0) te[r] = ct_now() - t0;
     }
-    double step = median(ts, repeats), ev = median(te, repeats), best = ts[0];   /* ts sorted by median() */
+    double step = ct_sort_median(ts, repeats), ev = ct_sort_median(te, repeats), best = ts[0];   /* ts sorted by ct_sort_median */
     double flops = seq_cnn_step_flops(&m, B), ips = B / step, gflops = flops / step * 1e-9;
     printf("ctrain cnn  %s  on 1x28x28, batch %d, %d threads (OpenBLAS: %s)\n", spec, B, threads, ct_blas_config());
     printf("  sgemm peak (%d^3, median of %d) %6.1f GFLOP/s\n", CT_PEAK_N, pk.repeats, peak);

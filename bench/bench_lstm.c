@@ -20,6 +20,7 @@
 #include <time.h>
 #include <cblas.h>
 #include "core/params.h"
+#include "core/peak.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
@@ -29,18 +30,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void usage(void)
@@ -106,7 +95,7 @@ int main(int argc, char **argv)
         double t2 = now_s();
         if (r >= 0) { tf[r] = t1 - t0; tb[r] = t2 - t1; ts[r] = t2 - t0; }
     }
-    double mf = median(tf, repeats), mb = median(tb, repeats), msum = median(ts, repeats);
+    double mf = ct_sort_median(tf, repeats), mb = ct_sort_median(tb, repeats), msum = ct_sort_median(ts, repeats);
 
     printf("ctrain LSTM  B=%d T=%d I=%d H=%d L=%d ret=last sigmoid, %d threads (OpenBLAS: %s)\n",
            B, T, I, H, L, threads, ct_blas_config());

@@ -13,17 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/peak.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "layers/optim.h"
 #include "models/siamese_lstm.h"
 #include "models/train.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -67,9 +62,7 @@ int main(int argc, char **argv)
         double t2 = ct_now();
         if (s >= 0) { ts[s] = t1 - t0; tv[s] = t2 - t1; }
     }
-    qsort(ts, (size_t)steps, sizeof *ts, cmp_double);
-    qsort(tv, (size_t)steps, sizeof *tv, cmp_double);
-    double step = ts[steps / 2], val = tv[steps / 2], flops = siamese_lstm_step_flops(&cfg, B);
+    double step = ct_sort_median(ts, steps), val = ct_sort_median(tv, steps), flops = siamese_lstm_step_flops(&cfg, B);
     double epoch = 300000.0 / B * step + 120000.0 / B * val;
     printf("ctrain   siamese-lstm B=%d pairs, %d threads: train step %.1f ms (min %.1f), %.0f pairs/s, %.1f GFLOP/s%s",
            B, threads, 1e3 * step, 1e3 * ts[0], B / step, flops / step / 1e9, peak > 0 ? "" : "\n");

@@ -531,30 +531,25 @@ static void free_workload(workload *w)
 }
 
 /* ---- statistics and tables ---- */
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median, min and max of the epoch seconds after the warm-up; samples/s and GFLOP/s of their training parts. */
-static void summarise(time_run *r, const time_setup *s)
+static ct_status summarise(time_run *r, const time_setup *s)
 {
     int first = r->n_epochs > s->warmup ? s->warmup : 0, k = r->n_epochs - first;
-    double *sec = k > 0 ? ct_malloc((size_t)k * sizeof *sec, "epoch seconds") : NULL, train = 0;
-    if (!sec) return;
+    if (k < 1) return CT_OK;   /* no epoch trained: nothing to summarise */
+    double *sec = ct_malloc((size_t)k * sizeof *sec, "epoch seconds"), train = 0;
+    if (!sec) return CT_ENOMEM;
     for (int e = first; e < r->n_epochs; e++) {
         sec[e - first] = r->hist[e].seconds;
         train += r->hist[e].train_seconds;
     }
-    qsort(sec, (size_t)k, sizeof sec[0], cmp_double);
+    r->sec_median = ct_sort_median(sec, k);
     r->sec_min = sec[0];
     r->sec_max = sec[k - 1];
-    r->sec_median = k % 2 ? sec[k / 2] : 0.5 * (sec[k / 2 - 1] + sec[k / 2]);
     free(sec);
     r->prof_train_seconds = train;
     r->samples_per_s = train > 0 ? (double)s->n_train * k / train : 0;
     r->gflops = r->samples_per_s * s->flops_per_sample / 1e9;
+    return CT_OK;
 }
 
 /* Prints text broken at spaces into lines of at most 100 characters. */
@@ -761,7 +756,7 @@ int cmd_time(int argc, char **argv)
     for (int i = 0; i < n_dev && st == CT_OK; i++) {
         snprintf(runs[i].device, sizeof runs[i].device, "%.31s", devices[i]);
         st = runner_for(devices[i])(&runs[i], &w);
-        if (st == CT_OK && runs[i].available) { summarise(&runs[i], s); timed++; }
+        if (st == CT_OK && runs[i].available && (st = summarise(&runs[i], s)) == CT_OK) timed++;
         if (st == CT_OK && runs[i].available) printf("%s: %d epochs trained\n", runs[i].device, runs[i].n_epochs);
         fflush(stdout);
     }

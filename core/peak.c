@@ -13,6 +13,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double ct_sort_median(double *v, int n)
+{
+    CT_ASSERT(n >= 1);
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 ct_status ct_sgemm_rate_cpu(ct_sgemm_rate *r, int M, int N, int K, int trans_b, int calls, int repeats)
 {
     CT_ASSERT(M > 0 && N > 0 && K > 0 && calls > 0 && repeats > 0);
@@ -34,8 +41,7 @@ ct_status ct_sgemm_rate_cpu(ct_sgemm_rate *r, int M, int N, int K, int trans_b, 
             double dt = ct_now() - t0;
             if (rep >= 0) g[rep] = 2.0 * M * N * K * calls / dt / 1e9;
         }
-        qsort(g, (size_t)repeats, sizeof *g, cmp_double);
-        r->median = g[repeats / 2];
+        r->median = ct_sort_median(g, repeats);
         r->best = g[repeats - 1];
         r->worst = g[0];
         r->repeats = repeats;

@@ -29,6 +29,10 @@ typedef struct {
  * uniform in [-0.5, 0.5) from a fixed seed. CT_ENOMEM if the matrices do not fit. */
 ct_status ct_sgemm_rate_cpu(ct_sgemm_rate *r, int M, int N, int K, int trans_b, int calls, int repeats);
 
+/* Sorts v [n] (n >= 1) ascending and returns its median (the mean of the two
+ * middle values when n is even): the statistic every timing in ctrain quotes. */
+double ct_sort_median(double *v, int n);
+
 /* The CPU's practical peak: CT_PEAK_N^3, CT_PEAK_REPEATS repeats. */
 ct_status ct_peak_sgemm_cpu(ct_sgemm_rate *r);
 
