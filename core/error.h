@@ -36,6 +36,12 @@ const char *ct_status_name(ct_status s);
 /* Propagate a failing status to the caller. */
 #define CT_TRY(expr) do { ct_status ct_s_ = (expr); if (ct_s_ != CT_OK) return ct_s_; } while (0)
 
+/* C11's _Noreturn is not a C++ keyword: the CUDA sources (.cu, compiled as C++)
+ * that include this header get the C++ attribute instead. */
+#if defined(__cplusplus) && !defined(_Noreturn)
+#define _Noreturn [[noreturn]]
+#endif
+
 /* Programmer errors only: never for conditions that user input can cause. */
 #define CT_ASSERT(cond) \
     do { if (!(cond)) ct_assert_fail(#cond, __FILE__, __LINE__); } while (0)

@@ -14,9 +14,6 @@
 #include <stddef.h>
 
 #ifdef __cplusplus
-#ifndef _Noreturn
-#define _Noreturn [[noreturn]]
-#endif
 extern "C" {
 #endif
 #include "layers/conv2d.h"

@@ -7,9 +7,6 @@
 #include <stddef.h>
 
 #ifdef __cplusplus
-#ifndef _Noreturn
-#define _Noreturn [[noreturn]]
-#endif
 extern "C" {
 #endif
 

@@ -33,9 +33,6 @@
 #include <stddef.h>
 
 #ifdef __cplusplus
-#ifndef _Noreturn
-#define _Noreturn [[noreturn]]   /* C11's keyword, for the C headers seen from .cu files */
-#endif
 extern "C" {
 #endif
 #include "core/error.h"

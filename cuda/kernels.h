@@ -23,9 +23,6 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
-#ifndef _Noreturn
-#define _Noreturn [[noreturn]]
-#endif
 extern "C" {
 #endif
 #include "core/error.h"

@@ -23,9 +23,6 @@
 #include <stddef.h>
 
 #ifdef __cplusplus
-#ifndef _Noreturn
-#define _Noreturn [[noreturn]]
-#endif
 extern "C" {
 #endif
 #include "cuda/lstm_map.h"

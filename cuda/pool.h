@@ -8,9 +8,6 @@
 #include <stddef.h>
 
 #ifdef __cplusplus
-#ifndef _Noreturn
-#define _Noreturn [[noreturn]]
-#endif
 extern "C" {
 #endif
 #include "layers/pool.h"

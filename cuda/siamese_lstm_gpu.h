@@ -23,9 +23,6 @@
 #define CT_CUDA_SIAMESE_LSTM_GPU_H
 
 #ifdef __cplusplus
-#ifndef _Noreturn
-#define _Noreturn [[noreturn]]
-#endif
 extern "C" {
 #endif
 #include "models/siamese_lstm.h"
