@@ -914,8 +914,15 @@ static void keep(const char *model, const char *torch_file, const char *keras_fi
     }
 }
 
-static void run_torch_check(const char *model, const char *state, const char *io)
+/* Writes ctrain's input x and output `out` to `io`, then has PyTorch load the exported
+ * state dict, run the same input and compare its output with ctrain's. */
+static void run_torch_check(const char *model, const char *state, const char *io, const float *x, int nd_x,
+                            const size_t *dx, const float *out, int nd_out, const size_t *dout)
 {
+    hid_t f;
+    t_check(ct_h5_create(&f, io) == CT_OK && ct_h5_write_f32(f, "x", x, nd_x, dx) == CT_OK
+            && ct_h5_write_f32(f, "out", out, nd_out, dout) == CT_OK, "writing %s: %s", io, ct_last_error());
+    ct_h5_close(f);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/export_torch_check.py %s %s %s 2>&1", model, state, io);
     FILE *p = popen(cmd, "r");
@@ -959,12 +966,8 @@ static void case_export(void)
         ct_rng_seed(&r, 3, 3);
         t_fill_uniform(x, sizeof x / sizeof x[0], -2, 2, &r);
         siamese_lstm_embed(&m, emb, x, len, 5, 10);
-        hid_t f;
         size_t dx[3] = { 5, 10, 6 }, de[2] = { 5, 4 };
-        t_check(ct_h5_create(&f, io) == CT_OK && ct_h5_write_f32(f, "x", x, 3, dx) == CT_OK && ct_h5_write_f32(f, "out", emb, 2, de) == CT_OK,
-                "writing %s", io);
-        ct_h5_close(f);
-        run_torch_check("siamese-lstm", st, io);
+        run_torch_check("siamese-lstm", st, io, x, 3, dx, emb, 2, de);
         keep("siamese-lstm", st, sk, io);
 
         t_case("checkpoint/import --format torch|keras reads the exports back (siamese-lstm, exact)");
@@ -1029,12 +1032,8 @@ static void case_export(void)
         ct_rng_seed(&d, 5, 2);
         t_fill_uniform(x, sizeof x / sizeof x[0], -1, 1, &r);
         small_cnn_forward(&c, x, labels, 6, 0, &d, &correct);
-        hid_t f;
         size_t dx[4] = { 6, 1, 8, 8 }, dl[2] = { 6, 4 };
-        t_check(ct_h5_create(&f, io) == CT_OK && ct_h5_write_f32(f, "x", x, 4, dx) == CT_OK && ct_h5_write_f32(f, "out", c.act.logits, 2, dl) == CT_OK,
-                "writing %s", io);
-        ct_h5_close(f);
-        run_torch_check("small-cnn", st, io);
+        run_torch_check("small-cnn", st, io, x, 4, dx, c.act.logits, 2, dl);
         keep("small-cnn", st, sk, io);
 
         t_case("checkpoint/import --format torch|keras reads the exports back (small-cnn, exact)");
