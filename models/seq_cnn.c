@@ -316,6 +316,15 @@ static conv2d_dims conv_dims(const seq_layer *l, int N)
     return cd;
 }
 
+/* The dims of a planned step: their workspace must fit the one planned (it grows with the
+ * thread count, core/threads.h, which must not be raised after seq_cnn_plan). */
+static conv2d_dims step_conv_dims(const seq_cnn *m, const seq_layer *l, int N)
+{
+    conv2d_dims cd = conv_dims(l, N);
+    CT_ASSERT(conv2d_workspace_floats(&cd) <= m->conv_ws_floats);
+    return cd;
+}
+
 static maxpool2d_dims pool_dims(const seq_layer *l, int N)
 {
     maxpool2d_dims pd;
@@ -371,6 +380,7 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
         }
     }
     ct_arena_floats(a, &shared_ws, ws ? ws : 1);
+    m->conv_ws_floats = ws;
     if (m->classes) ct_arena_floats(a, &m->prob, (size_t)N * m->classes);
     else m->prob = NULL;
     ct_arena_floats(a, &m->grad[0], gmax);
@@ -400,7 +410,7 @@ const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train,
         if (l->kind == SEQ_FLATTEN || l->in_place) l->out = (float *)in;   /* same memory as the input */
         switch (l->kind) {
         case SEQ_CONV: {
-            conv2d_dims cd = conv_dims(l, N);
+            conv2d_dims cd = step_conv_dims(m, l, N);
             conv2d_forward(l->out, l->ws, in, ct_params_data(P, l->conv.w), ct_params_data(P, l->conv.b), &cd);
             break;
         }
@@ -469,7 +479,7 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
         size_t n_out = (size_t)N * seq_layer_out_size(l);
         switch (l->kind) {
         case SEQ_CONV: {
-            conv2d_dims cd = conv_dims(l, N);
+            conv2d_dims cd = step_conv_dims(m, l, N);
             conv2d_backward(din, ct_params_grad(P, l->conv.w), ct_params_grad(P, l->conv.b), l->ws, cur, in,
                             ct_params_data(P, l->conv.w), &cd);
             cur = dst;

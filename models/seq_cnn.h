@@ -106,6 +106,7 @@ typedef struct {
     ct_params params;               /* trainable */
     ct_params buffers;              /* batchnorm running statistics */
     int max_batch;
+    size_t conv_ws_floats;          /* the convolutions' shared workspace, as planned */
     ct_arena arena;
     float *prob;                    /* [N, classes] softmax, kept for backward (NULL for an encoder) */
     float *grad[2];                 /* [N, largest activation] ping-pong gradient buffers */

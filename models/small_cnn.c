@@ -57,7 +57,8 @@ ct_status small_cnn_plan(small_cnn *m, int N)
     size_t conv_n = (size_t)N * m->cfg.filters * cd.OH * cd.OW, pool_n = (size_t)N * m->flat;
     size_t logit_n = (size_t)N * m->cfg.classes, F = (size_t)m->cfg.filters;
     ct_arena *a = &m->arena;
-    ct_arena_floats(a, &m->act.conv_ws, conv2d_workspace_floats(&cd));
+    m->conv_ws_floats = conv2d_workspace_floats(&cd);
+    ct_arena_floats(a, &m->act.conv_ws, m->conv_ws_floats);
     ct_arena_floats(a, &m->act.conv, conv_n);
     ct_arena_floats(a, &m->act.bn, conv_n);
     ct_arena_floats(a, &m->act.xhat, conv_n);
@@ -100,6 +101,7 @@ float small_cnn_forward(small_cnn *m, const float *x, const int *labels, int N, 
     maxpool2d_dims pd;
     batchnorm_dims bd;
     step_dims(m, N, &cd, &pd, &bd);
+    CT_ASSERT(conv2d_workspace_floats(&cd) <= m->conv_ws_floats);   /* threads not raised since planning */
     const ct_params *P = &m->params;
     size_t conv_n = (size_t)N * c->filters * cd.OH * cd.OW, flat_n = (size_t)N * m->flat;
 
@@ -126,6 +128,7 @@ void small_cnn_backward(small_cnn *m, const float *x, const int *labels, int N)
     maxpool2d_dims pd;
     batchnorm_dims bd;
     step_dims(m, N, &cd, &pd, &bd);
+    CT_ASSERT(conv2d_workspace_floats(&cd) <= m->conv_ws_floats);   /* threads not raised since planning */
     const ct_params *P = &m->params;
     size_t conv_n = (size_t)N * c->filters * cd.OH * cd.OW, flat_n = (size_t)N * m->flat;
 

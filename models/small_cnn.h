@@ -33,9 +33,10 @@ typedef struct {
     batchnorm_ids bn;
     dense_ids fc;
     int max_batch, flat;  /* flat = F * PH * PW features after pooling */
+    size_t conv_ws_floats;  /* the convolution workspace, as planned (it grows with the thread count) */
     ct_arena arena;
     struct {
-        float *conv_ws;         /* im2col scratch */
+        float *conv_ws;         /* im2col scratch, conv_ws_floats of it */
         float *conv;            /* [N, F, H, W] conv output */
         float *bn, *xhat;       /* [N, F, H, W] */
         float *bn_mean, *bn_invstd;   /* [F] */
