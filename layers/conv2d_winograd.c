@@ -42,7 +42,8 @@
  * workspace; filter-gradient partial sums are added in worker order. Layouts:
  *   U, dU [16, OC, C]      transformed filters (xi-major, so U[xi] is a row-major [OC, C] matrix)
  *   V     [16, C, P]       transformed input tiles; column p = k*T + t for image k of the chunk
- *                          and tile t = ty*TW + tx
+ *                          and tile t = ty*(TW + 1) + tx, T = TH*(TW + 1) (one spare tile per
+ *                          row: see "the tile transforms" below)
  *   M, dM [16, OC, P]      products / transformed output gradients
  * Tiles beyond the output's edge (odd OH or OW) read zero padding and their
  * extra outputs are dropped.
