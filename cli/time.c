@@ -195,7 +195,7 @@ static ct_status fit_profiled(time_run *r, const workload *w, const ct_task *inn
 
 static void add_layer(time_run *r, const char *name, double fwd_s, double bwd_s, double flops_per_sample)
 {
-    if (r->n_layers >= TIME_MAX_ROWS) return;
+    CT_ASSERT(r->n_layers < TIME_MAX_ROWS);   /* sized for every layer a spec can have, plus two */
     time_layer *l = &r->layer[r->n_layers++];
     snprintf(l->name, sizeof l->name, "%s", name);
     l->fwd_s = fwd_s;
