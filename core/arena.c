@@ -19,11 +19,21 @@ void ct_arena_plan(ct_arena *a, void **dst, size_t bytes)
     a->bytes += (bytes + 63) / 64 * 64;
 }
 
-ct_status ct_arena_alloc(ct_arena *a)
+ct_status ct_host_alloc(void **ptr, size_t bytes, const char *what)
 {
-    if (a->failed) return ct_fail(CT_ENOMEM, "out of memory while planning activation memory");
-    a->base = ct_alloc_aligned(a->bytes ? a->bytes : 64, "activations");
-    if (!a->base) return CT_ENOMEM;
+    *ptr = ct_alloc_aligned(bytes, what);
+    return *ptr ? CT_OK : CT_ENOMEM;
+}
+
+const ct_allocator ct_allocator_host = { ct_host_alloc, free };
+
+ct_status ct_arena_alloc(ct_arena *a) { return ct_arena_alloc_on(a, &ct_allocator_host, "activations"); }
+
+ct_status ct_arena_alloc_on(ct_arena *a, const ct_allocator *mem, const char *what)
+{
+    if (a->failed) return ct_fail(CT_ENOMEM, "out of memory while planning %s", what);
+    CT_TRY(mem->alloc(&a->base, a->bytes ? a->bytes : 64, what));
+    a->mem = mem;
     char *p = a->base;
     for (int i = 0; i < a->n; i++) {
         *a->req[i].dst = a->req[i].bytes ? (void *)p : NULL;
@@ -35,7 +45,7 @@ ct_status ct_arena_alloc(ct_arena *a)
 void ct_arena_free(ct_arena *a)
 {
     for (int i = 0; a->base && i < a->n; i++) *a->req[i].dst = NULL;
-    free(a->base);
+    if (a->base) a->mem->free(a->base);
     free(a->req);
     memset(a, 0, sizeof *a);
 }

@@ -43,6 +43,18 @@ void ct_assert_fail(const char *cond, const char *file, int line)
     abort();
 }
 
+void ct_device_fatal(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    fprintf(stderr, "ctrain: device error: %s\n", msg);
+    exit(1);
+}
+
 void *ct_malloc(size_t bytes, const char *what)
 {
     void *p = malloc(bytes ? bytes : 1);

@@ -47,6 +47,12 @@ const char *ct_status_name(ct_status s);
     do { if (!(cond)) ct_assert_fail(#cond, __FILE__, __LINE__); } while (0)
 _Noreturn void ct_assert_fail(const char *cond, const char *file, int line);
 
+/* A device failing inside a step whose memory was planned before (a copy to the
+ * GPU that fails, a kernel that faults): not user input and not a ctrain bug, and
+ * nothing can be saved any more. Prints "ctrain: device error: <message>" and
+ * exits with status 1. */
+_Noreturn void ct_device_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* malloc/calloc that report CT_ENOMEM through ct_fail (returning NULL) instead of crashing. */
 void *ct_malloc(size_t bytes, const char *what);
 void *ct_calloc(size_t count, size_t size, const char *what);

@@ -99,6 +99,7 @@ static ct_status optim_validate(const ct_optim_config *c)
 ct_status ct_optim_init(ct_optim *o, const ct_optim_config *cfg, size_t n)
 {
     o->m = o->v = NULL;
+    o->dev = NULL;
     o->n = n;
     o->step = 0;
     o->cfg = *cfg;

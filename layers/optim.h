@@ -43,6 +43,7 @@ typedef struct {
     float *m;       /* [n] SGD momentum buffer / Adam first moment (NULL if unused) */
     float *v;       /* [n] RMSprop mean square / Adam second moment (NULL if unused) */
     long step;      /* updates done so far */
+    void *dev;      /* device scratch of a GPU optimizer (cuda/kernels.h); NULL on the CPU */
 } ct_optim;
 
 /* Defaults: SGD lr 0.01; RMSprop lr 1e-3 rho 0.9 eps 1e-7; Adam/AdamW lr 1e-3
