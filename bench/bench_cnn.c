@@ -73,9 +73,9 @@ int main(int argc, char **argv)
     double *ts = malloc((size_t)repeats * sizeof *ts), *te = malloc((size_t)repeats * sizeof *te);
     for (int r = -warmup; r < repeats; r++) {
         if (r == 0 && layers) {
-            m.timed = 1;
-            memset(m.fwd_seconds, 0, sizeof m.fwd_seconds);
-            memset(m.bwd_seconds, 0, sizeof m.bwd_seconds);
+            m.prof.on = 1;
+            memset(m.prof.fwd, 0, sizeof m.prof.fwd);
+            memset(m.prof.bwd, 0, sizeof m.prof.bwd);
         }
         double t0 = ct_now();
         ct_params_zero_grad(&m.params);
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         double t1 = ct_now();
         if (r >= 0) ts[r] = t1 - t0;
     }
-    m.timed = 0;
+    m.prof.on = 0;
     for (int r = -1; r < repeats; r++) {   /* evaluation forward (validation) */
         double t0 = ct_now();
         seq_cnn_forward(&m, x, labels, B, 0, NULL, NULL);
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     if (layers) {
         printf("  per layer (mean over %d steps):     forward ms  backward ms   step GFLOP/s\n", repeats);
         for (int i = 0; i < m.n; i++) {
-            double f = m.fwd_seconds[i] / repeats, b = m.bwd_seconds[i] / repeats, fl = seq_layer_step_flops(&m, i, B);
+            double f = m.prof.fwd[i] / repeats, b = m.prof.bwd[i] / repeats, fl = seq_layer_step_flops(&m, i, B);
             printf("    %2d %-14s %18.2f %12.2f", i + 1, m.layer[i].text, 1e3 * f, 1e3 * b);
             if (fl > 0) printf(" %14.1f", fl / (f + b) * 1e-9);
             printf("\n");

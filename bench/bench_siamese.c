@@ -54,11 +54,11 @@ int main(int argc, char **argv)
     for (int s = -2; s < steps; s++) {   /* two warm-up steps */
         double t0 = ct_now();
         ct_params_zero_grad(&m.params);
-        siamese_lstm_forward(&m, x, NULL, y, B, NULL);
-        siamese_lstm_backward(&m, x, NULL, y, B);
+        siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
+        siamese_lstm_backward(&m, x, NULL, NULL, y, B);
         ct_optim_step(&opt, m.params.data, m.params.grad, oc.lr);
         double t1 = ct_now();
-        siamese_lstm_forward(&m, x, NULL, y, B, NULL);
+        siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
         double t2 = ct_now();
         if (s >= 0) { ts[s] = t1 - t0; tv[s] = t2 - t1; }
     }

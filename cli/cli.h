@@ -15,8 +15,20 @@ int  cmd_eval(int argc, char **argv);    /* ctrain eval MODEL [options] (cli/eva
 int  cmd_time(int argc, char **argv);    /* ctrain time MODEL [options], ctrain time --compare A.json B.json (cli/time.c) */
 int  train_cnn(int argc, char **argv);    /* ctrain train cnn [options] (cli/cnn.c) */
 int  eval_cnn(int argc, char **argv);     /* ctrain eval cnn --model FILE.h5 [options] (cli/cnn.c) */
-/* --device: CT_OK for "cpu"; otherwise a clear CT_ENODEV/CT_EINVAL (cli/device.c). */
-ct_status cli_select_device(const char *spec);
+/* --device cpu|gpu|gpu:N (cli/device.c): opens the device and returns its table of
+ * operations (layers/ops.h). A CPU-only build, a machine without a GPU, an index that
+ * does not exist: CT_ENODEV with one line saying what and what to do. tf32 and
+ * deterministic are the GPU's options (cuda/device.h); they are refused on the CPU. */
+struct ct_ops;
+ct_status cli_open_device(const char *spec, int tf32, int deterministic, const struct ct_ops **ops);
+/* The help lines of --device, --tf32 and --deterministic. */
+#define CLI_DEVICE_HELP \
+    "  --device DEV          cpu, gpu or gpu:N: the device to run on (default cpu)\n" \
+    "  --tf32                GPU: allow TensorFloat-32 matrix products and convolutions (Ampere and newer;\n" \
+    "                        faster, about 1e-3 relative error per product; default: pure FP32)\n" \
+    "  --deterministic       GPU: deterministic cuDNN convolution algorithms only\n"
+/* The GPU line of the header: the open GPU (name, memory, compute capability, driver,
+ * CUDA, cuDNN, precision), or whether the backend is compiled in. */
 void cli_print_gpu_line(FILE *out);
 /* The hardware/software header printed before training: CPU model, cores, threads, BLAS. */
 void cli_print_header(FILE *out, int threads);

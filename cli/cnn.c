@@ -20,6 +20,7 @@
 #include "io/images.h"
 #include "io/weights.h"
 #include "layers/optim.h"
+#include "models/image_task.h"
 #include "models/seq_cnn.h"
 #include "models/train.h"
 
@@ -40,63 +41,6 @@ static const char *DATA_HELP =
     "                        " SEQ_CNN_DEFAULT_SPEC "\n"
     "                        layers: convFkK[sS][pP] denseU maxpoolK[sS] gap flatten dropoutP batchnorm\n"
     "                        relu tanh sigmoid; the last layer must output one value per class\n";
-
-/* ---- the task: images in memory, shuffled every epoch ---- */
-typedef struct {
-    seq_cnn m;
-    ct_images train, val;
-    int n_train, n_val;
-    int *order;
-    float *x;                  /* [B, C, H, W] */
-    int *labels;               /* [B] */
-    ct_rng data, dropout;
-} cnn_task;
-
-static void task_begin_epoch(void *ctx, int epoch)
-{
-    cnn_task *c = ctx;
-    (void)epoch;
-    ct_rng_shuffle_int(&c->data, c->order, c->n_train);
-}
-
-static void task_load(void *ctx, int split, long first, int n)
-{
-    cnn_task *c = ctx;
-    if (split == CT_SPLIT_TRAIN) ct_images_gather(c->x, c->labels, &c->train, c->order, first, n);
-    else ct_images_gather(c->x, c->labels, &c->val, NULL, first, n);
-}
-
-static float task_forward(void *ctx, int n, int train, int *correct)
-{
-    cnn_task *c = ctx;
-    return seq_cnn_forward(&c->m, c->x, c->labels, n, train, &c->dropout, correct);
-}
-
-static void task_backward(void *ctx, int n)
-{
-    cnn_task *c = ctx;
-    seq_cnn_backward(&c->m, c->x, c->labels, n);
-}
-
-static ct_status task_save_state(void *ctx, hid_t f)
-{
-    cnn_task *c = ctx;
-    return cli_save_order_state(f, c->order, c->n_train, &c->data, &c->dropout);
-}
-
-static ct_status task_load_state(void *ctx, hid_t f)
-{
-    cnn_task *c = ctx;
-    return cli_load_order_state(f, c->order, c->n_train, &c->data, &c->dropout);
-}
-
-static void task_free(cnn_task *c)
-{
-    seq_cnn_free(&c->m);
-    ct_images_free(&c->train);
-    ct_images_free(&c->val);
-    free(c->order); free(c->x); free(c->labels);
-}
 
 /* Reads the root string attribute "arch" into buf. */
 static ct_status read_arch(const char *path, char *buf, size_t cap)
@@ -151,57 +95,59 @@ int train_cnn(int argc, char **argv)
     if (st == CT_OK) st = cli_finish_train_opts(&o, &fit, OPT_ADAM);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
 
-    cnn_task c;
+    static seq_cnn m;   /* large: the layer table */
+    memset(&m, 0, sizeof m);
+    ct_images train, val;
+    memset(&train, 0, sizeof train);
+    memset(&val, 0, sizeof val);
+    image_task c;
     memset(&c, 0, sizeof c);
-    const char *dir = ct_idx_data_dir(o.data);
-    st = ct_idx_load_dir(&c.train, &c.val, dir);
-    if (st == CT_OK) {
-        c.n_train = samples > 0 && samples < c.train.n ? samples : c.train.n;
-        c.n_val = val_samples >= 0 && val_samples < c.val.n ? val_samples : c.val.n;
-        st = seq_cnn_build(&c.m, arch, c.train.c, c.train.h, c.train.w, c.train.classes);
-        if (st != CT_OK) st = ct_fail(st, "--arch: %s", ct_last_error());
-    }
-    if (st == CT_OK) st = seq_cnn_plan(&c.m, o.batch);
-    if (st == CT_OK) {
-        c.order = ct_malloc((size_t)c.n_train * sizeof *c.order, "order");
-        c.x = ct_malloc((size_t)o.batch * c.train.c * c.train.h * c.train.w * sizeof *c.x, "batch");
-        c.labels = ct_malloc((size_t)o.batch * sizeof *c.labels, "batch");
-        if (!c.order || !c.x || !c.labels) st = CT_ENOMEM;
-    }
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); task_free(&c); return 1; }
-    for (int i = 0; i < c.n_train; i++) c.order[i] = i;
+    int have_task = 0, n_train = 0, n_val = 0;
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
-    c.data = rngs.data;
-    c.dropout = rngs.dropout;
-    seq_cnn_init_weights(&c.m, &rngs.init);
-
-    cli_print_header(stdout, o.threads);
-    describe_model(&c.m);
-    printf("Data: %s (%s), %d training and %d test images of %dx%dx%d, %d classes; %s lr %g, batch %d\n",
-           o.data, dir, c.n_train, c.n_val, c.train.c, c.train.h, c.train.w, c.train.classes,
-           ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
-    fflush(stdout);
-    ct_task task = { .ctx = &c, .params = &c.m.params, .buffers = &c.m.buffers, .n_train = c.n_train, .n_val = c.n_val,
-                     .begin_epoch = task_begin_epoch, .load = task_load, .forward = task_forward, .backward = task_backward,
-                     .save_state = task_save_state, .load_state = task_load_state };
-    snprintf(meta.model, sizeof meta.model, CNN_MODEL_NAME);
-    ct_kv_set_str(&meta.model_cfg, "arch", c.m.spec);
-    ct_kv_set_int(&meta.model_cfg, "channels", c.train.c);
-    ct_kv_set_int(&meta.model_cfg, "height", c.train.h);
-    ct_kv_set_int(&meta.model_cfg, "width", c.train.w);
-    ct_kv_set_int(&meta.model_cfg, "classes", c.train.classes);
-    cli_train_to_meta(&meta.train_cfg, &o, &fit);
-    ct_kv_set_str(&meta.train_cfg, "data", o.data);
-    ct_kv_set_int(&meta.train_cfg, "samples", samples);
-    ct_kv_set_int(&meta.train_cfg, "val_samples", val_samples);
-    fit.meta = &meta;
-    fit.rngs = &rngs;
-    st = ct_fit(&task, &fit, NULL, stdout);
-    const char *attrs[] = { "arch", c.m.spec, NULL };
-    if (st == CT_OK && o.out) st = ct_weights_save_attrs(o.out, CNN_MODEL_NAME, &c.m.params, &c.m.buffers, attrs);
+    const char *dir = ct_idx_data_dir(o.data);
+    st = ct_idx_load_dir(&train, &val, dir);
+    if (st == CT_OK) {
+        n_train = samples > 0 && samples < train.n ? samples : train.n;
+        n_val = val_samples >= 0 && val_samples < val.n ? val_samples : val.n;
+        st = seq_cnn_build(&m, arch, train.c, train.h, train.w, train.classes);
+        if (st != CT_OK) st = ct_fail(st, "--arch: %s", ct_last_error());
+    }
+    if (st == CT_OK) {
+        seq_cnn_init_weights(&m, &rngs.init);
+        st = seq_cnn_set_device(&m, o.ops);
+    }
+    if (st == CT_OK) st = seq_cnn_plan(&m, o.batch);
+    if (st == CT_OK && (st = image_task_init(&c, &m, &train, &val, n_train, n_val, o.batch, &rngs)) == CT_OK) have_task = 1;
+    if (st == CT_OK) {
+        cli_print_header(stdout, o.threads);
+        describe_model(&m);
+        printf("Data: %s (%s), %d training and %d test images of %dx%dx%d, %d classes; %s lr %g, batch %d\n",
+               o.data, dir, n_train, n_val, train.c, train.h, train.w, train.classes,
+               ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
+        fflush(stdout);
+        ct_task task = image_task_ops(&c);
+        snprintf(meta.model, sizeof meta.model, CNN_MODEL_NAME);
+        ct_kv_set_str(&meta.model_cfg, "arch", m.spec);
+        ct_kv_set_int(&meta.model_cfg, "channels", train.c);
+        ct_kv_set_int(&meta.model_cfg, "height", train.h);
+        ct_kv_set_int(&meta.model_cfg, "width", train.w);
+        ct_kv_set_int(&meta.model_cfg, "classes", train.classes);
+        cli_train_to_meta(&meta.train_cfg, &o, &fit);
+        ct_kv_set_str(&meta.train_cfg, "data", o.data);
+        ct_kv_set_int(&meta.train_cfg, "samples", samples);
+        ct_kv_set_int(&meta.train_cfg, "val_samples", val_samples);
+        fit.meta = &meta;
+        fit.rngs = &rngs;
+        st = ct_fit(&task, &fit, NULL, stdout);
+    }
+    const char *attrs[] = { "arch", m.spec, NULL };
+    if (st == CT_OK && o.out) st = ct_weights_save_attrs(o.out, CNN_MODEL_NAME, &m.params, &m.buffers, attrs);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
-    task_free(&c);
+    if (have_task) image_task_free(&c);
+    seq_cnn_free(&m);
+    ct_images_free(&train);
+    ct_images_free(&val);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
     return 0;
 }
@@ -231,8 +177,8 @@ static ct_status parse_classes(char *buf, const char **names, int n)
 
 int eval_cnn(int argc, char **argv)
 {
-    const char *model = NULL, *data = "fashion-mnist", *arch = NULL, *classes = NULL;
-    int batch = 500, threads = ct_cpu_count();
+    const char *model = NULL, *data = "fashion-mnist", *arch = NULL, *classes = NULL, *device = "cpu";
+    int batch = 500, threads = ct_cpu_count(), tf32 = 0, deterministic = 0;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
     while (a.i < argc && st == CT_OK) {
@@ -244,16 +190,21 @@ int eval_cnn(int argc, char **argv)
                    "                        (default: the \"arch\" recorded in the weights file)\n"
                    "  --classes A,B,...     class names (default: Fashion-MNIST's for fashion-mnist data, else digits)\n"
                    "  --batch N             evaluation batch size (default 500)\n"
-                   "  --threads N           CPU threads for OpenBLAS (default: all cores)\n", DATA_HELP);
+                   "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
+                   CLI_DEVICE_HELP, DATA_HELP);
             return 0;
         }
         if (ct_args_str(&a, "--model", &model, &st) || ct_args_str(&a, "--data", &data, &st)
             || ct_args_str(&a, "--arch", &arch, &st) || ct_args_str(&a, "--classes", &classes, &st)
-            || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--threads", &threads, 1, 1024, &st))
+            || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--threads", &threads, 1, 1024, &st)
+            || ct_args_str(&a, "--device", &device, &st) || (ct_args_flag(&a, "--tf32") && (tf32 = 1))
+            || (ct_args_flag(&a, "--deterministic") && (deterministic = 1)))
             continue;
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain eval cnn --help)", argv[a.i]);
     }
     if (st == CT_OK && !model) st = ct_fail(CT_EINVAL, "--model FILE.h5 is required (the weights written by `ctrain train cnn --out`)");
+    const ct_ops *ops = NULL;
+    if (st == CT_OK) st = cli_open_device(device, tf32, deterministic, &ops);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 2; }
     ct_threads_set(threads);
 
@@ -263,7 +214,7 @@ int eval_cnn(int argc, char **argv)
     const char *dir = ct_idx_data_dir(data);
     ct_images test;
     memset(&test, 0, sizeof test);
-    seq_cnn m;
+    static seq_cnn m;   /* large: the layer table */
     memset(&m, 0, sizeof m);
     int built = 0;
     char *names_buf = NULL;
@@ -286,17 +237,28 @@ int eval_cnn(int argc, char **argv)
             st = ct_fail(st, "%s: %s", arch ? "--arch" : model, msg);
         } else built = 1;
     }
-    if (st == CT_OK) st = seq_cnn_plan(&m, batch);
     if (st == CT_OK) st = ct_weights_load(model, CNN_MODEL_NAME, &m.params, &m.buffers);
+    if (st == CT_OK) st = seq_cnn_set_device(&m, ops);   /* copies the loaded weights there */
+    if (st == CT_OK) st = seq_cnn_plan(&m, batch);
     long *confusion = NULL;
+    float *logits = NULL, *x_dev = NULL;   /* logits [batch, classes] on the host; the batch on the device */
+    int *labels_dev = NULL;
     if (st == CT_OK) {
         confusion = ct_calloc((size_t)test.classes * test.classes, sizeof *confusion, "confusion matrix");
-        if (!confusion) st = CT_ENOMEM;
+        logits = ct_malloc((size_t)batch * test.classes * sizeof *logits, "logits");
+        if (!confusion || !logits) st = CT_ENOMEM;
+    }
+    size_t px = (size_t)test.c * test.h * test.w;
+    if (st == CT_OK && !ops->host_memory) {
+        st = ops->mem.alloc((void **)&x_dev, (size_t)batch * px * sizeof *x_dev, "test images");
+        if (st == CT_OK) st = ops->mem.alloc((void **)&labels_dev, (size_t)batch * sizeof *labels_dev, "test labels");
     }
     if (st != CT_OK) {
         fprintf(stderr, "ctrain eval: %s\n", ct_last_error());
+        if (x_dev) ops->mem.free(x_dev);
+        if (labels_dev) ops->mem.free(labels_dev);
         if (built) seq_cnn_free(&m);
-        ct_images_free(&test); free(names_buf);
+        ct_images_free(&test); free(names_buf); free(confusion); free(logits);
         return 1;
     }
     cli_print_header(stdout, threads);
@@ -304,18 +266,20 @@ int eval_cnn(int argc, char **argv)
     printf("Data: %s (%s), %d test images\n", data, dir, test.n);
     fflush(stdout);
     const int C = test.classes;
-    size_t px = (size_t)test.c * test.h * test.w;
     double loss_sum = 0;
     long right = 0;
     double t0 = ct_now();
     for (int first = 0; first < test.n; first += batch) {
         int n = test.n - first < batch ? test.n - first : batch;
         int correct = 0;
-        float loss = seq_cnn_forward(&m, test.x + (size_t)first * px, test.labels + first, n, 0, NULL, &correct);
+        const float *x = ct_ops_stage(ops, x_dev, test.x + (size_t)first * px, (size_t)n * px * sizeof *x);
+        const int *labels = ct_ops_stage(ops, labels_dev, test.labels + first, (size_t)n * sizeof *labels);
+        float loss = seq_cnn_forward(&m, x, labels, n, 0, NULL, &correct);
         loss_sum += (double)loss * n;
         right += correct;
+        if (ops->download(logits, m.logits, (size_t)n * C * sizeof *logits) != CT_OK) ct_device_fatal("%s", ct_last_error());
         for (int k = 0; k < n; k++) {
-            const float *z = m.logits + (size_t)k * C;
+            const float *z = logits + (size_t)k * C;
             int best = 0;
             for (int j = 1; j < C; j++) if (z[j] > z[best]) best = j;
             confusion[(size_t)test.labels[first + k] * C + best]++;
@@ -337,7 +301,10 @@ int eval_cnn(int argc, char **argv)
         printf("   %.4f\n", row ? (double)confusion[(size_t)k * C + k] / row : 0.0);
     }
     free(confusion);
+    free(logits);
     free(names_buf);
+    if (x_dev) ops->mem.free(x_dev);
+    if (labels_dev) ops->mem.free(labels_dev);
     seq_cnn_free(&m);
     ct_images_free(&test);
     return 0;

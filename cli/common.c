@@ -22,7 +22,8 @@ int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
         || ct_args_str(a, "--monitor", &o->monitor, st) || ct_args_int(a, "--early-stopping", &o->early_stopping, 1, 1000000, st)
         || ct_args_str(a, "--csv", &o->csv, st) || ct_args_str(a, "--on-nan", &o->on_nan, st)
         || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
-        || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0));
+        || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0))
+        || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1));
 }
 
 const char *CLI_TRAIN_HELP =
@@ -36,7 +37,7 @@ const char *CLI_TRAIN_HELP =
     "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
     "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
     "  --seed S              seed of every random stream (default 1)\n"
-    "  --device cpu          cpu (gpu[:N] is recognised; training on the GPU is not connected yet)\n"
+    CLI_DEVICE_HELP
     "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
     "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n"
     "checkpoints and callbacks:\n"
@@ -55,7 +56,7 @@ const char *CLI_TRAIN_HELP =
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {
     memset(fit, 0, sizeof *fit);
-    CT_TRY(cli_select_device(o->device));
+    CT_TRY(cli_open_device(o->device, o->tf32, o->deterministic, &o->ops));
     ct_optim_kind kind = default_opt;
     if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
     fit->optim = ct_optim_defaults(kind);
@@ -140,33 +141,4 @@ ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta
         *found = 1;
     }
     return CT_OK;
-}
-
-
-ct_status cli_save_order_state(hid_t f, const int *order, int n, const ct_rng *data, const ct_rng *dropout)
-{
-    size_t dims = (size_t)n;
-    CT_TRY(ct_ckpt_write_rng(f, "data", data));
-    CT_TRY(ct_ckpt_write_rng(f, "dropout", dropout));
-    return ct_ckpt_write_i32(f, "data/order", order, 1, &dims);
-}
-
-ct_status cli_load_order_state(hid_t f, int *order, int n, ct_rng *data, ct_rng *dropout)
-{
-    ct_rng d, p;
-    int *tmp = ct_malloc((size_t)n * sizeof(int) + 1, "order");
-    unsigned char *seen = ct_calloc((size_t)n + 1, 1, "order");
-    ct_status st = tmp && seen ? CT_OK : CT_ENOMEM;
-    if (st == CT_OK) st = ct_ckpt_read_rng(f, "data", &d);
-    if (st == CT_OK) st = ct_ckpt_read_rng(f, "dropout", &p);
-    if (st == CT_OK && (st = ct_ckpt_read_i32(f, "data/order", tmp, (size_t)n)) != CT_OK)
-        st = ct_fail(st, "%s (was the checkpoint made with other --samples?)", ct_last_error());
-    for (int i = 0; st == CT_OK && i < n; i++) {
-        if (tmp[i] < 0 || tmp[i] >= n || seen[tmp[i]]) st = ct_fail(CT_EFORMAT, "/data/order is not a permutation of the %d samples", n);
-        else seen[tmp[i]] = 1;
-    }
-    if (st == CT_OK) { memcpy(order, tmp, (size_t)n * sizeof(int)); *data = d; *dropout = p; }   /* all or nothing */
-    free(tmp);
-    free(seen);
-    return st;
 }

@@ -11,6 +11,8 @@
 
 typedef struct {
     const char *data, *out, *device, *optimizer, *schedule;
+    int tf32, deterministic;             /* GPU precision and algorithm choice (cuda/device.h) */
+    const ct_ops *ops;                   /* the device opened by cli_finish_train_opts */
     int epochs, batch, threads, progress;
     long seed;
     float lr, clip_norm, weight_decay;
@@ -26,7 +28,7 @@ int       cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st);
 /* Help for the shared options: a printf format taking the model's default
  * epochs (int), batch (int), optimizer name (string) and learning rate (double). */
 extern const char *CLI_TRAIN_HELP;
-/* Checks the device, builds fit (optimizer, schedule, callbacks), sets the threads. */
+/* Opens the device (o->ops), builds fit (optimizer, schedule, callbacks), sets the threads. */
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt);
 /* The shared options as checkpoint attributes, and back (--resume's defaults). */
 void      cli_train_to_meta(ct_kv *kv, const cli_train_opts *o, const ct_fit_config *fit);
@@ -34,11 +36,5 @@ void      cli_train_from_meta(const ct_kv *kv, cli_train_opts *o);
 /* With --resume FILE anywhere in argv: reads FILE's configuration into meta
  * (*found = 1); a checkpoint of another model is an error naming both. */
 ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, int *found);
-
-/* Data state of an image task for checkpoints: the epoch's sample order [n]
- * and the data and dropout RNG streams. Loading checks that the order is a
- * permutation of n and changes nothing unless everything was read. */
-ct_status cli_save_order_state(hid_t f, const int *order, int n, const ct_rng *data, const ct_rng *dropout);
-ct_status cli_load_order_state(hid_t f, int *order, int n, ct_rng *data, ct_rng *dropout);
 
 #endif

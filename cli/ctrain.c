@@ -3,11 +3,12 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "core/threads.h"
+#include "cuda/device.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-        "ctrain " CTRAIN_VERSION " - a small deep-learning training engine in C (CPU on OpenBLAS)\n"
+        "ctrain " CTRAIN_VERSION " - a small deep-learning training engine in C (CPU on OpenBLAS, GPU on cuBLAS and cuDNN)\n"
         "\n"
         "usage: ctrain COMMAND [options]\n"
         "\n"
@@ -26,7 +27,7 @@ static void usage(FILE *out)
         "`ctrain COMMAND --help` describes a command's options.\n");
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
@@ -42,4 +43,11 @@ int main(int argc, char **argv)
     fprintf(stderr, "ctrain: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = run(argc, argv);
+    ct_gpu_close();   /* a command that opened the GPU (--device gpu) leaves it open until here */
+    return rc;
 }

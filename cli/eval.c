@@ -49,7 +49,8 @@ static void eval_siamese_help(void)
            "evaluation:\n"
            "  --batch N             utterances embedded at once, sorted by length (default 32)\n"
            "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
-           "  --threads N           CPU threads for OpenBLAS (default: all cores)\n");
+           "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
+           CLI_DEVICE_HELP);
 }
 
 /* Loads the feature store; --mels (if given) must match it. */
@@ -103,11 +104,18 @@ static int eval_exit(ct_status st)
     return 0;
 }
 
+/* --device DEV, --tf32, --deterministic (cli/cli.h); 1 if argv[a->i] was one of them. */
+static int device_opt(ct_args *a, const char **device, int *tf32, int *deterministic, ct_status *st)
+{
+    return ct_args_str(a, "--device", device, st) || (ct_args_flag(a, "--tf32") && (*tf32 = 1))
+        || (ct_args_flag(a, "--deterministic") && (*deterministic = 1));
+}
+
 static int eval_siamese(int argc, char **argv)
 {
     siamese_lstm_config mc = siamese_lstm_defaults();
-    const char *model = NULL, *data = NULL, *trials = NULL, *recurrent = "sigmoid", *pool = NULL;
-    int batch = 32, max_frames = 3000, threads = ct_cpu_count(), mels = 0;
+    const char *model = NULL, *data = NULL, *trials = NULL, *recurrent = "sigmoid", *pool = NULL, *device = "cpu";
+    int batch = 32, max_frames = 3000, threads = ct_cpu_count(), mels = 0, tf32 = 0, deterministic = 0;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
     while (a.i < argc && st == CT_OK) {
@@ -118,7 +126,7 @@ static int eval_siamese(int argc, char **argv)
             || ct_args_int(&a, "--mels", &mels, 1, 4096, &st) || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st)
             || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st) || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st)
             || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--max-frames", &max_frames, 1, 1 << 24, &st)
-            || ct_args_int(&a, "--threads", &threads, 1, 1024, &st))
+            || ct_args_int(&a, "--threads", &threads, 1, 1024, &st) || device_opt(&a, &device, &tf32, &deterministic, &st))
             continue;
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain eval siamese-lstm --help)", argv[a.i]);
     }
@@ -130,6 +138,8 @@ static int eval_siamese(int argc, char **argv)
         else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
         else st = ct_fail(CT_EINVAL, "--recurrent %s: use sigmoid or hard_sigmoid", recurrent);
     }
+    const ct_ops *ops = NULL;
+    if (st == CT_OK) st = cli_open_device(device, tf32, deterministic, &ops);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 2; }
     ct_threads_set(threads);
 
@@ -155,6 +165,7 @@ static int eval_siamese(int argc, char **argv)
     }
     if (st == CT_OK) { st = siamese_lstm_build(&m, &mc); built = 1; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-lstm", &m.params, NULL);
+    if (st == CT_OK) st = siamese_lstm_set_device(&m, ops);   /* copies the loaded weights there */
     if (st == CT_OK) {
         char line[512];
         snprintf(line, sizeof line, "siamese-lstm %s: %d mels -> LSTM %d%s -> %s -> dense %d, %zu parameters", model, mc.n_mels,
@@ -188,7 +199,8 @@ static void eval_siamese_cnn_help(void)
            "evaluation:\n"
            "  --batch N             windows embedded at once (default 128)\n"
            "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
-           "  --threads N           CPU threads for OpenBLAS (default: all cores)\n");
+           "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
+           CLI_DEVICE_HELP);
 }
 
 /* The architecture and window length `ctrain train siamese-cnn` recorded in a
@@ -217,8 +229,8 @@ static ct_status read_cnn_attrs(const char *path, char *arch, size_t cap, int *f
 
 static int eval_siamese_cnn(int argc, char **argv)
 {
-    const char *model = NULL, *data = NULL, *trials = NULL;
-    int batch = 128, max_frames = 3000, threads = ct_cpu_count(), mels = 0;
+    const char *model = NULL, *data = NULL, *trials = NULL, *device = "cpu";
+    int batch = 128, max_frames = 3000, threads = ct_cpu_count(), mels = 0, tf32 = 0, deterministic = 0;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
     while (a.i < argc && st == CT_OK) {
@@ -226,18 +238,21 @@ static int eval_siamese_cnn(int argc, char **argv)
         if (ct_args_str(&a, "--model", &model, &st) || ct_args_str(&a, "--data", &data, &st)
             || ct_args_str(&a, "--trials", &trials, &st) || ct_args_int(&a, "--mels", &mels, 1, 4096, &st)
             || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--max-frames", &max_frames, 1, 1 << 24, &st)
-            || ct_args_int(&a, "--threads", &threads, 1, 1024, &st))
+            || ct_args_int(&a, "--threads", &threads, 1, 1024, &st) || device_opt(&a, &device, &tf32, &deterministic, &st))
             continue;
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain eval siamese-cnn --help)", argv[a.i]);
     }
     if (st == CT_OK && (!model || !data || !trials))
         st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval siamese-cnn --help)",
                      !model ? "--model FILE.h5" : !data ? "--data FEATS.h5" : "--trials FILE");
+    const ct_ops *ops = NULL;
+    if (st == CT_OK) st = cli_open_device(device, tf32, deterministic, &ops);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 2; }
     ct_threads_set(threads);
 
     ct_corpus c = { 0 };
-    siamese_cnn m = { 0 };
+    static siamese_cnn m;   /* large: the tower's layer table */
+    memset(&m, 0, sizeof m);
     siamese_cnn_config mc = siamese_cnn_defaults();
     int built = 0;
     double load_s = 0;
@@ -247,6 +262,7 @@ static int eval_siamese_cnn(int argc, char **argv)
     mc.embed = 0;   /* whatever the recorded spec outputs */
     if (st == CT_OK) { st = siamese_cnn_build(&m, &mc); built = st == CT_OK; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-cnn", &m.enc.params, &m.enc.buffers);
+    if (st == CT_OK) st = siamese_cnn_set_device(&m, ops);   /* copies the loaded weights there */
     if (st == CT_OK) {
         char line[1536];
         snprintf(line, sizeof line, "siamese-cnn %s: %dx%d -> %s, %zu parameters", model, mc.frames, mc.n_mels, m.cfg.spec,

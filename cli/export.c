@@ -528,7 +528,7 @@ int cmd_import(int argc, char **argv)
     keras_layer L[LSTM_MAX_LAYERS + 4];
     int nl = 0, is_keras = !strcmp(format, "keras"), siam = !strcmp(model, "siamese-lstm");
     siamese_lstm sm;
-    small_cnn cm;
+    static seq_cnn cm;   /* the small-cnn (large: the layer table) */
     memset(&sm, 0, sizeof sm);
     memset(&cm, 0, sizeof cm);
     int built = 0;
@@ -658,7 +658,7 @@ int cmd_import(int argc, char **argv)
     if (st == CT_OK && filled != ps->n) st = ct_fail(CT_EFORMAT, "%s: %d of the model's %d parameters are missing", path, ps->n - filled, ps->n);
     if (st == CT_OK) st = ct_weights_save(pos[1], model, ps, bs);
     if (built && siam) siamese_lstm_free(&sm);
-    if (built && !siam) small_cnn_free(&cm);
+    if (built && !siam) seq_cnn_free(&cm);
     ts_free(&s);
     ts_free(&c);
     if (st != CT_OK) { fprintf(stderr, "ctrain import: %s\n", ct_last_error()); return 1; }

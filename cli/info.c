@@ -5,6 +5,7 @@
 #include <hdf5.h>
 #include "cli/cli.h"
 #include "core/threads.h"
+#include "cuda/device.h"
 
 void cli_cpu_model(char *buf, size_t n)
 {
@@ -33,7 +34,9 @@ void cli_print_header(FILE *out, int threads)
     unsigned maj, min, rel;
     cli_cpu_model(cpu, sizeof cpu);
     H5get_libversion(&maj, &min, &rel);
-    fprintf(out, "ctrain %s | device: cpu\n", CTRAIN_VERSION);
+    const ct_gpu *g = ct_gpu_current();
+    if (g) fprintf(out, "ctrain %s | device: gpu:%d\n", CTRAIN_VERSION, g->index);
+    else fprintf(out, "ctrain %s | device: cpu\n", CTRAIN_VERSION);
     fprintf(out, "CPU: %s, %d logical cores, %d thread%s used\n", cpu, ct_cpu_count(), threads, threads == 1 ? "" : "s");
     fprintf(out, "BLAS: %s\n", ct_blas_config());
     fprintf(out, "HDF5: %u.%u.%u\n", maj, min, rel);

@@ -10,12 +10,12 @@
  * time is measured inside those same training steps (the models' `timed`
  * switches), as `caffe time` did.
  *
- * Devices plug in as runners (DEVICES below): a function that runs the
- * workload on its device and fills a time_run, or says why it cannot. The CPU
- * runner measures the OpenBLAS sgemm peak with the same threads (core/peak.h),
- * then trains. The GPU runner opens the GPU and measures its cuBLAS sgemm
- * peak, but training on the GPU backend (cuda/) is not connected yet, so it
- * reports itself unavailable and the table says so: no GPU number is made up.
+ * Every device runs the same code: the model is moved to the device's table of
+ * operations (layers/ops.h) and trained by ct_fit. Before training, the CPU
+ * run measures the OpenBLAS sgemm peak with the same threads (core/peak.h); a
+ * GPU run opens the GPU and measures its cuBLAS sgemm peak. A device that cannot
+ * run (no GPU, a CPU-only build) says why and its columns read n/a: no number
+ * is made up.
  *
  * The JSON file, the SVG picture and --compare are in cli/time_report.c.
  */
@@ -33,6 +33,8 @@
 #include "io/featstore.h"
 #include "io/idx.h"
 #include "io/images.h"
+#include "cuda/ops_gpu.h"
+#include "models/image_task.h"
 #include "models/seq_cnn.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
@@ -51,13 +53,16 @@ static const char *HELP =
     "measured sgemm peak, and the speedup over the CPU.\n"
     "\n"
     "models:\n"
-    "  siamese-lstm          the speaker model: 40x100 log-mels -> LSTM 128 -> dense 64 -> distance -> contrastive\n"
+    "  siamese-lstm          the seed's speaker model: 40x100 log-mels -> LSTM 128 -> last hidden state ->\n"
+    "                        dense 64 -> distance -> contrastive\n"
     "  siamese-cnn           the same pairs through the CNN speaker encoder (--arch SPEC for another tower)\n"
     "  cnn                   Keras's mnist_cnn on 1x28x28 images (--arch SPEC for another network)\n"
     "\n"
     "options:\n"
-    "  --devices LIST        comma-separated: cpu, gpu, gpu:N (default cpu,gpu; a device that cannot run\n"
-    "                        says why and its columns read n/a)\n"
+    "  --device LIST         comma-separated: cpu, gpu, gpu:N (default cpu,gpu; a device that cannot run\n"
+    "                        says why and its columns read n/a); --devices is the old spelling\n"
+    "  --tf32                GPU: allow TensorFloat-32 matrix products and convolutions (default: pure FP32)\n"
+    "  --deterministic       GPU: deterministic cuDNN convolution algorithms only\n"
     "  --protocol NAME       seed:  siamese-lstm 300,000 + 120,000 pairs, 20 epochs; cnn 60,000 + 10,000\n"
     "                               images, 12 epochs (the blog's experiment; hours on a CPU)\n"
     "                        bench: siamese-lstm 3,072 + 1,024 pairs, 4 epochs; cnn 6,000 + 1,000 images,\n"
@@ -85,7 +90,7 @@ typedef enum { MODEL_SIAMESE, MODEL_CNN, MODEL_SIAMESE_CNN } time_model;
 /* The command line. Numbers left 0 (or -1) take the protocol's value. */
 typedef struct {
     const char *protocol, *devices, *data, *json, *arch;
-    int epochs, batch, threads, layers, verbose;
+    int epochs, batch, threads, layers, verbose, tf32, deterministic;
     long pairs, val_pairs, samples, val_samples, seed;
 } time_opts;
 
@@ -94,6 +99,7 @@ typedef struct {
     time_model model;
     time_setup setup;
     int layers, verbose;
+    int tf32, deterministic;      /* the GPU's options (cuda/device.h) */
     ct_fit_config fit;
     /* siamese-lstm and siamese-cnn */
     siamese_lstm_config sc;
@@ -130,7 +136,7 @@ static const protocol *find_protocol(const char *name)
  * switches the model's `timed` on for the training batches after the warm-up ---- */
 typedef struct {
     ct_task inner;
-    int *timed;                   /* the model's profiling switch */
+    ct_prof *prof;                /* the model's profiling (prof->on is switched here) */
     int profile, warmup, epoch;
     long batches, samples;        /* training batches and samples profiled */
 } profiled_task;
@@ -151,8 +157,8 @@ static void prof_load(void *ctx, int split, long first, int n)
 static float prof_forward(void *ctx, int n, int train, int *correct)
 {
     profiled_task *p = ctx;
-    *p->timed = p->profile && train && p->epoch >= p->warmup;   /* validation is never profiled */
-    if (*p->timed) { p->batches++; p->samples += n; }
+    p->prof->on = p->profile && train && p->epoch >= p->warmup;   /* validation is never profiled */
+    if (p->prof->on) { p->batches++; p->samples += n; }
     return p->inner.forward(p->inner.ctx, n, train, correct);
 }
 
@@ -170,9 +176,9 @@ static void prof_end_epoch(void *ctx, int epoch, ct_epoch_log *log)
 
 /* Trains the model's task with ct_fit (its log to stdout with --verbose, else
  * nowhere) and keeps the per-epoch history in r. */
-static ct_status fit_profiled(time_run *r, const workload *w, const ct_task *inner, int *timed)
+static ct_status fit_profiled(time_run *r, const workload *w, const ct_task *inner, ct_prof *prof)
 {
-    profiled_task p = { *inner, timed, w->layers, w->setup.warmup, 0, 0, 0 };
+    profiled_task p = { .inner = *inner, .prof = prof, .profile = w->layers, .warmup = w->setup.warmup };
     ct_task t = *inner;
     t.ctx = &p;
     t.begin_epoch = prof_begin_epoch;
@@ -186,7 +192,7 @@ static ct_status fit_profiled(time_run *r, const workload *w, const ct_task *inn
     if (!log) return ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");
     ct_status st = ct_fit(&t, &w->fit, r->hist, log);
     if (log != stdout) fclose(log);
-    *timed = 0;
+    prof->on = 0;
     r->n_epochs = w->setup.epochs;
     r->prof_batches = p.batches;
     r->prof_samples = p.samples;
@@ -203,7 +209,7 @@ static void add_layer(time_run *r, const char *name, double fwd_s, double bwd_s,
     l->flops_per_sample = flops_per_sample;
 }
 
-/* ---- the models on the CPU ---- */
+/* ---- the models, on the device of `ops` ---- */
 /* Every layer of a sequential CNN as a --layers row; `per_sample` of its images per sample
  * (2 for a siamese tower: both crops of a pair). */
 static void add_seq_layers(time_run *r, const seq_cnn *m, int per_sample)
@@ -213,31 +219,26 @@ static void add_seq_layers(time_run *r, const seq_cnn *m, int per_sample)
         char name[64];
         if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
         else snprintf(name, sizeof name, "%s", l->text);
-        add_layer(r, name, m->fwd_seconds[i], m->bwd_seconds[i], seq_layer_step_flops(m, i, per_sample));
+        add_layer(r, name, m->prof.fwd[i], m->prof.bwd[i], seq_layer_step_flops(m, i, per_sample));
     }
 }
 
 /* The speaker pipeline (pairs, crops, background loading; models/speaker_task.h) around a
- * built, planned speaker model, trained through ct_fit with `timed` switched on after the warm-up. */
-static ct_status fit_speaker(time_run *r, const workload *w, const speaker_model *sm, ct_rngs *rngs,
-                             void (*init_weights)(void *model, ct_rng *init), int *timed)
+ * speaker model on its device, planned, with its weights, trained through ct_fit. */
+static ct_status fit_speaker(time_run *r, const workload *w, const speaker_model *sm, ct_rngs *rngs)
 {
     speaker_task s;
     memset(&s, 0, sizeof s);
     ct_status st = speaker_task_init(&s, &w->tc, &w->corpus, sm, rngs, stderr);
     if (st != CT_OK) return st;
-    init_weights(sm->ctx, &rngs->init);
     ct_task t = speaker_task_ops(&s);
-    st = fit_profiled(r, w, &t, timed);
+    st = fit_profiled(r, w, &t, sm->prof);
     speaker_task_free(&s);
     return st;
 }
 
-static void init_lstm(void *m, ct_rng *init) { siamese_lstm_init_weights(m, init); }
-static void init_cnn_tower(void *m, ct_rng *init) { siamese_cnn_init_weights(m, init); }
-
 /* siamese-lstm: the seed's model. */
-static ct_status fit_siamese_cpu(time_run *r, const workload *w)
+static ct_status fit_siamese(time_run *r, const workload *w, const ct_ops *ops)
 {
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
@@ -245,18 +246,22 @@ static ct_status fit_siamese_cpu(time_run *r, const workload *w)
     memset(&m, 0, sizeof m);
     ct_status st = siamese_lstm_build(&m, &w->sc);
     int built = st == CT_OK;
+    if (st == CT_OK) {
+        siamese_lstm_init_weights(&m, &rngs.init);
+        st = siamese_lstm_set_device(&m, ops);
+    }
     if (st == CT_OK) st = siamese_lstm_plan(&m, w->setup.batch);
     speaker_model sm = speaker_model_lstm(&m);
-    if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs, init_lstm, &m.timed);
+    if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs);
     for (int p = 0; st == CT_OK && w->layers && p < SIAMESE_LSTM_PARTS; p++)
-        add_layer(r, siamese_lstm_part_name((siamese_lstm_part)p), m.fwd_seconds[p], m.bwd_seconds[p],
+        add_layer(r, siamese_lstm_part_name((siamese_lstm_part)p), m.prof.fwd[p], m.prof.bwd[p],
                   siamese_lstm_part_flops(&w->sc, (siamese_lstm_part)p, 1));
     if (built) siamese_lstm_free(&m);
     return st;
 }
 
 /* siamese-cnn: the same pipeline with the CNN tower (models/siamese_cnn.h). */
-static ct_status fit_siamese_cnn_cpu(time_run *r, const workload *w)
+static ct_status fit_siamese_cnn(time_run *r, const workload *w, const ct_ops *ops)
 {
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
@@ -264,71 +269,42 @@ static ct_status fit_siamese_cnn_cpu(time_run *r, const workload *w)
     memset(&m, 0, sizeof m);
     ct_status st = siamese_cnn_build(&m, &w->ccfg);
     int built = st == CT_OK;
+    if (st == CT_OK) {
+        siamese_cnn_init_weights(&m, &rngs.init);
+        st = siamese_cnn_set_device(&m, ops);
+    }
     if (st == CT_OK) st = siamese_cnn_plan(&m, w->setup.batch);
     speaker_model sm = speaker_model_cnn(&m);
-    if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs, init_cnn_tower, &m.enc.timed);
+    if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs);
     if (st == CT_OK && w->layers) add_seq_layers(r, &m.enc, 2);
     if (built) siamese_cnn_free(&m);
     return st;
 }
 
-/* The cnn's task: images in memory, reshuffled every epoch. */
-typedef struct {
-    seq_cnn m;
-    const ct_images *train, *val;
-    long n_train;
-    int *order;                   /* [n_train] */
-    float *x;                     /* [B, C, H, W] */
-    int *labels;                  /* [B] */
-    ct_rng data, dropout;
-} image_task;
-
-static void image_begin_epoch(void *ctx, int epoch) { image_task *c = ctx; (void)epoch; ct_rng_shuffle_int(&c->data, c->order, (int)c->n_train); }
-
-static void image_load(void *ctx, int split, long first, int n)
-{
-    image_task *c = ctx;
-    ct_images_gather(c->x, c->labels, split == CT_SPLIT_TRAIN ? c->train : c->val, split == CT_SPLIT_TRAIN ? c->order : NULL, first, n);
-}
-
-static float image_forward(void *ctx, int n, int train, int *correct)
-{
-    image_task *c = ctx;
-    return seq_cnn_forward(&c->m, c->x, c->labels, n, train, &c->dropout, correct);
-}
-
-static void image_backward(void *ctx, int n) { image_task *c = ctx; seq_cnn_backward(&c->m, c->x, c->labels, n); }
-
-static ct_status fit_cnn_cpu(time_run *r, const workload *w)
+/* cnn: images in memory, reshuffled every epoch (models/image_task.h). */
+static ct_status fit_cnn(time_run *r, const workload *w, const ct_ops *ops)
 {
     const ct_images *tr = &w->train;
     const time_setup *s = &w->setup;
-    image_task c;
-    memset(&c, 0, sizeof c);
-    c.train = tr;
-    c.val = &w->val;
-    c.n_train = s->n_train;
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)s->seed);
-    c.data = rngs.data;
-    c.dropout = rngs.dropout;
-    ct_status st = seq_cnn_build(&c.m, w->arch, tr->c, tr->h, tr->w, tr->classes);
+    static seq_cnn m;   /* large: the layer table */
+    memset(&m, 0, sizeof m);
+    ct_status st = seq_cnn_build(&m, w->arch, tr->c, tr->h, tr->w, tr->classes);
     if (st != CT_OK) return ct_fail(st, "--arch: %s", ct_last_error());
-    st = seq_cnn_plan(&c.m, s->batch);
-    c.order = ct_malloc((size_t)s->n_train * sizeof *c.order, "order");
-    c.x = ct_malloc((size_t)s->batch * tr->c * tr->h * tr->w * sizeof *c.x, "batch");
-    c.labels = ct_malloc((size_t)s->batch * sizeof *c.labels, "batch");
-    if (st == CT_OK && (!c.order || !c.x || !c.labels)) st = CT_ENOMEM;
+    seq_cnn_init_weights(&m, &rngs.init);
+    st = seq_cnn_set_device(&m, ops);
+    if (st == CT_OK) st = seq_cnn_plan(&m, s->batch);
+    image_task c;
+    int have_task = 0;
+    if (st == CT_OK && (st = image_task_init(&c, &m, tr, &w->val, s->n_train, s->n_val, s->batch, &rngs)) == CT_OK) have_task = 1;
     if (st == CT_OK) {
-        for (long i = 0; i < s->n_train; i++) c.order[i] = (int)i;
-        seq_cnn_init_weights(&c.m, &rngs.init);
-        ct_task t = { .ctx = &c, .params = &c.m.params, .buffers = &c.m.buffers, .n_train = s->n_train, .n_val = s->n_val,
-                      .begin_epoch = image_begin_epoch, .load = image_load, .forward = image_forward, .backward = image_backward };
-        st = fit_profiled(r, w, &t, &c.m.timed);
+        ct_task t = image_task_ops(&c);
+        st = fit_profiled(r, w, &t, &m.prof);
     }
-    if (st == CT_OK && w->layers) add_seq_layers(r, &c.m, 1);
-    seq_cnn_free(&c.m);
-    free(c.order); free(c.x); free(c.labels);
+    if (st == CT_OK && w->layers) add_seq_layers(r, &m, 1);
+    if (have_task) image_task_free(&c);
+    seq_cnn_free(&m);
     return st;
 }
 
@@ -341,67 +317,55 @@ static ct_status unavailable(time_run *r, const char *why)
     return CT_OK;
 }
 
-static ct_status run_cpu(time_run *r, const workload *w)
+/* Opens the device, measures its peak and trains the workload on it. */
+static ct_status run_device(time_run *r, const workload *w)
 {
-    char cpu[256];
-    cli_cpu_model(cpu, sizeof cpu);
-    snprintf(r->device_desc, sizeof r->device_desc, "%s, %d of %d logical cores", cpu, w->setup.threads, ct_cpu_count());
+    int index = -1;
+    CT_TRY(ct_gpu_parse_device(r->device, &index));
+    const ct_ops *ops;
     ct_sgemm_rate peak;
-    CT_TRY(ct_peak_sgemm_cpu(&peak));
+    if (index < 0) {
+        char cpu[256];
+        cli_cpu_model(cpu, sizeof cpu);
+        snprintf(r->device_desc, sizeof r->device_desc, "%s, %d of %d logical cores", cpu, w->setup.threads, ct_cpu_count());
+        CT_TRY(ct_peak_sgemm_cpu(&peak));
+        snprintf(r->peak_what, sizeof r->peak_what, "OpenBLAS sgemm %d^3, %d thread%s, median of %d", CT_PEAK_N,
+                 w->setup.threads, w->setup.threads == 1 ? "" : "s", peak.repeats);
+        ops = &ct_ops_cpu;
+    } else {
+        ct_gpu_options opt = { .tf32 = w->tf32, .deterministic = w->deterministic };
+        if (ct_gpu_open(index, &opt) != CT_OK) return unavailable(r, ct_last_error());
+        ct_gpu_describe(r->device_desc, sizeof r->device_desc);
+        ct_status st = ct_peak_sgemm_gpu(&peak);
+        if (st != CT_OK) { ct_gpu_close(); return st; }
+        snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS sgemm %d^3 (FP32, no TF32), median of %d", CT_PEAK_N, peak.repeats);
+        ops = ct_ops_gpu();
+    }
     r->peak = peak.median;
     r->peak_best = peak.best;
-    snprintf(r->peak_what, sizeof r->peak_what, "OpenBLAS sgemm %d^3, %d thread%s, median of %d", CT_PEAK_N,
-             w->setup.threads, w->setup.threads == 1 ? "" : "s", peak.repeats);
     r->available = 1;
-    if (w->model == MODEL_SIAMESE_CNN) return fit_siamese_cnn_cpu(r, w);
-    return w->model == MODEL_SIAMESE ? fit_siamese_cpu(r, w) : fit_cnn_cpu(r, w);
+    ct_status st = w->model == MODEL_SIAMESE_CNN ? fit_siamese_cnn(r, w, ops)
+                 : w->model == MODEL_SIAMESE ? fit_siamese(r, w, ops) : fit_cnn(r, w, ops);
+    if (index >= 0) ct_gpu_close();
+    return st;
 }
 
-/* The GPU: opened and its sgemm peak measured, but ctrain's training loop does not
- * run on the GPU backend yet. When it does, this is where the GPU task trains. */
-static ct_status run_gpu(time_run *r, const workload *w)
-{
-    int index = 0;
-    CT_TRY(ct_gpu_parse_device(r->device, &index));
-    if (ct_gpu_open(index, NULL) != CT_OK) return unavailable(r, ct_last_error());
-    ct_gpu_describe(r->device_desc, sizeof r->device_desc);
-    ct_sgemm_rate peak;
-    if (ct_peak_sgemm_gpu(&peak) == CT_OK) {
-        r->peak = peak.median;
-        r->peak_best = peak.best;
-        snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS sgemm %d^3, median of %d", CT_PEAK_N, peak.repeats);
-    }
-    ct_gpu_close();
-    char why[1024];
-    snprintf(why, sizeof why, "found %s (sgemm peak %.0f GFLOP/s), but training %s on the GPU backend (cuda/) is not "
-             "connected to the training loop yet", r->device_desc, r->peak, w->setup.model);
-    return unavailable(r, why);
-}
-
-typedef ct_status (*device_runner)(time_run *r, const workload *w);
-
-static device_runner runner_for(const char *device)
-{
-    return strcmp(device, "cpu") ? run_gpu : run_cpu;
-}
-
-/* Splits --devices into names, checking each (cpu, gpu, gpu:N, cuda:N) and refusing repeats. */
+/* Splits --device into names, checking each (cpu, gpu, gpu:N, cuda:N) and refusing repeats. */
 static ct_status parse_devices(const char *list, char names[][32], int *n)
 {
     *n = 0;
     const char *p = list;
     for (;;) {
         size_t len = strcspn(p, ",");
-        if (len == 0 || len >= 32) return ct_fail(CT_EINVAL, "--devices %s: expected a comma-separated list such as cpu,gpu", list);
-        if (*n == MAX_DEVICES) return ct_fail(CT_EINVAL, "--devices %s: at most %d devices", list, MAX_DEVICES);
+        if (len == 0 || len >= 32) return ct_fail(CT_EINVAL, "--device %s: expected a comma-separated list such as cpu,gpu", list);
+        if (*n == MAX_DEVICES) return ct_fail(CT_EINVAL, "--device %s: at most %d devices", list, MAX_DEVICES);
         memcpy(names[*n], p, len);
         names[*n][len] = '\0';
         int index;
-        if (ct_gpu_parse_device(names[*n], &index) != CT_OK)
-            return ct_fail(CT_EINVAL, "--devices %s: %s", list, ct_last_error());
+        if (ct_gpu_parse_device(names[*n], &index) != CT_OK) return CT_EINVAL;   /* its message names the value */
         if (!strcmp(names[*n], "cuda")) snprintf(names[*n], 32, "gpu");
         for (int k = 0; k < *n; k++)
-            if (!strcmp(names[k], names[*n])) return ct_fail(CT_EINVAL, "--devices %s: %s is listed twice", list, names[k]);
+            if (!strcmp(names[k], names[*n])) return ct_fail(CT_EINVAL, "--device %s: %s is listed twice", list, names[k]);
         (*n)++;
         if (!p[len]) return CT_OK;
         p += len + 1;
@@ -519,6 +483,8 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     w->fit.batch = s->batch;
     w->fit.progress = 0;
     w->layers = o->layers;
+    w->tf32 = o->tf32;
+    w->deterministic = o->deterministic;
     w->verbose = o->verbose;
     return siamese ? build_siamese(w, o) : build_cnn(w, o);
 }
@@ -694,7 +660,11 @@ static ct_status parse_options(time_opts *o, int argc, char **argv, int *help)
     ct_status st = CT_OK;
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { *help = 1; return CT_OK; }
-        if (ct_args_str(&a, "--protocol", &o->protocol, &st) || ct_args_str(&a, "--devices", &o->devices, &st)
+        if (ct_args_str(&a, "--devices", &o->devices, &st)) {   /* the old spelling */
+            if (st == CT_OK) fprintf(stderr, "ctrain time: note: --devices is now spelled --device (the same comma list)\n");
+            continue;
+        }
+        if (ct_args_str(&a, "--protocol", &o->protocol, &st) || ct_args_str(&a, "--device", &o->devices, &st)
             || ct_args_str(&a, "--data", &o->data, &st) || ct_args_str(&a, "--json", &o->json, &st)
             || ct_args_str(&a, "--arch", &o->arch, &st)
             || ct_args_int(&a, "--epochs", &o->epochs, 1, 100000, &st) || ct_args_int(&a, "--batch", &o->batch, 1, 1 << 16, &st)
@@ -702,7 +672,8 @@ static ct_status parse_options(time_opts *o, int argc, char **argv, int *help)
             || ct_args_long(&a, "--pairs", &o->pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &o->val_pairs, 0, 100000000L, &st)
             || ct_args_long(&a, "--samples", &o->samples, 1, 100000000L, &st)
             || ct_args_long(&a, "--val-samples", &o->val_samples, 0, 100000000L, &st)
-            || (ct_args_flag(&a, "--layers") && (o->layers = 1)) || (ct_args_flag(&a, "--verbose") && (o->verbose = 1)))
+            || (ct_args_flag(&a, "--layers") && (o->layers = 1)) || (ct_args_flag(&a, "--verbose") && (o->verbose = 1))
+            || (ct_args_flag(&a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(&a, "--deterministic") && (o->deterministic = 1)))
             continue;
         st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain time --help)", argv[a.i]);
     }
@@ -755,7 +726,7 @@ int cmd_time(int argc, char **argv)
     int timed = 0;
     for (int i = 0; i < n_dev && st == CT_OK; i++) {
         snprintf(runs[i].device, sizeof runs[i].device, "%.31s", devices[i]);
-        st = runner_for(devices[i])(&runs[i], &w);
+        st = run_device(&runs[i], &w);
         if (st == CT_OK && runs[i].available && (st = summarise(&runs[i], s)) == CT_OK) timed++;
         if (st == CT_OK && runs[i].available) printf("%s: %d epochs trained\n", runs[i].device, runs[i].n_epochs);
         fflush(stdout);

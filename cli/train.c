@@ -22,6 +22,7 @@
 #include "io/weights.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
+#include "models/image_task.h"
 #include "models/small_cnn.h"
 #include "models/speaker_model.h"
 #include "models/speaker_task.h"
@@ -249,9 +250,12 @@ static int train_siamese(int argc, char **argv)
     siamese_lstm m = { 0 };
     st = siamese_run_load(&r, mc.n_mels, mc.frames);
     if (st == CT_OK) st = siamese_lstm_build(&m, &mc);
-    if (st == CT_OK) st = siamese_lstm_plan(&m, r.o.batch);
     if (st == CT_OK) {
         siamese_lstm_init_weights(&m, &r.rngs.init);
+        st = siamese_lstm_set_device(&m, r.o.ops);
+    }
+    if (st == CT_OK) st = siamese_lstm_plan(&m, r.o.batch);
+    if (st == CT_OK) {
         char line[512];
         snprintf(line, sizeof line, "siamese-lstm %dx%d -> LSTM %d%s -> %s -> dense %d -> euclidean -> contrastive (margin %g), "
                  "%zu parameters", mc.n_mels, mc.frames, mc.hidden, mc.layers > 1 ? " (stacked)" : "",
@@ -332,14 +336,18 @@ static int train_siamese_cnn(int argc, char **argv)
                      "or train without --checkpoint/--save-best", sizeof meta.model_cfg.e[0].str - 1, strlen(mc.spec));
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
 
-    siamese_cnn m = { 0 };
+    static siamese_cnn m;   /* large: the tower's layer table */
+    memset(&m, 0, sizeof m);
     st = siamese_run_load(&r, mc.n_mels, mc.frames);
     if (st == CT_OK) st = siamese_cnn_build(&m, &mc);
+    if (st == CT_OK) {
+        siamese_cnn_init_weights(&m, &r.rngs.init);
+        st = siamese_cnn_set_device(&m, r.o.ops);
+    }
     if (st == CT_OK) st = siamese_cnn_plan(&m, r.o.batch);
     char frames[32];
     snprintf(frames, sizeof frames, "%d", mc.frames);
     if (st == CT_OK) {
-        siamese_cnn_init_weights(&m, &r.rngs.init);
         char line[1536];
         snprintf(line, sizeof line, "siamese-cnn %dx%d -> %s -> euclidean -> contrastive (margin %g), %zu parameters, "
                  "%.1f MFLOP per pair", mc.frames, mc.n_mels, m.cfg.spec, mc.margin, ct_params_count(&m.enc.params),
@@ -360,55 +368,7 @@ static int train_siamese_cnn(int argc, char **argv)
     return siamese_run_exit(st);
 }
 
-/* ---- small-cnn on synthetic images ---- */
-typedef struct {
-    small_cnn m;
-    ct_images train, val;
-    int *order;
-    float *x;                  /* [B, C, H, W] */
-    int *labels;               /* [B] */
-    ct_rng data, dropout;
-} cnn_task;
-
-static void cnn_begin_epoch(void *ctx, int epoch)
-{
-    cnn_task *c = ctx;
-    (void)epoch;
-    ct_rng_shuffle_int(&c->data, c->order, c->train.n);
-}
-
-static void cnn_load(void *ctx, int split, long first, int n)
-{
-    cnn_task *c = ctx;
-    if (split == CT_SPLIT_TRAIN) ct_images_gather(c->x, c->labels, &c->train, c->order, first, n);
-    else ct_images_gather(c->x, c->labels, &c->val, NULL, first, n);
-}
-
-static float cnn_forward(void *ctx, int n, int train, int *correct)
-{
-    cnn_task *c = ctx;
-    return small_cnn_forward(&c->m, c->x, c->labels, n, train, &c->dropout, correct);
-}
-
-static void cnn_backward(void *ctx, int n)
-{
-    cnn_task *c = ctx;
-    small_cnn_backward(&c->m, c->x, c->labels, n);
-}
-
-/* Exact resume: the data and dropout streams and this epoch's order. */
-static ct_status cnn_save_state(void *ctx, hid_t f)
-{
-    cnn_task *c = ctx;
-    return cli_save_order_state(f, c->order, c->train.n, &c->data, &c->dropout);
-}
-
-static ct_status cnn_load_state(void *ctx, hid_t f)
-{
-    cnn_task *c = ctx;
-    return cli_load_order_state(f, c->order, c->train.n, &c->data, &c->dropout);
-}
-
+/* ---- small-cnn on synthetic images (a seq_cnn, trained as an image task: models/image_task.h) ---- */
 static int train_small_cnn(int argc, char **argv)
 {
     cli_train_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 64, .threads = ct_cpu_count(),
@@ -465,29 +425,27 @@ static int train_small_cnn(int argc, char **argv)
                      "for image files use `ctrain train cnn --data DIR`", o.data);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
 
-    cnn_task c = { 0 };
+    static seq_cnn m;   /* large: the layer table */
+    ct_images train = { 0 }, val = { 0 };
+    image_task c = { 0 };
+    int have_task = 0;
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
-    c.data = rngs.data;
-    c.dropout = rngs.dropout;
-    st = ct_images_synthetic(&c.train, n_train, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed);
-    if (st == CT_OK && n_val > 0) st = ct_images_synthetic(&c.val, n_val, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed + 7919);
-    if (st == CT_OK) st = small_cnn_build(&c.m, &mc);
-    if (st == CT_OK) st = small_cnn_plan(&c.m, o.batch);
+    st = ct_images_synthetic(&train, n_train, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed);
+    if (st == CT_OK && n_val > 0) st = ct_images_synthetic(&val, n_val, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed + 7919);
+    memset(&m, 0, sizeof m);
+    if (st == CT_OK) st = small_cnn_build(&m, &mc);
     if (st == CT_OK) {
-        c.order = ct_malloc((size_t)n_train * sizeof(int), "order");
-        c.x = ct_malloc((size_t)o.batch * mc.height * mc.width * sizeof(float), "batch");
-        c.labels = ct_malloc((size_t)o.batch * sizeof(int), "batch");
-        if (!c.order || !c.x || !c.labels) st = CT_ENOMEM;
+        seq_cnn_init_weights(&m, &rngs.init);
+        st = seq_cnn_set_device(&m, o.ops);
     }
+    if (st == CT_OK) st = seq_cnn_plan(&m, o.batch);
+    if (st == CT_OK && (st = image_task_init(&c, &m, &train, &val, n_train, n_val, o.batch, &rngs)) == CT_OK) have_task = 1;
     if (st == CT_OK) {
-        for (int i = 0; i < n_train; i++) c.order[i] = i;
-        small_cnn_init_weights(&c.m, &rngs.init);
         cli_print_header(stdout, o.threads);
         printf("Model: small-cnn %dx%dx%d -> conv%dk%d -> batchnorm -> relu -> maxpool2 -> dropout %g -> dense %d, %zu parameters\n",
-               mc.channels, mc.height, mc.width, mc.filters, mc.kernel, mc.dropout, mc.classes, ct_params_count(&c.m.params));
-        ct_task task = { &c, &c.m.params, n_train, n_val, cnn_begin_epoch, cnn_load, cnn_forward, cnn_backward, NULL,
-                         &c.m.buffers, cnn_save_state, cnn_load_state };
+               mc.channels, mc.height, mc.width, mc.filters, mc.kernel, mc.dropout, mc.classes, ct_params_count(&m.params));
+        ct_task task = image_task_ops(&c);
         snprintf(meta.model, sizeof meta.model, "small-cnn");
         ct_kv *km = &meta.model_cfg, *kt = &meta.train_cfg;
         ct_kv_set_int(km, "channels", mc.channels); ct_kv_set_int(km, "height", mc.height); ct_kv_set_int(km, "width", mc.width);
@@ -500,11 +458,11 @@ static int train_small_cnn(int argc, char **argv)
         fit.rngs = &rngs;
         st = ct_fit(&task, &fit, NULL, stdout);
     }
-    if (st == CT_OK && o.out) st = ct_weights_save(o.out, "small-cnn", &c.m.params, &c.m.buffers);
+    if (st == CT_OK && o.out) st = ct_weights_save(o.out, "small-cnn", &m.params, &m.buffers);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
-    small_cnn_free(&c.m);
-    ct_images_free(&c.train); ct_images_free(&c.val);
-    free(c.order); free(c.x); free(c.labels);
+    if (have_task) image_task_free(&c);
+    seq_cnn_free(&m);
+    ct_images_free(&train); ct_images_free(&val);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
     return 0;
 }

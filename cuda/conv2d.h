@@ -1,13 +1,18 @@
 /* cuda/conv2d.h - the GPU twin of layers/conv2d.h: 2-D cross-correlation, NCHW, on
  * cuDNN (conventions in cuda/device.h).
  *
- * The CPU functions take the dims; their GPU twins take a plan made ONCE per shape
- * (conv2d_plan_gpu): it holds the dims, cuDNN's descriptors and the three algorithms
- * (forward, backward data, backward filter) picked by cuDNN's heuristics
- * (cudnnGetConvolution*Algorithm_v7): the best-ranked algorithm that is supported,
- * fits the workspace limit, uses the context's math (FP32 FMA only unless TF32 was
- * allowed) and - when the context asks for determinism - is deterministic. The
- * workspace is the caller's, sized by conv2d_workspace_floats_gpu, as on the CPU.
+ * The CPU functions take the dims; their GPU twins take a plan made ONCE per layer
+ * (conv2d_plan_gpu) for the largest batch, and each call's batch size N. For each batch
+ * size met (the full batch, the last partial batch of each split, embedding batches)
+ * the plan keeps a shape: cuDNN's tensor descriptors and three convolution
+ * descriptors, one per direction, each with the algorithm picked by cuDNN's heuristics
+ * (cudnnGetConvolution*Algorithm_v7: the best-ranked one that is supported, fits the
+ * workspace, uses the context's math - FP32 FMA only unless TF32 was allowed - and,
+ * when the context asks for determinism, is deterministic) and that algorithm's math
+ * type (as PyTorch's Conv_v7 sets it). The workspace is the caller's, sized by
+ * conv2d_workspace_floats_gpu for the largest batch, as on the CPU; another batch size
+ * only picks among the algorithms that fit it. Shapes are host-side state (descriptors,
+ * no device memory); the plan keeps the CONV2D_GPU_SHAPES most recently used.
  */
 #ifndef CT_CUDA_CONV2D_H
 #define CT_CUDA_CONV2D_H
@@ -23,27 +28,42 @@ struct cudnnFilterStruct;
 struct cudnnConvolutionStruct;
 
 #define CONV2D_GPU_WORKSPACE_LIMIT ((size_t)1 << 30)   /* bytes an algorithm may ask for */
+#define CONV2D_GPU_SHAPES 4
+
+enum { CONV2D_GPU_FWD, CONV2D_GPU_BWD_DATA, CONV2D_GPU_BWD_FILTER };
 
 typedef struct {
-    conv2d_dims d;
+    int N;                                          /* batch size; 0 = an unused slot */
+    unsigned long used;                             /* the plan's clock at the last use */
+    struct cudnnTensorStruct *x_desc, *y_desc;
+    struct cudnnConvolutionStruct *conv_desc[3];    /* per direction, with its algorithm's math type */
+    int algo[3];                                    /* cuDNN's enum values, per direction */
+    size_t bytes[3];                                /* the workspace each needs */
+} conv2d_gpu_shape;
+
+typedef struct {
+    conv2d_dims d;                                  /* d.N: the largest batch */
     int bias;
-    struct cudnnTensorStruct *x_desc, *y_desc, *b_desc;
+    struct cudnnTensorStruct *b_desc;
     struct cudnnFilterStruct *w_desc;
-    struct cudnnConvolutionStruct *conv_desc;
-    int fwd_algo, bwd_data_algo, bwd_filter_algo;   /* cuDNN's enum values */
-    size_t ws_bytes;                                /* the largest of the three algorithms' needs */
+    size_t ws_bytes;                                /* the workspace planned: the largest need at d.N */
+    conv2d_gpu_shape shape[CONV2D_GPU_SHAPES];
+    unsigned long clock;
 } conv2d_gpu_plan;
 
 /* Fails (CT_EINVAL / CT_ENODEV naming the shape) if cuDNN has no usable algorithm. */
 ct_status conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, int bias);
 void      conv2d_plan_free_gpu(conv2d_gpu_plan *p);
 size_t    conv2d_workspace_floats_gpu(const conv2d_gpu_plan *p);
+/* The shape for batch size N (1 <= N <= d.N), made on first use. NULL with a message if
+ * cuDNN has no usable algorithm for N within the planned workspace. For tests and `time`. */
+const conv2d_gpu_shape *conv2d_shape_gpu(conv2d_gpu_plan *p, int N);
 
 /* out [N, OC, OH, OW]; in [N, C, H, W]; w [OC, C, KH, KW]; b [OC] or NULL; ws scratch. */
-void conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_gpu_plan *p);
+void conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, conv2d_gpu_plan *p, int N);
 /* din overwritten (NULL: not computed); dw, db accumulated (db NULL if no bias). */
 void conv2d_backward_gpu(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                         const float *w, const conv2d_gpu_plan *p);
+                         const float *w, conv2d_gpu_plan *p, int N);
 
 #ifdef __cplusplus
 }

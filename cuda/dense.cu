@@ -43,8 +43,9 @@ extern "C" void dense_backward_gpu(float *din, float *dw, float *db, const float
 {
     ct_gpu *g = ct_gpu_ctx();
     const float one = 1.0f, zero = 0.0f;
-    CT_CUBLAS_CHECK(cublasSgemm(g->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_dim, out_dim, B,
-                                &one, in, in_dim, dout, out_dim, &one, dw, in_dim));
+    if (dw)
+        CT_CUBLAS_CHECK(cublasSgemm(g->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_dim, out_dim, B,
+                                    &one, in, in_dim, dout, out_dim, &one, dw, in_dim));
     if (db) {
         bias_grad_kernel<<<ct_gpu_blocks((size_t)out_dim, 128), 128, 0, g->stream>>>(db, dout, B, out_dim);
         CT_LAUNCH_CHECK();

@@ -184,13 +184,19 @@ ct_status ct_gpu_malloc(void **ptr, size_t bytes, const char *what)
     *ptr = NULL;
     if (!bytes) return CT_OK;
     cudaError_t e = cudaMalloc(ptr, bytes);
-    if (e == cudaSuccess) e = cudaMemset(*ptr, 0, bytes);
+    /* zeroed on the compute stream and waited for: the streams are non-blocking, so a
+     * cudaMemset on the legacy default stream would not be ordered with their work */
+    if (e == cudaSuccess) e = cudaMemsetAsync(*ptr, 0, bytes, gpu_ctx.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(gpu_ctx.stream);
     if (e != cudaSuccess) {
         if (*ptr) cudaFree(*ptr);
         *ptr = NULL;
         cudaGetLastError();   /* clear the (non-sticky) allocation error */
-        return ct_fail(CT_ENOMEM, "out of GPU memory allocating %zu bytes for %s (%s); use a smaller batch or model",
-                       bytes, what, cudaGetErrorString(e));
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        return ct_fail(CT_ENOMEM, "GPU %d: cannot allocate %.1f MiB for %s (%s; %.1f of %.1f MiB free); use a smaller "
+                       "--batch or model, or free the GPU", gpu_ctx.index, bytes / 1048576.0, what, cudaGetErrorString(e),
+                       free_b / 1048576.0, total_b / 1048576.0);
     }
     return CT_OK;
 }

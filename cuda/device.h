@@ -62,11 +62,13 @@ typedef struct {
     int driver_version, runtime_version; /* CUDA versions as 1000 * major + 10 * minor */
     size_t cudnn_version;              /* cudnnGetVersion(): 10000 * major + 100 * minor + patch */
     size_t cublas_version;
-    double *scratch;                   /* [CT_GPU_SCRATCH] device doubles for reductions that return a host value */
+    double *scratch;                   /* [CT_GPU_SCRATCH] device doubles for reductions that return a host value
+                                          and their partial sums */
     double *host_scratch;              /* [CT_GPU_SCRATCH] pinned host doubles receiving them */
 } ct_gpu;
 
-#define CT_GPU_SCRATCH 64
+#define CT_GPU_SCRATCH 320          /* doubles: [0, 64) results read back, [64, 320) reduction partial sums */
+#define CT_GPU_SCRATCH_PARTIALS 64
 
 /* 1 when this ctrain was compiled with the GPU backend. */
 int ct_gpu_compiled(void);

@@ -12,6 +12,8 @@
 #include "cuda/counter_rng.h"
 #include "cuda/kernels.h"
 
+static_assert(CT_GPU_SCRATCH_PARTIALS + CT_OPTIM_GPU_PARTIALS <= CT_GPU_SCRATCH, "the context's scratch holds the norm's partial sums");
+
 
 /* Reads `count` doubles of the context scratch back to the host (synchronises). */
 static const double *scratch_read(int count)
@@ -66,36 +68,8 @@ extern "C" void euclidean_backward_gpu(float *da, float *db, const float *dd, co
     CT_LAUNCH_CHECK();
 }
 
-__global__ static void absdiff_fwd_kernel(float *out, const float *a, const float *b, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = fabsf(a[i] - b[i]);
-}
-
-__global__ static void absdiff_bwd_kernel(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float t = a[i] - b[i];
-        float g = dout[i] * (float)((t > 0.0f) - (t < 0.0f));
-        da[i] = g;
-        db[i] = -g;
-    }
-}
-
-extern "C" void absdiff_forward_gpu(float *out, const float *a, const float *b, size_t n)
-{
-    absdiff_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, a, b, n);
-    CT_LAUNCH_CHECK();
-}
-
-extern "C" void absdiff_backward_gpu(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
-{
-    absdiff_bwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(da, db, dout, a, b, n);
-    CT_LAUNCH_CHECK();
-}
-
 /* ==== losses ====
- * The *_reduce kernels run as ONE block and write to `out` (float or double):
+ * The *_reduce kernels run as ONE block and write to `out`:
  * out[0] = mean loss, out[1] = number of right predictions. */
 
 template <typename T>
@@ -123,20 +97,6 @@ __global__ static void contrastive_bwd_kernel(float *dd, const float *d, const f
     }
 }
 
-extern "C" float contrastive_forward_gpu(const float *d, const float *y, int B, float margin)
-{
-    contrastive_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, d, y, B, margin, 0.5f);
-    CT_LAUNCH_CHECK();
-    return (float)scratch_read(2)[0];
-}
-
-extern "C" float contrastive_accuracy_gpu(const float *d, const float *y, int B, float threshold)
-{
-    contrastive_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, d, y, B, 1.0f, threshold);
-    CT_LAUNCH_CHECK();
-    return (float)(scratch_read(2)[1] / B);
-}
-
 extern "C" void contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold)
 {
     contrastive_reduce<float><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, d, y, B, margin, threshold);
@@ -146,58 +106,6 @@ extern "C" void contrastive_stats_gpu(float *stats, const float *d, const float 
 extern "C" void contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin)
 {
     contrastive_bwd_kernel<<<ct_gpu_blocks((size_t)B, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dd, d, y, B, margin);
-    CT_LAUNCH_CHECK();
-}
-
-template <typename T>
-__global__ static void bce_reduce(T *out, const float *z, const float *y, int B)
-{
-    __shared__ double sh[CT_THREADS];
-    double loss = 0.0, hit = 0.0;
-    for (int k = threadIdx.x; k < B; k += blockDim.x) {
-        double zk = z[k];
-        loss += (zk > 0.0 ? zk : 0.0) - zk * y[k] + log1p(exp(-fabs(zk)));
-        hit += (z[k] > 0.0f) == (y[k] > 0.5f);
-    }
-    loss = ct_block_sum(loss, sh);
-    hit = ct_block_sum(hit, sh);
-    if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
-}
-
-__global__ static void bce_bwd_kernel(float *dz, const float *z, const float *y, int B)
-{
-    const float inv_b = 1.0f / (float)B;
-    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < B; k += gridDim.x * blockDim.x) {
-        float e = expf(-fabsf(z[k]));
-        float r = 1.0f / (1.0f + e);
-        float s = z[k] >= 0.0f ? r : e * r;
-        dz[k] = (s - y[k]) * inv_b;
-    }
-}
-
-extern "C" float bce_logits_forward_gpu(const float *z, const float *y, int B)
-{
-    bce_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, z, y, B);
-    CT_LAUNCH_CHECK();
-    return (float)scratch_read(2)[0];
-}
-
-extern "C" float bce_logits_accuracy_gpu(const float *z, const float *y, int B)
-{
-    bce_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, z, y, B);
-    CT_LAUNCH_CHECK();
-    return (float)(scratch_read(2)[1] / B);
-}
-
-extern "C" void bce_logits_stats_gpu(float *stats, const float *z, const float *y, int B)
-{
-    bce_reduce<float><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, z, y, B);
-    CT_LAUNCH_CHECK();
-}
-
-extern "C" void bce_logits_backward_gpu(float *dz, const float *z, const float *y, int B)
-{
-    bce_bwd_kernel<<<ct_gpu_blocks((size_t)B, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dz, z, y, B);
     CT_LAUNCH_CHECK();
 }
 
@@ -252,22 +160,6 @@ static void softmax_rows(float *prob, const float *logits, const int *labels, in
     }
     softmax_rows_kernel<<<ct_gpu_blocks((size_t)B, 128), 128, 0, ct_gpu_stream()>>>(prob, sm_row_loss, sm_row_hit, logits, labels, B, C);
     CT_LAUNCH_CHECK();
-}
-
-extern "C" float softmax_ce_forward_gpu(float *prob, const float *logits, const int *labels, int B, int C)
-{
-    softmax_rows(prob, logits, labels, B, C);
-    rows_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, sm_row_loss, sm_row_hit, B);
-    CT_LAUNCH_CHECK();
-    return (float)scratch_read(2)[0];
-}
-
-extern "C" float softmax_ce_accuracy_gpu(const float *logits, const int *labels, int B, int C)
-{
-    softmax_rows(NULL, logits, labels, B, C);
-    rows_reduce<double><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(ct_gpu_ctx()->scratch, sm_row_loss, sm_row_hit, B);
-    CT_LAUNCH_CHECK();
-    return (float)(scratch_read(2)[1] / B);
 }
 
 extern "C" void softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
@@ -420,7 +312,7 @@ static unsigned optim_blocks(size_t n)
     return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
 }
 
-extern "C" ct_status ct_optim_init_gpu(ct_optim_gpu *o, const ct_optim_config *cfg, size_t n)
+extern "C" ct_status ct_optim_init_gpu(ct_optim *o, const ct_optim_config *cfg, size_t n)
 {
     memset(o, 0, sizeof *o);
     ct_optim probe;   /* the CPU's validation, with a 1-float state */
@@ -433,23 +325,23 @@ extern "C" ct_status ct_optim_init_gpu(ct_optim_gpu *o, const ct_optim_config *c
     int need_v = cfg->kind != OPT_SGD;
     if ((need_m && (st = ct_gpu_malloc((void **)&o->m, n * sizeof(float), "optimizer first moment")) != CT_OK)
         || (need_v && (st = ct_gpu_malloc((void **)&o->v, n * sizeof(float), "optimizer second moment")) != CT_OK)
-        || (st = ct_gpu_malloc((void **)&o->partials, CT_OPTIM_GPU_PARTIALS * sizeof(double), "gradient norm")) != CT_OK) {
+        || (st = ct_gpu_malloc(&o->dev, CT_OPTIM_GPU_PARTIALS * sizeof(double), "gradient norm")) != CT_OK) {
         ct_optim_free_gpu(o);
         return st;
     }
     return CT_OK;
 }
 
-extern "C" void ct_optim_free_gpu(ct_optim_gpu *o)
+extern "C" void ct_optim_free_gpu(ct_optim *o)
 {
     ct_gpu_free(o->m);
     ct_gpu_free(o->v);
-    ct_gpu_free(o->partials);
+    ct_gpu_free(o->dev);
     o->m = o->v = NULL;
-    o->partials = NULL;
+    o->dev = NULL;
 }
 
-extern "C" void ct_optim_step_gpu(ct_optim_gpu *o, float *param, float *grad, float lr)
+extern "C" void ct_optim_step_gpu(ct_optim *o, float *param, float *grad, float lr)
 {
     cudaStream_t s = ct_gpu_stream();
     const ct_optim_config *c = &o->cfg;
@@ -481,10 +373,10 @@ extern "C" void ct_optim_step_gpu(ct_optim_gpu *o, float *param, float *grad, fl
     a.max_norm = c->clip_norm;
     if (!o->n) return;
     if (a.clip) {
-        sumsq_partials_kernel<<<CT_OPTIM_GPU_PARTIALS, CT_THREADS, 0, s>>>(o->partials, grad, o->n);
+        sumsq_partials_kernel<<<CT_OPTIM_GPU_PARTIALS, CT_THREADS, 0, s>>>((double *)o->dev, grad, o->n);
         CT_LAUNCH_CHECK();
     }
-    optim_kernel<<<optim_blocks(o->n), CT_THREADS, 0, s>>>(param, grad, o->m, o->v, o->n, a, o->partials);
+    optim_kernel<<<optim_blocks(o->n), CT_THREADS, 0, s>>>(param, grad, o->m, o->v, o->n, a, (const double *)o->dev);
     CT_LAUNCH_CHECK();
 }
 
@@ -501,26 +393,10 @@ __global__ static void clip_kernel(float *grad, size_t n, float max_norm, const 
 extern "C" float ct_clip_grad_norm_gpu(float *grad, size_t n, float max_norm)
 {
     ct_gpu *g = ct_gpu_ctx();
-    /* partials in scratch would need CT_OPTIM_GPU_PARTIALS doubles: use a static buffer made once */
-    static double *partials;
-    if (!partials) CT_CUDA_CHECK(cudaMalloc((void **)&partials, (CT_OPTIM_GPU_PARTIALS + 1) * sizeof(double)));
+    double *partials = g->scratch + CT_GPU_SCRATCH_PARTIALS;   /* [CT_OPTIM_GPU_PARTIALS] of the context's scratch */
     sumsq_partials_kernel<<<CT_OPTIM_GPU_PARTIALS, CT_THREADS, 0, g->stream>>>(partials, grad, n);
     CT_LAUNCH_CHECK();
     clip_kernel<<<optim_blocks(n), CT_THREADS, 0, g->stream>>>(grad, n, max_norm, partials, g->scratch);
     CT_LAUNCH_CHECK();
     return (float)scratch_read(1)[0];
-}
-
-extern "C" ct_status ct_optim_state_upload_gpu(ct_optim_gpu *o, const float *m_host, const float *v_host)
-{
-    if (m_host && o->m) CT_TRY(ct_gpu_upload(o->m, m_host, o->n * sizeof(float)));
-    if (v_host && o->v) CT_TRY(ct_gpu_upload(o->v, v_host, o->n * sizeof(float)));
-    return CT_OK;
-}
-
-extern "C" ct_status ct_optim_state_download_gpu(const ct_optim_gpu *o, float *m_host, float *v_host)
-{
-    if (m_host && o->m) CT_TRY(ct_gpu_download(m_host, o->m, o->n * sizeof(float)));
-    if (v_host && o->v) CT_TRY(ct_gpu_download(v_host, o->v, o->n * sizeof(float)));
-    return CT_OK;
 }

@@ -1,6 +1,8 @@
-/* kernels.h - ctrain's own GPU kernels: the pair heads (layers/pair.h), the losses
- * and their accuracies (layers/loss.h), dropout (layers/dropout.h) and the
- * optimizers with global-norm clipping (layers/optim.h).
+/* kernels.h - ctrain's own GPU kernels: the Euclidean pair head (layers/pair.h),
+ * the contrastive and softmax cross-entropy losses with their accuracies
+ * (layers/loss.h), dropout (layers/dropout.h) and the optimizers with global-norm
+ * clipping (layers/optim.h): what the models call through the GPU's table of
+ * operations (cuda/ops_gpu.h).
  *
  * Each function is the `_gpu` twin of the CPU function of the same name (same
  * arguments, device pointers; see cuda/device.h for the conventions) and computes
@@ -33,25 +35,14 @@ extern "C" {
 void euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps);
 void euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
                             int B, int D, float eps);
-void absdiff_forward_gpu(float *out, const float *a, const float *b, size_t n);
-void absdiff_backward_gpu(float *da, float *db, const float *dout, const float *a, const float *b, size_t n);
 
-/* ---- losses (labels, targets: device pointers too) ---- */
-float contrastive_forward_gpu(const float *d, const float *y, int B, float margin);
-void  contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin);
-float contrastive_accuracy_gpu(const float *d, const float *y, int B, float threshold);
-void  contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold);
-
-float bce_logits_forward_gpu(const float *z, const float *y, int B);
-void  bce_logits_backward_gpu(float *dz, const float *z, const float *y, int B);
-float bce_logits_accuracy_gpu(const float *z, const float *y, int B);
-void  bce_logits_stats_gpu(float *stats, const float *z, const float *y, int B);
-
-float softmax_ce_forward_gpu(float *prob, const float *logits, const int *labels, int B, int C);
-void  softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C);
-float softmax_ce_accuracy_gpu(const float *logits, const int *labels, int B, int C);
-/* prob receives the softmax as in softmax_ce_forward_gpu; no synchronisation. */
-void  softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C);
+/* ---- losses (labels, targets: device pointers too): stats [2] on the device receives
+ * the mean loss and the number of right predictions, with no synchronisation ---- */
+void contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold);
+void contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin);
+/* prob [B, C] receives the softmax, kept for backward. */
+void softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C);
+void softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C);
 
 /* ---- dropout: rng is the HOST dropout stream (two draws per training call) ---- */
 void dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
@@ -61,27 +52,18 @@ void dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n)
 void dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n);
 
 /* ---- optimizers on the flat device buffers ----
- * Same formulas, validation and state as ct_optim; m and v live on the device.
+ * Same formulas, validation and state as ct_optim (layers/optim.h), with o->m and o->v
+ * on the device and o->dev holding the squared-norm partial sums of clipping.
  * ct_optim_step_gpu is ONE kernel launch over the n floats (plus one launch for the
  * squared-norm partial sums when clip_norm > 0; the update kernel finishes the
  * norm itself, so no host round trip). Nothing is allocated per step. */
 #define CT_OPTIM_GPU_PARTIALS 256
-typedef struct {
-    ct_optim_config cfg;
-    size_t n;
-    float *m, *v;          /* [n] device, NULL if the kind does not use them */
-    long step;
-    double *partials;      /* [CT_OPTIM_GPU_PARTIALS] device: squared-norm partial sums */
-} ct_optim_gpu;
 
-ct_status ct_optim_init_gpu(ct_optim_gpu *o, const ct_optim_config *cfg, size_t n);
-void      ct_optim_free_gpu(ct_optim_gpu *o);
-void      ct_optim_step_gpu(ct_optim_gpu *o, float *param, float *grad, float lr);
+ct_status ct_optim_init_gpu(ct_optim *o, const ct_optim_config *cfg, size_t n);
+void      ct_optim_free_gpu(ct_optim *o);
+void      ct_optim_step_gpu(ct_optim *o, float *param, float *grad, float lr);
 /* Returns the global norm before clipping (synchronises); scales grad as ct_clip_grad_norm. */
 float     ct_clip_grad_norm_gpu(float *grad, size_t n, float max_norm);
-/* m, v <-> host arrays [n] (optimizer state in checkpoints); NULL host arrays are skipped. */
-ct_status ct_optim_state_upload_gpu(ct_optim_gpu *o, const float *m_host, const float *v_host);
-ct_status ct_optim_state_download_gpu(const ct_optim_gpu *o, float *m_host, float *v_host);
 
 #ifdef __cplusplus
 }

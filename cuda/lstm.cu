@@ -53,26 +53,51 @@ __global__ static void seq_mean_bwd_kernel(float *dy, const float *dout, const i
 
 /* ---- plan ---- */
 
-static ct_status set_batch(lstm_gpu *p, int B, const int *len_host)
+/* Sets the data descriptors for a batch of B sequences of up to T steps (lengths len_host,
+ * or all T), and - when the shape changed - checks cuDNN's temp sizes for it, growing the
+ * work and reserve spaces when this shape needs more (allowed only where no reserve space
+ * is in use: grow = 1 in forward). */
+static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int grow)
 {
     const lstm_dims *d = &p->d;
     float fill = 0.0f;
+    if (!len_host && T != p->full_T) {   /* "all T" for another T: refill both copies */
+        for (int b = 0; b < d->B; b++) p->len_full_host[b] = T;
+        CT_TRY(ct_gpu_upload(p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
+        p->full_T = T;
+    }
     const int *lens = len_host ? len_host : p->len_full_host;
     CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->x_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                           d->T, B, d->I, lens, &fill));
+                                           T, B, d->I, lens, &fill));
     CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->y_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                           d->T, B, d->H, lens, &fill));
+                                           T, B, d->H, lens, &fill));
     int dims[3] = { d->L, B, d->H }, strides[3] = { B * d->H, d->H, 1 };
     CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->h_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
     CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->c_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
-    if (B != p->sized_B) {   /* temp sizes depend on the batch size only: check once per size */
-        size_t work, reserve;
-        CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(ct_gpu_ctx()->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc, &work, &reserve));
-        if (work > p->work_bytes || reserve > p->reserve_bytes)
-            return ct_fail(CT_ENODEV, "GPU LSTM: batch %d needs %zu + %zu bytes of cuDNN work/reserve space, more than the %zu + %zu "
-                           "planned for batch %d", B, work, reserve, p->work_bytes, p->reserve_bytes, d->B);
-        p->sized_B = B;
+    if (B == p->shape_B && T == p->shape_T) return CT_OK;
+    size_t work, reserve;
+    CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(ct_gpu_ctx()->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc, &work, &reserve));
+    if (work > p->work_bytes || reserve > p->reserve_bytes) {
+        if (!grow)
+            return ct_fail(CT_ENODEV, "GPU LSTM: backward for batch %d x %d steps needs more cuDNN work/reserve space than "
+                           "its forward had (a backward without the forward of the same batch)", B, T);
+        if (work > p->work_bytes) {
+            ct_gpu_free(p->work);
+            p->work = NULL;
+            p->work_bytes = 0;
+            CT_TRY(ct_gpu_malloc(&p->work, work, "cuDNN LSTM workspace"));
+            p->work_bytes = work;
+        }
+        if (reserve > p->reserve_bytes) {
+            ct_gpu_free(p->reserve);
+            p->reserve = NULL;
+            p->reserve_bytes = 0;
+            CT_TRY(ct_gpu_malloc(&p->reserve, reserve, "cuDNN LSTM reserve space"));
+            p->reserve_bytes = reserve;
+        }
     }
+    p->shape_B = B;
+    p->shape_T = T;
     return CT_OK;
 }
 
@@ -138,13 +163,12 @@ extern "C" ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_par
     p->len_full_host = (int *)ct_malloc((size_t)d->B * sizeof(int), "LSTM sequence lengths");
     if (!p->len_full_host) return CT_ENOMEM;
     for (int b = 0; b < d->B; b++) p->len_full_host[b] = d->T;
+    p->full_T = d->T;
     CT_TRY(ct_gpu_malloc((void **)&p->len_full_dev, (size_t)d->B * sizeof(int), "LSTM sequence lengths"));
     CT_TRY(ct_gpu_upload(p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
-    /* sizes for the largest batch */
+    /* sizes for the largest batch: set_shape allocates the work and reserve spaces it needs */
     CT_CUDNN_TRY(cudnnGetRNNWeightSpaceSize(g->cudnn, rnn, &p->wspace_bytes));
-    CT_TRY(set_batch(p, d->B, NULL));
-    CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(g->cudnn, rnn, CUDNN_FWD_MODE_TRAINING, xd, &p->work_bytes, &p->reserve_bytes));
-    p->sized_B = d->B;
+    CT_TRY(set_shape(p, d->B, d->T, NULL, 1));
     /* the weight-space check */
     lstm_wspace_loc loc[LSTM_MAX_LAYERS * 8];
     CT_TRY(weight_locations(p, loc, params_dev));
@@ -159,8 +183,6 @@ extern "C" ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_par
     }
     /* buffers */
     size_t BT = (size_t)d->B * d->T, LBH = (size_t)d->L * d->B * d->H;
-    CT_TRY(ct_gpu_malloc(&p->work, p->work_bytes, "cuDNN LSTM workspace"));
-    CT_TRY(ct_gpu_malloc(&p->reserve, p->reserve_bytes, "cuDNN LSTM reserve space"));
     CT_TRY(ct_gpu_malloc((void **)&p->y, BT * d->H * sizeof(float), "LSTM outputs"));
     CT_TRY(ct_gpu_malloc((void **)&p->dy, BT * d->H * sizeof(float), "LSTM output gradients"));
     CT_TRY(ct_gpu_malloc((void **)&p->hy, LBH * sizeof(float), "LSTM final states"));
@@ -200,17 +222,17 @@ static const float *weights_for(lstm_gpu *p, const float *params)
     return p->wpack;
 }
 
-static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const int *len_host)
+static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const int *len_host, int forward)
 {
-    CT_ASSERT(d->B >= 1 && d->B <= p->d.B && d->T == p->d.T && d->I == p->d.I && d->H == p->d.H && d->L == p->d.L);
+    CT_ASSERT(d->B >= 1 && d->B <= p->d.B && d->T >= 1 && d->T <= p->d.T && d->I == p->d.I && d->H == p->d.H && d->L == p->d.L);
     CT_ASSERT(d->ret == p->d.ret && (len == NULL) == (len_host == NULL));
-    if (set_batch(p, d->B, len_host) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_batch", ct_last_error());
+    if (set_shape(p, d->B, d->T, len_host, forward) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_shape", ct_last_error());
 }
 
 extern "C" void lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const int *len, const int *len_host,
                                  const float *params, const lstm_dims *d)
 {
-    check_call(p, d, len, len_host);
+    check_call(p, d, len, len_host, 1);
     ct_gpu *g = ct_gpu_ctx();
     const int B = d->B, T = d->T, H = d->H;
     const int *dev_len = len ? len : p->len_full_dev;
@@ -236,7 +258,7 @@ extern "C" void lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const 
 extern "C" void lstm_backward_gpu(float *dx, float *grads, lstm_gpu *p, const float *dout, const float *x, const int *len,
                                   const int *len_host, const float *params, const lstm_dims *d)
 {
-    check_call(p, d, len, len_host);
+    check_call(p, d, len, len_host, 0);
     ct_gpu *g = ct_gpu_ctx();
     const int B = d->B, T = d->T, H = d->H;
     const int *dev_len = len ? len : p->len_full_dev;

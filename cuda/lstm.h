@@ -48,23 +48,30 @@ typedef struct {
     float *dx;                            /* [B, T, I] when the caller does not want dx */
     float *wpack, *dwpack;                /* fallback only: packed weights and their gradients */
     void *segs;                           /* fallback only: the copy segments, on the device */
-    int *len_full_dev;                    /* [B] all T (len == NULL) */
-    int *len_full_host;                   /* [B] all T */
-    int sized_B;                          /* batch the temp sizes were last checked for */
+    int *len_full_dev;                    /* [B] all full_T (len == NULL) */
+    int *len_full_host;                   /* [B] all full_T */
+    int full_T;                           /* the length len_full_* hold */
+    int shape_B, shape_T;                 /* the shape the descriptors and temp sizes are set for (0: none) */
 } lstm_gpu;
 
-/* d: the largest batch; ps, ids: the host parameter store (for the layout; its data is
- * not read); params_dev: the device copy of ps->data. Fails with CT_EINVAL
+/* d: the largest batch and the longest sequence (calls may have fewer of both); ps, ids:
+ * the host parameter store (for the layout; its data is not read); params_dev: the device
+ * copy of ps->data. cuDNN's work and reserve spaces are sized for d and re-queried when a
+ * call's shape changes: they are not monotonic in the batch size, so a smaller batch may
+ * need more, and the plan then grows them (once, in forward). Fails with CT_EINVAL
  * (hard_sigmoid, bad sizes), CT_ENOMEM, CT_ENODEV (cuDNN refuses), CT_EFORMAT (cuDNN's
  * weight space is not an LSTM's). A layout that differs from ctrain's is not an error:
  * the plan packs once per step and says so on stderr (plan->map.direct == 0). */
 ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev);
 void      lstm_plan_free_gpu(lstm_gpu *p);
 
-/* out: [B, H] or [B, T, H] (d->ret); x [B, T, I]; params: flat device buffer; d->B <= planned. */
+/* out: [B, H] or [B, T, H] (d->ret); x [B, T, I]; params: flat device buffer; d->B and d->T
+ * <= planned. */
 void lstm_forward_gpu(float *out, lstm_gpu *cache, const float *x, const int *len, const int *len_host,
                       const float *params, const lstm_dims *d);
-/* dx [B, T, I] overwritten (NULL: not computed); grads: flat device gradient buffer (accumulated). */
+/* dx [B, T, I] overwritten (NULL: not computed); grads: flat device gradient buffer (accumulated).
+ * Needs the forward of the same batch just before: cuDNN's backward-data pass changes the
+ * reserve space, so a second backward needs a second forward. */
 void lstm_backward_gpu(float *dx, float *grads, lstm_gpu *cache, const float *dout, const float *x, const int *len,
                        const int *len_host, const float *params, const lstm_dims *d);
 

@@ -73,7 +73,6 @@ ct_status lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc,
             if (oa < ob + nb && ob < oa + na)
                 return ct_fail(CT_EFORMAT, "cuDNN weight space: regions of layers %d and %d overlap", a / 16, b / 16);
         }
-    (void)used;
     /* 2. direct: one base with flat == base + cuDNN offset for every region, and the
      *    space (gaps included) inside the flat buffer */
     size_t m00, b00;
@@ -98,6 +97,11 @@ ct_status lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc,
                 direct = 0;
             }
         }
+    if (direct && used != wspace_floats) {   /* cuDNN's space has gaps: its gradient pass might write into them */
+        snprintf(map->why, sizeof map->why, "cuDNN's %zu-float weight space holds %zu floats of weights (it has gaps)",
+                 wspace_floats, used);
+        direct = 0;
+    }
     if (direct && base + wspace_floats > ps->numel) {
         snprintf(map->why, sizeof map->why, "the %zu-float weight space would run past the end of the parameter buffer", wspace_floats);
         direct = 0;

@@ -1,5 +1,5 @@
-/* pool.cu - max pooling (argmax) and global average pooling on the GPU
- * (see cuda/pool.h; formulas in layers/pool.h).
+/* pool.cu - max pooling (argmax), global average pooling and the mean over H
+ * (gaph) on the GPU (see cuda/pool.h; formulas in layers/pool.h).
  *
  * maxpool backward, as a gather: input (y, x) of plane p lies in the windows with
  *   oy in [ceil((y - K + 1) / s), floor(y / s)] ∩ [0, OH)  (likewise ox),
@@ -62,6 +62,42 @@ __global__ static void gap_bwd_kernel(float *din, const float *dout, int NC, int
     const float inv = 1.0f / (float)HW;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         din[i] = dout[i / HW] * inv;
+}
+
+/* mean over H: one thread per (plane, w), summing the H rows in order in float, as the CPU */
+__global__ static void gaph_fwd_kernel(float *out, const float *in, int NC, int H, int W)
+{
+    size_t n = (size_t)NC * W;
+    const float inv = 1.0f / (float)H;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t pl = i / W, w = i % W;
+        const float *x = in + pl * H * W + w;
+        float s = 0.0f;
+        for (int h = 0; h < H; h++) s += x[(size_t)h * W];
+        out[i] = s * inv;
+    }
+}
+
+__global__ static void gaph_bwd_kernel(float *din, const float *dout, int NC, int H, int W)
+{
+    size_t n = (size_t)NC * H * W;
+    const float inv = 1.0f / (float)H;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t pl = i / ((size_t)H * W), w = i % W;
+        din[i] = dout[pl * W + w] * inv;
+    }
+}
+
+extern "C" void avgpool_h_forward_gpu(float *out, const float *in, int N, int C, int H, int W)
+{
+    gaph_fwd_kernel<<<ct_gpu_blocks((size_t)N * C * W, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, in, N * C, H, W);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void avgpool_h_backward_gpu(float *din, const float *dout, int N, int C, int H, int W)
+{
+    gaph_bwd_kernel<<<ct_gpu_blocks((size_t)N * C * H * W, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(din, dout, N * C, H, W);
+    CT_LAUNCH_CHECK();
 }
 
 extern "C" void maxpool2d_forward_gpu(float *out, int *argmax, const float *in, const maxpool2d_dims *d)

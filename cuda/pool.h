@@ -1,5 +1,6 @@
 /* cuda/pool.h - the GPU twin of layers/pool.h: max pooling with the argmax contract
- * (first maximum on ties, flat input index) and global average pooling. Own kernels:
+ * (first maximum on ties, flat input index), global average pooling and the mean
+ * over H (gaph). Own kernels:
  * cuDNN's pooling has no argmax output. Backward GATHERS (each input sums the outputs
  * whose argmax it is, in a fixed order) instead of scattering with atomics, so it is
  * deterministic even when windows overlap. */
@@ -15,6 +16,8 @@ void maxpool2d_forward_gpu(float *out, int *argmax, const float *in, const maxpo
 void maxpool2d_backward_gpu(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d);
 void global_avgpool_forward_gpu(float *out, const float *in, int N, int C, int HW);
 void global_avgpool_backward_gpu(float *din, const float *dout, int N, int C, int HW);
+void avgpool_h_forward_gpu(float *out, const float *in, int N, int C, int H, int W);
+void avgpool_h_backward_gpu(float *din, const float *dout, int N, int C, int H, int W);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,14 @@
 /* seq_cnn.c - the sequential CNN: spec parser with up-front shape checks,
  * parameter registration, activation plan, and forward/backward as one loop
- * over the layer list calling the layer functions; the classifier is that
- * stack followed by softmax cross-entropy (see seq_cnn.h). */
+ * over the layer list calling the layer functions through the device's table
+ * (layers/ops.h); the classifier is that stack followed by softmax
+ * cross-entropy (see seq_cnn.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "models/seq_cnn.h"
-#include "layers/activation.h"
-#include "layers/dropout.h"
-#include "layers/loss.h"
 #include "layers/pool.h"
-#include "models/train.h"
 
 size_t seq_layer_out_size(const seq_layer *l)
 {
@@ -276,7 +273,10 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
         l->in_place = owner >= 0 && !is_activation(m->layer[owner].kind) && m->layer[owner].kind != SEQ_DROPOUT;
     }
     CT_TRY(ct_params_alloc(&m->params));
-    return ct_params_alloc(&m->buffers);
+    CT_TRY(ct_params_alloc(&m->buffers));
+    m->ops = &ct_ops_cpu;
+    CT_TRY(ct_dparams_make(&m->dev, m->ops, &m->params, 1));   /* on the CPU: the host stores themselves */
+    return ct_dparams_make(&m->dev_buffers, m->ops, &m->buffers, 0);
 }
 
 static ct_status build_model(seq_cnn *m, const char *spec, int C, int H, int W, int classes, int encoder)
@@ -285,6 +285,8 @@ static ct_status build_model(seq_cnn *m, const char *spec, int C, int H, int W, 
     ct_status st = build_impl(m, spec, C, H, W, classes, encoder);
     if (st != CT_OK) {
         /* keep the message: freeing does not touch it */
+        ct_dparams_free(&m->dev);
+        ct_dparams_free(&m->dev_buffers);
         ct_params_free(&m->params);
         ct_params_free(&m->buffers);
         model_reset(m);
@@ -316,15 +318,6 @@ static conv2d_dims conv_dims(const seq_layer *l, int N)
     return cd;
 }
 
-/* The dims of a planned step: their workspace must fit the one planned (it grows with the
- * thread count, core/threads.h, which must not be raised after seq_cnn_plan). */
-static conv2d_dims step_conv_dims(const seq_cnn *m, const seq_layer *l, int N)
-{
-    conv2d_dims cd = conv_dims(l, N);
-    CT_ASSERT(conv2d_workspace_floats(&cd) <= m->conv_ws_floats);
-    return cd;
-}
-
 static maxpool2d_dims pool_dims(const seq_layer *l, int N)
 {
     maxpool2d_dims pd;
@@ -338,6 +331,37 @@ static batchnorm_dims bn_dims(const seq_layer *l, int N)
     return (batchnorm_dims){ .N = N, .C = l->in_c, .HW = l->in_h * l->in_w, .eps = 1e-5f, .momentum = 0.1f };
 }
 
+/* The device's plans, activations and statistics go; the weights stay. */
+static void free_step(seq_cnn *m)
+{
+    for (int i = 0; i < m->n; i++)
+        if (m->layer[i].conv_plan) { m->ops->conv2d_plan_free(m->layer[i].conv_plan); m->layer[i].conv_plan = NULL; }
+    ct_arena_free(&m->arena);
+    m->max_batch = 0;
+}
+
+ct_status seq_cnn_set_device(seq_cnn *m, const ct_ops *ops)
+{
+    free_step(m);
+    ct_dparams_free(&m->dev);
+    ct_dparams_free(&m->dev_buffers);
+    m->ops = ops;
+    CT_TRY(ct_dparams_make(&m->dev, ops, &m->params, 1));
+    return ct_dparams_make(&m->dev_buffers, ops, &m->buffers, 0);
+}
+
+ct_status seq_cnn_to_device(seq_cnn *m)
+{
+    CT_TRY(ct_dparams_to_device(&m->dev));
+    return ct_dparams_to_device(&m->dev_buffers);
+}
+
+ct_status seq_cnn_to_host(seq_cnn *m)
+{
+    CT_TRY(ct_dparams_to_host(&m->dev));
+    return ct_dparams_to_host(&m->dev_buffers);
+}
+
 ct_status seq_cnn_plan(seq_cnn *m, int N)
 {
     if (N < 1) return ct_fail(CT_EINVAL, "cnn: batch size %d must be at least 1", N);
@@ -347,7 +371,7 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
             return ct_fail(CT_EINVAL, "cnn: batch %d is too large for layer %d \"%s\" (more than 2^31 values); use a smaller --batch",
                            N, i + 1, l->text);
     }
-    ct_arena_free(&m->arena);
+    free_step(m);
     ct_arena_init(&m->arena);
     ct_arena *a = &m->arena;
     m->max_batch = N;
@@ -365,7 +389,9 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
         switch (l->kind) {
         case SEQ_CONV: {
             conv2d_dims cd = conv_dims(l, N);
-            size_t k = conv2d_workspace_floats(&cd);
+            ct_status st = m->ops->conv2d_plan(&l->conv_plan, &cd, 1);
+            if (st != CT_OK) { st = ct_fail(st, "layer %d \"%s\": %s", i + 1, l->text, ct_last_error()); free_step(m); return st; }
+            size_t k = m->ops->conv2d_workspace_floats(l->conv_plan);
             if (k > ws) ws = k;
             break;
         }
@@ -383,9 +409,11 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
     m->conv_ws_floats = ws;
     if (m->classes) ct_arena_floats(a, &m->prob, (size_t)N * m->classes);
     else m->prob = NULL;
+    ct_arena_floats(a, &m->stats, 2);
     ct_arena_floats(a, &m->grad[0], gmax);
     ct_arena_floats(a, &m->grad[1], gmax);
-    CT_TRY(ct_arena_alloc(a));
+    ct_status st = ct_arena_alloc_on(a, &m->ops->mem, "cnn activations");
+    if (st != CT_OK) { free_step(m); return st; }
     for (int i = 0; i < m->n; i++)
         if (m->layer[i].kind == SEQ_CONV) m->layer[i].ws = shared_ws;
     return CT_OK;
@@ -393,7 +421,9 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
 
 void seq_cnn_free(seq_cnn *m)
 {
-    ct_arena_free(&m->arena);
+    if (m->ops) free_step(m);
+    ct_dparams_free(&m->dev);
+    ct_dparams_free(&m->dev_buffers);
     ct_params_free(&m->params);
     ct_params_free(&m->buffers);
 }
@@ -401,56 +431,56 @@ void seq_cnn_free(seq_cnn *m)
 const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
-    const ct_params *P = &m->params;
+    const ct_ops *ops = m->ops;
+    const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
     const float *in = x;
+    ct_prof *p = &m->prof;
+    ct_prof_start(p, ops);
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
         size_t n_out = (size_t)N * seq_layer_out_size(l);
-        double t0 = m->timed ? ct_now() : 0;
         if (l->kind == SEQ_FLATTEN || l->in_place) l->out = (float *)in;   /* same memory as the input */
         switch (l->kind) {
-        case SEQ_CONV: {
-            conv2d_dims cd = step_conv_dims(m, l, N);
-            conv2d_forward(l->out, l->ws, in, ct_params_data(P, l->conv.w), ct_params_data(P, l->conv.b), &cd);
+        case SEQ_CONV:
+            ops->conv2d_forward(l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
             break;
-        }
         case SEQ_DENSE:
-            dense_forward(l->out, in, ct_params_data(P, l->dense.w), ct_params_data(P, l->dense.b), N, l->in_c, l->units);
+            ops->dense_forward(l->out, in, ct_dparams_data(P, l->dense.w), ct_dparams_data(P, l->dense.b), N, l->in_c, l->units);
             break;
         case SEQ_MAXPOOL: {
             maxpool2d_dims pd = pool_dims(l, N);
-            maxpool2d_forward(l->out, l->argmax, in, &pd);
+            ops->maxpool2d_forward(l->out, l->argmax, in, &pd);
             break;
         }
         case SEQ_GAP:
-            global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
+            ops->global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
             break;
         case SEQ_GAPH:
-            avgpool_h_forward(l->out, in, N, l->in_c, l->in_h, l->in_w);
+            ops->avgpool_h_forward(l->out, in, N, l->in_c, l->in_h, l->in_w);
             break;
         case SEQ_FLATTEN:
             break;
         case SEQ_DROPOUT:
             if (train && l->p > 0) {
-                if (m->given_masks) dropout_apply(l->out, l->mask, in, n_out);
-                else dropout_forward(l->out, l->mask, in, n_out, l->p, 1, dropout_rng);
+                if (m->given_masks) ops->dropout_apply(l->out, l->mask, in, n_out);
+                else ops->dropout_forward(l->out, l->mask, in, n_out, l->p, 1, dropout_rng);
             } else if (l->out != in) {
-                memcpy(l->out, in, n_out * sizeof *l->out);
+                ops->copy(l->out, in, n_out * sizeof *l->out);
             }
             break;
         case SEQ_BATCHNORM: {
             batchnorm_dims bd = bn_dims(l, N);
-            batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_params_data(&m->buffers, l->bn.running_mean),
-                              ct_params_data(&m->buffers, l->bn.running_var), in, ct_params_data(P, l->bn.gamma),
-                              ct_params_data(P, l->bn.beta), &bd, train);
+            ops->batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
+                                   ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
+                                   ct_dparams_data(P, l->bn.beta), &bd, train);
             break;
         }
-        case SEQ_RELU: relu_forward(l->out, in, n_out); break;
-        case SEQ_TANH: tanh_forward(l->out, in, n_out); break;
-        case SEQ_SIGMOID: sigmoid_forward(l->out, in, n_out); break;
+        case SEQ_RELU: ops->relu_forward(l->out, in, n_out); break;
+        case SEQ_TANH: ops->tanh_forward(l->out, in, n_out); break;
+        case SEQ_SIGMOID: ops->sigmoid_forward(l->out, in, n_out); break;
         }
         in = l->out;
-        if (m->timed) m->fwd_seconds[i] += ct_now() - t0;
+        ct_prof_lap(p, ops, &p->fwd[i]);
     }
     m->logits = in;
     return in;
@@ -459,82 +489,89 @@ const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train,
 float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
 {
     CT_ASSERT(m->classes >= 2);
+    const ct_ops *ops = m->ops;
     const float *logits = seq_cnn_forward_stack(m, x, N, train, dropout_rng);    /* [N, classes] */
-    if (correct) *correct = (int)(softmax_ce_accuracy(logits, labels, N, m->classes) * (float)N + 0.5f);
-    return softmax_ce_forward(m->prob, logits, labels, N, m->classes);
+    ct_prof *p = &m->prof;
+    ops->softmax_ce_stats(m->stats, m->prob, logits, labels, N, m->classes);     /* [2] */
+    float stats[2];                                                              /* the step's one read */
+    if (ops->download(stats, m->stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
+    ct_prof_lap(p, ops, &p->fwd[m->n - 1]);
+    if (correct) *correct = (int)(stats[1] + 0.5f);
+    return stats[0];
 }
 
 /* Backward through the layers, from d loss / d (last layer's output) in
  * m->grad[0] down to the first layer with parameters. */
 static void backward_layers(seq_cnn *m, const float *x, int N)
 {
-    const ct_params *P = &m->params;
+    const ct_ops *ops = m->ops;
+    const ct_dparams *P = &m->dev;
     float *cur = m->grad[0];                          /* d loss / d (output of layer i) */
+    ct_prof *p = &m->prof;
     for (int i = m->n - 1; i >= m->first_param; i--) {
         seq_layer *l = &m->layer[i];
         const float *in = i == 0 ? x : m->layer[i - 1].out;
-        double t0 = m->timed ? ct_now() : 0;
         float *dst = cur == m->grad[0] ? m->grad[1] : m->grad[0];
         float *din = i > m->first_param ? dst : NULL;  /* the first parameter layer's input gradient is not needed */
         size_t n_out = (size_t)N * seq_layer_out_size(l);
         switch (l->kind) {
-        case SEQ_CONV: {
-            conv2d_dims cd = step_conv_dims(m, l, N);
-            conv2d_backward(din, ct_params_grad(P, l->conv.w), ct_params_grad(P, l->conv.b), l->ws, cur, in,
-                            ct_params_data(P, l->conv.w), &cd);
+        case SEQ_CONV:
+            ops->conv2d_backward(din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, cur, in,
+                                 ct_dparams_data(P, l->conv.w), l->conv_plan, N);
             cur = dst;
             break;
-        }
         case SEQ_DENSE:
-            dense_backward(din, ct_params_grad(P, l->dense.w), ct_params_grad(P, l->dense.b), cur, in,
-                           ct_params_data(P, l->dense.w), N, l->in_c, l->units);
+            ops->dense_backward(din, ct_dparams_grad(P, l->dense.w), ct_dparams_grad(P, l->dense.b), cur, in,
+                                ct_dparams_data(P, l->dense.w), N, l->in_c, l->units);
             cur = dst;
             break;
         case SEQ_MAXPOOL: {
             maxpool2d_dims pd = pool_dims(l, N);
-            maxpool2d_backward(dst, cur, l->argmax, &pd);
+            ops->maxpool2d_backward(dst, cur, l->argmax, &pd);
             cur = dst;
             break;
         }
         case SEQ_GAP:
-            global_avgpool_backward(dst, cur, N, l->in_c, l->in_h * l->in_w);
+            ops->global_avgpool_backward(dst, cur, N, l->in_c, l->in_h * l->in_w);
             cur = dst;
             break;
         case SEQ_GAPH:
-            avgpool_h_backward(dst, cur, N, l->in_c, l->in_h, l->in_w);
+            ops->avgpool_h_backward(dst, cur, N, l->in_c, l->in_h, l->in_w);
             cur = dst;
             break;
         case SEQ_FLATTEN:
             break;                                     /* same memory, same order */
         case SEQ_DROPOUT:
-            if (l->p > 0) dropout_backward(cur, cur, l->mask, n_out);
+            if (l->p > 0) ops->dropout_backward(cur, cur, l->mask, n_out);
             break;
         case SEQ_BATCHNORM: {
             batchnorm_dims bd = bn_dims(l, N);
-            batchnorm_backward(din, ct_params_grad(P, l->bn.gamma), ct_params_grad(P, l->bn.beta), cur, l->xhat,
-                               l->invstd, ct_params_data(P, l->bn.gamma), &bd);
+            ops->batchnorm_backward(din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), cur, l->xhat,
+                                    l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
             cur = dst;
             break;
         }
-        case SEQ_RELU: relu_backward(cur, cur, l->out, n_out); break;
-        case SEQ_TANH: tanh_backward(cur, cur, l->out, n_out); break;
-        case SEQ_SIGMOID: sigmoid_backward(cur, cur, l->out, n_out); break;
+        case SEQ_RELU: ops->relu_backward(cur, cur, l->out, n_out); break;
+        case SEQ_TANH: ops->tanh_backward(cur, cur, l->out, n_out); break;
+        case SEQ_SIGMOID: ops->sigmoid_backward(cur, cur, l->out, n_out); break;
         }
-        if (m->timed) m->bwd_seconds[i] += ct_now() - t0;
+        ct_prof_lap(p, ops, &p->bwd[i]);
     }
 }
 
 void seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
-    if (dout != m->grad[0]) memcpy(m->grad[0], dout, (size_t)N * m->out_size * sizeof *dout);   /* [N, out_size] */
+    ct_prof_start(&m->prof, m->ops);
+    if (dout != m->grad[0]) m->ops->copy(m->grad[0], dout, (size_t)N * m->out_size * sizeof *dout);   /* [N, out_size] */
     backward_layers(m, x, N);
 }
 
 void seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
 {
     CT_ASSERT(m->classes >= 2);
-    softmax_ce_backward(m->grad[0], m->prob, labels, N, m->classes);   /* d loss / d logits [N, classes] */
+    ct_prof_start(&m->prof, m->ops);
+    m->ops->softmax_ce_backward(m->grad[0], m->prob, labels, N, m->classes);   /* d loss / d logits [N, classes] */
     backward_layers(m, x, N);
 }
 

@@ -47,7 +47,13 @@
  * dense_1/b [U], batchnorm_1/gamma, batchnorm_1/beta [C]; batchnorm running
  * statistics (batchnorm_1/running_mean, running_var) live in the buffer store.
  *
- * Activations are planned in one arena for a maximum batch. Elementwise layers
+ * The network is written once for every device: each layer is called through
+ * the table of the device the model was put on (layers/ops.h; the CPU after
+ * build, seq_cnn_set_device moves it). `params` and `buffers` are the host
+ * stores (names, shapes, host copies for files and checkpoints); `dev` and
+ * `dev_buffers` their copies on the device (on the CPU: the host stores).
+ *
+ * Activations are planned in one arena on the device for a maximum batch. Elementwise layers
  * (relu, tanh, sigmoid) run in place when the layer before them does not need
  * its output in backward; flatten is the same memory as its input. Backward
  * walks the layer list in reverse with two ping-pong gradient buffers (in place
@@ -63,6 +69,8 @@
 #include "layers/batchnorm.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"
+#include "layers/ops.h"
+#include "models/profile.h"
 
 #define SEQ_CNN_DEFAULT_SPEC "conv32k3,relu,conv64k3,relu,maxpool2,dropout0.25,flatten,dense128,relu,dropout0.5,dense10"
 #define SEQ_CNN_MAX_LAYERS 64
@@ -87,7 +95,8 @@ typedef struct {
     conv2d_ids conv;
     dense_ids dense;
     batchnorm_ids bn;
-    /* activations, planned for max_batch samples */
+    void *conv_plan;                /* conv: the device's plan for max_batch images (ops->conv2d_plan) */
+    /* activations on the device, planned for max_batch samples */
     float *out;                     /* [N, out] (aliases the input for flatten and in-place layers) */
     float *ws;                      /* conv: im2col workspace */
     float *xhat, *mean, *invstd;    /* batchnorm */
@@ -103,39 +112,50 @@ typedef struct {
     int n;                          /* layers */
     seq_layer layer[SEQ_CNN_MAX_LAYERS];
     int first_param;                /* first layer with parameters: backward stops there */
-    ct_params params;               /* trainable */
-    ct_params buffers;              /* batchnorm running statistics */
+    ct_params params;               /* host: trainable */
+    ct_params buffers;              /* host: batchnorm running statistics */
+    const ct_ops *ops;              /* the device the model is on */
+    ct_dparams dev, dev_buffers;    /* params (with gradients) and buffers on the device */
     int max_batch;
     size_t conv_ws_floats;          /* the convolutions' shared workspace, as planned */
     ct_arena arena;
     float *prob;                    /* [N, classes] softmax, kept for backward (NULL for an encoder) */
+    float *stats;                   /* [2] mean loss, right predictions (classifier) */
     float *grad[2];                 /* [N, largest activation] ping-pong gradient buffers */
     const float *logits;            /* [N, out_size] the last layer's output after a forward */
     /* Testing hook: when set, training-mode dropout applies each dropout layer's
      * current `mask` (filled by the caller) instead of drawing a new one. */
     int given_masks;
-    /* Profiling: when `timed` is set, forward and backward add each layer's wall
-     * seconds to fwd_seconds[i] / bwd_seconds[i] (the loss goes to the last layer). */
-    int timed;
-    double fwd_seconds[SEQ_CNN_MAX_LAYERS], bwd_seconds[SEQ_CNN_MAX_LAYERS];
+    /* Profiling: with prof.on, forward and backward add each layer's wall seconds to
+     * prof.fwd[i] / prof.bwd[i] (the loss goes to the last layer). */
+    ct_prof prof;
 } seq_cnn;
 
 size_t seq_layer_out_size(const seq_layer *l);   /* values per sample */
 
 /* Parses `spec` for images [C, H, W] and `classes` classes, registers and
  * allocates the parameters (zeroed: call seq_cnn_init_weights). On failure m
- * holds no memory and the message names the offending layer. */
+ * holds no memory and the message names the offending layer. The model is on
+ * the CPU. */
 ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes);
 /* The same for an encoder: no classes and no loss; the spec must end in a flat
  * output (after flatten, gap or gaph; normally a dense layer), whose size is
  * m->out_size, the embedding size. Use the stack functions below. */
 ct_status seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W);
-void      seq_cnn_init_weights(seq_cnn *m, ct_rng *r);
-/* Plans every activation for batches of up to max_batch samples (re-plans if called again). */
+void      seq_cnn_init_weights(seq_cnn *m, ct_rng *r);     /* on the host */
+/* Moves the model to the device of `ops` (before planning), copying the host weights there. */
+ct_status seq_cnn_set_device(seq_cnn *m, const ct_ops *ops);
+/* Plans every activation and convolution on the model's device for batches of up to
+ * max_batch samples (re-plans if called again). */
 ct_status seq_cnn_plan(seq_cnn *m, int max_batch);
+/* Host copies of the weights and batchnorm statistics -> device, and back. Nothing on the CPU. */
+ct_status seq_cnn_to_device(seq_cnn *m);
+ct_status seq_cnn_to_host(seq_cnn *m);
 void      seq_cnn_free(seq_cnn *m);
 
-/* The layer stack alone. x [N, C, H, W]; returns the last layer's output
+/* Every pointer below is on the model's device.
+ *
+ * The layer stack alone. x [N, C, H, W]; returns the last layer's output
  * [N, out_size] (inside m's activations, valid until the next forward; also
  * m->logits). train != 0: dropout draws from dropout_rng, batchnorm uses batch
  * statistics and updates its running statistics; train == 0: no dropout,

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "models/siamese_cnn.h"
-#include "layers/loss.h"
 #include "layers/pair.h"
 
 siamese_cnn_config siamese_cnn_defaults(void)
@@ -39,9 +38,25 @@ ct_status siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg)
 
 void siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r) { seq_cnn_init_weights(&m->enc, r); }
 
+/* The embedding input buffer is sized by the tower's plan: it goes when the plan changes. */
+static void free_embed_x(siamese_cnn *m)
+{
+    if (m->embed_x) m->enc.ops->mem.free(m->embed_x);
+    m->embed_x = NULL;
+}
+
+ct_status siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops)
+{
+    free_embed_x(m);
+    ct_arena_free(&m->arena);
+    m->max_pairs = 0;
+    return seq_cnn_set_device(&m->enc, ops);
+}
+
 ct_status siamese_cnn_plan(siamese_cnn *m, int max_pairs)
 {
     if (max_pairs < 1) return ct_fail(CT_EINVAL, "siamese-cnn: batch must hold at least one pair");
+    free_embed_x(m);
     CT_TRY(seq_cnn_plan(&m->enc, 2 * max_pairs));   /* both towers: 2B images */
     ct_arena_free(&m->arena);
     ct_arena_init(&m->arena);
@@ -50,12 +65,14 @@ ct_status siamese_cnn_plan(siamese_cnn *m, int max_pairs)
     ct_arena_floats(&m->arena, &m->act.dist, B);
     ct_arena_floats(&m->arena, &m->act.ddist, B);
     ct_arena_floats(&m->arena, &m->act.demb, 2 * B * D);
-    return ct_arena_alloc(&m->arena);
+    ct_arena_floats(&m->arena, &m->act.stats, 2);
+    return ct_arena_alloc_on(&m->arena, &m->enc.ops->mem, "siamese-cnn activations");
 }
 
 void siamese_cnn_free(siamese_cnn *m)
 {
     ct_arena_free(&m->arena);
+    free_embed_x(m);
     seq_cnn_free(&m->enc);
 }
 
@@ -63,36 +80,48 @@ float siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int B,
 {
     CT_ASSERT(B >= 1 && B <= m->max_pairs);
     const siamese_cnn_config *c = &m->cfg;
-    const float *emb = seq_cnn_forward_stack(&m->enc, x, 2 * B, train, dropout_rng);   /* [2B, D] */
-    const float *emb_a = emb, *emb_b = emb + (size_t)B * c->embed;                     /* [B, D] each */
-    euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);       /* [B] */
-    if (correct) *correct = (int)(contrastive_accuracy(m->act.dist, y, B, c->threshold) * (float)B + 0.5f);
-    return contrastive_forward(m->act.dist, y, B, c->margin);
+    const ct_ops *ops = m->enc.ops;
+    const float *emb = seq_cnn_forward_stack(&m->enc, x, 2 * B, train, dropout_rng);    /* [2B, D] */
+    const float *emb_a = emb, *emb_b = emb + (size_t)B * c->embed;                      /* [B, D] each */
+    ops->euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);   /* [B] */
+    ops->contrastive_stats(m->act.stats, m->act.dist, y, B, c->margin, c->threshold);   /* [2] */
+    float stats[2];                                                                     /* the step's one read */
+    if (ops->download(stats, m->act.stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
+    if (correct) *correct = (int)(stats[1] + 0.5f);
+    return stats[0];
 }
 
 void siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B)
 {
     const siamese_cnn_config *c = &m->cfg;
+    const ct_ops *ops = m->enc.ops;
     const float *emb = m->enc.logits;                         /* [2B, D] from the forward */
     size_t half = (size_t)B * c->embed;
-    contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                        /* dL/dd   [B] */
-    euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
-                       emb, emb + half, B, c->embed, CT_KERAS_EPSILON);                       /* dL/demb [2B, D] */
-    seq_cnn_backward_stack(&m->enc, x, m->act.demb, 2 * B);                                   /* into the weights */
+    ops->contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                        /* dL/dd   [B] */
+    ops->euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
+                            emb, emb + half, B, c->embed, CT_KERAS_EPSILON);                      /* dL/demb [2B, D] */
+    seq_cnn_backward_stack(&m->enc, x, m->act.demb, 2 * B);                                       /* into the weights */
 }
 
 ct_status siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs)
 {
     if (max_seqs < 1) return ct_fail(CT_EINVAL, "siamese-cnn: embedding needs at least 1 window per batch");
-    if (max_seqs <= m->enc.max_batch) return CT_OK;   /* the training plan is large enough */
-    return seq_cnn_plan(&m->enc, max_seqs);
+    if (max_seqs > m->enc.max_batch) {   /* else the training plan is large enough */
+        free_embed_x(m);
+        CT_TRY(seq_cnn_plan(&m->enc, max_seqs));
+    }
+    if (m->enc.ops->host_memory || m->embed_x) return CT_OK;
+    size_t n = (size_t)m->enc.max_batch * m->cfg.frames * m->cfg.n_mels;
+    return m->enc.ops->mem.alloc((void **)&m->embed_x, n * sizeof(float), "siamese-cnn embedding input");
 }
 
-void siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x, int S)
+void siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x_host, int S)
 {
     CT_ASSERT(S >= 1 && S <= m->enc.max_batch);
+    const ct_ops *ops = m->enc.ops;
+    const float *x = ct_ops_stage(ops, m->embed_x, x_host, (size_t)S * m->cfg.frames * m->cfg.n_mels * sizeof *x);
     const float *out = seq_cnn_forward_stack(&m->enc, x, S, 0, NULL);   /* [S, D], running statistics */
-    memcpy(emb, out, (size_t)S * m->cfg.embed * sizeof *emb);
+    if (ops->download(emb, out, (size_t)S * m->cfg.embed * sizeof *emb) != CT_OK) ct_device_fatal("%s", ct_last_error());
 }
 
 double siamese_cnn_step_flops(const siamese_cnn *m, int B)

@@ -63,25 +63,30 @@ typedef struct siamese_cnn {
     seq_cnn enc;                   /* the shared tower: enc.params (weights), enc.buffers (batchnorm running statistics) */
     int max_pairs;                 /* batch size the activations were planned for */
     ct_arena arena;
-    struct {                       /* the head's activations, planned for max_pairs pairs */
+    struct {                       /* the head's activations on the device, planned for max_pairs pairs */
         float *dist;               /* [B] distances */
         float *ddist;              /* [B] */
         float *demb;               /* [2B, D] d loss / d embeddings: a rows, then b rows */
+        float *stats;              /* [2] mean loss, right predictions */
     } act;
+    float *embed_x;                /* [enc.max_batch, T, I] embedding input on the device (unused on the CPU) */
 } siamese_cnn;
 
 /* Defaults: 40 mels x 100 frames, the default spec (D = 64), margin 1, threshold 0.5. */
 siamese_cnn_config siamese_cnn_defaults(void);
 /* Parses the spec for images [1, frames, n_mels], registers and allocates the
  * parameters (zero: call siamese_cnn_init_weights). Errors name the spec layer
- * at fault, or the --embed that disagrees with the spec's output. */
+ * at fault, or the --embed that disagrees with the spec's output. The model is
+ * on the CPU (the tower's device: seq_cnn.h). */
 ct_status siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg);
 void      siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r);
-/* Plans the activation memory for up to max_pairs pairs (2 max_pairs images). */
+/* Moves the model to the device of `ops` (before planning). */
+ct_status siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops);
+/* Plans the activation memory on the model's device for up to max_pairs pairs (2 max_pairs images). */
 ct_status siamese_cnn_plan(siamese_cnn *m, int max_pairs);
 void      siamese_cnn_free(siamese_cnn *m);
 
-/* x [2B, T, I] (a-crops then b-crops), y [B]. train as in seq_cnn_forward_stack.
+/* On the device: x [2B, T, I] (a-crops then b-crops), y [B]. train as in seq_cnn_forward_stack.
  * Returns the mean contrastive loss; *correct (may be NULL) = pairs classified right. */
 float siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int B, int train, ct_rng *dropout_rng, int *correct);
 /* After a training forward with the same arguments: accumulates d(mean loss)/d(params) into m->enc.params.grad. */
@@ -89,8 +94,8 @@ void  siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B
 
 /* Makes room to embed up to max_seqs crops at once (grows the plan if needed; training still fits). */
 ct_status siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs);
-/* One tower in evaluation mode: x [S, T, I] crops of exactly T = cfg.frames frames
- * (zero-padded) -> emb [S, D]. */
+/* One tower in evaluation mode, HOST arrays: x [S, T, I] crops of exactly T = cfg.frames
+ * frames (zero-padded) -> emb [S, D]. */
 void siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x, int S);
 
 /* FLOPs of one training step (forward + backward) on B pairs: the tower's gemms

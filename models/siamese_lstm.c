@@ -1,10 +1,9 @@
-/* siamese_lstm.c - the siamese LSTM speaker model: explicit layer calls, forward
- * then backward written out in reverse (see siamese_lstm.h for the picture). */
+/* siamese_lstm.c - the siamese LSTM speaker model: explicit layer calls through
+ * the device's table (layers/ops.h), forward then backward written out in
+ * reverse (see siamese_lstm.h for the picture). */
 #include <string.h>
 #include "models/siamese_lstm.h"
-#include "layers/loss.h"
 #include "layers/pair.h"
-#include "models/train.h"   /* ct_now, for profiling */
 
 siamese_lstm_config siamese_lstm_defaults(void)
 {
@@ -27,123 +26,150 @@ ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
     ct_arena_init(&m->embed_arena);
     CT_TRY(lstm_params_add(&m->lstm, &m->params, "lstm_1", cfg->n_mels, cfg->hidden, cfg->layers));
     CT_TRY(dense_params_add(&m->dense, &m->params, "dense_1", cfg->hidden, cfg->embed, 1));
-    return ct_params_alloc(&m->params);
+    CT_TRY(ct_params_alloc(&m->params));
+    m->ops = &ct_ops_cpu;
+    return ct_dparams_make(&m->dev, m->ops, &m->params, 1);   /* on the CPU: the host buffers themselves */
 }
 
 void siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r) { ct_params_initialize(&m->params, r); }
 
-static lstm_dims tower_dims(const siamese_lstm *m, int B)
+/* The LSTM over S sequences of T frames. */
+static lstm_dims lstm_dims_of(const siamese_lstm *m, int S, int T)
 {
-    return (lstm_dims){ .B = 2 * B, .T = m->cfg.frames, .I = m->cfg.n_mels, .H = m->cfg.hidden,
-                        .L = m->cfg.layers, .ret = m->cfg.pool, .recur = m->cfg.recurrent };
+    return (lstm_dims){ .B = S, .T = T, .I = m->cfg.n_mels, .H = m->cfg.hidden, .L = m->cfg.layers,
+                        .ret = m->cfg.pool, .recur = m->cfg.recurrent };
 }
+
+static void free_device_state(siamese_lstm *m)
+{
+    if (m->lstm_plan) m->ops->lstm_plan_free(m->lstm_plan);
+    if (m->embed_plan) m->ops->lstm_plan_free(m->embed_plan);
+    m->lstm_plan = m->embed_plan = NULL;
+    ct_arena_free(&m->arena);
+    ct_arena_free(&m->embed_arena);
+    m->max_pairs = m->embed_max_seqs = m->embed_max_frames = 0;
+}
+
+ct_status siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops)
+{
+    free_device_state(m);
+    ct_dparams_free(&m->dev);
+    m->ops = ops;
+    return ct_dparams_make(&m->dev, ops, &m->params, 1);
+}
+
+ct_status siamese_lstm_to_device(siamese_lstm *m) { return ct_dparams_to_device(&m->dev); }
+ct_status siamese_lstm_to_host(siamese_lstm *m) { return ct_dparams_to_host(&m->dev); }
 
 ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs)
 {
     if (max_pairs < 1) return ct_fail(CT_EINVAL, "siamese-lstm: batch must hold at least one pair");
+    if (m->lstm_plan) m->ops->lstm_plan_free(m->lstm_plan);
+    m->lstm_plan = NULL;
     ct_arena_free(&m->arena);
     ct_arena_init(&m->arena);
     m->max_pairs = max_pairs;
     size_t S = 2 * (size_t)max_pairs, H = m->cfg.hidden, D = m->cfg.embed;
-    lstm_dims ld = tower_dims(m, max_pairs);
+    lstm_dims ld = lstm_dims_of(m, (int)S, m->cfg.frames);
+    CT_TRY(m->ops->lstm_plan(&m->lstm_plan, &ld, &m->params, &m->lstm, m->dev.data));
     ct_arena_floats(&m->arena, &m->act.h, S * H);
     ct_arena_floats(&m->arena, &m->act.emb, S * D);
     ct_arena_floats(&m->arena, &m->act.dist, (size_t)max_pairs);
-    ct_arena_floats(&m->arena, &m->act.lstm_cache, lstm_cache_floats(&ld));
-    ct_arena_floats(&m->arena, &m->act.lstm_ws, lstm_workspace_floats(&ld));
     ct_arena_floats(&m->arena, &m->act.ddist, (size_t)max_pairs);
     ct_arena_floats(&m->arena, &m->act.demb, S * D);
     ct_arena_floats(&m->arena, &m->act.dh, S * H);
-    return ct_arena_alloc(&m->arena);
+    ct_arena_floats(&m->arena, &m->act.stats, 2);
+    return ct_arena_alloc_on(&m->arena, &m->ops->mem, "siamese-lstm activations");
 }
 
 ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames)
 {
     if (max_seqs < 1 || max_frames < 1) return ct_fail(CT_EINVAL, "siamese-lstm: embedding needs >= 1 sequence of >= 1 frame");
+    if (m->embed_plan) m->ops->lstm_plan_free(m->embed_plan);
+    m->embed_plan = NULL;
     ct_arena_free(&m->embed_arena);
     ct_arena_init(&m->embed_arena);
     m->embed_max_seqs = max_seqs;
     m->embed_max_frames = max_frames;
-    lstm_dims ld = { .B = max_seqs, .T = max_frames, .I = m->cfg.n_mels, .H = m->cfg.hidden,
-                     .L = m->cfg.layers, .ret = m->cfg.pool, .recur = m->cfg.recurrent };
-    ct_arena_floats(&m->embed_arena, &m->emb.h, (size_t)max_seqs * m->cfg.hidden);
-    ct_arena_floats(&m->embed_arena, &m->emb.lstm_cache, lstm_cache_floats(&ld));
-    return ct_arena_alloc(&m->embed_arena);
+    lstm_dims ld = lstm_dims_of(m, max_seqs, max_frames);
+    CT_TRY(m->ops->lstm_plan(&m->embed_plan, &ld, &m->params, &m->lstm, m->dev.data));
+    size_t S = (size_t)max_seqs;
+    if (!m->ops->host_memory) {   /* the utterances come from the host */
+        ct_arena_floats(&m->embed_arena, &m->emb.x, S * (size_t)max_frames * (size_t)m->cfg.n_mels);
+        ct_arena_ints(&m->embed_arena, &m->emb.len, S);
+    }
+    ct_arena_floats(&m->embed_arena, &m->emb.h, S * (size_t)m->cfg.hidden);
+    ct_arena_floats(&m->embed_arena, &m->emb.emb, S * (size_t)m->cfg.embed);
+    return ct_arena_alloc_on(&m->embed_arena, &m->ops->mem, "siamese-lstm embedding memory");
 }
 
-void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *len, int S, int T)
+void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x_host, const int *len_host, int S, int T)
 {
     CT_ASSERT(S >= 1 && S <= m->embed_max_seqs && T >= 1 && T <= m->embed_max_frames);
     const siamese_lstm_config *c = &m->cfg;
-    lstm_weights lw[LSTM_MAX_LAYERS];
-    lstm_params_view(lw, NULL, &m->params, &m->lstm);
-    lstm_dims ld = { .B = S, .T = T, .I = c->n_mels, .H = c->hidden, .L = c->layers,
-                     .ret = c->pool, .recur = c->recurrent };
-    lstm_forward(m->emb.h, m->emb.lstm_cache, x, len, lw, &ld);                          /* [S, H] */
-    dense_forward(emb, m->emb.h, ct_params_data(&m->params, m->dense.w), ct_params_data(&m->params, m->dense.b),
-                  S, c->hidden, c->embed);                                               /* [S, D] */
+    const ct_ops *ops = m->ops;
+    lstm_dims ld = lstm_dims_of(m, S, T);
+    const float *x = ct_ops_stage(ops, m->emb.x, x_host, (size_t)S * T * c->n_mels * sizeof *x);   /* [S, T, I] */
+    const int *len = ct_ops_stage(ops, m->emb.len, len_host, (size_t)S * sizeof *len);              /* [S] */
+    ops->lstm_forward(m->emb.h, m->embed_plan, x, len, len_host, m->dev.data, &ld);                 /* [S, H] */
+    ops->dense_forward(m->emb.emb, m->emb.h, ct_dparams_data(&m->dev, m->dense.w), ct_dparams_data(&m->dev, m->dense.b),
+                       S, c->hidden, c->embed);                                                      /* [S, D] */
+    if (ops->download(emb, m->emb.emb, (size_t)S * c->embed * sizeof *emb) != CT_OK) ct_device_fatal("%s", ct_last_error());
 }
 
 void siamese_lstm_free(siamese_lstm *m)
 {
-    ct_arena_free(&m->embed_arena);
-    ct_arena_free(&m->arena);
+    if (m->ops) free_device_state(m);
+    ct_dparams_free(&m->dev);
     ct_params_free(&m->params);
 }
 
-/* Profiling: adds the seconds since *t to acc[part] and restarts the clock; nothing when not timed. */
-static void lap(const siamese_lstm *m, double *acc, siamese_lstm_part part, double *t)
+float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
+                           int *correct)
 {
-    if (!m->timed) return;
-    double now = ct_now();
-    acc[part] += now - *t;
-    *t = now;
-}
-
-float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const float *y, int B, int *correct)
-{
-    CT_ASSERT(B >= 1 && B <= m->max_pairs);
+    CT_ASSERT(B >= 1 && B <= m->max_pairs && (len == NULL) == (len_host == NULL));
     const siamese_lstm_config *c = &m->cfg;
-    lstm_weights lw[LSTM_MAX_LAYERS];
-    lstm_params_view(lw, NULL, &m->params, &m->lstm);
-    lstm_dims ld = tower_dims(m, B);
-    const float *dw = ct_params_data(&m->params, m->dense.w), *db = ct_params_data(&m->params, m->dense.b);
+    const ct_ops *ops = m->ops;
+    lstm_dims ld = lstm_dims_of(m, 2 * B, c->frames);
+    const float *dw = ct_dparams_data(&m->dev, m->dense.w), *db = ct_dparams_data(&m->dev, m->dense.b);
     float *emb_a = m->act.emb, *emb_b = m->act.emb + (size_t)B * c->embed;
-    double t = m->timed ? ct_now() : 0, *acc = m->fwd_seconds;
+    ct_prof *p = &m->prof;
+    ct_prof_start(p, ops);
 
-    lstm_forward(m->act.h, m->act.lstm_cache, x, len, lw, &ld);                   /* [2B, H] */
-    lap(m, acc, SIAMESE_PART_LSTM, &t);
-    dense_forward(m->act.emb, m->act.h, dw, db, 2 * B, c->hidden, c->embed);      /* [2B, D] */
-    lap(m, acc, SIAMESE_PART_DENSE, &t);
-    euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);  /* [B] */
-    lap(m, acc, SIAMESE_PART_DISTANCE, &t);
-    if (correct) *correct = (int)(contrastive_accuracy(m->act.dist, y, B, c->threshold) * (float)B + 0.5f);
-    float loss = contrastive_forward(m->act.dist, y, B, c->margin);
-    lap(m, acc, SIAMESE_PART_LOSS, &t);
-    return loss;
+    ops->lstm_forward(m->act.h, m->lstm_plan, x, len, len_host, m->dev.data, &ld);           /* [2B, H] */
+    ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_LSTM]);
+    ops->dense_forward(m->act.emb, m->act.h, dw, db, 2 * B, c->hidden, c->embed);            /* [2B, D] */
+    ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_DENSE]);
+    ops->euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);        /* [B] */
+    ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_DISTANCE]);
+    ops->contrastive_stats(m->act.stats, m->act.dist, y, B, c->margin, c->threshold);        /* [2] */
+    float stats[2];                                                                          /* the step's one read */
+    if (ops->download(stats, m->act.stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
+    ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_LOSS]);
+    if (correct) *correct = (int)(stats[1] + 0.5f);
+    return stats[0];
 }
 
-void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const float *y, int B)
+void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B)
 {
     const siamese_lstm_config *c = &m->cfg;
-    lstm_weights lw[LSTM_MAX_LAYERS];
-    lstm_grads lg[LSTM_MAX_LAYERS];
-    lstm_params_view(lw, lg, &m->params, &m->lstm);
-    lstm_dims ld = tower_dims(m, B);
-    const float *dw = ct_params_data(&m->params, m->dense.w);
-    float *gdw = ct_params_grad(&m->params, m->dense.w), *gdb = ct_params_grad(&m->params, m->dense.b);
+    const ct_ops *ops = m->ops;
+    lstm_dims ld = lstm_dims_of(m, 2 * B, c->frames);
+    const float *dw = ct_dparams_data(&m->dev, m->dense.w);
+    float *gdw = ct_dparams_grad(&m->dev, m->dense.w), *gdb = ct_dparams_grad(&m->dev, m->dense.b);
     size_t half = (size_t)B * c->embed;
-    double t = m->timed ? ct_now() : 0, *acc = m->bwd_seconds;
+    ct_prof *p = &m->prof;
+    ct_prof_start(p, ops);
 
-    contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                       /* dL/dd   [B] */
-    lap(m, acc, SIAMESE_PART_LOSS, &t);
-    euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
-                       m->act.emb, m->act.emb + half, B, c->embed, CT_KERAS_EPSILON);        /* dL/demb [2B, D] */
-    lap(m, acc, SIAMESE_PART_DISTANCE, &t);
-    dense_backward(m->act.dh, gdw, gdb, m->act.demb, m->act.h, dw, 2 * B, c->hidden, c->embed); /* dL/dh [2B, H] */
-    lap(m, acc, SIAMESE_PART_DENSE, &t);
-    lstm_backward(NULL, lg, m->act.lstm_ws, m->act.dh, m->act.lstm_cache, x, len, lw, &ld);  /* into the weights */
-    lap(m, acc, SIAMESE_PART_LSTM, &t);
+    ops->contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                      /* dL/dd   [B] */
+    ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_LOSS]);
+    ops->euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
+                            m->act.emb, m->act.emb + half, B, c->embed, CT_KERAS_EPSILON);       /* dL/demb [2B, D] */
+    ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_DISTANCE]);
+    ops->dense_backward(m->act.dh, gdw, gdb, m->act.demb, m->act.h, dw, 2 * B, c->hidden, c->embed);  /* dL/dh [2B, H] */
+    ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_DENSE]);
+    ops->lstm_backward(NULL, m->dev.grad, m->lstm_plan, m->act.dh, x, len, len_host, m->dev.data, &ld);   /* into the weights */
+    ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_LSTM]);
 }
 
 double siamese_lstm_part_flops(const siamese_lstm_config *c, siamese_lstm_part part, int B)

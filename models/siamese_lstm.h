@@ -11,6 +11,14 @@
  *
  * Reference sizes (the seed): I = 40 log-mel bands, T = 100 frames, H = 128,
  * D = 64, margin 1, RMSprop lr 1e-3, batch 128 pairs.
+ *
+ * The model is written once for every device: it calls its layers through the
+ * table of the device it was planned on (layers/ops.h). The host store `params`
+ * holds the names, shapes and the host copy of the weights (initialisation,
+ * weights files, checkpoints); `dev` is their copy on the device (on the CPU the
+ * host store itself). The step's buffers - activations, the LSTM's state - are
+ * planned once on that device, and forward/backward take the batch where the
+ * device has it.
  */
 #ifndef CT_SIAMESE_LSTM_H
 #define CT_SIAMESE_LSTM_H
@@ -18,8 +26,10 @@
 #include "core/params.h"
 #include "layers/dense.h"
 #include "layers/lstm.h"
+#include "layers/ops.h"
+#include "models/profile.h"
 
-/* The parts of a training step, for profiling (siamese_lstm.timed). */
+/* The parts of a training step, for profiling (siamese_lstm.prof). */
 typedef enum {
     SIAMESE_PART_LSTM,        /* the shared LSTM over both towers */
     SIAMESE_PART_DENSE,       /* the embedding layer */
@@ -42,54 +52,71 @@ typedef struct {
 
 typedef struct {
     siamese_lstm_config cfg;
-    ct_params params;              /* every weight, one buffer */
+    ct_params params;              /* host: every weight, one buffer */
     lstm_ids lstm;
     dense_ids dense;
-    int max_pairs;                 /* batch size the activations were planned for */
+    /* ---- on the device (the CPU after build; siamese_lstm_set_device moves it) ---- */
+    const ct_ops *ops;             /* the device's operations */
+    ct_dparams dev;                /* the weights and their gradients there */
+    int max_pairs;                 /* batch size the step was planned for */
+    void *lstm_plan;               /* the LSTM's state for 2 max_pairs sequences of T frames */
     ct_arena arena;
     struct {                       /* activations, planned for max_pairs pairs */
-        float *h;                  /* [2B, H] last hidden state of each sequence */
+        float *h;                  /* [2B, H] the LSTM's output (last hidden state or mean over time) */
         float *emb;                /* [2B, D] embeddings: a rows, then b rows */
         float *dist;               /* [B] distances */
-        float *lstm_cache;         /* LSTM forward state for backward */
-        float *lstm_ws;            /* LSTM backward scratch */
         float *ddist;              /* [B] */
         float *demb;               /* [2B, D] */
         float *dh;                 /* [2B, H] */
+        float *stats;              /* [2] mean loss, right predictions (ops->contrastive_stats) */
     } act;
     /* embedding of whole utterances (evaluation), planned separately: */
+    void *embed_plan;              /* the LSTM's state for embed_max_seqs sequences of embed_max_frames */
     ct_arena embed_arena;
     int embed_max_seqs, embed_max_frames;
     struct {
+        float *x;                  /* [S, T, I] the utterances on the device (unused on the CPU) */
+        int *len;                  /* [S] */
         float *h;                  /* [S, H] */
-        float *lstm_cache;         /* forward state for S sequences of up to max_frames */
+        float *emb;                /* [S, D] */
     } emb;
-    /* Profiling: when `timed` is set, forward and backward add each part's wall
-     * seconds to fwd_seconds[p] / bwd_seconds[p] (p a siamese_lstm_part). The
-     * numbers computed are the same either way. */
-    int timed;
-    double fwd_seconds[SIAMESE_LSTM_PARTS], bwd_seconds[SIAMESE_LSTM_PARTS];
+    /* Profiling: with prof.on, forward and backward add each part's seconds to
+     * prof.fwd[p] / prof.bwd[p] (p a siamese_lstm_part). The numbers computed are
+     * the same either way. */
+    ct_prof prof;
 } siamese_lstm;
 
 siamese_lstm_config siamese_lstm_defaults(void);
-/* Registers the parameters and allocates their buffers (weights still zero). */
+/* Registers the parameters and allocates their host buffers (weights still zero).
+ * The model is on the CPU. */
 ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg);
-void      siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r);
-/* Plans the activation memory for up to max_pairs pairs per batch. */
+void      siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r);   /* on the host */
+/* Moves the model to the device of `ops` (before planning): its weights are copied there
+ * from the host. Fails with a message when they do not fit. */
+ct_status siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops);
+/* Plans the step on the model's device for up to max_pairs pairs per batch: the LSTM's
+ * state and the activation memory. Fails with a message when the device cannot run the
+ * configuration (hard_sigmoid in cuDNN's LSTM) or the memory does not fit. */
 ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs);
+/* The host copy of the weights changed (initialised, loaded, restored): copy it to the
+ * device. And the reverse, before the host copy is read. Nothing to do on the CPU. */
+ct_status siamese_lstm_to_device(siamese_lstm *m);
+ct_status siamese_lstm_to_host(siamese_lstm *m);
 void      siamese_lstm_free(siamese_lstm *m);
 
-/* x [2B, T, I] (a-utterances then b-utterances), len [2B] or NULL, y [B].
- * Returns the mean contrastive loss; *correct = pairs classified right. */
-float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const float *y, int B, int *correct);
-/* Accumulates the gradient of the mean loss into m->params.grad. Call after forward with the same arguments. */
-void  siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const float *y, int B);
+/* On the device: x [2B, T, I] (a-utterances then b-utterances), len [2B] or NULL, y [B];
+ * len_host: the same lengths on the host (NULL with len). Returns the mean contrastive
+ * loss; *correct = pairs classified right. */
+float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
+                           int *correct);
+/* Accumulates the gradient of the mean loss into m->dev.grad. Call after forward with the same arguments. */
+void  siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B);
 /* Plans memory for embedding up to max_seqs utterances of up to max_frames frames at once. */
 ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames);
-/* One tower, forward only: x [S, T, I] (T <= max_frames, zero-padded), len [S] valid
- * frames of each, emb [S, D] receives the embeddings. This is how whole utterances of
- * different lengths are scored at evaluation: the distance between two embeddings
- * is the model's verdict on a pair (smaller = more likely the same speaker). */
+/* One tower, forward only, HOST arrays: x [S, T, I] (T <= max_frames, zero-padded), len [S]
+ * valid frames of each, emb [S, D] receives the embeddings. This is how whole utterances of
+ * different lengths are scored at evaluation: the distance between two embeddings is the
+ * model's verdict on a pair (smaller = more likely the same speaker). */
 void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *len, int S, int T);
 /* FLOPs of one training step (forward + backward) on B pairs, gemms only:
  *   LSTM   forward 2 S T 4H (I_l + H) per layer l (S = 2B sequences, I_0 = I, I_l = H above);

@@ -4,16 +4,16 @@
 
 /* ---- siamese LSTM ---- */
 
-static float lstm_adapter_forward(void *ctx, const float *x, const int *len, const float *y, int B, int train, ct_rng *dropout_rng,
-                          int *correct)
+static float lstm_adapter_forward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B,
+                                  int train, ct_rng *dropout_rng, int *correct)
 {
     (void)train; (void)dropout_rng;   /* no dropout or batchnorm: training and evaluation forward are the same */
-    return siamese_lstm_forward(ctx, x, len, y, B, correct);
+    return siamese_lstm_forward(ctx, x, len, len_host, y, B, correct);
 }
 
-static void lstm_adapter_backward(void *ctx, const float *x, const int *len, const float *y, int B)
+static void lstm_adapter_backward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B)
 {
-    siamese_lstm_backward(ctx, x, len, y, B);
+    siamese_lstm_backward(ctx, x, len, len_host, y, B);
 }
 
 static ct_status lstm_adapter_plan_embed(void *ctx, int max_seqs, int max_frames)
@@ -38,23 +38,24 @@ static size_t lstm_adapter_embed_floats(void *ctx, int T)
 speaker_model speaker_model_lstm(siamese_lstm *m)
 {
     return (speaker_model){ .name = "siamese-lstm", .ctx = m, .frames = m->cfg.frames, .n_mels = m->cfg.n_mels,
-                            .embed_dim = m->cfg.embed, .params = &m->params, .buffers = NULL, .whole_utterances = 1,
+                            .embed_dim = m->cfg.embed, .ops = m->ops, .params = &m->dev, .buffers = NULL, .prof = &m->prof,
+                            .whole_utterances = 1,
                             .forward = lstm_adapter_forward, .backward = lstm_adapter_backward, .plan_embed = lstm_adapter_plan_embed,
                             .embed = lstm_adapter_embed, .embed_floats = lstm_adapter_embed_floats };
 }
 
 /* ---- siamese CNN ---- */
 
-static float cnn_adapter_forward(void *ctx, const float *x, const int *len, const float *y, int B, int train, ct_rng *dropout_rng,
-                         int *correct)
+static float cnn_adapter_forward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B,
+                                 int train, ct_rng *dropout_rng, int *correct)
 {
-    (void)len;   /* zero padding is part of the image, as in training */
+    (void)len; (void)len_host;   /* zero padding is part of the image, as in training */
     return siamese_cnn_forward(ctx, x, y, B, train, dropout_rng, correct);
 }
 
-static void cnn_adapter_backward(void *ctx, const float *x, const int *len, const float *y, int B)
+static void cnn_adapter_backward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B)
 {
-    (void)len;
+    (void)len; (void)len_host;
     siamese_cnn_backward(ctx, x, y, B);
 }
 
@@ -94,7 +95,8 @@ static size_t cnn_adapter_embed_floats(void *ctx, int T)
 speaker_model speaker_model_cnn(siamese_cnn *m)
 {
     return (speaker_model){ .name = "siamese-cnn", .ctx = m, .frames = m->cfg.frames, .n_mels = m->cfg.n_mels,
-                            .embed_dim = m->cfg.embed, .params = &m->enc.params, .buffers = &m->enc.buffers,
+                            .embed_dim = m->cfg.embed, .ops = m->enc.ops, .params = &m->enc.dev,
+                            .buffers = &m->enc.dev_buffers, .prof = &m->enc.prof,
                             .whole_utterances = 0, .forward = cnn_adapter_forward, .backward = cnn_adapter_backward,
                             .plan_embed = cnn_adapter_plan_embed, .embed = cnn_adapter_embed, .embed_floats = cnn_adapter_embed_floats };
 }

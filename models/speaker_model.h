@@ -11,7 +11,9 @@
  * Batches follow the siamese convention: x [2B, T, I] holds the a-utterances
  * in rows [0, B) and the b-utterances of the same pairs in rows [B, 2B), with
  * T = frames, I = n_mels; len [2B] are the valid frames of each row (the rest
- * is zero padding); y [B] is 1 for "same speaker".
+ * is zero padding); y [B] is 1 for "same speaker". Training batches are on the
+ * model's device (`ops`), with the lengths also on the host (len_host);
+ * embedding takes and returns host arrays.
  */
 #ifndef CT_SPEAKER_MODEL_H
 #define CT_SPEAKER_MODEL_H
@@ -26,24 +28,27 @@ typedef struct {
     void *ctx;                 /* the model itself (not owned) */
     int frames, n_mels;        /* T of a training crop, I features per frame */
     int embed_dim;             /* D: embedding size */
-    ct_params *params;         /* trainable weights (one buffer) */
-    ct_params *buffers;        /* non-trainable state saved with them (batchnorm running statistics); NULL if none */
+    const ct_ops *ops;         /* the device the model is on */
+    ct_dparams *params;        /* trainable weights and gradients on the device (host copy: params->host) */
+    ct_dparams *buffers;       /* non-trainable state saved with them (batchnorm running statistics); NULL if none */
+    ct_prof *prof;             /* the model's per-layer timing (models/profile.h) */
     /* How utterances are embedded at evaluation (models/verify.h):
      * 1 = whole utterances of any length in one call, padding masked by len (the LSTM);
      * 0 = fixed windows of `frames` frames, whose embeddings the caller averages (the CNN). */
     int whole_utterances;
 
-    /* x [2B, T, I], len [2B], y [B]. Returns the mean contrastive loss; *correct (may
-     * be NULL) = pairs classified right. train != 0: training mode (dropout draws
-     * from dropout_rng, batchnorm uses and updates batch statistics); 0: evaluation. */
-    float (*forward)(void *ctx, const float *x, const int *len, const float *y, int B, int train, ct_rng *dropout_rng,
-                     int *correct);
+    /* On the device: x [2B, T, I], len [2B], y [B]; len_host [2B] the lengths on the host.
+     * Returns the mean contrastive loss; *correct (may be NULL) = pairs classified right.
+     * train != 0: training mode (dropout draws from dropout_rng, batchnorm uses and
+     * updates batch statistics); 0: evaluation. */
+    float (*forward)(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B, int train,
+                     ct_rng *dropout_rng, int *correct);
     /* After a training forward with the same arguments: accumulates d(mean loss)/d(params) into params->grad. */
-    void (*backward)(void *ctx, const float *x, const int *len, const float *y, int B);
+    void (*backward)(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B);
     /* Plans memory to embed up to max_seqs sequences of up to max_frames frames at once
      * (for whole_utterances = 0, max_frames is `frames`). Training memory is kept. */
     ct_status (*plan_embed)(void *ctx, int max_seqs, int max_frames);
-    /* Evaluation-mode forward of one tower: x [S, T, I] (zero-padded), len [S] -> emb [S, D]. */
+    /* Evaluation-mode forward of one tower, host arrays: x [S, T, I] (zero-padded), len [S] -> emb [S, D]. */
     void (*embed)(void *ctx, float *emb, const float *x, const int *len, int S, int T);
     /* Floats of embedding activations one sequence of T frames needs (to bound a batch's memory). */
     size_t (*embed_floats)(void *ctx, int T);

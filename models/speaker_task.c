@@ -56,18 +56,23 @@ static void load(void *ctx, int split, long first, int n)
     }
     ct_prefetch_wait(&s->pf, slot);
     s->cur = slot;
+    /* the batch to the model's device: one copy of the whole block */
+    const float *dev = s->m.ops->ring_put(s->ring, s->block[slot], s->block_bytes);
+    s->dev_x = dev;
+    s->dev_y = dev + s->y_off;
+    s->dev_len = (const int *)(dev + s->len_off);
 }
 
 static float forward(void *ctx, int n, int train, int *correct)
 {
     speaker_task *s = ctx;
-    return s->m.forward(s->m.ctx, s->x[s->cur], s->len[s->cur], s->y[s->cur], n, train, &s->dropout, correct);
+    return s->m.forward(s->m.ctx, s->dev_x, s->dev_len, s->len[s->cur], s->dev_y, n, train, &s->dropout, correct);
 }
 
 static void backward(void *ctx, int n)
 {
     speaker_task *s = ctx;
-    s->m.backward(s->m.ctx, s->x[s->cur], s->len[s->cur], s->y[s->cur], n);
+    s->m.backward(s->m.ctx, s->dev_x, s->dev_len, s->len[s->cur], s->dev_y, n);
 }
 
 ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, const speaker_model *m,
@@ -125,12 +130,18 @@ ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, con
         s->pairs[0] = ct_malloc((size_t)cfg->pairs * sizeof(ct_pair), "pairs");
         s->pairs[1] = ct_malloc((size_t)(cfg->val_pairs + 1) * sizeof(ct_pair), "pairs");
         s->order = ct_malloc((size_t)cfg->pairs * sizeof(int), "pairs");
+        /* one block per slot: x [2B, T, I] | y [B] | len [2B], each part on a 16-float boundary */
+        size_t B = (size_t)cfg->batch;
+        s->y_off = (2 * B * row + 15) / 16 * 16;
+        s->len_off = s->y_off + (B + 15) / 16 * 16;
+        s->block_bytes = (s->len_off + 2 * B) * sizeof(float);
         for (int k = 0; k < 2; k++) {
-            s->batch_pairs[k] = ct_malloc((size_t)cfg->batch * sizeof(ct_pair), "batch");
-            s->x[k] = ct_malloc(2 * (size_t)cfg->batch * row * sizeof(float), "batch");
-            s->y[k] = ct_malloc((size_t)cfg->batch * sizeof(float), "batch");
-            s->len[k] = ct_malloc(2 * (size_t)cfg->batch * sizeof(int), "batch");
-            if (!s->batch_pairs[k] || !s->x[k] || !s->y[k] || !s->len[k]) st = CT_ENOMEM;
+            s->batch_pairs[k] = ct_malloc(B * sizeof(ct_pair), "batch");
+            s->block[k] = ct_alloc_aligned(s->block_bytes, "batch");
+            if (!s->batch_pairs[k] || !s->block[k]) { st = CT_ENOMEM; continue; }
+            s->x[k] = s->block[k];
+            s->y[k] = s->block[k] + s->y_off;
+            s->len[k] = (int *)(s->block[k] + s->len_off);
         }
         if (!s->pairs[0] || !s->pairs[1] || !s->order) st = CT_ENOMEM;
     }
@@ -138,7 +149,9 @@ ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, con
     if (st == CT_OK && cfg->val_pairs > 0) st = ct_pairs_draw(s->pairs[1], (int)cfg->val_pairs, c, val_utt, spk_va, nva, &s->data);
     for (long i = 0; st == CT_OK && i < cfg->pairs; i++) s->order[i] = (int)i;
     free(spk_tr); free(spk_va); free(val_utt); free(tr_utt);
+    if (st == CT_OK) st = m->ops->ring_create(&s->ring, s->block_bytes);
     if (st == CT_OK) st = ct_prefetch_start(&s->pf, fill, s);
+    s->state = ct_train_state_of(m->params, m->buffers);
     if (st != CT_OK) speaker_task_free(s);
     return st;
 }
@@ -240,9 +253,8 @@ static void end_epoch(void *ctx, int epoch, ct_epoch_log *log)
 
 ct_task speaker_task_ops(speaker_task *s)
 {
-    return (ct_task){ .ctx = s, .params = s->m.params, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
+    return (ct_task){ .ctx = s, .state = &s->state, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
                       .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
-                      .buffers = s->m.buffers,
                       .save_state = save_state, .load_state = load_state,
                       .end_epoch = s->cfg.trials ? end_epoch : NULL };
 }
@@ -250,7 +262,8 @@ ct_task speaker_task_ops(speaker_task *s)
 void speaker_task_free(speaker_task *s)
 {
     if (s->pf.running) { drain(s); ct_prefetch_stop(&s->pf); }
+    if (s->ring) s->m.ops->ring_free(s->ring);
     free(s->pairs[0]); free(s->pairs[1]); free(s->order);
-    for (int k = 0; k < 2; k++) { free(s->batch_pairs[k]); free(s->x[k]); free(s->y[k]); free(s->len[k]); }
+    for (int k = 0; k < 2; k++) { free(s->batch_pairs[k]); free(s->block[k]); }
     memset(s, 0, sizeof *s);
 }

@@ -4,7 +4,9 @@
  * from a corpus, a random crop of T frames of each drawn again every epoch,
  * batches prepared on a background thread while the previous batch trains.
  * Training batches run the model in training mode (dropout, batchnorm batch
- * statistics), validation batches in evaluation mode.
+ * statistics), validation batches in evaluation mode. Each batch (crops,
+ * labels, lengths) is one block in host memory and reaches the model's device
+ * with one copy (ops->ring_put; nothing is copied on the CPU).
  *
  * Validation, by default, uses speakers the model never trains on (open-set
  * verification: the honest measure). With CT_VAL_VIDEOS it instead uses one
@@ -54,9 +56,15 @@ typedef struct {
     ct_pair *pairs[2];              /* [pairs], [val_pairs] */
     int *order;                     /* [pairs] this epoch's order */
     ct_pair *batch_pairs[2];        /* [batch] per slot */
-    float *x[2], *y[2];             /* per slot: [2B, T, I], [B] */
+    float *block[2];                /* per slot: one host block x | y | len, block_bytes each */
+    float *x[2], *y[2];             /* per slot, views of the block: [2B, T, I], [B] */
     int *len[2];                    /* per slot: [2B] */
+    size_t y_off, len_off, block_bytes;   /* the block's layout (offsets in floats) */
     int cur;                        /* slot of the batch being trained, -1 none */
+    void *ring;                     /* the device's batch slots (ops->ring_create) */
+    const float *dev_x, *dev_y;     /* the current batch on the device */
+    const int *dev_len;
+    ct_train_state state;           /* the model's weights and optimizer, for ct_fit */
     ct_rng data, crop, val_crop, dropout;
     ct_rng crop_before[2];          /* per slot: the crop stream before that slot's training batch drew
                                        from it (the state "as of the batch boundary" a checkpoint saves) */

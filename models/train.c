@@ -115,11 +115,79 @@ static ct_status csv_row(FILE *f, const char *path, int epoch, const ct_epoch_lo
     return CT_OK;
 }
 
+/* ---- the device side of training (train.h: ct_train_state) ---- */
+
+ct_train_state ct_train_state_of(ct_dparams *params, ct_dparams *buffers)
+{
+    return (ct_train_state){ .ops = params->ops, .params = params, .buffers = buffers };
+}
+
+ct_status ct_train_state_begin(ct_train_state *s, const ct_optim_config *cfg)
+{
+    size_t n = s->params->host->numel;
+    CT_TRY(s->ops->optim_init(&s->opt, cfg, n));
+    s->has_opt = 1;
+    if (s->ops->host_memory) return CT_OK;
+    ct_status st = ct_optim_init(&s->host_opt, cfg, n);   /* where checkpoints read and write the state */
+    if (st != CT_OK) ct_train_state_end(s);
+    return st;
+}
+
+void ct_train_state_end(ct_train_state *s)
+{
+    if (!s->has_opt) return;
+    s->ops->optim_free(&s->opt);
+    if (!s->ops->host_memory) ct_optim_free(&s->host_opt);
+    s->has_opt = 0;
+}
+
+void ct_train_state_zero_grad(ct_train_state *s)
+{
+    s->ops->zero(s->params->grad, s->params->host->numel * sizeof(float));
+}
+
+float ct_train_state_grad_norm(ct_train_state *s)
+{
+    return s->ops->clip_grad_norm(s->params->grad, s->params->host->numel, 0);
+}
+
+void ct_train_state_step(ct_train_state *s, float lr)
+{
+    s->ops->optim_step(&s->opt, s->params->data, s->params->grad, lr);
+}
+
+ct_optim *ct_train_state_host_optim(ct_train_state *s) { return s->ops->host_memory ? &s->opt : &s->host_opt; }
+
+ct_status ct_train_state_to_host(ct_train_state *s)
+{
+    CT_TRY(ct_dparams_to_host(s->params));
+    if (s->buffers) CT_TRY(ct_dparams_to_host(s->buffers));
+    if (!s->has_opt || s->ops->host_memory) return CT_OK;
+    size_t bytes = s->opt.n * sizeof(float);
+    if (s->opt.m) CT_TRY(s->ops->download(s->host_opt.m, s->opt.m, bytes));
+    if (s->opt.v) CT_TRY(s->ops->download(s->host_opt.v, s->opt.v, bytes));
+    s->host_opt.step = s->opt.step;
+    return CT_OK;
+}
+
+ct_status ct_train_state_to_device(ct_train_state *s)
+{
+    CT_TRY(ct_dparams_to_device(s->params));
+    if (s->buffers) CT_TRY(ct_dparams_to_device(s->buffers));
+    if (!s->has_opt || s->ops->host_memory) return CT_OK;
+    size_t bytes = s->opt.n * sizeof(float);
+    if (s->opt.m) CT_TRY(s->ops->upload(s->opt.m, s->host_opt.m, bytes));
+    if (s->opt.v) CT_TRY(s->ops->upload(s->opt.v, s->host_opt.v, bytes));
+    s->opt.step = s->host_opt.step;
+    return CT_OK;
+}
+
 /* ---- one run of ct_fit ---- */
 typedef struct {
     const ct_task *t;
     const ct_fit_config *cfg;
-    ct_optim opt;
+    ct_train_state *st;            /* the task's weights, gradients and optimizer */
+    ct_params *params, *buffers;   /* their host copies (buffers NULL when the model has none) */
     ct_epoch_log *hist;            /* [epochs] */
     ct_ckpt_progress prog;         /* what the next checkpoint records */
     float *best_p, *best_s;        /* best epoch's weights (early stopping) */
@@ -128,8 +196,10 @@ typedef struct {
 
 static ct_status save_to(fit_run *r, const char *path)
 {
-    ct_ckpt c = { r->cfg->meta, r->t->params, r->t->buffers, &r->opt, r->prog, r->hist, r->cfg->epochs,
-                  r->best_p, r->best_s, r->t, r->cfg->rngs };
+    CT_TRY(ct_train_state_to_host(r->st));
+    ct_ckpt c = { .meta = r->cfg->meta, .params = r->params, .state = r->buffers, .opt = ct_train_state_host_optim(r->st),
+                  .prog = r->prog, .hist = r->hist, .hist_cap = r->cfg->epochs, .best_params = r->best_p,
+                  .best_state = r->best_s, .task = r->t, .rngs = r->cfg->rngs };
     CT_TRY(ct_ckpt_save(path, &c));
     if (r->cfg->checkpoint && !strcmp(path, r->cfg->checkpoint)) {
         if (r->prog.step) snprintf(r->last_good, sizeof r->last_good, "%s (epoch %d, after batch %ld)", path, r->prog.epoch + 1, r->prog.step);
@@ -143,10 +213,20 @@ static const char *last_good(const fit_run *r)
     return r->last_good[0] ? r->last_good : "none (write one with --checkpoint FILE)";
 }
 
-static void copy_weights(float *dp, float *ds, const float *sp, const float *ss, const ct_task *t)
+/* The best epoch's weights: kept on the host (early stopping restores them at the end). */
+static ct_status snapshot_best(fit_run *r)
 {
-    memcpy(dp, sp, t->params->numel * sizeof(float));
-    if (t->buffers && t->buffers->numel) memcpy(ds, ss, t->buffers->numel * sizeof(float));
+    CT_TRY(ct_train_state_to_host(r->st));
+    memcpy(r->best_p, r->params->data, r->params->numel * sizeof(float));
+    if (r->buffers && r->buffers->numel) memcpy(r->best_s, r->buffers->data, r->buffers->numel * sizeof(float));
+    return CT_OK;
+}
+
+static ct_status restore_best(fit_run *r)
+{
+    memcpy(r->params->data, r->best_p, r->params->numel * sizeof(float));
+    if (r->buffers && r->buffers->numel) memcpy(r->buffers->data, r->best_s, r->buffers->numel * sizeof(float));
+    return ct_train_state_to_device(r->st);
 }
 
 ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_out, FILE *out)
@@ -164,13 +244,16 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
     memset(&r, 0, sizeof r);
     r.t = t;
     r.cfg = cfg;
-    CT_TRY(ct_optim_init(&r.opt, &cfg->optim, t->params->numel));
-    size_t ns = t->buffers ? t->buffers->numel : 0;
+    r.st = t->state;
+    r.params = t->state->params->host;
+    r.buffers = t->state->buffers ? t->state->buffers->host : NULL;
+    CT_TRY(ct_train_state_begin(r.st, &cfg->optim));
+    size_t ns = r.buffers ? r.buffers->numel : 0;
     ct_status st = CT_OK;
     r.hist = ct_calloc((size_t)cfg->epochs, sizeof *r.hist, "history");
     if (!r.hist) st = CT_ENOMEM;
     if (st == CT_OK && cfg->early_stopping) {
-        r.best_p = ct_malloc(t->params->numel * sizeof(float) + 1, "best weights");
+        r.best_p = ct_malloc(r.params->numel * sizeof(float) + 1, "best weights");
         r.best_s = ct_malloc(ns * sizeof(float) + 1, "best weights");
         if (!r.best_p || !r.best_s) st = CT_ENOMEM;
     }
@@ -180,15 +263,18 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
     int start_epoch = 0;
     long start_step = 0;
     if (st == CT_OK && cfg->resume) {
-        ct_ckpt c = { cfg->meta, t->params, t->buffers, &r.opt, r.prog, r.hist, cfg->epochs, r.best_p, r.best_s, t, cfg->rngs };
+        ct_ckpt c = { .meta = cfg->meta, .params = r.params, .state = r.buffers, .opt = ct_train_state_host_optim(r.st),
+                      .prog = r.prog, .hist = r.hist, .hist_cap = cfg->epochs, .best_params = r.best_p,
+                      .best_state = r.best_s, .task = t, .rngs = cfg->rngs };
         st = ct_ckpt_load(cfg->resume, &c);
+        if (st == CT_OK) st = ct_train_state_to_device(r.st);   /* the loaded weights and optimizer state */
         if (st == CT_OK) {
             r.prog = c.prog;
             if (r.prog.monitor != (int)cfg->monitor) {   /* another monitor: its best starts afresh */
                 r.prog.monitor = (int)cfg->monitor;
                 r.prog.best = NAN; r.prog.best_epoch = -1; r.prog.wait = 0;
             }
-            if (r.best_p && r.prog.best_epoch < 0) copy_weights(r.best_p, r.best_s, t->params->data, ns ? t->buffers->data : NULL, t);
+            if (r.best_p && r.prog.best_epoch < 0) st = snapshot_best(&r);   /* no best yet: the resumed weights */
             start_epoch = r.prog.epoch;
             start_step = r.prog.step;
             if (start_step) snprintf(r.last_good, sizeof r.last_good, "%s (epoch %d, after batch %ld)", cfg->resume, start_epoch + 1, start_step);
@@ -197,6 +283,7 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
             else fprintf(out, "Resuming from %s: %d epoch%s done\n", cfg->resume, start_epoch, start_epoch == 1 ? "" : "s");
         }
     }
+    if (st == CT_OK && !cfg->resume) st = ct_train_state_to_device(r.st);   /* the weights as initialised on the host */
     FILE *csv = NULL;
     if (st == CT_OK && cfg->csv) st = csv_open(&csv, cfg->csv, cfg->resume != NULL, start_epoch);
     if (st != CT_OK) goto done;
@@ -230,7 +317,7 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
         for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
             int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0;
             t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
-            ct_params_zero_grad(t->params);
+            ct_train_state_zero_grad(r.st);
             float loss = t->forward(t->ctx, b, 1, &correct);
             int bad = !isfinite(loss);
             if (bad && cfg->on_nan == CT_NAN_STOP) {
@@ -243,11 +330,11 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
             }
             if (!bad) {
                 t->backward(t->ctx, b);
-                if (cfg->on_nan == CT_NAN_SKIP_BATCH) bad = !isfinite(ct_clip_grad_norm(t->params->grad, t->params->numel, 0));
+                if (cfg->on_nan == CT_NAN_SKIP_BATCH) bad = !isfinite(ct_train_state_grad_norm(r.st));
             }
             if (bad) skipped++;
             else {
-                ct_optim_step(&r.opt, t->params->data, t->params->grad, lr);
+                ct_train_state_step(r.st, lr);
                 sl += (double)loss * b; sc += correct; seen += b;
             }
             double now = ct_now();
@@ -317,7 +404,7 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
                 r.prog.best = v;
                 r.prog.best_epoch = e;
                 r.prog.wait = 0;
-                if (r.best_p) copy_weights(r.best_p, r.best_s, t->params->data, ns ? t->buffers->data : NULL, t);
+                if (r.best_p && (st = snapshot_best(&r)) != CT_OK) break;
             } else {
                 r.prog.wait++;
                 if (cfg->save_best) fprintf(out, "Epoch %d: %s did not improve from %.5f\n", e + 1, ct_monitor_name(cfg->monitor), r.prog.best);
@@ -338,16 +425,16 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
             break;
         }
     }
-    if (st == CT_OK && cfg->early_stopping && r.prog.best_epoch >= 0) {
-        copy_weights(t->params->data, ns ? t->buffers->data : NULL, r.best_p, r.best_s, t);
+    if (st == CT_OK && cfg->early_stopping && r.prog.best_epoch >= 0 && (st = restore_best(&r)) == CT_OK) {
         fprintf(out, "Restoring model weights from the end of the best epoch: %d (%s %.4f)\n", r.prog.best_epoch + 1,
                 ct_monitor_name(cfg->monitor), r.prog.best);
     }
+    if (st == CT_OK) st = ct_train_state_to_host(r.st);   /* the caller reads the trained weights there */
     fflush(out);
     if (hist_out) memcpy(hist_out, r.hist, (size_t)epochs_done * sizeof *r.hist);
 done:
     if (csv) fclose(csv);
-    ct_optim_free(&r.opt);
+    ct_train_state_end(r.st);
     free(r.hist); free(r.best_p); free(r.best_s);
     return st;
 }

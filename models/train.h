@@ -11,7 +11,13 @@
  * wall time of the whole epoch, validation included. On a terminal a live
  * progress bar with samples/s and ETA is drawn (none when output is a file).
  *
- * A model plugs in through ct_task: a few callbacks over its own context.
+ * A model plugs in through ct_task: a few callbacks over its own context, and
+ * its training state (ct_train_state): the parameters and gradients on the
+ * model's device, the optimizer there, and the host copies that checkpoints,
+ * best-weight snapshots and exports read. The loop never touches a buffer
+ * itself: it asks the state to zero the gradients, measure their norm, step,
+ * and bring everything to the host (or back), so it runs unchanged whichever
+ * device holds the model (layers/ops.h).
  *
  * Checkpoints and Keras-style callbacks (all optional, see ct_fit_config):
  *   checkpoint / checkpoint_every   write a checkpoint (io/checkpoint.h) after every epoch
@@ -31,6 +37,7 @@
 #include <hdf5.h>
 #include "core/params.h"
 #include "core/rng.h"
+#include "layers/ops.h"
 #include "layers/optim.h"
 
 enum { CT_SPLIT_TRAIN = 0, CT_SPLIT_VAL = 1 };
@@ -41,9 +48,33 @@ typedef struct {
     double val_eer;                               /* equal error rate on a trial list; < 0 when not computed */
 } ct_epoch_log;
 
+/* The device side of training: what ct_fit asks of a model's weights. */
+typedef struct {
+    const ct_ops *ops;                   /* the model's device */
+    ct_dparams *params;                  /* trainable: values and gradients on the device, host copy */
+    ct_dparams *buffers;                 /* non-trainable state saved with them (batchnorm statistics); may be NULL */
+    ct_optim opt;                        /* the optimizer, its state on the device */
+    ct_optim host_opt;                   /* the host copy of that state, for checkpoints (not used on the CPU,
+                                            where opt is in host memory) */
+    int has_opt;
+} ct_train_state;
+
+/* A state for a model's device buffers (params with gradients; buffers may be NULL). */
+ct_train_state ct_train_state_of(ct_dparams *params, ct_dparams *buffers);
+ct_status ct_train_state_begin(ct_train_state *s, const ct_optim_config *cfg);   /* the optimizer, state zeroed */
+void      ct_train_state_end(ct_train_state *s);
+void      ct_train_state_zero_grad(ct_train_state *s);
+float     ct_train_state_grad_norm(ct_train_state *s);      /* global L2 norm (waits for the device) */
+void      ct_train_state_step(ct_train_state *s, float lr);  /* clipping (cfg.clip_norm) and the update */
+/* Parameters, buffers and optimizer state: device -> host copies (before a checkpoint,
+ * a snapshot or an export), and host -> device (after a resume or a restore). */
+ct_status ct_train_state_to_host(ct_train_state *s);
+ct_status ct_train_state_to_device(ct_train_state *s);
+ct_optim *ct_train_state_host_optim(ct_train_state *s);      /* valid after to_host */
+
 typedef struct {
     void *ctx;
-    ct_params *params;
+    ct_train_state *state;               /* the model's weights, gradients and optimizer (see above) */
     long n_train, n_val;                 /* samples per split */
     /* Called at the start of each epoch (0-based), e.g. to reshuffle. May be NULL. */
     void  (*begin_epoch)(void *ctx, int epoch);
@@ -51,13 +82,11 @@ typedef struct {
     void  (*load)(void *ctx, int split, long first, int n);
     /* Forward pass on the loaded batch; returns the mean loss, *correct = right predictions. */
     float (*forward)(void *ctx, int n, int train, int *correct);
-    /* Backward pass: accumulate d(mean loss)/d(params) into params->grad. */
+    /* Backward pass: accumulate d(mean loss)/d(params) into the state's gradients. */
     void  (*backward)(void *ctx, int n);
     /* Called after validation with the epoch's numbers; may add metrics such as
      * val_eer (set log->val_eer >= 0 to have it printed). May be NULL. */
     void  (*end_epoch)(void *ctx, int epoch, ct_epoch_log *log);
-    /* Non-trainable state saved with the weights (batchnorm running statistics); may be NULL. */
-    ct_params *buffers;
     /* Exact resume: write / read the task's data state (its RNG streams with
      * ct_ckpt_write_rng under /rng, its sample order and the like under /data) into
      * the open checkpoint file `f`. save_state is called between batches and must

@@ -215,6 +215,8 @@ static int ckpt_same(const char *a, const char *b, char *why, size_t n)
 #define TOY_N 40
 typedef struct {
     ct_params ps, st;
+    ct_dparams dps, dst;    /* the same on the CPU "device" (layers/ops.h) */
+    ct_train_state state;
     long counter;           /* training batches loaded so far */
     int epoch, bad_loss, bad_grad;
     long nan_loss[4], nan_grad[4];
@@ -312,12 +314,15 @@ static void toy_init(toy *t, float w0)
     ct_params_initialize(&t->st, &r);
     ct_rng_seed(&t->data, 7, CT_STREAM_DATA);
     for (int i = 0; i < TOY_N; i++) t->order[i] = i;
+    ct_dparams_make(&t->dps, &ct_ops_cpu, &t->ps, 1);
+    ct_dparams_make(&t->dst, &ct_ops_cpu, &t->st, 0);
+    t->state = ct_train_state_of(&t->dps, &t->dst);
 }
 
 static ct_task toy_task(toy *t)
 {
-    return (ct_task){ .ctx = t, .params = &t->ps, .n_train = TOY_N, .n_val = 8, .begin_epoch = toy_begin, .load = toy_load,
-                      .forward = toy_forward, .backward = toy_backward, .end_epoch = toy_end, .buffers = &t->st,
+    return (ct_task){ .ctx = t, .state = &t->state, .n_train = TOY_N, .n_val = 8, .begin_epoch = toy_begin, .load = toy_load,
+                      .forward = toy_forward, .backward = toy_backward, .end_epoch = toy_end,
                       .save_state = toy_save, .load_state = toy_restore };
 }
 
@@ -1019,10 +1024,10 @@ static void case_export(void)
     t_check(rc == 0, "export keras: exit %d: %s", rc, out1);
     small_cnn_config cc = small_cnn_defaults();
     cc.height = cc.width = 8; cc.filters = 4;
-    small_cnn c, c1, c2;
+    static seq_cnn c, c1, c2;   /* large: the layer tables */
     memset(&c, 0, sizeof c); memset(&c1, 0, sizeof c1); memset(&c2, 0, sizeof c2);
     ok = small_cnn_build(&c, &cc) == CT_OK && small_cnn_build(&c1, &cc) == CT_OK && small_cnn_build(&c2, &cc) == CT_OK
-         && ct_weights_load(ck, "small-cnn", &c.params, &c.buffers) == CT_OK && small_cnn_plan(&c, 6) == CT_OK;
+         && ct_weights_load(ck, "small-cnn", &c.params, &c.buffers) == CT_OK && seq_cnn_plan(&c, 6) == CT_OK;
     t_check(ok, "building the model: %s", ct_last_error());
     if (ok) {
         float x[6 * 64];
@@ -1031,9 +1036,9 @@ static void case_export(void)
         ct_rng_seed(&r, 5, 3);
         ct_rng_seed(&d, 5, 2);
         t_fill_uniform(x, sizeof x / sizeof x[0], -1, 1, &r);
-        small_cnn_forward(&c, x, labels, 6, 0, &d, &correct);
+        seq_cnn_forward(&c, x, labels, 6, 0, &d, &correct);
         size_t dx[4] = { 6, 1, 8, 8 }, dl[2] = { 6, 4 };
-        run_torch_check("small-cnn", st, io, x, 4, dx, c.act.logits, 2, dl);
+        run_torch_check("small-cnn", st, io, x, 4, dx, c.logits, 2, dl);
         keep("small-cnn", st, sk, io);
 
         t_case("checkpoint/import --format torch|keras reads the exports back (small-cnn, exact)");
@@ -1046,7 +1051,7 @@ static void case_export(void)
         t_check(rc == 0 && ct_weights_load(w2, "small-cnn", &c2.params, &c2.buffers) == CT_OK
                 && params_equal(&c.params, &c2.params) && params_equal(&c.buffers, &c2.buffers), "keras round trip (exit %d): %s", rc, out1);
     }
-    small_cnn_free(&c); small_cnn_free(&c1); small_cnn_free(&c2);
+    seq_cnn_free(&c); seq_cnn_free(&c1); seq_cnn_free(&c2);
 }
 
 static void remove_tree(const char *dir)

@@ -1,16 +1,25 @@
-/* test_gpu.c - the GPU backend (cuda/).
+/* test_gpu.c - the GPU backend (cuda/) against the CPU, through the two tables
+ * of operations (layers/ops.h).
  *
  * Host-side cases run in every build and on every machine: --device parsing, the
  * error a machine without a GPU (or a CPU-only build) gives, the counter-based
  * dropout RNG, the cuDNN weight-space mapping of the LSTM, argument checks.
  *
- * GPU cases compare every cuda/ function with its CPU twin on the same inputs. With
- * no usable GPU they are not run and not counted: each prints
+ * GPU cases are table-driven: every case is ONE function that draws its inputs
+ * from a seeded stream, runs on the table it is given and brings its outputs to
+ * the host. The harness runs it on ct_ops_cpu and on the GPU's table with the
+ * same seed and compares every output with the tolerance the case states. The
+ * same goes for the models: a training step of each model (siamese-lstm with
+ * both pools, siamese-cnn, the cnn) runs the model's one code on both tables.
+ * Buffers a function must overwrite (input gradients, outputs) start as NaN, so a
+ * value it forgets to write shows. With no usable GPU the GPU cases are not run
+ * and not counted: each prints
  *   SKIP gpu/<name>: no NVIDIA GPU found (<reason>)
  * Tolerances (normalised max error, see tests/test.h): 1e-6 for elementwise kernels,
  * losses and optimizers; 2e-5 for sgemm and convolutions (summation order differs);
  * LSTM 2e-5 forward / 1e-4 gradients for T <= 12 and 1e-4 / 5e-4 at T = 100 (BPTT
- * sums 100 steps of differently-ordered products); dropout masks exactly.
+ * sums 100 steps of differently-ordered products); a model's training step 1e-4;
+ * with TF32 allowed 5e-3 (10-bit mantissas); dropout masks exactly.
  */
 #include <math.h>
 #include <stdint.h>
@@ -22,7 +31,15 @@
 #include "cuda/counter_rng.h"
 #include "cuda/device.h"
 #include "cuda/lstm_map.h"
+#include "cuda/ops_gpu.h"
 #include "layers/lstm.h"
+#include "layers/ops.h"
+#include "layers/pair.h"
+#include "models/image_task.h"
+#include "models/seq_cnn.h"
+#include "models/siamese_cnn.h"
+#include "models/siamese_lstm.h"
+#include "io/weights.h"
 
 /* ---- host side ---- */
 
@@ -244,193 +261,197 @@ static void test_args(void)
     t_check(lstm_gpu_dims_check(&d) == CT_EINVAL && strstr(ct_last_error(), "batch 0"), "batch 0: %s", ct_last_error());
 }
 
-/* ---- GPU cases ---- */
+/* ---- GPU cases: the harness ---- */
 
-static const char *const gpu_cases[] = {
-    "dense", "activation", "pair", "loss", "dropout", "optim", "clip_grad_norm", "lstm_fallback_layout",
-    "lstm_stacked_masked", "lstm_T100", "lstm_return_modes", "conv2d", "pool", "batchnorm",
-    "siamese_two_steps", "params_roundtrip",
-};
+#define T_OUTS 32
+typedef struct { char name[80]; float *v; size_t n; double tol; } t_out;   /* one output, on the host */
+typedef struct { t_out o[T_OUTS]; int n; } t_outs;
+typedef void (*op_case)(const ct_ops *ops, ct_rng *r, t_outs *out);
 
-#ifdef CT_HAVE_CUDA
-#include "cuda/activation.h"
-#include "cuda/batchnorm.h"
-#include "cuda/conv2d.h"
-#include "cuda/dense.h"
-#include "cuda/kernels.h"
-#include "cuda/lstm.h"
-#include "cuda/pool.h"
-#include "cuda/siamese_lstm_gpu.h"
-#include "layers/activation.h"
-#include "layers/batchnorm.h"
-#include "layers/conv2d.h"
-#include "layers/dense.h"
-#include "layers/dropout.h"
-#include "layers/loss.h"
-#include "layers/optim.h"
-#include "layers/pair.h"
-#include "layers/pool.h"
-#include "models/siamese_lstm.h"
-
-static void *dev_copy(const void *host, size_t bytes)
+static void *dalloc(const ct_ops *ops, size_t bytes)
 {
-    void *d = NULL;
-    CT_ASSERT(ct_gpu_malloc(&d, bytes ? bytes : 4, "test") == CT_OK);
-    if (host && bytes) CT_ASSERT(ct_gpu_upload(d, host, bytes) == CT_OK);
+    void *p = NULL;
+    CT_ASSERT(ops->mem.alloc(&p, bytes ? bytes : 4, "test") == CT_OK);
+    return p;
+}
+static float *dput(const ct_ops *ops, const float *host, size_t n)
+{
+    float *d = dalloc(ops, n * sizeof(float));
+    CT_ASSERT(ops->upload(d, host, n * sizeof(float)) == CT_OK);
     return d;
 }
-static float *devf(const float *host, size_t n) { return dev_copy(host, n * sizeof(float)); }
-static float *hostf(const float *dev, size_t n)
+static int *dputi(const ct_ops *ops, const int *host, size_t n)
+{
+    int *d = dalloc(ops, n * sizeof(int));
+    CT_ASSERT(ops->upload(d, host, n * sizeof(int)) == CT_OK);
+    return d;
+}
+/* A buffer the function under test must overwrite: NaN until it does. */
+static float *dnan(const ct_ops *ops, size_t n)
 {
     float *h = t_alloc(n);
-    CT_ASSERT(ct_gpu_download(h, dev, n * sizeof(float)) == CT_OK);
-    return h;
-}
-static float *rnd(size_t n, float lo, float hi, ct_rng *r) { float *x = t_alloc(n); t_fill_uniform(x, n, lo, hi, r); return x; }
-/* compares a device array with a host reference */
-static void close_dev(const char *what, const float *dev, const float *ref, size_t n, double tol)
-{
-    float *h = hostf(dev, n);
-    t_close(what, h, ref, n, tol);
+    for (size_t i = 0; i < n; i++) h[i] = NAN;
+    float *d = dput(ops, h, n);
     free(h);
+    return d;
+}
+static void dfree(const ct_ops *ops, void *p) { if (p) ops->mem.free(p); }
+static float *rnd(size_t n, float lo, float hi, ct_rng *r) { float *x = t_alloc(n); t_fill_uniform(x, n, lo, hi, r); return x; }
+
+/* Keeps a host copy of device array `dev` [n] as output `name`, compared with tolerance tol. */
+static void keep(t_outs *o, const char *name, const ct_ops *ops, const float *dev, size_t n, double tol)
+{
+    CT_ASSERT(o->n < T_OUTS);
+    t_out *k = &o->o[o->n++];
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->v = t_alloc(n);
+    CT_ASSERT(ops->download(k->v, dev, n * sizeof(float)) == CT_OK);
+    k->n = n;
+    k->tol = tol;
+}
+static void keep_host(t_outs *o, const char *name, const float *v, size_t n, double tol)
+{
+    keep(o, name, &ct_ops_cpu, v, n, tol);
+}
+static void keep_ints(t_outs *o, const char *name, const ct_ops *ops, const int *dev, size_t n)
+{
+    int *h = malloc(n * sizeof(int) + 1);
+    CT_ASSERT(h && ops->download(h, dev, n * sizeof(int)) == CT_OK);
+    float *f = t_alloc(n);
+    for (size_t i = 0; i < n; i++) f[i] = (float)h[i];
+    keep_host(o, name, f, n, 0.0);
+    free(h); free(f);
 }
 
-static void gpu_dense(ct_rng *r)
+/* Runs case f on the CPU and on the GPU from the same seed and compares every output. */
+static void compare(const char *name, op_case f, const ct_ops *gpu, uint64_t seed)
 {
-    t_case("gpu/dense");
+    t_case("gpu/%s", name);
+    t_outs a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    ct_rng r1, r2;
+    ct_rng_seed(&r1, seed, 77);
+    r2 = r1;
+    f(&ct_ops_cpu, &r1, &a);
+    f(gpu, &r2, &b);
+    t_check(ct_gpu_sync() == CT_OK, "queued GPU work failed: %s", ct_last_error());
+    t_check(a.n == b.n && a.n > 0, "%d outputs on the CPU, %d on the GPU", a.n, b.n);
+    for (int i = 0; i < a.n && i < b.n; i++) {
+        t_check(a.o[i].n == b.o[i].n && !strcmp(a.o[i].name, b.o[i].name), "output %d: %s [%zu] vs %s [%zu]", i,
+                a.o[i].name, a.o[i].n, b.o[i].name, b.o[i].n);
+        t_close(a.o[i].name, b.o[i].v, a.o[i].v, a.o[i].n, a.o[i].tol);
+    }
+    for (int i = 0; i < a.n; i++) free(a.o[i].v);
+    for (int i = 0; i < b.n; i++) free(b.o[i].v);
+}
+
+/* The tolerances of float32 matrix products that sum in another order: FP32, or TF32 when allowed. */
+static double tol_gemm(void) { return ct_gpu_current() && ct_gpu_current()->opt.tf32 ? 5e-3 : 2e-5; }
+
+/* ---- layers ---- */
+
+static void case_dense(const ct_ops *ops, ct_rng *r, t_outs *o)
+{
     const int B = 5, In = 7, O = 3;
     float *x = rnd((size_t)B * In, -1, 1, r), *w = rnd((size_t)O * In, -1, 1, r), *b = rnd(O, -1, 1, r);
     float *dout = rnd((size_t)B * O, -1, 1, r), *dw = rnd((size_t)O * In, -1, 1, r), *db = rnd(O, -1, 1, r);
-    float *out = t_alloc((size_t)B * O), *din = t_alloc((size_t)B * In);
-    float *gx = devf(x, (size_t)B * In), *gw = devf(w, (size_t)O * In), *gb = devf(b, O), *gdout = devf(dout, (size_t)B * O);
-    float *gdw = devf(dw, (size_t)O * In), *gdb = devf(db, O), *gout = devf(NULL, (size_t)B * O), *gdin = devf(NULL, (size_t)B * In);
-    dense_forward(out, x, w, b, B, In, O);
-    dense_backward(din, dw, db, dout, x, w, B, In, O);
-    dense_forward_gpu(gout, gx, gw, gb, B, In, O);
-    dense_backward_gpu(gdin, gdw, gdb, gdout, gx, gw, B, In, O);
-    close_dev("out", gout, out, (size_t)B * O, 2e-5);
-    close_dev("din", gdin, din, (size_t)B * In, 2e-5);
-    close_dev("dw (accumulated)", gdw, dw, (size_t)O * In, 2e-5);
-    close_dev("db (accumulated)", gdb, db, O, 2e-5);
+    float *gx = dput(ops, x, (size_t)B * In), *gw = dput(ops, w, (size_t)O * In), *gb = dput(ops, b, O);
+    float *gdout = dput(ops, dout, (size_t)B * O), *gdw = dput(ops, dw, (size_t)O * In), *gdb = dput(ops, db, O);
+    float *gout = dnan(ops, (size_t)B * O), *gdin = dnan(ops, (size_t)B * In);
+    ops->dense_forward(gout, gx, gw, gb, B, In, O);
+    ops->dense_backward(gdin, gdw, gdb, gdout, gx, gw, B, In, O);
+    keep(o, "out", ops, gout, (size_t)B * O, tol_gemm());
+    keep(o, "din", ops, gdin, (size_t)B * In, tol_gemm());
+    keep(o, "dw (accumulated)", ops, gdw, (size_t)O * In, tol_gemm());
+    keep(o, "db (accumulated)", ops, gdb, O, 1e-6);
+    ops->dense_backward(gdin, NULL, NULL, gdout, gx, gw, B, In, O);   /* input gradient alone */
+    keep(o, "din without dw", ops, gdin, (size_t)B * In, tol_gemm());
     void *dv[] = { gx, gw, gb, gdout, gdw, gdb, gout, gdin };
-    for (size_t i = 0; i < 8; i++) ct_gpu_free(dv[i]);
-    free(x); free(w); free(b); free(dout); free(dw); free(db); free(out); free(din);
+    for (size_t i = 0; i < 8; i++) dfree(ops, dv[i]);
+    free(x); free(w); free(b); free(dout); free(dw); free(db);
 }
 
-static void gpu_activation(ct_rng *r)
+static void case_activation(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/activation");
     const size_t n = 1000;
-    float *x = rnd(n, -6, 6, r), *dout = rnd(n, -1, 1, r), *y = t_alloc(n), *dx = t_alloc(n);
-    float *gx = devf(x, n), *gd = devf(dout, n), *gy = devf(NULL, n), *gdx = devf(NULL, n);
-    void (*fc[3])(float *, const float *, size_t) = { relu_forward, tanh_forward, sigmoid_forward };
-    void (*bc[3])(float *, const float *, const float *, size_t) = { relu_backward, tanh_backward, sigmoid_backward };
-    void (*fg[3])(float *, const float *, size_t) = { relu_forward_gpu, tanh_forward_gpu, sigmoid_forward_gpu };
-    void (*bg[3])(float *, const float *, const float *, size_t) = { relu_backward_gpu, tanh_backward_gpu, sigmoid_backward_gpu };
+    float *x = rnd(n, -6, 6, r), *dout = rnd(n, -1, 1, r);
+    float *gx = dput(ops, x, n), *gd = dput(ops, dout, n), *gy = dnan(ops, n), *gdx = dnan(ops, n);
+    void (*fw[3])(float *, const float *, size_t) = { ops->relu_forward, ops->tanh_forward, ops->sigmoid_forward };
+    void (*bw[3])(float *, const float *, const float *, size_t) = { ops->relu_backward, ops->tanh_backward, ops->sigmoid_backward };
     const char *names[3] = { "relu", "tanh", "sigmoid" };
     for (int k = 0; k < 3; k++) {
         char what[64];
-        fc[k](y, x, n); bc[k](dx, dout, y, n);
-        fg[k](gy, gx, n); bg[k](gdx, gd, gy, n);
-        snprintf(what, sizeof what, "%s forward", names[k]); close_dev(what, gy, y, n, 1e-6);
-        snprintf(what, sizeof what, "%s backward", names[k]); close_dev(what, gdx, dx, n, 1e-6);
+        fw[k](gy, gx, n);
+        bw[k](gdx, gd, gy, n);
+        snprintf(what, sizeof what, "%s forward", names[k]); keep(o, what, ops, gy, n, 1e-6);
+        snprintf(what, sizeof what, "%s backward", names[k]); keep(o, what, ops, gdx, n, 1e-6);
     }
-    ct_gpu_free(gx); ct_gpu_free(gd); ct_gpu_free(gy); ct_gpu_free(gdx);
-    free(x); free(dout); free(y); free(dx);
+    dfree(ops, gx); dfree(ops, gd); dfree(ops, gy); dfree(ops, gdx);
+    free(x); free(dout);
 }
 
-static void gpu_pair(ct_rng *r)
+static void case_pair(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/pair");
     const int B = 6, D = 37;
     float *a = rnd((size_t)B * D, -1, 1, r), *b = rnd((size_t)B * D, -1, 1, r), *dd = rnd(B, -1, 1, r);
     memcpy(b + 2 * D, a + 2 * D, D * sizeof(float));   /* pair 2: distance at the eps floor */
-    float *d = t_alloc(B), *da = t_alloc((size_t)B * D), *db = t_alloc((size_t)B * D);
-    float *ga = devf(a, (size_t)B * D), *gb = devf(b, (size_t)B * D), *gdd = devf(dd, B), *gd = devf(NULL, B);
-    float *gda = devf(NULL, (size_t)B * D), *gdb = devf(NULL, (size_t)B * D);
-    euclidean_forward(d, a, b, B, D, CT_KERAS_EPSILON);
-    euclidean_backward(da, db, dd, d, a, b, B, D, CT_KERAS_EPSILON);
-    euclidean_forward_gpu(gd, ga, gb, B, D, CT_KERAS_EPSILON);
-    euclidean_backward_gpu(gda, gdb, gdd, gd, ga, gb, B, D, CT_KERAS_EPSILON);
-    close_dev("euclidean d", gd, d, B, 1e-6);
-    close_dev("euclidean da", gda, da, (size_t)B * D, 1e-6);
-    close_dev("euclidean db", gdb, db, (size_t)B * D, 1e-6);
-    size_t n = (size_t)B * D;
-    float *dout = rnd(n, -1, 1, r), *out = t_alloc(n);
-    float *gdout = devf(dout, n), *gout = devf(NULL, n);
-    absdiff_forward(out, a, b, n);
-    absdiff_backward(da, db, dout, a, b, n);
-    absdiff_forward_gpu(gout, ga, gb, n);
-    absdiff_backward_gpu(gda, gdb, gdout, ga, gb, n);
-    close_dev("absdiff out", gout, out, n, 0);
-    close_dev("absdiff da", gda, da, n, 0);
-    close_dev("absdiff db", gdb, db, n, 0);
-    void *dv[] = { ga, gb, gdd, gd, gda, gdb, gdout, gout };
-    for (size_t i = 0; i < 8; i++) ct_gpu_free(dv[i]);
-    free(a); free(b); free(dd); free(d); free(da); free(db); free(dout); free(out);
+    float *ga = dput(ops, a, (size_t)B * D), *gb = dput(ops, b, (size_t)B * D), *gdd = dput(ops, dd, B);
+    float *gd = dnan(ops, B), *gda = dnan(ops, (size_t)B * D), *gdb = dnan(ops, (size_t)B * D);
+    ops->euclidean_forward(gd, ga, gb, B, D, CT_KERAS_EPSILON);
+    ops->euclidean_backward(gda, gdb, gdd, gd, ga, gb, B, D, CT_KERAS_EPSILON);
+    keep(o, "euclidean d", ops, gd, B, 1e-6);
+    keep(o, "euclidean da", ops, gda, (size_t)B * D, 1e-6);
+    keep(o, "euclidean db", ops, gdb, (size_t)B * D, 1e-6);
+    void *dv[] = { ga, gb, gdd, gd, gda, gdb };
+    for (size_t i = 0; i < 6; i++) dfree(ops, dv[i]);
+    free(a); free(b); free(dd);
 }
 
-static void gpu_loss(ct_rng *r)
+static void case_loss(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/loss");
     const int B = 300, C = 7;
-    float *d = rnd(B, 0, 1.5f, r), *y = t_alloc(B), *z = rnd(B, -4, 4, r), *logits = rnd((size_t)B * C, -3, 3, r);
+    float *d = rnd(B, 0, 1.5f, r), *y = t_alloc(B), *logits = rnd((size_t)B * C, -3, 3, r);
     int *lab = malloc(B * sizeof(int));
     for (int k = 0; k < B; k++) { y[k] = (float)(k % 3 == 0); lab[k] = (int)ct_rng_below(r, C); }
-    float *gd = devf(d, B), *gy = devf(y, B), *gz = devf(z, B), *gl = devf(logits, (size_t)B * C);
-    int *glab = dev_copy(lab, B * sizeof(int));
-    float *g1 = devf(NULL, (size_t)B * C), *g2 = devf(NULL, (size_t)B * C), *h1 = t_alloc((size_t)B * C), *h2 = t_alloc((size_t)B * C);
-    float v, w;
-    v = contrastive_forward(d, y, B, 1.0f); w = contrastive_forward_gpu(gd, gy, B, 1.0f); t_close("contrastive loss", &w, &v, 1, 1e-6);
-    v = contrastive_accuracy(d, y, B, 0.5f); w = contrastive_accuracy_gpu(gd, gy, B, 0.5f); t_close("contrastive accuracy", &w, &v, 1, 0);
-    contrastive_backward(h1, d, y, B, 1.0f); contrastive_backward_gpu(g1, gd, gy, B, 1.0f); close_dev("contrastive dd", g1, h1, B, 1e-6);
-    v = bce_logits_forward(z, y, B); w = bce_logits_forward_gpu(gz, gy, B); t_close("bce loss", &w, &v, 1, 1e-6);
-    v = bce_logits_accuracy(z, y, B); w = bce_logits_accuracy_gpu(gz, gy, B); t_close("bce accuracy", &w, &v, 1, 0);
-    bce_logits_backward(h1, z, y, B); bce_logits_backward_gpu(g1, gz, gy, B); close_dev("bce dz", g1, h1, B, 1e-6);
-    v = softmax_ce_forward(h1, logits, lab, B, C); w = softmax_ce_forward_gpu(g1, gl, glab, B, C); t_close("softmax-ce loss", &w, &v, 1, 1e-6);
-    close_dev("softmax prob", g1, h1, (size_t)B * C, 1e-6);
-    softmax_ce_backward(h2, h1, lab, B, C); softmax_ce_backward_gpu(g2, g1, glab, B, C); close_dev("softmax dlogits", g2, h2, (size_t)B * C, 1e-6);
-    v = softmax_ce_accuracy(logits, lab, B, C); w = softmax_ce_accuracy_gpu(gl, glab, B, C); t_close("softmax accuracy", &w, &v, 1, 0);
-    float stats[2], *gs = devf(NULL, 2);
-    contrastive_stats_gpu(gs, gd, gy, B, 1.0f, 0.5f);
-    CT_ASSERT(ct_gpu_download(stats, gs, sizeof stats) == CT_OK);
-    float want[2] = { contrastive_forward(d, y, B, 1.0f), contrastive_accuracy(d, y, B, 0.5f) * B };
-    t_close("contrastive stats", stats, want, 2, 1e-6);
-    void *dv[] = { gd, gy, gz, gl, glab, g1, g2, gs };
-    for (size_t i = 0; i < 8; i++) ct_gpu_free(dv[i]);
-    free(d); free(y); free(z); free(logits); free(lab); free(h1); free(h2);
+    float *gd = dput(ops, d, B), *gy = dput(ops, y, B), *gl = dput(ops, logits, (size_t)B * C);
+    int *glab = dputi(ops, lab, B);
+    float *gs = dnan(ops, 2), *gdd = dnan(ops, B), *gprob = dnan(ops, (size_t)B * C), *gdl = dnan(ops, (size_t)B * C);
+    ops->contrastive_stats(gs, gd, gy, B, 1.0f, 0.5f);
+    keep(o, "contrastive loss and right pairs", ops, gs, 2, 1e-6);
+    ops->contrastive_backward(gdd, gd, gy, B, 1.0f);
+    keep(o, "contrastive dd", ops, gdd, B, 1e-6);
+    ops->softmax_ce_stats(gs, gprob, gl, glab, B, C);
+    keep(o, "softmax-ce loss and right predictions", ops, gs, 2, 1e-6);
+    keep(o, "softmax prob", ops, gprob, (size_t)B * C, 1e-6);
+    ops->softmax_ce_backward(gdl, gprob, glab, B, C);
+    keep(o, "softmax dlogits", ops, gdl, (size_t)B * C, 1e-6);
+    void *dv[] = { gd, gy, gl, glab, gs, gdd, gprob, gdl };
+    for (size_t i = 0; i < 8; i++) dfree(ops, dv[i]);
+    free(d); free(y); free(logits); free(lab);
 }
 
-static void gpu_dropout(ct_rng *r)
+/* dropout with a given mask: the same on both devices (their masks are drawn differently) */
+static void case_dropout_apply(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/dropout");
     const size_t n = 4099;
-    const float p = 0.3f;
-    float *x = rnd(n, -1, 1, r), *mask = t_alloc(n), *out = t_alloc(n);
-    float *gx = devf(x, n), *gm = devf(NULL, n), *go = devf(NULL, n);
-    ct_rng s1, s2;
-    ct_rng_seed(&s1, 99, CT_STREAM_DROPOUT);
-    s2 = s1;
-    dropout_forward_gpu(go, gm, gx, n, p, 1, &s1);
-    uint64_t seed = ct_dropout_seed_draw(&s2);
-    t_check(s1.state == s2.state, "the GPU call advanced the stream by two draws");
-    ct_dropout_mask_ref(mask, n, p, seed);
-    dropout_apply(out, mask, x, n);
-    close_dev("mask (exact)", gm, mask, n, 0);
-    close_dev("out", go, out, n, 0);
-    dropout_backward_gpu(go, gx, gm, n);
-    close_dev("backward", go, out, n, 0);
-    uint64_t before = s1.state;
-    dropout_forward_gpu(go, gm, gx, n, p, 0, &s1);
-    t_check(s1.state == before, "evaluation draws nothing");
-    close_dev("eval identity", go, x, n, 0);
-    ct_gpu_free(gx); ct_gpu_free(gm); ct_gpu_free(go);
-    free(x); free(mask); free(out);
+    float *x = rnd(n, -1, 1, r), *mask = t_alloc(n), *dout = rnd(n, -1, 1, r);
+    for (size_t i = 0; i < n; i++) mask[i] = ct_rng_uniform(r) < 0.3f ? 0.0f : 1.0f / 0.7f;
+    float *gx = dput(ops, x, n), *gm = dput(ops, mask, n), *gd = dput(ops, dout, n), *gy = dnan(ops, n), *gdx = dnan(ops, n);
+    ops->dropout_apply(gy, gm, gx, n);
+    ops->dropout_backward(gdx, gd, gm, n);
+    keep(o, "apply", ops, gy, n, 0);
+    keep(o, "backward", ops, gdx, n, 0);
+    ct_rng s;
+    ct_rng_seed(&s, 3, CT_STREAM_DROPOUT);
+    ops->dropout_forward(gy, gm, gx, n, 0.3f, 0, &s);   /* evaluation: the identity, nothing drawn */
+    keep(o, "evaluation is the identity", ops, gy, n, 0);
+    dfree(ops, gx); dfree(ops, gm); dfree(ops, gd); dfree(ops, gy); dfree(ops, gdx);
+    free(x); free(mask); free(dout);
 }
 
-static void gpu_optim(ct_rng *r)
+static void case_optim(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/optim");
     const size_t n = 5000;
     ct_optim_config cfgs[7];
     cfgs[0] = ct_optim_defaults(OPT_SGD);
@@ -442,307 +463,553 @@ static void gpu_optim(ct_rng *r)
     cfgs[6] = ct_optim_defaults(OPT_ADAM); cfgs[6].clip_norm = 0.5f;
     for (int c = 0; c < 7; c++) {
         float *p = rnd(n, -1, 1, r), *g0 = rnd(n, -1, 1, r), *g = t_alloc(n);
-        ct_optim o;
-        ct_optim_gpu og;
-        CT_ASSERT(ct_optim_init(&o, &cfgs[c], n) == CT_OK);
-        t_check(ct_optim_init_gpu(&og, &cfgs[c], n) == CT_OK, "init: %s", ct_last_error());
-        float *gp = devf(p, n), *gg = devf(NULL, n);
+        ct_optim opt;
+        CT_ASSERT(ops->optim_init(&opt, &cfgs[c], n) == CT_OK);
+        float *gp = dput(ops, p, n), *gg = dalloc(ops, n * sizeof(float));
         for (int s = 0; s < 3; s++) {
             for (size_t i = 0; i < n; i++) g[i] = g0[i] * (float)(s + 1);
-            CT_ASSERT(ct_gpu_upload(gg, g, n * sizeof(float)) == CT_OK);
-            ct_optim_step(&o, p, g, 1e-2f);
-            ct_optim_step_gpu(&og, gp, gg, 1e-2f);
+            CT_ASSERT(ops->upload(gg, g, n * sizeof(float)) == CT_OK);
+            ops->optim_step(&opt, gp, gg, 1e-2f);
         }
         char what[64];
         snprintf(what, sizeof what, "%s config %d params", ct_optim_name(cfgs[c].kind), c);
-        close_dev(what, gp, p, n, 1e-6);
-        if (o.m) { snprintf(what, sizeof what, "config %d m", c); close_dev(what, og.m, o.m, n, 1e-6); }
-        if (o.v) { snprintf(what, sizeof what, "config %d v", c); close_dev(what, og.v, o.v, n, 1e-6); }
-        ct_optim_free(&o); ct_optim_free_gpu(&og);
-        ct_gpu_free(gp); ct_gpu_free(gg);
+        keep(o, what, ops, gp, n, 1e-6);
+        if (opt.m) { snprintf(what, sizeof what, "config %d m", c); keep(o, what, ops, opt.m, n, 1e-6); }
+        if (opt.v) { snprintf(what, sizeof what, "config %d v", c); keep(o, what, ops, opt.v, n, 1e-6); }
+        ops->optim_free(&opt);
+        dfree(ops, gp); dfree(ops, gg);
         free(p); free(g0); free(g);
     }
-    ct_optim_gpu bad;
+    ct_optim bad;
     ct_optim_config bc = ct_optim_defaults(OPT_ADAM);
     bc.lr = -1;
-    t_check(ct_optim_init_gpu(&bad, &bc, 10) == CT_EINVAL, "negative lr must be refused as on the CPU");
+    t_check(ops->optim_init(&bad, &bc, 10) == CT_EINVAL, "%s: a negative lr must be refused", ops->name);
 }
 
-static void gpu_clip(ct_rng *r)
+static void case_clip(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/clip_grad_norm");
     const size_t n = 100003;
-    float *g = rnd(n, -1, 1, r);
-    float *gg = devf(g, n);
-    float want = ct_clip_grad_norm(g, n, 3.0f), got = ct_clip_grad_norm_gpu(gg, n, 3.0f);
-    t_close("norm", &got, &want, 1, 1e-6);
-    close_dev("clipped", gg, g, n, 1e-6);
-    ct_gpu_free(gg);
+    float *g = rnd(n, -1, 1, r), *gg = dput(ops, g, n);
+    float norm = ops->clip_grad_norm(gg, n, 3.0f);
+    keep_host(o, "norm", &norm, 1, 1e-6);
+    keep(o, "clipped", ops, gg, n, 1e-6);
+    dfree(ops, gg);
     free(g);
 }
 
-/* One LSTM configuration, GPU vs CPU: out, dx and every parameter gradient. */
-static void lstm_case(ct_rng *r, int B, int T, int I, int H, int L, lstm_return ret, int masked, double tol_f, double tol_b,
-                      int want_direct)
+static void case_pool(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    lstm_dims d = { .B = B, .T = T, .I = I, .H = H, .L = L, .ret = ret, .recur = LSTM_SIGMOID };
-    ct_params ps;
-    lstm_ids ids;
-    ct_params_init(&ps);
-    CT_ASSERT(lstm_params_add(&ids, &ps, "lstm", I, H, L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
-    ct_params_initialize(&ps, r);
-    for (size_t i = 0; i < ps.numel; i++) ps.grad[i] = 0.0f;
-    size_t nx = (size_t)B * T * I, nout = ret == LSTM_RETURN_SEQUENCE ? (size_t)B * T * H : (size_t)B * H;
-    float *x = rnd(nx, -1, 1, r), *dout = rnd(nout, -1, 1, r), *out = t_alloc(nout), *dx = t_alloc(nx);
-    int *len = NULL;
-    if (masked) {
-        len = malloc(B * sizeof(int));
-        for (int b = 0; b < B; b++) len[b] = b == 0 ? T : 1 + (int)ct_rng_below(r, T);
-    }
-    float *cache = t_alloc(lstm_cache_floats(&d)), *ws = t_alloc(lstm_workspace_floats(&d));
-    lstm_weights lw[LSTM_MAX_LAYERS];
-    lstm_grads lg[LSTM_MAX_LAYERS];
-    lstm_params_view(lw, lg, &ps, &ids);
-    lstm_forward(out, cache, x, len, lw, &d);
-    lstm_backward(dx, lg, ws, dout, cache, x, len, lw, &d);
-
-    float *gp = devf(ps.data, ps.numel), *gg = devf(NULL, ps.numel), *gx = devf(x, nx), *gdout = devf(dout, nout);
-    float *gout = devf(NULL, nout), *gdx = devf(NULL, nx);
-    int *glen = len ? dev_copy(len, B * sizeof(int)) : NULL;
-    lstm_gpu plan;
-    ct_status st = lstm_plan_gpu(&plan, &d, &ps, &ids, gp);
-    t_check(st == CT_OK, "plan: %s", ct_last_error());
-    if (st == CT_OK) {
-        t_check(plan.map.direct == want_direct, "weight space %s, expected %s (%s)", plan.map.direct ? "direct" : "packed",
-                want_direct ? "direct" : "packed", plan.map.why);
-        lstm_forward_gpu(gout, &plan, gx, glen, len, gp, &d);
-        lstm_backward_gpu(gdx, gg, &plan, gdout, gx, glen, len, gp, &d);
-        t_check(ct_gpu_sync() == CT_OK, "sync: %s", ct_last_error());
-        close_dev("out", gout, out, nout, tol_f);
-        close_dev("dx", gdx, dx, nx, tol_b);
-        close_dev("parameter gradients", gg, ps.grad, ps.numel, tol_b);
-        /* accumulation: a second backward doubles the gradients */
-        lstm_backward_gpu(gdx, gg, &plan, gdout, gx, glen, len, gp, &d);
-        for (size_t i = 0; i < ps.numel; i++) ps.grad[i] *= 2.0f;
-        close_dev("gradients accumulate", gg, ps.grad, ps.numel, tol_b);
-        lstm_plan_free_gpu(&plan);
-    }
-    void *dv[] = { gp, gg, gx, gdout, gout, gdx, glen };
-    for (size_t i = 0; i < 7; i++) ct_gpu_free(dv[i]);
-    free(x); free(dout); free(out); free(dx); free(len); free(cache); free(ws);
-    ct_params_free(&ps);
-}
-
-static void gpu_lstm(ct_rng *r)
-{
-    t_case("gpu/lstm_fallback_layout");          /* H = 6: ctrain pads, cuDNN does not -> packed */
-    lstm_case(r, 3, 5, 4, 6, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 0);
-    t_case("gpu/lstm_stacked_masked");
-    lstm_case(r, 5, 12, 7, 16, 2, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 1);
-    t_case("gpu/lstm_T100");                     /* the seed's sizes: 40 mels, 100 frames, 128 units */
-    lstm_case(r, 16, 100, 40, 128, 1, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, 1);
-    t_case("gpu/lstm_return_modes");
-    lstm_case(r, 4, 9, 5, 8, 2, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, 1);
-    lstm_case(r, 4, 9, 5, 8, 1, LSTM_RETURN_MEAN, 1, 2e-5, 1e-4, 1);
-    lstm_case(r, 1, 1, 3, 4, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 1);   /* batch 1, T = 1 */
-}
-
-static void gpu_conv2d(ct_rng *r)
-{
-    t_case("gpu/conv2d");
-    conv2d_dims d;
-    CT_ASSERT(conv2d_dims_make(&d, 2, 3, 9, 8, 4, 3, 3, 2, 1) == CT_OK);
-    size_t nin = (size_t)d.N * d.C * d.H * d.W, nout = (size_t)d.N * d.OC * d.OH * d.OW, nw = (size_t)d.OC * d.C * d.KH * d.KW;
-    float *x = rnd(nin, -1, 1, r), *w = rnd(nw, -1, 1, r), *b = rnd(d.OC, -1, 1, r), *dout = rnd(nout, -1, 1, r);
-    float *dw = rnd(nw, -1, 1, r), *db = rnd(d.OC, -1, 1, r), *out = t_alloc(nout), *din = t_alloc(nin);
-    float *ws = t_alloc(conv2d_workspace_floats(&d));
-    conv2d_forward(out, ws, x, w, b, &d);
-    float *gdw = devf(dw, nw), *gdb = devf(db, d.OC);
-    conv2d_backward(din, dw, db, ws, dout, x, w, &d);
-    conv2d_gpu_plan p;
-    t_check(conv2d_plan_gpu(&p, &d, 1) == CT_OK, "plan: %s", ct_last_error());
-    float *gx = devf(x, nin), *gw = devf(w, nw), *gb = devf(b, d.OC), *gdout = devf(dout, nout);
-    float *gout = devf(NULL, nout), *gdin = devf(NULL, nin), *gws = devf(NULL, conv2d_workspace_floats_gpu(&p) + 1);
-    conv2d_forward_gpu(gout, gws, gx, gw, gb, &p);
-    conv2d_backward_gpu(gdin, gdw, gdb, gws, gdout, gx, gw, &p);
-    close_dev("out", gout, out, nout, 2e-5);
-    close_dev("din", gdin, din, nin, 2e-5);
-    close_dev("dw (accumulated)", gdw, dw, nw, 2e-5);
-    close_dev("db (accumulated)", gdb, db, d.OC, 2e-5);
-    conv2d_plan_free_gpu(&p);
-    void *dv[] = { gdw, gdb, gx, gw, gb, gdout, gout, gdin, gws };
-    for (size_t i = 0; i < 9; i++) ct_gpu_free(dv[i]);
-    free(x); free(w); free(b); free(dout); free(dw); free(db); free(out); free(din); free(ws);
-}
-
-static void gpu_pool(ct_rng *r)
-{
-    t_case("gpu/pool");
     maxpool2d_dims d;
     CT_ASSERT(maxpool2d_dims_make(&d, 2, 3, 9, 7, 3, 2) == CT_OK);   /* overlapping windows */
     size_t nin = (size_t)d.N * d.C * d.H * d.W, nout = (size_t)d.N * d.C * d.OH * d.OW;
-    float *x = rnd(nin, -1, 1, r), *dout = rnd(nout, -1, 1, r), *out = t_alloc(nout), *din = t_alloc(nin);
-    int *am = malloc(nout * sizeof(int)), *gam_h = malloc(nout * sizeof(int));
-    maxpool2d_forward(out, am, x, &d);
-    maxpool2d_backward(din, dout, am, &d);
-    float *gx = devf(x, nin), *gdout = devf(dout, nout), *gout = devf(NULL, nout), *gdin = devf(NULL, nin);
-    int *gam = dev_copy(NULL, nout * sizeof(int));
-    maxpool2d_forward_gpu(gout, gam, gx, &d);
-    maxpool2d_backward_gpu(gdin, gdout, gam, &d);
-    close_dev("maxpool out", gout, out, nout, 0);
-    close_dev("maxpool din", gdin, din, nin, 1e-6);
-    CT_ASSERT(ct_gpu_download(gam_h, gam, nout * sizeof(int)) == CT_OK);
-    t_check(memcmp(gam_h, am, nout * sizeof(int)) == 0, "argmax differs");
-    const int N = 2, C = 3, HW = 63;
-    global_avgpool_forward(out, x, N, C, HW);
-    global_avgpool_backward(din, dout, N, C, HW);
-    global_avgpool_forward_gpu(gout, gx, N, C, HW);
-    global_avgpool_backward_gpu(gdin, gdout, N, C, HW);
-    close_dev("avgpool out", gout, out, (size_t)N * C, 1e-6);
-    close_dev("avgpool din", gdin, din, (size_t)N * C * HW, 1e-6);
-    void *dv[] = { gx, gdout, gout, gdin, gam };
-    for (size_t i = 0; i < 5; i++) ct_gpu_free(dv[i]);
-    free(x); free(dout); free(out); free(din); free(am); free(gam_h);
+    float *x = rnd(nin, -1, 1, r), *dout = rnd(nout, -1, 1, r);
+    float *gx = dput(ops, x, nin), *gdout = dput(ops, dout, nout), *gout = dnan(ops, nout), *gdin = dnan(ops, nin);
+    int *gam = dalloc(ops, nout * sizeof(int));
+    ops->maxpool2d_forward(gout, gam, gx, &d);
+    ops->maxpool2d_backward(gdin, gdout, gam, &d);
+    keep(o, "maxpool out", ops, gout, nout, 0);
+    keep_ints(o, "maxpool argmax", ops, gam, nout);
+    keep(o, "maxpool din", ops, gdin, nin, 1e-6);
+    const int N = 2, C = 3, H = 9, W = 7;   /* the same input as [N, C, H*W] and [N, C, H, W] */
+    ops->global_avgpool_forward(gout, gx, N, C, H * W);
+    ops->global_avgpool_backward(gdin, gdout, N, C, H * W);
+    keep(o, "gap out", ops, gout, (size_t)N * C, 1e-6);
+    keep(o, "gap din", ops, gdin, nin, 1e-6);
+    ops->avgpool_h_forward(gout, gx, N, C, H, W);
+    ops->avgpool_h_backward(gdin, gdout, N, C, H, W);
+    keep(o, "gaph out", ops, gout, (size_t)N * C * W, 1e-6);
+    keep(o, "gaph din", ops, gdin, nin, 1e-6);
+    dfree(ops, gx); dfree(ops, gdout); dfree(ops, gout); dfree(ops, gdin); dfree(ops, gam);
+    free(x); free(dout);
 }
 
-static void gpu_batchnorm(ct_rng *r)
+static void case_batchnorm(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/batchnorm");
     batchnorm_dims d = { .N = 4, .C = 3, .HW = 5, .eps = 1e-5f, .momentum = 0.1f };
     size_t n = (size_t)d.N * d.C * d.HW;
     float *x = rnd(n, -2, 2, r), *gam = rnd(d.C, 0.5f, 1.5f, r), *bet = rnd(d.C, -1, 1, r), *dout = rnd(n, -1, 1, r);
-    float *rm = rnd(d.C, -0.1f, 0.1f, r), *rv = rnd(d.C, 0.9f, 1.1f, r);
-    float *out = t_alloc(n), *xh = t_alloc(n), *mean = t_alloc(d.C), *is = t_alloc(d.C), *din = t_alloc(n);
-    float *dg = rnd(d.C, -1, 1, r), *dbt = rnd(d.C, -1, 1, r);
-    float *g_x = devf(x, n), *g_gam = devf(gam, d.C), *g_bet = devf(bet, d.C), *g_dout = devf(dout, n), *g_rm = devf(rm, d.C);
-    float *g_rv = devf(rv, d.C), *g_out = devf(NULL, n), *g_xh = devf(NULL, n), *g_mean = devf(NULL, d.C), *g_is = devf(NULL, d.C);
-    float *g_din = devf(NULL, n), *g_dg = devf(dg, d.C), *g_db = devf(dbt, d.C);
-    for (int train = 1; train >= 0; train--) {
-        batchnorm_forward(out, xh, mean, is, rm, rv, x, gam, bet, &d, train);
-        batchnorm_forward_gpu(g_out, g_xh, g_mean, g_is, g_rm, g_rv, g_x, g_gam, g_bet, &d, train);
-        close_dev(train ? "train out" : "eval out", g_out, out, n, 1e-6);
-        close_dev("xhat", g_xh, xh, n, 1e-6);
-        close_dev("mean", g_mean, mean, d.C, 1e-6);
-        close_dev("invstd", g_is, is, d.C, 1e-6);
-        close_dev("running_mean", g_rm, rm, d.C, 1e-6);
-        close_dev("running_var", g_rv, rv, d.C, 1e-6);
+    float *rm = rnd(d.C, -0.1f, 0.1f, r), *rv = rnd(d.C, 0.9f, 1.1f, r), *dg = rnd(d.C, -1, 1, r), *dbt = rnd(d.C, -1, 1, r);
+    float *g_x = dput(ops, x, n), *g_gam = dput(ops, gam, d.C), *g_bet = dput(ops, bet, d.C), *g_dout = dput(ops, dout, n);
+    float *g_rm = dput(ops, rm, d.C), *g_rv = dput(ops, rv, d.C), *g_out = dnan(ops, n), *g_xh = dnan(ops, n);
+    float *g_mean = dnan(ops, d.C), *g_is = dnan(ops, d.C), *g_din = dnan(ops, n), *g_dg = dput(ops, dg, d.C), *g_db = dput(ops, dbt, d.C);
+    for (int train = 0; train <= 1; train++) {
+        ops->batchnorm_forward(g_out, g_xh, g_mean, g_is, g_rm, g_rv, g_x, g_gam, g_bet, &d, train);
+        keep(o, train ? "train out" : "eval out", ops, g_out, n, 1e-6);
+        keep(o, train ? "train xhat" : "eval xhat", ops, g_xh, n, 1e-6);
+        keep(o, train ? "train invstd" : "eval invstd", ops, g_is, d.C, 1e-6);
+        keep(o, train ? "running_mean after train" : "running_mean after eval", ops, g_rm, d.C, 1e-6);
+        keep(o, train ? "running_var after train" : "running_var after eval", ops, g_rv, d.C, 1e-6);
     }
-    batchnorm_forward(out, xh, mean, is, rm, rv, x, gam, bet, &d, 1);
-    batchnorm_forward_gpu(g_out, g_xh, g_mean, g_is, g_rm, g_rv, g_x, g_gam, g_bet, &d, 1);
-    batchnorm_backward(din, dg, dbt, dout, xh, is, gam, &d);
-    batchnorm_backward_gpu(g_din, g_dg, g_db, g_dout, g_xh, g_is, g_gam, &d);
-    close_dev("din", g_din, din, n, 1e-5);
-    close_dev("dgamma (accumulated)", g_dg, dg, d.C, 1e-5);
-    close_dev("dbeta (accumulated)", g_db, dbt, d.C, 1e-5);
+    ops->batchnorm_backward(g_din, g_dg, g_db, g_dout, g_xh, g_is, g_gam, &d);
+    keep(o, "din", ops, g_din, n, 1e-5);
+    keep(o, "dgamma (accumulated)", ops, g_dg, d.C, 1e-5);
+    keep(o, "dbeta (accumulated)", ops, g_db, d.C, 1e-5);
     void *dv[] = { g_x, g_gam, g_bet, g_dout, g_rm, g_rv, g_out, g_xh, g_mean, g_is, g_din, g_dg, g_db };
-    for (size_t i = 0; i < 13; i++) ct_gpu_free(dv[i]);
-    free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(out); free(xh); free(mean); free(is); free(din);
-    free(dg); free(dbt);
+    for (size_t i = 0; i < 13; i++) dfree(ops, dv[i]);
+    free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(dg); free(dbt);
 }
 
-/* Two training steps of the siamese model, GPU vs CPU (SGD with momentum, so the
- * update is linear in the gradient and float rounding cannot flip it), the second
- * batch uploaded while the first is still being trained (the double buffer). */
-static void gpu_siamese(ct_rng *r)
+/* A convolution planned for N images, run on N and on fewer (another batch size: on the
+ * GPU another set of descriptors and algorithms within the same workspace). */
+static conv2d_dims conv_case_dims;
+static void case_conv2d(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/siamese_two_steps");
-    siamese_lstm_config cfg = siamese_lstm_defaults();
-    cfg.n_mels = 8; cfg.frames = 12; cfg.hidden = 16; cfg.embed = 8;
-    const int B = 4;
-    siamese_lstm cpu, host;
-    CT_ASSERT(siamese_lstm_build(&cpu, &cfg) == CT_OK && siamese_lstm_build(&host, &cfg) == CT_OK);
-    siamese_lstm_init_weights(&cpu, r);
-    memcpy(host.params.data, cpu.params.data, cpu.params.numel * sizeof(float));
-    CT_ASSERT(siamese_lstm_plan(&cpu, B) == CT_OK);
-    ct_optim_config oc = ct_optim_defaults(OPT_SGD);
-    oc.lr = 0.1f; oc.momentum = 0.9f;
-    ct_optim o;
-    CT_ASSERT(ct_optim_init(&o, &oc, cpu.params.numel) == CT_OK);
-    siamese_lstm_gpu g;
-    ct_status st = siamese_lstm_gpu_create(&g, &host, B, &oc);
-    t_check(st == CT_OK, "create: %s", ct_last_error());
-    if (st != CT_OK) { siamese_lstm_gpu_free(&g); ct_optim_free(&o); siamese_lstm_free(&cpu); siamese_lstm_free(&host); return; }
-    size_t nx = (size_t)2 * B * cfg.frames * cfg.n_mels;
-    float *x[2] = { rnd(nx, -1, 1, r), rnd(nx, -1, 1, r) }, y[2][4] = { { 1, 0, 1, 0 }, { 0, 0, 1, 1 } };
-    int len[2][8] = { { 12, 5, 12, 9, 1, 12, 7, 12 }, { 12, 12, 12, 12, 3, 4, 5, 6 } };
-    float cpu_loss[2];
-    int cpu_correct[2];
-    for (int s = 0; s < 2; s++) {
-        ct_params_zero_grad(&cpu.params);
-        cpu_loss[s] = siamese_lstm_forward(&cpu, x[s], len[s], y[s], B, &cpu_correct[s]);
-        siamese_lstm_backward(&cpu, x[s], len[s], y[s], B);
-        if (s == 0) {   /* keep step 1's gradient to compare */
-            memcpy(host.params.grad, cpu.params.grad, cpu.params.numel * sizeof(float));
-        }
-        ct_optim_step(&o, cpu.params.data, cpu.params.grad, oc.lr);
+    const conv2d_dims d = conv_case_dims;
+    size_t nin = (size_t)d.N * d.C * d.H * d.W, nout = (size_t)d.N * d.OC * d.OH * d.OW, nw = (size_t)d.OC * d.C * d.KH * d.KW;
+    float *x = rnd(nin, -1, 1, r), *w = rnd(nw, -1, 1, r), *b = rnd(d.OC, -1, 1, r), *dout = rnd(nout, -1, 1, r);
+    float *dw = rnd(nw, -1, 1, r), *db = rnd(d.OC, -1, 1, r);
+    void *plan = NULL;
+    ct_status st = ops->conv2d_plan(&plan, &d, 1);
+    t_check(st == CT_OK, "%s plan: %s", ops->name, ct_last_error());
+    if (st != CT_OK) { free(x); free(w); free(b); free(dout); free(dw); free(db); return; }
+    float *gx = dput(ops, x, nin), *gw = dput(ops, w, nw), *gb = dput(ops, b, d.OC), *gdout = dput(ops, dout, nout);
+    float *gdw = dput(ops, dw, nw), *gdb = dput(ops, db, d.OC), *gout = dnan(ops, nout), *gdin = dnan(ops, nin);
+    float *gws = dalloc(ops, (ops->conv2d_workspace_floats(plan) + 1) * sizeof(float));
+    int Ns[2] = { d.N, d.N > 1 ? d.N - 1 : 1 };
+    for (int k = 0; k < 2; k++) {
+        int N = Ns[k];
+        size_t no = (size_t)N * d.OC * d.OH * d.OW, ni = (size_t)N * d.C * d.H * d.W;
+        char what[64];
+        ops->conv2d_forward(gout, gws, gx, gw, gb, plan, N);
+        ops->conv2d_backward(gdin, gdw, gdb, gws, gdout, gx, gw, plan, N);
+        snprintf(what, sizeof what, "out, batch %d", N); keep(o, what, ops, gout, no, tol_gemm());
+        snprintf(what, sizeof what, "din, batch %d", N); keep(o, what, ops, gdin, ni, tol_gemm());
+        snprintf(what, sizeof what, "dw (accumulated), batch %d", N); keep(o, what, ops, gdw, nw, tol_gemm());
+        snprintf(what, sizeof what, "db (accumulated), batch %d", N); keep(o, what, ops, gdb, d.OC, 1e-5);
     }
-    float *grad1 = t_alloc(cpu.params.numel);
-    memcpy(grad1, host.params.grad, cpu.params.numel * sizeof(float));
-    int correct;
-    siamese_lstm_upload_gpu(&g, x[0], len[0], y[0], B);
-    float l0 = siamese_lstm_forward_gpu(&g, B, &correct);
-    t_close("loss, step 1", &l0, &cpu_loss[0], 1, 1e-5);
-    t_check(correct == cpu_correct[0], "correct %d vs %d", correct, cpu_correct[0]);
-    siamese_lstm_upload_gpu(&g, x[1], len[1], y[1], B);   /* next batch while batch 1 is still needed */
-    siamese_lstm_backward_gpu(&g, 0 + B);
-    t_check(siamese_lstm_gpu_download_grad(&g) == CT_OK, "download: %s", ct_last_error());
-    t_close("gradients, step 1", host.params.grad, grad1, cpu.params.numel, 1e-4);
-    siamese_lstm_step_gpu(&g, oc.lr);
-    float l1 = siamese_lstm_forward_gpu(&g, B, &correct);
-    t_close("loss, step 2", &l1, &cpu_loss[1], 1, 1e-4);
-    siamese_lstm_backward_gpu(&g, B);
-    siamese_lstm_step_gpu(&g, oc.lr);
-    t_check(siamese_lstm_gpu_download_params(&g) == CT_OK, "download: %s", ct_last_error());
-    t_close("parameters after two steps", host.params.data, cpu.params.data, cpu.params.numel, 1e-4);
-    siamese_lstm_gpu_free(&g);
-    ct_optim_free(&o);
-    siamese_lstm_free(&cpu);
-    siamese_lstm_free(&host);
-    free(x[0]); free(x[1]); free(grad1);
+    ops->conv2d_plan_free(plan);
+    void *dv[] = { gdw, gdb, gx, gw, gb, gdout, gout, gdin, gws };
+    for (size_t i = 0; i < 9; i++) dfree(ops, dv[i]);
+    free(x); free(w); free(b); free(dout); free(dw); free(db);
 }
 
-static void gpu_params_roundtrip(ct_rng *r)
+/* ---- the LSTM: one configuration per case ---- */
+typedef struct {
+    int B, T, I, H, L;          /* the call */
+    int plan_B, plan_T;         /* the plan (>= the call) */
+    lstm_return ret;
+    int masked;
+    double tol_f, tol_b;
+    int want_direct;            /* GPU: the flat buffer is cuDNN's weight space */
+} lstm_case_cfg;
+static lstm_case_cfg lstm_cfg;
+
+#ifdef CT_HAVE_CUDA
+#include "cuda/lstm.h"
+static int lstm_plan_direct(const void *plan, char *why, size_t n) { const lstm_gpu *p = plan; snprintf(why, n, "%s", p->map.why); return p->map.direct; }
+#endif
+
+static void case_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    t_case("gpu/params_roundtrip");
-    siamese_lstm_config cfg = siamese_lstm_defaults();
-    cfg.n_mels = 5; cfg.frames = 4; cfg.hidden = 12; cfg.embed = 3; cfg.layers = 2;
+    const lstm_case_cfg *c = &lstm_cfg;
+    lstm_dims pd = { .B = c->plan_B, .T = c->plan_T, .I = c->I, .H = c->H, .L = c->L, .ret = c->ret, .recur = LSTM_SIGMOID };
+    lstm_dims d = pd;
+    d.B = c->B;
+    d.T = c->T;
+    ct_params ps;
+    lstm_ids ids;
+    ct_params_init(&ps);
+    CT_ASSERT(lstm_params_add(&ids, &ps, "lstm", c->I, c->H, c->L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
+    ct_params_initialize(&ps, r);
+    size_t nx = (size_t)d.B * d.T * d.I, nout = d.ret == LSTM_RETURN_SEQUENCE ? (size_t)d.B * d.T * d.H : (size_t)d.B * d.H;
+    float *x = rnd(nx, -1, 1, r), *dout = rnd(nout, -1, 1, r);
+    int *len = NULL;
+    if (c->masked) {
+        len = malloc(d.B * sizeof(int));
+        for (int b = 0; b < d.B; b++) len[b] = b == 0 ? d.T : 1 + (int)ct_rng_below(r, d.T);
+    }
+    float *gp = dput(ops, ps.data, ps.numel), *gg = dalloc(ops, ps.numel * sizeof(float));
+    float *gx = dput(ops, x, nx), *gdout = dput(ops, dout, nout), *gout = dnan(ops, nout), *gdx = dnan(ops, nx);
+    int *glen = len ? dputi(ops, len, d.B) : NULL;
+    void *plan = NULL;
+    ct_status st = ops->lstm_plan(&plan, &pd, &ps, &ids, gp);
+    t_check(st == CT_OK, "%s plan: %s", ops->name, ct_last_error());
+    if (st == CT_OK) {
+#ifdef CT_HAVE_CUDA
+        if (!ops->host_memory) {
+            char why[256];
+            int direct = lstm_plan_direct(plan, why, sizeof why);
+            t_check(direct == c->want_direct, "weight space %s, expected %s (%s)", direct ? "direct" : "packed",
+                    c->want_direct ? "direct" : "packed", why);
+        }
+#endif
+        ops->lstm_forward(gout, plan, gx, glen, len, gp, &d);
+        ops->lstm_backward(gdx, gg, plan, gdout, gx, glen, len, gp, &d);
+        keep(o, "out", ops, gout, nout, c->tol_f);
+        keep(o, "dx", ops, gdx, nx, c->tol_b);
+        keep(o, "parameter gradients", ops, gg, ps.numel, c->tol_b);
+        /* accumulation: the same step again (cuDNN's backward changes the reserve space,
+         * so backward needs its own forward) doubles the gradients */
+        ops->lstm_forward(gout, plan, gx, glen, len, gp, &d);
+        ops->lstm_backward(gdx, gg, plan, gdout, gx, glen, len, gp, &d);
+        keep(o, "gradients after a second step (accumulated)", ops, gg, ps.numel, c->tol_b);
+        ops->lstm_plan_free(plan);
+    }
+    void *dv[] = { gp, gg, gx, gdout, gout, gdx, glen };
+    for (size_t i = 0; i < 7; i++) dfree(ops, dv[i]);
+    free(x); free(dout); free(len);
+    ct_params_free(&ps);
+}
+
+/* ---- memory and the batch ring ---- */
+static void case_memory(const ct_ops *ops, ct_rng *r, t_outs *o)
+{
+    const size_t n = 3001;
+    float *a = rnd(n, -1, 1, r), *b = rnd(n, -1, 1, r), *c = rnd(n, -1, 1, r);
+    float *ga = dput(ops, a, n), *gb = dnan(ops, n);
+    ops->copy(gb, ga, n * sizeof(float));
+    keep(o, "copy", ops, gb, n, 0);
+    ops->zero(gb + 7, 100 * sizeof(float));
+    keep(o, "zero inside", ops, gb, n, 0);
+    void *ring = NULL;
+    CT_ASSERT(ops->ring_create(&ring, n * sizeof(float)) == CT_OK);
+    const float *src[3] = { a, b, c };
+    const float *slot[3];
+    for (int k = 0; k < 3; k++) {   /* three batches through two slots; each is read before the next put */
+        slot[k] = ops->ring_put(ring, src[k], n * sizeof(float));
+        char what[32];
+        snprintf(what, sizeof what, "ring batch %d", k);
+        keep(o, what, ops, slot[k], n, 0);
+        t_check(!memcmp(o->o[o->n - 1].v, src[k], n * sizeof(float)), "%s: ring batch %d is not the host block", ops->name, k);
+    }
+    if (!ops->host_memory) t_check(slot[0] == slot[2] && slot[0] != slot[1], "the ring alternates two device slots");
+    ops->ring_free(ring);
+    dfree(ops, ga); dfree(ops, gb);
+    free(a); free(b); free(c);
+}
+
+/* ---- models: a training step through the model's one code ---- */
+
+/* Two SGD-with-momentum steps (the update is linear in the gradient, so float rounding
+ * cannot flip it) through the device's batch ring, as speaker_task trains. */
+static siamese_lstm_config slstm_cfg;
+static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
+{
+    const siamese_lstm_config cfg = slstm_cfg;
+    const int B = 4;
     siamese_lstm m;
     CT_ASSERT(siamese_lstm_build(&m, &cfg) == CT_OK);
     siamese_lstm_init_weights(&m, r);
-    size_t n = m.params.numel;
-    float *orig = t_alloc(n);
-    memcpy(orig, m.params.data, n * sizeof(float));
-    siamese_lstm_gpu g;
-    ct_status st = siamese_lstm_gpu_create(&g, &m, 2, NULL);   /* uploads */
-    t_check(st == CT_OK, "create: %s", ct_last_error());
-    if (st == CT_OK) {
-        memset(m.params.data, 0, n * sizeof(float));
-        t_check(siamese_lstm_gpu_download_params(&g) == CT_OK, "download");
-        t_check(memcmp(m.params.data, orig, n * sizeof(float)) == 0, "device -> host is not bit-identical");
-        for (size_t i = 0; i < n; i++) m.params.data[i] = orig[i] * 0.5f;   /* "load a checkpoint" */
-        t_check(siamese_lstm_gpu_upload_params(&g) == CT_OK, "upload");
-        memset(m.params.data, 0, n * sizeof(float));
-        t_check(siamese_lstm_gpu_download_params(&g) == CT_OK, "download");
-        int bad = 0;
-        for (size_t i = 0; i < n; i++) bad += m.params.data[i] != orig[i] * 0.5f;
-        t_check(bad == 0, "%d floats changed in host -> device -> host", bad);
+    ct_status st = siamese_lstm_set_device(&m, ops);
+    if (st == CT_OK) st = siamese_lstm_plan(&m, B + 2);   /* planned larger than the batch */
+    t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
+    if (st != CT_OK) { siamese_lstm_free(&m); return; }
+    ct_train_state ts = ct_train_state_of(&m.dev, NULL);
+    ct_optim_config oc = ct_optim_defaults(OPT_SGD);
+    oc.lr = 0.1f; oc.momentum = 0.9f;
+    CT_ASSERT(ct_train_state_begin(&ts, &oc) == CT_OK);
+    size_t nx = (size_t)2 * B * cfg.frames * cfg.n_mels, y_off = nx, len_off = nx + B;
+    float *block = t_alloc(len_off + 2 * B);   /* x | y | len, as speaker_task packs a batch */
+    void *ring = NULL;
+    CT_ASSERT(ops->ring_create(&ring, (len_off + 2 * B) * sizeof(float)) == CT_OK);
+    const float y[2][4] = { { 1, 0, 1, 0 }, { 0, 0, 1, 1 } };
+    const int len[2][8] = { { 12, 5, 12, 9, 1, 12, 7, 12 }, { 12, 12, 12, 12, 3, 4, 5, 6 } };
+    float losses[2], corrects[2];
+    for (int s = 0; s < 2; s++) {
+        t_fill_uniform(block, nx, -1, 1, r);
+        memcpy(block + y_off, y[s], sizeof y[s]);
+        memcpy(block + len_off, len[s], sizeof len[s]);
+        const float *dev = ops->ring_put(ring, block, (len_off + 2 * B) * sizeof(float));
+        const int *dlen = (const int *)(dev + len_off);
+        int correct = 0;
+        ct_train_state_zero_grad(&ts);
+        losses[s] = siamese_lstm_forward(&m, dev, dlen, len[s], dev + y_off, B, &correct);
+        corrects[s] = (float)correct;
+        siamese_lstm_backward(&m, dev, dlen, len[s], dev + y_off, B);
+        if (s == 0) keep(o, "gradients, step 1", ops, m.dev.grad, m.params.numel, 1e-4);
+        ct_train_state_step(&ts, oc.lr);
     }
-    siamese_lstm_gpu_free(&g);
+    keep_host(o, "losses", losses, 2, 1e-5);
+    keep_host(o, "right pairs", corrects, 2, 0);
+    CT_ASSERT(ct_train_state_to_host(&ts) == CT_OK);
+    keep_host(o, "parameters after two steps", m.params.data, m.params.numel, 1e-4);
+    keep_host(o, "momentum after two steps", ct_train_state_host_optim(&ts)->m, m.params.numel, 1e-4);
+    /* whole utterances of different lengths, host in and out (evaluation) */
+    const int S = 3, T = 17, lens[3] = { 17, 4, 11 };
+    float *xe = rnd((size_t)S * T * cfg.n_mels, -1, 1, r), *emb = t_alloc((size_t)S * cfg.embed);
+    CT_ASSERT(siamese_lstm_plan_embed(&m, S, T + 3) == CT_OK);
+    siamese_lstm_embed(&m, emb, xe, lens, S, T);
+    keep_host(o, "embeddings", emb, (size_t)S * cfg.embed, 1e-4);
+    ct_train_state_end(&ts);
+    ops->ring_free(ring);
     siamese_lstm_free(&m);
-    free(orig);
+    free(block); free(xe); free(emb);
 }
 
-static void run_gpu_cases(void)
+static siamese_cnn_config scnn_cfg;
+static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    ct_rng r;
-    ct_rng_seed(&r, 20240611, 77);
+    const int B = 3;
+    static siamese_cnn m;
+    CT_ASSERT(siamese_cnn_build(&m, &scnn_cfg) == CT_OK);
+    siamese_cnn_init_weights(&m, r);
+    ct_status st = siamese_cnn_set_device(&m, ops);
+    if (st == CT_OK) st = siamese_cnn_plan(&m, B + 1);
+    t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
+    if (st != CT_OK) { siamese_cnn_free(&m); return; }
+    ct_train_state ts = ct_train_state_of(&m.enc.dev, &m.enc.dev_buffers);
+    ct_optim_config oc = ct_optim_defaults(OPT_SGD);
+    oc.lr = 0.05f; oc.momentum = 0.9f;
+    CT_ASSERT(ct_train_state_begin(&ts, &oc) == CT_OK);
+    size_t nx = (size_t)2 * B * scnn_cfg.frames * scnn_cfg.n_mels;
+    float *x = t_alloc(nx), y[3] = { 1, 0, 1 }, losses[2];
+    for (int s = 0; s < 2; s++) {
+        t_fill_uniform(x, nx, -1, 1, r);
+        float *gx = dput(ops, x, nx), *gy = dput(ops, y, B);
+        ct_train_state_zero_grad(&ts);
+        losses[s] = siamese_cnn_forward(&m, gx, gy, B, 1, NULL, NULL);
+        siamese_cnn_backward(&m, gx, gy, B);
+        if (s == 0) keep(o, "gradients, step 1", ops, m.enc.dev.grad, m.enc.params.numel, 1e-4);
+        ct_train_state_step(&ts, oc.lr);
+        dfree(ops, gx); dfree(ops, gy);
+    }
+    keep_host(o, "losses", losses, 2, 1e-5);
+    CT_ASSERT(ct_train_state_to_host(&ts) == CT_OK);
+    keep_host(o, "parameters after two steps", m.enc.params.data, m.enc.params.numel, 1e-4);
+    keep_host(o, "batchnorm running statistics", m.enc.buffers.data, m.enc.buffers.numel, 1e-5);
+    const int S = 5;   /* more windows than the training plan holds: the plan grows */
+    float *xe = rnd((size_t)S * scnn_cfg.frames * scnn_cfg.n_mels, -1, 1, r), *emb = t_alloc((size_t)S * m.cfg.embed);
+    CT_ASSERT(siamese_cnn_plan_embed(&m, 2 * (B + 1) + 1) == CT_OK);
+    siamese_cnn_embed(&m, emb, xe, S);
+    keep_host(o, "embeddings (running statistics)", emb, (size_t)S * m.cfg.embed, 1e-4);
+    ct_train_state_end(&ts);
+    siamese_cnn_free(&m);
+    free(x); free(xe); free(emb);
+}
+
+/* The classifier with dropout: both devices apply the same masks (seq_cnn.given_masks). */
+static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
+{
+    const int N = 6, C = 5;
+    static seq_cnn m;
+    CT_ASSERT(seq_cnn_build(&m, "conv4k3,relu,conv6k3p1,batchnorm,relu,maxpool2,dropout0.25,flatten,dense12,tanh,dropout0.5,dense5",
+                            2, 10, 9, C) == CT_OK);
+    seq_cnn_init_weights(&m, r);
+    ct_status st = seq_cnn_set_device(&m, ops);
+    if (st == CT_OK) st = seq_cnn_plan(&m, N + 2);
+    t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
+    if (st != CT_OK) { seq_cnn_free(&m); return; }
+    m.given_masks = 1;
+    ct_train_state ts = ct_train_state_of(&m.dev, &m.dev_buffers);
+    ct_optim_config oc = ct_optim_defaults(OPT_ADAM);
+    CT_ASSERT(ct_train_state_begin(&ts, &oc) == CT_OK);
+    size_t px = 2 * 10 * 9;
+    float *x = t_alloc((size_t)N * px), losses[2], corrects[2];
+    int labels[6];
+    for (int s = 0; s < 2; s++) {
+        t_fill_uniform(x, (size_t)N * px, -1, 1, r);
+        for (int k = 0; k < N; k++) labels[k] = (int)ct_rng_below(r, C);
+        for (int i = 0; i < m.n; i++) {   /* this step's masks, the same on both devices */
+            seq_layer *l = &m.layer[i];
+            if (l->kind != SEQ_DROPOUT) continue;
+            size_t nm = (size_t)N * seq_layer_out_size(l);
+            float *mask = t_alloc(nm);
+            for (size_t j = 0; j < nm; j++) mask[j] = ct_rng_uniform(r) < l->p ? 0.0f : 1.0f / (1.0f - l->p);
+            CT_ASSERT(ops->upload(l->mask, mask, nm * sizeof(float)) == CT_OK);
+            free(mask);
+        }
+        float *gx = dput(ops, x, (size_t)N * px);
+        int *gl = dputi(ops, labels, N), correct = 0;
+        ct_train_state_zero_grad(&ts);
+        losses[s] = seq_cnn_forward(&m, gx, gl, N, 1, NULL, &correct);
+        corrects[s] = (float)correct;
+        if (s == 0) keep(o, "logits, step 1", ops, m.logits, (size_t)N * C, 1e-5);
+        seq_cnn_backward(&m, gx, gl, N);
+        if (s == 0) keep(o, "gradients, step 1", ops, m.dev.grad, m.params.numel, 1e-4);
+        ct_train_state_step(&ts, 1e-3f);
+        dfree(ops, gx); dfree(ops, gl);
+    }
+    keep_host(o, "losses", losses, 2, 1e-5);
+    keep_host(o, "right predictions", corrects, 2, 0);
+    CT_ASSERT(ct_train_state_to_host(&ts) == CT_OK);
+    keep_host(o, "parameters after two Adam steps", m.params.data, m.params.numel, 1e-4);
+    keep_host(o, "batchnorm running statistics", m.buffers.data, m.buffers.numel, 1e-5);
+    ct_train_state_end(&ts);
+    seq_cnn_free(&m);
+    free(x);
+}
+
+/* ---- GPU-only checks ---- */
+
+/* the GPU's own dropout masks: the counter-based scheme, reproduced on the host */
+static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
+{
+    t_case("gpu/dropout_masks");
+    const size_t n = 4099;
+    const float p = 0.3f;
+    float *x = rnd(n, -1, 1, r), *mask = t_alloc(n), *out = t_alloc(n);
+    float *gx = dput(gpu, x, n), *gm = dnan(gpu, n), *go = dnan(gpu, n);
+    ct_rng s1, s2;
+    ct_rng_seed(&s1, 99, CT_STREAM_DROPOUT);
+    s2 = s1;
+    gpu->dropout_forward(go, gm, gx, n, p, 1, &s1);
+    uint64_t seed = ct_dropout_seed_draw(&s2);
+    t_check(s1.state == s2.state, "the GPU call advanced the stream by two draws");
+    ct_dropout_mask_ref(mask, n, p, seed);
+    for (size_t i = 0; i < n; i++) out[i] = x[i] * mask[i];
+    float *h = t_alloc(n);
+    CT_ASSERT(gpu->download(h, gm, n * sizeof(float)) == CT_OK);
+    t_close("mask (exact)", h, mask, n, 0);
+    CT_ASSERT(gpu->download(h, go, n * sizeof(float)) == CT_OK);
+    t_close("out", h, out, n, 0);
+    dfree(gpu, gx); dfree(gpu, gm); dfree(gpu, go);
+    free(x); free(mask); free(out); free(h);
+}
+
+/* Configurations the GPU cannot run, and its memory running out: one clear message. */
+static void gpu_refusals(const ct_ops *gpu)
+{
+    t_case("gpu/refusals");
+    siamese_lstm_config cfg = siamese_lstm_defaults();
+    cfg.n_mels = 4; cfg.frames = 5; cfg.hidden = 8; cfg.embed = 3;
+    cfg.recurrent = LSTM_HARD_SIGMOID;
+    siamese_lstm m;
+    CT_ASSERT(siamese_lstm_build(&m, &cfg) == CT_OK);
+    ct_status st = siamese_lstm_set_device(&m, gpu);
+    if (st == CT_OK) st = siamese_lstm_plan(&m, 2);
+    t_check(st == CT_EINVAL && strstr(ct_last_error(), "hard_sigmoid") && strstr(ct_last_error(), "--device cpu"),
+            "hard_sigmoid on the GPU: status %d: %s", (int)st, ct_last_error());
+    siamese_lstm_free(&m);
+    void *p = NULL;
+    st = gpu->mem.alloc(&p, (size_t)1 << 50, "a test buffer");
+    t_check(st == CT_ENOMEM && p == NULL && strstr(ct_last_error(), "a test buffer") && strstr(ct_last_error(), "MiB free"),
+            "out of memory: status %d: %s", (int)st, ct_last_error());
+}
+
+/* Training continued on the other device from a checkpoint: the result is the CPU's own
+ * run's to float rounding (siamese-lstm: no dropout, so the two devices draw nothing apart). */
+static void gpu_resume_across_devices(void)
+{
+    t_case("gpu/resume_across_devices");
+    static char out[16384];
+    char args[1024], dir[] = "/tmp/ctrain-gpu-resume-XXXXXX";
+    if (!mkdtemp(dir)) { t_check(0, "mkdtemp"); return; }
+    const char *common = "train siamese-lstm --speakers 8 --utts 4 --pairs 64 --val-pairs 32 --batch 16 --hidden 16 --embed 8 "
+                         "--frames 20 --threads 1 --optimizer sgd --lr 0.05 --no-progress";
+    const char *order[2][2] = { { "gpu", "cpu" }, { "cpu", "gpu" } };
+    snprintf(args, sizeof args, "%s --epochs 2 --device cpu --out %s/cpu.h5", common, dir);
+    int rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0, "the CPU run: exit %d: %s", rc, out);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        snprintf(args, sizeof args, "%s --epochs 1 --device %s --checkpoint %s/ck%d.h5", common, order[k][0], dir, k);
+        rc = t_run_ctrain(args, out, sizeof out);
+        t_check(rc == 0, "epoch 1 on %s: exit %d: %s", order[k][0], rc, out);
+        snprintf(args, sizeof args, "%s --epochs 2 --device %s --resume %s/ck%d.h5 --out %s/w%d.h5", common, order[k][1], dir, k, dir, k);
+        if (rc == 0) rc = t_run_ctrain(args, out, sizeof out);
+        t_check(rc == 0, "epoch 2 on %s: exit %d: %s", order[k][1], rc, out);
+        if (rc != 0) break;
+        ct_params a, b;
+        siamese_lstm_config cfg = siamese_lstm_defaults();
+        cfg.hidden = 16; cfg.embed = 8; cfg.frames = 20;
+        siamese_lstm ma, mb;
+        CT_ASSERT(siamese_lstm_build(&ma, &cfg) == CT_OK && siamese_lstm_build(&mb, &cfg) == CT_OK);
+        snprintf(args, sizeof args, "%s/cpu.h5", dir);
+        ct_status s1 = ct_weights_load(args, "siamese-lstm", &ma.params, NULL);
+        snprintf(args, sizeof args, "%s/w%d.h5", dir, k);
+        ct_status s2 = ct_weights_load(args, "siamese-lstm", &mb.params, NULL);
+        t_check(s1 == CT_OK && s2 == CT_OK, "loading the weights: %s", ct_last_error());
+        a = ma.params; b = mb.params;
+        if (s1 == CT_OK && s2 == CT_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "weights, %s then %s vs the CPU", order[k][0], order[k][1]);
+            t_close(what, b.data, a.data, a.numel, 1e-3);
+        }
+        siamese_lstm_free(&ma);
+        siamese_lstm_free(&mb);
+    }
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    if (system(args) != 0) t_check(0, "could not remove %s", dir);
+}
+
+/* ---- which cases run ---- */
+
+static const char *const gpu_cases[] = {
+    "dense", "activation", "pair", "loss", "dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
+    "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
+    "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
+    "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "refusals",
+    "deterministic/conv2d_im2col", "deterministic/cnn_step", "tf32/dense", "tf32/conv2d_im2col", "tf32/lstm_T100",
+    "tf32/siamese_cnn_step", "resume_across_devices",
+};
+
+static void set_lstm(int B, int T, int I, int H, int L, int plan_B, int plan_T, lstm_return ret, int masked, double tf, double tb, int direct)
+{
+    lstm_cfg = (lstm_case_cfg){ .B = B, .T = T, .I = I, .H = H, .L = L, .plan_B = plan_B, .plan_T = plan_T, .ret = ret,
+                                .masked = masked, .tol_f = tf, .tol_b = tb, .want_direct = direct };
+}
+
+static void conv_cases(const ct_ops *gpu, const char *prefix)
+{
+    char name[64];
+    CT_ASSERT(conv2d_dims_make(&conv_case_dims, 5, 3, 9, 8, 4, 3, 3, 2, 1) == CT_OK);   /* strided: im2col on the CPU */
+    snprintf(name, sizeof name, "%sconv2d_im2col", prefix);
+    compare(name, case_conv2d, gpu, 11);
+    if (*prefix) return;
+    CT_ASSERT(conv2d_dims_make(&conv_case_dims, 4, 8, 12, 11, 16, 3, 3, 1, 1) == CT_OK);  /* Winograd on the CPU */
+    CT_ASSERT(conv_case_dims.winograd);
+    compare("conv2d_winograd_shape", case_conv2d, gpu, 12);
+}
+
+static void run_gpu_cases(const ct_ops *gpu)
+{
     char line[512];
     ct_gpu_describe(line, sizeof line);
     printf("  %s\n", line);
-    gpu_dense(&r); gpu_activation(&r); gpu_pair(&r); gpu_loss(&r); gpu_dropout(&r); gpu_optim(&r); gpu_clip(&r);
-    gpu_lstm(&r); gpu_conv2d(&r); gpu_pool(&r); gpu_batchnorm(&r); gpu_siamese(&r); gpu_params_roundtrip(&r);
+    compare("dense", case_dense, gpu, 1);
+    compare("activation", case_activation, gpu, 2);
+    compare("pair", case_pair, gpu, 3);
+    compare("loss", case_loss, gpu, 4);
+    compare("dropout_apply", case_dropout_apply, gpu, 5);
+    compare("optim", case_optim, gpu, 6);
+    compare("clip_grad_norm", case_clip, gpu, 7);
+    compare("pool", case_pool, gpu, 8);
+    compare("batchnorm", case_batchnorm, gpu, 9);
+    conv_cases(gpu, "");
+    set_lstm(3, 5, 4, 6, 1, 3, 5, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 0);   /* H = 6: ctrain pads, cuDNN does not -> packed */
+    compare("lstm_fallback_layout", case_lstm, gpu, 20);
+    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 1);
+    compare("lstm_stacked_masked", case_lstm, gpu, 21);
+    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, 1);   /* the seed's sizes */
+    compare("lstm_T100", case_lstm, gpu, 22);
+    set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 1);   /* planned for more: cuDNN's sizes re-queried */
+    compare("lstm_smaller_batch_and_steps", case_lstm, gpu, 23);
+    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, 1);
+    compare("lstm_return_sequence", case_lstm, gpu, 24);
+    set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, 2e-5, 1e-4, 1);
+    compare("lstm_return_mean", case_lstm, gpu, 25);
+    set_lstm(1, 1, 3, 4, 1, 1, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 1);
+    compare("lstm_batch1_T1", case_lstm, gpu, 26);
+    compare("memory_and_ring", case_memory, gpu, 27);
+    slstm_cfg = siamese_lstm_defaults();
+    slstm_cfg.n_mels = 8; slstm_cfg.frames = 12; slstm_cfg.hidden = 16; slstm_cfg.embed = 8;
+    compare("siamese_lstm_step_last", case_siamese_lstm, gpu, 30);
+    slstm_cfg.pool = LSTM_RETURN_MEAN; slstm_cfg.layers = 2;
+    compare("siamese_lstm_step_mean", case_siamese_lstm, gpu, 31);
+    scnn_cfg = siamese_cnn_defaults();
+    scnn_cfg.n_mels = 10; scnn_cfg.frames = 16; scnn_cfg.embed = 0;
+    snprintf(scnn_cfg.spec, sizeof scnn_cfg.spec, "conv4k3p1,batchnorm,relu,maxpool2,conv8k3p1,batchnorm,relu,gaph,dense6");
+    compare("siamese_cnn_step", case_siamese_cnn, gpu, 32);
+    compare("cnn_step", case_cnn, gpu, 33);
+    ct_rng r;
+    ct_rng_seed(&r, 34, 77);
+    gpu_dropout_masks(gpu, &r);
+    gpu_refusals(gpu);
+    /* the deterministic algorithms, then TF32 (looser tolerances: 10-bit mantissas) */
+    ct_gpu_options det = { .deterministic = 1 }, tf32 = { .tf32 = 1 };
+    if (ct_gpu_open(0, &det) == CT_OK) {
+        conv_cases(gpu, "deterministic/");
+        compare("deterministic/cnn_step", case_cnn, gpu, 33);
+    }
+    if (ct_gpu_open(0, &tf32) == CT_OK) {
+        compare("tf32/dense", case_dense, gpu, 1);
+        conv_cases(gpu, "tf32/");
+        set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 5e-3, 5e-3, 1);
+        compare("tf32/lstm_T100", case_lstm, gpu, 22);
+        compare("tf32/siamese_cnn_step", case_siamese_cnn, gpu, 32);
+    }
+    ct_gpu_close();
+    gpu_resume_across_devices();
 }
-#endif /* CT_HAVE_CUDA */
 
 void suite_gpu(void)
 {
@@ -752,19 +1019,17 @@ void suite_gpu(void)
     test_weight_map_fallback();
     test_weight_map_other_layouts();
     test_args();
-    ct_gpu_options opt = { .tf32 = 0, .deterministic = 1 };
-    ct_status st = ct_gpu_open(0, &opt);
+    ct_status st = ct_gpu_open(0, NULL);   /* training's defaults: FP32, algorithms free to be non-deterministic */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", st == CT_OK ? "" : ct_last_error());
-    if (st != CT_OK) {
+    const ct_ops *gpu = st == CT_OK ? ct_ops_gpu() : NULL;
+    if (!gpu) {
+        if (st == CT_OK) { snprintf(msg, sizeof msg, "the GPU opened but its table of operations is missing"); ct_gpu_close(); st = CT_ENODEV; }
         test_device_open_error(msg, st);
         int has_prefix = strncmp(msg, "no NVIDIA GPU found", 19) == 0;   /* a CUDA build says it already */
         for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0]; i++)
             t_skip(has_prefix ? "gpu/%s: %s" : "gpu/%s: no NVIDIA GPU found (%s)", gpu_cases[i], msg);
         return;
     }
-#ifdef CT_HAVE_CUDA
-    run_gpu_cases();
-#endif
-    ct_gpu_close();
+    run_gpu_cases(gpu);
 }

@@ -1,0 +1,234 @@
+/* ops_gpu.c - the GPU's table of operations (layers/ops.h, cuda/ops_gpu.h): the
+ * cuda/ functions, the small adapters that give the LSTM and conv2d the table's
+ * plan objects, device memory on the open GPU's compute stream, and the batch
+ * ring.
+ *
+ * The ring: two pinned host blocks and two device slots. ring_put k copies the
+ * host block into pinned block s = k % 2 (after waiting until that block's
+ * previous copy has left it), queues the copy to device slot s on the copy
+ * stream, and makes the compute stream wait for it, so the copy overlaps the
+ * compute already queued and precedes the compute queued next. Device slot s
+ * was last read by batch k-2; the copy stream waits for an event recorded on the
+ * compute stream at put k-1, when everything batch k-2 queued was already queued.
+ *
+ * Compiled in every build; without CUDA it only says that the GPU is absent.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "cuda/ops_gpu.h"
+#include "cuda/device.h"
+
+#ifndef CT_HAVE_CUDA
+
+const ct_ops *ct_ops_gpu(void) { return NULL; }
+
+#else
+
+#include <cuda_runtime_api.h>
+#include "cuda/activation.h"
+#include "cuda/batchnorm.h"
+#include "cuda/conv2d.h"
+#include "cuda/dense.h"
+#include "cuda/kernels.h"
+#include "cuda/lstm.h"
+#include "cuda/pool.h"
+
+#define CUDA_OR_DIE(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) \
+    ct_gpu_fatal(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); } while (0)
+
+/* ---- memory on the open GPU ---- */
+
+static ct_status gpu_alloc(void **ptr, size_t bytes, const char *what) { return ct_gpu_malloc(ptr, bytes, what); }
+static void      gpu_free(void *ptr) { ct_gpu_free(ptr); }
+
+static void gpu_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes && dst != src) CUDA_OR_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ct_gpu_current()->stream));
+}
+
+static void gpu_zero(void *dst, size_t bytes)
+{
+    if (bytes) CUDA_OR_DIE(cudaMemsetAsync(dst, 0, bytes, ct_gpu_current()->stream));
+}
+
+/* ---- the batch ring ---- */
+typedef struct {
+    size_t bytes;
+    void *host[2], *dev[2];
+    cudaEvent_t copied[2];      /* copy stream: slot's copy done (its pinned block is free again) */
+    cudaEvent_t consumed[2];    /* compute stream: the work that reads the slot has been queued before this */
+    int next;                   /* slot of the next put */
+    int puts;                   /* puts so far (the first two slots have no earlier reader) */
+} gpu_ring;
+
+static void gpu_ring_free(void *ring)
+{
+    gpu_ring *r = ring;
+    if (!r) return;
+    if (ct_gpu_current()) cudaStreamSynchronize(ct_gpu_current()->copy_stream);
+    for (int s = 0; s < 2; s++) {
+        ct_gpu_host_free(r->host[s]);
+        ct_gpu_free(r->dev[s]);
+        if (r->copied[s]) cudaEventDestroy(r->copied[s]);
+        if (r->consumed[s]) cudaEventDestroy(r->consumed[s]);
+    }
+    free(r);
+}
+
+static ct_status gpu_ring_create(void **ring, size_t bytes)
+{
+    *ring = NULL;
+    gpu_ring *r = ct_calloc(1, sizeof *r, "batch ring");
+    if (!r) return CT_ENOMEM;
+    r->bytes = bytes;
+    ct_status st = CT_OK;
+    for (int s = 0; s < 2 && st == CT_OK; s++) {
+        st = ct_gpu_host_alloc(&r->host[s], bytes, "batch staging (pinned)");
+        if (st == CT_OK) st = ct_gpu_malloc(&r->dev[s], bytes, "batch");
+        if (st == CT_OK && (cudaEventCreateWithFlags(&r->copied[s], cudaEventDisableTiming) != cudaSuccess
+                            || cudaEventCreateWithFlags(&r->consumed[s], cudaEventDisableTiming) != cudaSuccess))
+            st = ct_fail(CT_ENODEV, "GPU: cannot create the batch ring's events");
+    }
+    if (st != CT_OK) { gpu_ring_free(r); return st; }
+    *ring = r;
+    return CT_OK;
+}
+
+static const void *gpu_ring_put(void *ring, const void *host, size_t bytes)
+{
+    gpu_ring *r = ring;
+    const ct_gpu *g = ct_gpu_current();
+    CT_ASSERT(r && bytes <= r->bytes);
+    const int s = r->next;
+    /* everything queued so far is all the work the slot 1 - s batch (the previous put) will queue
+     * before the next put: mark it, so that put can reuse slot 1 - s after it */
+    CUDA_OR_DIE(cudaEventRecord(r->consumed[1 - s], g->stream));
+    CUDA_OR_DIE(cudaEventSynchronize(r->copied[s]));                 /* pinned block s: its last copy is done */
+    memcpy(r->host[s], host, bytes);
+    if (r->puts >= 2) CUDA_OR_DIE(cudaStreamWaitEvent(g->copy_stream, r->consumed[s], 0));   /* batch k-2 no longer reads slot s */
+    CUDA_OR_DIE(cudaMemcpyAsync(r->dev[s], r->host[s], bytes, cudaMemcpyHostToDevice, g->copy_stream));
+    CUDA_OR_DIE(cudaEventRecord(r->copied[s], g->copy_stream));
+    CUDA_OR_DIE(cudaStreamWaitEvent(g->stream, r->copied[s], 0));    /* compute queued from now on sees the batch */
+    r->next = 1 - s;
+    r->puts++;
+    return r->dev[s];
+}
+
+/* ---- the LSTM and conv2d: their plans as the table's opaque plans ---- */
+
+static ct_status gpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params)
+{
+    *plan = NULL;
+    lstm_gpu *p = ct_calloc(1, sizeof *p, "GPU LSTM plan");
+    if (!p) return CT_ENOMEM;
+    ct_status st = lstm_plan_gpu(p, d, ps, ids, params);
+    if (st != CT_OK) { lstm_plan_free_gpu(p); free(p); return st; }
+    *plan = p;
+    return CT_OK;
+}
+
+static void gpu_lstm_plan_free(void *plan)
+{
+    if (!plan) return;
+    lstm_plan_free_gpu(plan);
+    free(plan);
+}
+
+static void gpu_lstm_forward(float *out, void *plan, const float *x, const int *len, const int *len_host,
+                             const float *params, const lstm_dims *d)
+{
+    lstm_forward_gpu(out, plan, x, len, len_host, params, d);
+}
+
+static void gpu_lstm_backward(float *dx, float *grads, void *plan, const float *dout, const float *x, const int *len,
+                              const int *len_host, const float *params, const lstm_dims *d)
+{
+    lstm_backward_gpu(dx, grads, plan, dout, x, len, len_host, params, d);
+}
+
+static ct_status gpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
+{
+    *plan = NULL;
+    conv2d_gpu_plan *p = ct_calloc(1, sizeof *p, "GPU conv2d plan");
+    if (!p) return CT_ENOMEM;
+    ct_status st = conv2d_plan_gpu(p, d, bias);
+    if (st != CT_OK) { conv2d_plan_free_gpu(p); free(p); return st; }
+    *plan = p;
+    return CT_OK;
+}
+
+static void gpu_conv2d_plan_free(void *plan)
+{
+    if (!plan) return;
+    conv2d_plan_free_gpu(plan);
+    free(plan);
+}
+
+static size_t gpu_conv2d_workspace_floats(const void *plan) { return conv2d_workspace_floats_gpu(plan); }
+
+static void gpu_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, void *plan, int N)
+{
+    conv2d_forward_gpu(out, ws, in, w, b, plan, N);
+}
+
+static void gpu_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                                const float *w, void *plan, int N)
+{
+    conv2d_backward_gpu(din, dw, db, ws, dout, in, w, plan, N);
+}
+
+static const ct_ops gpu_ops = {
+    .name = "gpu",
+    .host_memory = 0,
+    .mem = { .alloc = gpu_alloc, .free = gpu_free },
+    .upload = ct_gpu_upload,
+    .download = ct_gpu_download,
+    .copy = gpu_copy,
+    .zero = gpu_zero,
+    .sync = ct_gpu_sync,
+    .ring_create = gpu_ring_create,
+    .ring_free = gpu_ring_free,
+    .ring_put = gpu_ring_put,
+    .dense_forward = dense_forward_gpu,
+    .dense_backward = dense_backward_gpu,
+    .lstm_plan = gpu_lstm_plan,
+    .lstm_plan_free = gpu_lstm_plan_free,
+    .lstm_forward = gpu_lstm_forward,
+    .lstm_backward = gpu_lstm_backward,
+    .conv2d_plan = gpu_conv2d_plan,
+    .conv2d_plan_free = gpu_conv2d_plan_free,
+    .conv2d_workspace_floats = gpu_conv2d_workspace_floats,
+    .conv2d_forward = gpu_conv2d_forward,
+    .conv2d_backward = gpu_conv2d_backward,
+    .maxpool2d_forward = maxpool2d_forward_gpu,
+    .maxpool2d_backward = maxpool2d_backward_gpu,
+    .global_avgpool_forward = global_avgpool_forward_gpu,
+    .global_avgpool_backward = global_avgpool_backward_gpu,
+    .avgpool_h_forward = avgpool_h_forward_gpu,
+    .avgpool_h_backward = avgpool_h_backward_gpu,
+    .batchnorm_forward = batchnorm_forward_gpu,
+    .batchnorm_backward = batchnorm_backward_gpu,
+    .relu_forward = relu_forward_gpu,
+    .relu_backward = relu_backward_gpu,
+    .tanh_forward = tanh_forward_gpu,
+    .tanh_backward = tanh_backward_gpu,
+    .sigmoid_forward = sigmoid_forward_gpu,
+    .sigmoid_backward = sigmoid_backward_gpu,
+    .dropout_forward = dropout_forward_gpu,
+    .dropout_apply = dropout_apply_gpu,
+    .dropout_backward = dropout_backward_gpu,
+    .euclidean_forward = euclidean_forward_gpu,
+    .euclidean_backward = euclidean_backward_gpu,
+    .contrastive_stats = contrastive_stats_gpu,
+    .contrastive_backward = contrastive_backward_gpu,
+    .softmax_ce_stats = softmax_ce_stats_gpu,
+    .softmax_ce_backward = softmax_ce_backward_gpu,
+    .optim_init = ct_optim_init_gpu,
+    .optim_free = ct_optim_free_gpu,
+    .optim_step = ct_optim_step_gpu,
+    .clip_grad_norm = ct_clip_grad_norm_gpu,
+};
+
+const ct_ops *ct_ops_gpu(void) { return &gpu_ops; }
+
+#endif /* CT_HAVE_CUDA */
