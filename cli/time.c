@@ -7,7 +7,7 @@
  * loop `ctrain train` uses, and the numbers come from its per-epoch history.
  * The first epoch is the warm-up (caches, page faults, thread start-up) and is
  * left out of the statistics. With --layers each layer's forward and backward
- * time is measured inside those same training steps (the models' `timed`
+ * time is measured inside those same training steps (the models' `prof.on`
  * switches), as `caffe time` did.
  *
  * Every device runs the same code: the model is moved to the device's table of
@@ -133,7 +133,7 @@ static const protocol *find_protocol(const char *name)
 }
 
 /* ---- profiling inside ct_fit: a task that forwards to the model's task and
- * switches the model's `timed` on for the training batches after the warm-up ---- */
+ * switches the model's profiling (prof.on) on for the training batches after the warm-up ---- */
 typedef struct {
     ct_task inner;
     ct_prof *prof;                /* the model's profiling (prof->on is switched here) */

@@ -72,8 +72,7 @@ extern "C" void euclidean_backward_gpu(float *da, float *db, const float *dd, co
  * The *_reduce kernels run as ONE block and write to `out`:
  * out[0] = mean loss, out[1] = number of right predictions. */
 
-template <typename T>
-__global__ static void contrastive_reduce(T *out, const float *d, const float *y, int B, float margin, float threshold)
+__global__ static void contrastive_reduce(float *out, const float *d, const float *y, int B, float margin, float threshold)
 {
     __shared__ double sh[CT_THREADS];
     double loss = 0.0, hit = 0.0;
@@ -85,7 +84,7 @@ __global__ static void contrastive_reduce(T *out, const float *d, const float *y
     }
     loss = ct_block_sum(loss, sh);
     hit = ct_block_sum(hit, sh);
-    if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
+    if (threadIdx.x == 0) { out[0] = (float)(loss / B); out[1] = (float)hit; }
 }
 
 __global__ static void contrastive_bwd_kernel(float *dd, const float *d, const float *y, int B, float margin)
@@ -99,7 +98,7 @@ __global__ static void contrastive_bwd_kernel(float *dd, const float *d, const f
 
 extern "C" void contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold)
 {
-    contrastive_reduce<float><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, d, y, B, margin, threshold);
+    contrastive_reduce<<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, d, y, B, margin, threshold);
     CT_LAUNCH_CHECK();
 }
 
@@ -109,11 +108,14 @@ extern "C" void contrastive_backward_gpu(float *dd, const float *d, const float 
     CT_LAUNCH_CHECK();
 }
 
-/* softmax rows: one thread per row (C is a class count: small); loss term in double */
-__global__ static void softmax_rows_kernel(float *prob, double *row_loss, int *row_hit, const float *logits,
-                                           const int *labels, int B, int C)
+/* softmax cross-entropy in ONE block: thread t takes rows t, t + blockDim.x, ... (C is a
+ * class count: small), writes their softmax and sums their loss terms in double; the block
+ * sum gives stats[0] = mean loss, stats[1] = right predictions. No scratch memory. */
+__global__ static void softmax_ce_stats_kernel(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
 {
-    for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < B; k += gridDim.x * blockDim.x) {
+    __shared__ double sh[CT_THREADS];
+    double loss = 0.0, hit = 0.0;
+    for (int k = threadIdx.x; k < B; k += blockDim.x) {
         const float *z = logits + (size_t)k * C;
         int label = labels[k], arg = 0;
         float m = z[0];
@@ -121,51 +123,22 @@ __global__ static void softmax_rows_kernel(float *prob, double *row_loss, int *r
         double sum = 0.0;
         for (int c = 0; c < C; c++) {
             float e = expf(z[c] - m);
-            if (prob) prob[(size_t)k * C + c] = e;
+            prob[(size_t)k * C + c] = e;
             sum += e;
         }
-        if (prob) {
-            float inv = (float)(1.0 / sum);
-            for (int c = 0; c < C; c++) prob[(size_t)k * C + c] *= inv;
-        }
-        row_loss[k] = log(sum) - ((double)z[label] - (double)m);
-        row_hit[k] = arg == label;
+        float inv = (float)(1.0 / sum);
+        for (int c = 0; c < C; c++) prob[(size_t)k * C + c] *= inv;
+        loss += log(sum) - ((double)z[label] - (double)m);
+        hit += arg == label;
     }
-}
-
-template <typename T>
-__global__ static void rows_reduce(T *out, const double *row_loss, const int *row_hit, int B)
-{
-    __shared__ double sh[CT_THREADS];
-    double loss = 0.0, hit = 0.0;
-    for (int k = threadIdx.x; k < B; k += blockDim.x) { loss += row_loss[k]; hit += row_hit[k]; }
     loss = ct_block_sum(loss, sh);
     hit = ct_block_sum(hit, sh);
-    if (threadIdx.x == 0) { out[0] = (T)(loss / B); out[1] = (T)hit; }
-}
-
-/* Per-row scratch of the softmax losses: grown on first use and kept (a planning
- * step would pass it in; the size is fixed by the largest batch). */
-static double *sm_row_loss;
-static int *sm_row_hit;
-static int sm_rows;
-
-static void softmax_rows(float *prob, const float *logits, const int *labels, int B, int C)
-{
-    if (B > sm_rows) {
-        if (sm_row_loss) { cudaFree(sm_row_loss); cudaFree(sm_row_hit); }
-        CT_CUDA_CHECK(cudaMalloc((void **)&sm_row_loss, (size_t)B * sizeof(double)));
-        CT_CUDA_CHECK(cudaMalloc((void **)&sm_row_hit, (size_t)B * sizeof(int)));
-        sm_rows = B;
-    }
-    softmax_rows_kernel<<<ct_gpu_blocks((size_t)B, 128), 128, 0, ct_gpu_stream()>>>(prob, sm_row_loss, sm_row_hit, logits, labels, B, C);
-    CT_LAUNCH_CHECK();
+    if (threadIdx.x == 0) { stats[0] = (float)(loss / B); stats[1] = (float)hit; }
 }
 
 extern "C" void softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
 {
-    softmax_rows(prob, logits, labels, B, C);
-    rows_reduce<float><<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, sm_row_loss, sm_row_hit, B);
+    softmax_ce_stats_kernel<<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, prob, logits, labels, B, C);
     CT_LAUNCH_CHECK();
 }
 
