@@ -46,6 +46,9 @@ export CTRAIN_LAUNCHED
 if [ "$tool" = ctrain_tests ]; then
   cd "$root" || exit 127
   CTRAIN_BIN=$root/libexec/$variant/ctrain
+  case $CTRAIN_BIN in   # the tests hand it to the shell: quote a path with spaces or the like
+    *[!A-Za-z0-9_./+=:,@%-]*) CTRAIN_BIN="'$(printf '%s' "$CTRAIN_BIN" | sed "s/'/'\\\\''/g")'" ;;
+  esac
   export CTRAIN_BIN
 fi
 exec "$root/libexec/$variant/$tool" "$@"

@@ -64,23 +64,20 @@ for f in "$top"/libexec/*/*; do
   ldd "$f" > "$work/ldd.txt" 2>&1 || die "ldd $f failed: $(cat "$work/ldd.txt")"
   awk '$2 == "=>" { print $1, $3 }' "$work/ldd.txt" >> "$libs"
 done
-cuda_libs=""
 sort -u "$libs" > "$libs.u"
 while read -r soname path; do
-  if is_glibc "$soname"; then continue; fi
-  if is_cuda "$soname"; then
-    case " $cuda_libs " in *" $soname "*) ;; *) cuda_libs="${cuda_libs:+$cuda_libs }$soname" ;; esac
-    continue
-  fi
+  if is_glibc "$soname" || is_cuda "$soname"; then continue; fi
   [ "$path" != "not" ] && [ -f "$path" ] || die "$soname is needed by the binaries but was not found by ldd; install it, then retry"
   [ -e "$top/lib/$soname" ] && continue
   cp -L "$path" "$top/lib/$soname" || die "copying $path failed"
   chmod 755 "$top/lib/$soname"
 done < "$libs.u"
-[ -n "$cuda_build" ] && [ -z "$cuda_libs" ] && die "$cuda_build/ctrain loads no CUDA library: was it built with CUDA=1?"
-# the CUDA build needs the same libraries whichever directory they are found in
-cuda_libs=$(ldd "$top/libexec/cuda/ctrain" 2>/dev/null | awk '$2 == "=>" { print $1 }' | while read -r s; do is_cuda "$s" && echo "$s"; done | sort -u | tr '\n' ' ' | sed 's/ $//')
-[ -z "$cuda_build" ] && cuda_libs=""
+# the CUDA libraries the launchers must find on the target: those the CUDA build loads (ldd: transitively)
+cuda_libs=""
+if [ -n "$cuda_build" ]; then
+  cuda_libs=$(ldd "$top/libexec/cuda/ctrain" 2>/dev/null | awk '$2 == "=>" { print $1 }' | while read -r s; do is_cuda "$s" && echo "$s"; done | sort -u | tr '\n' ' ' | sed 's/ $//')
+  [ -n "$cuda_libs" ] || die "$cuda_build/ctrain loads no CUDA library: was it built with CUDA=1?"
+fi
 
 # RUNPATH: binaries look in ../../lib, libraries next to themselves
 for f in "$top"/libexec/*/*; do

@@ -355,7 +355,11 @@ fi
 say "GPU: $(sed -n 's/^sgemm, cuBLAS, //p' "$out/probe.log")"
 
 # ---- 1. the GPU tests, where a skip is a failure ----
-CTRAIN_BIN=$ctrain; export CTRAIN_BIN
+CTRAIN_BIN=$ctrain
+case $CTRAIN_BIN in   # the tests hand it to the shell: quote a path with spaces or the like
+  *[!A-Za-z0-9_./+=:,@%-]*) CTRAIN_BIN="'$(printf '%s' "$CTRAIN_BIN" | sed "s/'/'\\\\''/g")'" ;;
+esac
+export CTRAIN_BIN
 cd "$here" || abort 2 "gpu-check: cannot cd to $here"
 run_step gpu-tests 150 env CT_REQUIRE_GPU=1 "$tests" gpu
 

@@ -20,8 +20,16 @@ static char out0[1 << 16], out1[1 << 16];
 /* Runs `CT_REQUIRE_GPU=<req> <exe> gpu`, output into buf; returns the exit status or -1. */
 static int run_gpu_suite(const char *exe, const char *req, char *buf, size_t n)
 {
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "CT_REQUIRE_GPU=%s '%s' gpu 2>&1", req, exe);
+    char quoted[4 * 4096 + 3], cmd[4 * 4096 + 64];
+    size_t k = 0;
+    quoted[k++] = '\'';                        /* 'path', each ' written as '\'' */
+    for (const char *c = exe; *c; c++) {
+        if (*c == '\'') { memcpy(quoted + k, "'\\''", 4); k += 4; }
+        else quoted[k++] = *c;
+    }
+    quoted[k++] = '\'';
+    quoted[k] = '\0';
+    snprintf(cmd, sizeof cmd, "CT_REQUIRE_GPU=%s %s gpu 2>&1", req, quoted);
     FILE *p = popen(cmd, "r");
     if (!p) { buf[0] = '\0'; return -1; }
     size_t got = fread(buf, 1, n - 1, p);
