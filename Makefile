@@ -7,6 +7,11 @@
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
 #   make bench      sgemm peak and the LSTM step benchmark, ctrain vs PyTorch (bench/)
 #   make golden     regenerate the PyTorch parity files in tests/golden/ (needs python3-torch)
+#   make dist       the relocatable tarball dist/ctrain-VERSION-linux-x86_64.tar.gz: portable
+#                   x86-64 builds (CUDA and CPU-only) with every library they load but glibc's
+#                   and CUDA's (scripts/dist.sh); make dist-check extracts and tests it
+#   make gpu-check  the whole check for a GPU machine with this build (scripts/gpu-check.sh),
+#                   into gpu-check-out/ or OUT=DIR
 #   make clean
 #
 # Every user-facing target first runs scripts/deps.sh, which does nothing when the
@@ -74,7 +79,7 @@ ifeq ($(filter clean,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD) && { echo "CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH)" | cmp -s - $(CUDA_STAMP) || echo "CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH)" > $(CUDA_STAMP); })
 endif
 
-.PHONY: all build deps test demo bench golden clean detect
+.PHONY: all build deps test demo bench golden clean detect dist dist-check gpu-check
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -138,7 +143,33 @@ golden:
 	@sh scripts/deps.sh golden
 	@for g in tests/golden_gen/gen_*.py; do echo "golden: $$g"; /usr/bin/python3 $$g tests/golden || exit 1; done
 
+# ---- make dist: the relocatable tarball (README.md, "Running on another machine") ----
+# Two builds for a portable x86-64 level, not -march=native: the machine the tarball
+# runs on may lack instructions this one has. core/hot.h's CT_HOT (on with
+# CT_PORTABLE) compiles the hot loops for x86-64-v3 and v4 too and picks one at run
+# time. build-dist has the GPU backend (when CUDA is found here), build-dist-cpu
+# does not: the launchers fall back to it where no CUDA libraries are found.
+VERSION     := $(shell sed -n 's/^\#define CTRAIN_VERSION "\(.*\)".*/\1/p' cli/cli.h)
+DIST_OPT    ?= -O3 -march=x86-64-v2 -mtune=generic -DCT_PORTABLE
+DIST_CUDA   ?= $(CUDA_FOUND)
+DIST_TAR    := dist/ctrain-$(VERSION)-linux-x86_64.tar.gz
+OUT         ?= gpu-check-out
+
+dist:
+	@sh scripts/deps.sh dist
+	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 BUILD=build-dist-cpu CTRAIN=build-dist-cpu/ctrain OPT="$(DIST_OPT)"
+	@if [ "$(DIST_CUDA)" = 1 ]; then $(MAKE) --no-print-directory build SAN=0 CUDA=1 BUILD=build-dist CTRAIN=build-dist/ctrain OPT="$(DIST_OPT)"; \
+	 else echo "dist: CUDA not found here (make detect): the tarball will be CPU only"; fi
+	@sh scripts/dist.sh $(VERSION) $(DIST_TAR) build-dist-cpu $(if $(filter 1,$(DIST_CUDA)),build-dist)
+
+dist-check: dist
+	@sh scripts/dist-check.sh $(DIST_TAR)
+
+gpu-check: deps
+	@$(MAKE) --no-print-directory build SAN=0
+	@sh scripts/gpu-check.sh $(OUT)
+
 clean:
-	rm -rf build build-san bin
+	rm -rf build build-san bin build-dist build-dist-cpu dist
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -6,13 +6,19 @@
  * with A [M,K], B [K,N]: 2 M N K. Prints the median and best of several
  * repeats after a warm-up.
  *
- *   build/bench/bench_sgemm [--threads N] [--repeats R]
+ * With --device gpu (or gpu:N) it measures cuBLAS sgemm on that GPU instead: a
+ * large square product (--n, default 8192) in plain FP32 and with TensorFloat-32
+ * tensor cores, plus the CT_PEAK_N^3 product that `ctrain time` divides by. On a
+ * machine without a usable GPU, or a build without CUDA, it says why and exits 1.
+ *
+ *   build/bench/bench_sgemm [--threads N] [--repeats R] [--device cpu|gpu|gpu:N] [--n N]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/peak.h"
 #include "core/threads.h"
+#include "cuda/device.h"
 
 static int bench(const char *label, int M, int N, int K, int trans_b, int calls, int R)
 {
@@ -25,15 +31,52 @@ static int bench(const char *label, int M, int N, int K, int trans_b, int calls,
     return 0;
 }
 
+static int bench_gpu(const char *label, int n, int tf32, int R)
+{
+    ct_sgemm_rate r;
+    if (ct_sgemm_rate_gpu(&r, n, tf32, R) != CT_OK) {
+        fprintf(stderr, "bench_sgemm: %s\n", ct_last_error());
+        return 1;
+    }
+    printf("%-38s N=%5d  median %9.1f GFLOP/s  best %9.1f\n", label, n, r.median, r.best);
+    return 0;
+}
+
+/* cuBLAS on GPU `index`: FP32 and TF32 at n, FP32 at CT_PEAK_N. */
+static int main_gpu(int index, int n, int R)
+{
+    if (ct_gpu_open(index, NULL) != CT_OK) {
+        fprintf(stderr, "bench_sgemm: %s\n", ct_last_error());
+        return 1;
+    }
+    char line[512];
+    ct_gpu_describe(line, sizeof line);
+    printf("sgemm, cuBLAS, %s\n", line);
+    int rc = bench_gpu("cuBLAS sgemm FP32", n, 0, R)
+          || bench_gpu("cuBLAS sgemm TF32", n, 1, R)
+          || bench_gpu("cuBLAS sgemm FP32 (ctrain time's peak)", CT_PEAK_N, 0, R);
+    ct_gpu_close();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    int threads = 2, R = 7;
+    int threads = 2, R = 7, n = 8192;
+    const char *device = "cpu";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) R = atoi(argv[++i]);
-        else { fprintf(stderr, "usage: bench_sgemm [--threads N] [--repeats R]\n"); return 2; }
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else if (!strcmp(argv[i], "--n") && i + 1 < argc) n = atoi(argv[++i]);
+        else { fprintf(stderr, "usage: bench_sgemm [--threads N] [--repeats R] [--device cpu|gpu|gpu:N] [--n N]\n"); return 2; }
     }
-    if (threads < 1 || R < 1) { fprintf(stderr, "bench_sgemm: --threads and --repeats must be >= 1\n"); return 2; }
+    if (threads < 1 || R < 1 || R > CT_PEAK_MAX_REPEATS || n < 1) {
+        fprintf(stderr, "bench_sgemm: --threads and --n must be >= 1, --repeats between 1 and %d\n", CT_PEAK_MAX_REPEATS);
+        return 2;
+    }
+    int index = -1;
+    if (ct_gpu_parse_device(device, &index) != CT_OK) { fprintf(stderr, "bench_sgemm: %s\n", ct_last_error()); return 2; }
+    if (index >= 0) return main_gpu(index, n, R);
     ct_threads_set(threads);
     printf("sgemm, %d thread%s, %s\n", threads, threads > 1 ? "s" : "", ct_blas_config());
     const int P = CT_PEAK_N;

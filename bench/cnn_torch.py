@@ -173,9 +173,12 @@ def main():
     ap.add_argument("--protocol", default="bench", help="recorded in the JSON")
     ap.add_argument("--peak", type=float, default=0, help="sgemm peak GFLOP/s for the fraction of peak")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TensorFloat-32 on the GPU (default: off, plain FP32 as ctrain's default)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    torch_timing.set_tf32(a.tf32)
     if a.epochs > 0:
         train(a)
     else:

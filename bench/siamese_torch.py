@@ -120,9 +120,12 @@ def main():
     ap.add_argument("--protocol", default="bench", help="recorded in the JSON")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TensorFloat-32 on the GPU (default: off, plain FP32 as ctrain's default)")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    torch_timing.set_tf32(args.tf32)
     if args.epochs > 0:
         return epochs(args)
     torch.manual_seed(1)

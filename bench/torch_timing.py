@@ -20,6 +20,40 @@ import torch
 
 SCHEMA = "ctrain-time/1"
 
+_tf32 = False
+
+
+def _has(obj, name):
+    """hasattr for torch.backends, whose older versions raise AssertionError for unknown names."""
+    try:
+        getattr(obj, name)
+        return True
+    except (AttributeError, AssertionError):
+        return False
+
+
+def set_tf32(enabled):
+    """TensorFloat-32 for float32 matrix products, convolutions and the LSTM on a GPU:
+    allowed with --tf32, otherwise explicitly off, as ctrain's default (PyTorch itself
+    allows it in cuDNN by default). PyTorch 2.9 and later take fp32_precision ("tf32" or
+    "ieee"); older ones allow_tf32; the two APIs must not be mixed."""
+    global _tf32
+    _tf32 = bool(enabled)
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    if _has(matmul, "fp32_precision") and _has(cudnn, "conv") and _has(cudnn, "rnn"):
+        mode = "tf32" if _tf32 else "ieee"
+        matmul.fp32_precision = mode
+        cudnn.conv.fp32_precision = mode
+        cudnn.rnn.fp32_precision = mode
+    else:
+        matmul.allow_tf32 = _tf32
+        cudnn.allow_tf32 = _tf32
+
+
+def precision():
+    """The math mode set_tf32 chose, as ctrain's GPU header line words it."""
+    return "TF32 allowed" if _tf32 else "FP32 (no TF32)"
+
 
 def cpu_model():
     try:
@@ -65,7 +99,8 @@ def report(name, device, epochs, n_train, flops_per_sample, sample_name, peak):
     s = summary(epochs, n_train, flops_per_sample)
     first = s["warmup"] + 1
     frac = f", {100 * s['gflops'] / peak:.0f}% of {peak:.1f}" if peak > 0 else ""
-    print(f"pytorch {name} on {device}: epochs {first}-{len(epochs)}: {s['median']:.2f} s/epoch median "
+    where = f"{device} ({precision()})" if device == "cuda" else device
+    print(f"pytorch {name} on {where}: epochs {first}-{len(epochs)}: {s['median']:.2f} s/epoch median "
           f"(min {s['min']:.2f}, max {s['max']:.2f}), {s['samples_per_s']:.1f} training {sample_name}/s, "
           f"{s['gflops']:.1f} GFLOP/s{frac}", flush=True)
     return s
@@ -80,13 +115,15 @@ def write_json(path, *, model, model_desc, protocol, data, device, threads, batc
         "framework": f"pytorch {torch.__version__}",
         "ctrain_version": "none (PyTorch twin, bench/" + os.path.basename(sys.argv[0]) + ")",
         "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join(["/usr/bin/python3"] + sys.argv),
+        "command": " ".join([sys.executable or "python3"] + sys.argv),
         "host": {"hostname": socket.gethostname(), "os": f"{platform.system()} {platform.release()} {platform.machine()}",
                  "cpu": cpu_model(), "logical_cores": os.cpu_count(),
                  "blas": blas_info(),
                  "gpu": torch.cuda.get_device_name(0) if device == "cuda" else "not used"},
         "model": model, "model_desc": model_desc, "protocol": protocol, "data": data, "data_desc": data,
-        "device": "torch-" + device, "device_desc": ("cuDNN " + str(torch.backends.cudnn.version())) if device == "cuda" else cpu_model(),
+        "device": "torch-" + device, "device_desc": (f"{torch.cuda.get_device_name(0)}, cuDNN {torch.backends.cudnn.version()}, {precision()}"
+                        if device == "cuda" else cpu_model()),
+        "tf32": _tf32 if device == "cuda" else None,
         "threads": threads, "batch": batch, "seed": seed, "n_train": n_train, "n_val": n_val,
         "warmup_epochs": s["warmup"], "flops_per_sample": flops_per_sample, "flops_counted": flops_counted,
         "epochs": [dict(epoch=i + 1, **r) for i, r in enumerate(epochs)],

@@ -61,4 +61,10 @@ ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r)
     (void)r;
     return ct_fail(CT_ENODEV, "this ctrain was built without CUDA (CPU only): no GPU sgemm peak to measure");
 }
+
+ct_status ct_sgemm_rate_gpu(ct_sgemm_rate *r, int n, int tf32, int repeats)
+{
+    (void)r; (void)n; (void)tf32; (void)repeats;
+    return ct_fail(CT_ENODEV, "this ctrain was built without CUDA (CPU only): no GPU sgemm peak to measure");
+}
 #endif

@@ -1,6 +1,9 @@
-/* peak.cu - the GPU's practical sgemm peak (core/peak.h: ct_peak_sgemm_gpu):
- * cuBLAS sgemm of CT_PEAK_N^3 in the context's math mode (plain FP32 unless
- * the GPU was opened with tf32) on the current GPU's compute stream, timed with CUDA events, one warm-up then CT_PEAK_REPEATS repeats. */
+/* peak.cu - the GPU's practical sgemm peak (core/peak.h: ct_peak_sgemm_gpu,
+ * ct_sgemm_rate_gpu): cuBLAS sgemm of n^3 on the current GPU's compute stream,
+ * timed with CUDA events, one warm-up then `repeats` repeats. ct_peak_sgemm_gpu
+ * runs CT_PEAK_N^3 in the context's math mode (plain FP32 unless the GPU was
+ * opened with tf32); ct_sgemm_rate_gpu chooses the size and FP32 or TF32 itself
+ * and puts the handle's math mode back afterwards. */
 #include <stdlib.h>
 #include "cuda/check.h"
 extern "C" {
@@ -30,25 +33,37 @@ static ct_status time_sgemms(double *ms, int repeats, float *A, float *B, float 
     return CT_OK;
 }
 
-extern "C" ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r)
+/* math: -1 the context's mode, 0 plain FP32, 1 TF32 tensor cores. */
+static ct_status peak_gpu(ct_sgemm_rate *r, int n, int repeats, int math)
 {
     ct_gpu *g = ct_gpu_current();
     if (!g) return ct_fail(CT_ENODEV, "no GPU is open (ct_gpu_open first)");
-    const int n = CT_PEAK_N, R = CT_PEAK_REPEATS;
+    if (n < 1 || repeats < 1 || repeats > CT_PEAK_MAX_REPEATS)
+        return ct_fail(CT_EINVAL, "GPU sgemm: n = %d and repeats = %d must be >= 1 (repeats <= %d)", n, repeats, CT_PEAK_MAX_REPEATS);
+    const int R = repeats;
     size_t nn = (size_t)n * n;
     float *A = NULL, *B = NULL, *C = NULL;   /* [n, n] each */
     cudaEvent_t e0 = NULL, e1 = NULL;
-    double ms[CT_PEAK_REPEATS];
+    double ms[CT_PEAK_MAX_REPEATS];
+    cublasMath_t saved = CUBLAS_DEFAULT_MATH;
+    int restore = 0;
     ct_status st = ct_gpu_malloc((void **)&A, nn * sizeof(float), "sgemm A");
     if (st == CT_OK) st = ct_gpu_malloc((void **)&B, nn * sizeof(float), "sgemm B");
     if (st == CT_OK) st = ct_gpu_malloc((void **)&C, nn * sizeof(float), "sgemm C");
     if (st == CT_OK && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess))
         st = ct_fail(CT_ENODEV, "cudaEventCreate failed");
+    if (st == CT_OK && math >= 0) {
+        if (cublasGetMathMode(g->cublas, &saved) != CUBLAS_STATUS_SUCCESS
+            || cublasSetMathMode(g->cublas, math ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS)
+            st = ct_fail(CT_ENODEV, "cublasSetMathMode failed");
+        else restore = 1;
+    }
     if (st == CT_OK) {
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(A, nn, 1.0f);
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(B, nn, 0.5f);
         st = time_sgemms(ms, R, A, B, C, n, e0, e1);
     }
+    if (restore) cublasSetMathMode(g->cublas, saved);
     if (st == CT_OK) {
         double flop = 2.0 * n * n * (double)n;
         r->median = flop / (ct_sort_median(ms, R) * 1e-3) / 1e9;   /* sorts ms: fastest first */
@@ -60,4 +75,14 @@ extern "C" ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r)
     if (e1) cudaEventDestroy(e1);
     ct_gpu_free(A); ct_gpu_free(B); ct_gpu_free(C);
     return st;
+}
+
+extern "C" ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r)
+{
+    return peak_gpu(r, CT_PEAK_N, CT_PEAK_REPEATS, -1);
+}
+
+extern "C" ct_status ct_sgemm_rate_gpu(ct_sgemm_rate *r, int n, int tf32, int repeats)
+{
+    return peak_gpu(r, n, repeats, tf32 ? 1 : 0);
 }

@@ -7,6 +7,7 @@
  *   sigmoid: y = 1/(1 + e^-x)    dx = dy * y (1 - y)
  */
 #include <math.h>
+#include "core/hot.h"
 #include "core/threads.h"
 #include "layers/activation.h"
 
@@ -31,6 +32,7 @@ float ct_hard_sigmoidf(float x)
  * (core/threads.h: ct_parallel_range; every element is computed on its own). */
 typedef struct { float *y; const float *a, *b; } relu_job;
 
+CT_HOT
 static void relu_forward_range(void *ctx, size_t lo, size_t hi)
 {
     const relu_job *j = ctx;
@@ -46,6 +48,7 @@ void relu_forward(float *out, const float *in, size_t n)
     ct_parallel_range(n, n, relu_forward_range, &j);
 }
 
+CT_HOT
 static void relu_backward_range(void *ctx, size_t lo, size_t hi)
 {
     const relu_job *j = ctx;

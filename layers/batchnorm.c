@@ -18,6 +18,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include "core/hot.h"
 #include "core/threads.h"
 #include "layers/batchnorm.h"
 
@@ -53,6 +54,7 @@ static double run_sum(const float *x, int n)
 }
 
 /* sum of (x - m)^2 */
+CT_HOT
 static double run_sumsq_dev(const float *x, int n, double m)
 {
     double acc[BN_LANES] = { 0 }, s = 0.0;
@@ -65,6 +67,7 @@ static double run_sumsq_dev(const float *x, int n, double m)
 }
 
 /* *sg += sum g, *sgx += sum g xh */
+CT_HOT
 static void run_sums2(const float *g, const float *xh, int n, double *sg, double *sgx)
 {
     double a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 }, s = 0.0, sx = 0.0;
@@ -85,6 +88,7 @@ typedef struct {
     int train;
 } bn_job;
 
+CT_HOT
 static void forward_channel(void *ctx, int c, int worker)
 {
     const bn_job *j = ctx;
@@ -141,6 +145,7 @@ void batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, floa
     ct_parallel(d->C, bn_workers(d), forward_channel, &j);
 }
 
+CT_HOT
 static void backward_channel(void *ctx, int c, int worker)
 {
     const bn_job *j = ctx;

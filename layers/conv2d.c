@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "core/hot.h"
 #include "core/threads.h"
 #include "layers/conv2d.h"
 #include "layers/conv2d_winograd.h"
@@ -103,6 +104,7 @@ static void conv2d_valid_range(int *lo, int *hi, int k, int s, int p, int size, 
 }
 
 /* col [C*KH*KW, OH*OW] <- receptive fields of one image im [C, H, W]. */
+CT_HOT
 static void im2col(float *col, const float *im, const conv2d_dims *d)
 {
     const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad;
@@ -130,6 +132,7 @@ static void im2col(float *col, const float *im, const conv2d_dims *d)
 }
 
 /* im [C, H, W] += col2im(col): the adjoint of im2col (padding entries are dropped). */
+CT_HOT
 static void col2im_add(float *im, const float *col, const conv2d_dims *d)
 {
     const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad;

@@ -50,6 +50,7 @@
  */
 #include <cblas.h>
 #include <string.h>
+#include "core/hot.h"
 #include "core/threads.h"
 #include "layers/conv2d_winograd.h"
 
@@ -176,6 +177,7 @@ static void filter_transform_adjoint(float *dg, const float *du)
 
 /* e [n], o [n] <- the even and odd columns x0 + 2j, x0 + 2j + 1 (j < n) of row iy of
  * im [H, W], zero outside the image (that is the zero padding). */
+CT_HOT
 static void split_row(float *restrict e, float *restrict o, const float *restrict im, int H, int W, int iy, int x0, int n)
 {
     if (iy < 0 || iy >= H) { memset(e, 0, (size_t)n * sizeof *e); memset(o, 0, (size_t)n * sizeof *o); return; }
@@ -205,6 +207,7 @@ static void split_planes(float *ee, float *eo, float *oe, float *oo, const float
 }
 
 /* V = B^T d B for every tile of image im [H, W]: v[xi * plane + q], q = ty R + tx. */
+CT_HOT
 static void input_tiles(float *restrict v, size_t plane, const float *im, const wino_shape *s, float *scratch)
 {
     const int R = s->TW + 1, n = s->TH * R;
@@ -237,6 +240,7 @@ static void input_tiles(float *restrict v, size_t plane, const float *im, const 
 }
 
 /* im [OH, OW] <- A^T m A + bias for every tile, m[xi * plane + q]; outputs past the edge are dropped. */
+CT_HOT
 static void output_tiles(float *im, const float *m, size_t plane, float bias, const wino_shape *s, float *scratch)
 {
     const int R = s->TW + 1, n = s->TH * R;
@@ -264,6 +268,7 @@ static void output_tiles(float *im, const float *m, size_t plane, float bias, co
 }
 
 /* dM = A dY A^T for every 2x2 block of the output gradient im [OH, OW] (zero past the edge). */
+CT_HOT
 static void output_grad_tiles(float *restrict dm, size_t plane, const float *im, const wino_shape *s, float *scratch)
 {
     const int R = s->TW + 1, n = s->TH * R;

@@ -93,6 +93,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cblas.h>
+#include "core/hot.h"
 #include "core/threads.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
 
@@ -278,10 +279,12 @@ void lstm_cell_forward(float *restrict z, float *restrict c, float *restrict tc,
     }
 }
 
+CT_HOT
 static __attribute__((noinline))
 void lstm_cell_forward_sigmoid(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
                                const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int H)
 { lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, H, 0); }
+CT_HOT
 static __attribute__((noinline))
 void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
                             const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int H)
@@ -426,12 +429,14 @@ void lstm_cell_backward(float *restrict dz, float *restrict dbi, float *restrict
 /* Out-of-line instances, one per recurrent activation: as function parameters
  * the restrict pointers let GCC vectorise the loop (inlined into the caller,
  * where dbi..dbo visibly point into one array, it gives up). */
+CT_HOT
 static __attribute__((noinline))
 void lstm_cell_backward_sigmoid(float *restrict dz, float *restrict dbi, float *restrict dbf, float *restrict dbg,
                                 float *restrict dbo, float *restrict dh, float *restrict dc,
                                 const float *restrict ds, float s, const float *restrict gate,
                                 const float *restrict tc, const float *restrict cprev, int H)
 { lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, ds, s, gate, tc, cprev, H, 0); }
+CT_HOT
 static __attribute__((noinline))
 void lstm_cell_backward_hard(float *restrict dz, float *restrict dbi, float *restrict dbf, float *restrict dbg,
                              float *restrict dbo, float *restrict dh, float *restrict dc,

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <strings.h>
+#include "core/hot.h"
 
 static const double optim_pi = 3.14159265358979323846;
 
@@ -149,6 +150,7 @@ float ct_clip_grad_norm(float *grad, size_t n, float max_norm)
 /* SGD: g = grad + wd p;  with momentum mu: m = mu m + g  (m starts at 0, so
  * m = g at step 1, which is torch's buf = g.clone());  the direction is
  * g + mu m (Nesterov) or m (heavy ball);  p -= lr direction. */
+CT_HOT
 static void sgd_step(ct_optim *o, float *p, const float *grad, float lr)
 {
     const float wd = o->cfg.weight_decay, mu = o->cfg.momentum;
@@ -173,6 +175,7 @@ static void sgd_step(ct_optim *o, float *p, const float *grad, float lr)
 /* RMSprop (torch.optim.RMSprop, alpha = rho, centered = False, momentum = 0):
  * g = grad + wd p;  v = rho v + (1 - rho) g^2;  p -= lr g / (sqrt(v) + eps).
  * eps is added AFTER the square root, as in torch (Keras 2 does the same). */
+CT_HOT
 static void rmsprop_step(ct_optim *o, float *p, const float *grad, float lr)
 {
     const float wd = o->cfg.weight_decay, rho = o->cfg.rho, eps = o->cfg.eps;
@@ -193,6 +196,7 @@ static void rmsprop_step(ct_optim *o, float *p, const float *grad, float lr)
  *   m_hat / (sqrt(v_hat) + eps) with m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t),
  *   written as torch does:  p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  * so eps is added to the bias-corrected root, not to the raw one. */
+CT_HOT
 static void adam_step(ct_optim *o, float *p, const float *grad, float lr)
 {
     const double b1 = o->cfg.beta1, b2 = o->cfg.beta2, t = (double)o->step;

@@ -20,6 +20,7 @@
  *             din[n, c, h, w] = dout[n, c, w] / H
  */
 #include <string.h>
+#include "core/hot.h"
 #include "core/threads.h"
 #include "layers/pool.h"
 
@@ -49,6 +50,7 @@ typedef struct {
     const maxpool2d_dims *d;
 } maxpool_job;
 
+CT_HOT
 static void maxpool_forward_planes(void *ctx, size_t lo, size_t hi)
 {
     const maxpool_job *j = ctx;
@@ -94,6 +96,7 @@ void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d
 }
 
 /* Each window's gradient goes to its argmax, which lies in the window's own plane. */
+CT_HOT
 static void maxpool_backward_planes(void *ctx, size_t lo, size_t hi)
 {
     const maxpool_job *j = ctx;

@@ -1,13 +1,15 @@
 #!/bin/sh
 # deps.sh - install the Debian packages ctrain needs, only when they are missing.
 #
-# usage: scripts/deps.sh [build|test|golden]
+# usage: scripts/deps.sh [build|test|golden|dist]
 #   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, and the
 #           tools the demo uses (espeak-ng and sox to synthesise speech, Fashion-MNIST):
 #           enough for `make` and `make demo`
 #   test    adds Debian's python3-torch and python3-h5py: one test loads ctrain's
 #           PyTorch export into torch and compares outputs (`make test`)
 #   golden  adds torchaudio and scikit-learn, for `make golden` and `make bench`
+#   dist    the build set and patchelf, which `make dist` uses to set the shipped
+#           binaries' and libraries' RUNPATH
 # Present packages are detected with dpkg-query, so a second run does nothing and
 # takes a fraction of a second. When it cannot install (not root, no sudo, no
 # network) it prints the exact command to run and exits non-zero.
@@ -21,7 +23,8 @@ case "${1:-build}" in
   build)  want="$BUILD_PKGS" ;;
   test)   want="$BUILD_PKGS $TEST_PKGS" ;;
   golden|all) want="$BUILD_PKGS $TEST_PKGS $GOLDEN_PKGS" ;;
-  *) echo "deps.sh: unknown set '$1' (use build, test or golden)" >&2; exit 2 ;;
+  dist)   want="$BUILD_PKGS patchelf" ;;
+  *) echo "deps.sh: unknown set '$1' (use build, test, golden or dist)" >&2; exit 2 ;;
 esac
 
 missing=""

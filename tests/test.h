@@ -21,7 +21,9 @@
 
 void   t_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A case that cannot run here (e.g. no GPU): prints "SKIP <message>" and counts it
- * as skipped, neither passed nor failed. Call it instead of t_case. */
+ * as skipped, neither passed nor failed. Call it instead of t_case. With the
+ * environment variable CT_REQUIRE_GPU=1 it prints "FAIL <message> [...]" and
+ * counts a failure instead (for a GPU machine, where nothing may be skipped). */
 void   t_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A boolean check; prints the message when it fails. Returns cond. */
 int    t_check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

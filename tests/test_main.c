@@ -5,6 +5,7 @@
  *
  *   build/ctrain_tests            run everything
  *   build/ctrain_tests lstm dense run suites whose names contain "lstm" or "dense"
+ *   CT_REQUIRE_GPU=1 build/ctrain_tests gpu   a GPU case that would SKIP FAILS instead
  */
 #include <math.h>
 #include <stdarg.h>
@@ -24,7 +25,8 @@
     X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(corpusgen) \
     X(time) \
     X(siamese_cnn) \
-    X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(gpu)
+    X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(gpu) \
+    X(harness)
 #define DECLARE(s) void suite_##s(void) __attribute__((weak));
 SUITES(DECLARE)
 
@@ -53,17 +55,28 @@ void t_case(const char *fmt, ...)
     cur_open = 1; cur_failed = 0; cur_err = -1;
 }
 
+/* CT_REQUIRE_GPU=1 (any value but empty or 0): a case that would SKIP is a
+ * failure, so that a build without CUDA or a machine without a working GPU
+ * cannot look green where the GPU is what is being tested. */
+static int require_gpu(void)
+{
+    const char *v = getenv("CT_REQUIRE_GPU");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 void t_skip(const char *fmt, ...)
 {
     case_close();
     va_list ap;
     va_start(ap, fmt);
-    printf("SKIP ");
+    int fail = require_gpu();
+    printf(fail ? "FAIL " : "SKIP ");
     vprintf(fmt, ap);
+    if (fail) printf(" [CT_REQUIRE_GPU=1: a case that cannot run is a failure]");
     printf("\n");
     va_end(ap);
     fflush(stdout);
-    n_skip++;
+    if (fail) n_fail++; else n_skip++;
 }
 
 static void note_fail(void)

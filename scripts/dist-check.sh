@@ -1,0 +1,136 @@
+#!/bin/sh
+# dist-check.sh - checks a `make dist` tarball the way a machine without ctrain's
+# build dependencies would use it (`make dist-check`; about 4 minutes on 2 cores).
+#
+#   usage: scripts/dist-check.sh dist/ctrain-VERSION-linux-x86_64.tar.gz
+#
+# It extracts the tarball into an empty folder under /tmp and, with a bare
+# environment (env -i PATH=/usr/bin:/bin HOME=/tmp, run from /), checks that
+#   1. every shipped binary and library has an $ORIGIN-relative RUNPATH and nothing else;
+#   2. no binary uses an AVX instruction outside the run-time dispatched clones
+#      (core/hot.h): the baseline is portable x86-64-v2;
+#   3. bin/ctrain info runs, and with CTRAIN_CUDA_LIBS=/usr/local/cuda/lib64 (as on a
+#      GPU machine) loads nothing from the system's library folders but glibc and the
+#      CUDA libraries: by ldd, and by LD_DEBUG=libs while running the GPU test suite;
+#   4. the whole test suite passes from the extracted copy (GPU cases SKIP here);
+#   5. without CUDA libraries the launchers fall back to the CPU-only build, say so
+#      once, and its tests pass (a subset);
+#   6. scripts/gpu-check.sh on a machine without a GPU stops quickly, says so, exits 3.
+# Prints one line per check and exits non-zero if any failed.
+set -u
+tarball=${1:-}
+[ -n "$tarball" ] && [ -f "$tarball" ] || { echo "usage: scripts/dist-check.sh dist/ctrain-VERSION-linux-x86_64.tar.gz (make dist builds it)" >&2; exit 2; }
+tarball=$(cd "$(dirname "$tarball")" && pwd -P)/$(basename "$tarball")
+tmp=$(mktemp -d /tmp/ctrain-dist-check.XXXXXX) || { echo "dist-check: mktemp failed" >&2; exit 2; }
+chmod 755 "$tmp"   # the read-only-directory test runs ctrain as another user
+tar -C "$tmp" -xzf "$tarball" || { echo "dist-check: cannot extract $tarball" >&2; exit 2; }
+root=$(echo "$tmp"/ctrain-*)
+[ -x "$root/bin/ctrain" ] || { echo "dist-check: $tarball holds no ctrain-*/bin/ctrain" >&2; exit 2; }
+cuda_dir=${DIST_CHECK_CUDA_LIBS:-/usr/local/cuda/lib64}
+fails=0
+ok()   { echo "ok   $*"; }
+bad()  { echo "FAIL $*"; fails=$((fails + 1)); }
+bare() { (cd / && env -i PATH=/usr/bin:/bin HOME=/tmp "$@"); }
+echo "dist-check: $tarball ($(du -h "$tarball" | cut -f1)) extracted into $root"
+
+# 1. RUNPATH
+runpath_bad=""
+for f in "$root"/libexec/*/* "$root"/lib/*; do
+  case $f in *.sh) continue ;; esac
+  rp=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(\(RPATH\|RUNPATH\)).*\[\(.*\)\]/\1 \2/p')
+  case "$f" in
+    "$root"/libexec/*) want='RUNPATH $ORIGIN/../../lib' ;;
+    *) want='RUNPATH $ORIGIN' ;;
+  esac
+  [ "$rp" = "$want" ] || runpath_bad="$runpath_bad $(basename "$f")=[$rp]"
+done
+if [ -z "$runpath_bad" ]; then ok "RUNPATH: \$ORIGIN/../../lib on the binaries, \$ORIGIN on the $(ls "$root/lib" | wc -l) libraries"
+else bad "RUNPATH not as expected:$runpath_bad"; fi
+
+# 2. portable instruction set: AVX registers only inside the .arch_x86_64_v3/v4 clones
+avx_bad=""
+for f in "$root"/libexec/*/*; do
+  case $f in *.sh) continue ;; esac
+  n=$(objdump -d --no-show-raw-insn "$f" 2>/dev/null | awk '
+    /^[0-9a-f]+ <.*>:$/ { fn = $2; next }
+    /%[yz]mm[0-9]/ && fn !~ /arch_x86_64_v[34]/ { n++; if (n <= 3) print fn > "/dev/stderr" }
+    END { print n + 0 }' 2>"$tmp/avx.txt")
+  [ "$n" = 0 ] || avx_bad="$avx_bad $(basename "$(dirname "$f")")/$(basename "$f"):$n($(tr '\n' ' ' < "$tmp/avx.txt"))"
+done
+if [ -z "$avx_bad" ]; then ok "instruction set: no AVX/AVX-512 outside the run-time dispatched clones"
+else bad "AVX instructions in the portable baseline:$avx_bad"; fi
+
+# 3. ctrain info; what is loaded from where
+if bare CTRAIN_CUDA_LIBS="$cuda_dir" "$root/bin/ctrain" info > "$tmp/info.txt" 2>&1 && grep -q 'CUDA backend compiled in' "$tmp/info.txt"; then
+  ok "bin/ctrain info (CUDA build, CTRAIN_CUDA_LIBS=$cuda_dir): $(grep '^BLAS' "$tmp/info.txt")"
+else bad "bin/ctrain info failed or did not use the CUDA build: $(cat "$tmp/info.txt")"; fi
+# allowed from outside the tarball: glibc's own libraries and the CUDA ones
+foreign() {
+  grep -v -e "^$root/" | while read -r p; do
+    b=$(basename "$p")
+    case "$b" in
+      ld-linux*|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|libmvec.so.*) continue ;;
+      libcuda.so.*|libcudart.so.*|libcublas*.so.*|libcudnn*.so.*|libnvrtc*.so.*|libnvJitLink.so.*|libnvidia-*.so*) continue ;;
+    esac
+    echo "$p"
+  done
+}
+: > "$tmp/ldd-foreign.txt"
+for f in "$root"/libexec/cuda/* "$root"/libexec/cpu/*; do
+  bare LD_LIBRARY_PATH="$cuda_dir" ldd "$f" | awk '$2 == "=>" { print ($3 == "not" ? $1 " NOT FOUND" : $3) } $1 ~ /^\// { print $1 }' | foreign >> "$tmp/ldd-foreign.txt"
+done
+if [ -s "$tmp/ldd-foreign.txt" ]; then bad "ldd: libraries from outside the tarball: $(sort -u "$tmp/ldd-foreign.txt" | tr '\n' ' ')"
+else ok "ldd: every library of every binary comes from lib/, glibc or CUDA ($cuda_dir)"; fi
+bare CTRAIN_CUDA_LIBS="$cuda_dir" LD_DEBUG=libs LD_DEBUG_OUTPUT="$tmp/lddebug" "$root/bin/ctrain_tests" gpu > "$tmp/gpu-tests.txt" 2>&1
+# one file per process: keep those of the tarball's binaries (the launcher's helpers, readlink,
+# dirname, awk, are the system's own programs and load what they load)
+grep -l "initialize program: $root/" "$tmp"/lddebug.* 2>/dev/null | xargs cat 2>/dev/null | sed -n 's/.*calling init: //p' | sort -u > "$tmp/loaded.txt"
+foreign < "$tmp/loaded.txt" > "$tmp/loaded-foreign.txt"
+if [ ! -s "$tmp/loaded.txt" ]; then bad "LD_DEBUG=libs recorded nothing"
+elif [ -s "$tmp/loaded-foreign.txt" ]; then bad "LD_DEBUG=libs (ctrain_tests gpu): loaded from outside the tarball: $(tr '\n' ' ' < "$tmp/loaded-foreign.txt")"
+else ok "LD_DEBUG=libs (ctrain_tests gpu, CUDA build): $(wc -l < "$tmp/loaded.txt") objects loaded, none from the system but glibc and CUDA: $(grep -c "^$root/" "$tmp/loaded.txt") from lib/"; fi
+
+# 4. the whole suite from the extracted copy
+t0=$(date +%s)
+bare CTRAIN_CUDA_LIBS="$cuda_dir" "$root/bin/ctrain_tests" > "$tmp/tests.txt" 2>&1
+rc=$?
+summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/tests.txt" | tail -n 1)
+if [ $rc = 0 ] && [ -n "$summary" ]; then ok "whole test suite from the extracted copy, run from /: $summary ($(($(date +%s) - t0))s)"
+else bad "whole test suite from the extracted copy: exit $rc, ${summary:-no summary}; failures: $(grep -E '^FAIL' "$tmp/tests.txt" | head -n 5 | tr '\n' ';') (log: $tmp/tests.txt)"; fi
+
+# 5. no CUDA libraries: the CPU-only build, said once
+bare CTRAIN_CUDA_LIBS=/nonexistent "$root/bin/ctrain" info > "$tmp/cpu-info.txt" 2>"$tmp/cpu-info.err"
+rc=$?
+notes=$(grep -c 'running the CPU-only build' "$tmp/cpu-info.err")
+if [ $rc = 0 ] && [ "$notes" = 1 ] && grep -q 'not compiled in' "$tmp/cpu-info.txt"; then
+  ok "no CUDA libraries: falls back to the CPU-only build and says so once: $(cat "$tmp/cpu-info.err")"
+else bad "CPU-only fallback: exit $rc, $notes notes, $(cat "$tmp/cpu-info.txt" "$tmp/cpu-info.err")"; fi
+bare CTRAIN_CUDA_LIBS=/nonexistent "$root/bin/ctrain_tests" core dense lstm conv2d optim time cli harness gpu > "$tmp/cpu-tests.txt" 2>&1
+rc=$?
+summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/cpu-tests.txt" | tail -n 1)
+notes=$(grep -c 'running the CPU-only build' "$tmp/cpu-tests.txt")
+if [ $rc = 0 ] && [ "$notes" = 1 ]; then ok "CPU-only build, suites core dense lstm conv2d optim time cli harness gpu: $summary"
+else bad "CPU-only build tests: exit $rc, $notes fallback notes (want 1), ${summary:-no summary} (log: $tmp/cpu-tests.txt)"; fi
+
+# 6. gpu-check without a GPU (on a machine with one it would run the whole check: left out)
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "skip scripts/gpu-check.sh without a GPU: this machine has one (run scripts/gpu-check.sh OUTDIR for the real check)"
+  t0=skip
+fi
+[ "${t0:-}" = skip ] || {
+t0=$(date +%s)
+bare CTRAIN_CUDA_LIBS="$cuda_dir" "$root/scripts/gpu-check.sh" "$tmp/gc" > "$tmp/gpu-check.txt" 2>&1
+rc=$?
+dt=$(($(date +%s) - t0))
+if [ $rc = 3 ] && grep -q 'NO GPU FOUND' "$tmp/gpu-check.txt" && [ -s "$tmp/gc/summary.txt" ] && [ -s "$tmp/gc/gpu-check.tar.gz" ]; then
+  ok "scripts/gpu-check.sh without a GPU: exit 3 in ${dt}s: $(grep 'NO GPU FOUND' "$tmp/gpu-check.txt" | head -n 1)"
+else bad "scripts/gpu-check.sh without a GPU: exit $rc in ${dt}s (want 3, 'NO GPU FOUND', summary.txt, gpu-check.tar.gz): $(tail -n 5 "$tmp/gpu-check.txt")"; fi
+}
+
+if [ $fails = 0 ]; then
+  echo "dist-check: all checks passed"
+  rm -rf "$tmp"
+  exit 0
+fi
+echo "dist-check: $fails check(s) failed; the extracted copy and the logs are in $tmp"
+exit 1

@@ -1,0 +1,425 @@
+#!/bin/sh
+# gpu-check.sh - the whole check of ctrain on a GPU machine, in one command that
+# finishes in under 10 minutes and needs no network and no installs.
+#
+#   usage: scripts/gpu-check.sh OUTDIR
+#     from the extracted `make dist` tarball (it uses libexec/cuda/ and finds the
+#     CUDA libraries as bin/ctrain does), or from a repository checkout with a
+#     normal (not SAN=1) build: `make gpu-check [OUT=DIR]`.
+#
+# Steps, in this order, each with its own time limit (seconds) inside a total
+# budget of GPU_CHECK_BUDGET (default 570); a step that fails is recorded and
+# the next one runs; a step the budget no longer allows is recorded as not run:
+#   info      nvidia-smi, the driver, the CUDA/cuDNN/cuBLAS libraries found (paths,
+#             versions), Python/PyTorch, `ctrain info`; refuses a build without CUDA
+#             and stops, saying so, when no GPU can be opened (exit 3)
+#   gpu-tests `ctrain_tests gpu` with CT_REQUIRE_GPU=1 (a case that cannot run fails)   150
+#   peak      bench_sgemm --device gpu: cuBLAS sgemm 8192^3, FP32 and TF32                  60
+#   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
+#             --threads 16 --layers (synthetic data)                                   90/120/60
+#   tf32-*    the same on the GPU with --tf32, when this ctrain has --tf32                  45 each
+#   seed      ctrain time siamese-lstm --protocol seed --epochs 2 --device gpu            150
+#   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
+#             with `python3` from PATH (the same workloads as the time-* steps)          75 each
+#   cpu-tests the whole test suite once (in the background, beside the sanitizers)     240
+#   memcheck  compute-sanitizer --tool memcheck --leak-check full on `ctrain_tests gpu`   200
+#   racecheck compute-sanitizer --tool racecheck on the same, only ctrain's own kernels   150
+#             (names ending in _kernel or _reduce; cuBLAS and cuDNN run unchecked)
+# Everything goes to OUTDIR: one log per step, the JSON of every timing, summary.txt
+# (the table printed last) and gpu-check.tar.gz (all of it). Exit status: 0 when
+# every step ran and passed, 1 when a test failed, a sanitizer reported errors or a
+# step did not run to the end, 2 for a build without CUDA or missing CUDA libraries,
+# 3 when no GPU was found. GPU_CHECK_THREADS (default 16) sets the CPU threads.
+# GPU_CHECK_WITHOUT_GPU=1 goes on without a GPU (every GPU step then fails): only
+# for testing this script on a machine without one.
+set -u
+
+out=${1:-}
+if [ -z "$out" ] || [ "$out" = "-h" ] || [ "$out" = "--help" ]; then
+  echo "usage: scripts/gpu-check.sh OUTDIR   (see the comment at the top of this script for the steps)" >&2
+  exit 2
+fi
+budget=${GPU_CHECK_BUDGET:-570}
+threads=${GPU_CHECK_THREADS:-16}
+start=$(date +%s)
+here=$(cd "$(dirname -- "$0")/.." 2>/dev/null && pwd -P) || { echo "gpu-check: cannot find the folder of $0" >&2; exit 2; }
+mkdir -p "$out" 2>/dev/null && out=$(cd "$out" && pwd -P) || { echo "gpu-check: cannot create $out; give a writable OUTDIR" >&2; exit 2; }
+rm -rf "$out/.steps" "$out/gpu-check.tar.gz" "$out/summary.txt"
+mkdir -p "$out/.steps" || { echo "gpu-check: cannot write into $out" >&2; exit 2; }
+log=$out/gpu-check.log
+: > "$log"
+
+say() { echo "$*" | tee -a "$log"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+now() { date +%s; }
+TO=""
+have timeout && TO="timeout -k 10"
+# tmo SECONDS COMMAND...: COMMAND, killed after SECONDS where timeout(1) exists (exit 124)
+tmo() { tmo_s=$1; shift; if [ -n "$TO" ]; then $TO "$tmo_s" "$@"; else "$@"; fi; }
+
+# ---- where the binaries are ----
+if [ -f "$here/libexec/cuda-libs.sh" ]; then
+  layout="tarball $here"
+  bindir=$here/libexec/cuda
+  . "$here/libexec/cuda-libs.sh"
+  need=$(sed -n 's/^need="\(.*\)"$/\1/p' "$here/bin/ctrain" 2>/dev/null)
+else
+  layout="repository checkout $here"
+  bindir=$here/build
+  . "$here/scripts/cuda-libs.sh"
+  need=""
+fi
+ctrain=$bindir/ctrain
+[ -x "$ctrain" ] || ctrain=$here/bin/ctrain
+tests=$bindir/ctrain_tests
+sgemm=$bindir/bench_sgemm
+[ -x "$sgemm" ] || sgemm=$bindir/bench/bench_sgemm
+
+# ---- summary ----
+summarize() {
+  py=""
+  for c in python3 /usr/bin/python3; do have "$c" && { py=$c; break; }; done
+  if [ -n "$py" ]; then
+    "$py" - "$out" "$(($(now) - start))" > "$out/summary.txt" 2>>"$log" <<'EOF'
+import glob, json, os, re, sys
+out, elapsed = sys.argv[1], sys.argv[2]
+steps = {}
+for p in glob.glob(os.path.join(out, ".steps", "*")):
+    if os.path.basename(p) in ("abort", "verdict"):
+        continue
+    f = open(p).read().split(None, 2)
+    steps[os.path.basename(p)] = (f[0], int(f[1]), f[2].strip() if len(f) > 2 else "")
+
+def text(name):
+    try:
+        return open(os.path.join(out, name), errors="replace").read()
+    except OSError:
+        return ""
+
+PREREQ = ("espeak-ng or sox is missing", "Fashion-MNIST not found", "install Debian's python3-torch")
+bad = []
+lines = []
+def status(name):
+    if name not in steps:
+        return "not run"
+    rc, dt, why = steps[name]
+    if rc == "skip":
+        return "not run: " + why
+    if rc in ("124", "137"):
+        return "TIMED OUT after %ds" % dt
+    return "exit %s, %ds" % (rc, dt)
+
+def tests(name, env_ok):
+    log = text(name + ".log")
+    m = re.findall(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", log, re.M)
+    if name not in steps or steps[name][0] == "skip":
+        bad.append(name); return status(name)
+    if not m:
+        bad.append(name); return "no summary line (crashed?), " + status(name)
+    p, f, s = (int(x or 0) for x in m[-1])
+    env = set()
+    if env_ok:
+        for c, msg in re.findall(r"^  check failed in (.+?): (.*)$", log, re.M):
+            if any(k in msg for k in PREREQ): env.add(c)
+    fails = [re.sub(r"\s+max err .*$", "", l[5:]).rstrip() for l in log.splitlines() if l.startswith("FAIL ")]
+    env_fails = [x for x in fails if x in env]
+    real = f - len(env_fails)
+    if real > 0 or steps[name][0] in ("124", "137"):
+        bad.append(name)
+    r = "%d passed, %d failed, %d skipped" % (p, f, s)
+    if env_fails:
+        r += " (%d of the failures: a prerequisite missing on this machine, not ctrain: %s)" % (len(env_fails), "; ".join(env_fails))
+    if steps[name][0] in ("124", "137"):
+        r += ", " + status(name)
+    return r
+
+def sanitizer(name):
+    log = text(name + ".log")
+    if name not in steps or steps[name][0] == "skip":
+        bad.append(name); return status(name)
+    e = re.findall(r"ERROR SUMMARY: (\d+) error", log)
+    r = re.findall(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)", log)
+    rc = steps[name][0]
+    if rc in ("124", "137"):
+        bad.append(name); return "INCOMPLETE: " + status(name)
+    if r:
+        verdict = "%s hazards (%s errors, %s warnings)" % r[-1]
+        errs = int(r[-1][1])
+    elif e:
+        verdict = "%s errors" % e[-1]
+        errs = int(e[-1])
+    else:
+        bad.append(name); return "no sanitizer summary, " + status(name)
+    t = re.findall(r"^(\d+) passed, (\d+) failed", log, re.M)
+    if t: verdict += "; tests under it: %s passed, %s failed" % t[-1]
+    if errs or rc != "0": bad.append(name)
+    return verdict + " (" + status(name) + ")"
+
+def run(path):
+    try:
+        d = json.load(open(path))
+        return d["epoch_seconds"]["median"], d["train_samples_per_s"]
+    except Exception:
+        return None
+
+lines.append("ctrain gpu-check summary (%s s)" % elapsed)
+abort = text(os.path.join(".steps", "abort")).strip()
+if abort:
+    lines.append("STOPPED: " + abort.replace("\n", "\n         "))
+gpu = re.findall(r"^sgemm, cuBLAS, (.*)$", text("probe.log"), re.M)
+lines.append("GPU: " + (gpu[0] if gpu else "none found"))
+if not gpu and os.environ.get("GPU_CHECK_WITHOUT_GPU") == "1" and not abort:
+    gpu = ["none (GPU_CHECK_WITHOUT_GPU=1: a test of this script)"]
+if gpu:
+    lines.append("tests: GPU suite with CT_REQUIRE_GPU=1: " + tests("gpu-tests", False))
+    lines.append("       whole suite: " + tests("cpu-tests", True))
+    lines.append("sanitizers: memcheck --leak-check full: " + sanitizer("memcheck"))
+    lines.append("            racecheck (own kernels):    " + sanitizer("racecheck"))
+    pk = text("peak.log")
+    f32 = re.findall(r"^cuBLAS sgemm FP32 +N= *(\d+) +median +([\d.]+)", pk, re.M)
+    t32 = re.findall(r"^cuBLAS sgemm TF32 +N= *(\d+) +median +([\d.]+)", pk, re.M)
+    lines.append("peak: cuBLAS sgemm %s: FP32 %s GFLOP/s, TF32 %s GFLOP/s (%s)" % (
+        "%s^3" % f32[0][0] if f32 else "?", f32[0][1] if f32 else "?", t32[0][1] if t32 else "?", status("peak")))
+    lines.append("")
+    lines.append("%-13s %-22s %10s %12s   %s" % ("model", "run", "s/epoch", "samples/s", "step"))
+    ratio = []
+    for m in ("siamese-lstm", "siamese-cnn", "cnn"):
+        rows = [("ctrain cpu", "ctrain-%s-cpu.json" % m, "time-" + m), ("ctrain gpu FP32", "ctrain-%s-gpu.json" % m, "time-" + m),
+                ("ctrain gpu TF32", "ctrain-%s-gpu-tf32.json" % m, "tf32-" + m)]
+        if m != "siamese-cnn":
+            rows += [("pytorch cuda FP32", "torch-%s-cuda.json" % m, "torch-" + m), ("pytorch cuda TF32", "torch-%s-cuda-tf32.json" % m, "torch-%s-tf32" % m)]
+        got = {}
+        for label, f, step in rows:
+            r = run(os.path.join(out, f))
+            got[label] = r
+            if r: lines.append("%-13s %-22s %10.2f %12.1f   %s" % (m, label, r[0], r[1], status(step)))
+            else:
+                why = re.findall(r"^gpu\S*: unavailable: (.*)$", text(step + ".log"), re.M) if "gpu" in label else []
+                note = "" if status(step).startswith("not run") else ", no JSON: " + (why[-1][:110] if why else "see %s.log" % step)
+                lines.append("%-13s %-22s %10s %12s   %s" % (m, label, "n/a", "n/a", status(step) + note))
+        for prec in ("FP32", "TF32"):
+            a, b = got.get("ctrain gpu " + prec), got.get("pytorch cuda " + prec)
+            if m != "siamese-cnn":
+                ratio.append("%s %s: %s" % (m, prec, "%.2fx" % (a[1] / b[1]) if a and b else "n/a"))
+    s = run(os.path.join(out, "ctrain-siamese-lstm-seed-gpu.json"))
+    why = re.findall(r"^gpu\S*: unavailable: (.*)$", text("seed.log"), re.M)
+    lines.append("%-13s %-22s %10s %12s   %s" % ("siamese-lstm", "seed, 2 epochs, gpu", "%.2f" % s[0] if s else "n/a",
+                                                "%.1f" % s[1] if s else "n/a", status("seed") + ("" if s or not why else ": " + why[-1][:110])))
+    lines.append("")
+    lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak",
+              "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
+        if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
+    for k in steps:
+        if k.startswith("torch-") and steps[k][0] not in ("0",): bad.append(k)
+else:
+    bad.append("gpu (none found)" if not abort else "stopped")
+verdict = "PASS" if not bad else "FAIL or INCOMPLETE: " + ", ".join(sorted(set(bad)))
+lines.append("verdict: " + verdict)
+print("\n".join(lines))
+open(os.path.join(out, ".steps", "verdict"), "w").write("ok\n" if not bad else "bad\n")
+EOF
+  else
+    { echo "ctrain gpu-check summary (no python3 here: the table is left out; see the logs in $out)"
+      for f in "$out"/.steps/*; do echo "  $(basename "$f"): $(cat "$f")"; done; } > "$out/summary.txt"
+    bad=0
+    for f in "$out"/.steps/*; do case $f in */abort|*/verdict) continue ;; esac; read -r rc rest < "$f"; [ "$rc" = 0 ] || bad=1; done
+    [ $bad = 0 ] && echo ok > "$out/.steps/verdict" || echo bad > "$out/.steps/verdict"
+  fi
+  echo
+  echo "================ summary ================"
+  cat "$out/summary.txt"
+}
+
+# finish STATUS|auto: summary.txt, the bundle, the exit (auto: 0 when the summary's verdict is PASS, else 1)
+finish() {
+  summarize
+  st=$1
+  if [ "$st" = auto ]; then
+    if [ "$(cat "$out/.steps/verdict" 2>/dev/null)" = ok ]; then st=0; else st=1; fi
+  fi
+  tmp=$(mktemp /tmp/gpu-check.XXXXXX) || exit "$st"
+  if tar -C "$(dirname "$out")" --exclude=.steps -czf "$tmp" "$(basename "$out")" 2>>"$log"; then
+    chmod 644 "$tmp"; mv "$tmp" "$out/gpu-check.tar.gz" && echo "everything is in $out/gpu-check.tar.gz (summary: $out/summary.txt)"
+  else
+    rm -f "$tmp"; echo "gpu-check: could not bundle $out into gpu-check.tar.gz (see $log)"
+  fi
+  exit "$st"
+}
+# abort STATUS MESSAGE...: says why the check cannot go on, records it for the summary, finishes
+abort() {
+  st=$1; shift
+  for l in "$@"; do say "$l"; done
+  printf '%s\n' "$@" > "$out/.steps/abort"
+  finish "$st"
+}
+
+# ---- steps ----
+# run_step NAME CAP COMMAND...: runs COMMAND with its output in NAME.log, at most CAP seconds
+# and never past the budget; records "rc seconds" (rc 124: timed out; "skip": not run).
+run_step() {
+  name=$1; cap=$2; shift 2
+  left=$((budget - ($(now) - start) - 15))
+  lim=$cap
+  [ "$left" -lt "$lim" ] && lim=$left
+  if [ "$lim" -lt 5 ]; then
+    echo "skip 0 the time budget of ${budget}s was spent" > "$out/.steps/$name"
+    say "-- $name: not run (the ${budget}s budget is spent)"
+    return 0
+  fi
+  say "-- $name (at most ${lim}s): $*"
+  t0=$(now)
+  tmo "$lim" "$@" > "$out/$name.log" 2>&1
+  rc=$?
+  dt=$(($(now) - t0))
+  echo "$rc $dt" > "$out/.steps/$name"
+  tail -n 4 "$out/$name.log" | sed 's/^/   | /' | tee -a "$log"
+  case $rc in
+    0) say "   $name: ok (${dt}s)" ;;
+    124|137) say "   $name: TIMED OUT after ${dt}s" ;;
+    *) say "   $name: exit $rc (${dt}s)" ;;
+  esac
+  return 0
+}
+not_run() { echo "skip 0 $2" > "$out/.steps/$1"; say "-- $1: not run: $2"; }
+
+# ---- 0. what is here ----
+say "ctrain gpu-check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname 2>/dev/null), from the $layout"
+say "output: $out; budget ${budget}s; CPU threads $threads"
+[ -x "$ctrain" ] && [ -x "$tests" ] && [ -x "$sgemm" ] ||
+  abort 2 "gpu-check: ctrain, ctrain_tests or bench_sgemm is missing under $bindir: run it from the extracted tarball, or build first (make gpu-check does)"
+
+{
+  echo "== nvidia-smi"
+  if have nvidia-smi; then tmo 20 nvidia-smi 2>&1; echo; tmo 20 nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap,clocks.max.sm --format=csv 2>&1
+  else echo "nvidia-smi: not found on PATH"; fi
+  echo "== driver"
+  cat /proc/driver/nvidia/version 2>/dev/null || echo "/proc/driver/nvidia/version: none (no NVIDIA kernel driver loaded)"
+  echo "libcuda.so.1: $( (ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null) | awk '/libcuda\.so\.1 /{print $NF; exit}')"
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt" >> "$log"
+sed -n '1,40p' "$out/machine.txt"
+
+# the CUDA libraries: the tarball finds them as its launcher does; a build uses its RUNPATH
+extra="libcublasLt.so.13 libcudnn_graph.so.9 libcudnn_engines_precompiled.so.9 libcudnn_engines_runtime_compiled.so.9 libcudnn_ops.so.9 libcudnn_cnn.so.9 libcudnn_adv.so.9 libcudnn_heuristic.so.9 libnvrtc.so.13"
+if [ -n "$need" ]; then
+  ct_cuda_find "$need"
+  if [ -n "$CT_CUDA_MISSING" ]; then
+    abort 2 "gpu-check: the CUDA libraries this ctrain needs were not found (missing: $CT_CUDA_MISSING)." \
+      "  searched: $(echo "$CT_CUDA_SEARCHED" | tr '\n' ' ')" \
+      "  Set CTRAIN_CUDA_LIBS to the folders that hold them (e.g. PyTorch's site-packages/nvidia/cudnn/lib:...), then run again."
+  fi
+  [ -n "$CT_CUDA_LDPATH" ] && LD_LIBRARY_PATH="$CT_CUDA_LDPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" && export LD_LIBRARY_PATH
+  CTRAIN_LAUNCHED=cuda; export CTRAIN_LAUNCHED
+fi
+{
+  echo "== CUDA libraries loaded by $ctrain (LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
+  ldd "$ctrain" 2>&1 | grep -E 'libcud|libcublas|libnvrtc|not found' | while read -r so arrow path rest; do
+    [ "$arrow" = "=>" ] || { echo "  $so $arrow $path $rest"; continue; }
+    echo "  $so => $path ($(readlink -f "$path" 2>/dev/null))"
+  done
+  cudnn_dir=$(ldd "$ctrain" 2>/dev/null | awk '$1 ~ /^libcudnn\.so/ {print $3}' | xargs -r dirname 2>/dev/null)
+  for l in $extra; do
+    case $l in libcudnn*) d=$cudnn_dir ;; *) d="" ;; esac
+    if [ -n "$d" ] && [ -e "$d/$l" ]; then echo "  $l: $(readlink -f "$d/$l")"; fi
+  done
+  ct_cuda_find "libnvrtc.so.13"
+  [ -n "$CT_CUDA_FOUND" ] && echo "  libnvrtc.so.13 (cuDNN's runtime-compiled engines): $CT_CUDA_FOUND" | tr -d '\n' && echo
+  echo "== Python"
+  if have python3; then
+    echo "python3: $(command -v python3) ($(python3 --version 2>&1))"
+    tmo 60 python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version(), "GPU available:", torch.cuda.is_available())' 2>&1 | tail -n 1
+    tmo 30 python3 -c 'import importlib.metadata as m
+for d in sorted(m.distributions(), key=lambda d: d.metadata["Name"] or ""):
+    n = d.metadata["Name"] or ""
+    if n.startswith("nvidia-"): print("  %s %s" % (n, d.version))' 2>&1
+  else
+    echo "python3: not on PATH (the PyTorch comparisons will not run)"
+  fi
+  echo "== ctrain info"
+  tmo 60 "$ctrain" info 2>&1
+} > "$out/libraries.txt" 2>&1
+tee -a "$log" < "$out/libraries.txt"
+
+if grep -q 'not compiled in' "$out/libraries.txt"; then
+  abort 2 "gpu-check: this ctrain was built without CUDA ('ctrain info' says the GPU backend is not compiled in): every GPU test would only be skipped." \
+    "  Build with the CUDA toolkit and cuDNN (make CUDA=1; make detect shows what is missing), or use the tarball from make dist."
+fi
+
+# Is there a GPU? bench_sgemm opens device 0 and multiplies once.
+if ! tmo 90 "$sgemm" --device gpu --n 256 --repeats 1 > "$out/probe.log" 2>&1 && [ "${GPU_CHECK_WITHOUT_GPU:-0}" != 1 ]; then
+  abort 3 "gpu-check: NO GPU FOUND: $(tail -n 1 "$out/probe.log")" \
+    "  nvidia-smi: $(have nvidia-smi && (tmo 20 nvidia-smi -L 2>&1 | head -n 1) || echo 'not installed')" \
+    "  Nothing was tested. Run this on a machine with an NVIDIA GPU and its driver."
+fi
+say "GPU: $(sed -n 's/^sgemm, cuBLAS, //p' "$out/probe.log")"
+
+# ---- 1. the GPU tests, where a skip is a failure ----
+CTRAIN_BIN=$ctrain
+case $CTRAIN_BIN in   # the tests hand it to the shell: quote a path with spaces or the like
+  *[!A-Za-z0-9_./+=:,@%-]*) CTRAIN_BIN="'$(printf '%s' "$CTRAIN_BIN" | sed "s/'/'\\\\''/g")'" ;;
+esac
+export CTRAIN_BIN
+cd "$here" || abort 2 "gpu-check: cannot cd to $here"
+run_step gpu-tests 150 env CT_REQUIRE_GPU=1 "$tests" gpu
+
+# ---- 2. the sgemm peak ----
+run_step peak 60 "$sgemm" --device gpu --repeats 10
+
+# ---- 3. ctrain's timings ----
+devflag=--devices
+"$ctrain" time --help 2>&1 | grep -q -e '--device ' && devflag=--device
+has_tf32=0
+"$ctrain" time --help 2>&1 | grep -q -e '--tf32' && has_tf32=1
+say "ctrain time: device option $devflag; --tf32 $( [ $has_tf32 = 1 ] && echo available || echo 'not in this ctrain (TF32 runs of ctrain left out)')"
+for spec in siamese-lstm:90 siamese-cnn:120 cnn:60; do
+  m=${spec%%:*}; cap=${spec#*:}
+  data=""; [ "$m" = cnn ] && data="--data synthetic"
+  run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" --layers $data --json "$out/ctrain-$m.json"
+done
+for m in siamese-lstm siamese-cnn cnn; do
+  if [ $has_tf32 = 1 ]; then
+    data=""; [ "$m" = cnn ] && data="--data synthetic"
+    run_step "tf32-$m" 45 "$ctrain" time "$m" $devflag gpu --tf32 --protocol bench --threads "$threads" $data --json "$out/ctrain-$m-gpu-tf32.json"
+  else
+    not_run "tf32-$m" "this ctrain has no --tf32"
+  fi
+done
+run_step seed 150 "$ctrain" time siamese-lstm --protocol seed --epochs 2 $devflag gpu --threads "$threads" --json "$out/ctrain-siamese-lstm-seed-gpu.json"
+
+# ---- 4. the PyTorch peers, same workloads ----
+py_ok=0
+if have python3 && tmo 120 python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' > "$out/torch-probe.log" 2>&1; then py_ok=1; fi
+for tf in "" "--tf32"; do
+  sfx=${tf:+-tf32}
+  if [ $py_ok = 1 ]; then
+    run_step "torch-siamese-lstm$sfx" 75 python3 "$here/bench/siamese_torch.py" --device cuda $tf --epochs 4 --batch 128 --threads "$threads" \
+      --protocol bench --pairs 3072 --val-pairs 1024 --json "$out/torch-siamese-lstm-cuda$sfx.json"
+    run_step "torch-cnn$sfx" 75 python3 "$here/bench/cnn_torch.py" --device cuda $tf --epochs 4 --batch 128 --threads "$threads" \
+      --protocol bench --data synthetic --samples 6000 --val-samples 1000 --json "$out/torch-cnn-cuda$sfx.json"
+  else
+    why="python3 on PATH ($(command -v python3 || echo none)) has no PyTorch with a usable GPU $(tail -n 1 "$out/torch-probe.log" 2>/dev/null)"
+    not_run "torch-siamese-lstm$sfx" "$why"; not_run "torch-cnn$sfx" "$why"
+  fi
+done
+
+# ---- 5. the whole suite (background) beside the sanitizers ----
+run_step cpu-tests 240 "$tests" &
+cpu_pid=$!
+san=""
+for c in compute-sanitizer /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  if have "$c"; then san=$(command -v "$c"); break; fi
+done
+[ -z "$san" ] && for c in /usr/local/cuda-*/bin/compute-sanitizer; do [ -x "$c" ] && san=$c; done
+if [ -n "$san" ]; then
+  say "compute-sanitizer: $san ($("$san" --version 2>&1 | tail -n 1))"
+  run_step memcheck 200 env CT_REQUIRE_GPU=1 "$san" --tool memcheck --leak-check full --error-exitcode 99 "$tests" gpu
+  if "$san" --help 2>&1 | grep -q -e '--kernel-regex'; then kfilter="--kernel-regex kns=_kernel|_reduce"; else kfilter="--kernel-name kns=_kernel"; fi
+  run_step racecheck 150 env CT_REQUIRE_GPU=1 "$san" --tool racecheck $kfilter --error-exitcode 99 "$tests" gpu
+else
+  not_run memcheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
+  not_run racecheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
+fi
+wait "$cpu_pid"
+say "all steps done in $(($(now) - start))s"
+finish auto
