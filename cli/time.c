@@ -336,9 +336,11 @@ static ct_status run_device(time_run *r, const workload *w)
         ct_gpu_options opt = { .tf32 = w->tf32, .deterministic = w->deterministic };
         if (ct_gpu_open(index, &opt) != CT_OK) return unavailable(r, ct_last_error());
         ct_gpu_describe(r->device_desc, sizeof r->device_desc);
-        ct_status st = ct_peak_sgemm_gpu(&peak);
+        /* the peak at the run's precision: TF32 tensor cores when they are allowed */
+        ct_status st = ct_sgemm_rate_gpu(&peak, CT_PEAK_N, w->tf32, CT_PEAK_REPEATS);
         if (st != CT_OK) { ct_gpu_close(); return st; }
-        snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS sgemm %d^3 (FP32, no TF32), median of %d", CT_PEAK_N, peak.repeats);
+        snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS sgemm %d^3 (%s), median of %d", CT_PEAK_N,
+                 w->tf32 ? "TF32 allowed" : "FP32, no TF32", peak.repeats);
         ops = ct_ops_gpu();
     }
     r->peak = peak.median;
