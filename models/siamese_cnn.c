@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "models/siamese_cnn.h"
-#include "layers/pair.h"
 
 siamese_cnn_config siamese_cnn_defaults(void)
 {
@@ -61,11 +60,7 @@ ct_status siamese_cnn_plan(siamese_cnn *m, int max_pairs)
     ct_arena_free(&m->arena);
     ct_arena_init(&m->arena);
     m->max_pairs = max_pairs;
-    size_t B = (size_t)max_pairs, D = (size_t)m->cfg.embed;
-    ct_arena_floats(&m->arena, &m->act.dist, B);
-    ct_arena_floats(&m->arena, &m->act.ddist, B);
-    ct_arena_floats(&m->arena, &m->act.demb, 2 * B * D);
-    ct_arena_floats(&m->arena, &m->act.stats, 2);
+    siamese_head_plan(&m->head, &m->arena, max_pairs, m->cfg.embed, m->cfg.margin, m->cfg.threshold);
     return ct_arena_alloc_on(&m->arena, &m->enc.ops->mem, "siamese-cnn activations");
 }
 
@@ -79,28 +74,15 @@ void siamese_cnn_free(siamese_cnn *m)
 float siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int B, int train, ct_rng *dropout_rng, int *correct)
 {
     CT_ASSERT(B >= 1 && B <= m->max_pairs);
-    const siamese_cnn_config *c = &m->cfg;
-    const ct_ops *ops = m->enc.ops;
-    const float *emb = seq_cnn_forward_stack(&m->enc, x, 2 * B, train, dropout_rng);    /* [2B, D] */
-    const float *emb_a = emb, *emb_b = emb + (size_t)B * c->embed;                      /* [B, D] each */
-    ops->euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);   /* [B] */
-    ops->contrastive_stats(m->act.stats, m->act.dist, y, B, c->margin, c->threshold);   /* [2] */
-    float stats[2];                                                                     /* the step's one read */
-    if (ops->download(stats, m->act.stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
-    if (correct) *correct = (int)(stats[1] + 0.5f);
-    return stats[0];
+    const float *emb = seq_cnn_forward_stack(&m->enc, x, 2 * B, train, dropout_rng);          /* [2B, D] */
+    return siamese_head_forward(&m->head, m->enc.ops, emb, y, B, correct, NULL, NULL, NULL);   /* distance, loss */
 }
 
 void siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B)
 {
-    const siamese_cnn_config *c = &m->cfg;
-    const ct_ops *ops = m->enc.ops;
-    const float *emb = m->enc.logits;                         /* [2B, D] from the forward */
-    size_t half = (size_t)B * c->embed;
-    ops->contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                        /* dL/dd   [B] */
-    ops->euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
-                            emb, emb + half, B, c->embed, CT_KERAS_EPSILON);                      /* dL/demb [2B, D] */
-    seq_cnn_backward_stack(&m->enc, x, m->act.demb, 2 * B);                                       /* into the weights */
+    const float *emb = m->enc.logits;                                                           /* [2B, D] from the forward */
+    siamese_head_backward(&m->head, m->enc.ops, emb, y, B, NULL, NULL, NULL);                   /* dL/demb [2B, D] */
+    seq_cnn_backward_stack(&m->enc, x, m->head.demb, 2 * B);                                    /* into the weights */
 }
 
 ct_status siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs)

@@ -45,6 +45,7 @@
 #include "core/params.h"
 #include "core/rng.h"
 #include "models/seq_cnn.h"
+#include "models/siamese_head.h"
 
 #define SIAMESE_CNN_DEFAULT_BODY "conv16k3p1,batchnorm,relu,maxpool2,conv32k3p1,batchnorm,relu,maxpool2,conv64k3p1,batchnorm,relu,gaph"
 #define SIAMESE_CNN_DEFAULT_SPEC SIAMESE_CNN_DEFAULT_BODY ",dense64"
@@ -63,12 +64,7 @@ typedef struct siamese_cnn {
     seq_cnn enc;                   /* the shared tower: enc.params (weights), enc.buffers (batchnorm running statistics) */
     int max_pairs;                 /* batch size the activations were planned for */
     ct_arena arena;
-    struct {                       /* the head's activations on the device, planned for max_pairs pairs */
-        float *dist;               /* [B] distances */
-        float *ddist;              /* [B] */
-        float *demb;               /* [2B, D] d loss / d embeddings: a rows, then b rows */
-        float *stats;              /* [2] mean loss, right predictions */
-    } act;
+    siamese_head head;             /* distance and contrastive loss, on the device, planned for max_pairs pairs */
     float *embed_x;                /* [enc.max_batch, T, I] embedding input on the device (unused on the CPU) */
 } siamese_cnn;
 

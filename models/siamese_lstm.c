@@ -3,7 +3,6 @@
  * reverse (see siamese_lstm.h for the picture). */
 #include <string.h>
 #include "models/siamese_lstm.h"
-#include "layers/pair.h"
 
 siamese_lstm_config siamese_lstm_defaults(void)
 {
@@ -74,11 +73,8 @@ ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs)
     CT_TRY(m->ops->lstm_plan(&m->lstm_plan, &ld, &m->params, &m->lstm, m->dev.data));
     ct_arena_floats(&m->arena, &m->act.h, S * H);
     ct_arena_floats(&m->arena, &m->act.emb, S * D);
-    ct_arena_floats(&m->arena, &m->act.dist, (size_t)max_pairs);
-    ct_arena_floats(&m->arena, &m->act.ddist, (size_t)max_pairs);
-    ct_arena_floats(&m->arena, &m->act.demb, S * D);
     ct_arena_floats(&m->arena, &m->act.dh, S * H);
-    ct_arena_floats(&m->arena, &m->act.stats, 2);
+    siamese_head_plan(&m->head, &m->arena, max_pairs, m->cfg.embed, m->cfg.margin, m->cfg.threshold);
     return ct_arena_alloc_on(&m->arena, &m->ops->mem, "siamese-lstm activations");
 }
 
@@ -132,7 +128,6 @@ float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, cons
     const ct_ops *ops = m->ops;
     lstm_dims ld = lstm_dims_of(m, 2 * B, c->frames);
     const float *dw = ct_dparams_data(&m->dev, m->dense.w), *db = ct_dparams_data(&m->dev, m->dense.b);
-    float *emb_a = m->act.emb, *emb_b = m->act.emb + (size_t)B * c->embed;
     ct_prof *p = &m->prof;
     ct_prof_start(p, ops);
 
@@ -140,14 +135,8 @@ float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, cons
     ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_LSTM]);
     ops->dense_forward(m->act.emb, m->act.h, dw, db, 2 * B, c->hidden, c->embed);            /* [2B, D] */
     ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_DENSE]);
-    ops->euclidean_forward(m->act.dist, emb_a, emb_b, B, c->embed, CT_KERAS_EPSILON);        /* [B] */
-    ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_DISTANCE]);
-    ops->contrastive_stats(m->act.stats, m->act.dist, y, B, c->margin, c->threshold);        /* [2] */
-    float stats[2];                                                                          /* the step's one read */
-    if (ops->download(stats, m->act.stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
-    ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_LOSS]);
-    if (correct) *correct = (int)(stats[1] + 0.5f);
-    return stats[0];
+    return siamese_head_forward(&m->head, ops, m->act.emb, y, B, correct, p,                 /* distance, loss */
+                                &p->fwd[SIAMESE_PART_DISTANCE], &p->fwd[SIAMESE_PART_LOSS]);
 }
 
 void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B)
@@ -157,16 +146,12 @@ void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, cons
     lstm_dims ld = lstm_dims_of(m, 2 * B, c->frames);
     const float *dw = ct_dparams_data(&m->dev, m->dense.w);
     float *gdw = ct_dparams_grad(&m->dev, m->dense.w), *gdb = ct_dparams_grad(&m->dev, m->dense.b);
-    size_t half = (size_t)B * c->embed;
     ct_prof *p = &m->prof;
     ct_prof_start(p, ops);
 
-    ops->contrastive_backward(m->act.ddist, m->act.dist, y, B, c->margin);                      /* dL/dd   [B] */
-    ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_LOSS]);
-    ops->euclidean_backward(m->act.demb, m->act.demb + half, m->act.ddist, m->act.dist,
-                            m->act.emb, m->act.emb + half, B, c->embed, CT_KERAS_EPSILON);       /* dL/demb [2B, D] */
-    ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_DISTANCE]);
-    ops->dense_backward(m->act.dh, gdw, gdb, m->act.demb, m->act.h, dw, 2 * B, c->hidden, c->embed);  /* dL/dh [2B, H] */
+    siamese_head_backward(&m->head, ops, m->act.emb, y, B, p,                                  /* dL/demb [2B, D] */
+                          &p->bwd[SIAMESE_PART_DISTANCE], &p->bwd[SIAMESE_PART_LOSS]);
+    ops->dense_backward(m->act.dh, gdw, gdb, m->head.demb, m->act.h, dw, 2 * B, c->hidden, c->embed);  /* dL/dh [2B, H] */
     ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_DENSE]);
     ops->lstm_backward(NULL, m->dev.grad, m->lstm_plan, m->act.dh, x, len, len_host, m->dev.data, &ld);   /* into the weights */
     ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_LSTM]);

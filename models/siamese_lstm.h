@@ -28,6 +28,7 @@
 #include "layers/lstm.h"
 #include "layers/ops.h"
 #include "models/profile.h"
+#include "models/siamese_head.h"
 
 /* The parts of a training step, for profiling (siamese_lstm.prof). */
 typedef enum {
@@ -64,12 +65,9 @@ typedef struct {
     struct {                       /* activations, planned for max_pairs pairs */
         float *h;                  /* [2B, H] the LSTM's output (last hidden state or mean over time) */
         float *emb;                /* [2B, D] embeddings: a rows, then b rows */
-        float *dist;               /* [B] distances */
-        float *ddist;              /* [B] */
-        float *demb;               /* [2B, D] */
         float *dh;                 /* [2B, H] */
-        float *stats;              /* [2] mean loss, right predictions (ops->contrastive_stats) */
     } act;
+    siamese_head head;             /* distance and contrastive loss (models/siamese_head.h) */
     /* embedding of whole utterances (evaluation), planned separately: */
     void *embed_plan;              /* the LSTM's state for embed_max_seqs sequences of embed_max_frames */
     ct_arena embed_arena;

@@ -96,7 +96,7 @@ static void test_parity(void)
     float loss = siamese_cnn_forward(&m, x, y, B, 1, NULL, NULL);
     t_close("loss", &loss, loss_ref, 1, SCNN_PAR_TOL);
     t_close("embeddings [2B, D]", m.enc.logits, emb_ref, (size_t)2 * B * D, SCNN_PAR_TOL);
-    t_close("distances [B]", m.act.dist, dist_ref, (size_t)B, SCNN_PAR_TOL);
+    t_close("distances [B]", m.head.dist, dist_ref, (size_t)B, SCNN_PAR_TOL);
     siamese_cnn_backward(&m, x, y, B);
 
     char name[160];
@@ -178,8 +178,8 @@ static void test_gradcheck(void)
     ct_params_zero_grad(P);
     siamese_cnn_forward(&m, x, y, B, 1, NULL, NULL);
     siamese_cnn_backward(&m, x, y, B);
-    t_check(m.act.dist[1] < cfg.margin && m.act.dist[2] < cfg.margin, "different-speaker distances %g, %g should be inside "
-            "the margin, so its hinge is checked too", m.act.dist[1], m.act.dist[2]);
+    t_check(m.head.dist[1] < cfg.margin && m.head.dist[2] < cfg.margin, "different-speaker distances %g, %g should be inside "
+            "the margin, so its hinge is checked too", m.head.dist[1], m.head.dist[2]);
     double *num = calloc(P->numel, sizeof *num);
     float *ana = t_alloc(P->numel), *g = t_alloc(P->numel);
     memcpy(g, P->grad, P->numel * sizeof *g);
