@@ -186,12 +186,20 @@ ct_status ct_train_state_to_device(ct_train_state *s)
 typedef struct {
     const ct_task *t;
     const ct_fit_config *cfg;
+    FILE *out, *csv;
+    int bar;                       /* draw the progress bar */
     ct_train_state *st;            /* the task's weights, gradients and optimizer */
     ct_params *params, *buffers;   /* their host copies (buffers NULL when the model has none) */
     ct_epoch_log *hist;            /* [epochs] */
     ct_ckpt_progress prog;         /* what the next checkpoint records */
     float *best_p, *best_s;        /* best epoch's weights (early stopping) */
     char last_good[4400];          /* the last checkpoint written or resumed from, for messages */
+    int start_epoch, epochs_done;
+    long start_step, steps_per_epoch;
+    /* the epoch being trained */
+    double t0, sum_loss, sum_correct;
+    long seen, skipped;
+    float lr;
 } fit_run;
 
 static ct_status save_to(fit_run *r, const char *path)
@@ -229,7 +237,8 @@ static ct_status restore_best(fit_run *r)
     return ct_train_state_to_device(r->st);
 }
 
-ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_out, FILE *out)
+/* The configuration's own contradictions, before anything is allocated. */
+static ct_status fit_check(const ct_task *t, const ct_fit_config *cfg)
 {
     if (cfg->epochs < 1 || cfg->batch < 1) return ct_fail(CT_EINVAL, "--epochs and --batch must be at least 1");
     if (t->n_train < 1) return ct_fail(CT_EINVAL, "no training samples");
@@ -239,191 +248,254 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
     if ((cfg->save_best || cfg->early_stopping) && val_monitor && t->n_val < 1)
         return ct_fail(CT_EINVAL, "--monitor %s needs validation data (or use --monitor loss)", ct_monitor_name(cfg->monitor));
     if (cfg->checkpoint_every && !cfg->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE");
+    return CT_OK;
+}
 
+/* Reads the checkpoint of cfg->resume: weights, optimizer state, progress, history, the
+ * task's data state; then sends weights and optimizer state to the device. */
+static ct_status fit_resume(fit_run *r)
+{
+    const ct_fit_config *cfg = r->cfg;
+    ct_ckpt c = { .meta = cfg->meta, .params = r->params, .state = r->buffers, .opt = ct_train_state_host_optim(r->st),
+                  .prog = r->prog, .hist = r->hist, .hist_cap = cfg->epochs, .best_params = r->best_p,
+                  .best_state = r->best_s, .task = r->t, .rngs = cfg->rngs };
+    CT_TRY(ct_ckpt_load(cfg->resume, &c));
+    CT_TRY(ct_train_state_to_device(r->st));   /* the loaded weights and optimizer state */
+    r->prog = c.prog;
+    if (r->prog.monitor != (int)cfg->monitor) {   /* another monitor: its best starts afresh */
+        r->prog.monitor = (int)cfg->monitor;
+        r->prog.best = NAN; r->prog.best_epoch = -1; r->prog.wait = 0;
+    }
+    if (r->best_p && r->prog.best_epoch < 0) CT_TRY(snapshot_best(r));   /* no best yet: the resumed weights */
+    r->start_epoch = r->prog.epoch;
+    r->start_step = r->prog.step;
+    if (r->start_step) {
+        snprintf(r->last_good, sizeof r->last_good, "%s (epoch %d, after batch %ld)", cfg->resume, r->start_epoch + 1, r->start_step);
+        fprintf(r->out, "Resuming from %s: epoch %d, after batch %ld\n", cfg->resume, r->start_epoch + 1, r->start_step);
+    } else {
+        snprintf(r->last_good, sizeof r->last_good, "%s (end of epoch %d)", cfg->resume, r->start_epoch);
+        fprintf(r->out, "Resuming from %s: %d epoch%s done\n", cfg->resume, r->start_epoch, r->start_epoch == 1 ? "" : "s");
+    }
+    return CT_OK;
+}
+
+/* Everything a run holds: the optimizer, the history, the best weights' room, where it
+ * starts (a checkpoint's position or the beginning) and the CSV log. */
+static ct_status fit_start(fit_run *r)
+{
+    const ct_fit_config *cfg = r->cfg;
+    size_t ns = r->buffers ? r->buffers->numel : 0;
+    r->hist = ct_calloc((size_t)cfg->epochs, sizeof *r->hist, "history");
+    if (!r->hist) return CT_ENOMEM;
+    if (cfg->early_stopping) {
+        r->best_p = ct_malloc(r->params->numel * sizeof(float) + 1, "best weights");
+        r->best_s = ct_malloc(ns * sizeof(float) + 1, "best weights");
+        if (!r->best_p || !r->best_s) return CT_ENOMEM;
+    }
+    r->prog.monitor = (int)cfg->monitor;
+    r->prog.best = NAN;
+    r->prog.best_epoch = -1;
+    if (cfg->resume) CT_TRY(fit_resume(r));
+    else CT_TRY(ct_train_state_to_device(r->st));   /* the weights as initialised on the host */
+    r->epochs_done = r->start_epoch;
+    r->steps_per_epoch = (r->t->n_train + cfg->batch - 1) / cfg->batch;
+    if (cfg->csv) CT_TRY(csv_open(&r->csv, cfg->csv, cfg->resume != NULL, r->start_epoch));
+    return CT_OK;
+}
+
+/* The progress a checkpoint taken after `step` batches of epoch e records. */
+static void fit_mark(fit_run *r, int epoch, long step)
+{
+    r->prog.epoch = epoch; r->prog.step = step; r->prog.lr = r->lr;
+    r->prog.sum_loss = r->sum_loss; r->prog.sum_correct = r->sum_correct; r->prog.seen = r->seen; r->prog.skipped = r->skipped;
+}
+
+/* One epoch's batches (from the checkpoint's batch when resuming inside it). *stopped: a
+ * --stop-after-steps stop inside the epoch. */
+static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
+{
+    const ct_task *t = r->t;
+    const ct_fit_config *cfg = r->cfg;
+    FILE *out = r->out;
+    double last_draw = 0;
+    long step = 0;
+    r->t0 = ct_now();
+    r->sum_loss = r->sum_correct = 0;
+    r->seen = r->skipped = 0;
+    r->lr = ct_sched_lr(&cfg->sched, e);
+    if (e == r->start_epoch && r->start_step > 0) {   /* resumed inside this epoch: the order is the checkpoint's */
+        r->sum_loss = r->prog.sum_loss; r->sum_correct = r->prog.sum_correct; r->seen = r->prog.seen; r->skipped = r->prog.skipped;
+        step = r->start_step;
+    } else if (t->begin_epoch) {
+        t->begin_epoch(t->ctx, e);
+    }
+    for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
+        int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0;
+        t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
+        ct_train_state_zero_grad(r->st);
+        float loss = t->forward(t->ctx, b, 1, &correct);
+        int bad = !isfinite(loss);
+        if (bad && cfg->on_nan == CT_NAN_STOP) {
+            if (r->bar) fprintf(out, "\n");
+            return ct_fail(CT_ENUMERIC, "the loss became %s at epoch %d, batch %ld (samples %ld-%ld); training stopped. "
+                           "Last good checkpoint: %s. Lower the learning rate (--lr), clip gradients (--clip-norm) "
+                           "or skip such batches (--on-nan skip-batch)",
+                           isnan(loss) ? "NaN" : "infinite", e + 1, step + 1, first, first + b - 1, last_good(r));
+        }
+        if (!bad) {
+            t->backward(t->ctx, b);
+            if (cfg->on_nan == CT_NAN_SKIP_BATCH) bad = !isfinite(ct_train_state_grad_norm(r->st));
+        }
+        if (bad) r->skipped++;
+        else {
+            ct_train_state_step(r->st, r->lr);
+            r->sum_loss += (double)loss * b; r->sum_correct += correct; r->seen += b;
+        }
+        double now = ct_now();
+        if (r->bar && (now - last_draw > 0.1 || first + b >= t->n_train)) {
+            progress(out, first + b, t->n_train, now - r->t0, r->seen ? r->sum_loss / r->seen : 0,
+                     r->seen ? r->sum_correct / r->seen : 0);
+            last_draw = now;
+        }
+        long global = (long)e * r->steps_per_epoch + step + 1;
+        int last_batch = first + b >= t->n_train;
+        int stop_here = cfg->stop_after_steps > 0 && global >= cfg->stop_after_steps;
+        if (!last_batch && cfg->checkpoint && ((cfg->checkpoint_every > 0 && global % cfg->checkpoint_every == 0) || stop_here)) {
+            fit_mark(r, e, step + 1);
+            CT_TRY(save_to(r, cfg->checkpoint));
+        }
+        if (!last_batch && stop_here) {
+            if (r->bar) fprintf(out, "\n");
+            fprintf(out, "Stopped after %ld batches (--stop-after-steps)%s%s\n", global,
+                    cfg->checkpoint ? "; continue with --resume " : "", cfg->checkpoint ? cfg->checkpoint : "");
+            *stopped = 1;
+            return CT_OK;
+        }
+    }
+    return CT_OK;
+}
+
+/* Validation, the task's own metrics (val_eer) and the Keras line of epoch e, into *log. */
+static ct_status fit_close_epoch(fit_run *r, int e, ct_epoch_log *log)
+{
+    const ct_task *t = r->t;
+    FILE *out = r->out;
+    double t1 = ct_now(), vl = 0, va = 0;
+    if (t->n_val > 0) ct_evaluate(t, CT_SPLIT_VAL, r->cfg->batch, &vl, &va);
+    double t2 = ct_now();
+    if (r->bar) fprintf(out, "\r\033[K");
+    if (!isfinite(vl))
+        return ct_fail(CT_ENUMERIC, "the validation loss became %s at the end of epoch %d; training stopped. Last good checkpoint: %s. "
+                       "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1, last_good(r));
+    *log = (ct_epoch_log){ .seconds = t2 - r->t0, .train_seconds = t1 - r->t0, .val_seconds = t2 - t1,
+                           .loss = r->seen ? r->sum_loss / r->seen : NAN, .accuracy = r->seen ? r->sum_correct / r->seen : NAN,
+                           .val_loss = vl, .val_accuracy = va, .val_eer = -1.0 };
+    if (t->end_epoch) {
+        t->end_epoch(t->ctx, e, log);
+        log->seconds = ct_now() - r->t0;   /* the epoch's seconds include whatever end_epoch evaluated */
+    }
+    fprintf(out, " - %.0fs - loss: %.4f - accuracy: %.4f", log->seconds, log->loss, log->accuracy);
+    if (t->n_val > 0) fprintf(out, " - val_loss: %.4f - val_accuracy: %.4f", log->val_loss, log->val_accuracy);
+    if (log->val_eer >= 0) fprintf(out, " - val_eer: %.4f", log->val_eer);
+    fprintf(out, "\n");
+    if (r->skipped) fprintf(out, "Skipped %ld batch%s of epoch %d: non-finite loss or gradient (--on-nan skip-batch)\n",
+                            r->skipped, r->skipped == 1 ? "" : "es", e + 1);
+    fflush(out);
+    r->hist[e] = *log;
+    r->epochs_done = e + 1;
+    return CT_OK;
+}
+
+/* The monitored value (Keras's ModelCheckpoint(save_best_only) and EarlyStopping): *improved
+ * when epoch e is the best so far, whose weights are then kept. */
+static ct_status fit_monitor(fit_run *r, int e, const ct_epoch_log *log, int *improved)
+{
+    const ct_fit_config *cfg = r->cfg;
+    *improved = 0;
+    if (!cfg->save_best && !cfg->early_stopping) return CT_OK;
+    double v = monitor_value(cfg->monitor, log), best = r->prog.best;
+    if (cfg->monitor == CT_MONITOR_VAL_EER && v < 0)
+        return ct_fail(CT_EINVAL, "--monitor val_eer: this run computes no val_eer (it needs a trial list, --trials)");
+    *improved = isfinite(v) && (r->prog.best_epoch < 0 || (monitor_is_max(cfg->monitor) ? v > best : v < best));
+    if (!*improved) {
+        r->prog.wait++;
+        if (cfg->save_best) fprintf(r->out, "Epoch %d: %s did not improve from %.5f\n", e + 1, ct_monitor_name(cfg->monitor), r->prog.best);
+        return CT_OK;
+    }
+    if (cfg->save_best) {
+        char prev[32];
+        if (r->prog.best_epoch < 0) snprintf(prev, sizeof prev, "%s", monitor_is_max(cfg->monitor) ? "-inf" : "inf");
+        else snprintf(prev, sizeof prev, "%.5f", best);
+        fprintf(r->out, "Epoch %d: %s improved from %s to %.5f, saving model to %s\n", e + 1, ct_monitor_name(cfg->monitor),
+                prev, v, cfg->save_best);
+    }
+    r->prog.best = v;
+    r->prog.best_epoch = e;
+    r->prog.wait = 0;
+    return r->best_p ? snapshot_best(r) : CT_OK;
+}
+
+/* After epoch e: the CSV row and the checkpoints; *stop when early stopping or
+ * --stop-after-steps ends the run here. */
+static ct_status fit_after_epoch(fit_run *r, int e, const ct_epoch_log *log, int improved, int *stop)
+{
+    const ct_fit_config *cfg = r->cfg;
+    if (r->csv) CT_TRY(csv_row(r->csv, cfg->csv, e, log));
+    r->sum_loss = r->sum_correct = 0;
+    r->seen = r->skipped = 0;
+    fit_mark(r, e + 1, 0);
+    if (improved && cfg->save_best) CT_TRY(save_to(r, cfg->save_best));
+    if (cfg->checkpoint) CT_TRY(save_to(r, cfg->checkpoint));
+    if (cfg->early_stopping && r->prog.wait >= cfg->early_stopping) {
+        fprintf(r->out, "Epoch %d: early stopping (%s has not improved for %d epochs)\n", e + 1, ct_monitor_name(cfg->monitor),
+                r->prog.wait);
+        *stop = 1;
+    } else if (cfg->stop_after_steps > 0 && (long)(e + 1) * r->steps_per_epoch >= cfg->stop_after_steps && e + 1 < cfg->epochs) {
+        fprintf(r->out, "Stopped after %ld batches (--stop-after-steps)%s%s\n", (long)(e + 1) * r->steps_per_epoch,
+                cfg->checkpoint ? "; continue with --resume " : "", cfg->checkpoint ? cfg->checkpoint : "");
+        *stop = 1;
+    }
+    return CT_OK;
+}
+
+ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_out, FILE *out)
+{
+    CT_TRY(fit_check(t, cfg));
     fit_run r;
     memset(&r, 0, sizeof r);
     r.t = t;
     r.cfg = cfg;
+    r.out = out;
     r.st = t->state;
     r.params = t->state->params->host;
     r.buffers = t->state->buffers ? t->state->buffers->host : NULL;
     CT_TRY(ct_train_state_begin(r.st, &cfg->optim));
-    size_t ns = r.buffers ? r.buffers->numel : 0;
-    ct_status st = CT_OK;
-    r.hist = ct_calloc((size_t)cfg->epochs, sizeof *r.hist, "history");
-    if (!r.hist) st = CT_ENOMEM;
-    if (st == CT_OK && cfg->early_stopping) {
-        r.best_p = ct_malloc(r.params->numel * sizeof(float) + 1, "best weights");
-        r.best_s = ct_malloc(ns * sizeof(float) + 1, "best weights");
-        if (!r.best_p || !r.best_s) st = CT_ENOMEM;
-    }
-    r.prog.monitor = (int)cfg->monitor;
-    r.prog.best = NAN;
-    r.prog.best_epoch = -1;
-    int start_epoch = 0;
-    long start_step = 0;
-    if (st == CT_OK && cfg->resume) {
-        ct_ckpt c = { .meta = cfg->meta, .params = r.params, .state = r.buffers, .opt = ct_train_state_host_optim(r.st),
-                      .prog = r.prog, .hist = r.hist, .hist_cap = cfg->epochs, .best_params = r.best_p,
-                      .best_state = r.best_s, .task = t, .rngs = cfg->rngs };
-        st = ct_ckpt_load(cfg->resume, &c);
-        if (st == CT_OK) st = ct_train_state_to_device(r.st);   /* the loaded weights and optimizer state */
-        if (st == CT_OK) {
-            r.prog = c.prog;
-            if (r.prog.monitor != (int)cfg->monitor) {   /* another monitor: its best starts afresh */
-                r.prog.monitor = (int)cfg->monitor;
-                r.prog.best = NAN; r.prog.best_epoch = -1; r.prog.wait = 0;
-            }
-            if (r.best_p && r.prog.best_epoch < 0) st = snapshot_best(&r);   /* no best yet: the resumed weights */
-            start_epoch = r.prog.epoch;
-            start_step = r.prog.step;
-            if (start_step) snprintf(r.last_good, sizeof r.last_good, "%s (epoch %d, after batch %ld)", cfg->resume, start_epoch + 1, start_step);
-            else snprintf(r.last_good, sizeof r.last_good, "%s (end of epoch %d)", cfg->resume, start_epoch);
-            if (start_step) fprintf(out, "Resuming from %s: epoch %d, after batch %ld\n", cfg->resume, start_epoch + 1, start_step);
-            else fprintf(out, "Resuming from %s: %d epoch%s done\n", cfg->resume, start_epoch, start_epoch == 1 ? "" : "s");
-        }
-    }
-    if (st == CT_OK && !cfg->resume) st = ct_train_state_to_device(r.st);   /* the weights as initialised on the host */
-    FILE *csv = NULL;
-    if (st == CT_OK && cfg->csv) st = csv_open(&csv, cfg->csv, cfg->resume != NULL, start_epoch);
-    if (st != CT_OK) goto done;
-
-    int bar = cfg->progress < 0 ? isatty(fileno(out)) : cfg->progress;
-    int stopped = 0, epochs_done = start_epoch;
-    if (start_epoch >= cfg->epochs) {
+    ct_status st = fit_start(&r);
+    int stop = st != CT_OK;
+    r.bar = cfg->progress < 0 ? isatty(fileno(out)) : cfg->progress;
+    if (st != CT_OK) {
+        /* nothing trained */
+    } else if (r.start_epoch >= cfg->epochs) {
         fprintf(out, "%s already holds %d epochs (--epochs %d): nothing to train; raise --epochs to continue\n",
-                cfg->resume, start_epoch, cfg->epochs);
-        stopped = 1;
+                cfg->resume, r.start_epoch, cfg->epochs);
+        stop = 1;
     } else if (cfg->early_stopping && r.prog.wait >= cfg->early_stopping) {
         fprintf(out, "Early stopping had already stopped this run (%s has not improved for %d epochs)\n",
                 ct_monitor_name(cfg->monitor), r.prog.wait);
-        stopped = 1;
+        stop = 1;
     } else {
         fprintf(out, "Train on %ld samples, validate on %ld samples\n", t->n_train, t->n_val);
     }
-    long steps_per_epoch = (t->n_train + cfg->batch - 1) / cfg->batch;
-    for (int e = start_epoch; e < cfg->epochs && !stopped; e++) {
+    for (int e = r.start_epoch; e < cfg->epochs && !stop; e++) {
         fprintf(out, "Epoch %d/%d\n", e + 1, cfg->epochs);
         fflush(out);
-        double t0 = ct_now(), sl = 0, sc = 0, last_draw = 0;
-        long seen = 0, skipped = 0, step = 0;
-        float lr = ct_sched_lr(&cfg->sched, e);
-        if (e == start_epoch && start_step > 0) {   /* resumed inside this epoch: the order is the checkpoint's */
-            sl = r.prog.sum_loss; sc = r.prog.sum_correct; seen = r.prog.seen; skipped = r.prog.skipped;
-            step = start_step;
-        } else if (t->begin_epoch) {
-            t->begin_epoch(t->ctx, e);
-        }
-        for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
-            int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0;
-            t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
-            ct_train_state_zero_grad(r.st);
-            float loss = t->forward(t->ctx, b, 1, &correct);
-            int bad = !isfinite(loss);
-            if (bad && cfg->on_nan == CT_NAN_STOP) {
-                if (bar) fprintf(out, "\n");
-                st = ct_fail(CT_ENUMERIC, "the loss became %s at epoch %d, batch %ld (samples %ld-%ld); training stopped. "
-                             "Last good checkpoint: %s. Lower the learning rate (--lr), clip gradients (--clip-norm) "
-                             "or skip such batches (--on-nan skip-batch)",
-                             isnan(loss) ? "NaN" : "infinite", e + 1, step + 1, first, first + b - 1, last_good(&r));
-                break;
-            }
-            if (!bad) {
-                t->backward(t->ctx, b);
-                if (cfg->on_nan == CT_NAN_SKIP_BATCH) bad = !isfinite(ct_train_state_grad_norm(r.st));
-            }
-            if (bad) skipped++;
-            else {
-                ct_train_state_step(r.st, lr);
-                sl += (double)loss * b; sc += correct; seen += b;
-            }
-            double now = ct_now();
-            if (bar && (now - last_draw > 0.1 || first + b >= t->n_train)) {
-                progress(out, first + b, t->n_train, now - t0, seen ? sl / seen : 0, seen ? sc / seen : 0);
-                last_draw = now;
-            }
-            long global = (long)e * steps_per_epoch + step + 1;
-            int last_batch = first + b >= t->n_train;
-            int stop_here = cfg->stop_after_steps > 0 && global >= cfg->stop_after_steps;
-            if (!last_batch && cfg->checkpoint && ((cfg->checkpoint_every > 0 && global % cfg->checkpoint_every == 0) || stop_here)) {
-                r.prog.epoch = e; r.prog.step = step + 1; r.prog.lr = lr;
-                r.prog.sum_loss = sl; r.prog.sum_correct = sc; r.prog.seen = seen; r.prog.skipped = skipped;
-                st = save_to(&r, cfg->checkpoint);
-                if (st != CT_OK) break;
-            }
-            if (!last_batch && stop_here) {
-                if (bar) fprintf(out, "\n");
-                fprintf(out, "Stopped after %ld batches (--stop-after-steps)%s%s\n", global,
-                        cfg->checkpoint ? "; continue with --resume " : "", cfg->checkpoint ? cfg->checkpoint : "");
-                stopped = 1;
-                break;
-            }
-        }
-        if (st != CT_OK || stopped) break;
-        double t1 = ct_now(), vl = 0, va = 0;
-        if (t->n_val > 0) ct_evaluate(t, CT_SPLIT_VAL, cfg->batch, &vl, &va);
-        double t2 = ct_now();
-        if (bar) fprintf(out, "\r\033[K");
-        if (!isfinite(vl)) {
-            st = ct_fail(CT_ENUMERIC, "the validation loss became %s at the end of epoch %d; training stopped. Last good checkpoint: %s. "
-                         "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1, last_good(&r));
-            break;
-        }
-        ct_epoch_log log = { t2 - t0, t1 - t0, t2 - t1, seen ? sl / seen : NAN, seen ? sc / seen : NAN, vl, va, -1.0 };
-        if (t->end_epoch) {
-            t->end_epoch(t->ctx, e, &log);
-            log.seconds = ct_now() - t0;   /* the epoch's seconds include whatever end_epoch evaluated */
-        }
-        fprintf(out, " - %.0fs - loss: %.4f - accuracy: %.4f", log.seconds, log.loss, log.accuracy);
-        if (t->n_val > 0) fprintf(out, " - val_loss: %.4f - val_accuracy: %.4f", log.val_loss, log.val_accuracy);
-        if (log.val_eer >= 0) fprintf(out, " - val_eer: %.4f", log.val_eer);
-        fprintf(out, "\n");
-        if (skipped) fprintf(out, "Skipped %ld batch%s of epoch %d: non-finite loss or gradient (--on-nan skip-batch)\n",
-                             skipped, skipped == 1 ? "" : "es", e + 1);
-        fflush(out);
-        r.hist[e] = log;
-        epochs_done = e + 1;
-
-        /* the monitored value: ModelCheckpoint(save_best_only) and EarlyStopping */
+        ct_epoch_log log;
         int improved = 0;
-        if (cfg->save_best || cfg->early_stopping) {
-            double v = monitor_value(cfg->monitor, &log), best = r.prog.best;
-            if (cfg->monitor == CT_MONITOR_VAL_EER && v < 0) {
-                st = ct_fail(CT_EINVAL, "--monitor val_eer: this run computes no val_eer (it needs a trial list, --trials)");
-                break;
-            }
-            improved = isfinite(v) && (r.prog.best_epoch < 0 || (monitor_is_max(cfg->monitor) ? v > best : v < best));
-            if (improved) {
-                if (cfg->save_best) {
-                    char prev[32];
-                    if (r.prog.best_epoch < 0) snprintf(prev, sizeof prev, "%s", monitor_is_max(cfg->monitor) ? "-inf" : "inf");
-                    else snprintf(prev, sizeof prev, "%.5f", best);
-                    fprintf(out, "Epoch %d: %s improved from %s to %.5f, saving model to %s\n", e + 1, ct_monitor_name(cfg->monitor),
-                            prev, v, cfg->save_best);
-                }
-                r.prog.best = v;
-                r.prog.best_epoch = e;
-                r.prog.wait = 0;
-                if (r.best_p && (st = snapshot_best(&r)) != CT_OK) break;
-            } else {
-                r.prog.wait++;
-                if (cfg->save_best) fprintf(out, "Epoch %d: %s did not improve from %.5f\n", e + 1, ct_monitor_name(cfg->monitor), r.prog.best);
-            }
-        }
-        if (csv) { st = csv_row(csv, cfg->csv, e, &log); if (st != CT_OK) break; }
-        r.prog.epoch = e + 1; r.prog.step = 0; r.prog.lr = lr;
-        r.prog.sum_loss = 0; r.prog.sum_correct = 0; r.prog.seen = 0; r.prog.skipped = 0;
-        if (improved && cfg->save_best) { st = save_to(&r, cfg->save_best); if (st != CT_OK) break; }
-        if (cfg->checkpoint) { st = save_to(&r, cfg->checkpoint); if (st != CT_OK) break; }
-        if (cfg->early_stopping && r.prog.wait >= cfg->early_stopping) {
-            fprintf(out, "Epoch %d: early stopping (%s has not improved for %d epochs)\n", e + 1, ct_monitor_name(cfg->monitor), r.prog.wait);
-            break;
-        }
-        if (cfg->stop_after_steps > 0 && (long)(e + 1) * steps_per_epoch >= cfg->stop_after_steps && e + 1 < cfg->epochs) {
-            fprintf(out, "Stopped after %ld batches (--stop-after-steps)%s%s\n", (long)(e + 1) * steps_per_epoch,
-                    cfg->checkpoint ? "; continue with --resume " : "", cfg->checkpoint ? cfg->checkpoint : "");
-            break;
-        }
+        st = fit_train_epoch(&r, e, &stop);
+        if (st == CT_OK && !stop) st = fit_close_epoch(&r, e, &log);
+        if (st == CT_OK && !stop) st = fit_monitor(&r, e, &log, &improved);
+        if (st == CT_OK && !stop) st = fit_after_epoch(&r, e, &log, improved, &stop);
+        if (st != CT_OK) break;
     }
     if (st == CT_OK && cfg->early_stopping && r.prog.best_epoch >= 0 && (st = restore_best(&r)) == CT_OK) {
         fprintf(out, "Restoring model weights from the end of the best epoch: %d (%s %.4f)\n", r.prog.best_epoch + 1,
@@ -431,9 +503,8 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
     }
     if (st == CT_OK) st = ct_train_state_to_host(r.st);   /* the caller reads the trained weights there */
     fflush(out);
-    if (hist_out) memcpy(hist_out, r.hist, (size_t)epochs_done * sizeof *r.hist);
-done:
-    if (csv) fclose(csv);
+    if (hist_out && r.hist) memcpy(hist_out, r.hist, (size_t)r.epochs_done * sizeof *r.hist);
+    if (r.csv) fclose(r.csv);
     ct_train_state_end(r.st);
     free(r.hist); free(r.best_p); free(r.best_s);
     return st;
