@@ -20,6 +20,7 @@
 #include "io/trials.h"
 #include "io/images.h"
 #include "io/weights.h"
+#include "models/model_desc.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/small_cnn.h"
@@ -162,6 +163,7 @@ static ct_status siamese_run_fit(siamese_run *r, const speaker_model *sm, const 
            r->s.n_train_speakers, r->s.n_val_speakers, ct_optim_name(r->fit.optim.kind), r->fit.optim.lr, o->batch);
     if (r->trials) printf("Trials: %s, %d trials; val_eer after every epoch\n", r->trials_path, r->n_trials);
     ct_task task = speaker_task_ops(&r->s);
+    CT_TRY(model_desc_features(&meta->model_cfg, o->data));   /* what eval checks a feature store against */
     ct_kv *kt = &meta->train_cfg;
     cli_train_to_meta(kt, o, &r->fit);
     ct_kv_set_str(kt, "data", o->data); ct_kv_set_int(kt, "speakers", r->sc.speakers); ct_kv_set_int(kt, "utts", r->sc.utts_per_speaker);
@@ -258,15 +260,12 @@ static int train_siamese(int argc, char **argv)
                  mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state", mc.embed, mc.margin,
                  ct_params_count(&m.params));
         snprintf(meta.model, sizeof meta.model, "siamese-lstm");
-        ct_kv *km = &meta.model_cfg;
-        ct_kv_set_int(km, "n_mels", mc.n_mels); ct_kv_set_int(km, "frames", mc.frames); ct_kv_set_int(km, "hidden", mc.hidden);
-        ct_kv_set_int(km, "layers", mc.layers); ct_kv_set_int(km, "embed", mc.embed); ct_kv_set_num(km, "margin", mc.margin);
-        ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "recurrent", recurrent); ct_kv_set_str(km, "pool", pool);
+        model_desc_lstm(&meta.model_cfg, &mc);
         speaker_model sm = speaker_model_lstm(&m);
         st = siamese_run_fit(&r, &sm, line, &meta);
     }
-    const char *attrs[] = { "pool", pool, NULL };   /* not visible in the weights' shapes: recorded for eval */
-    if (st == CT_OK && r.o.out) st = ct_weights_save_attrs(r.o.out, "siamese-lstm", &m.params, NULL, attrs);
+    /* the model's description (models/model_desc.h) beside the weights: eval rebuilds the model from it */
+    if (st == CT_OK && r.o.out) st = ct_weights_save_kv(r.o.out, "siamese-lstm", &m.params, NULL, &meta.model_cfg, NULL);
     if (st == CT_OK && r.o.out) printf("weights written to %s\n", r.o.out);
     siamese_run_free(&r);
     siamese_lstm_free(&m);
@@ -336,8 +335,6 @@ static int train_siamese_cnn(int argc, char **argv)
     st = siamese_run_load(&r, mc.n_mels, mc.frames);
     if (st == CT_OK) st = siamese_cnn_build(&m, &mc);
     if (st == CT_OK) st = siamese_cnn_plan(&m, r.o.batch);
-    char frames[32];
-    snprintf(frames, sizeof frames, "%d", mc.frames);
     if (st == CT_OK) {
         siamese_cnn_init_weights(&m, &r.rngs.init);
         char line[1536];
@@ -345,15 +342,14 @@ static int train_siamese_cnn(int argc, char **argv)
                  "%.1f MFLOP per pair", mc.frames, mc.n_mels, m.cfg.spec, mc.margin, ct_params_count(&m.enc.params),
                  siamese_cnn_step_flops(&m, 1) * 1e-6);
         snprintf(meta.model, sizeof meta.model, "siamese-cnn");
-        ct_kv *km = &meta.model_cfg;
-        ct_kv_set_int(km, "n_mels", mc.n_mels); ct_kv_set_int(km, "frames", mc.frames); ct_kv_set_int(km, "embed", m.cfg.embed);
-        ct_kv_set_num(km, "margin", mc.margin); ct_kv_set_num(km, "threshold", mc.threshold); ct_kv_set_str(km, "arch", m.cfg.spec);
+        model_desc_cnn(&meta.model_cfg, &m.cfg);
         speaker_model sm = speaker_model_cnn(&m);
         st = siamese_run_fit(&r, &sm, line, &meta);
     }
-    /* eval rebuilds the tower from "arch" and embeds windows of "frames" frames */
-    const char *attrs[] = { "arch", m.cfg.spec, "frames", frames, NULL };
-    if (st == CT_OK && r.o.out) st = ct_weights_save_attrs(r.o.out, "siamese-cnn", &m.enc.params, &m.enc.buffers, attrs);
+    /* the model's description (models/model_desc.h): eval rebuilds the tower from "arch" and embeds
+     * windows of "frames" frames; the spec is written whole besides (a ct_kv string holds 159 characters) */
+    const char *attrs[] = { "arch", m.cfg.spec, NULL };
+    if (st == CT_OK && r.o.out) st = ct_weights_save_kv(r.o.out, "siamese-cnn", &m.enc.params, &m.enc.buffers, &meta.model_cfg, attrs);
     if (st == CT_OK && r.o.out) printf("weights written to %s\n", r.o.out);
     siamese_run_free(&r);
     siamese_cnn_free(&m);
