@@ -77,7 +77,8 @@ static void eval_siamese_help(void)
            "  --layers N            stacked LSTM layers (default 1)\n"
            "  --embed N             embedding size (default 64)\n"
            "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
-           "  --pool WHAT           last or mean (default last: files without it were trained so)\n"
+           "  --pool WHAT           last or mean (default last: files without it were trained so; `ctrain train`\n"
+           "                        defaults to mean, and last is the seed's model, the one `ctrain time` times)\n"
            EVAL_FILES_HELP
            "evaluation:\n"
            "  --batch N             utterances embedded at once, sorted by length (default 32)\n"
