@@ -112,7 +112,7 @@ ct_status ct_det_build(ct_det *d, const float *score, const int *label, int n)
 
 enum { DET_X0 = 84, DET_Y0 = 64, DET_SIZE = 480, DET_W = 800, DET_H = 612 };
 
-typedef struct { double lo, plo, phi; } det_axes;   /* probability range of both axes, and its probits */
+typedef struct { double lo, hi, plo, phi; } det_axes;   /* probability range of both axes, and its probits */
 
 /* A probability's position along an axis of DET_SIZE units; 0 and 1 map far outside (clipped). */
 static double det_pos(const det_axes *ax, double p)
@@ -122,6 +122,8 @@ static double det_pos(const det_axes *ax, double p)
 }
 static double det_x(const det_axes *ax, double p) { return DET_X0 + det_pos(ax, p); }
 static double det_y(const det_axes *ax, double p) { return DET_Y0 + DET_SIZE - det_pos(ax, p); }
+/* A marked point stays visible: a rate of 0 (or beyond the axes) is drawn on the frame. */
+static double det_clamp(const det_axes *ax, double p) { return fmin(fmax(p, ax->lo), ax->hi); }
 
 static void det_text(FILE *f, double x, double y, const char *anchor, const char *extra, const char *s)
 {
@@ -151,7 +153,7 @@ static void det_render(FILE *f, const ct_det *d, const char *title)
         if (d->pfa[k] > 0 && d->pfa[k] < smallest) smallest = d->pfa[k];
         if (d->pmiss[k] > 0 && d->pmiss[k] < smallest) smallest = d->pmiss[k];
     }
-    det_axes ax = { lows[0], 0, 0 };
+    det_axes ax = { lows[0], 0, 0, 0 };
     for (size_t i = 0; i < sizeof lows / sizeof lows[0] && smallest < ax.lo; i++) ax.lo = lows[i];
     ax.plo = ct_probit(ax.lo);
     /* the upper end: 60 %, or further when a marked point lies beyond (a weak model's minDCF is at a high miss rate) */
@@ -159,6 +161,7 @@ static void det_render(FILE *f, const ct_det *d, const char *title)
     for (int j = 0; j < CT_DET_DCF; j++) need = fmax(need, fmax(d->dcf_pmiss[j], d->dcf_pfa[j]));
     double hi = highs[0];
     for (size_t i = 0; i < sizeof highs / sizeof highs[0] && ct_probit(need) + 0.25 > ct_probit(hi); i++) hi = highs[i];
+    ax.hi = hi;
     ax.phi = ct_probit(hi);
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -170,16 +173,22 @@ static void det_render(FILE *f, const ct_det *d, const char *title)
     det_text(f, DET_W / 2.0, 24, "middle", " font-size=\"15\" font-weight=\"bold\"", "DET curve");
     det_text(f, DET_W / 2.0, 44, "middle", "", title ? title : "");
     char label[64];
+    double last_x = -1e9, last_w = 0, last_y = 1e9;
     for (size_t i = 0; i < sizeof ticks / sizeof ticks[0]; i++) {   /* grid, ticks and their labels */
         if (ticks[i] < ax.lo * 1.01 || ticks[i] > hi * 0.99) continue;   /* none on the frame's corners */
         double x = det_x(&ax, ticks[i]), y = det_y(&ax, ticks[i]);
         snprintf(label, sizeof label, "%g", 100 * ticks[i]);
+        /* a label only where it does not run into the previous one (about 7 units per character) */
+        double w = 7.0 * (double)strlen(label);
+        int room_x = x - last_x >= (w + last_w) / 2 + 4, room_y = last_y - y >= 13;
+        if (room_x) { last_x = x; last_w = w; }
+        if (room_y) last_y = y;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, DET_Y0, x, DET_Y0 + DET_SIZE);
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", DET_X0, y, DET_X0 + DET_SIZE, y);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333\"/>\n", x, DET_Y0 + DET_SIZE, x, DET_Y0 + DET_SIZE + 5);
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\"/>\n", DET_X0 - 5, y, DET_X0, y);
-        det_text(f, x, DET_Y0 + DET_SIZE + 19, "middle", "", label);
-        det_text(f, DET_X0 - 8, y + 4, "end", "", label);
+        if (room_x) det_text(f, x, DET_Y0 + DET_SIZE + 19, "middle", "", label);
+        if (room_y) det_text(f, DET_X0 - 8, y + 4, "end", "", label);
     }
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", DET_X0, DET_Y0, DET_SIZE, DET_SIZE);
     det_text(f, DET_X0 + DET_SIZE / 2.0, DET_Y0 + DET_SIZE + 42, "middle", "", "False alarm rate (%)");
@@ -198,9 +207,10 @@ static void det_render(FILE *f, const ct_det *d, const char *title)
     }
     fputs("\"/>\n", f);
     static const char *dcf_color[CT_DET_DCF] = { "#2ca02c", "#ff7f0e" };
-    for (int j = 0; j < CT_DET_DCF; j++) det_marker(f, det_x(&ax, d->dcf_pfa[j]), det_y(&ax, d->dcf_pmiss[j]), 1 + j, dcf_color[j]);
-    det_marker(f, det_x(&ax, d->eer), det_y(&ax, d->eer), 0, "#d62728");
     fputs("</g>\n", f);
+    for (int j = 0; j < CT_DET_DCF; j++)
+        det_marker(f, det_x(&ax, det_clamp(&ax, d->dcf_pfa[j])), det_y(&ax, det_clamp(&ax, d->dcf_pmiss[j])), 1 + j, dcf_color[j]);
+    det_marker(f, det_x(&ax, det_clamp(&ax, d->eer)), det_y(&ax, det_clamp(&ax, d->eer)), 0, "#d62728");
 
     /* the legend, beside the plot */
     double lx = DET_X0 + DET_SIZE + 24, ly = DET_Y0 + 14;
@@ -220,10 +230,17 @@ static void det_render(FILE *f, const ct_det *d, const char *title)
         det_marker(f, lx + 11, ly, 1 + j, dcf_color[j]);
         snprintf(label, sizeof label, "minDCF(p=%g) %.4f", d->p_target[j], d->dcf[j]);
         det_text(f, lx + 30, ly + 4, "start", "", label);
-        snprintf(label, sizeof label, "miss %.2f%%, fa %.3f%%", 100 * d->dcf_pmiss[j], 100 * d->dcf_pfa[j]);
+        snprintf(label, sizeof label, "miss %.2f%%, fa %.3f%%%s", 100 * d->dcf_pmiss[j], 100 * d->dcf_pfa[j],
+                 d->dcf_pfa[j] <= 0 || d->dcf_pmiss[j] <= 0 ? " *" : "");
         det_text(f, lx + 30, ly + 20, "start", " fill=\"#555\"", label);
     }
     ly += 44;
+    for (int j = 0; j < CT_DET_DCF; j++)
+        if (d->dcf_pfa[j] <= 0 || d->dcf_pmiss[j] <= 0) {
+            det_text(f, lx, ly, "start", " fill=\"#555\"", "* a rate of 0: drawn on the frame");
+            ly += 24;
+            break;
+        }
     det_text(f, lx, ly, "start", " fill=\"#555\"", "normal-deviate axes:");
     det_text(f, lx, ly + 16, "start", " fill=\"#555\"", "Gaussian scores give");
     det_text(f, lx, ly + 32, "start", " fill=\"#555\"", "a straight line");

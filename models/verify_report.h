@@ -21,7 +21,8 @@
  * Marked: the EER point (EER, EER), on the curve (it is where the ROC,
  * joined by straight lines, crosses P_miss = P_fa: the point between the two
  * ROC points around the crossing that ct_eer interpolates), and the operating
- * points of minDCF at p_target 0.01 and 0.05 (ROC points themselves).
+ * points of minDCF at p_target 0.01 and 0.05 (ROC points themselves; a rate of
+ * 0, which normal-deviate axes cannot show, puts its marker on the frame).
  * Consecutive ROC points on one horizontal or vertical line are merged into
  * its two ends (the drawn curve is the same; large trial lists give a smaller
  * file).
