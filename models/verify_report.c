@@ -178,9 +178,9 @@ static void det_render(FILE *f, const ct_det *d, const char *title)
         if (ticks[i] < ax.lo * 1.01 || ticks[i] > hi * 0.99) continue;   /* none on the frame's corners */
         double x = det_x(&ax, ticks[i]), y = det_y(&ax, ticks[i]);
         snprintf(label, sizeof label, "%g", 100 * ticks[i]);
-        /* a label only where it does not run into the previous one (about 7 units per character) */
-        double w = 7.0 * (double)strlen(label);
-        int room_x = x - last_x >= (w + last_w) / 2 + 4, room_y = last_y - y >= 13;
+        /* a label only where it does not run into the previous one (about 6 units per character) */
+        double w = 6.0 * (double)strlen(label);
+        int room_x = x - last_x >= (w + last_w) / 2 + 3, room_y = last_y - y >= 13;
         if (room_x) { last_x = x; last_w = w; }
         if (room_y) last_y = y;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, DET_Y0, x, DET_Y0 + DET_SIZE);
