@@ -85,7 +85,7 @@ int train_cnn(int argc, char **argv)
                    "  --samples N           use the first N training images (default: all)\n"
                    "  --val-samples N       use the first N test images for validation (default: all)\n"
                    "training:\n", DATA_HELP);
-            printf(CLI_TRAIN_HELP, 12, 128, "adam", 1e-3);
+            printf(CLI_TRAIN_HELP, 12, 128, "adam", 1e-3, "constant");
             return 0;
         }
         if (cli_parse_train_opt(&a, &o, &st) || parse_cnn_opt(&a, &arch, &samples, &val_samples, &st)) continue;

@@ -31,7 +31,7 @@ const char *CLI_TRAIN_HELP =
     "  --batch N             batch size (default %d)\n"
     "  --optimizer NAME      sgd, rmsprop, adam or adamw (default %s)\n"
     "  --lr X                learning rate (default %g)\n"
-    "  --schedule NAME       constant, step or cosine learning rate over epochs (default constant)\n"
+    "  --schedule NAME       constant, step or cosine learning rate over epochs (default %s)\n"
     "  --step-size N --gamma X   step schedule: lr * gamma^(epoch / N) (defaults 10, 0.1)\n"
     "  --weight-decay X      L2 penalty (decoupled for adamw) (default 0)\n"
     "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"

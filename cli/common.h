@@ -26,7 +26,8 @@ typedef struct {
 /* If argv[a->i] is one of the shared options, consumes it (and its value) and returns 1. */
 int       cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st);
 /* Help for the shared options: a printf format taking the model's default
- * epochs (int), batch (int), optimizer name (string) and learning rate (double). */
+ * epochs (int), batch (int), optimizer name (string), learning rate (double)
+ * and schedule (string). */
 extern const char *CLI_TRAIN_HELP;
 /* Opens the device (o->ops), builds fit (optimizer, schedule, callbacks), sets the threads. */
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt);

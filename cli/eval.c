@@ -8,7 +8,10 @@
  * scores each trial as -distance between the two embeddings and prints the
  * number of trials, the EER and minDCF at p_target 0.01 and 0.05 (see
  * models/verify.h for the exact definitions; the CNN embeds an utterance as the
- * mean of its windows' embeddings). `ctrain eval cnn` is in cli/cnn.c.
+ * mean of its windows' embeddings). The model is rebuilt from the description
+ * its weights file records (models/model_desc.h); --scores, --det and --json
+ * write the scores, the DET curve and the metrics (models/verify_report.h).
+ * `ctrain eval cnn` is in cli/cnn.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +24,37 @@
 #include "io/h5.h"
 #include "io/trials.h"
 #include "io/weights.h"
+#include "models/model_desc.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/speaker_model.h"
 #include "models/train.h"
 #include "models/verify.h"
+#include "models/verify_report.h"
+
+/* What eval writes besides its text: --scores, --det, --json (models/verify_report.h). */
+typedef struct { const char *scores, *det, *json; } eval_files;
+
+static int eval_files_parse(ct_args *a, eval_files *o, ct_status *st)
+{
+    return ct_args_str(a, "--scores", &o->scores, st) || ct_args_str(a, "--det", &o->det, st) || ct_args_str(a, "--json", &o->json, st);
+}
+
+#define EVAL_FILES_HELP \
+    "outputs, besides the text:\n" \
+    "  --scores FILE         one line per trial: SCORE LABEL PATH1 PATH2, in the list's order; SCORE is minus\n" \
+    "                        the distance: higher = more likely the same speaker (NIST's convention)\n" \
+    "  --det FILE.svg        the DET curve: miss rate against false-alarm rate on normal-deviate axes,\n" \
+    "                        with the EER and the minDCF operating points marked\n" \
+    "  --json FILE           EER and its threshold, minDCF at p_target 0.01 and 0.05 with their\n" \
+    "                        thresholds and operating points, and the counts\n"
+
+/* Prints the note about settings an older weights file does not record. */
+static void eval_note(const model_desc *d)
+{
+    char note[1024];
+    if (model_desc_note(d, note, sizeof note)) fprintf(stderr, "ctrain eval: note: %s\n", note);
+}
 
 static void eval_siamese_help(void)
 {
@@ -39,13 +68,18 @@ static void eval_siamese_help(void)
            "  --data FEATS.h5       feature store written by `ctrain prep voxceleb`\n"
            "  --trials FILE         trial list, VoxCeleb format: 'LABEL PATH1 PATH2' per line (1 = same speaker),\n"
            "                        paths relative to the corpus's wav/ directory\n"
-           "model (the sizes the weights were trained with):\n"
+           "model: the weights file describes it (sizes, options and the feature settings of its training\n"
+           "data; models/model_desc.h), so no flag is needed, a flag that contradicts the file is refused,\n"
+           "and so is a feature store made with other settings. For files written by an older ctrain,\n"
+           "which record less, these give what is missing (a note names it):\n"
            "  --mels N              features per frame (default: the feature store's)\n"
            "  --hidden N            LSTM units (default 128)\n"
            "  --layers N            stacked LSTM layers (default 1)\n"
            "  --embed N             embedding size (default 64)\n"
            "  --recurrent NAME      sigmoid or hard_sigmoid gate activation (default sigmoid)\n"
-           "  --pool WHAT           last or mean (default: what `ctrain train` recorded in the weights file)\n"
+           "  --pool WHAT           last or mean (default last: files without it were trained so; `ctrain train`\n"
+           "                        defaults to mean, and last is the seed's model, the one `ctrain time` times)\n"
+           EVAL_FILES_HELP
            "evaluation:\n"
            "  --batch N             utterances embedded at once, sorted by length (default 32)\n"
            "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
@@ -68,19 +102,21 @@ static ct_status load_store(ct_corpus *c, const char *data, int mels, double *se
 /* The part every `eval siamese-*` shares once its model is built and loaded:
  * the trial list, the header, embedding and scoring, and the report. */
 static ct_status eval_trials(speaker_model *sm, const char *model_line, const ct_corpus *c, const char *data, double load_s,
-                             const char *trials, int batch, int max_frames, int threads)
+                             const char *trials, int batch, int max_frames, int threads, const char *model, const eval_files *ef)
 {
     ct_trial *t = NULL;
+    float *scores = NULL;
     int n = 0;
     ct_verify_result r;
     ct_status st = ct_trials_load(&t, &n, trials, c);
+    if (st == CT_OK && !(scores = ct_malloc((size_t)n * sizeof *scores, "trial scores"))) st = CT_ENOMEM;
     if (st == CT_OK) {
         cli_print_header(stdout, threads);
         printf("Model: %s\n", model_line);
         printf("Data: %s, %d utterances of %d speakers (loaded in %.1fs); trials: %s\n", data, c->n_utt, c->n_speakers,
                load_s, trials);
         fflush(stdout);
-        st = ct_verify_trials_ex(sm, c, t, n, batch, max_frames, &r, NULL);
+        st = ct_verify_trials_ex(sm, c, t, n, batch, max_frames, &r, scores);
     }
     if (st == CT_OK) {
         printf("Embedded %d utterances (batches of %d%s", r.n_utts, r.batch_used,
@@ -92,8 +128,13 @@ static ct_status eval_trials(speaker_model *sm, const char *model_line, const ct
         printf("EER: %.2f%% (threshold %.4f)\n", 100.0 * r.eer, r.eer_threshold);
         printf("minDCF(p=0.01): %.4f\n", r.dcf01);
         printf("minDCF(p=0.05): %.4f\n", r.dcf05);
+        st = ct_verify_reports_write(ef->scores, ef->det, ef->json, &r, scores, t, n, c, model, data, trials);
+        if (st == CT_OK && ef->scores) printf("scores written to %s\n", ef->scores);
+        if (st == CT_OK && ef->det) printf("DET curve written to %s\n", ef->det);
+        if (st == CT_OK && ef->json) printf("metrics written to %s\n", ef->json);
     }
     free(t);
+    free(scores);
     return st;
 }
 
@@ -113,18 +154,20 @@ static int device_opt(ct_args *a, const char **device, int *tf32, int *determini
 
 static int eval_siamese(int argc, char **argv)
 {
-    siamese_lstm_config mc = siamese_lstm_defaults();
-    const char *model = NULL, *data = NULL, *trials = NULL, *recurrent = "sigmoid", *pool = NULL, *device = "cpu";
-    int batch = 32, max_frames = 3000, threads = ct_cpu_count(), mels = 0, tf32 = 0, deterministic = 0;
+    siamese_lstm_config mc;
+    model_desc_lstm_flags fl = { 0 };   /* given or not: the weights file decides (models/model_desc.h) */
+    eval_files ef = { 0 };
+    const char *model = NULL, *data = NULL, *trials = NULL, *device = "cpu";
+    int batch = 32, max_frames = 3000, threads = ct_cpu_count(), tf32 = 0, deterministic = 0;
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { eval_siamese_help(); return 0; }
         if (ct_args_str(&a, "--model", &model, &st) || ct_args_str(&a, "--data", &data, &st)
-            || ct_args_str(&a, "--trials", &trials, &st) || ct_args_str(&a, "--recurrent", &recurrent, &st)
-            || ct_args_str(&a, "--pool", &pool, &st)
-            || ct_args_int(&a, "--mels", &mels, 1, 4096, &st) || ct_args_int(&a, "--hidden", &mc.hidden, 1, 65536, &st)
-            || ct_args_int(&a, "--layers", &mc.layers, 1, LSTM_MAX_LAYERS, &st) || ct_args_int(&a, "--embed", &mc.embed, 1, 65536, &st)
+            || ct_args_str(&a, "--trials", &trials, &st) || ct_args_str(&a, "--recurrent", &fl.recurrent, &st)
+            || ct_args_str(&a, "--pool", &fl.pool, &st) || eval_files_parse(&a, &ef, &st)
+            || ct_args_int(&a, "--mels", &fl.mels, 1, 4096, &st) || ct_args_int(&a, "--hidden", &fl.hidden, 1, 65536, &st)
+            || ct_args_int(&a, "--layers", &fl.layers, 1, LSTM_MAX_LAYERS, &st) || ct_args_int(&a, "--embed", &fl.embed, 1, 65536, &st)
             || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--max-frames", &max_frames, 1, 1 << 24, &st)
             || ct_args_int(&a, "--threads", &threads, 1, 1024, &st) || device_opt(&a, &device, &tf32, &deterministic, &st))
             continue;
@@ -133,11 +176,6 @@ static int eval_siamese(int argc, char **argv)
     if (st == CT_OK && (!model || !data || !trials))
         st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval siamese-lstm --help)",
                      !model ? "--model FILE.h5" : !data ? "--data FEATS.h5" : "--trials FILE");
-    if (st == CT_OK) {
-        if (!strcmp(recurrent, "sigmoid")) mc.recurrent = LSTM_SIGMOID;
-        else if (!strcmp(recurrent, "hard_sigmoid")) mc.recurrent = LSTM_HARD_SIGMOID;
-        else st = ct_fail(CT_EINVAL, "--recurrent %s: use sigmoid or hard_sigmoid", recurrent);
-    }
     const ct_ops *ops = NULL;
     if (st == CT_OK) st = cli_open_device(device, tf32, deterministic, &ops);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 2; }
@@ -145,24 +183,14 @@ static int eval_siamese(int argc, char **argv)
 
     ct_corpus c = { 0 };
     siamese_lstm m = { 0 };
-    int built = 0;
+    static model_desc d;
+    int built = 0, store_mels = 0;
     double load_s = 0;
-    st = load_store(&c, data, mels, &load_s);
-    mc.n_mels = c.n_mels;
-    char pool_buf[16] = "last";
-    if (st == CT_OK && !pool) {   /* how the embedding pools is not in the weights' shapes: train records it */
-        hid_t f;
-        if (ct_h5_open(&f, model) == CT_OK) {
-            if (ct_h5_attr_read_str(f, "/", "pool", pool_buf, sizeof pool_buf) != CT_OK) snprintf(pool_buf, sizeof pool_buf, "last");
-            ct_h5_close(f);
-        }
-        pool = pool_buf;
-    }
-    if (st == CT_OK) {
-        if (!strcmp(pool, "last")) mc.pool = LSTM_RETURN_LAST;
-        else if (!strcmp(pool, "mean")) mc.pool = LSTM_RETURN_MEAN;
-        else st = ct_fail(CT_EINVAL, "--pool %s: use last or mean", pool);
-    }
+    st = model_desc_read(&d, model, "siamese-lstm");
+    if (st == CT_OK) st = model_desc_check_store(&d, data, &store_mels);
+    if (st == CT_OK) st = model_desc_lstm_config(&d, &fl, store_mels, &mc);
+    if (st == CT_OK) eval_note(&d);
+    if (st == CT_OK) st = load_store(&c, data, mc.n_mels, &load_s);
     if (st == CT_OK) { st = siamese_lstm_build(&m, &mc); built = 1; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-lstm", &m.params, NULL);
     if (st == CT_OK) st = siamese_lstm_set_device(&m, ops);   /* copies the loaded weights there */
@@ -172,7 +200,7 @@ static int eval_siamese(int argc, char **argv)
                  mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state",
                  mc.embed, ct_params_count(&m.params));
         speaker_model sm = speaker_model_lstm(&m);
-        st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads);
+        st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads, model, &ef);
     }
     if (built) siamese_lstm_free(&m);
     ct_corpus_free(&c);
@@ -195,7 +223,10 @@ static void eval_siamese_cnn_help(void)
            "  --data FEATS.h5       feature store written by `ctrain prep voxceleb`\n"
            "  --trials FILE         trial list, VoxCeleb format: 'LABEL PATH1 PATH2' per line (1 = same speaker),\n"
            "                        paths relative to the corpus's wav/ directory\n"
-           "  --mels N              features per frame (default: the feature store's)\n"
+           "  --mels N              features per frame (default: the weights file's, or the store's for files\n"
+           "                        written by an older ctrain); a store made with other feature settings than\n"
+           "                        the model's training data is refused\n"
+           EVAL_FILES_HELP
            "evaluation:\n"
            "  --batch N             windows embedded at once (default 128)\n"
            "  --max-frames N        longer utterances are cut to their first N frames (default 3000 = 30 s)\n"
@@ -203,40 +234,18 @@ static void eval_siamese_cnn_help(void)
            CLI_DEVICE_HELP);
 }
 
-/* The architecture and window length `ctrain train siamese-cnn` recorded in a
- * weights file (string attributes) or a checkpoint (configuration attributes). */
-static ct_status read_cnn_attrs(const char *path, char *arch, size_t cap, int *frames)
-{
-    hid_t f;
-    CT_TRY(ct_h5_open(&f, path));
-    char model[64] = "", buf[32] = "";
-    double v = 0;
-    ct_status st = CT_OK;
-    if (ct_h5_attr_read_str(f, "/", "model", model, sizeof model) == CT_OK && strcmp(model, "siamese-cnn") != 0)
-        st = ct_fail(CT_EFORMAT, "%s holds the weights of model %s, not siamese-cnn: evaluate it with `ctrain eval %s`",
-                     path, model, model);
-    if (st == CT_OK && ct_h5_attr_read_str(f, "/", "arch", arch, cap) != CT_OK)
-        st = ct_fail(CT_EFORMAT, "%s has no \"arch\" attribute: not written by `ctrain train siamese-cnn`", path);
-    if (st == CT_OK) {
-        if (ct_h5_attr_read_str(f, "/", "frames", buf, sizeof buf) == CT_OK) *frames = atoi(buf);
-        else if (ct_h5_attr_read_double(f, "/", "frames", &v) == CT_OK) *frames = (int)v;
-        else *frames = 0;
-        if (*frames < 1) st = ct_fail(CT_EFORMAT, "%s has no valid \"frames\" attribute: not written by `ctrain train siamese-cnn`", path);
-    }
-    ct_h5_close(f);
-    return st;
-}
-
 static int eval_siamese_cnn(int argc, char **argv)
 {
     const char *model = NULL, *data = NULL, *trials = NULL, *device = "cpu";
     int batch = 128, max_frames = 3000, threads = ct_cpu_count(), mels = 0, tf32 = 0, deterministic = 0;
+    eval_files ef = { 0 };
     ct_args a = { argc, 0, argv };
     ct_status st = CT_OK;
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { eval_siamese_cnn_help(); return 0; }
         if (ct_args_str(&a, "--model", &model, &st) || ct_args_str(&a, "--data", &data, &st)
             || ct_args_str(&a, "--trials", &trials, &st) || ct_args_int(&a, "--mels", &mels, 1, 4096, &st)
+            || eval_files_parse(&a, &ef, &st)
             || ct_args_int(&a, "--batch", &batch, 1, 1 << 16, &st) || ct_args_int(&a, "--max-frames", &max_frames, 1, 1 << 24, &st)
             || ct_args_int(&a, "--threads", &threads, 1, 1024, &st) || device_opt(&a, &device, &tf32, &deterministic, &st))
             continue;
@@ -253,13 +262,15 @@ static int eval_siamese_cnn(int argc, char **argv)
     ct_corpus c = { 0 };
     static siamese_cnn m;   /* large: the tower's layer table */
     memset(&m, 0, sizeof m);
-    siamese_cnn_config mc = siamese_cnn_defaults();
-    int built = 0;
+    siamese_cnn_config mc;
+    static model_desc d;
+    int built = 0, store_mels = 0;
     double load_s = 0;
-    st = read_cnn_attrs(model, mc.spec, sizeof mc.spec, &mc.frames);
-    if (st == CT_OK) st = load_store(&c, data, mels, &load_s);
-    mc.n_mels = c.n_mels;
-    mc.embed = 0;   /* whatever the recorded spec outputs */
+    st = model_desc_read(&d, model, "siamese-cnn");   /* the spec, the window length, the feature settings */
+    if (st == CT_OK) st = model_desc_check_store(&d, data, &store_mels);
+    if (st == CT_OK) st = model_desc_cnn_config(&d, mels, store_mels, &mc);
+    if (st == CT_OK) eval_note(&d);
+    if (st == CT_OK) st = load_store(&c, data, mc.n_mels, &load_s);
     if (st == CT_OK) { st = siamese_cnn_build(&m, &mc); built = st == CT_OK; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-cnn", &m.enc.params, &m.enc.buffers);
     if (st == CT_OK) st = siamese_cnn_set_device(&m, ops);   /* copies the loaded weights there */
@@ -268,7 +279,7 @@ static int eval_siamese_cnn(int argc, char **argv)
         snprintf(line, sizeof line, "siamese-cnn %s: %dx%d -> %s, %zu parameters", model, mc.frames, mc.n_mels, m.cfg.spec,
                  ct_params_count(&m.enc.params));
         speaker_model sm = speaker_model_cnn(&m);
-        st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads);
+        st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads, model, &ef);
     }
     if (built) siamese_cnn_free(&m);
     ct_corpus_free(&c);

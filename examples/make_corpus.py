@@ -3,6 +3,7 @@
 
     examples/make_corpus.py --out DIR [--speakers 100 --videos 3 --utts 4 --seed 1]
                             [--trials-speakers 20 --trials 2000] [--jobs 2]
+                            [--accents de,fr,es,...] [--first-id 10001]
 
 writes
     DIR/wav/idNNNNN/<11-character video id>/NNNNN.wav   16 kHz, mono, 16-bit PCM, 1-4 s
@@ -11,7 +12,8 @@ writes
     DIR/README.txt     what the corpus is and how it was made (voices, settings)
 
 Each speaker is an espeak-ng voice: an English accent (en-gb, en-us, en-gb-scotland,
-en-gb-x-rp, en-029, ...), a voice variant (+m1..+m7, +f1..+f5 and a few named ones),
+en-gb-x-rp, en-029, ...; --accents picks others, e.g. the German (de), French (fr-fr) or Hindi (hi) voices
+reading the English text, for a corpus unlike the demo's), a voice variant (+m1..+m7, +f1..+f5 and a few named ones),
 a base pitch (-p) and a speed (-s). Each "video" is a recording session of that
 speaker: the pitch and speed jitter a little, and the channel changes (gain, a bass
 and treble tilt with sox, a level of background noise). The text is sentences from
@@ -62,11 +64,17 @@ def check_tools():
             fail("%s is not installed; install it with `sudo apt-get install %s` (or run `make deps`)" % (tool, pkg))
 
 
-def available_voices():
-    """The accents and variants of our lists that this espeak-ng has."""
-    out = subprocess.run(["espeak-ng", "--voices=en"], capture_output=True, text=True, check=True).stdout
+def available_voices(wanted=None):
+    """The accents and variants of our lists that this espeak-ng has; with `wanted`
+    (the --accents list), each of those must exist."""
+    out = subprocess.run(["espeak-ng", "--voices=en" if wanted is None else "--voices"], capture_output=True, text=True,
+                         check=True).stdout
     langs = {line.split()[1] for line in out.splitlines()[1:] if len(line.split()) > 1}
-    accents = [a for a in ACCENTS if a in langs]
+    if wanted is not None:
+        missing = [a for a in wanted if a not in langs]
+        if missing:
+            fail("--accents: espeak-ng has no voice %s (`espeak-ng --voices` lists them)" % ", ".join(missing))
+    accents = [a for a in (ACCENTS if wanted is None else wanted) if a in langs]
     out = subprocess.run(["espeak-ng", "--voices=variant"], capture_output=True, text=True, check=True).stdout
     files = {line.split()[-1].split("/")[-1].lower() for line in out.splitlines()[1:] if line.split()}
     variants = [v for v in VARIANTS if v.lower() in files]
@@ -107,7 +115,7 @@ def plan(args, accents, variants, sentences):
     for s in range(args.speakers):
         r = random.Random("%d:speaker:%d" % (args.seed, s))
         for _ in range(100):   # distinct accent/variant/pitch band combinations where possible
-            spk = {"id": "id%05d" % (10001 + s), "accent": r.choice(accents), "variant": r.choice(variants),
+            spk = {"id": "id%05d" % (args.first_id + s), "accent": r.choice(accents), "variant": r.choice(variants),
                    "pitch": r.randint(25, 75), "speed": r.randint(140, 185)}
             key = (spk["accent"], spk["variant"], spk["pitch"] // 10)
             if key not in used:
@@ -258,8 +266,9 @@ def write_readme(args, speakers, n_utt, n_trials):
         "and speed and its own channel (gain, bass/treble tilt, background noise at an SNR).",
         "Text: sentences from /usr/share/common-licenses.",
         "",
-        "command: make_corpus.py --out DIR --speakers %d --videos %d --utts %d --seed %d --trials-speakers %d --trials %d"
-        % (args.speakers, args.videos, args.utts, args.seed, args.trials_speakers, args.trials),
+        "command: make_corpus.py --out DIR --speakers %d --videos %d --utts %d --seed %d --trials-speakers %d --trials %d%s"
+        % (args.speakers, args.videos, args.utts, args.seed, args.trials_speakers, args.trials,
+           (" --accents %s" % args.accents if args.accents else "") + (" --first-id %d" % args.first_id if args.first_id != 10001 else "")),
         "files:   wav/idNNNNN/VIDEOID/NNNNN.wav (%d utterances, 16 kHz mono 16-bit PCM, %.0f-%.0f s)" % (n_utt, MIN_S, MAX_S),
         "         trials.txt (%d trials, half same-speaker, official VoxCeleb format: LABEL PATH1 PATH2)" % n_trials,
         "trials:  over the last %d speakers (%s .. %s): keep them out of training"
@@ -283,15 +292,25 @@ def main():
     p.add_argument("--trials-speakers", type=int, default=20, help="the last N speakers make the trial list")
     p.add_argument("--trials", type=int, default=2000, help="trials (half same-speaker)")
     p.add_argument("--jobs", type=int, default=2, help="parallel synthesis processes")
+    p.add_argument("--accents", default=None,
+                   help="comma-separated espeak-ng voices to draw accents from (default: the English ones, %s)" % ",".join(ACCENTS))
+    p.add_argument("--first-id", type=int, default=10001, help="the first speaker's number (idNNNNN)")
     args = p.parse_args()
     if args.speakers < 2 or args.videos < 1 or args.utts < 1 or args.jobs < 1 or args.trials < 2:
         fail("need --speakers >= 2, --videos >= 1, --utts >= 1, --jobs >= 1, --trials >= 2")
     if not 2 <= args.trials_speakers <= args.speakers:
         fail("--trials-speakers %d: use 2 .. --speakers (%d)" % (args.trials_speakers, args.speakers))
+    if not 0 <= args.first_id <= 99999 - args.speakers + 1:
+        fail("--first-id %d: speaker ids are idNNNNN, so use 0 .. %d" % (args.first_id, 99999 - args.speakers + 1))
+    wanted = None
+    if args.accents is not None:
+        wanted = [a for a in args.accents.split(",") if a]
+        if not wanted:
+            fail("--accents: give at least one espeak-ng voice, e.g. --accents de,fr,es")
     if args.videos * args.utts < 2:
         fail("each speaker needs >= 2 utterances (--videos x --utts) for same-speaker trials")
     check_tools()
-    accents, variants = available_voices()
+    accents, variants = available_voices(wanted)
     sentences = load_sentences()
     speakers, jobs = plan(args, accents, variants, sentences)
     os.makedirs(os.path.join(args.out, "wav"), exist_ok=True)

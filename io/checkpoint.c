@@ -267,6 +267,9 @@ static ct_status read_kv(hid_t f, const char *obj, ct_kv *kv)
     return CT_OK;
 }
 
+ct_status ct_kv_write_h5(hid_t f, const char *obj, const ct_kv *kv) { return write_kv(f, obj, kv); }
+ct_status ct_kv_read_h5(hid_t f, const char *obj, ct_kv *kv) { return read_kv(f, obj, kv); }
+
 static ct_status write_params(hid_t f, const char *group, const ct_params *ps, const float *data)
 {
     char name[256];

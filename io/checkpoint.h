@@ -70,6 +70,13 @@ int  ct_kv_long(const ct_kv *kv, const char *key, long *dst);
 int  ct_kv_float(const ct_kv *kv, const char *key, float *dst);
 int  ct_kv_str(const ct_kv *kv, const char *key, const char **dst);   /* points into kv */
 
+/* Named values as the scalar attributes of object `obj` ("/" or a group path) of an
+ * open file: written (replacing attributes of the same name), and read back
+ * (every scalar attribute; integers, floats and strings; arrays are skipped).
+ * Weights files carry their model's description this way too (models/model_desc.h). */
+ct_status ct_kv_write_h5(hid_t f, const char *obj, const ct_kv *kv);
+ct_status ct_kv_read_h5(hid_t f, const char *obj, ct_kv *kv);
+
 /* What the run is: written into every checkpoint, read back before resuming. */
 typedef struct ct_ckpt_meta {
     char model[64];      /* "siamese-lstm", "small-cnn", ... */

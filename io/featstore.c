@@ -435,6 +435,7 @@ static ct_status create_store(hid_t f, int n_mels, const char *file)
     CT_TRY(attr_write_int(f, "sample_rate", CT_FBANK_RATE, file));
     CT_TRY(attr_write_int(f, "frame_shift_ms", CT_FBANK_FRAME_SHIFT_MS, file));
     CT_TRY(attr_write_int(f, "frame_length_ms", CT_FBANK_FRAME_LENGTH_MS, file));
+    CT_TRY(ct_h5_attr_write_str(f, "/", "normalization", CT_FEATSTORE_NORMALIZATION));
     hid_t s = str_type();
     ct_status st = CT_OK;
     if ((st = create_ext(f, "feats", H5T_IEEE_F32LE, n_mels, 1024, file)) != CT_OK
@@ -586,6 +587,36 @@ ct_status ct_featstore_close(ct_featstore *w)
 }
 
 /* ---- the reader ---- */
+
+ct_status ct_featstore_read_settings(const char *path, ct_featstore_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    ct_h5_quiet();
+    FILE *probe = fopen(path, "rb");
+    if (!probe) return ct_fail(CT_EIO, "%s: cannot open the feature store (%s); check the path, or " MAKE_ONE, path, strerror(errno));
+    fclose(probe);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0)
+        return ct_fail(CT_EFORMAT, "%s: not a readable HDF5 file (truncated or corrupt), so not a ctrain feature store; " MAKE_ONE, path);
+    ct_status st = has_format(f) ? CT_OK
+                 : ct_fail(CT_EFORMAT, "%s: not a ctrain feature store: " MAKE_ONE " (the file has no format = \"" CT_FEATSTORE_FORMAT "\" attribute)", path);
+    if (st == CT_OK) st = attr_read_int(f, "n_mels", &s->n_mels, path);
+    if (st == CT_OK) st = attr_read_int(f, "sample_rate", &s->sample_rate, path);
+    if (st == CT_OK) st = attr_read_int(f, "frame_length_ms", &s->frame_length_ms, path);
+    if (st == CT_OK) st = attr_read_int(f, "frame_shift_ms", &s->frame_shift_ms, path);
+    htri_t has_norm = st == CT_OK ? H5Aexists(f, "normalization") : 0;
+    if (has_norm < 0) st = ct_fail(CT_EFORMAT, "%s: the attributes cannot be read (corrupt file?); rebuild it with `ctrain prep voxceleb`", path);
+    if (st == CT_OK && has_norm > 0) {
+        if (ct_h5_attr_read_str(f, "/", "normalization", s->normalization, sizeof s->normalization) != CT_OK)
+            st = ct_fail(CT_EFORMAT, "%s: attribute normalization is not a string of at most %zu characters; the file is damaged: "
+                         "rebuild it with `ctrain prep voxceleb`", path, sizeof s->normalization - 1);
+        s->normalization_recorded = 1;
+    } else if (st == CT_OK) {
+        snprintf(s->normalization, sizeof s->normalization, "%s", CT_FEATSTORE_NORMALIZATION);   /* the only kind prep made */
+    }
+    H5Fclose(f);
+    return st;
+}
 
 ct_status ct_featstore_load(ct_corpus *c, const char *path)
 {

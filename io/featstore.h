@@ -8,6 +8,10 @@
  *   sample_rate     int32  16000
  *   frame_shift_ms  int32  10
  *   frame_length_ms int32  25
+ *   normalization   string "utterance_mean_var": every band normalised to zero mean and unit
+ *                          variance over each utterance's frames (ct_fbank_normalize). Stores
+ *                          written before this attribute existed lack it; they were made the
+ *                          same way, and ct_featstore_read_settings reports them so.
  * Datasets (all 1-D or 2-D, chunked, unlimited along the first axis so that
  * prep can append):
  *   feats        float32 [total_frames, n_mels]  every utterance's frames, one after another
@@ -87,6 +91,14 @@
 
 #define CT_FEATSTORE_FORMAT  "ctrain-features"
 #define CT_FEATSTORE_VERSION 1
+#define CT_FEATSTORE_NORMALIZATION "utterance_mean_var"   /* what `ctrain prep` does: see above */
+
+/* How a store's features were made (its root attributes). */
+typedef struct {
+    int n_mels, sample_rate, frame_length_ms, frame_shift_ms;
+    char normalization[32];
+    int normalization_recorded;   /* 0: an older store without the attribute (normalization is then CT_FEATSTORE_NORMALIZATION) */
+} ct_featstore_settings;
 
 typedef struct ct_featstore ct_featstore;
 
@@ -105,6 +117,11 @@ ct_status ct_featstore_append(ct_featstore *w, const char *rel_path, const char 
 ct_status ct_featstore_flush(ct_featstore *w);
 /* Flushes and closes; frees w whatever happens (NULL is allowed). */
 ct_status ct_featstore_close(ct_featstore *w);
+
+/* Reads only the feature settings of the store at `path` (any values: comparing
+ * them is the caller's business). CT_EIO/CT_EFORMAT naming the file and the
+ * attribute when it is not a readable store. */
+ct_status ct_featstore_read_settings(const char *path, ct_featstore_settings *s);
 
 /* Reads the store at `path` into *c (feats, utt[], n_speakers, n_mels, path[],
  * speaker_name[], video[]); free it with ct_corpus_free. On failure *c is empty. */

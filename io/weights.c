@@ -34,6 +34,29 @@ ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_pa
     return ct_h5_mem_commit(f, st, path, "weights file");
 }
 
+ct_status ct_weights_save_kv(const char *path, const char *model, const ct_params *params, const ct_params *state,
+                             const ct_kv *desc, const char *const *str_attrs)
+{
+    hid_t f = ct_h5_mem_create();   /* built in memory, then written and renamed in one go */
+    if (f < 0) return CT_ENOMEM;
+    ct_kv d = { 0 };
+    for (int i = 0; desc && i < desc->n; i++) {
+        const char *key = desc->e[i].key;
+        int skip = !strcmp(key, "format") || !strcmp(key, "format_version") || !strcmp(key, "model");   /* the file's own */
+        for (int k = 0; !skip && str_attrs && str_attrs[k]; k += 2) skip = !strcmp(key, str_attrs[k]);  /* written whole below */
+        if (!skip) d.e[d.n++] = desc->e[i];
+    }
+    ct_status st = ct_h5_attr_write_str(f, "/", "format", "ctrain-weights");
+    if (st == CT_OK) st = ct_h5_attr_write_double(f, "/", "format_version", 1);
+    if (st == CT_OK) st = ct_h5_attr_write_str(f, "/", "model", model);
+    if (st == CT_OK) st = ct_kv_write_h5(f, "/", &d);
+    for (int k = 0; st == CT_OK && str_attrs && str_attrs[k]; k += 2)
+        st = ct_h5_attr_write_str(f, "/", str_attrs[k], str_attrs[k + 1]);
+    if (st == CT_OK) st = write_group(f, "model", params);
+    if (st == CT_OK && state && state->n) st = write_group(f, "state", state);
+    return ct_h5_mem_commit(f, st, path, "weights file");
+}
+
 ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state)
 {
     return ct_weights_save_attrs(path, model, params, state, NULL);

@@ -64,6 +64,14 @@ static ct_status roc_build(roc *r, const float *score, const int *label, int n)
     return CT_OK;
 }
 
+ct_status ct_roc_points(const float *score, const int *label, int n, double **fpr, double **fnr, double **thr, int *m)
+{
+    roc r;
+    CT_TRY(roc_build(&r, score, label, n));
+    *fpr = r.fpr; *fnr = r.fnr; *thr = r.thr; *m = r.m;   /* the caller owns them now */
+    return CT_OK;
+}
+
 ct_status ct_eer(const float *score, const int *label, int n, double *eer, double *threshold)
 {
     roc r;

@@ -50,6 +50,12 @@ ct_status ct_eer(const float *score, const int *label, int n, double *eer, doubl
 ct_status ct_min_dcf(const float *score, const int *label, int n, double p_target, double c_miss, double c_fa,
                      double *min_dcf, double *threshold);
 
+/* The ROC points ct_eer and ct_min_dcf work on, as described above: *m points,
+ * point 0 the +inf start (fpr 0, fnr 1), then one per distinct score in
+ * decreasing order (thr = that score). *fpr, *fnr, *thr are malloc'd [*m]
+ * (free each with free()); the same errors as ct_eer. */
+ct_status ct_roc_points(const float *score, const int *label, int n, double **fpr, double **fnr, double **thr, int *m);
+
 /* What ct_verify_trials_ex measured. */
 typedef struct {
     int n_trials, n_same;     /* trials scored, of which same-speaker */

@@ -22,7 +22,7 @@
 #define SUITES(X) \
     X(core) X(h5) X(dense) X(activation) X(dropout) X(flatten) X(pair) X(loss) \
     X(lstm) X(conv2d) X(pool) X(batchnorm) X(optim) X(smoke) X(speaker) \
-    X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(corpusgen) \
+    X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(model_desc) X(verify_report) X(corpusgen) \
     X(time) \
     X(siamese_cnn) \
     X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(gpu) \
