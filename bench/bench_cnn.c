@@ -75,7 +75,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_cnn: %s\n", ct_last_error());
         return 1;
     }
-    double peak = pk.median, fma = fr.median;
+    double peak = pk.median, fma = fr.peak;
     double *ts = malloc((size_t)repeats * sizeof *ts), *te = malloc((size_t)repeats * sizeof *te);
     for (int r = -warmup; r < repeats; r++) {
         if (r == 0 && layers) {
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
     double flops = seq_cnn_step_flops(&m, B), ips = B / step, gflops = flops / step * 1e-9;
     printf("ctrain cnn  %s  on 1x28x28, batch %d, %d threads (OpenBLAS: %s, core %s)\n", spec, B, threads, ct_blas_config(),
            ct_blas_select_note());
-    printf("  FP32 FMA peak (%s, median of %d) %6.1f GFLOP/s; sgemm peak (%d^3, median of %d) %6.1f GFLOP/s\n",
+    printf("  FP32 FMA peak (%s, best of %d) %6.1f GFLOP/s; sgemm peak (%d^3, median of %d) %6.1f GFLOP/s\n",
            ct_fma_isa_name(fr.isa), fr.repeats, fma, CT_PEAK_N, pk.repeats, peak);
     printf("  training step  %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of FMA peak, %4.1f%% of sgemm peak   "
            "(median of %d; %.1f MFLOP/image)\n", 1e3 * step, ips, gflops, 100.0 * gflops / fma, 100.0 * gflops / peak, repeats,

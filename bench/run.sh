@@ -17,7 +17,7 @@
 #   HOST-MODEL-torch-VERSION-cpu.json (PyTorch); the closing table is also
 #   written as HOST-summary.json;
 #   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step, with
-#   every PyTorch found.
+#   every PyTorch found (CTRAIN_BENCH_STEPS=0 leaves them out).
 #
 #   usage: bench/run.sh BUILD_DIR [THREADS] [CTRAIN_BINARY]
 #   (CTRAIN_BINARY defaults to BUILD_DIR/ctrain when it exists, else bin/ctrain)
@@ -35,7 +35,7 @@ mkdir -p "$results" || exit 1
 echo "== FP32 FMA peak and sgemm peak ($threads threads)"
 "$build/bench/bench_sgemm" --threads "$threads" | tee /tmp/ctrain-sgemm.txt || exit 1
 peak=$(sed -n 's/^square (the machine.s sgemm peak).*median *\([0-9.]*\).*/\1/p' /tmp/ctrain-sgemm.txt)
-fma=$(sed -n 's/^FP32 FMA peak.*median *\([0-9.]*\).*/\1/p' /tmp/ctrain-sgemm.txt)
+fma=$(sed -n 's/^FP32 FMA peak.*  peak *\([0-9.]*\).*/\1/p' /tmp/ctrain-sgemm.txt)
 core=$(sed -n 's/^sgemm, .*, core //p' /tmp/ctrain-sgemm.txt)
 
 # The PyTorch peers: "NAME=PYTHON" words
@@ -111,6 +111,7 @@ echo
 echo "== side by side ($threads threads; training samples/s of the bench protocol, epochs 2-4)"
 /usr/bin/python3 bench/summary.py "$results" "$host" "$results/$host-summary.json" || exit 1
 
+[ "${CTRAIN_BENCH_STEPS:-1}" = 0 ] && exit 0
 echo
 echo "== step microbenchmarks: LSTM forward+backward ($threads threads)"
 "$build/bench/bench_lstm" --threads "$threads" || exit 1

@@ -43,7 +43,8 @@ def main():
             print(f"CPU: {h.get('cpu')}, {h.get('logical_cores')} logical cores ({h.get('cpu_features', '')}); "
                   f"{mine['threads']} threads")
             print(f"ctrain: BLAS core {h.get('blas_core', h.get('blas'))}; FP32 FMA peak "
-                  f"{mine.get('fma_peak_gflops') or 0:.1f} GFLOP/s, sgemm peak {mine.get('peak_gflops') or 0:.1f} GFLOP/s")
+                  f"{mine.get('fma_peak_gflops') or 0:.1f} GFLOP/s, sgemm peak {mine.get('peak_gflops') or 0:.1f} GFLOP/s "
+                  f"(measured in the {model} run; each model's fractions use its own run's peaks)")
             for d in peers:
                 p = d.get("pytorch", {})
                 print(f"PyTorch {p.get('version', d['framework'])}: {d['host'].get('blas_core', d['host'].get('blas'))} "

@@ -49,10 +49,14 @@ double ct_sort_median(double *v, int n);
 /* ---- the FMA peak ---- */
 typedef enum { CT_FMA_SSE = 0, CT_FMA_AVX2, CT_FMA_AVX512 } ct_fma_isa;
 #define CT_FMA_MAX_OUT 256    /* accumulators x lanes, at most */
-#define CT_FMA_REPEATS 5      /* timed repeats after a warm-up */
+#define CT_FMA_REPEATS 7      /* timed repeats after a warm-up */
 
+/* The FMA peak is the best repeat: the loop touches no memory and its work never
+ * varies, so a slower repeat only means that a core was shared at the time (on a
+ * shared machine, most of them). The median is kept beside it. */
 typedef struct {
-    double median, best;      /* GFLOP/s over the repeats, all threads together */
+    double peak;              /* GFLOP/s, all threads together: the best repeat */
+    double median, best;      /* GFLOP/s over the repeats (best == peak) */
     int threads, lanes, repeats;
     ct_fma_isa isa;
 } ct_fma_rate;
@@ -70,7 +74,7 @@ int ct_fma_isa_accs(ct_fma_isa isa);           /* independent vector accumulator
 void ct_fma_kernel_run(ct_fma_isa isa, long iters, float m, float a, float x0, float *out);
 
 /* The FMA peak with `threads` workers (ct_parallel), at the widest width: a
- * warm-up sized from a short probe so that each repeat takes about 40 ms, then
+ * warm-up sized from a short probe so that each repeat takes about 30 ms, then
  * CT_FMA_REPEATS timed repeats (about a quarter of a second in all). */
 ct_status ct_peak_fma_cpu(ct_fma_rate *r, int threads);
 

@@ -156,7 +156,8 @@ static void test_fma(void)
         ct_fma_rate r;
         ct_status st = ct_peak_fma_cpu(&r, threads);
         t_check(st == CT_OK, "%d threads: %s", threads, ct_last_error());
-        t_check(isfinite(r.median) && r.median > 0 && r.best >= r.median, "%d threads: median %g best %g", threads, r.median, r.best);
+        t_check(isfinite(r.median) && r.median > 0 && r.best >= r.median && r.peak == r.best, "%d threads: median %g best %g peak %g",
+                threads, r.median, r.best, r.peak);
         t_check(r.threads == threads && r.lanes == ct_fma_isa_lanes(r.isa) && r.isa == ct_fma_isa_best() && r.repeats == CT_FMA_REPEATS,
                 "%d threads: threads %d lanes %d", threads, r.threads, r.lanes);
     }
