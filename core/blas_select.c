@@ -140,25 +140,31 @@ typedef struct {
 /* The policy: the first row whose vendor, family and instructions match, and
  * that the build has (ct_blas_choose's `skip`), wins.
  *
- * AMD Zen 4 (family 25) and Zen 5 (family 26) with AVX-512: OpenBLAS 0.3.21
- * knows Zen 4 and 5 only through its fallback on the CPU's features. Measured
- * on a 2-core AMD EPYC Zen 5 (family 26 model 2) with Debian's OpenBLAS 0.3.21,
- * each core forced with OPENBLAS_CORETYPE, 5 interleaved rounds, medians of
- * bench/bench_sgemm with 1 thread, GFLOP/s:
+ * AMD Zen 4 (family 25) and Zen 5 (family 26) with AVX-512: Debian's OpenBLAS
+ * 0.3.21 reaches Cooperlake on Zen 5 only through its fallback on the CPU's
+ * features, and picks by family and model where it knows them. Measured on a
+ * shared 2-core AMD EPYC Zen 5 (family 26 model 2), OpenBLAS 0.3.21, each core
+ * forced with OPENBLAS_CORETYPE, 4 interleaved rounds, medians (bench/bench_sgemm
+ * with 1 thread, GFLOP/s; `ctrain time MODEL --protocol bench --threads 2`,
+ * training samples/s):
  *
  *                                  Haswell   SkylakeX   Cooperlake
- *   sgemm 2048^3                     110       213        211
- *   25600x512x40 (LSTM input)         66       120        164
- *   256x512x128 (LSTM recurrence)    111       204        204
- *   512x128x25600 (LSTM dW_hh)       100       176        174
+ *   sgemm 2048^3                     109       186        207
+ *   25600x512x40 (LSTM input)         60        98        151
+ *   256x512x128 (LSTM recurrence)    111       192        205
+ *   512x128x25600 (LSTM dW_hh)        93       163        173
+ *   siamese-lstm, pairs/s            748      1178       1191
+ *   cnn (mnist_cnn), images/s       1076      1430       1401
  *
- * so Zen 4/5 take Cooperlake, as newer OpenBLAS releases do by themselves on
- * Zen 4. Intel CPUs with AVX-512 take the core OpenBLAS itself gives their
+ * Four earlier rounds on the machine under heavy load agree in order. So
+ * Zen 4/5 take Cooperlake (the two AVX-512 cores are level on the models, and
+ * Cooperlake is ahead on the thin products), as newer OpenBLAS releases do by
+ * themselves on Zen 4. Intel CPUs with AVX-512 take the core OpenBLAS itself gives their
  * family (SkylakeX; Cooperlake with BF16). SapphireRapids is not chosen: its
  * additions (AMX) serve bf16 products, not sgemm, and 0.3.21 lacks it. */
 static const blas_rule CT_BLAS_POLICY[] = {
     { CT_CPU_VENDOR_AMD, 0x19, CT_CPU_AVX512_SKX | CT_CPU_AVX512_BF16, "Cooperlake",
-      "AMD Zen 4/5 with AVX-512: Cooperlake's kernels measured fastest (sgemm about 2x Haswell's)" },
+      "AMD Zen 4/5 with AVX-512: Cooperlake's kernels measured best (sgemm 1.9x Haswell's, ahead of SkylakeX's on thin products)" },
     { CT_CPU_VENDOR_OTHER, 0, CT_CPU_AVX512_SKX | CT_CPU_AVX512_BF16, "Cooperlake", "AVX-512 with BF16" },
     { CT_CPU_VENDOR_OTHER, 0, CT_CPU_AVX512_SKX, "SkylakeX", "AVX-512 (F CD BW DQ VL)" },
     { CT_CPU_VENDOR_AMD, 0x17, CT_CPU_AVX2 | CT_CPU_FMA, "Zen", "AMD with AVX2 and FMA" },
