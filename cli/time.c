@@ -71,7 +71,7 @@ static const char *HELP =
     "  --data WHAT           synthetic (default: generated from the seed, no dataset needed); siamese-lstm:\n"
     "                        a feature store from `ctrain prep voxceleb`; cnn: fashion-mnist or an IDX directory\n"
     "  --arch SPEC           cnn architecture (see ctrain train cnn --help)\n"
-    "  --threads N           CPU threads for OpenBLAS and the sgemm peak (default: all cores)\n"
+    "  --threads N           CPU threads for training and for both peaks (default: all cores)\n"
     "  --seed S              seed of the data, the weights and dropout (default 1)\n"
     "  --layers              also time every layer's forward and backward pass (ms per batch, share of\n"
     "                        the step, GFLOP/s), measured inside the same training steps\n"
