@@ -5,7 +5,7 @@
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
-#   make bench      sgemm peak and the LSTM step benchmark, ctrain vs PyTorch (bench/)
+#   make bench      FMA and sgemm peaks, both models' training: ctrain vs Debian's and the newest PyTorch (bench/)
 #   make golden     regenerate the PyTorch parity files in tests/golden/ (needs python3-torch)
 #   make dist       the relocatable tarball dist/ctrain-VERSION-linux-x86_64.tar.gz: portable
 #                   x86-64 builds (CUDA and CPU-only) with every library they load but glibc's
@@ -135,7 +135,7 @@ demo: deps
 	@sh examples/demo.sh $(CTRAIN)
 
 bench: deps
-	@sh scripts/deps.sh golden
+	@sh scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build
 	@sh bench/run.sh $(BUILD)
 

@@ -13,13 +13,14 @@
  * the first layer); for the default spec 71.6 MFLOP per image, 21.2 of the 24.0
  * MFLOP of the forward pass in the second conv; convolutions count direct
  * convolution's FLOPs, so the Winograd layers' rate is an effective one. The
- * sgemm peak (core/peak.h, same threads) is measured in the same run, so the
- * fraction of peak compares like with like on a noisy machine. --layers adds a
- * per-layer time breakdown.
+ * FP32 FMA peak and the sgemm peak (core/peak.h, same threads) are measured in
+ * the same run, so the fractions of peak compare like with like on a noisy
+ * machine. --layers adds a per-layer time breakdown.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/blas_select.h"
 #include "core/peak.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -35,6 +36,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+    ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
     int threads = 2, B = 128, repeats = 20, warmup = 2, layers = 0;
     const char *spec = SEQ_CNN_DEFAULT_SPEC;
     for (int a = 1; a < argc; a++) {
@@ -68,8 +70,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < B; i++) labels[i] = (int)ct_rng_below(&rngs.data, 10);
 
     ct_sgemm_rate pk;
-    if (ct_peak_sgemm_cpu(&pk) != CT_OK) { fprintf(stderr, "bench_cnn: %s\n", ct_last_error()); return 1; }
-    double peak = pk.median;
+    ct_fma_rate fr;
+    if (ct_peak_sgemm_cpu(&pk) != CT_OK || ct_peak_fma_cpu(&fr, threads) != CT_OK) {
+        fprintf(stderr, "bench_cnn: %s\n", ct_last_error());
+        return 1;
+    }
+    double peak = pk.median, fma = fr.peak;
     double *ts = malloc((size_t)repeats * sizeof *ts), *te = malloc((size_t)repeats * sizeof *te);
     for (int r = -warmup; r < repeats; r++) {
         if (r == 0 && layers) {
@@ -93,12 +99,16 @@ int main(int argc, char **argv)
     }
     double step = ct_sort_median(ts, repeats), ev = ct_sort_median(te, repeats), best = ts[0];   /* ts sorted by ct_sort_median */
     double flops = seq_cnn_step_flops(&m, B), ips = B / step, gflops = flops / step * 1e-9;
-    printf("ctrain cnn  %s  on 1x28x28, batch %d, %d threads (OpenBLAS: %s)\n", spec, B, threads, ct_blas_config());
-    printf("  sgemm peak (%d^3, median of %d) %6.1f GFLOP/s\n", CT_PEAK_N, pk.repeats, peak);
-    printf("  training step  %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of sgemm peak   (median of %d; %.1f MFLOP/image)\n",
-           1e3 * step, ips, gflops, 100.0 * gflops / peak, repeats, flops / B * 1e-6);
-    printf("  best step      %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of sgemm peak   (the least disturbed of %d)\n",
-           1e3 * best, B / best, flops / best * 1e-9, 100.0 * flops / best * 1e-9 / peak, repeats);
+    printf("ctrain cnn  %s  on 1x28x28, batch %d, %d threads (OpenBLAS: %s, core %s)\n", spec, B, threads, ct_blas_config(),
+           ct_blas_select_note());
+    printf("  FP32 FMA peak (%s, best of %d) %6.1f GFLOP/s; sgemm peak (%d^3, median of %d) %6.1f GFLOP/s\n",
+           ct_fma_isa_name(fr.isa), fr.repeats, fma, CT_PEAK_N, pk.repeats, peak);
+    printf("  training step  %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of FMA peak, %4.1f%% of sgemm peak   "
+           "(median of %d; %.1f MFLOP/image)\n", 1e3 * step, ips, gflops, 100.0 * gflops / fma, 100.0 * gflops / peak, repeats,
+           flops / B * 1e-6);
+    printf("  best step      %8.2f ms  %7.0f images/s  %6.1f GFLOP/s  %4.1f%% of FMA peak, %4.1f%% of sgemm peak   "
+           "(the least disturbed of %d)\n", 1e3 * best, B / best, flops / best * 1e-9, 100.0 * flops / best * 1e-9 / fma,
+           100.0 * flops / best * 1e-9 / peak, repeats);
     printf("  eval forward   %8.2f ms  %7.0f images/s\n", 1e3 * ev, B / ev);
     printf("  epoch estimate (60000 train + 10000 eval images): %.1f s\n", 60000.0 / ips + 10000.0 * ev / B);
     if (layers) {

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <cblas.h>
+#include "core/blas_select.h"
 #include "core/params.h"
 #include "core/peak.h"
 #include "core/rng.h"
@@ -40,6 +41,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+    ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
     int threads = 2, B = 256, T = 100, I = 40, H = 128, L = 1, repeats = 10, warmup = 2;
     for (int a = 1; a < argc; a++) {
         int *dst = NULL;

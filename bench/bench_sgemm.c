@@ -1,10 +1,12 @@
 /* bench_sgemm.c - how fast can this machine multiply float matrices?
  *
- * Measures OpenBLAS's sgemm as ctrain runs it (ct_sgemm, core/peak.h) on square matrices (the
- * machine's practical peak, the denominator of every "fraction of peak" ctrain
- * reports) and on the shapes of the siamese LSTM's hot loop. FLOPs of C = A B
- * with A [M,K], B [K,N]: 2 M N K. Prints the median and best of several
- * repeats after a warm-up.
+ * Measures the CPU's FP32 FMA peak with the same threads (core/peak.h: the
+ * denominator of every "fraction of peak" ctrain reports), then OpenBLAS's
+ * sgemm as ctrain runs it (ct_sgemm) on square matrices (the machine's
+ * practical sgemm peak) and on the shapes of the siamese LSTM's hot loop, each
+ * as GFLOP/s and as a fraction of the FMA peak. FLOPs of C = A B with A [M,K],
+ * B [K,N]: 2 M N K. Prints the median and best of several repeats after a
+ * warm-up.
  *
  * With --device gpu (or gpu:N) it measures cuBLAS sgemm on that GPU instead: a
  * large square product (--n, default 8192) in plain FP32 and with TensorFloat-32
@@ -16,9 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/blas_select.h"
 #include "core/peak.h"
 #include "core/threads.h"
 #include "cuda/device.h"
+
+static double fma_peak;   /* GFLOP/s, same threads */
 
 static int bench(const char *label, int M, int N, int K, int trans_b, int calls, int R)
 {
@@ -27,7 +32,8 @@ static int bench(const char *label, int M, int N, int K, int trans_b, int calls,
         fprintf(stderr, "bench_sgemm: %s\n", ct_last_error());
         return 1;
     }
-    printf("%-38s M=%5d N=%5d K=%5d  median %7.1f GFLOP/s  best %7.1f\n", label, M, N, K, r.median, r.best);
+    printf("%-38s M=%5d N=%5d K=%5d  median %7.1f GFLOP/s  best %7.1f  = %3.0f%% of the FMA peak\n", label, M, N, K,
+           r.median, r.best, 100 * r.median / fma_peak);
     return 0;
 }
 
@@ -61,6 +67,7 @@ static int main_gpu(int index, int n, int R)
 
 int main(int argc, char **argv)
 {
+    ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
     int threads = 2, R = 7, n = 8192;
     const char *device = "cpu";
     for (int i = 1; i < argc; i++) {
@@ -78,7 +85,12 @@ int main(int argc, char **argv)
     if (ct_gpu_parse_device(device, &index) != CT_OK) { fprintf(stderr, "bench_sgemm: %s\n", ct_last_error()); return 2; }
     if (index >= 0) return main_gpu(index, n, R);
     ct_threads_set(threads);
-    printf("sgemm, %d thread%s, %s\n", threads, threads > 1 ? "s" : "", ct_blas_config());
+    printf("sgemm, %d thread%s, %s, core %s\n", threads, threads > 1 ? "s" : "", ct_blas_config(), ct_blas_select_note());
+    ct_fma_rate fr;
+    if (ct_peak_fma_cpu(&fr, threads) != CT_OK) { fprintf(stderr, "bench_sgemm: %s\n", ct_last_error()); return 1; }
+    fma_peak = fr.peak;
+    printf("FP32 FMA peak (%s, %d lanes, %d thread%s)  peak %7.1f GFLOP/s (best of %d; median %.1f)\n", ct_fma_isa_name(fr.isa),
+           fr.lanes, threads, threads > 1 ? "s" : "", fr.peak, fr.repeats, fr.median);
     const int P = CT_PEAK_N;
     return bench("square (the machine's sgemm peak)", P, P, P, 0, 1, R)
         || bench("square", 1024, 1024, 1024, 0, 4, R)

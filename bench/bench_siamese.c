@@ -6,13 +6,15 @@
  * validation steps (forward only) on random inputs, and from them the seconds
  * one epoch of the seed protocol (300,000 training + 120,000 validation pairs)
  * would take. Prints GFLOP/s counted by siamese_lstm_step_flops and, if given
- * --peak, the fraction of that sgemm peak.
+ * --peak, the fraction of that peak (`make bench` passes the FP32 FMA peak of
+ * bench_sgemm, core/peak.h).
  *
  *   build/bench/bench_siamese [--threads N] [--steps S] [--batch B] [--peak GFLOPS]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/blas_select.h"
 #include "core/peak.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -22,6 +24,7 @@
 
 int main(int argc, char **argv)
 {
+    ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
     int threads = 2, steps = 20, B = 128;
     double peak = 0;
     for (int i = 1; i < argc; i++) {

@@ -150,13 +150,13 @@ def train(a):
         nv = max(len(xte), 1)
         hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, tl / len(xtr), tc / len(xtr), vl / nv, vc / nv))
         torch_timing.print_epoch(ep, a.epochs, hist[-1])
-    torch_timing.report("cnn", a.device, hist, len(xtr), FLOPS_PER_IMAGE, "images", a.peak)
+    torch_timing.report("cnn", a.device, hist, len(xtr), FLOPS_PER_IMAGE, "images", a.peak, a.fma_peak)
     if a.json:
         torch_timing.write_json(a.json, model="cnn", protocol=a.protocol, data=a.data, device=a.device, threads=a.threads,
                                 model_desc="mnist_cnn in torch.nn (conv32k3,relu,conv64k3,relu,maxpool2,dropout0.25,flatten,"
                                            "dense128,relu,dropout0.5,dense10), Adam lr 0.001",
                                 batch=a.batch, seed=a.seed, n_train=len(xtr), n_val=len(xte), epochs=hist,
-                                flops_per_sample=FLOPS_PER_IMAGE, peak=a.peak,
+                                flops_per_sample=FLOPS_PER_IMAGE, peak=a.peak, fma_peak=a.fma_peak, ctrain_blas=a.ctrain_blas,
                                 flops_counted="conv and dense matrix products, as ctrain counts them (models/seq_cnn.h)")
 
 
@@ -176,6 +176,7 @@ def main():
     ap.add_argument("--tf32", action="store_true",
                     help="allow TensorFloat-32 on the GPU (default: off, plain FP32 as ctrain's default)")
     ap.add_argument("--json", default="")
+    torch_timing.add_args(ap)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch_timing.set_tf32(a.tf32)

@@ -1,15 +1,23 @@
 #!/bin/sh
-# run.sh - `make bench`: this machine's sgemm peak, then whole training runs of
-# ctrain and PyTorch side by side in one run, same shapes, batch and threads:
+# run.sh - `make bench`: this machine's FP32 FMA peak and sgemm peak, then whole
+# training runs of ctrain and PyTorch side by side in one run, same shapes,
+# batch and threads:
 #   1. `ctrain time siamese-lstm --protocol bench` and bench/siamese_torch.py --epochs
 #      (3,072 + 1,024 pairs of 100 x 40 log-mels, LSTM 128, batch 128, 4 epochs),
 #   2. `ctrain time cnn --protocol bench` and bench/cnn_torch.py --epochs
 #      (6,000 + 1,000 Fashion-MNIST images, Keras mnist_cnn, batch 128, 4 epochs),
-#   each followed by `ctrain time --compare` of the two and the ctrain / PyTorch
-#   ratio of training samples/s; on a machine where torch.cuda.is_available(),
+#   each against every PyTorch found: Debian's (/usr/bin/python3, python3-torch)
+#   and the newest from PyPI, in a cached virtual environment made by
+#   bench/torch_venv.sh (CTRAIN_TORCH_VENV, default ~/.cache/ctrain/venv-torch;
+#   skipped with one line when PyPI cannot be reached; CTRAIN_TORCH_PYPI=0 skips
+#   it on purpose). Then `ctrain time --compare` of the runs and the ratios of
+#   training samples/s; on a machine where Debian's torch.cuda.is_available(),
 #   PyTorch with cuDNN too. Every run writes its JSON under bench/results/ as
-#   HOST-MODEL-DEVICE.json (ctrain also HOST-MODEL.svg);
-#   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step.
+#   HOST-MODEL-DEVICE.json (ctrain; also HOST-MODEL.svg) and
+#   HOST-MODEL-torch-VERSION-cpu.json (PyTorch); the closing table is also
+#   written as HOST-summary.json;
+#   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step, with
+#   every PyTorch found (CTRAIN_BENCH_STEPS=0 leaves them out).
 #
 #   usage: bench/run.sh BUILD_DIR [THREADS] [CTRAIN_BINARY]
 #   (CTRAIN_BINARY defaults to BUILD_DIR/ctrain when it exists, else bin/ctrain)
@@ -24,14 +32,27 @@ results=bench/results
 host=$(hostname -s 2>/dev/null || hostname)
 mkdir -p "$results" || exit 1
 
-echo "== sgemm peak ($threads threads)"
+echo "== FP32 FMA peak and sgemm peak ($threads threads)"
 "$build/bench/bench_sgemm" --threads "$threads" | tee /tmp/ctrain-sgemm.txt || exit 1
 peak=$(sed -n 's/^square (the machine.s sgemm peak).*median *\([0-9.]*\).*/\1/p' /tmp/ctrain-sgemm.txt)
-have_torch=0
-/usr/bin/python3 -c 'import torch' 2>/dev/null && have_torch=1
+fma=$(sed -n 's/^FP32 FMA peak.*  peak *\([0-9.]*\).*/\1/p' /tmp/ctrain-sgemm.txt)
+core=$(sed -n 's/^sgemm, .*, core //p' /tmp/ctrain-sgemm.txt)
+
+# The PyTorch peers: "NAME=PYTHON" words
+peers=""
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then peers="debian=/usr/bin/python3"
+else echo "Debian's PyTorch skipped: python3-torch is not installed (sh scripts/deps.sh golden installs it)"; fi
+if [ "${CTRAIN_TORCH_PYPI:-1}" != 0 ]; then
+  newest=$(sh bench/torch_venv.sh)
+  [ -n "$newest" ] && peers="$peers pypi=$newest"
+fi
 have_cuda=0
-[ $have_torch = 1 ] && /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && have_cuda=1
-[ $have_torch = 1 ] || echo "PyTorch comparisons skipped: Debian's python3-torch is not installed (sh scripts/deps.sh golden installs it)"
+case "$peers" in *debian=*)
+  /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && have_cuda=1 ;;
+esac
+echo
+echo "ctrain's BLAS: ${core:-unknown}"
+for p in $peers; do echo "${p%%=*} PyTorch: $("${p#*=}" bench/torch_timing.py)"; done
 
 # ratio A.json B.json: A's training samples/s over B's
 ratio() {
@@ -40,19 +61,31 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 print("%.2fx" % (a["train_samples_per_s"] / b["train_samples_per_s"]))' "$1" "$2"
 }
 
-# compare_torch MODEL TORCH_SCRIPT TORCH_ARGS...: ctrain's run against PyTorch's, on the CPU and (with CUDA) the GPU
+# torch_version PYTHON: "1.13", "2.15" (major.minor, for file names)
+torch_version() { "$1" -c 'import torch; print(".".join(torch.__version__.split("+")[0].split(".")[:2]))'; }
+
+# compare_torch MODEL TORCH_SCRIPT TORCH_ARGS...: ctrain's run against every PyTorch's, on the CPU and
+# (with Debian's CUDA) the GPU
 compare_torch() {
   model=$1; script=$2; shift 2
   mine=$results/$host-$model-cpu.json
-  theirs=$results/$host-$model-torch-cpu.json
-  [ $have_torch = 1 ] || return 0
+  files=$mine
+  for p in $peers; do
+    py=${p#*=}
+    theirs=$results/$host-$model-torch-$(torch_version "$py")-cpu.json
+    echo
+    echo "-- $("$py" bench/torch_timing.py), same workload"
+    "$py" "$script" --epochs 4 --batch 128 --threads "$threads" --protocol bench "$@" ${peak:+--peak $peak} \
+      ${fma:+--fma-peak $fma} --ctrain-blas "$core" --json "$theirs" || return 1
+    files="$files $theirs"
+  done
+  [ "$files" = "$mine" ] && return 0
   echo
-  echo "-- PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), same workload"
-  /usr/bin/python3 "$script" --epochs 4 --batch 128 --threads "$threads" --protocol bench "$@" ${peak:+--peak $peak} \
-    --json "$theirs" || return 1
-  echo
-  "$ctrain" time --compare "$mine" "$theirs" || return 1
-  echo "ctrain / PyTorch ($model, cpu, $threads threads): $(ratio "$mine" "$theirs") the training samples/s"
+  "$ctrain" time --compare $files || return 1
+  for f in $files; do
+    [ "$f" = "$mine" ] && continue
+    echo "ctrain / $(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["framework"])' "$f") ($model, cpu, $threads threads): $(ratio "$mine" "$f") the training samples/s"
+  done
   if [ $have_cuda = 1 ]; then
     gpu=$results/$host-$model-torch-cuda.json
     /usr/bin/python3 "$script" --epochs 4 --batch 128 --threads "$threads" --protocol bench --device cuda "$@" --json "$gpu" || return 1
@@ -62,7 +95,7 @@ compare_torch() {
 
 echo
 echo "== siamese-lstm, protocol bench ($threads threads)"
-"$ctrain" time siamese-lstm --protocol bench --threads "$threads" --devices cpu,gpu --layers --json "$results/$host-siamese-lstm.json" || exit 1
+"$ctrain" time siamese-lstm --protocol bench --threads "$threads" --device cpu,gpu --layers --json "$results/$host-siamese-lstm.json" || exit 1
 compare_torch siamese-lstm bench/siamese_torch.py --pairs 3072 --val-pairs 1024 || exit 1
 
 echo
@@ -71,19 +104,24 @@ echo "== cnn (Keras mnist_cnn), protocol bench ($threads threads)"
 # build dependencies), so the loss curves are comparable too; synthetic images where it is missing
 fmnist=/usr/share/datasets/fashion-mnist
 if [ -f $fmnist/train-images-idx3-ubyte.gz ]; then cnn_data=fashion-mnist; torch_data=$fmnist; else cnn_data=synthetic; torch_data=synthetic; fi
-"$ctrain" time cnn --protocol bench --data $cnn_data --threads "$threads" --devices cpu,gpu --layers --json "$results/$host-cnn.json" || exit 1
+"$ctrain" time cnn --protocol bench --data $cnn_data --threads "$threads" --device cpu,gpu --layers --json "$results/$host-cnn.json" || exit 1
 compare_torch cnn bench/cnn_torch.py --data $torch_data --samples 6000 --val-samples 1000 || exit 1
 
 echo
+echo "== side by side ($threads threads; training samples/s of the bench protocol, epochs 2-4)"
+/usr/bin/python3 bench/summary.py "$results" "$host" "$results/$host-summary.json" || exit 1
+
+[ "${CTRAIN_BENCH_STEPS:-1}" = 0 ] && exit 0
+echo
 echo "== step microbenchmarks: LSTM forward+backward ($threads threads)"
 "$build/bench/bench_lstm" --threads "$threads" || exit 1
-[ $have_torch = 1 ] && /usr/bin/python3 bench/lstm_torch.py --threads "$threads"
+for p in $peers; do "${p#*=}" bench/lstm_torch.py --threads "$threads"; done
 echo
-echo "== siamese LSTM training step ($threads threads, sgemm peak ${peak:-?} GFLOP/s)"
-"$build/bench/bench_siamese" --threads "$threads" ${peak:+--peak $peak} || exit 1
-[ $have_torch = 1 ] && /usr/bin/python3 bench/siamese_torch.py --threads "$threads" ${peak:+--peak $peak}
+echo "== siamese LSTM training step ($threads threads, FMA peak ${fma:-?} GFLOP/s, sgemm peak ${peak:-?} GFLOP/s)"
+"$build/bench/bench_siamese" --threads "$threads" ${fma:+--peak $fma} || exit 1
+for p in $peers; do "${p#*=}" bench/siamese_torch.py --threads "$threads" ${fma:+--peak $fma}; done
 echo
 echo "== CNN (Keras mnist_cnn) training step ($threads threads)"
 "$build/bench/bench_cnn" --threads "$threads" || exit 1
-[ $have_torch = 1 ] && /usr/bin/python3 bench/cnn_torch.py --threads "$threads"
+for p in $peers; do "${p#*=}" bench/cnn_torch.py --threads "$threads"; done
 exit 0

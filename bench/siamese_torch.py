@@ -99,13 +99,14 @@ def epochs(args):
         t2 = time.perf_counter()
         hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, loss, acc, vloss, vacc))
         torch_timing.print_epoch(e, args.epochs, hist[-1])
-    torch_timing.report("siamese-lstm", args.device, hist, args.pairs, step_flops(1), "pairs", args.peak)
+    torch_timing.report("siamese-lstm", args.device, hist, args.pairs, step_flops(1), "pairs", args.peak, args.fma_peak)
     if args.json:
         torch_timing.write_json(args.json, model="siamese-lstm", protocol=args.protocol, data="random inputs (16 batches, cycled)",
                                 model_desc="nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> euclidean -> contrastive, RMSprop lr 0.001",
                                 device=args.device, threads=args.threads, batch=B, seed=args.seed, n_train=args.pairs,
                                 n_val=args.val_pairs, epochs=hist, flops_per_sample=step_flops(1),
-                                flops_counted=FLOPS_COUNTED, peak=args.peak)
+                                flops_counted=FLOPS_COUNTED, peak=args.peak, fma_peak=args.fma_peak,
+                                ctrain_blas=args.ctrain_blas)
 
 
 def main():
@@ -123,6 +124,7 @@ def main():
     ap.add_argument("--tf32", action="store_true",
                     help="allow TensorFloat-32 on the GPU (default: off, plain FP32 as ctrain's default)")
     ap.add_argument("--json", default="")
+    torch_timing.add_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch_timing.set_tf32(args.tf32)

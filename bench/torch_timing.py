@@ -4,9 +4,12 @@ statistics (median, min and max seconds over the epochs after a warm-up epoch,
 training samples/s and GFLOP/s of the training part with ctrain's FLOP count)
 and the same JSON schema (ctrain-time/1), so that
 
-    ctrain time --compare bench/results/HOST-cnn-cpu.json bench/results/HOST-cnn-torch-cpu.json
+    ctrain time --compare bench/results/HOST-cnn-cpu.json bench/results/HOST-cnn-torch-2.15-cpu.json
 
-prints ctrain and PyTorch side by side.
+prints ctrain and PyTorch side by side. The JSON also names the PyTorch build
+(version, BLAS, MKL, oneDNN, CPU capability: "pytorch") and ctrain's BLAS core
+of the same run ("ctrain_blas_core"). `python torch_timing.py` prints the line
+that names this PyTorch.
 """
 import datetime
 import json
@@ -66,12 +69,65 @@ def cpu_model():
     return "unknown CPU"
 
 
+def loaded_openblas():
+    """OpenBLAS's own description ("OpenBLAS 0.3.21 ... Haswell ...") when this process has loaded it
+    (Debian's PyTorch reaches it through libblas.so.3), else ""."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if "libopenblas" in line and "/" in line})
+        if not paths:
+            return ""
+        import ctypes
+        lib = ctypes.CDLL(paths[0])
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        return lib.openblas_get_config().decode()
+    except (OSError, AttributeError):
+        return ""
+
+
+def build_info():
+    """What torch.__config__.show() says about the CPU libraries: BLAS, MKL, oneDNN, CPU capability."""
+    show = torch.__config__.show()
+    info = {"version": torch.__version__, "python": sys.executable, "blas_info": "unknown", "mkl": "", "onednn": "",
+            "cpu_capability": "", "mkldnn_available": bool(torch.backends.mkldnn.is_available()),
+            "mkl_available": bool(torch.backends.mkl.is_available())}
+    for part in show.replace(",", "\n").splitlines():
+        part = part.strip()
+        if "BLAS_INFO=" in part and "LAPACK_INFO=" not in part:
+            info["blas_info"] = part.split("BLAS_INFO=", 1)[1].strip()
+        elif "Math Kernel Library Version" in part:
+            info["mkl"] = part.split("Version", 1)[1].split("-")[0].strip()
+        elif "MKL-DNN v" in part or "oneDNN v" in part:
+            info["onednn"] = "v" + part.split(" v", 1)[1].split(" ")[0]
+        elif part.startswith("- CPU capability usage:"):
+            info["cpu_capability"] = part.split(":", 1)[1].strip()
+    info["openblas"] = loaded_openblas()
+    return info
+
+
+def blas_short(info=None):
+    """One line: "BLAS mkl (MKL 2024.2), oneDNN v3.13.3, CPU capability AVX512"."""
+    i = info or build_info()
+    s = f"BLAS {i['blas_info']}" + (f" (MKL {i['mkl']})" if i["mkl"] else "") + (f" ({i['openblas']})" if i["openblas"] else "")
+    s += f", oneDNN {i['onednn']}" if i["onednn"] and i["mkldnn_available"] else ", no oneDNN"
+    return s + (f", CPU capability {i['cpu_capability']}" if i["cpu_capability"] else "")
+
+
+def describe():
+    """The line that names this PyTorch in the output of `make bench`."""
+    i = build_info()
+    return f"PyTorch {i['version']} ({i['python']}): {blas_short(i)}"
+
+
+def add_args(ap):
+    """Options every twin takes from bench/run.sh, for the record."""
+    ap.add_argument("--fma-peak", type=float, default=0, help="ctrain's FP32 FMA peak GFLOP/s of the same run")
+    ap.add_argument("--ctrain-blas", default="", help="ctrain's BLAS core of the same run, for the record")
+
+
 def blas_info():
     """The BLAS PyTorch was built with, as torch.__config__.show() reports it."""
-    for part in torch.__config__.show().replace(",", "\n").splitlines():
-        if "BLAS_INFO=" in part:
-            return "PyTorch BLAS_INFO=" + part.split("=", 1)[1].strip()
-    return "unknown"
+    return "PyTorch " + blas_short()
 
 
 def epoch_record(seconds, train_seconds, val_seconds, loss, accuracy, val_loss, val_accuracy):
@@ -95,10 +151,11 @@ def summary(epochs, n_train, flops_per_sample):
                 samples_per_s=sps, gflops=sps * flops_per_sample / 1e9)
 
 
-def report(name, device, epochs, n_train, flops_per_sample, sample_name, peak):
+def report(name, device, epochs, n_train, flops_per_sample, sample_name, peak, fma_peak=0):
     s = summary(epochs, n_train, flops_per_sample)
     first = s["warmup"] + 1
-    frac = f", {100 * s['gflops'] / peak:.0f}% of {peak:.1f}" if peak > 0 else ""
+    frac = f", {100 * s['gflops'] / fma_peak:.0f}% of the FMA peak {fma_peak:.1f}" if fma_peak > 0 else ""
+    frac += f", {100 * s['gflops'] / peak:.0f}% of the sgemm peak {peak:.1f}" if peak > 0 else ""
     where = f"{device} ({precision()})" if device == "cuda" else device
     print(f"pytorch {name} on {where}: epochs {first}-{len(epochs)}: {s['median']:.2f} s/epoch median "
           f"(min {s['min']:.2f}, max {s['max']:.2f}), {s['samples_per_s']:.1f} training {sample_name}/s, "
@@ -107,19 +164,22 @@ def report(name, device, epochs, n_train, flops_per_sample, sample_name, peak):
 
 
 def write_json(path, *, model, model_desc, protocol, data, device, threads, batch, seed, n_train, n_val,
-               epochs, flops_per_sample, flops_counted, peak):
+               epochs, flops_per_sample, flops_counted, peak, fma_peak=0, ctrain_blas=""):
     s = summary(epochs, n_train, flops_per_sample)
     none_if_zero = lambda x: x if x and x > 0 else None
+    info = build_info()
     d = {
         "schema": SCHEMA,
         "framework": f"pytorch {torch.__version__}",
         "ctrain_version": "none (PyTorch twin, bench/" + os.path.basename(sys.argv[0]) + ")",
-        "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": " ".join([sys.executable or "python3"] + sys.argv),
         "host": {"hostname": socket.gethostname(), "os": f"{platform.system()} {platform.release()} {platform.machine()}",
                  "cpu": cpu_model(), "logical_cores": os.cpu_count(),
-                 "blas": blas_info(),
+                 "blas": "PyTorch " + blas_short(info), "blas_core": blas_short(info),
                  "gpu": torch.cuda.get_device_name(0) if device == "cuda" else "not used"},
+        "pytorch": info,
+        "ctrain_blas_core": ctrain_blas,
         "model": model, "model_desc": model_desc, "protocol": protocol, "data": data, "data_desc": data,
         "device": "torch-" + device, "device_desc": (f"{torch.cuda.get_device_name(0)}, cuDNN {torch.backends.cudnn.version()}, {precision()}"
                         if device == "cuda" else cpu_model()),
@@ -132,8 +192,15 @@ def write_json(path, *, model, model_desc, protocol, data, device, threads, batc
         "peak_gflops": none_if_zero(peak), "peak_best_gflops": None,
         "peak_what": "ctrain's OpenBLAS sgemm peak of the same run (--peak)" if peak > 0 else "",
         "fraction_of_peak": s["gflops"] / peak if peak > 0 else None,
+        "fma_peak_gflops": none_if_zero(fma_peak), "fma_peak_best_gflops": None,
+        "fma_peak_what": "ctrain's FP32 FMA peak of the same run (--fma-peak)" if fma_peak > 0 else "",
+        "fraction_of_fma_peak": s["gflops"] / fma_peak if fma_peak > 0 else None,
     }
     with open(path, "w") as f:
         json.dump(d, f, indent=2)
         f.write("\n")
     print(f"results written to {path}")
+
+
+if __name__ == "__main__":
+    print(describe())

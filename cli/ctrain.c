@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "core/blas_select.h"
 #include "core/threads.h"
 #include "cuda/device.h"
 
@@ -29,6 +30,7 @@ static void usage(FILE *out)
 
 static int run(int argc, char **argv)
 {
+    ct_blas_select(argv);   /* may execute the program again, with OpenBLAS on better kernels */
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }

@@ -1,9 +1,12 @@
 /* info.c - `ctrain info` and the hardware/software header printed before training. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cblas.h>
 #include <hdf5.h>
 #include "cli/cli.h"
+#include "core/blas_select.h"
+#include "core/peak.h"
 #include "core/threads.h"
 #include "cuda/device.h"
 
@@ -38,18 +41,66 @@ void cli_print_header(FILE *out, int threads)
     if (g) fprintf(out, "ctrain %s | device: gpu:%d\n", CTRAIN_VERSION, g->index);
     else fprintf(out, "ctrain %s | device: cpu\n", CTRAIN_VERSION);
     fprintf(out, "CPU: %s, %d logical cores, %d thread%s used\n", cpu, ct_cpu_count(), threads, threads == 1 ? "" : "s");
-    fprintf(out, "BLAS: %s\n", ct_blas_config());
+    fprintf(out, "BLAS: %s, core %s\n", ct_blas_config(), ct_blas_select_note());
     fprintf(out, "HDF5: %u.%u.%u\n", maj, min, rel);
     cli_print_gpu_line(out);
 }
 
+/* The two peaks (core/peak.h): FMA with 1 and `threads` threads, sgemm with `threads`. */
+static int print_peaks(int threads)
+{
+    ct_fma_rate one, all;
+    ct_sgemm_rate sg;
+    if (ct_peak_fma_cpu(&one, 1) != CT_OK || (threads > 1 && ct_peak_fma_cpu(&all, threads) != CT_OK)) {
+        fprintf(stderr, "ctrain info: %s\n", ct_last_error());
+        return 1;
+    }
+    if (threads == 1) all = one;
+    printf("FP32 FMA peak: %.1f GFLOP/s with 1 thread", one.peak);
+    if (threads > 1) printf(", %.1f with %d threads", all.peak, threads);
+    printf(" (%s, %d lanes, best of %d)\n", ct_fma_isa_name(all.isa), all.lanes, all.repeats);
+    fflush(stdout);
+    if (ct_peak_sgemm_cpu(&sg) != CT_OK) { fprintf(stderr, "ctrain info: %s\n", ct_last_error()); return 1; }
+    printf("sgemm peak: %.1f GFLOP/s with %d thread%s (OpenBLAS %d^3, median of %d) = %.0f%% of the FMA peak\n", sg.median,
+           threads, threads == 1 ? "" : "s", CT_PEAK_N, sg.repeats, 100 * sg.median / all.peak);
+    return 0;
+}
+
 int cmd_info(int argc, char **argv)
 {
-    if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
-        printf("usage: ctrain info\n\nPrints the CPU, core count, BLAS library and build, and HDF5 version.\n");
-        return 0;
+    int threads = ct_cpu_count(), peaks = 1;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: ctrain info [--threads N] [--no-peak]\n\n"
+                   "Prints the CPU (model, cores, the vector instructions it has), the BLAS library with the kernels it\n"
+                   "runs and who chose them, the HDF5 version and the GPU; then measures the CPU's FP32 FMA peak (1\n"
+                   "thread and N threads, default all cores) and OpenBLAS's sgemm peak (N threads), about 2 seconds.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "--no-peak")) { peaks = 0; continue; }
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > CT_MAX_WORKERS) {
+                fprintf(stderr, "ctrain info: --threads %s: expected a whole number from 1 to %d\n", argv[i], CT_MAX_WORKERS);
+                return 2;
+            }
+            threads = (int)n;
+            continue;
+        }
+        fprintf(stderr, "ctrain info: unexpected argument '%s' (see ctrain info --help)\n", argv[i]);
+        return 2;
     }
-    if (argc > 0) { fprintf(stderr, "ctrain info: unexpected argument '%s'\n", argv[0]); return 2; }
-    cli_print_header(stdout, ct_threads_get());
-    return 0;
+    ct_threads_set(threads);
+    cli_print_header(stdout, threads);
+    ct_cpu_features f;
+    char desc[256];
+    const char *why = NULL;
+    ct_cpu_detect(&f);
+    ct_cpu_describe(&f, desc, sizeof desc);
+    const char *best = ct_blas_choose(&f, NULL, -1, &why);
+    printf("CPU features: %s\n", desc);
+    printf("BLAS policy: %s for this CPU (%s)\n", best, why);
+    fflush(stdout);
+    return peaks ? print_peaks(threads) : 0;
 }

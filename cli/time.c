@@ -1,7 +1,7 @@
 /* time.c - `ctrain time MODEL`: the same training run (same seed, data and
  * model) on each requested device, timed epoch by epoch, as one table:
  *
- *   device  epochs  s/epoch median  min  max  samples/s  GFLOP/s  peak GFLOP/s  of peak  vs cpu
+ *   device epochs s/epoch median min max samples/s GFLOP/s | FMA peak, of it | sgemm peak, of it | vs cpu
  *
  * It is real training: the workload goes through ct_fit (models/train.h), the
  * loop `ctrain train` uses, and the numbers come from its per-epoch history.
@@ -12,10 +12,10 @@
  *
  * Every device runs the same code: the model is moved to the device's table of
  * operations (layers/ops.h) and trained by ct_fit. Before training, the CPU
- * run measures the OpenBLAS sgemm peak with the same threads (core/peak.h); a
- * GPU run opens the GPU and measures its cuBLAS sgemm peak. A device that cannot
- * run (no GPU, a CPU-only build) says why and its columns read n/a: no number
- * is made up.
+ * run measures the FP32 FMA peak and the OpenBLAS sgemm peak with the same
+ * threads (core/peak.h); a GPU run opens the GPU and measures its cuBLAS sgemm
+ * peak at the run's precision. A device that cannot run (no GPU, a CPU-only
+ * build) says why and its columns read n/a: no number is made up.
  *
  * The JSON file, the SVG picture and --compare are in cli/time_report.c.
  */
@@ -49,8 +49,8 @@ static const char *HELP =
     "\n"
     "Times real training (the loop of `ctrain train`) of MODEL on each device with the same seed,\n"
     "data and model, and prints one table: seconds per epoch (median, min and max over the epochs\n"
-    "after a warm-up epoch), training samples/s, achieved GFLOP/s, the fraction of the device's\n"
-    "measured sgemm peak, and the speedup over the CPU.\n"
+    "after a warm-up epoch), training samples/s, achieved GFLOP/s, the fraction of the CPU's measured\n"
+    "FP32 FMA peak and of the measured sgemm peak (both with the same threads), and the speedup over the CPU.\n"
     "\n"
     "models:\n"
     "  siamese-lstm          the seed's speaker model: 40x100 log-mels -> LSTM 128 -> last hidden state ->\n"
@@ -76,7 +76,7 @@ static const char *HELP =
     "  --data WHAT           synthetic (default: generated from the seed, no dataset needed); siamese-lstm:\n"
     "                        a feature store from `ctrain prep voxceleb`; cnn: fashion-mnist or an IDX directory\n"
     "  --arch SPEC           cnn architecture (see ctrain train cnn --help)\n"
-    "  --threads N           CPU threads for OpenBLAS and the sgemm peak (default: all cores)\n"
+    "  --threads N           CPU threads for training and for both peaks (default: all cores)\n"
     "  --seed S              seed of the data, the weights and dropout (default 1)\n"
     "  --layers              also time every layer's forward and backward pass (ms per batch, share of\n"
     "                        the step, GFLOP/s), measured inside the same training steps\n"
@@ -331,6 +331,12 @@ static ct_status run_device(time_run *r, const workload *w)
         CT_TRY(ct_peak_sgemm_cpu(&peak));
         snprintf(r->peak_what, sizeof r->peak_what, "OpenBLAS sgemm %d^3, %d thread%s, median of %d", CT_PEAK_N,
                  w->setup.threads, w->setup.threads == 1 ? "" : "s", peak.repeats);
+        ct_fma_rate fma;
+        CT_TRY(ct_peak_fma_cpu(&fma, w->setup.threads));
+        r->fma_peak = fma.peak;
+        r->fma_peak_best = fma.best;
+        snprintf(r->fma_peak_what, sizeof r->fma_peak_what, "FP32 FMA loop, %s, %d thread%s, best of %d (median %.1f)",
+                 ct_fma_isa_name(fma.isa), fma.threads, fma.threads == 1 ? "" : "s", fma.repeats, fma.median);
         ops = &ct_ops_cpu;
     } else {
         ct_gpu_options opt = { .tf32 = w->tf32, .deterministic = w->deterministic };
@@ -537,27 +543,38 @@ static void print_wrapped(const char *text)
     }
 }
 
-/* One row of the main table: all cells already formatted. */
+/* One row of the main table: all cells already formatted; fma and sgemm: the peak and the fraction of it. */
 static void table_row(const char *dev, const char *epochs, const char *med, const char *mn, const char *mx,
-                      const char *sps, const char *gf, const char *peak, const char *frac, const char *speed)
+                      const char *sps, const char *gf, const char *fma[2], const char *sgemm[2], const char *speed)
 {
-    printf("%-8s %7s %9s %9s %9s %12s %9s %12s %8s %8s\n", dev, epochs, med, mn, mx, sps, gf, peak, frac, speed);
+    printf("%-8s %7s %9s %9s %9s %12s %9s %9s %8s %10s %8s %8s\n", dev, epochs, med, mn, mx, sps, gf, fma[0], fma[1],
+           sgemm[0], sgemm[1], speed);
+}
+
+/* The peak and achieved's fraction of it, or n/a. */
+static void peak_cells(char peak[32], char frac[32], double gflops, double p, int available)
+{
+    if (p > 0) snprintf(peak, 32, "%.1f", p); else snprintf(peak, 32, "n/a");
+    if (p > 0 && available) snprintf(frac, 32, "%.0f%%", 100 * gflops / p); else snprintf(frac, 32, "n/a");
 }
 
 static void print_table(const time_setup *s, const time_run *runs, int n)
 {
     const time_run *cpu = NULL;
     for (int i = 0; i < n; i++) if (!strcmp(runs[i].device, "cpu") && runs[i].available) cpu = &runs[i];
-    printf("\n%-8s %7s %29s %12s %9s %12s %8s %8s\n", "", "", "seconds per epoch", "training", "", "sgemm peak", "", "");
-    table_row("device", "epochs", "median", "min", "max", "samples/s", "GFLOP/s", "GFLOP/s", "of peak", "vs cpu");
+    printf("\n%-8s %7s %29s %12s %9s %18s %19s %8s\n", "", "", "seconds per epoch", "training", "", "FP32 FMA peak",
+           "sgemm peak", "");
+    const char *head_fma[2] = { "GFLOP/s", "of peak" }, *head_sgemm[2] = { "GFLOP/s", "of sgemm" };
+    table_row("device", "epochs", "median", "min", "max", "samples/s", "GFLOP/s", head_fma, head_sgemm, "vs cpu");
     for (int i = 0; i < n; i++) {
         const time_run *r = &runs[i];
-        char c[9][32];
+        char c[9][32], fp[32], ff[32], sp[32], sf[32];
         const char *na = "n/a";
-        if (!r->available) {   /* the peak may have been measured even so */
-            if (r->peak > 0) snprintf(c[0], sizeof c[0], "%.1f", r->peak);
-            else snprintf(c[0], sizeof c[0], "%s", na);
-            table_row(r->device, na, na, na, na, na, na, c[0], na, na);
+        peak_cells(fp, ff, r->gflops, r->fma_peak, r->available);
+        peak_cells(sp, sf, r->gflops, r->peak, r->available);
+        const char *fma[2] = { fp, ff }, *sgemm[2] = { sp, sf };
+        if (!r->available) {   /* the peaks may have been measured even so */
+            table_row(r->device, na, na, na, na, na, na, fma, sgemm, na);
             continue;
         }
         int first = r->n_epochs > s->warmup ? s->warmup : 0;
@@ -568,16 +585,15 @@ static void print_table(const time_setup *s, const time_run *runs, int n)
         snprintf(c[3], sizeof c[3], "%.2f", r->sec_max);
         snprintf(c[4], sizeof c[4], "%.1f", r->samples_per_s);
         snprintf(c[5], sizeof c[5], "%.1f", r->gflops);
-        snprintf(c[6], sizeof c[6], "%.1f", r->peak);
-        snprintf(c[7], sizeof c[7], "%.0f%%", r->peak > 0 ? 100 * r->gflops / r->peak : 0);
         if (cpu && cpu->samples_per_s > 0) snprintf(c[8], sizeof c[8], "%.2fx", r->samples_per_s / cpu->samples_per_s);
         else snprintf(c[8], sizeof c[8], "%s", na);
-        table_row(r->device, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]);
+        table_row(r->device, c[0], c[1], c[2], c[3], c[4], c[5], fma, sgemm, c[8]);
     }
     printf("\n");
     for (int i = 0; i < n; i++) {
         if (!runs[i].available) printf("%s: unavailable: %s\n", runs[i].device, runs[i].why);
-        else printf("%s: %s; peak: %s (best %.1f)\n", runs[i].device, runs[i].device_desc, runs[i].peak_what, runs[i].peak_best);
+        else printf("%s: %s; FMA peak: %s (best %.1f); sgemm peak: %s (best %.1f)\n", runs[i].device, runs[i].device_desc,
+                    runs[i].fma_peak_what, runs[i].fma_peak_best, runs[i].peak_what, runs[i].peak_best);
     }
     char text[2048];
     if (s->warmup == 0) snprintf(text, sizeof text, "Statistics over the single epoch (no warm-up epoch left out: use --epochs 2 or more).");

@@ -42,7 +42,9 @@ typedef struct {
     int n_epochs;
     ct_epoch_log *hist;            /* [n_epochs] */
     double peak, peak_best;        /* sgemm GFLOP/s (median, best); 0 when unknown */
-    char peak_what[160];           /* how the peak was measured */
+    char peak_what[160];           /* how the sgemm peak was measured */
+    double fma_peak, fma_peak_best;   /* FP32 FMA GFLOP/s (median, best), same threads; 0 when unknown */
+    char fma_peak_what[160];          /* how the FMA peak was measured */
     /* over the epochs after the warm-up */
     double sec_median, sec_min, sec_max;
     double samples_per_s, gflops;

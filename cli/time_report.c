@@ -6,7 +6,8 @@
  * JSON schema "ctrain-time/1" (one object; numbers that are not finite are null):
  *   schema, framework ("ctrain 0.1.0"; bench/torch_timing.py writes "pytorch ..."), ctrain_version,
  *   date (UTC, ISO 8601), command
- *   host: { hostname, os, cpu, logical_cores, blas, hdf5, gpu }
+ *   host: { hostname, os, cpu, cpu_features, logical_cores, blas, blas_core, hdf5, gpu }
+ *                                            blas_core: the kernels OpenBLAS ran and who chose them
  *   model, model_desc, protocol, data, data_desc, device, device_desc
  *   threads, batch, seed, n_train, n_val     samples per epoch (pairs or images)
  *   warmup_epochs                            leading epochs left out of the statistics
@@ -14,7 +15,11 @@
  *   epochs: [ { epoch, seconds, train_seconds, val_seconds, loss, accuracy, val_loss, val_accuracy } ]
  *   epoch_seconds: { median, min, max }      over the epochs after the warm-up
  *   train_samples_per_s, gflops              training part of those epochs
+ *   fma_peak_gflops, fma_peak_best_gflops, fma_peak_what, fraction_of_fma_peak
+ *                                            the FP32 FMA peak with the same threads (core/peak.h): "of peak"
  *   peak_gflops, peak_best_gflops, peak_what, fraction_of_peak
+ *                                            the sgemm peak (these names predate the FMA peak; files
+ *                                            without the fma_ fields read as n/a in --compare)
  *   layers (with --layers): [ { name, forward_ms, backward_ms, share, gflops } ], profiled_batches
  */
 #include <math.h>
@@ -27,6 +32,7 @@
 #include <hdf5.h>
 #include "cli/cli.h"
 #include "cli/time.h"
+#include "core/blas_select.h"
 #include "core/threads.h"
 #include "cuda/device.h"
 #include "io/json.h"
@@ -35,7 +41,10 @@
 /* ---- writing ---- */
 static void write_host(ct_json_writer *w)
 {
-    char host[256] = "unknown", os[512] = "unknown", cpu[256];
+    char host[256] = "unknown", os[512] = "unknown", cpu[256], features[256];
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    ct_cpu_describe(&f, features, sizeof features);
     struct utsname u;
     unsigned maj, min, rel;
     char hdf5[64];
@@ -48,8 +57,10 @@ static void write_host(ct_json_writer *w)
     ct_json_str(w, "hostname", host);
     ct_json_str(w, "os", os);
     ct_json_str(w, "cpu", cpu);
+    ct_json_str(w, "cpu_features", features);
     ct_json_int(w, "logical_cores", ct_cpu_count());
     ct_json_str(w, "blas", ct_blas_config());
+    ct_json_str(w, "blas_core", ct_blas_select_note());
     ct_json_str(w, "hdf5", hdf5);
     ct_json_str(w, "gpu", ct_gpu_compiled() ? "CUDA backend compiled in" : "not compiled in (CPU-only build)");
     ct_json_object_end(w);
@@ -134,6 +145,10 @@ ct_status time_write_json(const char *path, const time_setup *s, const time_run 
     ct_json_object_end(&w);
     ct_json_num(&w, "train_samples_per_s", r->samples_per_s);
     ct_json_num(&w, "gflops", r->gflops);
+    ct_json_num(&w, "fma_peak_gflops", r->fma_peak > 0 ? r->fma_peak : NAN);
+    ct_json_num(&w, "fma_peak_best_gflops", r->fma_peak_best > 0 ? r->fma_peak_best : NAN);
+    ct_json_str(&w, "fma_peak_what", r->fma_peak_what);
+    ct_json_num(&w, "fraction_of_fma_peak", r->fma_peak > 0 ? r->gflops / r->fma_peak : NAN);
     ct_json_num(&w, "peak_gflops", r->peak > 0 ? r->peak : NAN);
     ct_json_num(&w, "peak_best_gflops", r->peak_best > 0 ? r->peak_best : NAN);
     ct_json_str(&w, "peak_what", r->peak_what);
@@ -196,7 +211,8 @@ typedef struct {
     const char *hostname, *cpu, *device, *model, *protocol, *version, *date;
     char framework[96];                    /* "framework" when present, else "ctrain VERSION" */
     double threads, batch, n_train, n_val;
-    double sec_median, sec_min, sec_max, samples_per_s, gflops, peak;
+    double sec_median, sec_min, sec_max, samples_per_s, gflops, peak, fma_peak;
+    const char *blas;                      /* host.blas_core (else host.blas), "" when absent */
     int n_epochs;
     double loss, val_loss, val_accuracy;   /* of the last epoch */
 } result_file;
@@ -286,6 +302,11 @@ static ct_status read_result(result_file *rf)
     CT_TRY(need_num(rf, secs, "epoch_seconds.", "max", &rf->sec_max));
     CT_TRY(need_num(rf, r, "", "train_samples_per_s", &rf->samples_per_s));
     CT_TRY(need_num(rf, r, "", "gflops", &rf->gflops));
+    /* optional: files written before the FMA peak existed have neither */
+    const ct_json *fma = ct_json_find(r, "fma_peak_gflops"), *blas = ct_json_find(host, "blas_core");
+    if (!blas || blas->type != CT_JSON_STRING) blas = ct_json_find(host, "blas");
+    rf->fma_peak = fma && fma->type == CT_JSON_NUMBER ? fma->num : NAN;
+    rf->blas = blas && blas->type == CT_JSON_STRING ? blas->str : "";
     return need_num(rf, r, "", "peak_gflops", &rf->peak);
 }
 
@@ -348,6 +369,7 @@ int time_compare(int n, char **paths)
     STR_ROW("model", model);
     STR_ROW("protocol", protocol);
     STR_ROW("software", framework);
+    STR_ROW("blas", blas);
     STR_ROW("date", date);
     NUM_ROW("threads", "%.0f", rf[i].threads);
     NUM_ROW("batch", "%.0f", rf[i].batch);
@@ -359,8 +381,10 @@ int time_compare(int n, char **paths)
     NUM_ROW("s/epoch max", "%.2f", rf[i].sec_max);
     NUM_ROW("train samples/s", "%.1f", rf[i].samples_per_s);
     NUM_ROW("GFLOP/s", "%.1f", rf[i].gflops);
+    NUM_ROW("FMA peak GFLOP/s", "%.1f", rf[i].fma_peak);
+    NUM_ROW("of FMA peak", "%.0f%%", 100 * rf[i].gflops / rf[i].fma_peak);
     NUM_ROW("sgemm peak GFLOP/s", "%.1f", rf[i].peak);
-    NUM_ROW("of peak", "%.0f%%", 100 * rf[i].gflops / rf[i].peak);
+    NUM_ROW("of sgemm peak", "%.0f%%", 100 * rf[i].gflops / rf[i].peak);
     NUM_ROW("final loss", "%.4f", rf[i].loss);
     NUM_ROW("final val_loss", "%.4f", rf[i].val_loss);
     NUM_ROW("final val_accuracy", "%.4f", rf[i].val_accuracy);

@@ -1,8 +1,10 @@
-/* peak.c - sgemm rates on the CPU (see peak.h). The GPU measurement lives in
- * cuda/peak.cu; a CPU-only build gets the stub at the end of this file. */
+/* peak.c - the CPU's FMA peak and sgemm rates (see peak.h). The GPU
+ * measurement lives in cuda/peak.cu; a CPU-only build gets the stub at the end
+ * of this file. */
 #include <stdlib.h>
 #include <cblas.h>
 #include "core/peak.h"
+#include "core/blas_select.h"
 #include "core/threads.h"
 #include "core/rng.h"
 #include "models/train.h"   /* ct_now: the monotonic clock every timing in ctrain uses */
@@ -48,6 +50,149 @@ ct_status ct_sgemm_rate_cpu(ct_sgemm_rate *r, int M, int N, int K, int trans_b, 
     }
     free(A); free(B); free(C); free(g);
     return st;
+}
+
+/* ---- the FMA peak ---- */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The accumulators as named variables (an array may be kept in memory): X(i) for each. */
+#define FMA_ACCS_12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define FMA_ACCS_16(X) FMA_ACCS_12(X) X(12) X(13) X(14) X(15)
+
+__attribute__((target("avx512f")))
+static void fma_avx512(long iters, float m, float a, const float *init, float *out)
+{
+    const __m512 vm = _mm512_set1_ps(m), va = _mm512_set1_ps(a);
+#define LOAD(i) __m512 c##i = _mm512_loadu_ps(init + 16 * (i));
+#define STEP(i) c##i = _mm512_fmadd_ps(c##i, vm, va);
+#define STORE(i) _mm512_storeu_ps(out + 16 * (i), c##i);
+    FMA_ACCS_16(LOAD)
+    for (long it = 0; it < iters; it++) { FMA_ACCS_16(STEP) }
+    FMA_ACCS_16(STORE)
+#undef LOAD
+#undef STEP
+#undef STORE
+}
+
+__attribute__((target("avx2,fma")))
+static void fma_avx2(long iters, float m, float a, const float *init, float *out)
+{
+    const __m256 vm = _mm256_set1_ps(m), va = _mm256_set1_ps(a);
+#define LOAD(i) __m256 c##i = _mm256_loadu_ps(init + 8 * (i));
+#define STEP(i) c##i = _mm256_fmadd_ps(c##i, vm, va);
+#define STORE(i) _mm256_storeu_ps(out + 8 * (i), c##i);
+    FMA_ACCS_12(LOAD)
+    for (long it = 0; it < iters; it++) { FMA_ACCS_12(STEP) }
+    FMA_ACCS_12(STORE)
+#undef LOAD
+#undef STEP
+#undef STORE
+}
+
+static void fma_sse(long iters, float m, float a, const float *init, float *out)
+{
+    const __m128 vm = _mm_set1_ps(m), va = _mm_set1_ps(a);
+#define LOAD(i) __m128 c##i = _mm_loadu_ps(init + 4 * (i));
+#define STEP(i) c##i = _mm_add_ps(_mm_mul_ps(c##i, vm), va);
+#define STORE(i) _mm_storeu_ps(out + 4 * (i), c##i);
+    FMA_ACCS_12(LOAD)
+    for (long it = 0; it < iters; it++) { FMA_ACCS_12(STEP) }
+    FMA_ACCS_12(STORE)
+#undef LOAD
+#undef STEP
+#undef STORE
+}
+#else
+/* Another architecture: plain C, which the compiler vectorises as it can (reported as "SSE"). */
+static void fma_sse(long iters, float m, float a, const float *init, float *out)
+{
+    float c[48];
+    for (int i = 0; i < 48; i++) c[i] = init[i];
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 48; i++) { float p = c[i] * m; c[i] = p + a; }
+    for (int i = 0; i < 48; i++) out[i] = c[i];
+}
+#endif
+
+ct_fma_isa ct_fma_isa_best(void)
+{
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    if (f.flags & CT_CPU_AVX512F) return CT_FMA_AVX512;
+    if ((f.flags & CT_CPU_AVX2) && (f.flags & CT_CPU_FMA)) return CT_FMA_AVX2;
+    return CT_FMA_SSE;
+}
+
+const char *ct_fma_isa_name(ct_fma_isa isa)
+{
+    return isa == CT_FMA_AVX512 ? "AVX-512" : isa == CT_FMA_AVX2 ? "AVX2+FMA" : "SSE (mul+add)";
+}
+
+int ct_fma_isa_lanes(ct_fma_isa isa) { return isa == CT_FMA_AVX512 ? 16 : isa == CT_FMA_AVX2 ? 8 : 4; }
+int ct_fma_isa_accs(ct_fma_isa isa) { return isa == CT_FMA_AVX512 ? 16 : 12; }
+
+void ct_fma_kernel_run(ct_fma_isa isa, long iters, float m, float a, float x0, float *out)
+{
+    CT_ASSERT(isa <= ct_fma_isa_best() && iters >= 0);
+    float init[CT_FMA_MAX_OUT];
+    const int n = ct_fma_isa_accs(isa) * ct_fma_isa_lanes(isa);
+    for (int i = 0; i < n; i++) init[i] = x0 + (float)i * 1e-3f;
+#if defined(__x86_64__)
+    if (isa == CT_FMA_AVX512) { fma_avx512(iters, m, a, init, out); return; }
+    if (isa == CT_FMA_AVX2) { fma_avx2(iters, m, a, init, out); return; }
+#endif
+    fma_sse(iters, m, a, init, out);
+}
+
+typedef struct {
+    ct_fma_isa isa;
+    long iters;
+    volatile float sink;          /* keeps the results alive */
+} fma_job;
+
+static void fma_task(void *ctx, int task, int worker)
+{
+    fma_job *j = ctx;
+    float out[CT_FMA_MAX_OUT];
+    (void)worker;
+    /* m < 1 and a > 0: every accumulator converges to a / (1 - m), so nothing overflows or underflows */
+    ct_fma_kernel_run(j->isa, j->iters, 0.999f, 1e-3f, 0.5f + 1e-2f * (float)task, out);
+    if (task == 0) j->sink = out[0];
+}
+
+/* Seconds for one parallel run of the kernel on `threads` workers. */
+static double fma_time(fma_job *j, int threads)
+{
+    double t0 = ct_now();
+    ct_parallel(threads, threads, fma_task, j);
+    return ct_now() - t0;
+}
+
+ct_status ct_peak_fma_cpu(ct_fma_rate *r, int threads)
+{
+    CT_ASSERT(threads >= 1);
+    if (threads > CT_MAX_WORKERS) threads = CT_MAX_WORKERS;
+    fma_job j = { .isa = ct_fma_isa_best(), .iters = 100000 };
+    double probe = fma_time(&j, threads);
+    const double target = 0.03;   /* seconds per repeat */
+    double iters = probe > 0 ? (double)j.iters * target / probe : 1e8;
+    j.iters = iters < 1e4 ? 10000 : iters > 1e9 ? 1000000000L : (long)iters;
+    double g[CT_FMA_REPEATS];
+    const double flops = 2.0 * ct_fma_isa_lanes(j.isa) * ct_fma_isa_accs(j.isa) * (double)j.iters * threads;
+    for (int rep = -1; rep < CT_FMA_REPEATS; rep++) {   /* rep -1 is the warm-up */
+        double dt = fma_time(&j, threads);
+        if (rep >= 0) g[rep] = dt > 0 ? flops / dt / 1e9 : 0;
+    }
+    r->median = ct_sort_median(g, CT_FMA_REPEATS);
+    r->best = r->peak = g[CT_FMA_REPEATS - 1];
+    r->threads = threads;
+    r->lanes = ct_fma_isa_lanes(j.isa);
+    r->repeats = CT_FMA_REPEATS;
+    r->isa = j.isa;
+    if (!(r->median > 0) || r->median > 1e9)
+        return ct_fail(CT_ENUMERIC, "FMA peak: the timed loop gave %g GFLOP/s (is the clock broken?)", r->median);
+    return CT_OK;
 }
 
 ct_status ct_peak_sgemm_cpu(ct_sgemm_rate *r)

@@ -1,6 +1,19 @@
-/* peak.h - how fast can this machine multiply float matrices? The measured
- * sgemm rate is the denominator of every "fraction of peak" ctrain reports
- * (`ctrain time`, bench/bench_sgemm).
+/* peak.h - how fast can this machine compute? Two peaks, both measured:
+ *
+ *   - the FP32 FMA peak: what the CPU's vector units can do at all, from a
+ *     loop of independent fused multiply-adds at the widest vector width the
+ *     CPU has, on ctrain's workers. It is the denominator of every "fraction
+ *     of peak" ctrain reports (`ctrain time`, bench/bench_sgemm), so a BLAS
+ *     running kernels older than the CPU shows as a low fraction;
+ *   - the sgemm peak: what OpenBLAS's sgemm reaches as ctrain runs it, the
+ *     practical ceiling of a step made of matrix products. Reported beside
+ *     the first.
+ *
+ * FMA peak: GFLOP/s = 2 x lanes x FMAs / s over all threads, where each of
+ * `threads` workers runs independent accumulators (16 vectors of 16 floats
+ * with AVX-512; 12 of 8 with AVX2+FMA; 12 of 4 with SSE, where a multiply and
+ * an add stand in for the FMA): more than the FMA latency times the number of
+ * FMA pipes of current x86 cores (4 x 2), and few enough to stay in registers.
  *
  * FLOPs of C = A B with A [M, K] and B [K, N]: 2 M N K. A measurement runs
  * `calls` back-to-back sgemms once as a warm-up, then `repeats` more times,
@@ -33,7 +46,39 @@ ct_status ct_sgemm_rate_cpu(ct_sgemm_rate *r, int M, int N, int K, int trans_b, 
  * middle values when n is even): the statistic every timing in ctrain quotes. */
 double ct_sort_median(double *v, int n);
 
-/* The CPU's practical peak: CT_PEAK_N^3, CT_PEAK_REPEATS repeats. */
+/* ---- the FMA peak ---- */
+typedef enum { CT_FMA_SSE = 0, CT_FMA_AVX2, CT_FMA_AVX512 } ct_fma_isa;
+#define CT_FMA_MAX_OUT 256    /* accumulators x lanes, at most */
+#define CT_FMA_REPEATS 7      /* timed repeats after a warm-up */
+
+/* The FMA peak is the best repeat: the loop touches no memory and its work never
+ * varies, so a slower repeat only means that a core was shared at the time (on a
+ * shared machine, most of them). The median is kept beside it. */
+typedef struct {
+    double peak;              /* GFLOP/s, all threads together: the best repeat */
+    double median, best;      /* GFLOP/s over the repeats (best == peak) */
+    int threads, lanes, repeats;
+    ct_fma_isa isa;
+} ct_fma_rate;
+
+/* The widest FMA kernel this CPU (and OS) can run. */
+ct_fma_isa ct_fma_isa_best(void);
+const char *ct_fma_isa_name(ct_fma_isa isa);   /* "AVX-512", "AVX2+FMA", "SSE (mul+add)" */
+int ct_fma_isa_lanes(ct_fma_isa isa);          /* floats per vector: 16, 8, 4 */
+int ct_fma_isa_accs(ct_fma_isa isa);           /* independent vector accumulators: 16, 12, 12 */
+
+/* The kernel itself, exposed for its test: accs x lanes accumulators,
+ * accumulator i starting at x0 + i * 1e-3, each stepped `iters` times as
+ * acc = acc * m + a (one rounding with FMA; two with SSE), written to
+ * out [accs * lanes]. `isa` must be runnable here (<= ct_fma_isa_best()). */
+void ct_fma_kernel_run(ct_fma_isa isa, long iters, float m, float a, float x0, float *out);
+
+/* The FMA peak with `threads` workers (ct_parallel), at the widest width: a
+ * warm-up sized from a short probe so that each repeat takes about 30 ms, then
+ * CT_FMA_REPEATS timed repeats (about a quarter of a second in all). */
+ct_status ct_peak_fma_cpu(ct_fma_rate *r, int threads);
+
+/* The CPU's practical sgemm peak: CT_PEAK_N^3, CT_PEAK_REPEATS repeats. */
 ct_status ct_peak_sgemm_cpu(ct_sgemm_rate *r);
 
 /* The GPU's practical peak: cuBLAS sgemm (FP32, no TF32) of CT_PEAK_N^3 on the

@@ -1,13 +1,16 @@
 #!/bin/sh
 # deps.sh - install the Debian packages ctrain needs, only when they are missing.
 #
-# usage: scripts/deps.sh [build|test|golden|dist]
+# usage: scripts/deps.sh [build|test|golden|bench|dist]
 #   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, and the
 #           tools the demo uses (espeak-ng and sox to synthesise speech, Fashion-MNIST):
 #           enough for `make` and `make demo`
 #   test    adds Debian's python3-torch and python3-h5py: one test loads ctrain's
 #           PyTorch export into torch and compares outputs (`make test`)
-#   golden  adds torchaudio and scikit-learn, for `make golden` and `make bench`
+#   golden  adds torchaudio and scikit-learn, for `make golden`
+#   bench   adds python3-venv and binutils (readelf) to golden's: `make bench` also
+#           times the newest PyTorch from PyPI in a virtual environment
+#           (bench/torch_venv.sh)
 #   dist    the build set and patchelf, which `make dist` uses to set the shipped
 #           binaries' and libraries' RUNPATH
 # Present packages are detected with dpkg-query, so a second run does nothing and
@@ -18,13 +21,15 @@ set -eu
 BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev espeak-ng sox dataset-fashion-mnist"
 TEST_PKGS="python3 python3-torch python3-h5py python3-numpy"
 GOLDEN_PKGS="python3-torchaudio python3-sklearn"
+BENCH_PKGS="python3-venv binutils"
 
 case "${1:-build}" in
   build)  want="$BUILD_PKGS" ;;
   test)   want="$BUILD_PKGS $TEST_PKGS" ;;
-  golden|all) want="$BUILD_PKGS $TEST_PKGS $GOLDEN_PKGS" ;;
+  golden) want="$BUILD_PKGS $TEST_PKGS $GOLDEN_PKGS" ;;
+  bench|all) want="$BUILD_PKGS $TEST_PKGS $GOLDEN_PKGS $BENCH_PKGS" ;;
   dist)   want="$BUILD_PKGS patchelf" ;;
-  *) echo "deps.sh: unknown set '$1' (use build, test, golden or dist)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown set '$1' (use build, test, golden, bench or dist)" >&2; exit 2 ;;
 esac
 
 missing=""

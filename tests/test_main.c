@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include "core/blas_select.h"
 #include "tests/test.h"
 #include "core/threads.h"
 #include "io/h5.h"
@@ -20,7 +21,7 @@
 /* Every suite, in running order. A suite that is not linked in counts as a
  * failed case, so a test file cannot silently drop out of the build. */
 #define SUITES(X) \
-    X(core) X(h5) X(dense) X(activation) X(dropout) X(flatten) X(pair) X(loss) \
+    X(core) X(blas) X(h5) X(dense) X(activation) X(dropout) X(flatten) X(pair) X(loss) \
     X(lstm) X(conv2d) X(pool) X(batchnorm) X(optim) X(smoke) X(speaker) \
     X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(model_desc) X(verify_report) X(corpusgen) \
     X(time) \
@@ -252,6 +253,7 @@ double t_gradcheck(const char *what, t_objective f, void *ctx, float *x, const f
 
 int main(int argc, char **argv)
 {
+    ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
     ct_threads_set(1);   /* deterministic and quiet; the benches measure threads */
     ct_h5_quiet();
     struct { const char *name; void (*fn)(void); } suites[] = {

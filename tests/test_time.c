@@ -223,10 +223,12 @@ static void check_table(const char *what)
     line_of(gpu, sizeof gpu, table_line(out, "gpu"));
     t_check(strstr(out, "seconds per epoch") && *head, "%s: no table header: %s", what, out);
     t_check(strstr(head, "epochs") && strstr(head, "median") && strstr(head, "min") && strstr(head, "max") && strstr(head, "samples/s")
-            && strstr(head, "GFLOP/s") && strstr(head, "of peak") && strstr(head, "vs cpu") && words_on_line(head) == 12,
-            "%s: table header lacks a column: %s", what, head);
-    t_check(words_on_line(cpu) == 10 && !strstr(cpu, "n/a"), "%s: the cpu row should have 10 columns, all measured: %s", what, cpu);
-    t_check(words_on_line(gpu) == 10 && strstr(gpu, "n/a"), "%s: the gpu row should have 10 columns reading n/a: %s", what, gpu);
+            && strstr(head, "GFLOP/s") && strstr(head, "of peak") && strstr(head, "of sgemm") && strstr(head, "vs cpu")
+            && words_on_line(head) == 15, "%s: table header lacks a column: %s", what, head);
+    t_check(strstr(out, "FP32 FMA peak") && strstr(out, "sgemm peak"), "%s: the two peaks are not named above the table: %s", what, out);
+    t_check(words_on_line(cpu) == 12 && !strstr(cpu, "n/a"), "%s: the cpu row should have 12 columns, all measured: %s", what, cpu);
+    t_check(words_on_line(gpu) == 12 && strstr(gpu, "n/a"), "%s: the gpu row should have 12 columns reading n/a: %s", what, gpu);
+    t_check(strstr(out, "FMA peak: FP32 FMA loop") != NULL, "%s: how the FMA peak was measured is not said: %s", what, out);
     t_check(strstr(out, "gpu: unavailable: ") != NULL, "%s: no line saying why the gpu is unavailable", what);
     t_check(strstr(out, "CPU: ") && strstr(out, "BLAS: ") && strstr(out, "Protocol: smoke"), "%s: no hardware/protocol header", what);
 }
@@ -234,10 +236,12 @@ static void check_table(const char *what)
 static const char *PY_SCHEMA =
     "import json,sys; d=json.load(open(sys.argv[1])); num=(int,float); "
     "need={\"schema\":str,\"device\":str,\"model\":str,\"protocol\":str,\"threads\":int,\"batch\":int,\"epochs\":list,"
-    "\"train_samples_per_s\":num,\"gflops\":num,\"peak_gflops\":num,\"host\":dict,\"ctrain_version\":str}; "
+    "\"train_samples_per_s\":num,\"gflops\":num,\"peak_gflops\":num,\"host\":dict,\"ctrain_version\":str,"
+    "\"fma_peak_gflops\":num,\"fraction_of_fma_peak\":num,\"fma_peak_what\":str}; "
     "[sys.exit(\"%s: %s\" % (k, type(d.get(k)))) for k,t in need.items() if not isinstance(d.get(k), t)]; "
     "assert d[\"schema\"]==\"ctrain-time/1\" and d[\"device\"]==\"cpu\" and d[\"protocol\"]==\"smoke\"; "
-    "assert all(k in d[\"host\"] for k in (\"hostname\",\"cpu\",\"blas\")); "
+    "assert all(k in d[\"host\"] for k in (\"hostname\",\"cpu\",\"blas\",\"blas_core\",\"cpu_features\")); "
+    "assert 0 < d[\"fma_peak_gflops\"] < 1e7 and abs(d[\"fraction_of_fma_peak\"] - d[\"gflops\"] / d[\"fma_peak_gflops\"]) < 1e-9; "
     "e=d[\"epochs\"]; assert len(e)==2 and all(isinstance(x[k],num) for x in e for k in "
     "(\"seconds\",\"train_seconds\",\"val_seconds\",\"loss\",\"accuracy\",\"val_loss\",\"val_accuracy\")); "
     "assert [l[\"name\"] for l in d[\"layers\"]]";
@@ -252,8 +256,9 @@ static void check_json_file(const char *path, const char *model, int epochs)
         const ct_json *v = ct_json_find(&root, strings[i]);
         t_check(v && v->type == CT_JSON_STRING, "%s: \"%s\" should be a string", path, strings[i]);
     }
-    const char *numbers[] = { "threads", "batch", "train_samples_per_s", "gflops", "peak_gflops", "flops_per_sample" };
-    for (int i = 0; i < 6; i++) {
+    const char *numbers[] = { "threads", "batch", "train_samples_per_s", "gflops", "peak_gflops", "flops_per_sample",
+                              "fma_peak_gflops", "fraction_of_fma_peak" };
+    for (int i = 0; i < 8; i++) {
         const ct_json *v = ct_json_find(&root, numbers[i]);
         t_check(v && v->type == CT_JSON_NUMBER, "%s: \"%s\" should be a number", path, numbers[i]);
     }
@@ -315,8 +320,9 @@ static void test_command(void)
     snprintf(args, sizeof args, "time --compare %s %s", sjson, cjson);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0, "exit %d: %s", rc, out);
-    const char *rows[] = { "file", "host", "device", "model", "s/epoch median", "train samples/s", "GFLOP/s", "speed vs first" };
-    for (int i = 0; i < 8; i++) t_check(table_line(out, rows[i]) != NULL, "--compare lacks the row %s: %s", rows[i], out);
+    const char *rows[] = { "file", "host", "device", "model", "s/epoch median", "train samples/s", "GFLOP/s", "speed vs first",
+                           "FMA peak GFLOP/s", "of FMA peak", "sgemm peak GFLOP/s", "of sgemm peak", "blas" };
+    for (int i = 0; i < 13; i++) t_check(table_line(out, rows[i]) != NULL, "--compare lacks the row %s: %s", rows[i], out);
     char model[512];
     line_of(model, sizeof model, table_line(out, "model"));
     t_check(strstr(model, "siamese-lstm") && strstr(model, "cnn"), "both models side by side: %s", out);
