@@ -96,6 +96,7 @@
 #include "core/hot.h"
 #include "core/threads.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
+#include "layers/gemm_packed.h"
 
 /* ---- scalar math for the fused gate loops ----------------------------------
  * Written branch-free so the compiler vectorises the gate loops (libm's expf and
@@ -157,6 +158,8 @@ typedef struct {
 typedef struct {
     float *x;                                  /* [T, B, I] */
     lstm_layer_cache l[LSTM_MAX_LAYERS];
+    float *wp;                                 /* W_hh^T [H, 4H] packed (layers/gemm_packed.h), one layer at a time */
+    float *wp_ih;                              /* W_ih^T [I_l, 4H] packed, likewise */
 } lstm_cache_view;
 
 /* Carves the cache into its regions; returns the floats used (cache may be NULL to only count). */
@@ -174,6 +177,8 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
         TAKE(v->l[l].c, TB * H + B * H);
         TAKE(v->l[l].tc, TB * H);
     }
+    TAKE(v->wp, ct_gemm_pack_floats(d->H, 4 * d->H));
+    TAKE(v->wp_ih, ct_gemm_pack_floats(d->I > d->H ? d->I : d->H, 4 * d->H));
     return off;
 }
 
@@ -183,7 +188,14 @@ typedef struct {
     float *dh;     /* [B, H] */
     float *dc;     /* [B, H] */
     float *db;     /* [CT_MAX_WORKERS, 4H] */
+    float *wp;     /* W_hh [4H, H] packed (layers/gemm_packed.h), one layer at a time */
+    float *dw;     /* per worker: its sums of dW_hh [4H, H] then dW_ih [4H, max(H, I)] (the packed kernel's path) */
+    float *pk;     /* per worker: one step's h_{t-1} or x_t rows, packed */
+    float *dzs;    /* per worker: one step's dz rows, when dz is not kept for dX (it then stays in cache) */
+    size_t dw_floats, pk_floats, dzs_floats;   /* per worker */
 } lstm_ws_view;
+
+static int lstm_parts(int B);
 
 static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
 {
@@ -198,6 +210,15 @@ static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
     TAKE(v->dh, B * H);
     TAKE(v->dc, B * H);
     TAKE(v->db, (size_t)CT_MAX_WORKERS * 4 * H);
+    TAKE(v->wp, ct_gemm_pack_floats(4 * d->H, d->H));
+    /* the weight gradients summed step by step, while dz_t is in cache: per worker */
+    int parts = lstm_parts(d->B), rows = (d->B + parts - 1) / parts;
+    v->dw_floats = round16(4 * H * H + 4 * H * wide);
+    v->pk_floats = round16(ct_gemm_pack_floats(rows, (int)wide));
+    TAKE(v->dw, (size_t)parts * v->dw_floats);
+    TAKE(v->pk, (size_t)parts * v->pk_floats);
+    v->dzs_floats = round16((size_t)rows * 4 * H);
+    TAKE(v->dzs, (size_t)parts * v->dzs_floats);
 #undef TAKE
     return off;
 }
@@ -313,8 +334,11 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
 typedef struct {
     const lstm_layer_cache *lc;
     const lstm_weights *w;
+    const float *wp;              /* W_hh^T packed, or NULL: cblas_sgemm (and the input projection done before) */
+    const float *wp_ih;           /* W_ih^T packed: each step projects its own inputs */
+    const float *X;               /* [T*B, Il] the layer's input, time-major */
     const int *len;
-    int B, T, H, hard, parts;
+    int B, T, H, Il, hard, parts;
 } lstm_fwd_job;
 
 static void lstm_recurrence_forward(void *ctx, int part, int worker)
@@ -325,9 +349,14 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
     (void)worker;
     for (int t = 0; t < j->T; t++) {
         /* gate_t [b0:b1, 4H] += h_{t-1} [b0:b1, H] W_hh^T   (h_{-1} = 0: nothing to add at t = 0) */
-        if (t > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b1 - b0, (int)G, H, 1.0f,
-                        j->lc->h + ((size_t)t * B + b0) * H, H, j->w->w_hh, H, 1.0f, j->lc->gate + ((size_t)t * B + b0) * G, (int)G);
+        const float *hp = j->lc->h + ((size_t)t * B + b0) * H;
+        float *gt = j->lc->gate + ((size_t)t * B + b0) * G;
+        if (j->wp) {   /* gate_t = x_t W_ih^T (+ h_{t-1} W_hh^T), while the rows are in cache */
+            ct_gemm_packed(b1 - b0, (int)G, j->Il, j->X + ((size_t)t * B + b0) * j->Il, j->Il, 0, j->wp_ih, gt, (int)G, 0);
+            if (t > 0) ct_gemm_packed(b1 - b0, (int)G, H, hp, H, 0, j->wp, gt, (int)G, 1);
+        } else if (t > 0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b1 - b0, (int)G, H, 1.0f, hp, H, j->w->w_hh, H, 1.0f, gt, (int)G);
+        }
         lstm_step_forward(j->lc, t, j->len, j->w, B, b0, b1, H, j->hard);
     }
 }
@@ -360,11 +389,20 @@ void lstm_forward(float *out, float *cache, const float *x, const int *len,
         const float *X = l == 0 ? cv.x : cv.l[l - 1].h + (size_t)B * H;   /* [T*B, Il]: layer l-1's h_0..h_{T-1} */
         memset(lc->h, 0, (size_t)B * H * sizeof(float));                  /* h_{-1} = 0 */
         memset(lc->c, 0, (size_t)B * H * sizeof(float));                  /* c_{-1} = 0 */
-        /* gate [T*B, 4H] = X [T*B, Il] W_ih^T   (the biases are added in the cell loop) */
-        ct_sgemm(CblasNoTrans, CblasTrans, (int)TB, (int)G, Il,
-                    1.0f, X, Il, w[l].w_ih, Il, 0.0f, lc->gate, (int)G);
+        /* gate [T*B, 4H] = X [T*B, Il] W_ih^T + h_prev W_hh^T (the biases are added in the cell loop):
+         * with the packed kernel each step does both products for its own rows; else the input
+         * projection of all steps is one product here, and the steps add theirs */
+        const float *wp = NULL;
+        if (ct_gemm_packed_available()) {
+            ct_gemm_pack(cv.wp_ih, w[l].w_ih, Il, 1, Il, (int)G);
+            ct_gemm_pack(cv.wp, w[l].w_hh, H, 1, H, (int)G);
+            wp = cv.wp;
+        } else {
+            ct_sgemm(CblasNoTrans, CblasTrans, (int)TB, (int)G, Il, 1.0f, X, Il, w[l].w_ih, Il, 0.0f, lc->gate, (int)G);
+        }
         /* the steps, each worker with its share of the sequences */
-        lstm_fwd_job job = { .lc = lc, .w = &w[l], .len = len, .B = B, .T = T, .H = H, .hard = hard, .parts = lstm_parts(B) };
+        lstm_fwd_job job = { .lc = lc, .w = &w[l], .wp = wp, .wp_ih = cv.wp_ih, .X = X, .len = len, .B = B, .T = T, .H = H,
+                             .Il = Il, .hard = hard, .parts = lstm_parts(B) };
         ct_parallel(job.parts, job.parts, lstm_recurrence_forward, &job);
     }
 
@@ -453,9 +491,9 @@ static inline void lstm_prefetch_row(const lstm_layer_cache *lc, const float *dz
 {
     if (row >= rows) return;
     size_t G = 4 * (size_t)H;
-    const char *pg = (const char *)(lc->gate + row * G), *pz = (const char *)(dz + row * G);
+    const char *pg = (const char *)(lc->gate + row * G), *pz = dz ? (const char *)(dz + row * G) : NULL;
     const char *pt = (const char *)(lc->tc + row * H), *pc = (const char *)(lc->c + row * H);
-    for (size_t o = 0; o < G * sizeof(float); o += 64) { __builtin_prefetch(pg + o, 0); __builtin_prefetch(pz + o, 1); }
+    for (size_t o = 0; o < G * sizeof(float); o += 64) { __builtin_prefetch(pg + o, 0); if (dz) __builtin_prefetch(pz + o, 1); }
     for (size_t o = 0; o < (size_t)H * sizeof(float); o += 64) { __builtin_prefetch(pt + o, 0); __builtin_prefetch(pc + o, 0); }
 }
 
@@ -464,9 +502,13 @@ typedef struct {
     const lstm_layer_cache *lc;
     const lstm_ws_view *wv;
     const lstm_weights *w;
+    const float *wp;              /* W_hh packed, or NULL: cblas_sgemm (and the weight gradients as two products after) */
+    const float *X;               /* [T*B, Il] the layer's input, time-major */
+    int Il;
     const float *dout;
     const int *len;
     int B, T, H, hard, top, parts;
+    int keep_dz;                  /* dz of every step is needed after the loop (dX); else one step's, in cache */
     lstm_return ret;
 } lstm_bwd_job;
 
@@ -477,11 +519,16 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
     const int B = j->B, T = j->T, H = j->H, b0 = (int)((long)B * part / j->parts), b1 = (int)((long)B * (part + 1) / j->parts);
     const size_t TB = (size_t)T * B, G = 4 * (size_t)H;
     float *db = wv->db + (size_t)part * G;               /* this part's sum of dz */
+    float *dwh = wv->dw + (size_t)part * wv->dw_floats;  /* this part's sums of dW_hh [4H, H] and dW_ih [4H, Il] */
+    float *dwi = dwh + G * H, *pk = wv->pk + (size_t)part * wv->pk_floats;
+    const int rows = b1 - b0, Il = j->Il;
     (void)worker;
+    if (j->wp) memset(dwh, 0, (G * H + G * (size_t)Il) * sizeof *dwh);
     for (int t = T - 1; t >= 0; t--) {
+        float *dzt = j->keep_dz ? wv->dz + ((size_t)t * B + b0) * G : wv->dzs + (size_t)part * wv->dzs_floats;   /* [rows, 4H] */
         for (int b = b0; b < b1; b++) {
             size_t row = (size_t)t * B + b;
-            float *dzr = wv->dz + row * G;
+            float *dzr = dzt + (size_t)(b - b0) * G;
             int n = j->len ? j->len[b] : T;
             if (t >= n) {                                /* padded: dz = 0, dh and dc carried */
                 memset(dzr, 0, G * sizeof *dzr);
@@ -495,14 +542,25 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
             else                                        ds = NULL;
             float *dhb = wv->dh + (size_t)b * H, *dcb = wv->dc + (size_t)b * H;
             const float *gate = j->lc->gate + row * G, *tc = j->lc->tc + row * H, *cprev = j->lc->c + row * H;
-            lstm_prefetch_row(j->lc, wv->dz, row + LSTM_PREFETCH_ROWS, TB, H);
+            lstm_prefetch_row(j->lc, j->keep_dz ? wv->dz : NULL, row + LSTM_PREFETCH_ROWS, TB, H);
             if (j->hard) lstm_cell_backward_hard(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
             else         lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
         }
         /* dh_{t-1} [b0:b1, H] += dz_t [b0:b1, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
-        if (t > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b1 - b0, H, (int)G, 1.0f,
-                        wv->dz + ((size_t)t * B + b0) * G, (int)G, j->w->w_hh, H, 1.0f, wv->dh + (size_t)b0 * H, H);
+        if (j->wp) {
+            if (t > 0) {
+                ct_gemm_packed(rows, H, (int)G, dzt, (int)G, 0, j->wp, wv->dh + (size_t)b0 * H, H, 1);
+                /* dW_hh [4H, H] += dz_t^T [4H, rows] h_{t-1} [rows, H]   (step 0's h_prev is 0) */
+                ct_gemm_pack(pk, j->lc->h + ((size_t)t * B + b0) * H, H, 0, rows, H);
+                ct_gemm_packed((int)G, H, rows, dzt, (int)G, 1, pk, dwh, H, 1);
+            }
+            /* dW_ih [4H, Il] += dz_t^T [4H, rows] x_t [rows, Il] */
+            ct_gemm_pack(pk, j->X + ((size_t)t * B + b0) * Il, Il, 0, rows, Il);
+            ct_gemm_packed((int)G, Il, rows, dzt, (int)G, 1, pk, dwi, Il, 1);
+        } else if (t > 0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, H, (int)G, 1.0f, dzt, (int)G, j->w->w_hh, H,
+                        1.0f, wv->dh + (size_t)b0 * H, H);
+        }
     }
 }
 
@@ -526,22 +584,33 @@ void lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout,
         if (top && d->ret == LSTM_RETURN_LAST) memcpy(wv.dh, dout, BH * sizeof(float));
         else memset(wv.dh, 0, BH * sizeof(float));
 
-        /* the steps backwards, each worker with its share of the sequences and its own db */
-        lstm_bwd_job job = { .lc = lc, .wv = &wv, .w = &w[l], .dout = dout, .len = len, .B = B, .T = T, .H = H,
-                             .hard = hard, .top = top, .ret = d->ret, .parts = lstm_parts(B) };
+        /* the steps backwards, each worker with its share of the sequences and its own db; W_hh packed once */
+        const float *wp = NULL;
+        if (ct_gemm_packed_available()) { ct_gemm_pack(wv.wp, w[l].w_hh, H, 0, (int)G, H); wp = wv.wp; }
+        const float *X = l == 0 ? cv.x : cv.l[l - 1].h + BH;   /* [TB, Il]: the layer's input */
+        lstm_bwd_job job = { .lc = lc, .wv = &wv, .w = &w[l], .wp = wp, .X = X, .Il = Il, .dout = dout, .len = len, .B = B,
+                             .T = T, .H = H, .hard = hard, .top = top, .ret = d->ret, .parts = lstm_parts(B),
+                             .keep_dz = !wp || l > 0 || dx != NULL };
         ct_parallel(job.parts, job.parts, lstm_recurrence_backward, &job);
         float *db = wv.db;                               /* partial sums, in part order */
         for (int p = 1; p < job.parts; p++)
             for (size_t j = 0; j < G; j++) db[j] += wv.db[(size_t)p * G + j];
 
-        /* dW_hh [4H, H] += dz^T [4H, (T-1)B] h_prev [(T-1)B, H]   (step 0's h_prev is 0) */
-        if (T > 1)
-            ct_sgemm(CblasTrans, CblasNoTrans, (int)G, H, (int)(TB - B),
-                        1.0f, wv.dz + (size_t)B * G, (int)G, lc->h + BH, H, 1.0f, g[l].w_hh, H);
-        /* dW_ih [4H, Il] += dz^T [4H, TB] X [TB, Il] */
-        const float *X = l == 0 ? cv.x : cv.l[l - 1].h + BH;
-        ct_sgemm(CblasTrans, CblasNoTrans, (int)G, Il, (int)TB,
-                    1.0f, wv.dz, (int)G, X, Il, 1.0f, g[l].w_ih, Il);
+        if (wp) {   /* the workers' sums of the weight gradients, added in worker order */
+            for (int p = 0; p < job.parts; p++) {
+                const float *dwh = wv.dw + (size_t)p * wv.dw_floats, *dwi = dwh + G * H;
+                for (size_t i = 0; i < G * (size_t)H; i++) g[l].w_hh[i] += dwh[i];
+                for (size_t i = 0; i < G * (size_t)Il; i++) g[l].w_ih[i] += dwi[i];
+            }
+        } else {
+            /* dW_hh [4H, H] += dz^T [4H, (T-1)B] h_prev [(T-1)B, H]   (step 0's h_prev is 0) */
+            if (T > 1)
+                ct_sgemm(CblasTrans, CblasNoTrans, (int)G, H, (int)(TB - B),
+                            1.0f, wv.dz + (size_t)B * G, (int)G, lc->h + BH, H, 1.0f, g[l].w_hh, H);
+            /* dW_ih [4H, Il] += dz^T [4H, TB] X [TB, Il] */
+            ct_sgemm(CblasTrans, CblasNoTrans, (int)G, Il, (int)TB,
+                        1.0f, wv.dz, (int)G, X, Il, 1.0f, g[l].w_ih, Il);
+        }
         for (size_t j = 0; j < G; j++) { g[l].b_ih[j] += wv.db[j]; g[l].b_hh[j] += wv.db[j]; }
         /* dX [TB, Il] = dz [TB, 4H] W_ih [4H, Il]: layer l-1's dseq, or dx (time-major) */
         if (l > 0 || dx)

@@ -65,7 +65,9 @@ ct_status lstm_params_add(lstm_ids *ids, ct_params *ps, const char *prefix, int 
 void      lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, const lstm_ids *ids);
 
 size_t lstm_cache_floats(const lstm_dims *d);      /* forward state kept for backward */
-size_t lstm_workspace_floats(const lstm_dims *d);  /* scratch used by backward */
+/* Scratch used by backward. It holds one region per worker: size it after the thread
+ * count is set (core/threads.h), as every plan does. */
+size_t lstm_workspace_floats(const lstm_dims *d);
 
 /* out: [B, H] or [B, T, H] (see ret); cache [lstm_cache_floats]; w [L]. */
 void lstm_forward(float *out, float *cache, const float *x, const int *len,

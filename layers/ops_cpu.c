@@ -30,6 +30,7 @@ typedef struct {
     size_t w_ih[LSTM_MAX_LAYERS], w_hh[LSTM_MAX_LAYERS], b_ih[LSTM_MAX_LAYERS], b_hh[LSTM_MAX_LAYERS];   /* offsets */
     float *cache;                     /* [lstm_cache_floats(d)] */
     float *ws;                        /* [lstm_workspace_floats(d)] */
+    size_t cache_floats, ws_floats;   /* as planned (the workspace grows with the thread count) */
 } lstm_cpu_plan;
 
 static ct_status cpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params)
@@ -45,8 +46,10 @@ static ct_status cpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params 
         p->b_ih[l] = ps->p[ids->b_ih[l]].offset;
         p->b_hh[l] = ps->p[ids->b_hh[l]].offset;
     }
-    p->cache = ct_alloc_aligned(lstm_cache_floats(d) * sizeof(float), "LSTM forward state");
-    p->ws = p->cache ? ct_alloc_aligned(lstm_workspace_floats(d) * sizeof(float), "LSTM backward scratch") : NULL;
+    p->cache_floats = lstm_cache_floats(d);
+    p->ws_floats = lstm_workspace_floats(d);
+    p->cache = ct_alloc_aligned(p->cache_floats * sizeof(float), "LSTM forward state");
+    p->ws = p->cache ? ct_alloc_aligned(p->ws_floats * sizeof(float), "LSTM backward scratch") : NULL;
     if (!p->ws) { free(p->cache); free(p); return CT_ENOMEM; }
     *plan = p;
     return CT_OK;
@@ -64,6 +67,8 @@ static void cpu_lstm_plan_free(void *plan)
 static void lstm_check_call(const lstm_cpu_plan *p, const lstm_dims *d)
 {
     CT_ASSERT(d->B >= 1 && d->B <= p->d.B && d->T >= 1 && d->T <= p->d.T && d->I == p->d.I && d->H == p->d.H && d->L == p->d.L);
+    /* the thread count must not have been raised since planning (per-worker scratch) */
+    CT_ASSERT(lstm_cache_floats(d) <= p->cache_floats && lstm_workspace_floats(d) <= p->ws_floats);
 }
 
 static void cpu_lstm_forward(float *out, void *plan, const float *x, const int *len, const int *len_host,

@@ -385,6 +385,7 @@ static void suite_workers(void)
     for (int threads = 2; threads <= 3; threads++) {
         t_case("lstm/%d workers agree with 1 (L=2 B=7 ret=mean, masked)", threads);
         rig r = ref;   /* same weights and inputs; its own outputs and gradients */
+        ct_threads_set(threads);   /* before sizing: the workspace holds one region per worker */
         r.out = t_alloc(out_floats(&d)); r.dx = t_alloc((size_t)d.B * d.T * d.I);
         r.cache = t_alloc(lstm_cache_floats(&d)); r.ws = t_alloc(lstm_workspace_floats(&d));
         float *grad = t_alloc(ref.ps.numel);
@@ -392,7 +393,6 @@ static void suite_workers(void)
         ct_params view = ref.ps;
         view.grad = grad;
         lstm_params_view(r.w, g, &view, &ref.ids);
-        ct_threads_set(threads);
         lstm_forward(r.out, r.cache, r.x, r.len, r.w, &d);
         lstm_backward(r.dx, g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);
         ct_threads_set(1);

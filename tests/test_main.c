@@ -22,7 +22,7 @@
  * failed case, so a test file cannot silently drop out of the build. */
 #define SUITES(X) \
     X(core) X(blas) X(h5) X(dense) X(activation) X(dropout) X(flatten) X(pair) X(loss) \
-    X(lstm) X(conv2d) X(pool) X(batchnorm) X(optim) X(smoke) X(speaker) \
+    X(gemm_packed) X(lstm) X(conv2d) X(pool) X(batchnorm) X(optim) X(smoke) X(speaker) \
     X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(model_desc) X(verify_report) X(corpusgen) \
     X(time) \
     X(siamese_cnn) \

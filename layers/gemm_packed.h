@@ -1,0 +1,45 @@
+/* gemm_packed.h - C += A op(B) for a B that many products share, packed once.
+ *
+ * The LSTM multiplies by the same recurrent weights W_hh at every one of its T
+ * steps, forward (h_{t-1} W_hh^T) and backward (dz_t W_hh). A BLAS call copies
+ * ("packs") both operands into its own panel layout on every call: for these
+ * products - a few hundred rows against a 512 x 128 matrix - packing W_hh a
+ * hundred times per batch cost about 14% of a whole training step. Here the
+ * weights are packed ONCE per batch, and each step runs a register-blocked
+ * kernel straight over the packed panels and the unpacked rows of A.
+ *
+ * Packed layout: op(B) [K, N] cut into panels of CT_GEMM_NR = 64 columns (the
+ * last one zero-padded); panel p holds, for k = 0..K-1, the 64 values
+ * op(B)[k, 64p .. 64p+63] one after the other: [ceil(N/64)][K][64].
+ *
+ * Kernel: 6 rows of C by 64 columns in 24 AVX-512 registers; for each k, four
+ * loads of the panel's row k, one broadcast of A[i, k] per row and four fused
+ * multiply-adds per row (measured on a Zen 5 core: 6 x 64 reaches about 95% of
+ * the FMA peak on the LSTM's products, 14 x 32 about 85%, OpenBLAS with its
+ * packing 70-85%). Every element of C is summed over k in order, in one
+ * place, so the result does not depend on how rows are shared among threads.
+ *
+ * The kernel needs AVX-512F; ct_gemm_packed_available() says whether this CPU
+ * has it. Where it does not, the callers keep calling cblas_sgemm.
+ */
+#ifndef CT_GEMM_PACKED_H
+#define CT_GEMM_PACKED_H
+#include <stddef.h>
+
+#define CT_GEMM_NR 64   /* columns per packed panel */
+
+/* 1 when the packed kernel runs on this CPU (AVX-512F, and the OS saves its registers). */
+int    ct_gemm_packed_available(void);
+/* Floats of a packed op(B) [K, N]. */
+size_t ct_gemm_pack_floats(int K, int N);
+/* Packs op(B) [K, N] into bp: trans = 0, B is [K, N] row-major with leading dimension ldb;
+ * trans = 1, B is [N, K] (op(B) = B^T), leading dimension ldb. */
+void   ct_gemm_pack(float *bp, const float *B, int ldb, int trans, int K, int N);
+/* C [M, N] (leading dimension ldc) += op(A) [M, K] op(B), op(B) packed in bp; with
+ * accumulate = 0, C = op(A) op(B) (C's old values are not read). trans_a = 0: A is [M, K]
+ * row-major, leading dimension lda; trans_a = 1: A is [K, M] (op(A) = A^T). Needs
+ * ct_gemm_packed_available(). */
+void   ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, float *C, int ldc,
+                      int accumulate);
+
+#endif

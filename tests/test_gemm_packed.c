@@ -1,0 +1,47 @@
+/* test_gemm_packed.c - the packed-B kernel of layers/gemm_packed.h against OpenBLAS:
+ * every tail (rows not a multiple of the tile, columns not of the panel, K of 1), both
+ * layouts of A, accumulating and overwriting, and NaN in C's old values when
+ * overwriting (they must not be read). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+#include "tests/test.h"
+#include "layers/gemm_packed.h"
+
+static void one(int M, int N, int K, int trans_a, int trans_b, int acc, ct_rng *r)
+{
+    int lda = (trans_a ? M : K) + 3, ldb = (trans_b ? K : N) + 5, ldc = N + 2;   /* leading dimensions with slack */
+    float *A = t_alloc((size_t)(trans_a ? K : M) * lda), *B = t_alloc((size_t)(trans_b ? N : K) * ldb);
+    float *C = t_alloc((size_t)M * ldc), *ref = t_alloc((size_t)M * ldc), *bp = t_alloc(ct_gemm_pack_floats(K, N));
+    t_fill_uniform(A, (size_t)(trans_a ? K : M) * lda, -1, 1, r);
+    t_fill_uniform(B, (size_t)(trans_b ? N : K) * ldb, -1, 1, r);
+    t_fill_uniform(ref, (size_t)M * ldc, -1, 1, r);
+    for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = acc || (int)(i % ldc) >= N ? ref[i] : NAN;   /* slack: untouched */
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda,
+                B, ldb, acc ? 1.0f : 0.0f, ref, ldc);
+    ct_gemm_pack(bp, B, ldb, trans_b, K, N);
+    ct_gemm_packed(M, N, K, A, lda, trans_a, bp, C, ldc, acc);
+    char what[96];
+    snprintf(what, sizeof what, "M %d N %d K %d, A%s B%s, %s", M, N, K, trans_a ? "^T" : "", trans_b ? "^T" : "",
+             acc ? "C +=" : "C =");
+    t_close(what, C, ref, (size_t)M * ldc, 2e-6);
+    free(A); free(B); free(C); free(ref); free(bp);
+}
+
+void suite_gemm_packed(void)
+{
+    if (!ct_gemm_packed_available()) {
+        t_skip("gemm_packed/against OpenBLAS: this CPU has no AVX-512F; the LSTM uses cblas_sgemm here instead");
+        return;
+    }
+    t_case("gemm_packed/against OpenBLAS: tails, layouts, accumulate and overwrite");
+    ct_rng r;
+    ct_rng_seed(&r, 4242, 1);
+    const int shapes[][3] = { { 1, 1, 1 }, { 5, 7, 3 }, { 6, 64, 40 }, { 7, 65, 17 }, { 13, 127, 128 }, { 128, 512, 128 },
+                              { 128, 128, 512 }, { 512, 40, 128 }, { 3, 16, 1 }, { 12, 130, 9 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int acc = 0; acc < 2; acc++) one(shapes[s][0], shapes[s][1], shapes[s][2], ta, tb, acc, &r);
+}
