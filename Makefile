@@ -4,6 +4,7 @@
 #   make            install missing Debian packages, then build everything
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli); make test runs it
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
 #   make bench      FMA and sgemm peaks, both models' training: ctrain vs Debian's and the newest PyTorch (bench/)
 #   make golden     regenerate the PyTorch parity files in tests/golden/ (needs python3-torch)
@@ -33,7 +34,7 @@ CFLAGS   += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c models/*.c)
+LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c models/*.c train/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 TEST_SRC  := $(wildcard tests/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -79,7 +80,7 @@ ifeq ($(filter clean,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD) && { echo "CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH)" | cmp -s - $(CUDA_STAMP) || echo "CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH)" > $(CUDA_STAMP); })
 endif
 
-.PHONY: all build deps test demo bench golden clean detect dist dist-check gpu-check
+.PHONY: all build deps test demo bench golden clean detect check-deps dist dist-check gpu-check
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -125,8 +126,12 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libctrain.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libctrain.a $(LDLIBS)
 
+check-deps:
+	@sh scripts/check-deps.sh
+
 test:
 	@sh scripts/deps.sh test
+	@sh scripts/check-deps.sh
 	@$(MAKE) --no-print-directory build
 	@sh tests/run.sh $(BUILD) $(CTRAIN)
 

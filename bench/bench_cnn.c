@@ -26,7 +26,7 @@
 #include "core/threads.h"
 #include "layers/optim.h"
 #include "models/seq_cnn.h"
-#include "models/train.h"
+#include "train/train.h"
 
 static void usage(void)
 {

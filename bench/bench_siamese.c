@@ -20,7 +20,7 @@
 #include "core/threads.h"
 #include "layers/optim.h"
 #include "models/siamese_lstm.h"
-#include "models/train.h"
+#include "train/train.h"
 
 int main(int argc, char **argv)
 {

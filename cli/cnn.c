@@ -20,9 +20,9 @@
 #include "io/images.h"
 #include "io/weights.h"
 #include "layers/optim.h"
-#include "models/image_task.h"
+#include "train/image_task.h"
 #include "models/seq_cnn.h"
-#include "models/train.h"
+#include "train/train.h"
 
 #define CNN_MODEL_NAME "cnn"
 

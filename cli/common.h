@@ -6,8 +6,8 @@
 #define CT_CLI_COMMON_H
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "io/checkpoint.h"
-#include "models/train.h"
+#include "train/checkpoint.h"
+#include "train/train.h"
 
 typedef struct {
     const char *data, *out, *device, *optimizer, *schedule;
@@ -17,7 +17,7 @@ typedef struct {
     long seed;
     float lr, clip_norm, weight_decay;
     int step_size; float gamma;
-    /* checkpoints and callbacks (models/train.h) */
+    /* checkpoints and callbacks (train/train.h) */
     const char *checkpoint, *resume, *save_best, *monitor, *csv, *on_nan;
     long checkpoint_every, stop_after_steps;
     int early_stopping;

@@ -7,10 +7,10 @@
  * embeds every utterance of the trial list once (whole, up to --max-frames),
  * scores each trial as -distance between the two embeddings and prints the
  * number of trials, the EER and minDCF at p_target 0.01 and 0.05 (see
- * models/verify.h for the exact definitions; the CNN embeds an utterance as the
+ * train/verify.h for the exact definitions; the CNN embeds an utterance as the
  * mean of its windows' embeddings). The model is rebuilt from the description
- * its weights file records (models/model_desc.h); --scores, --det and --json
- * write the scores, the DET curve and the metrics (models/verify_report.h).
+ * its weights file records (train/model_desc.h); --scores, --det and --json
+ * write the scores, the DET curve and the metrics (train/verify_report.h).
  * `ctrain eval cnn` is in cli/cnn.c.
  */
 #include <stdio.h>
@@ -24,15 +24,15 @@
 #include "io/h5.h"
 #include "io/trials.h"
 #include "io/weights.h"
-#include "models/model_desc.h"
+#include "train/model_desc.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/speaker_model.h"
-#include "models/train.h"
-#include "models/verify.h"
-#include "models/verify_report.h"
+#include "train/train.h"
+#include "train/verify.h"
+#include "train/verify_report.h"
 
-/* What eval writes besides its text: --scores, --det, --json (models/verify_report.h). */
+/* What eval writes besides its text: --scores, --det, --json (train/verify_report.h). */
 typedef struct { const char *scores, *det, *json; } eval_files;
 
 static int eval_files_parse(ct_args *a, eval_files *o, ct_status *st)
@@ -69,7 +69,7 @@ static void eval_siamese_help(void)
            "  --trials FILE         trial list, VoxCeleb format: 'LABEL PATH1 PATH2' per line (1 = same speaker),\n"
            "                        paths relative to the corpus's wav/ directory\n"
            "model: the weights file describes it (sizes, options and the feature settings of its training\n"
-           "data; models/model_desc.h), so no flag is needed, a flag that contradicts the file is refused,\n"
+           "data; train/model_desc.h), so no flag is needed, a flag that contradicts the file is refused,\n"
            "and so is a feature store made with other settings. For files written by an older ctrain,\n"
            "which record less, these give what is missing (a note names it):\n"
            "  --mels N              features per frame (default: the feature store's)\n"
@@ -155,7 +155,7 @@ static int device_opt(ct_args *a, const char **device, int *tf32, int *determini
 static int eval_siamese(int argc, char **argv)
 {
     siamese_lstm_config mc;
-    model_desc_lstm_flags fl = { 0 };   /* given or not: the weights file decides (models/model_desc.h) */
+    model_desc_lstm_flags fl = { 0 };   /* given or not: the weights file decides (train/model_desc.h) */
     eval_files ef = { 0 };
     const char *model = NULL, *data = NULL, *trials = NULL, *device = "cpu";
     int batch = 32, max_frames = 3000, threads = ct_cpu_count(), tf32 = 0, deterministic = 0;

@@ -38,7 +38,7 @@
 #include <string.h>
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "io/h5atomic.h"
 #include "io/h5.h"
 #include "io/weights.h"

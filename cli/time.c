@@ -3,7 +3,7 @@
  *
  *   device epochs s/epoch median min max samples/s GFLOP/s | FMA peak, of it | sgemm peak, of it | vs cpu
  *
- * It is real training: the workload goes through ct_fit (models/train.h), the
+ * It is real training: the workload goes through ct_fit (train/train.h), the
  * loop `ctrain train` uses, and the numbers come from its per-epoch history.
  * The first epoch is the warm-up (caches, page faults, thread start-up) and is
  * left out of the statistics. With --layers each layer's forward and backward
@@ -34,12 +34,12 @@
 #include "io/idx.h"
 #include "io/images.h"
 #include "cuda/ops_gpu.h"
-#include "models/image_task.h"
+#include "train/image_task.h"
 #include "models/seq_cnn.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/speaker_model.h"
-#include "models/speaker_task.h"
+#include "train/speaker_task.h"
 
 #define MAX_DEVICES 4
 
@@ -223,7 +223,7 @@ static void add_seq_layers(time_run *r, const seq_cnn *m, int per_sample)
     }
 }
 
-/* The speaker pipeline (pairs, crops, background loading; models/speaker_task.h) around a
+/* The speaker pipeline (pairs, crops, background loading; train/speaker_task.h) around a
  * speaker model on its device, planned, with its weights, trained through ct_fit. */
 static ct_status fit_speaker(time_run *r, const workload *w, const speaker_model *sm, ct_rngs *rngs)
 {
@@ -281,7 +281,7 @@ static ct_status fit_siamese_cnn(time_run *r, const workload *w, const ct_ops *o
     return st;
 }
 
-/* cnn: images in memory, reshuffled every epoch (models/image_task.h). */
+/* cnn: images in memory, reshuffled every epoch (train/image_task.h). */
 static ct_status fit_cnn(time_run *r, const workload *w, const ct_ops *ops)
 {
     const ct_images *tr = &w->train;

@@ -5,7 +5,7 @@
 #define CT_CLI_TIME_H
 #include "core/error.h"
 #include "models/seq_cnn.h"
-#include "models/train.h"
+#include "train/train.h"
 
 #define TIME_SCHEMA "ctrain-time/1"
 #define TIME_MAX_ROWS (SEQ_CNN_MAX_LAYERS + 2)   /* every layer, "other" and the whole step */

@@ -1,5 +1,5 @@
 /* train.c - `ctrain train MODEL`: builds the model and its data, wires them
- * into the shared training loop (models/train.h), prints the Keras-style log
+ * into the shared training loop (train/train.h), prints the Keras-style log
  * and writes the weights.
  *
  * Models:
@@ -14,20 +14,20 @@
 #include "cli/common.h"
 #include "core/rng.h"
 #include "core/threads.h"
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "io/corpus.h"
 #include "io/featstore.h"
 #include "io/trials.h"
 #include "io/images.h"
 #include "io/weights.h"
-#include "models/model_desc.h"
+#include "train/model_desc.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
-#include "models/image_task.h"
+#include "train/image_task.h"
 #include "models/small_cnn.h"
 #include "models/speaker_model.h"
-#include "models/speaker_task.h"
-#include "models/train.h"
+#include "train/speaker_task.h"
+#include "train/train.h"
 
 /* ---- siamese speaker models (siamese-lstm, siamese-cnn) on a speaker corpus ----
  * Both train on the same pairs with the same options, log and checkpoints; they
@@ -288,7 +288,7 @@ static int train_siamese(int argc, char **argv)
         speaker_model sm = speaker_model_lstm(&m);
         st = siamese_run_fit(&r, &sm, line, &meta);
     }
-    /* the model's description (models/model_desc.h) beside the weights: eval rebuilds the model from it */
+    /* the model's description (train/model_desc.h) beside the weights: eval rebuilds the model from it */
     if (st == CT_OK && r.o.out) st = ct_weights_save_kv(r.o.out, "siamese-lstm", &m.params, NULL, &meta.model_cfg, NULL);
     if (st == CT_OK && r.o.out) printf("weights written to %s\n", r.o.out);
     siamese_run_free(&r);
@@ -374,7 +374,7 @@ static int train_siamese_cnn(int argc, char **argv)
         speaker_model sm = speaker_model_cnn(&m);
         st = siamese_run_fit(&r, &sm, line, &meta);
     }
-    /* the model's description (models/model_desc.h): eval rebuilds the tower from "arch" and embeds
+    /* the model's description (train/model_desc.h): eval rebuilds the tower from "arch" and embeds
      * windows of "frames" frames; the spec is written whole besides (a ct_kv string holds 159 characters) */
     const char *attrs[] = { "arch", m.cfg.spec, NULL };
     if (st == CT_OK && r.o.out) st = ct_weights_save_kv(r.o.out, "siamese-cnn", &m.enc.params, &m.enc.buffers, &meta.model_cfg, attrs);
@@ -384,7 +384,7 @@ static int train_siamese_cnn(int argc, char **argv)
     return siamese_run_exit(st);
 }
 
-/* ---- small-cnn on synthetic images (a seq_cnn, trained as an image task: models/image_task.h) ---- */
+/* ---- small-cnn on synthetic images (a seq_cnn, trained as an image task: train/image_task.h) ---- */
 static int train_small_cnn(int argc, char **argv)
 {
     cli_train_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 64, .threads = ct_cpu_count(),

@@ -7,7 +7,7 @@
 #include "core/blas_select.h"
 #include "core/threads.h"
 #include "core/rng.h"
-#include "models/train.h"   /* ct_now: the monotonic clock every timing in ctrain uses */
+#include "core/clock.h"
 
 static int cmp_double(const void *a, const void *b)
 {

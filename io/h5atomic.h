@@ -1,6 +1,6 @@
 /* h5atomic.h - HDF5 files that are replaced atomically, so a crash, a full disk
  * or a read-only directory never leaves half a file where a good one was.
- * Used by weights files (io/weights.c) and checkpoints (io/checkpoint.c). */
+ * Used by weights files (io/weights.c) and checkpoints (train/checkpoint.c). */
 #ifndef CT_H5ATOMIC_H
 #define CT_H5ATOMIC_H
 #include <hdf5.h>

@@ -3,7 +3,7 @@
  * Layout (readable with h5py or `h5dump -n`):
  *   /                  attributes: format "ctrain-weights", format_version 1, model (name),
  *                      and the model's description: every size and option, and the feature
- *                      settings of its training data (models/model_desc.h; files written
+ *                      settings of its training data (train/model_desc.h; files written
  *                      before it have only some of them, or none)
  *   /model/<name>      one float32 dataset per parameter, with its shape
  *                      (e.g. /model/lstm_1/w_ih_l0 [512, 40], /model/dense_1/w [64, 128])
@@ -17,14 +17,14 @@
 #define CT_WEIGHTS_H
 #include <hdf5.h>
 #include "core/params.h"
-#include "io/checkpoint.h"   /* ct_kv */
+#include "io/kv.h"
 
 ct_status ct_weights_save(const char *path, const char *model, const ct_params *params, const ct_params *state);
 /* The same, with extra string attributes on the root: str_attrs = { key, value, ..., NULL }
  * (e.g. a CNN's architecture spec as "arch"), written in the same atomic step. */
 ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_params *params, const ct_params *state,
                                const char *const *str_attrs);
-/* The same, with the named values of `desc` (ct_kv, io/checkpoint.h) as root attributes:
+/* The same, with the named values of `desc` (ct_kv, train/checkpoint.h) as root attributes:
  * integers, numbers and strings, as a checkpoint stores its model configuration; then
  * str_attrs (may be NULL) as above, for strings longer than a ct_kv holds. */
 ct_status ct_weights_save_kv(const char *path, const char *model, const ct_params *params, const ct_params *state,

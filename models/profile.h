@@ -13,7 +13,7 @@
 #ifndef CT_PROFILE_H
 #define CT_PROFILE_H
 #include "layers/ops.h"
-#include "models/train.h"   /* ct_now */
+#include "core/clock.h"
 
 #define CT_PROF_MAX 64      /* layers (or parts) a model reports */
 

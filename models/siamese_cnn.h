@@ -33,7 +33,7 @@
  *
  * Utterances shorter than T frames are zero-padded by the data pipeline and the
  * zeros are part of the image (there is no masking, unlike the LSTM).
- * Embedding whole utterances (evaluation, models/verify.h): windows of T frames
+ * Embedding whole utterances (evaluation, train/verify.h): windows of T frames
  * with hop T/2, the last window aligned to the utterance's end, each embedded
  * alone in evaluation mode; the utterance's embedding is the mean of its
  * windows' embeddings. An utterance shorter than T is one zero-padded window,

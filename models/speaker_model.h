@@ -2,8 +2,8 @@
  * a siamese encoder with a distance and a contrastive loss on top, trained on
  * pairs of log-mel crops and evaluated by embedding utterances.
  *
- * The pair pipeline (models/speaker_task.h) and the trial-list evaluation
- * (models/verify.h) work through this small table of function pointers, so the
+ * The pair pipeline (train/speaker_task.h) and the trial-list evaluation
+ * (train/verify.h) work through this small table of function pointers, so the
  * siamese LSTM (models/siamese_lstm.h) and the siamese CNN
  * (models/siamese_cnn.h) share them. An adapter fills the table for a model it
  * does not own; the model must outlive it.
@@ -32,7 +32,7 @@ typedef struct {
     ct_dparams *params;        /* trainable weights and gradients on the device (host copy: params->host) */
     ct_dparams *buffers;       /* non-trainable state saved with them (batchnorm running statistics); NULL if none */
     ct_prof *prof;             /* the model's per-layer timing (models/profile.h) */
-    /* How utterances are embedded at evaluation (models/verify.h):
+    /* How utterances are embedded at evaluation (train/verify.h):
      * 1 = whole utterances of any length in one call, padding masked by len (the LSTM);
      * 0 = fixed windows of `frames` frames, whose embeddings the caller averages (the CNN). */
     int whole_utterances;

@@ -1,5 +1,5 @@
-/* test_checkpoint.c - checkpoints (io/checkpoint.h) and the callbacks of the
- * training loop (models/train.h):
+/* test_checkpoint.c - checkpoints (train/checkpoint.h) and the callbacks of the
+ * training loop (train/train.h):
  *   - every field survives a save and a load bit for bit; a failed load changes nothing;
  *   - resuming is exact: a run stopped after k epochs (or inside an epoch) and resumed
  *     ends with the same weights, optimizer state, RNG and data state and prints the
@@ -28,12 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "tests/test.h"
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "io/h5.h"
 #include "io/weights.h"
 #include "models/siamese_lstm.h"
 #include "models/small_cnn.h"
-#include "models/train.h"
+#include "train/train.h"
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -1,4 +1,4 @@
-/* test_eval.c - evaluating a trial list with the siamese LSTM (models/verify.h)
+/* test_eval.c - evaluating a trial list with the siamese LSTM (train/verify.h)
  * and `ctrain eval siamese-lstm` end to end, on a small in-memory corpus and
  * random-init weights saved to a file (nothing is trained):
  *   - the EER and minDCF come out finite and in range, and do not depend on how
@@ -18,7 +18,7 @@
 #include "io/featstore.h"
 #include "io/trials.h"
 #include "io/weights.h"
-#include "models/verify.h"
+#include "train/verify.h"
 
 #define SPK 6
 #define UTT 5

@@ -35,7 +35,7 @@
 #include "layers/lstm.h"
 #include "layers/ops.h"
 #include "layers/pair.h"
-#include "models/image_task.h"
+#include "train/image_task.h"
 #include "models/seq_cnn.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"

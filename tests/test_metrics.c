@@ -1,4 +1,4 @@
-/* test_metrics.c - EER and minDCF (models/verify.h) against scikit-learn's
+/* test_metrics.c - EER and minDCF (train/verify.h) against scikit-learn's
  * roc_curve (tests/golden/metrics_*.h5, from tests/golden_gen/gen_metrics.py)
  * and against cases worked by hand; and the errors for unusable trial sets.
  * Tolerance: 1e-6 of the reference value (EER, minDCF, thresholds), which for
@@ -9,7 +9,7 @@
 #include <string.h>
 #include "tests/test.h"
 #include "io/h5.h"
-#include "models/verify.h"
+#include "train/verify.h"
 
 static void near(const char *what, double got, double want, double tol)
 {

@@ -5,7 +5,7 @@
  *     gradient, the batchnorm running statistics (over both towers' 2B crops) and
  *     every parameter after one RMSprop step;
  *   - a finite-difference check of d loss / d every parameter;
- *   - embedding whole utterances by windows (models/verify.h): the window count,
+ *   - embedding whole utterances by windows (train/verify.h): the window count,
  *     and ct_embed_utterances against the mean of each window embedded alone;
  *   - a short training run on synthetic speakers that must clear a stated
  *     held-out pair accuracy, and is bit-identical with the same seed;
@@ -28,7 +28,7 @@
 #include "layers/optim.h"
 #include "models/siamese_cnn.h"
 #include "models/speaker_model.h"
-#include "models/verify.h"
+#include "train/verify.h"
 
 /* Tolerances (normalised max error, see tests/test.h).
  * Parity: float32 in both, sums in another order (sgemm vs ATen); every

@@ -1,4 +1,4 @@
-/* test_speaker.c - the siamese LSTM's data pipeline (models/speaker_task.c,
+/* test_speaker.c - the siamese LSTM's data pipeline (train/speaker_task.c,
  * io/corpus.c): pair balance and speaker disjointness, held-out videos,
  * determinism of the background loader, and clear errors for corpora that
  * cannot be split. */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include "tests/test.h"
 #include "io/corpus.h"
-#include "models/speaker_task.h"
+#include "train/speaker_task.h"
 
 static ct_status small_corpus(ct_corpus *c, int speakers, int utts)
 {

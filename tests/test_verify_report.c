@@ -1,7 +1,7 @@
 /* test_verify_report.c - what `ctrain eval --scores/--det/--json` writes
- * (models/verify_report.h):
+ * (train/verify_report.h):
  *   - the normal quantile (probit) against known values and its inverse, erfc;
- *   - the DET points cross P_miss = P_fa exactly at the EER of models/verify.c
+ *   - the DET points cross P_miss = P_fa exactly at the EER of train/verify.c
  *     (the marked EER point lies on the curve), the minDCF points are curve
  *     points with ct_min_dcf's values, on scores with and without ties;
  *   - the SVG is well-formed XML (python3's xml.etree) with the points marked;
@@ -20,8 +20,8 @@
 #include "io/featstore.h"
 #include "io/json.h"
 #include "io/weights.h"
-#include "models/model_desc.h"
-#include "models/verify_report.h"
+#include "train/model_desc.h"
+#include "train/verify_report.h"
 
 #define PYTHON "/usr/bin/python3"
 

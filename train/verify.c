@@ -4,9 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "models/verify.h"
+#include "train/verify.h"
 #include "layers/pair.h"
-#include "models/train.h"
+#include "train/train.h"
 
 /* ---- the ROC ----------------------------------------------------------------- */
 

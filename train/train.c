@@ -5,15 +5,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "models/train.h"
-#include "io/checkpoint.h"
-
-double ct_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "train/train.h"
+#include "train/checkpoint.h"
 
 static void progress(FILE *out, long done, long total, double elapsed, double loss, double acc)
 {

@@ -11,70 +11,11 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "io/h5.h"
 #include "io/h5atomic.h"
 #include "io/weights.h"
 
-/* ---- named values ---- */
-static ct_kv_entry *kv_slot(ct_kv *kv, const char *key)
-{
-    for (int i = 0; i < kv->n; i++)
-        if (!strcmp(kv->e[i].key, key)) return &kv->e[i];
-    CT_ASSERT(kv->n < CT_KV_MAX && strlen(key) < sizeof kv->e[0].key);
-    ct_kv_entry *e = &kv->e[kv->n++];
-    memset(e, 0, sizeof *e);
-    snprintf(e->key, sizeof e->key, "%s", key);
-    return e;
-}
-
-void ct_kv_set_int(ct_kv *kv, const char *key, long long v) { ct_kv_entry *e = kv_slot(kv, key); e->type = CT_KV_INT; e->i = v; e->num = (double)v; }
-void ct_kv_set_num(ct_kv *kv, const char *key, double v)    { ct_kv_entry *e = kv_slot(kv, key); e->type = CT_KV_NUM; e->num = v; e->i = (long long)v; }
-void ct_kv_set_str(ct_kv *kv, const char *key, const char *s)
-{
-    ct_kv_entry *e = kv_slot(kv, key);
-    e->type = CT_KV_STR;
-    snprintf(e->str, sizeof e->str, "%s", s ? s : "");
-}
-
-const ct_kv_entry *ct_kv_get(const ct_kv *kv, const char *key)
-{
-    for (int i = 0; i < kv->n; i++)
-        if (!strcmp(kv->e[i].key, key)) return &kv->e[i];
-    return NULL;
-}
-
-int ct_kv_int(const ct_kv *kv, const char *key, int *dst)
-{
-    const ct_kv_entry *e = ct_kv_get(kv, key);
-    if (!e || e->type == CT_KV_STR) return 0;
-    *dst = e->type == CT_KV_INT ? (int)e->i : (int)e->num;
-    return 1;
-}
-
-int ct_kv_long(const ct_kv *kv, const char *key, long *dst)
-{
-    const ct_kv_entry *e = ct_kv_get(kv, key);
-    if (!e || e->type == CT_KV_STR) return 0;
-    *dst = e->type == CT_KV_INT ? (long)e->i : (long)e->num;
-    return 1;
-}
-
-int ct_kv_float(const ct_kv *kv, const char *key, float *dst)
-{
-    const ct_kv_entry *e = ct_kv_get(kv, key);
-    if (!e || e->type == CT_KV_STR) return 0;
-    *dst = e->type == CT_KV_INT ? (float)e->i : (float)e->num;
-    return 1;
-}
-
-int ct_kv_str(const ct_kv *kv, const char *key, const char **dst)
-{
-    const ct_kv_entry *e = ct_kv_get(kv, key);
-    if (!e || e->type != CT_KV_STR) return 0;
-    *dst = e->str;
-    return 1;
-}
 
 /* "<path>: <last error>" unless the message already starts with the path. */
 static ct_status fail_in(ct_status st, const char *path)
@@ -183,92 +124,6 @@ static ct_status attr_write(hid_t f, const char *obj, const char *key, hid_t fty
 static ct_status attr_int(hid_t f, const char *obj, const char *key, long long v) { return attr_write(f, obj, key, H5T_STD_I64LE, H5T_NATIVE_LLONG, &v); }
 static ct_status attr_num(hid_t f, const char *obj, const char *key, double v)    { return attr_write(f, obj, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v); }
 
-static ct_status write_kv(hid_t f, const char *obj, const ct_kv *kv)
-{
-    for (int i = 0; i < kv->n; i++) {
-        const ct_kv_entry *e = &kv->e[i];
-        if (e->type == CT_KV_INT) CT_TRY(attr_int(f, obj, e->key, e->i));
-        else if (e->type == CT_KV_NUM && (double)(float)e->num == e->num) {   /* a float setting: stored as float32, so it reads back as 0.001, not 0.0010000000474974513 */
-            float v = (float)e->num;
-            CT_TRY(attr_write(f, obj, e->key, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &v));
-        } else if (e->type == CT_KV_NUM) CT_TRY(attr_num(f, obj, e->key, e->num));
-        else CT_TRY(ct_h5_attr_write_str(f, obj, e->key, e->str));
-    }
-    return CT_OK;
-}
-
-/* Read one attribute of any numeric or string type into a kv entry. */
-static ct_status attr_read_entry(hid_t a, const char *key, ct_kv *kv)
-{
-    hid_t t = H5Aget_type(a), s = H5Aget_space(a);
-    ct_status st = CT_OK;
-    H5T_class_t cls = H5Tget_class(t);
-    hssize_t n = H5Sget_simple_extent_npoints(s);
-    if (n != 1) { /* arrays are not configuration values: skip */ }
-    else if (cls == H5T_INTEGER) {
-        long long v;
-        if (H5Aread(a, H5T_NATIVE_LLONG, &v) < 0) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
-        else ct_kv_set_int(kv, key, v);
-    } else if (cls == H5T_FLOAT) {
-        double v;
-        if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
-        else ct_kv_set_num(kv, key, v);
-    } else if (cls == H5T_STRING) {
-        if (H5Tis_variable_str(t) > 0) {
-            char *p = NULL;
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &p) < 0 || !p) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
-            else ct_kv_set_str(kv, key, p);
-            if (p) H5free_memory(p);
-            H5Tclose(mt);
-        } else {
-            size_t len = H5Tget_size(t);
-            char *buf = ct_calloc(len + 1, 1, "attribute");
-            hid_t mt = H5Tcopy(H5T_C_S1);
-            H5Tset_size(mt, len + 1);
-            if (!buf) st = CT_ENOMEM;
-            else if (H5Aread(a, mt, buf) < 0) st = ct_fail(CT_EFORMAT, "attribute %s could not be read", key);
-            else ct_kv_set_str(kv, key, buf);
-            free(buf);
-            H5Tclose(mt);
-        }
-    }
-    H5Sclose(s);
-    H5Tclose(t);
-    return st;
-}
-
-typedef struct { ct_kv *kv; ct_status st; } kv_iter;
-static herr_t kv_visit(hid_t loc, const char *name, const H5A_info_t *info, void *op)
-{
-    kv_iter *it = op;
-    (void)info;
-    if (it->kv->n >= CT_KV_MAX || strlen(name) >= sizeof it->kv->e[0].key) return 0;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0) { it->st = ct_fail(CT_EFORMAT, "attribute %s could not be opened", name); return -1; }
-    it->st = attr_read_entry(a, name, it->kv);
-    H5Aclose(a);
-    return it->st == CT_OK ? 0 : -1;
-}
-
-static ct_status read_kv(hid_t f, const char *obj, ct_kv *kv)
-{
-    kv->n = 0;
-    if (strcmp(obj, "/") != 0 && !ct_h5_exists(f, obj)) return ct_fail(CT_EFORMAT, "group %s is missing", obj);
-    hid_t o = H5Oopen(f, obj, H5P_DEFAULT);
-    if (o < 0) return ct_fail(CT_EFORMAT, "group %s could not be opened", obj);
-    kv_iter it = { kv, CT_OK };
-    hsize_t idx = 0;
-    herr_t e = H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, kv_visit, &it);
-    H5Oclose(o);
-    if (it.st != CT_OK) return it.st;
-    if (e < 0) return ct_fail(CT_EFORMAT, "the attributes of %s could not be read", obj);
-    return CT_OK;
-}
-
-ct_status ct_kv_write_h5(hid_t f, const char *obj, const ct_kv *kv) { return write_kv(f, obj, kv); }
-ct_status ct_kv_read_h5(hid_t f, const char *obj, ct_kv *kv) { return read_kv(f, obj, kv); }
 
 static ct_status write_params(hid_t f, const char *group, const ct_params *ps, const float *data)
 {
@@ -298,11 +153,11 @@ static ct_status write_all(hid_t f, const ct_ckpt *c)
     CT_TRY(ct_h5_attr_write_str(f, "/", "format", CT_CKPT_FORMAT));
     CT_TRY(attr_int(f, "/", "format_version", CT_CKPT_VERSION));
     CT_TRY(ct_h5_attr_write_str(f, "/", "model", m->model));
-    CT_TRY(write_kv(f, "/", &m->model_cfg));
+    CT_TRY(ct_kv_write_h5(f, "/", &m->model_cfg));
     hid_t g = H5Gcreate2(f, "training", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (g < 0) return ct_fail(CT_EIO, "cannot create group /training");
     H5Gclose(g);
-    CT_TRY(write_kv(f, "training", &m->train_cfg));
+    CT_TRY(ct_kv_write_h5(f, "training", &m->train_cfg));
 
     CT_TRY(write_params(f, "model", c->params, c->params->data));
     if (c->state && c->state->n) CT_TRY(write_params(f, "state", c->state, c->state->data));
@@ -378,7 +233,7 @@ static ct_status open_checked(const char *path, hid_t *fp)
     hid_t f;
     CT_TRY(ct_h5_open(&f, path));
     ct_kv root = { 0 };
-    ct_status st = read_kv(f, "/", &root);
+    ct_status st = ct_kv_read_h5(f, "/", &root);
     const char *fmt = NULL;
     int version = 0;
     if (st != CT_OK) {
@@ -405,11 +260,11 @@ ct_status ct_ckpt_read_meta(const char *path, ct_ckpt_meta *meta)
     hid_t f;
     CT_TRY(open_checked(path, &f));
     memset(meta, 0, sizeof *meta);
-    ct_status st = read_kv(f, "/", &meta->model_cfg);
+    ct_status st = ct_kv_read_h5(f, "/", &meta->model_cfg);
     const char *model = NULL;
     if (st == CT_OK && !ct_kv_str(&meta->model_cfg, "model", &model)) st = ct_fail(CT_EFORMAT, "%s: the 'model' attribute is missing", path);
     if (st == CT_OK) snprintf(meta->model, sizeof meta->model, "%.63s", model);
-    if (st == CT_OK) st = read_kv(f, "training", &meta->train_cfg);
+    if (st == CT_OK) st = ct_kv_read_h5(f, "training", &meta->train_cfg);
     ct_h5_close(f);
     if (st != CT_OK) return fail_in(st, path);
     return CT_OK;
@@ -440,7 +295,7 @@ ct_status ct_ckpt_load(const char *path, ct_ckpt *c)
     hid_t f;
     CT_TRY(open_checked(path, &f));
     ct_kv root = { 0 }, prog = { 0 }, optk = { 0 };
-    ct_status st = read_kv(f, "/", &root);
+    ct_status st = ct_kv_read_h5(f, "/", &root);
     const char *model = NULL;
     if (st == CT_OK && !ct_kv_str(&root, "model", &model)) st = ct_fail(CT_EFORMAT, "%s: the 'model' attribute is missing", path);
     if (st == CT_OK && strcmp(model, c->meta->model) != 0)
@@ -474,14 +329,14 @@ ct_status ct_ckpt_load(const char *path, ct_ckpt *c)
     }
     if (st == CT_OK) st = ct_ckpt_read_f32(f, "optimizer/m", m2, np);
     if (st == CT_OK) st = ct_ckpt_read_f32(f, "optimizer/v", v2, np);
-    if (st == CT_OK) st = read_kv(f, "optimizer", &optk);
+    if (st == CT_OK) st = ct_kv_read_h5(f, "optimizer", &optk);
     const char *kind = NULL;
     if (st == CT_OK && (!ct_kv_str(&optk, "kind", &kind) || !ct_kv_long(&optk, "step", &step)))
         st = ct_fail(CT_EFORMAT, "%s: /optimizer lacks its kind or step", path);
     if (st == CT_OK && strcmp(kind, ct_optim_name(c->opt->cfg.kind)) != 0)
         st = ct_fail(CT_EINVAL, "%s: the optimizer state is %s's but this run uses %s; leave --optimizer out to continue with %s",
                      path, kind, ct_optim_name(c->opt->cfg.kind), kind);
-    if (st == CT_OK) st = read_kv(f, "progress", &prog);
+    if (st == CT_OK) st = ct_kv_read_h5(f, "progress", &prog);
     if (st == CT_OK) {
         double v[11];
         const char *keys[11] = { "epoch", "step", "lr", "sum_loss", "sum_correct", "seen", "skipped", "best", "best_epoch", "wait", "schedule_t" };
@@ -573,7 +428,7 @@ ct_status ct_ckpt_verify(const char *path, int *epoch, long *step)
     hid_t f;
     CT_TRY(open_checked(path, &f));
     ct_kv prog = { 0 };
-    ct_status st = read_kv(f, "progress", &prog);
+    ct_status st = ct_kv_read_h5(f, "progress", &prog);
     double e = 0, s = 0;
     if (st == CT_OK) st = attr_get(&prog, path, "epoch", &e);
     if (st == CT_OK) st = attr_get(&prog, path, "step", &s);

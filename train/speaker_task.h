@@ -1,6 +1,6 @@
 /* speaker_task.h - the training data of a siamese speaker model (any
  * speaker_model: the siamese LSTM or the siamese CNN, models/speaker_model.h),
- * wired into the shared training loop (models/train.h): pairs of utterances
+ * wired into the shared training loop (train/train.h): pairs of utterances
  * from a corpus, a random crop of T frames of each drawn again every epoch,
  * batches prepared on a background thread while the previous batch trains.
  * Training batches run the model in training mode (dropout, batchnorm batch
@@ -29,7 +29,7 @@
 #include "io/prefetch.h"
 #include "io/trials.h"
 #include "models/speaker_model.h"
-#include "models/train.h"
+#include "train/train.h"
 
 typedef enum { CT_VAL_SPEAKERS, CT_VAL_VIDEOS } ct_val_split;
 
@@ -42,7 +42,7 @@ typedef struct {
     int n_val_speakers;         /*   (e.g. the speakers of a trial list, so no trial speaker is trained on) */
     uint64_t seed;
     /* Optional trial list over the corpus (io/trials.h): val_eer is computed on it at
-     * every epoch's end (whole utterances, models/verify.h). Its speakers should be the
+     * every epoch's end (whole utterances, train/verify.h). Its speakers should be the
      * validation speakers (val_speakers above), so no trial speaker is trained on. */
     const ct_trial *trials;
     int n_trials;

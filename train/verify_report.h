@@ -10,7 +10,7 @@
  * LABEL is 1 (same speaker) or 0, and the paths are the trial list's.
  *
  * DET curve (Martin et al., 1997; NIST's DETware): the ROC points of
- * models/verify.h, the false-alarm rate P_fa = FPR on x and the miss rate
+ * train/verify.h, the false-alarm rate P_fa = FPR on x and the miss rate
  * P_miss = FNR on y, both on normal-deviate axes: a probability p is drawn at
  * probit(p) = Phi^-1(p), so Gaussian score distributions give straight lines.
  * Ticks at 0.1, 0.2, 0.5, 1, 2, 5, 10, 20 and 40 %; the axes run from 0.05 %
@@ -39,7 +39,7 @@
 #include "core/error.h"
 #include "io/corpus.h"
 #include "io/trials.h"
-#include "models/verify.h"
+#include "train/verify.h"
 
 /* One line per trial into `path` (format above). c->path names the utterances
  * ("utterance N" when the corpus has no paths). */

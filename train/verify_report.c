@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "models/verify_report.h"
+#include "train/verify_report.h"
 #include "io/json.h"
 #include "io/svg.h"
 

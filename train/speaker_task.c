@@ -2,9 +2,9 @@
  * speaker model (see speaker_task.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "models/speaker_task.h"
-#include "models/verify.h"
-#include "io/checkpoint.h"
+#include "train/speaker_task.h"
+#include "train/verify.h"
+#include "train/checkpoint.h"
 
 /* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread. */
 static void fill(void *ctx, int slot, int split, long first, int n)

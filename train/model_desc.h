@@ -23,7 +23,7 @@
  */
 #ifndef CT_MODEL_DESC_H
 #define CT_MODEL_DESC_H
-#include "io/checkpoint.h"
+#include "train/checkpoint.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 

@@ -1,8 +1,8 @@
 /* image_task.c - images in memory as training batches for a classifier (see image_task.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "models/image_task.h"
-#include "io/checkpoint.h"
+#include "train/image_task.h"
+#include "train/checkpoint.h"
 
 static void begin_epoch(void *ctx, int epoch)
 {

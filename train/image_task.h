@@ -1,5 +1,5 @@
 /* image_task.h - the training data of an image classifier (models/seq_cnn.h:
- * `cnn`, `small-cnn`) wired into the shared training loop (models/train.h):
+ * `cnn`, `small-cnn`) wired into the shared training loop (train/train.h):
  * images held in memory, the training images reshuffled every epoch, and each
  * batch (images and labels) gathered into one host block that reaches the
  * model's device with one copy (ops->ring_put; nothing is copied on the CPU).
@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "io/images.h"
 #include "models/seq_cnn.h"
-#include "models/train.h"
+#include "train/train.h"
 
 typedef struct {
     seq_cnn *m;                     /* the classifier, on its device, planned for `batch` (not owned) */
