@@ -113,7 +113,7 @@ $(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ) $(BENCH_BIN): $(CUDA_STAMP)
 
 $(BUILD)/libctrain.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(CTRAIN): $(CLI_OBJ) $(BUILD)/libctrain.a
 	@mkdir -p $(dir $@)

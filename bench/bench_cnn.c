@@ -8,7 +8,7 @@
  * One step = zero the gradients, forward (training mode: dropout, batch
  * statistics), softmax cross-entropy, backward, Adam update, on synthetic
  * images (uniform [0,1), random labels: the speed does not depend on the data).
- * FLOPs counted per layer (models/seq_cnn.h, seq_cnn_step_flops): the conv and
+ * FLOPs counted per layer (models/seq_cnn.h, ct_seq_cnn_step_flops): the conv and
  * dense matrix products, forward + weight gradient + input gradient (none for
  * the first layer); for the default spec 71.6 MFLOP per image, 21.2 of the 24.0
  * MFLOP of the forward pass in the second conv; convolutions count direct
@@ -53,13 +53,13 @@ int main(int argc, char **argv)
     }
     ct_threads_set(threads);
     seq_cnn m;
-    if (seq_cnn_build(&m, spec, 1, 28, 28, 10) != CT_OK || seq_cnn_plan(&m, B) != CT_OK) {
+    if (ct_seq_cnn_build(&m, spec, 1, 28, 28, 10) != CT_OK || ct_seq_cnn_plan(&m, B) != CT_OK) {
         fprintf(stderr, "bench_cnn: %s\n", ct_last_error());
         return 1;
     }
     ct_rngs rngs;
     ct_rngs_seed(&rngs, 1);
-    seq_cnn_init_weights(&m, &rngs.init);
+    ct_seq_cnn_init_weights(&m, &rngs.init);
     ct_optim_config cfg = ct_optim_defaults(OPT_ADAM);
     ct_optim o;
     if (ct_optim_init(&o, &cfg, m.params.numel) != CT_OK) { fprintf(stderr, "bench_cnn: %s\n", ct_last_error()); return 1; }
@@ -85,8 +85,8 @@ int main(int argc, char **argv)
         }
         double t0 = ct_now();
         ct_params_zero_grad(&m.params);
-        seq_cnn_forward(&m, x, labels, B, 1, &rngs.dropout, NULL);
-        seq_cnn_backward(&m, x, labels, B);
+        ct_seq_cnn_forward(&m, x, labels, B, 1, &rngs.dropout, NULL);
+        ct_seq_cnn_backward(&m, x, labels, B);
         ct_optim_step(&o, m.params.data, m.params.grad, cfg.lr);
         double t1 = ct_now();
         if (r >= 0) ts[r] = t1 - t0;
@@ -94,11 +94,11 @@ int main(int argc, char **argv)
     m.prof.on = 0;
     for (int r = -1; r < repeats; r++) {   /* evaluation forward (validation) */
         double t0 = ct_now();
-        seq_cnn_forward(&m, x, labels, B, 0, NULL, NULL);
+        ct_seq_cnn_forward(&m, x, labels, B, 0, NULL, NULL);
         if (r >= 0) te[r] = ct_now() - t0;
     }
     double step = ct_sort_median(ts, repeats), ev = ct_sort_median(te, repeats), best = ts[0];   /* ts sorted by ct_sort_median */
-    double flops = seq_cnn_step_flops(&m, B), ips = B / step, gflops = flops / step * 1e-9;
+    double flops = ct_seq_cnn_step_flops(&m, B), ips = B / step, gflops = flops / step * 1e-9;
     printf("ctrain cnn  %s  on 1x28x28, batch %d, %d threads (OpenBLAS: %s, core %s)\n", spec, B, threads, ct_blas_config(),
            ct_blas_select_note());
     printf("  FP32 FMA peak (%s, best of %d) %6.1f GFLOP/s; sgemm peak (%d^3, median of %d) %6.1f GFLOP/s\n",
@@ -114,7 +114,7 @@ int main(int argc, char **argv)
     if (layers) {
         printf("  per layer (mean over %d steps):     forward ms  backward ms   step GFLOP/s\n", repeats);
         for (int i = 0; i < m.n; i++) {
-            double f = m.prof.fwd[i] / repeats, b = m.prof.bwd[i] / repeats, fl = seq_layer_step_flops(&m, i, B);
+            double f = m.prof.fwd[i] / repeats, b = m.prof.bwd[i] / repeats, fl = ct_seq_layer_step_flops(&m, i, B);
             printf("    %2d %-14s %18.2f %12.2f", i + 1, m.layer[i].text, 1e3 * f, 1e3 * b);
             if (fl > 0) printf(" %14.1f", fl / (f + b) * 1e-9);
             printf("\n");
@@ -122,6 +122,6 @@ int main(int argc, char **argv)
     }
     free(ts); free(te); free(x); free(labels);
     ct_optim_free(&o);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
     return 0;
 }

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     ct_params ps;
     ct_params_init(&ps);
     lstm_ids ids;
-    if (lstm_params_add(&ids, &ps, "lstm", I, H, L) != CT_OK || ct_params_alloc(&ps) != CT_OK) {
+    if (ct_lstm_params_add(&ids, &ps, "lstm", I, H, L) != CT_OK || ct_params_alloc(&ps) != CT_OK) {
         fprintf(stderr, "bench_lstm: %s\n", ct_last_error());
         return 1;
     }
@@ -71,11 +71,11 @@ int main(int argc, char **argv)
     ct_params_initialize(&ps, &rng);
     lstm_weights w[LSTM_MAX_LAYERS];
     lstm_grads g[LSTM_MAX_LAYERS];
-    lstm_params_view(w, g, &ps, &ids);
+    ct_lstm_params_view(w, g, &ps, &ids);
 
     lstm_dims d = { B, T, I, H, L, LSTM_RETURN_LAST, LSTM_SIGMOID };
     size_t nx = (size_t)B * T * I, nout = (size_t)B * H;
-    size_t ncache = lstm_cache_floats(&d), nws = lstm_workspace_floats(&d);
+    size_t ncache = ct_lstm_cache_floats(&d), nws = ct_lstm_workspace_floats(&d);
     float *x = ct_alloc_aligned(nx * sizeof(float), "x"), *dx = ct_alloc_aligned(nx * sizeof(float), "dx");
     float *out = ct_alloc_aligned(nout * sizeof(float), "out"), *dout = ct_alloc_aligned(nout * sizeof(float), "dout");
     float *cache = ct_alloc_aligned(ncache * sizeof(float), "cache"), *ws = ct_alloc_aligned(nws * sizeof(float), "ws");
@@ -91,9 +91,9 @@ int main(int argc, char **argv)
     double *ts = malloc((size_t)repeats * sizeof *ts);
     for (int r = -warmup; r < repeats; r++) {
         double t0 = now_s();
-        lstm_forward(out, cache, x, NULL, w, &d);
+        ct_lstm_forward(out, cache, x, NULL, w, &d);
         double t1 = now_s();
-        lstm_backward(dx, g, ws, dout, cache, x, NULL, w, &d);
+        ct_lstm_backward(dx, g, ws, dout, cache, x, NULL, w, &d);
         double t2 = now_s();
         if (r >= 0) { tf[r] = t1 - t0; tb[r] = t2 - t1; ts[r] = t2 - t0; }
     }

@@ -5,7 +5,7 @@
  * Times whole training steps (forward, backward, optimizer update) and
  * validation steps (forward only) on random inputs, and from them the seconds
  * one epoch of the seed protocol (300,000 training + 120,000 validation pairs)
- * would take. Prints GFLOP/s counted by siamese_lstm_step_flops and, if given
+ * would take. Prints GFLOP/s counted by ct_siamese_lstm_step_flops and, if given
  * --peak, the fraction of that peak (`make bench` passes the FP32 FMA peak of
  * bench_sgemm, core/peak.h).
  *
@@ -36,15 +36,15 @@ int main(int argc, char **argv)
     }
     if (threads < 1 || steps < 1 || B < 1) { fprintf(stderr, "bench_siamese: values must be >= 1\n"); return 2; }
     ct_threads_set(threads);
-    siamese_lstm_config cfg = siamese_lstm_defaults();
+    siamese_lstm_config cfg = ct_siamese_lstm_defaults();
     siamese_lstm m;
-    if (siamese_lstm_build(&m, &cfg) != CT_OK || siamese_lstm_plan(&m, B) != CT_OK) {
+    if (ct_siamese_lstm_build(&m, &cfg) != CT_OK || ct_siamese_lstm_plan(&m, B) != CT_OK) {
         fprintf(stderr, "bench_siamese: %s\n", ct_last_error());
         return 1;
     }
     ct_rng r;
     ct_rng_seed(&r, 1, 1);
-    siamese_lstm_init_weights(&m, &r);
+    ct_siamese_lstm_init_weights(&m, &r);
     size_t nx = 2 * (size_t)B * cfg.frames * cfg.n_mels;
     float *x = malloc(nx * sizeof *x), *y = malloc((size_t)B * sizeof *y);
     for (size_t i = 0; i < nx; i++) x[i] = 2.0f * ct_rng_uniform(&r) - 1.0f;
@@ -57,15 +57,15 @@ int main(int argc, char **argv)
     for (int s = -2; s < steps; s++) {   /* two warm-up steps */
         double t0 = ct_now();
         ct_params_zero_grad(&m.params);
-        siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
-        siamese_lstm_backward(&m, x, NULL, NULL, y, B);
+        ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
+        ct_siamese_lstm_backward(&m, x, NULL, NULL, y, B);
         ct_optim_step(&opt, m.params.data, m.params.grad, oc.lr);
         double t1 = ct_now();
-        siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
+        ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
         double t2 = ct_now();
         if (s >= 0) { ts[s] = t1 - t0; tv[s] = t2 - t1; }
     }
-    double step = ct_sort_median(ts, steps), val = ct_sort_median(tv, steps), flops = siamese_lstm_step_flops(&cfg, B);
+    double step = ct_sort_median(ts, steps), val = ct_sort_median(tv, steps), flops = ct_siamese_lstm_step_flops(&cfg, B);
     double epoch = 300000.0 / B * step + 120000.0 / B * val;
     printf("ctrain   siamese-lstm B=%d pairs, %d threads: train step %.1f ms (min %.1f), %.0f pairs/s, %.1f GFLOP/s%s",
            B, threads, 1e3 * step, 1e3 * ts[0], B / step, flops / step / 1e9, peak > 0 ? "" : "\n");
@@ -73,6 +73,6 @@ int main(int argc, char **argv)
     printf("ctrain   validation step %.1f ms; seed-protocol epoch (300k train + 120k val pairs): %.0f s\n", 1e3 * val, epoch);
     free(x); free(y); free(ts); free(tv);
     ct_optim_free(&opt);
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
     return 0;
 }

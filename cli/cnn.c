@@ -57,7 +57,7 @@ static ct_status read_arch(const char *path, char *buf, size_t cap)
 static void describe_model(const seq_cnn *m)
 {
     printf("Model: cnn %dx%dx%d -> %s -> softmax cross-entropy, %zu parameters, %.1f MFLOP per image per training step\n",
-           m->in_c, m->in_h, m->in_w, m->spec, ct_params_count(&m->params), seq_cnn_step_flops(m, 1) / 1e6);
+           m->in_c, m->in_h, m->in_w, m->spec, ct_params_count(&m->params), ct_seq_cnn_step_flops(m, 1) / 1e6);
 }
 
 int train_cnn(int argc, char **argv)
@@ -110,15 +110,15 @@ int train_cnn(int argc, char **argv)
     if (st == CT_OK) {
         n_train = samples > 0 && samples < train.n ? samples : train.n;
         n_val = val_samples >= 0 && val_samples < val.n ? val_samples : val.n;
-        st = seq_cnn_build(&m, arch, train.c, train.h, train.w, train.classes);
+        st = ct_seq_cnn_build(&m, arch, train.c, train.h, train.w, train.classes);
         if (st != CT_OK) st = ct_fail(st, "--arch: %s", ct_last_error());
     }
     if (st == CT_OK) {
-        seq_cnn_init_weights(&m, &rngs.init);
-        st = seq_cnn_set_device(&m, o.ops);
+        ct_seq_cnn_init_weights(&m, &rngs.init);
+        st = ct_seq_cnn_set_device(&m, o.ops);
     }
-    if (st == CT_OK) st = seq_cnn_plan(&m, o.batch);
-    if (st == CT_OK && (st = image_task_init(&c, &m, &train, &val, n_train, n_val, o.batch, &rngs)) == CT_OK) have_task = 1;
+    if (st == CT_OK) st = ct_seq_cnn_plan(&m, o.batch);
+    if (st == CT_OK && (st = ct_image_task_init(&c, &m, &train, &val, n_train, n_val, o.batch, &rngs)) == CT_OK) have_task = 1;
     if (st == CT_OK) {
         cli_print_header(stdout, o.threads);
         describe_model(&m);
@@ -126,7 +126,7 @@ int train_cnn(int argc, char **argv)
                o.data, dir, n_train, n_val, train.c, train.h, train.w, train.classes,
                ct_optim_name(fit.optim.kind), fit.optim.lr, o.batch);
         fflush(stdout);
-        ct_task task = image_task_ops(&c);
+        ct_task task = ct_image_task_ops(&c);
         snprintf(meta.model, sizeof meta.model, CNN_MODEL_NAME);
         ct_kv_set_str(&meta.model_cfg, "arch", m.spec);
         ct_kv_set_int(&meta.model_cfg, "channels", train.c);
@@ -144,8 +144,8 @@ int train_cnn(int argc, char **argv)
     const char *attrs[] = { "arch", m.spec, NULL };
     if (st == CT_OK && o.out) st = ct_weights_save_attrs(o.out, CNN_MODEL_NAME, &m.params, &m.buffers, attrs);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
-    if (have_task) image_task_free(&c);
-    seq_cnn_free(&m);
+    if (have_task) ct_image_task_free(&c);
+    ct_seq_cnn_free(&m);
     ct_images_free(&train);
     ct_images_free(&val);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
@@ -230,7 +230,7 @@ int eval_cnn(int argc, char **argv)
         }
     }
     if (st == CT_OK) {
-        st = seq_cnn_build(&m, spec, test.c, test.h, test.w, test.classes);
+        st = ct_seq_cnn_build(&m, spec, test.c, test.h, test.w, test.classes);
         if (st != CT_OK) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", ct_last_error());
@@ -238,8 +238,8 @@ int eval_cnn(int argc, char **argv)
         } else built = 1;
     }
     if (st == CT_OK) st = ct_weights_load(model, CNN_MODEL_NAME, &m.params, &m.buffers);
-    if (st == CT_OK) st = seq_cnn_set_device(&m, ops);   /* copies the loaded weights there */
-    if (st == CT_OK) st = seq_cnn_plan(&m, batch);
+    if (st == CT_OK) st = ct_seq_cnn_set_device(&m, ops);   /* copies the loaded weights there */
+    if (st == CT_OK) st = ct_seq_cnn_plan(&m, batch);
     long *confusion = NULL;
     float *logits = NULL, *x_dev = NULL;   /* logits [batch, classes] on the host; the batch on the device */
     int *labels_dev = NULL;
@@ -257,7 +257,7 @@ int eval_cnn(int argc, char **argv)
         fprintf(stderr, "ctrain eval: %s\n", ct_last_error());
         if (x_dev) ops->mem.free(x_dev);
         if (labels_dev) ops->mem.free(labels_dev);
-        if (built) seq_cnn_free(&m);
+        if (built) ct_seq_cnn_free(&m);
         ct_images_free(&test); free(names_buf); free(confusion); free(logits);
         return 1;
     }
@@ -274,7 +274,7 @@ int eval_cnn(int argc, char **argv)
         int correct = 0;
         const float *x = ct_ops_stage(ops, x_dev, test.x + (size_t)first * px, (size_t)n * px * sizeof *x);
         const int *labels = ct_ops_stage(ops, labels_dev, test.labels + first, (size_t)n * sizeof *labels);
-        float loss = seq_cnn_forward(&m, x, labels, n, 0, NULL, &correct);
+        float loss = ct_seq_cnn_forward(&m, x, labels, n, 0, NULL, &correct);
         loss_sum += (double)loss * n;
         right += correct;
         if (ops->download(logits, m.logits, (size_t)n * C * sizeof *logits) != CT_OK) ct_device_fatal("%s", ct_last_error());
@@ -305,7 +305,7 @@ int eval_cnn(int argc, char **argv)
     free(names_buf);
     if (x_dev) ops->mem.free(x_dev);
     if (labels_dev) ops->mem.free(labels_dev);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
     ct_images_free(&test);
     return 0;
 }

@@ -53,7 +53,7 @@ static int eval_files_parse(ct_args *a, eval_files *o, ct_status *st)
 static void eval_note(const model_desc *d)
 {
     char note[1024];
-    if (model_desc_note(d, note, sizeof note)) fprintf(stderr, "ctrain eval: note: %s\n", note);
+    if (ct_model_desc_note(d, note, sizeof note)) fprintf(stderr, "ctrain eval: note: %s\n", note);
 }
 
 static void eval_siamese_help(void)
@@ -186,23 +186,23 @@ static int eval_siamese(int argc, char **argv)
     static model_desc d;
     int built = 0, store_mels = 0;
     double load_s = 0;
-    st = model_desc_read(&d, model, "siamese-lstm");
-    if (st == CT_OK) st = model_desc_check_store(&d, data, &store_mels);
-    if (st == CT_OK) st = model_desc_lstm_config(&d, &fl, store_mels, &mc);
+    st = ct_model_desc_read(&d, model, "siamese-lstm");
+    if (st == CT_OK) st = ct_model_desc_check_store(&d, data, &store_mels);
+    if (st == CT_OK) st = ct_model_desc_lstm_config(&d, &fl, store_mels, &mc);
     if (st == CT_OK) eval_note(&d);
     if (st == CT_OK) st = load_store(&c, data, mc.n_mels, &load_s);
-    if (st == CT_OK) { st = siamese_lstm_build(&m, &mc); built = 1; }
+    if (st == CT_OK) { st = ct_siamese_lstm_build(&m, &mc); built = 1; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-lstm", &m.params, NULL);
-    if (st == CT_OK) st = siamese_lstm_set_device(&m, ops);   /* copies the loaded weights there */
+    if (st == CT_OK) st = ct_siamese_lstm_set_device(&m, ops);   /* copies the loaded weights there */
     if (st == CT_OK) {
         char line[512];
         snprintf(line, sizeof line, "siamese-lstm %s: %d mels -> LSTM %d%s -> %s -> dense %d, %zu parameters", model, mc.n_mels,
                  mc.hidden, mc.layers > 1 ? " (stacked)" : "", mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state",
                  mc.embed, ct_params_count(&m.params));
-        speaker_model sm = speaker_model_lstm(&m);
+        speaker_model sm = ct_speaker_model_lstm(&m);
         st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads, model, &ef);
     }
-    if (built) siamese_lstm_free(&m);
+    if (built) ct_siamese_lstm_free(&m);
     ct_corpus_free(&c);
     return eval_exit(st);
 }
@@ -266,22 +266,22 @@ static int eval_siamese_cnn(int argc, char **argv)
     static model_desc d;
     int built = 0, store_mels = 0;
     double load_s = 0;
-    st = model_desc_read(&d, model, "siamese-cnn");   /* the spec, the window length, the feature settings */
-    if (st == CT_OK) st = model_desc_check_store(&d, data, &store_mels);
-    if (st == CT_OK) st = model_desc_cnn_config(&d, mels, store_mels, &mc);
+    st = ct_model_desc_read(&d, model, "siamese-cnn");   /* the spec, the window length, the feature settings */
+    if (st == CT_OK) st = ct_model_desc_check_store(&d, data, &store_mels);
+    if (st == CT_OK) st = ct_model_desc_cnn_config(&d, mels, store_mels, &mc);
     if (st == CT_OK) eval_note(&d);
     if (st == CT_OK) st = load_store(&c, data, mc.n_mels, &load_s);
-    if (st == CT_OK) { st = siamese_cnn_build(&m, &mc); built = st == CT_OK; }
+    if (st == CT_OK) { st = ct_siamese_cnn_build(&m, &mc); built = st == CT_OK; }
     if (st == CT_OK) st = ct_weights_load(model, "siamese-cnn", &m.enc.params, &m.enc.buffers);
-    if (st == CT_OK) st = siamese_cnn_set_device(&m, ops);   /* copies the loaded weights there */
+    if (st == CT_OK) st = ct_siamese_cnn_set_device(&m, ops);   /* copies the loaded weights there */
     if (st == CT_OK) {
         char line[1536];
         snprintf(line, sizeof line, "siamese-cnn %s: %dx%d -> %s, %zu parameters", model, mc.frames, mc.n_mels, m.cfg.spec,
                  ct_params_count(&m.enc.params));
-        speaker_model sm = speaker_model_cnn(&m);
+        speaker_model sm = ct_speaker_model_cnn(&m);
         st = eval_trials(&sm, line, &c, data, load_s, trials, batch, max_frames, threads, model, &ef);
     }
-    if (built) siamese_cnn_free(&m);
+    if (built) ct_siamese_cnn_free(&m);
     ct_corpus_free(&c);
     return eval_exit(st);
 }

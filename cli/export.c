@@ -616,7 +616,7 @@ int cmd_import(int argc, char **argv)
     }
     /* 2. the model's layout, from the shapes (and the size flags, which must agree) */
     if (st == CT_OK && siam) {
-        siamese_lstm_config mc = siamese_lstm_defaults();
+        siamese_lstm_config mc = ct_siamese_lstm_defaults();
         tensor *w0 = need(&c, "lstm_1/w_ih_l0", 2, path), *hh = need(&c, "lstm_1/w_hh_l0", 2, path), *dw = need(&c, "dense_1/w", 2, path);
         int nlayers = 0;
         char nm[64];
@@ -628,16 +628,16 @@ int cmd_import(int argc, char **argv)
                 st = ct_fail(CT_EINVAL, "%s holds a siamese-lstm with --mels %d --hidden %d --layers %d --embed %d, not the sizes given",
                              path, mc.n_mels, mc.hidden, mc.layers, mc.embed);
         }
-        if (st == CT_OK) { st = siamese_lstm_build(&sm, &mc); built = 1; }
+        if (st == CT_OK) { st = ct_siamese_lstm_build(&sm, &mc); built = 1; }
     } else if (st == CT_OK) {
-        small_cnn_config mc = small_cnn_defaults();
+        small_cnn_config mc = ct_small_cnn_defaults();
         tensor *cw = need(&c, "conv2d_1/w", 4, path), *dw = need(&c, "dense_1/w", 2, path);
         if (!cw || !dw) st = CT_EFORMAT;
         else {
             mc.filters = (int)cw->dims[0]; mc.channels = (int)cw->dims[1]; mc.kernel = (int)cw->dims[2]; mc.classes = (int)dw->dims[0];
             int ph = (int)lround(sqrt((double)dw->dims[1] / (double)mc.filters));
             mc.height = mc.width = size ? size : 2 * ph;
-            st = small_cnn_build(&cm, &mc);
+            st = ct_small_cnn_build(&cm, &mc);
             built = 1;
         }
     }
@@ -657,8 +657,8 @@ int cmd_import(int argc, char **argv)
     for (int i = 0; st == CT_OK && i < ps->n; i++) filled += ts_find(&c, ps->p[i].name) != NULL;
     if (st == CT_OK && filled != ps->n) st = ct_fail(CT_EFORMAT, "%s: %d of the model's %d parameters are missing", path, ps->n - filled, ps->n);
     if (st == CT_OK) st = ct_weights_save(pos[1], model, ps, bs);
-    if (built && siam) siamese_lstm_free(&sm);
-    if (built && !siam) seq_cnn_free(&cm);
+    if (built && siam) ct_siamese_lstm_free(&sm);
+    if (built && !siam) ct_seq_cnn_free(&cm);
     ts_free(&s);
     ts_free(&c);
     if (st != CT_OK) { fprintf(stderr, "ctrain import: %s\n", ct_last_error()); return 1; }

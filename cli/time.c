@@ -219,7 +219,7 @@ static void add_seq_layers(time_run *r, const seq_cnn *m, int per_sample)
         char name[64];
         if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
         else snprintf(name, sizeof name, "%s", l->text);
-        add_layer(r, name, m->prof.fwd[i], m->prof.bwd[i], seq_layer_step_flops(m, i, per_sample));
+        add_layer(r, name, m->prof.fwd[i], m->prof.bwd[i], ct_seq_layer_step_flops(m, i, per_sample));
     }
 }
 
@@ -229,11 +229,11 @@ static ct_status fit_speaker(time_run *r, const workload *w, const speaker_model
 {
     speaker_task s;
     memset(&s, 0, sizeof s);
-    ct_status st = speaker_task_init(&s, &w->tc, &w->corpus, sm, rngs, stderr);
+    ct_status st = ct_speaker_task_init(&s, &w->tc, &w->corpus, sm, rngs, stderr);
     if (st != CT_OK) return st;
-    ct_task t = speaker_task_ops(&s);
+    ct_task t = ct_speaker_task_ops(&s);
     st = fit_profiled(r, w, &t, sm->prof);
-    speaker_task_free(&s);
+    ct_speaker_task_free(&s);
     return st;
 }
 
@@ -244,19 +244,19 @@ static ct_status fit_siamese(time_run *r, const workload *w, const ct_ops *ops)
     ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
     siamese_lstm m;
     memset(&m, 0, sizeof m);
-    ct_status st = siamese_lstm_build(&m, &w->sc);
+    ct_status st = ct_siamese_lstm_build(&m, &w->sc);
     int built = st == CT_OK;
     if (st == CT_OK) {
-        siamese_lstm_init_weights(&m, &rngs.init);
-        st = siamese_lstm_set_device(&m, ops);
+        ct_siamese_lstm_init_weights(&m, &rngs.init);
+        st = ct_siamese_lstm_set_device(&m, ops);
     }
-    if (st == CT_OK) st = siamese_lstm_plan(&m, w->setup.batch);
-    speaker_model sm = speaker_model_lstm(&m);
+    if (st == CT_OK) st = ct_siamese_lstm_plan(&m, w->setup.batch);
+    speaker_model sm = ct_speaker_model_lstm(&m);
     if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs);
     for (int p = 0; st == CT_OK && w->layers && p < SIAMESE_LSTM_PARTS; p++)
-        add_layer(r, siamese_lstm_part_name((siamese_lstm_part)p), m.prof.fwd[p], m.prof.bwd[p],
-                  siamese_lstm_part_flops(&w->sc, (siamese_lstm_part)p, 1));
-    if (built) siamese_lstm_free(&m);
+        add_layer(r, ct_siamese_lstm_part_name((siamese_lstm_part)p), m.prof.fwd[p], m.prof.bwd[p],
+                  ct_siamese_lstm_part_flops(&w->sc, (siamese_lstm_part)p, 1));
+    if (built) ct_siamese_lstm_free(&m);
     return st;
 }
 
@@ -267,17 +267,17 @@ static ct_status fit_siamese_cnn(time_run *r, const workload *w, const ct_ops *o
     ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
     static siamese_cnn m;   /* large: the tower's layer table */
     memset(&m, 0, sizeof m);
-    ct_status st = siamese_cnn_build(&m, &w->ccfg);
+    ct_status st = ct_siamese_cnn_build(&m, &w->ccfg);
     int built = st == CT_OK;
     if (st == CT_OK) {
-        siamese_cnn_init_weights(&m, &rngs.init);
-        st = siamese_cnn_set_device(&m, ops);
+        ct_siamese_cnn_init_weights(&m, &rngs.init);
+        st = ct_siamese_cnn_set_device(&m, ops);
     }
-    if (st == CT_OK) st = siamese_cnn_plan(&m, w->setup.batch);
-    speaker_model sm = speaker_model_cnn(&m);
+    if (st == CT_OK) st = ct_siamese_cnn_plan(&m, w->setup.batch);
+    speaker_model sm = ct_speaker_model_cnn(&m);
     if (st == CT_OK) st = fit_speaker(r, w, &sm, &rngs);
     if (st == CT_OK && w->layers) add_seq_layers(r, &m.enc, 2);
-    if (built) siamese_cnn_free(&m);
+    if (built) ct_siamese_cnn_free(&m);
     return st;
 }
 
@@ -290,21 +290,21 @@ static ct_status fit_cnn(time_run *r, const workload *w, const ct_ops *ops)
     ct_rngs_seed(&rngs, (uint64_t)s->seed);
     static seq_cnn m;   /* large: the layer table */
     memset(&m, 0, sizeof m);
-    ct_status st = seq_cnn_build(&m, w->arch, tr->c, tr->h, tr->w, tr->classes);
+    ct_status st = ct_seq_cnn_build(&m, w->arch, tr->c, tr->h, tr->w, tr->classes);
     if (st != CT_OK) return ct_fail(st, "--arch: %s", ct_last_error());
-    seq_cnn_init_weights(&m, &rngs.init);
-    st = seq_cnn_set_device(&m, ops);
-    if (st == CT_OK) st = seq_cnn_plan(&m, s->batch);
+    ct_seq_cnn_init_weights(&m, &rngs.init);
+    st = ct_seq_cnn_set_device(&m, ops);
+    if (st == CT_OK) st = ct_seq_cnn_plan(&m, s->batch);
     image_task c;
     int have_task = 0;
-    if (st == CT_OK && (st = image_task_init(&c, &m, tr, &w->val, s->n_train, s->n_val, s->batch, &rngs)) == CT_OK) have_task = 1;
+    if (st == CT_OK && (st = ct_image_task_init(&c, &m, tr, &w->val, s->n_train, s->n_val, s->batch, &rngs)) == CT_OK) have_task = 1;
     if (st == CT_OK) {
-        ct_task t = image_task_ops(&c);
+        ct_task t = ct_image_task_ops(&c);
         st = fit_profiled(r, w, &t, &m.prof);
     }
     if (st == CT_OK && w->layers) add_seq_layers(r, &m, 1);
-    if (have_task) image_task_free(&c);
-    seq_cnn_free(&m);
+    if (have_task) ct_image_task_free(&c);
+    ct_seq_cnn_free(&m);
     return st;
 }
 
@@ -396,7 +396,7 @@ static const char *FLOPS_CNN =
 static ct_status build_siamese(workload *w, const time_opts *o)
 {
     time_setup *s = &w->setup;
-    w->sc = siamese_lstm_defaults();
+    w->sc = ct_siamese_lstm_defaults();
     ct_synth_config synth = { .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
                               .n_mels = w->sc.n_mels, .noise = 2.0f, .seed = (uint64_t)o->seed };
     if (!strcmp(o->data, "synthetic")) CT_TRY(ct_corpus_synthetic(&w->corpus, &synth));
@@ -411,17 +411,17 @@ static ct_status build_siamese(workload *w, const time_opts *o)
              w->sc.margin, w->fit.optim.lr);
     snprintf(s->data_desc, sizeof s->data_desc, "%s: %d utterances of %d speakers, 25%% of the speakers held out for "
              "validation", o->data, w->corpus.n_utt, w->corpus.n_speakers);
-    s->flops_per_sample = siamese_lstm_step_flops(&w->sc, 1);
+    s->flops_per_sample = ct_siamese_lstm_step_flops(&w->sc, 1);
     s->flops_counted = FLOPS_SIAMESE;
     s->sample_name = "pairs";
     if (w->model == MODEL_SIAMESE_CNN) {   /* the same pairs through the CNN tower */
-        w->ccfg = siamese_cnn_defaults();
+        w->ccfg = ct_siamese_cnn_defaults();
         if (o->arch) snprintf(w->ccfg.spec, sizeof w->ccfg.spec, "%s", o->arch);
         static siamese_cnn m;
-        ct_status st = siamese_cnn_build(&m, &w->ccfg);
+        ct_status st = ct_siamese_cnn_build(&m, &w->ccfg);
         if (st != CT_OK) return ct_fail(st, "--arch: %s", ct_last_error());
-        s->flops_per_sample = siamese_cnn_step_flops(&m, 1);
-        siamese_cnn_free(&m);
+        s->flops_per_sample = ct_siamese_cnn_step_flops(&m, 1);
+        ct_siamese_cnn_free(&m);
         snprintf(s->model_desc, sizeof s->model_desc, "siamese-cnn %dx%d -> %s -> euclidean -> contrastive (margin %g), "
                  "RMSprop lr %g", w->ccfg.n_mels, w->ccfg.frames, w->ccfg.spec, w->ccfg.margin, w->fit.optim.lr);
         s->flops_counted = FLOPS_CNN;
@@ -442,10 +442,10 @@ static ct_status build_cnn(workload *w, const time_opts *o)
         if (s->n_val > w->val.n) s->n_val = w->val.n;
     }
     seq_cnn m;
-    ct_status st = seq_cnn_build(&m, w->arch, w->train.c, w->train.h, w->train.w, w->train.classes);
+    ct_status st = ct_seq_cnn_build(&m, w->arch, w->train.c, w->train.h, w->train.w, w->train.classes);
     if (st != CT_OK) return ct_fail(st, "--arch: %s", ct_last_error());
-    s->flops_per_sample = seq_cnn_step_flops(&m, 1);
-    seq_cnn_free(&m);
+    s->flops_per_sample = ct_seq_cnn_step_flops(&m, 1);
+    ct_seq_cnn_free(&m);
     snprintf(s->model_desc, sizeof s->model_desc, "cnn %dx%dx%d -> %s -> softmax cross-entropy, Adam lr %g",
              w->train.c, w->train.h, w->train.w, w->arch, w->fit.optim.lr);
     snprintf(s->data_desc, sizeof s->data_desc, "%s: %dx%dx%d images, %d classes", o->data, w->train.c, w->train.h,

@@ -154,7 +154,7 @@ static ct_status siamese_run_load(siamese_run *r, int n_mels, int frames)
  * and trains. */
 static ct_status siamese_run_fit(siamese_run *r, const speaker_model *sm, const char *model_line, ct_ckpt_meta *meta)
 {
-    CT_TRY(speaker_task_init(&r->s, &r->tc, &r->corpus, sm, &r->rngs, stderr));
+    CT_TRY(ct_speaker_task_init(&r->s, &r->tc, &r->corpus, sm, &r->rngs, stderr));
     const cli_train_opts *o = &r->o;
     cli_print_header(stdout, o->threads);
     printf("Model: %s\n", model_line);
@@ -163,8 +163,8 @@ static ct_status siamese_run_fit(siamese_run *r, const speaker_model *sm, const 
            r->tc.val_split == CT_VAL_SPEAKERS ? (r->trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
            r->s.n_train_speakers, r->s.n_val_speakers, ct_optim_name(r->fit.optim.kind), r->fit.optim.lr, o->batch);
     if (r->trials) printf("Trials: %s, %d trials; val_eer after every epoch\n", r->trials_path, r->n_trials);
-    ct_task task = speaker_task_ops(&r->s);
-    CT_TRY(model_desc_features(&meta->model_cfg, o->data));   /* what eval checks a feature store against */
+    ct_task task = ct_speaker_task_ops(&r->s);
+    CT_TRY(ct_model_desc_features(&meta->model_cfg, o->data));   /* what eval checks a feature store against */
     ct_kv *kt = &meta->train_cfg;
     cli_train_to_meta(kt, o, &r->fit);
     ct_kv_set_str(kt, "data", o->data); ct_kv_set_int(kt, "speakers", r->sc.speakers); ct_kv_set_int(kt, "utts", r->sc.utts_per_speaker);
@@ -178,7 +178,7 @@ static ct_status siamese_run_fit(siamese_run *r, const speaker_model *sm, const 
 
 static void siamese_run_free(siamese_run *r)
 {
-    speaker_task_free(&r->s);
+    ct_speaker_task_free(&r->s);
     ct_corpus_free(&r->corpus);
     free(r->trials);
     free(r->trial_speakers);
@@ -206,9 +206,9 @@ static int train_siamese(int argc, char **argv)
     r.tc.pairs = LSTM_DEFAULT_PAIRS;
     r.o.epochs = LSTM_DEFAULT_EPOCHS;
     r.o.schedule = LSTM_DEFAULT_SCHEDULE;
-    siamese_lstm_config mc = siamese_lstm_defaults();
+    siamese_lstm_config mc = ct_siamese_lstm_defaults();
     /* The embedding pools the mean over time by default: on corpora unlike the demo's it gives a far better
-     * model (README). siamese_lstm_defaults() stays the seed's exact model (the last hidden state), which
+     * model (README). ct_siamese_lstm_defaults() stays the seed's exact model (the last hidden state), which
      * `ctrain time` times and --pool last reproduces. */
     const char *recurrent = "sigmoid", *pool = "mean";
     ct_args a = { argc, 0, argv };
@@ -271,12 +271,12 @@ static int train_siamese(int argc, char **argv)
 
     siamese_lstm m = { 0 };
     st = siamese_run_load(&r, mc.n_mels, mc.frames);
-    if (st == CT_OK) st = siamese_lstm_build(&m, &mc);
+    if (st == CT_OK) st = ct_siamese_lstm_build(&m, &mc);
     if (st == CT_OK) {
-        siamese_lstm_init_weights(&m, &r.rngs.init);
-        st = siamese_lstm_set_device(&m, r.o.ops);
+        ct_siamese_lstm_init_weights(&m, &r.rngs.init);
+        st = ct_siamese_lstm_set_device(&m, r.o.ops);
     }
-    if (st == CT_OK) st = siamese_lstm_plan(&m, r.o.batch);
+    if (st == CT_OK) st = ct_siamese_lstm_plan(&m, r.o.batch);
     if (st == CT_OK) {
         char line[512];
         snprintf(line, sizeof line, "siamese-lstm %dx%d -> LSTM %d%s -> %s -> dense %d -> euclidean -> contrastive (margin %g), "
@@ -284,15 +284,15 @@ static int train_siamese(int argc, char **argv)
                  mc.pool == LSTM_RETURN_MEAN ? "mean over time" : "last hidden state", mc.embed, mc.margin,
                  ct_params_count(&m.params));
         snprintf(meta.model, sizeof meta.model, "siamese-lstm");
-        model_desc_lstm(&meta.model_cfg, &mc);
-        speaker_model sm = speaker_model_lstm(&m);
+        ct_model_desc_lstm(&meta.model_cfg, &mc);
+        speaker_model sm = ct_speaker_model_lstm(&m);
         st = siamese_run_fit(&r, &sm, line, &meta);
     }
     /* the model's description (train/model_desc.h) beside the weights: eval rebuilds the model from it */
     if (st == CT_OK && r.o.out) st = ct_weights_save_kv(r.o.out, "siamese-lstm", &m.params, NULL, &meta.model_cfg, NULL);
     if (st == CT_OK && r.o.out) printf("weights written to %s\n", r.o.out);
     siamese_run_free(&r);
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
     return siamese_run_exit(st);
 }
 
@@ -300,7 +300,7 @@ static int train_siamese_cnn(int argc, char **argv)
 {
     static siamese_run r;
     siamese_run_defaults(&r);
-    siamese_cnn_config mc = siamese_cnn_defaults();
+    siamese_cnn_config mc = ct_siamese_cnn_defaults();
     const char *arch = NULL;
     int embed = 0;   /* --embed: 0 = what the spec outputs (64 for the default spec) */
     ct_args a = { argc, 0, argv };
@@ -358,20 +358,20 @@ static int train_siamese_cnn(int argc, char **argv)
     static siamese_cnn m;   /* large: the tower's layer table */
     memset(&m, 0, sizeof m);
     st = siamese_run_load(&r, mc.n_mels, mc.frames);
-    if (st == CT_OK) st = siamese_cnn_build(&m, &mc);
+    if (st == CT_OK) st = ct_siamese_cnn_build(&m, &mc);
     if (st == CT_OK) {
-        siamese_cnn_init_weights(&m, &r.rngs.init);
-        st = siamese_cnn_set_device(&m, r.o.ops);
+        ct_siamese_cnn_init_weights(&m, &r.rngs.init);
+        st = ct_siamese_cnn_set_device(&m, r.o.ops);
     }
-    if (st == CT_OK) st = siamese_cnn_plan(&m, r.o.batch);
+    if (st == CT_OK) st = ct_siamese_cnn_plan(&m, r.o.batch);
     if (st == CT_OK) {
         char line[1536];
         snprintf(line, sizeof line, "siamese-cnn %dx%d -> %s -> euclidean -> contrastive (margin %g), %zu parameters, "
                  "%.1f MFLOP per pair", mc.frames, mc.n_mels, m.cfg.spec, mc.margin, ct_params_count(&m.enc.params),
-                 siamese_cnn_step_flops(&m, 1) * 1e-6);
+                 ct_siamese_cnn_step_flops(&m, 1) * 1e-6);
         snprintf(meta.model, sizeof meta.model, "siamese-cnn");
-        model_desc_cnn(&meta.model_cfg, &m.cfg);
-        speaker_model sm = speaker_model_cnn(&m);
+        ct_model_desc_cnn(&meta.model_cfg, &m.cfg);
+        speaker_model sm = ct_speaker_model_cnn(&m);
         st = siamese_run_fit(&r, &sm, line, &meta);
     }
     /* the model's description (train/model_desc.h): eval rebuilds the tower from "arch" and embeds
@@ -380,7 +380,7 @@ static int train_siamese_cnn(int argc, char **argv)
     if (st == CT_OK && r.o.out) st = ct_weights_save_kv(r.o.out, "siamese-cnn", &m.enc.params, &m.enc.buffers, &meta.model_cfg, attrs);
     if (st == CT_OK && r.o.out) printf("weights written to %s\n", r.o.out);
     siamese_run_free(&r);
-    siamese_cnn_free(&m);
+    ct_siamese_cnn_free(&m);
     return siamese_run_exit(st);
 }
 
@@ -389,7 +389,7 @@ static int train_small_cnn(int argc, char **argv)
 {
     cli_train_opts o = { .data = "synthetic", .device = "cpu", .epochs = 5, .batch = 64, .threads = ct_cpu_count(),
                       .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f };
-    small_cnn_config mc = small_cnn_defaults();
+    small_cnn_config mc = ct_small_cnn_defaults();
     int n_train = 4000, n_val = 1000;
     float noise = 0.6f;
     ct_args a = { argc, 0, argv };
@@ -450,18 +450,18 @@ static int train_small_cnn(int argc, char **argv)
     st = ct_images_synthetic(&train, n_train, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed);
     if (st == CT_OK && n_val > 0) st = ct_images_synthetic(&val, n_val, mc.classes, mc.height, mc.width, noise, (uint64_t)o.seed + 7919);
     memset(&m, 0, sizeof m);
-    if (st == CT_OK) st = small_cnn_build(&m, &mc);
+    if (st == CT_OK) st = ct_small_cnn_build(&m, &mc);
     if (st == CT_OK) {
-        seq_cnn_init_weights(&m, &rngs.init);
-        st = seq_cnn_set_device(&m, o.ops);
+        ct_seq_cnn_init_weights(&m, &rngs.init);
+        st = ct_seq_cnn_set_device(&m, o.ops);
     }
-    if (st == CT_OK) st = seq_cnn_plan(&m, o.batch);
-    if (st == CT_OK && (st = image_task_init(&c, &m, &train, &val, n_train, n_val, o.batch, &rngs)) == CT_OK) have_task = 1;
+    if (st == CT_OK) st = ct_seq_cnn_plan(&m, o.batch);
+    if (st == CT_OK && (st = ct_image_task_init(&c, &m, &train, &val, n_train, n_val, o.batch, &rngs)) == CT_OK) have_task = 1;
     if (st == CT_OK) {
         cli_print_header(stdout, o.threads);
         printf("Model: small-cnn %dx%dx%d -> conv%dk%d -> batchnorm -> relu -> maxpool2 -> dropout %g -> dense %d, %zu parameters\n",
                mc.channels, mc.height, mc.width, mc.filters, mc.kernel, mc.dropout, mc.classes, ct_params_count(&m.params));
-        ct_task task = image_task_ops(&c);
+        ct_task task = ct_image_task_ops(&c);
         snprintf(meta.model, sizeof meta.model, "small-cnn");
         ct_kv *km = &meta.model_cfg, *kt = &meta.train_cfg;
         ct_kv_set_int(km, "channels", mc.channels); ct_kv_set_int(km, "height", mc.height); ct_kv_set_int(km, "width", mc.width);
@@ -476,8 +476,8 @@ static int train_small_cnn(int argc, char **argv)
     }
     if (st == CT_OK && o.out) st = ct_weights_save(o.out, "small-cnn", &m.params, &m.buffers);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
-    if (have_task) image_task_free(&c);
-    seq_cnn_free(&m);
+    if (have_task) ct_image_task_free(&c);
+    ct_seq_cnn_free(&m);
     ct_images_free(&train); ct_images_free(&val);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
     return 0;

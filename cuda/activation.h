@@ -10,12 +10,12 @@
 extern "C" {
 #endif
 
-void relu_forward_gpu(float *out, const float *in, size_t n);
-void relu_backward_gpu(float *din, const float *dout, const float *out, size_t n);
-void tanh_forward_gpu(float *out, const float *in, size_t n);
-void tanh_backward_gpu(float *din, const float *dout, const float *out, size_t n);
-void sigmoid_forward_gpu(float *out, const float *in, size_t n);
-void sigmoid_backward_gpu(float *din, const float *dout, const float *out, size_t n);
+void ct_relu_forward_gpu(float *out, const float *in, size_t n);
+void ct_relu_backward_gpu(float *din, const float *dout, const float *out, size_t n);
+void ct_tanh_forward_gpu(float *out, const float *in, size_t n);
+void ct_tanh_backward_gpu(float *din, const float *dout, const float *out, size_t n);
+void ct_sigmoid_forward_gpu(float *out, const float *in, size_t n);
+void ct_sigmoid_backward_gpu(float *din, const float *dout, const float *out, size_t n);
 
 #ifdef __cplusplus
 }

@@ -66,14 +66,14 @@ __global__ static void bn_bwd_kernel(float *din, float *dgamma, float *dbeta, co
     }
 }
 
-extern "C" void batchnorm_forward_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
+extern "C" void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
                                       const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train)
 {
     bn_fwd_kernel<<<d->C, CT_THREADS, 0, ct_gpu_stream()>>>(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta, *d, train);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void batchnorm_backward_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
+extern "C" void ct_batchnorm_backward_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                                        const float *invstd, const float *gamma, const batchnorm_dims *d)
 {
     bn_bwd_kernel<<<d->C, CT_THREADS, 0, ct_gpu_stream()>>>(din, dgamma, dbeta, dout, xhat, invstd, gamma, *d);

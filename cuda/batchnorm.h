@@ -11,9 +11,9 @@
 extern "C" {
 #endif
 #include "layers/batchnorm.h"
-void batchnorm_forward_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
+void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
                            const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train);
-void batchnorm_backward_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
+void ct_batchnorm_backward_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                             const float *invstd, const float *gamma, const batchnorm_dims *d);
 
 #ifdef __cplusplus

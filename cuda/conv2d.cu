@@ -92,13 +92,13 @@ static ct_status shape_make(conv2d_gpu_shape *s, const conv2d_gpu_plan *p, int N
     return CT_OK;
 }
 
-extern "C" ct_status conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, int bias)
+extern "C" ct_status ct_conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, int bias)
 {
     memset(p, 0, sizeof *p);
     p->d = *d;
     p->bias = bias;
     if (d->N < 1 || d->C < 1 || d->OC < 1 || d->OH < 1 || d->OW < 1)
-        return ct_fail(CT_EINVAL, "GPU conv2d: make the dims with conv2d_dims_make first (N %d, C %d, OC %d, output %dx%d)",
+        return ct_fail(CT_EINVAL, "GPU conv2d: make the dims with ct_conv2d_dims_make first (N %d, C %d, OC %d, output %dx%d)",
                        d->N, d->C, d->OC, d->OH, d->OW);
     cudnnTensorDescriptor_t b;
     cudnnFilterDescriptor_t w;
@@ -112,7 +112,7 @@ extern "C" ct_status conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, i
     return CT_OK;
 }
 
-extern "C" void conv2d_plan_free_gpu(conv2d_gpu_plan *p)
+extern "C" void ct_conv2d_plan_free_gpu(conv2d_gpu_plan *p)
 {
     for (int i = 0; i < CONV2D_GPU_SHAPES; i++) shape_free(&p->shape[i]);
     if (p->b_desc) cudnnDestroyTensorDescriptor(p->b_desc);
@@ -120,9 +120,9 @@ extern "C" void conv2d_plan_free_gpu(conv2d_gpu_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-extern "C" size_t conv2d_workspace_floats_gpu(const conv2d_gpu_plan *p) { return (p->ws_bytes + sizeof(float) - 1) / sizeof(float); }
+extern "C" size_t ct_conv2d_workspace_floats_gpu(const conv2d_gpu_plan *p) { return (p->ws_bytes + sizeof(float) - 1) / sizeof(float); }
 
-extern "C" const conv2d_gpu_shape *conv2d_shape_gpu(conv2d_gpu_plan *p, int N)
+extern "C" const conv2d_gpu_shape *ct_conv2d_shape_gpu(conv2d_gpu_plan *p, int N)
 {
     CT_ASSERT(N >= 1 && N <= p->d.N);
     p->clock++;
@@ -142,12 +142,12 @@ extern "C" const conv2d_gpu_shape *conv2d_shape_gpu(conv2d_gpu_plan *p, int N)
 
 static const conv2d_gpu_shape *need_shape(conv2d_gpu_plan *p, int N)
 {
-    const conv2d_gpu_shape *s = conv2d_shape_gpu(p, N);
-    if (!s) ct_gpu_fatal(__FILE__, __LINE__, "conv2d_shape_gpu", ct_last_error());
+    const conv2d_gpu_shape *s = ct_conv2d_shape_gpu(p, N);
+    if (!s) ct_gpu_fatal(__FILE__, __LINE__, "ct_conv2d_shape_gpu", ct_last_error());
     return s;
 }
 
-extern "C" void conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, conv2d_gpu_plan *p, int N)
+extern "C" void ct_conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, conv2d_gpu_plan *p, int N)
 {
     ct_gpu *g = ct_gpu_ctx();
     const conv2d_gpu_shape *s = need_shape(p, N);
@@ -158,7 +158,7 @@ extern "C" void conv2d_forward_gpu(float *out, float *ws, const float *in, const
     if (b) CT_CUDNN_CHECK(cudnnAddTensor(g->cudnn, &one, p->b_desc, b, &one, s->y_desc, out));
 }
 
-extern "C" void conv2d_backward_gpu(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+extern "C" void ct_conv2d_backward_gpu(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                                     const float *w, conv2d_gpu_plan *p, int N)
 {
     ct_gpu *g = ct_gpu_ctx();

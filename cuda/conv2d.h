@@ -2,7 +2,7 @@
  * cuDNN (conventions in cuda/device.h).
  *
  * The CPU functions take the dims; their GPU twins take a plan made ONCE per layer
- * (conv2d_plan_gpu) for the largest batch, and each call's batch size N. For each batch
+ * (ct_conv2d_plan_gpu) for the largest batch, and each call's batch size N. For each batch
  * size met (the full batch, the last partial batch of each split, embedding batches)
  * the plan keeps a shape: cuDNN's tensor descriptors and three convolution
  * descriptors, one per direction, each with the algorithm picked by cuDNN's heuristics
@@ -10,7 +10,7 @@
  * workspace, uses the context's math - FP32 FMA only unless TF32 was allowed - and,
  * when the context asks for determinism, is deterministic) and that algorithm's math
  * type (as PyTorch's Conv_v7 sets it). The workspace is the caller's, sized by
- * conv2d_workspace_floats_gpu for the largest batch, as on the CPU; another batch size
+ * ct_conv2d_workspace_floats_gpu for the largest batch, as on the CPU; another batch size
  * only picks among the algorithms that fit it. Shapes are host-side state (descriptors,
  * no device memory); the plan keeps the CONV2D_GPU_SHAPES most recently used.
  */
@@ -52,17 +52,17 @@ typedef struct {
 } conv2d_gpu_plan;
 
 /* Fails (CT_EINVAL / CT_ENODEV naming the shape) if cuDNN has no usable algorithm. */
-ct_status conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, int bias);
-void      conv2d_plan_free_gpu(conv2d_gpu_plan *p);
-size_t    conv2d_workspace_floats_gpu(const conv2d_gpu_plan *p);
+ct_status ct_conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, int bias);
+void      ct_conv2d_plan_free_gpu(conv2d_gpu_plan *p);
+size_t    ct_conv2d_workspace_floats_gpu(const conv2d_gpu_plan *p);
 /* The shape for batch size N (1 <= N <= d.N), made on first use. NULL with a message if
  * cuDNN has no usable algorithm for N within the planned workspace. For tests and `time`. */
-const conv2d_gpu_shape *conv2d_shape_gpu(conv2d_gpu_plan *p, int N);
+const conv2d_gpu_shape *ct_conv2d_shape_gpu(conv2d_gpu_plan *p, int N);
 
 /* out [N, OC, OH, OW]; in [N, C, H, W]; w [OC, C, KH, KW]; b [OC] or NULL; ws scratch. */
-void conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, conv2d_gpu_plan *p, int N);
+void ct_conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, conv2d_gpu_plan *p, int N);
 /* din overwritten (NULL: not computed); dw, db accumulated (db NULL if no bias). */
-void conv2d_backward_gpu(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+void ct_conv2d_backward_gpu(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                          const float *w, conv2d_gpu_plan *p, int N);
 
 #ifdef __cplusplus

@@ -26,7 +26,7 @@ __global__ static void bias_grad_kernel(float *db, const float *dout, int B, int
     }
 }
 
-extern "C" void dense_forward_gpu(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim)
+extern "C" void ct_dense_forward_gpu(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim)
 {
     ct_gpu *g = ct_gpu_ctx();
     const float one = 1.0f, zero = 0.0f;
@@ -38,7 +38,7 @@ extern "C" void dense_forward_gpu(float *out, const float *in, const float *w, c
     }
 }
 
-extern "C" void dense_backward_gpu(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+extern "C" void ct_dense_backward_gpu(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
                                    int B, int in_dim, int out_dim)
 {
     ct_gpu *g = ct_gpu_ctx();

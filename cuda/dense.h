@@ -11,10 +11,10 @@ extern "C" {
 #endif
 
 /* out [B, out_dim]; in [B, in_dim]; w [out_dim, in_dim]; b [out_dim] or NULL. */
-void dense_forward_gpu(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);
+void ct_dense_forward_gpu(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);
 /* din [B, in_dim] overwritten (NULL: not computed); dw (NULL: not computed) and db (NULL if
  * no bias) accumulated, as on the CPU. */
-void dense_backward_gpu(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+void ct_dense_backward_gpu(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
                         int B, int in_dim, int out_dim);
 
 #ifdef __cplusplus

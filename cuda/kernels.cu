@@ -55,13 +55,13 @@ __global__ static void euclidean_bwd_kernel(float *da, float *db, const float *d
     }
 }
 
-extern "C" void euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps)
+extern "C" void ct_euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps)
 {
     euclidean_fwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream()>>>(d, a, b, B, D, eps);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
+extern "C" void ct_euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
                                        int B, int D, float eps)
 {
     euclidean_bwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream()>>>(da, db, dd, d, a, b, B, D, eps);
@@ -96,13 +96,13 @@ __global__ static void contrastive_bwd_kernel(float *dd, const float *d, const f
     }
 }
 
-extern "C" void contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold)
+extern "C" void ct_contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold)
 {
     contrastive_reduce<<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, d, y, B, margin, threshold);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin)
+extern "C" void ct_contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin)
 {
     contrastive_bwd_kernel<<<ct_gpu_blocks((size_t)B, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dd, d, y, B, margin);
     CT_LAUNCH_CHECK();
@@ -136,7 +136,7 @@ __global__ static void softmax_ce_stats_kernel(float *stats, float *prob, const 
     if (threadIdx.x == 0) { stats[0] = (float)(loss / B); stats[1] = (float)hit; }
 }
 
-extern "C" void softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
+extern "C" void ct_softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
 {
     softmax_ce_stats_kernel<<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, prob, logits, labels, B, C);
     CT_LAUNCH_CHECK();
@@ -152,7 +152,7 @@ __global__ static void softmax_bwd_kernel(float *dlogits, const float *prob, con
     }
 }
 
-extern "C" void softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C)
+extern "C" void ct_softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C)
 {
     softmax_bwd_kernel<<<ct_gpu_blocks((size_t)B * C, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dlogits, prob, labels, B, C);
     CT_LAUNCH_CHECK();
@@ -175,30 +175,30 @@ __global__ static void mul_kernel(float *out, const float *a, const float *b, si
         out[i] = a[i] * b[i];
 }
 
-extern "C" void dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed)
+extern "C" void ct_dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed)
 {
     CT_ASSERT(p >= 0.0f && p < 1.0f);
     dropout_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, mask, in, n, p, 1.0f / (1.0f - p), seed);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
+extern "C" void ct_dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
 {
     CT_ASSERT(p >= 0.0f && p < 1.0f);
     if (!train || p == 0.0f) {   /* identity: no mask, no random draws */
         if (out != in && n) CT_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, ct_gpu_stream()));
         return;
     }
-    dropout_forward_seeded_gpu(out, mask, in, n, p, ct_dropout_seed_draw(rng));
+    ct_dropout_forward_seeded_gpu(out, mask, in, n, p, ct_dropout_seed_draw(rng));
 }
 
-extern "C" void dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n)
+extern "C" void ct_dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n)
 {
     mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, in, mask, n);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n)
+extern "C" void ct_dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n)
 {
     mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(din, dout, mask, n);
     CT_LAUNCH_CHECK();

@@ -32,24 +32,24 @@ extern "C" {
 #include "layers/optim.h"
 
 /* ---- pair heads ---- */
-void euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps);
-void euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
+void ct_euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps);
+void ct_euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
                             int B, int D, float eps);
 
 /* ---- losses (labels, targets: device pointers too): stats [2] on the device receives
  * the mean loss and the number of right predictions, with no synchronisation ---- */
-void contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold);
-void contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin);
+void ct_contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold);
+void ct_contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin);
 /* prob [B, C] receives the softmax, kept for backward. */
-void softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C);
-void softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C);
+void ct_softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C);
+void ct_softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C);
 
 /* ---- dropout: rng is the HOST dropout stream (two draws per training call) ---- */
-void dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
-/* The same with the step seed given (what dropout_forward_gpu does after drawing it). */
-void dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed);
-void dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n);
-void dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n);
+void ct_dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
+/* The same with the step seed given (what ct_dropout_forward_gpu does after drawing it). */
+void ct_dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed);
+void ct_dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n);
+void ct_dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n);
 
 /* ---- optimizers on the flat device buffers ----
  * Same formulas, validation and state as ct_optim (layers/optim.h), with o->m and o->v

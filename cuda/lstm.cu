@@ -5,7 +5,7 @@
  * LINEAR_INPUT, UNIDIRECTIONAL, FP32 data and math, CUDNN_FMA_MATH unless TF32 is
  * allowed, padded I/O for the unpacked batch-major layout), then the weight-space
  * check: cudnnGetRNNWeightParams for every (layer, linLayerID) gives where cuDNN
- * expects each gate's matrix and bias; lstm_wspace_map_make compares that with the
+ * expects each gate's matrix and bias; ct_lstm_wspace_map_make compares that with the
  * flat buffer's views. Direct: cuDNN reads params + base and ADDs its gradients into
  * grads + base. Otherwise: pack before forward, unpack-add after backward.
  *
@@ -138,10 +138,10 @@ static ct_status weight_locations(lstm_gpu *p, lstm_wspace_loc *loc, const float
     return st;
 }
 
-extern "C" ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev)
+extern "C" ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev)
 {
     memset(p, 0, sizeof *p);
-    CT_TRY(lstm_gpu_dims_check(d));
+    CT_TRY(ct_lstm_gpu_dims_check(d));
     ct_gpu *g = ct_gpu_ctx();
     p->d = *d;
     cudnnRNNDescriptor_t rnn;
@@ -172,7 +172,7 @@ extern "C" ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_par
     /* the weight-space check */
     lstm_wspace_loc loc[LSTM_MAX_LAYERS * 8];
     CT_TRY(weight_locations(p, loc, params_dev));
-    CT_TRY(lstm_wspace_map_make(&p->map, loc, p->wspace_bytes / sizeof(float), ps, ids, d->I, d->H, d->L));
+    CT_TRY(ct_lstm_wspace_map_make(&p->map, loc, p->wspace_bytes / sizeof(float), ps, ids, d->I, d->H, d->L));
     if (!p->map.direct) {
         fprintf(stderr, "ctrain: note: cuDNN's LSTM weight layout differs from ctrain's (%s); "
                 "the weights are packed into cuDNN's layout once per step\n", p->map.why);
@@ -191,7 +191,7 @@ extern "C" ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_par
     return CT_OK;
 }
 
-extern "C" void lstm_plan_free_gpu(lstm_gpu *p)
+extern "C" void ct_lstm_plan_free_gpu(lstm_gpu *p)
 {
     if (p->rnn) cudnnDestroyRNNDescriptor(p->rnn);
     if (p->x_desc) cudnnDestroyRNNDataDescriptor(p->x_desc);
@@ -229,7 +229,7 @@ static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const in
     if (set_shape(p, d->B, d->T, len_host, forward) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_shape", ct_last_error());
 }
 
-extern "C" void lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const int *len, const int *len_host,
+extern "C" void ct_lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const int *len, const int *len_host,
                                  const float *params, const lstm_dims *d)
 {
     check_call(p, d, len, len_host, 1);
@@ -255,7 +255,7 @@ extern "C" void lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const 
     }
 }
 
-extern "C" void lstm_backward_gpu(float *dx, float *grads, lstm_gpu *p, const float *dout, const float *x, const int *len,
+extern "C" void ct_lstm_backward_gpu(float *dx, float *grads, lstm_gpu *p, const float *dout, const float *x, const int *len,
                                   const int *len_host, const float *params, const lstm_dims *d)
 {
     check_call(p, d, len, len_host, 0);

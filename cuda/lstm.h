@@ -6,7 +6,7 @@
  * Only the sigmoid recurrent activation exists in cuDNN: hard_sigmoid is refused
  * at plan time with a message.
  *
- * The plan (lstm_plan_gpu, once per model and largest batch) creates cuDNN's
+ * The plan (ct_lstm_plan_gpu, once per model and largest batch) creates cuDNN's
  * descriptors, sizes its work and reserve spaces, and maps the flat parameter
  * buffer onto cuDNN's weight space (cuda/lstm_map.h). Where the CPU passes per-layer
  * weight pointers (lstm_weights), the GPU passes the flat device parameter buffer
@@ -62,17 +62,17 @@ typedef struct {
  * (hard_sigmoid, bad sizes), CT_ENOMEM, CT_ENODEV (cuDNN refuses), CT_EFORMAT (cuDNN's
  * weight space is not an LSTM's). A layout that differs from ctrain's is not an error:
  * the plan packs once per step and says so on stderr (plan->map.direct == 0). */
-ct_status lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev);
-void      lstm_plan_free_gpu(lstm_gpu *p);
+ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev);
+void      ct_lstm_plan_free_gpu(lstm_gpu *p);
 
 /* out: [B, H] or [B, T, H] (d->ret); x [B, T, I]; params: flat device buffer; d->B and d->T
  * <= planned. */
-void lstm_forward_gpu(float *out, lstm_gpu *cache, const float *x, const int *len, const int *len_host,
+void ct_lstm_forward_gpu(float *out, lstm_gpu *cache, const float *x, const int *len, const int *len_host,
                       const float *params, const lstm_dims *d);
 /* dx [B, T, I] overwritten (NULL: not computed); grads: flat device gradient buffer (accumulated).
  * Needs the forward of the same batch just before: cuDNN's backward-data pass changes the
  * reserve space, so a second backward needs a second forward. */
-void lstm_backward_gpu(float *dx, float *grads, lstm_gpu *cache, const float *dout, const float *x, const int *len,
+void ct_lstm_backward_gpu(float *dx, float *grads, lstm_gpu *cache, const float *dout, const float *x, const int *len,
                        const int *len_host, const float *params, const lstm_dims *d);
 
 #ifdef __cplusplus

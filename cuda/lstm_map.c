@@ -3,7 +3,7 @@
 #include <string.h>
 #include "cuda/lstm_map.h"
 
-size_t lstm_wspace_loc_packed(lstm_wspace_loc *loc, int I, int H, int L)
+size_t ct_lstm_wspace_loc_packed(lstm_wspace_loc *loc, int I, int H, int L)
 {
     long long off = 0;
     for (int l = 0; l < L; l++) {
@@ -45,7 +45,7 @@ static void add_seg(lstm_wspace_map *map, size_t ws, size_t flat, size_t n)
     map->seg[map->nseg++] = (lstm_wspace_seg){ ws, flat, n };
 }
 
-ct_status lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_floats,
+ct_status ct_lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_floats,
                                const ct_params *ps, const lstm_ids *ids, int I, int H, int L)
 {
     CT_ASSERT(L >= 1 && L <= LSTM_MAX_LAYERS && ids->L == L);
@@ -131,13 +131,13 @@ ct_status lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc,
     return CT_OK;
 }
 
-void lstm_wspace_pack(float *wspace, const float *flat, const lstm_wspace_map *map)
+void ct_lstm_wspace_pack(float *wspace, const float *flat, const lstm_wspace_map *map)
 {
     for (int s = 0; s < map->nseg; s++)
         memcpy(wspace + map->seg[s].wspace, flat + map->seg[s].flat, map->seg[s].n * sizeof(float));
 }
 
-void lstm_wspace_unpack_add(float *flat, const float *wspace, const lstm_wspace_map *map)
+void ct_lstm_wspace_unpack_add(float *flat, const float *wspace, const lstm_wspace_map *map)
 {
     for (int s = 0; s < map->nseg; s++) {
         const lstm_wspace_seg *g = &map->seg[s];
@@ -145,7 +145,7 @@ void lstm_wspace_unpack_add(float *flat, const float *wspace, const lstm_wspace_
     }
 }
 
-ct_status lstm_gpu_dims_check(const lstm_dims *d)
+ct_status ct_lstm_gpu_dims_check(const lstm_dims *d)
 {
     if (d->B < 1 || d->T < 1 || d->I < 1 || d->H < 1)
         return ct_fail(CT_EINVAL, "GPU LSTM: batch %d, steps %d, input %d and hidden %d must all be at least 1", d->B, d->T, d->I, d->H);

@@ -18,7 +18,7 @@
  * gradients (CUDNN_WGRAD_MODE_ADD) go straight into ps->grad + base. Nothing is
  * copied per step.
  *
- * lstm_wspace_map_make decides this from the offsets cuDNN reports at plan time
+ * ct_lstm_wspace_map_make decides this from the offsets cuDNN reports at plan time
  * (the check runs on every plan, so a cuDNN version that packs differently is
  * caught, not silently mis-read). If any offset or size differs it builds the
  * fallback: a list of copy segments with which the model packs the parameters
@@ -55,21 +55,21 @@ typedef struct {
 /* loc [L * 8] indexed [layer * 8 + linLayerID]; wspace_floats = cudnnGetRNNWeightSpaceSize / 4.
  * Fails (CT_EFORMAT) only if cuDNN's sizes are not those of an LSTM with these dimensions,
  * or its regions overlap or leave the space: then neither mapping is possible. */
-ct_status lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_floats,
+ct_status ct_lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_floats,
                                const ct_params *ps, const lstm_ids *ids, int I, int H, int L);
 
 /* Host reference of the fallback copies (the GPU runs the same segments in one kernel):
  * pack:  wspace[seg] = flat[seg];   unpack_add: flat[seg] += wspace[seg]. */
-void lstm_wspace_pack(float *wspace, const float *flat, const lstm_wspace_map *map);
-void lstm_wspace_unpack_add(float *flat, const float *wspace, const lstm_wspace_map *map);
+void ct_lstm_wspace_pack(float *wspace, const float *flat, const lstm_wspace_map *map);
+void ct_lstm_wspace_unpack_add(float *flat, const float *wspace, const lstm_wspace_map *map);
 
 /* cuDNN's documented packing (layer by layer: 8 matrices, then 8 biases, no gaps), as
- * a table of the form above: what the tests feed lstm_wspace_map_make, and what the
+ * a table of the form above: what the tests feed ct_lstm_wspace_map_make, and what the
  * GPU test compares cuDNN's real answers with. Returns the weight space size in floats. */
-size_t lstm_wspace_loc_packed(lstm_wspace_loc *loc, int I, int H, int L);
+size_t ct_lstm_wspace_loc_packed(lstm_wspace_loc *loc, int I, int H, int L);
 
 /* The GPU LSTM's argument checks (host only): CT_EINVAL naming the field and the fix. */
-ct_status lstm_gpu_dims_check(const lstm_dims *d);
+ct_status ct_lstm_gpu_dims_check(const lstm_dims *d);
 
 #ifdef __cplusplus
 }

@@ -121,8 +121,8 @@ static ct_status gpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params 
     *plan = NULL;
     lstm_gpu *p = ct_calloc(1, sizeof *p, "GPU LSTM plan");
     if (!p) return CT_ENOMEM;
-    ct_status st = lstm_plan_gpu(p, d, ps, ids, params);
-    if (st != CT_OK) { lstm_plan_free_gpu(p); free(p); return st; }
+    ct_status st = ct_lstm_plan_gpu(p, d, ps, ids, params);
+    if (st != CT_OK) { ct_lstm_plan_free_gpu(p); free(p); return st; }
     *plan = p;
     return CT_OK;
 }
@@ -130,20 +130,20 @@ static ct_status gpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params 
 static void gpu_lstm_plan_free(void *plan)
 {
     if (!plan) return;
-    lstm_plan_free_gpu(plan);
+    ct_lstm_plan_free_gpu(plan);
     free(plan);
 }
 
 static void gpu_lstm_forward(float *out, void *plan, const float *x, const int *len, const int *len_host,
                              const float *params, const lstm_dims *d)
 {
-    lstm_forward_gpu(out, plan, x, len, len_host, params, d);
+    ct_lstm_forward_gpu(out, plan, x, len, len_host, params, d);
 }
 
 static void gpu_lstm_backward(float *dx, float *grads, void *plan, const float *dout, const float *x, const int *len,
                               const int *len_host, const float *params, const lstm_dims *d)
 {
-    lstm_backward_gpu(dx, grads, plan, dout, x, len, len_host, params, d);
+    ct_lstm_backward_gpu(dx, grads, plan, dout, x, len, len_host, params, d);
 }
 
 static ct_status gpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
@@ -151,8 +151,8 @@ static ct_status gpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
     *plan = NULL;
     conv2d_gpu_plan *p = ct_calloc(1, sizeof *p, "GPU conv2d plan");
     if (!p) return CT_ENOMEM;
-    ct_status st = conv2d_plan_gpu(p, d, bias);
-    if (st != CT_OK) { conv2d_plan_free_gpu(p); free(p); return st; }
+    ct_status st = ct_conv2d_plan_gpu(p, d, bias);
+    if (st != CT_OK) { ct_conv2d_plan_free_gpu(p); free(p); return st; }
     *plan = p;
     return CT_OK;
 }
@@ -160,21 +160,21 @@ static ct_status gpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
 static void gpu_conv2d_plan_free(void *plan)
 {
     if (!plan) return;
-    conv2d_plan_free_gpu(plan);
+    ct_conv2d_plan_free_gpu(plan);
     free(plan);
 }
 
-static size_t gpu_conv2d_workspace_floats(const void *plan) { return conv2d_workspace_floats_gpu(plan); }
+static size_t gpu_conv2d_workspace_floats(const void *plan) { return ct_conv2d_workspace_floats_gpu(plan); }
 
 static void gpu_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, void *plan, int N)
 {
-    conv2d_forward_gpu(out, ws, in, w, b, plan, N);
+    ct_conv2d_forward_gpu(out, ws, in, w, b, plan, N);
 }
 
 static void gpu_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                                 const float *w, void *plan, int N)
 {
-    conv2d_backward_gpu(din, dw, db, ws, dout, in, w, plan, N);
+    ct_conv2d_backward_gpu(din, dw, db, ws, dout, in, w, plan, N);
 }
 
 static const ct_ops gpu_ops = {
@@ -189,8 +189,8 @@ static const ct_ops gpu_ops = {
     .ring_create = gpu_ring_create,
     .ring_free = gpu_ring_free,
     .ring_put = gpu_ring_put,
-    .dense_forward = dense_forward_gpu,
-    .dense_backward = dense_backward_gpu,
+    .dense_forward = ct_dense_forward_gpu,
+    .dense_backward = ct_dense_backward_gpu,
     .lstm_plan = gpu_lstm_plan,
     .lstm_plan_free = gpu_lstm_plan_free,
     .lstm_forward = gpu_lstm_forward,
@@ -200,29 +200,29 @@ static const ct_ops gpu_ops = {
     .conv2d_workspace_floats = gpu_conv2d_workspace_floats,
     .conv2d_forward = gpu_conv2d_forward,
     .conv2d_backward = gpu_conv2d_backward,
-    .maxpool2d_forward = maxpool2d_forward_gpu,
-    .maxpool2d_backward = maxpool2d_backward_gpu,
-    .global_avgpool_forward = global_avgpool_forward_gpu,
-    .global_avgpool_backward = global_avgpool_backward_gpu,
-    .avgpool_h_forward = avgpool_h_forward_gpu,
-    .avgpool_h_backward = avgpool_h_backward_gpu,
-    .batchnorm_forward = batchnorm_forward_gpu,
-    .batchnorm_backward = batchnorm_backward_gpu,
-    .relu_forward = relu_forward_gpu,
-    .relu_backward = relu_backward_gpu,
-    .tanh_forward = tanh_forward_gpu,
-    .tanh_backward = tanh_backward_gpu,
-    .sigmoid_forward = sigmoid_forward_gpu,
-    .sigmoid_backward = sigmoid_backward_gpu,
-    .dropout_forward = dropout_forward_gpu,
-    .dropout_apply = dropout_apply_gpu,
-    .dropout_backward = dropout_backward_gpu,
-    .euclidean_forward = euclidean_forward_gpu,
-    .euclidean_backward = euclidean_backward_gpu,
-    .contrastive_stats = contrastive_stats_gpu,
-    .contrastive_backward = contrastive_backward_gpu,
-    .softmax_ce_stats = softmax_ce_stats_gpu,
-    .softmax_ce_backward = softmax_ce_backward_gpu,
+    .maxpool2d_forward = ct_maxpool2d_forward_gpu,
+    .maxpool2d_backward = ct_maxpool2d_backward_gpu,
+    .global_avgpool_forward = ct_global_avgpool_forward_gpu,
+    .global_avgpool_backward = ct_global_avgpool_backward_gpu,
+    .avgpool_h_forward = ct_avgpool_h_forward_gpu,
+    .avgpool_h_backward = ct_avgpool_h_backward_gpu,
+    .batchnorm_forward = ct_batchnorm_forward_gpu,
+    .batchnorm_backward = ct_batchnorm_backward_gpu,
+    .relu_forward = ct_relu_forward_gpu,
+    .relu_backward = ct_relu_backward_gpu,
+    .tanh_forward = ct_tanh_forward_gpu,
+    .tanh_backward = ct_tanh_backward_gpu,
+    .sigmoid_forward = ct_sigmoid_forward_gpu,
+    .sigmoid_backward = ct_sigmoid_backward_gpu,
+    .dropout_forward = ct_dropout_forward_gpu,
+    .dropout_apply = ct_dropout_apply_gpu,
+    .dropout_backward = ct_dropout_backward_gpu,
+    .euclidean_forward = ct_euclidean_forward_gpu,
+    .euclidean_backward = ct_euclidean_backward_gpu,
+    .contrastive_stats = ct_contrastive_stats_gpu,
+    .contrastive_backward = ct_contrastive_backward_gpu,
+    .softmax_ce_stats = ct_softmax_ce_stats_gpu,
+    .softmax_ce_backward = ct_softmax_ce_backward_gpu,
     .optim_init = ct_optim_init_gpu,
     .optim_free = ct_optim_free_gpu,
     .optim_step = ct_optim_step_gpu,

@@ -42,7 +42,7 @@ static void relu_forward_range(void *ctx, size_t lo, size_t hi)
 }
 
 /* out, in [n] */
-void relu_forward(float *out, const float *in, size_t n)
+void ct_relu_forward(float *out, const float *in, size_t n)
 {
     relu_job j = { out, in, NULL };
     ct_parallel_range(n, n, relu_forward_range, &j);
@@ -58,30 +58,30 @@ static void relu_backward_range(void *ctx, size_t lo, size_t hi)
 }
 
 /* dx = dy * [y > 0]  (the kink at 0 gets derivative 0, as in PyTorch) */
-void relu_backward(float *din, const float *dout, const float *out, size_t n)
+void ct_relu_backward(float *din, const float *dout, const float *out, size_t n)
 {
     relu_job j = { din, dout, out };
     ct_parallel_range(n, n, relu_backward_range, &j);
 }
 
-void tanh_forward(float *out, const float *in, size_t n)
+void ct_tanh_forward(float *out, const float *in, size_t n)
 {
     for (size_t i = 0; i < n; i++) out[i] = tanhf(in[i]);
 }
 
 /* d tanh(x)/dx = 1 - tanh(x)^2 = 1 - y^2 */
-void tanh_backward(float *din, const float *dout, const float *out, size_t n)
+void ct_tanh_backward(float *din, const float *dout, const float *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) din[i] = dout[i] * (1.0f - out[i] * out[i]);
 }
 
-void sigmoid_forward(float *out, const float *in, size_t n)
+void ct_sigmoid_forward(float *out, const float *in, size_t n)
 {
     for (size_t i = 0; i < n; i++) out[i] = ct_sigmoidf(in[i]);
 }
 
 /* d sigmoid(x)/dx = e^-x / (1 + e^-x)^2 = y (1 - y) */
-void sigmoid_backward(float *din, const float *dout, const float *out, size_t n)
+void ct_sigmoid_backward(float *din, const float *dout, const float *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) din[i] = dout[i] * out[i] * (1.0f - out[i]);
 }

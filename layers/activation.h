@@ -11,12 +11,12 @@
 #define CT_ACTIVATION_H
 #include <stddef.h>
 
-void relu_forward(float *out, const float *in, size_t n);
-void relu_backward(float *din, const float *dout, const float *out, size_t n);
-void tanh_forward(float *out, const float *in, size_t n);
-void tanh_backward(float *din, const float *dout, const float *out, size_t n);
-void sigmoid_forward(float *out, const float *in, size_t n);
-void sigmoid_backward(float *din, const float *dout, const float *out, size_t n);
+void ct_relu_forward(float *out, const float *in, size_t n);
+void ct_relu_backward(float *din, const float *dout, const float *out, size_t n);
+void ct_tanh_forward(float *out, const float *in, size_t n);
+void ct_tanh_backward(float *din, const float *dout, const float *out, size_t n);
+void ct_sigmoid_forward(float *out, const float *in, size_t n);
+void ct_sigmoid_backward(float *din, const float *dout, const float *out, size_t n);
 
 /* Scalar forms (the LSTM keeps its own vectorisable versions of the same formulas). sigmoid is computed
  * without overflow for large |x|. hard_sigmoid is Keras 2's: clip(0.2 x + 0.5, 0, 1). */

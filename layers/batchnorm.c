@@ -22,7 +22,7 @@
 #include "core/threads.h"
 #include "layers/batchnorm.h"
 
-ct_status batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *buffers, const char *prefix, int C)
+ct_status ct_batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *buffers, const char *prefix, int C)
 {
     char name[CT_NAME_MAX + 24];
     snprintf(name, sizeof name, "%s/gamma", prefix);
@@ -137,7 +137,7 @@ static int bn_workers(const batchnorm_dims *d)
 }
 
 /* Channels are independent: they are shared by the workers (core/threads.h). */
-void batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
+void ct_batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
                        const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train)
 {
     bn_job j = { .out = out, .xhat_out = xhat, .mean = mean, .invstd_out = invstd, .running_mean = running_mean,
@@ -169,7 +169,7 @@ static void backward_channel(void *ctx, int c, int worker)
     }
 }
 
-void batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
+void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                         const float *invstd, const float *gamma, const batchnorm_dims *d)
 {
     bn_job j = { .din = din, .dgamma = dgamma, .dbeta = dbeta, .dout = dout, .xhat = xhat,

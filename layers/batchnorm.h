@@ -24,16 +24,16 @@ typedef struct { int N, C, HW; float eps, momentum; } batchnorm_dims;
 typedef struct { int gamma, beta, running_mean, running_var; } batchnorm_ids;
 
 /* gamma, beta in `ps` (trainable); running_mean (0), running_var (1) in `buffers`. */
-ct_status batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *buffers, const char *prefix, int C);
+ct_status ct_batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *buffers, const char *prefix, int C);
 
 /* out, xhat [N, C, HW]; mean, invstd [C] (batch statistics, kept for backward);
  * running_mean/var [C] updated in train mode only. In eval mode mean/invstd
  * receive the running statistics used. Train mode with M = N*HW = 1 (PyTorch
  * refuses it) normalises to beta and feeds the biased variance (0) to running_var. */
-void batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
+void ct_batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
                        const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train);
 /* din [N, C, HW] overwritten (NULL: not computed); dgamma, dbeta accumulated. Train mode only. */
-void batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
+void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                         const float *invstd, const float *gamma, const batchnorm_dims *d);
 
 #endif

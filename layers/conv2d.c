@@ -29,7 +29,7 @@
 #include "layers/conv2d.h"
 #include "layers/conv2d_winograd.h"
 
-ct_status conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
+ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
     if (N < 1 || C < 1 || H < 1 || W < 1 || OC < 1)
         return ct_fail(CT_EINVAL, "conv2d: sizes must be positive, got batch %d, input channels %d, input %dx%d, "
@@ -52,13 +52,13 @@ ct_status conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, i
                        "more than 2^31 elements in one buffer; use a smaller batch or input", N, C, OC, H, W, KH, KW);
     *d = (conv2d_dims){ .N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = KH, .KW = KW,
                         .stride = stride, .pad = pad, .OH = OH, .OW = OW };
-    d->winograd = conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
+    d->winograd = ct_conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
     d->workers = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
     if (d->workers > N) d->workers = N;
     return CT_OK;
 }
 
-ct_status conv2d_params_add(conv2d_ids *ids, ct_params *ps, const char *prefix, const conv2d_dims *d, int bias)
+ct_status ct_conv2d_params_add(conv2d_ids *ids, ct_params *ps, const char *prefix, const conv2d_dims *d, int bias)
 {
     char name[CT_NAME_MAX + 8];
     int wshape[4] = { d->OC, d->C, d->KH, d->KW };
@@ -80,9 +80,9 @@ static int conv2d_is_pointwise(const conv2d_dims *d)
     return d->KH == 1 && d->KW == 1 && d->stride == 1 && d->pad == 0;
 }
 
-size_t conv2d_workspace_floats(const conv2d_dims *d)
+size_t ct_conv2d_workspace_floats(const conv2d_dims *d)
 {
-    if (d->winograd) return conv2d_winograd_workspace_floats(d);
+    if (d->winograd) return ct_conv2d_winograd_workspace_floats(d);
     /* per worker, one image's column matrix [C*KH*KW, OH*OW] (backward reuses it for dcol),
      * and a partial dW [OC, C*KH*KW] for each worker after the first */
     const size_t K = (size_t)d->C * d->KH * d->KW;
@@ -221,14 +221,14 @@ static void backward_image(void *ctx, int n, int worker)
     col2im_add(din_n, ws, d);
 }
 
-void conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
+void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
 {
-    if (d->winograd) { conv2d_winograd_forward(out, ws, in, w, b, d); return; }
+    if (d->winograd) { ct_conv2d_winograd_forward(out, ws, in, w, b, d); return; }
     conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
     ct_parallel(d->N, d->workers, forward_image, &j);
 }
 
-void conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d)
 {
     const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
@@ -242,7 +242,7 @@ void conv2d_backward(float *din, float *dw, float *db, float *ws, const float *d
             db[o] += s;
         }
     }
-    if (d->winograd) { conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }
+    if (d->winograd) { ct_conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
     const int used = ct_parallel(d->N, d->workers, backward_image, &j);
     for (int k = 1; k < used; k++) {

@@ -22,28 +22,28 @@ typedef struct {
     int N, C, H, W;        /* input */
     int OC, KH, KW;        /* filters */
     int stride, pad;
-    int OH, OW;            /* output, filled by conv2d_dims_make */
+    int OH, OW;            /* output, filled by ct_conv2d_dims_make */
     int winograd;          /* 1: the Winograd F(2x2, 3x3) path (conv2d_winograd.h), chosen by
-                              conv2d_dims_make for 3x3 stride-1 kernels with padding <= 2 and at
+                              ct_conv2d_dims_make for 3x3 stride-1 kernels with padding <= 2 and at
                               least CONV2D_WINOGRAD_MIN_C input channels; 0: im2col + sgemm.
                               Either may be set by hand (tests compare the two). */
-    int workers;           /* threads sharing the layer's work (ct_parallel), set by conv2d_dims_make
+    int workers;           /* threads sharing the layer's work (ct_parallel), set by ct_conv2d_dims_make
                               from ct_threads_get(); the workspace size depends on it */
 } conv2d_dims;
 
 #define CONV2D_WINOGRAD_MIN_C 8
 
 /* Fills OH/OW; fails (CT_EINVAL, naming the sizes) if the kernel does not fit the padded input. */
-ct_status conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);
+ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);
 typedef struct { int w, b; } conv2d_ids;
 /* Registers "<prefix>/w" [OC, C, KH, KW] and "<prefix>/b" [OC] (if bias; else ids->b = -1). */
-ct_status conv2d_params_add(conv2d_ids *ids, ct_params *ps, const char *prefix, const conv2d_dims *d, int bias);
-size_t conv2d_workspace_floats(const conv2d_dims *d);
+ct_status ct_conv2d_params_add(conv2d_ids *ids, ct_params *ps, const char *prefix, const conv2d_dims *d, int bias);
+size_t ct_conv2d_workspace_floats(const conv2d_dims *d);
 
 /* out [N, OC, OH, OW]; in [N, C, H, W]; w [OC, C, KH, KW]; b [OC] or NULL; ws scratch. */
-void conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
+void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
 /* din [N, C, H, W] overwritten (NULL: not computed); dw, db accumulated (db NULL if no bias). */
-void conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d);
 
 #endif

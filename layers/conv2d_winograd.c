@@ -100,7 +100,7 @@ static int n_workers(const conv2d_dims *d)
     return w < c ? w : c;
 }
 
-int conv2d_winograd_ok(const conv2d_dims *d)
+int ct_conv2d_winograd_ok(const conv2d_dims *d)
 {
     return d->KH == 3 && d->KW == 3 && d->stride == 1 && d->pad <= 2;
 }
@@ -118,7 +118,7 @@ static size_t worker_floats(const conv2d_dims *d)
     return fwd > bwd ? fwd : bwd;
 }
 
-size_t conv2d_winograd_workspace_floats(const conv2d_dims *d)
+size_t ct_conv2d_winograd_workspace_floats(const conv2d_dims *d)
 {
     return (size_t)16 * d->OC * d->C + (size_t)n_workers(d) * worker_floats(d);
 }
@@ -370,7 +370,7 @@ static wino_job job_make(const conv2d_dims *d, const wino_shape *s, float *ws)
     return (wino_job){ .s = *s, .N = d->N, .nb = chunk_images(d), .U = ws, .ws = ws + filt, .worker_size = worker_floats(d) };
 }
 
-void conv2d_winograd_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
+void ct_conv2d_winograd_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
 {
     const wino_shape s = fwd_shape(d);
     const size_t OCC = (size_t)d->OC * d->C;
@@ -385,7 +385,7 @@ void conv2d_winograd_forward(float *out, float *ws, const float *in, const float
     ct_parallel(n_chunks(d), n_workers(d), convolve_chunk, &j);
 }
 
-void conv2d_winograd_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
+void ct_conv2d_winograd_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
                               const conv2d_dims *d)
 {
     const int C = d->C, OC = d->OC, W = n_workers(d);

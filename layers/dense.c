@@ -9,7 +9,7 @@
 #include "core/threads.h"
 #include "layers/dense.h"
 
-ct_status dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, int in_dim, int out_dim, int bias)
+ct_status ct_dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, int in_dim, int out_dim, int bias)
 {
     char name[2 * CT_NAME_MAX];   /* longer than CT_NAME_MAX so ct_params_add reports a too-long name */
     int wshape[2] = { out_dim, in_dim };
@@ -27,7 +27,7 @@ ct_status dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, in
 }
 
 /* out [B, out_dim] = in [B, in_dim] . w^T [in_dim, out_dim]  (+ b [out_dim] on every row) */
-void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim)
+void ct_dense_forward(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim)
 {
     float beta = 0.0f;
     if (b) {
@@ -48,7 +48,7 @@ void dense_forward(float *out, const float *in, const float *w, const float *b, 
  *   dw[o, i]  += sum_b dout[b, o] in[b, i]    dW += dout^T . in     (accumulated)
  *   db[o]     += sum_b dout[b, o]             column sums of dout   (accumulated)
  */
-void dense_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+void ct_dense_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
                     int B, int in_dim, int out_dim)
 {
     if (din)   /* din [B, in_dim] = dout [B, out_dim] . w [out_dim, in_dim] */

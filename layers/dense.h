@@ -15,14 +15,14 @@
 typedef struct { int w, b; } dense_ids;   /* handles into a ct_params */
 
 /* Registers "<prefix>/w" [out_dim, in_dim] (Glorot) and, if bias, "<prefix>/b" [out_dim] (zeros; else ids->b = -1). */
-ct_status dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, int in_dim, int out_dim, int bias);
+ct_status ct_dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, int in_dim, int out_dim, int bias);
 
 /* out [B, out_dim]; in [B, in_dim]; w [out_dim, in_dim]; b [out_dim] or NULL. */
-void dense_forward(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);
+void ct_dense_forward(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);
 
 /* din [B, in_dim] overwritten (NULL: not computed); dw [out_dim, in_dim] and
  * db [out_dim] (NULL if no bias) accumulated; dout [B, out_dim]. */
-void dense_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+void ct_dense_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
                     int B, int in_dim, int out_dim);
 
 #endif

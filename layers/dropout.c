@@ -10,7 +10,7 @@
 #include "layers/dropout.h"
 
 /* out, mask, in [n] */
-void dropout_forward(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
+void ct_dropout_forward(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
 {
     CT_ASSERT(p >= 0.0f && p < 1.0f);
     if (!train || p == 0.0f) {   /* identity: no mask, no random draws */
@@ -20,18 +20,18 @@ void dropout_forward(float *out, float *mask, const float *in, size_t n, float p
     const float scale = 1.0f / (1.0f - p);
     ct_rng_uniform_fill(rng, mask, n);   /* one uniform per element, then keep it when >= p */
     for (size_t i = 0; i < n; i++) mask[i] = mask[i] >= p ? scale : 0.0f;
-    dropout_apply(out, mask, in, n);
+    ct_dropout_apply(out, mask, in, n);
 }
 
 /* out = in * mask */
-void dropout_apply(float *out, const float *mask, const float *in, size_t n)
+void ct_dropout_apply(float *out, const float *mask, const float *in, size_t n)
 {
     for (size_t i = 0; i < n; i++) out[i] = in[i] * mask[i];
 }
 
 /* out = in * mask is linear in `in` with diagonal Jacobian mask, so
  *   din = dout * mask */
-void dropout_backward(float *din, const float *dout, const float *mask, size_t n)
+void ct_dropout_backward(float *din, const float *dout, const float *mask, size_t n)
 {
     for (size_t i = 0; i < n; i++) din[i] = dout[i] * mask[i];
 }

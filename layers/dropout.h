@@ -13,10 +13,10 @@
 #include "core/rng.h"
 
 /* out [n], mask [n] (kept for backward), in [n]; 0 <= p < 1. out may equal in. */
-void dropout_forward(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
+void ct_dropout_forward(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
 /* out = in * mask with a given mask (what forward does after drawing it). */
-void dropout_apply(float *out, const float *mask, const float *in, size_t n);
+void ct_dropout_apply(float *out, const float *mask, const float *in, size_t n);
 /* din = dout * mask (overwritten; din may equal dout). In eval mode use din = dout. */
-void dropout_backward(float *din, const float *dout, const float *mask, size_t n);
+void ct_dropout_backward(float *din, const float *dout, const float *mask, size_t n);
 
 #endif

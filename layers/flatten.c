@@ -7,13 +7,13 @@
 #include "layers/flatten.h"
 
 /* out [N, C*H*W], in [N, C, H, W]; n = N*C*H*W */
-void flatten_forward(float *out, const float *in, size_t n)
+void ct_flatten_forward(float *out, const float *in, size_t n)
 {
     if (out != in) memmove(out, in, n * sizeof *out);
 }
 
 /* The layout is unchanged, so the gradient passes straight through: din = dout. */
-void flatten_backward(float *din, const float *dout, size_t n)
+void ct_flatten_backward(float *din, const float *dout, size_t n)
 {
     if (din != dout) memmove(din, dout, n * sizeof *din);
 }

@@ -10,7 +10,7 @@
 #define CT_FLATTEN_H
 #include <stddef.h>
 
-void flatten_forward(float *out, const float *in, size_t n);    /* n = N*C*H*W */
-void flatten_backward(float *din, const float *dout, size_t n); /* din overwritten */
+void ct_flatten_forward(float *out, const float *in, size_t n);    /* n = N*C*H*W */
+void ct_flatten_backward(float *din, const float *dout, size_t n); /* din overwritten */
 
 #endif

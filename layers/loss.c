@@ -10,7 +10,7 @@
 
 /* ---- contrastive: d [B] distances, y [B] in {0,1} (1 = same) ---- */
 
-float contrastive_forward(const float *d, const float *y, int B, float margin)
+float ct_contrastive_forward(const float *d, const float *y, int B, float margin)
 {
     double sum = 0.0;
     for (int k = 0; k < B; k++) {
@@ -24,7 +24,7 @@ float contrastive_forward(const float *d, const float *y, int B, float margin)
 /* L_k = y d^2 + (1 - y) max(m - d, 0)^2
  *   dL_k/dd = 2 y d - 2 (1 - y) max(m - d, 0)      (the max contributes 0 for d >= m)
  * divided by B for the mean. */
-void contrastive_backward(float *dd, const float *d, const float *y, int B, float margin)
+void ct_contrastive_backward(float *dd, const float *d, const float *y, int B, float margin)
 {
     const float inv_b = 1.0f / (float)B;
     for (int k = 0; k < B; k++) {
@@ -34,7 +34,7 @@ void contrastive_backward(float *dd, const float *d, const float *y, int B, floa
 }
 
 /* fraction of pairs predicted "same" (d < threshold) exactly when y = 1 */
-float contrastive_accuracy(const float *d, const float *y, int B, float threshold)
+float ct_contrastive_accuracy(const float *d, const float *y, int B, float threshold)
 {
     int hit = 0;
     for (int k = 0; k < B; k++) hit += (d[k] < threshold) == (y[k] > 0.5f);
@@ -45,7 +45,7 @@ float contrastive_accuracy(const float *d, const float *y, int B, float threshol
 
 /* -y log s(z) - (1-y) log(1 - s(z)) rewritten without overflow:
  *   = max(z, 0) - z y + log(1 + exp(-|z|)) */
-float bce_logits_forward(const float *z, const float *y, int B)
+float ct_bce_logits_forward(const float *z, const float *y, int B)
 {
     double sum = 0.0;
     for (int k = 0; k < B; k++) {
@@ -57,7 +57,7 @@ float bce_logits_forward(const float *z, const float *y, int B)
 
 /* dL_k/dz = sigmoid(z) - y, divided by B. sigmoid as in activation.c:
  * e = exp(-|z|), s = 1/(1+e) for z >= 0, e/(1+e) for z < 0. */
-void bce_logits_backward(float *dz, const float *z, const float *y, int B)
+void ct_bce_logits_backward(float *dz, const float *z, const float *y, int B)
 {
     const float inv_b = 1.0f / (float)B;
     for (int k = 0; k < B; k++) {
@@ -69,7 +69,7 @@ void bce_logits_backward(float *dz, const float *z, const float *y, int B)
 }
 
 /* predicted class 1 exactly when z > 0 (sigmoid(z) > 0.5) */
-float bce_logits_accuracy(const float *z, const float *y, int B)
+float ct_bce_logits_accuracy(const float *z, const float *y, int B)
 {
     int hit = 0;
     for (int k = 0; k < B; k++) hit += (z[k] > 0.0f) == (y[k] > 0.5f);
@@ -81,7 +81,7 @@ float bce_logits_accuracy(const float *z, const float *y, int B)
 /* prob [B, C] = softmax of each row, max-subtracted so exp never overflows:
  *   p_c = exp(z_c - m) / sum_c' exp(z_c' - m),  m = max_c z_c
  * and -log p_label = log(sum_c exp(z_c - m)) - (z_label - m), in double. */
-float softmax_ce_forward(float *prob, const float *logits, const int *labels, int B, int C)
+float ct_softmax_ce_forward(float *prob, const float *logits, const int *labels, int B, int C)
 {
     double loss = 0.0;
     for (int k = 0; k < B; k++) {
@@ -104,7 +104,7 @@ float softmax_ce_forward(float *prob, const float *logits, const int *labels, in
 }
 
 /* dL/dz_kc = (p_kc - [c == label_k]) / B   (softmax and log-likelihood combined) */
-void softmax_ce_backward(float *dlogits, const float *prob, const int *labels, int B, int C)
+void ct_softmax_ce_backward(float *dlogits, const float *prob, const int *labels, int B, int C)
 {
     const float inv_b = 1.0f / (float)B;
     for (int k = 0; k < B; k++) {
@@ -117,7 +117,7 @@ void softmax_ce_backward(float *dlogits, const float *prob, const int *labels, i
 }
 
 /* argmax of each row (the first one on ties, like torch.argmax) against the label */
-float softmax_ce_accuracy(const float *logits, const int *labels, int B, int C)
+float ct_softmax_ce_accuracy(const float *logits, const int *labels, int B, int C)
 {
     int hit = 0;
     for (int k = 0; k < B; k++) {

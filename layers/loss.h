@@ -22,17 +22,17 @@
 #ifndef CT_LOSS_H
 #define CT_LOSS_H
 
-float contrastive_forward(const float *d, const float *y, int B, float margin);
-void  contrastive_backward(float *dd, const float *d, const float *y, int B, float margin);   /* dd [B] overwritten */
-float contrastive_accuracy(const float *d, const float *y, int B, float threshold);
+float ct_contrastive_forward(const float *d, const float *y, int B, float margin);
+void  ct_contrastive_backward(float *dd, const float *d, const float *y, int B, float margin);   /* dd [B] overwritten */
+float ct_contrastive_accuracy(const float *d, const float *y, int B, float threshold);
 
-float bce_logits_forward(const float *z, const float *y, int B);
-void  bce_logits_backward(float *dz, const float *z, const float *y, int B);                 /* dz [B] overwritten */
-float bce_logits_accuracy(const float *z, const float *y, int B);
+float ct_bce_logits_forward(const float *z, const float *y, int B);
+void  ct_bce_logits_backward(float *dz, const float *z, const float *y, int B);                 /* dz [B] overwritten */
+float ct_bce_logits_accuracy(const float *z, const float *y, int B);
 
 /* prob [B, C] receives the softmax, kept for backward. */
-float softmax_ce_forward(float *prob, const float *logits, const int *labels, int B, int C);
-void  softmax_ce_backward(float *dlogits, const float *prob, const int *labels, int B, int C); /* overwritten */
-float softmax_ce_accuracy(const float *logits, const int *labels, int B, int C);
+float ct_softmax_ce_forward(float *prob, const float *logits, const int *labels, int B, int C);
+void  ct_softmax_ce_backward(float *dlogits, const float *prob, const int *labels, int B, int C); /* overwritten */
+float ct_softmax_ce_accuracy(const float *logits, const int *labels, int B, int C);
 
 #endif

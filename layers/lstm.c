@@ -71,7 +71,7 @@
  * one contiguous [B, .] block and the "all steps" products see one contiguous
  * [T*B, .] matrix.
  *
- *   cache (lstm_cache_floats):
+ *   cache (ct_lstm_cache_floats):
  *     x     [T, B, I]      time-major copy of the input (layer 0's X for dW_ih)
  *     per layer l:
  *       gate [T, B, 4H]    z_t, overwritten in place by (i, f, g, o)_t
@@ -79,7 +79,7 @@
  *                          and h[0..T) is the [T*B, H] matrix dW_hh needs)
  *       c    [T+1, B, H]   likewise c
  *       tc   [T, B, H]     tanh(c_t)
- *   workspace (lstm_workspace_floats):
+ *   workspace (ct_lstm_workspace_floats):
  *     dz    [T, B, 4H]     one layer's gate gradients
  *     dseq  [T, B, max(H, I)]  gradient into the layer's h sequence from the
  *                          layer above; finally dx in time-major order
@@ -231,12 +231,12 @@ static void lstm_dims_check(const lstm_dims *d)
     CT_ASSERT(d->recur == LSTM_SIGMOID || d->recur == LSTM_HARD_SIGMOID);
 }
 
-size_t lstm_cache_floats(const lstm_dims *d)     { lstm_dims_check(d); return lstm_cache_layout(NULL, NULL, d); }
-size_t lstm_workspace_floats(const lstm_dims *d) { lstm_dims_check(d); return lstm_ws_layout(NULL, NULL, d); }
+size_t ct_lstm_cache_floats(const lstm_dims *d)     { lstm_dims_check(d); return lstm_cache_layout(NULL, NULL, d); }
+size_t ct_lstm_workspace_floats(const lstm_dims *d) { lstm_dims_check(d); return lstm_ws_layout(NULL, NULL, d); }
 
 /* ---- parameters ------------------------------------------------------------ */
 
-ct_status lstm_params_add(lstm_ids *ids, ct_params *ps, const char *prefix, int I, int H, int L)
+ct_status ct_lstm_params_add(lstm_ids *ids, ct_params *ps, const char *prefix, int I, int H, int L)
 {
     if (L < 1 || L > LSTM_MAX_LAYERS)
         return ct_fail(CT_EINVAL, "lstm %s: %d layers requested; use 1 to %d (raise LSTM_MAX_LAYERS in layers/lstm.h for more)",
@@ -263,7 +263,7 @@ ct_status lstm_params_add(lstm_ids *ids, ct_params *ps, const char *prefix, int 
     return CT_OK;
 }
 
-void lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, const lstm_ids *ids)
+void ct_lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, const lstm_ids *ids)
 {
     for (int k = 0; k < ids->L; k++) {
         w[k] = (lstm_weights){ ct_params_data(ps, ids->w_ih[k]), ct_params_data(ps, ids->w_hh[k]),
@@ -368,7 +368,7 @@ static int lstm_parts(int B)
     return n < B ? n : B;
 }
 
-void lstm_forward(float *out, float *cache, const float *x, const int *len,
+void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
                   const lstm_weights *w, const lstm_dims *d)
 {
     lstm_dims_check(d);
@@ -564,7 +564,7 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
     }
 }
 
-void lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout, const float *cache,
+void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout, const float *cache,
                    const float *x, const int *len, const lstm_weights *w, const lstm_dims *d)
 {
     lstm_dims_check(d);

@@ -28,7 +28,7 @@
  * sequence output is 0 (PyTorch's packed-sequence result), so padded frames
  * change nothing, forward or backward.
  *
- * lstm_backward: dx [B, T, I] overwritten (NULL: not computed); the per-layer
+ * ct_lstm_backward: dx [B, T, I] overwritten (NULL: not computed); the per-layer
  * parameter gradients ACCUMULATE.
  */
 #ifndef CT_LSTM_H
@@ -60,20 +60,20 @@ typedef struct { const float *w_ih, *w_hh, *b_ih, *b_hh; } lstm_weights;   /* on
 typedef struct { float *w_ih, *w_hh, *b_ih, *b_hh; } lstm_grads;           /* their gradients */
 
 /* Registers "<prefix>/w_ih_l<k>", "w_hh_l<k>", "b_ih_l<k>", "b_hh_l<k>" for k < L with Keras's initialisers. */
-ct_status lstm_params_add(lstm_ids *ids, ct_params *ps, const char *prefix, int I, int H, int L);
+ct_status ct_lstm_params_add(lstm_ids *ids, ct_params *ps, const char *prefix, int I, int H, int L);
 /* Fills w[0..L) and g[0..L) with pointers into ps (g may be NULL). */
-void      lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, const lstm_ids *ids);
+void      ct_lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, const lstm_ids *ids);
 
-size_t lstm_cache_floats(const lstm_dims *d);      /* forward state kept for backward */
+size_t ct_lstm_cache_floats(const lstm_dims *d);      /* forward state kept for backward */
 /* Scratch used by backward. It holds one region per worker: size it after the thread
  * count is set (core/threads.h), as every plan does. */
-size_t lstm_workspace_floats(const lstm_dims *d);
+size_t ct_lstm_workspace_floats(const lstm_dims *d);
 
-/* out: [B, H] or [B, T, H] (see ret); cache [lstm_cache_floats]; w [L]. */
-void lstm_forward(float *out, float *cache, const float *x, const int *len,
+/* out: [B, H] or [B, T, H] (see ret); cache [ct_lstm_cache_floats]; w [L]. */
+void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
                   const lstm_weights *w, const lstm_dims *d);
-/* dout has out's shape; g [L] accumulated; ws [lstm_workspace_floats]. */
-void lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout, const float *cache,
+/* dout has out's shape; g [L] accumulated; ws [ct_lstm_workspace_floats]. */
+void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout, const float *cache,
                    const float *x, const int *len, const lstm_weights *w, const lstm_dims *d);
 
 #endif

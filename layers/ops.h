@@ -23,7 +23,7 @@
  *     LSTM lies in it.
  *   - conv2d (conv2d_plan): on the CPU the dims (im2col or Winograd); on the
  *     GPU cuDNN's descriptors and algorithms (cuda/conv2d.h). Its workspace comes
- *     from the model's arena, sized by conv2d_workspace_floats for the largest
+ *     from the model's arena, sized by ct_conv2d_workspace_floats for the largest
  *     batch; each call gives its batch size N <= the planned one.
  *
  * Memory: `mem` allocates zeroed device memory (it is what the models' arenas
@@ -86,7 +86,7 @@ typedef struct ct_ops {
     void (*lstm_backward)(float *dx, float *grads, void *plan, const float *dout, const float *x, const int *len,
                           const int *len_host, const float *params, const lstm_dims *d);
 
-    /* (layers/conv2d.h) d: made by conv2d_dims_make for the largest batch. */
+    /* (layers/conv2d.h) d: made by ct_conv2d_dims_make for the largest batch. */
     ct_status (*conv2d_plan)(void **plan, const conv2d_dims *d, int bias);
     void      (*conv2d_plan_free)(void *plan);
     size_t    (*conv2d_workspace_floats)(const void *plan);

@@ -28,8 +28,8 @@ static const void *cpu_ring_put(void *ring, const void *host, size_t bytes) { (v
 typedef struct {
     lstm_dims d;                      /* as planned: the largest batch and sequence */
     size_t w_ih[LSTM_MAX_LAYERS], w_hh[LSTM_MAX_LAYERS], b_ih[LSTM_MAX_LAYERS], b_hh[LSTM_MAX_LAYERS];   /* offsets */
-    float *cache;                     /* [lstm_cache_floats(d)] */
-    float *ws;                        /* [lstm_workspace_floats(d)] */
+    float *cache;                     /* [ct_lstm_cache_floats(d)] */
+    float *ws;                        /* [ct_lstm_workspace_floats(d)] */
     size_t cache_floats, ws_floats;   /* as planned (the workspace grows with the thread count) */
 } lstm_cpu_plan;
 
@@ -46,8 +46,8 @@ static ct_status cpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params 
         p->b_ih[l] = ps->p[ids->b_ih[l]].offset;
         p->b_hh[l] = ps->p[ids->b_hh[l]].offset;
     }
-    p->cache_floats = lstm_cache_floats(d);
-    p->ws_floats = lstm_workspace_floats(d);
+    p->cache_floats = ct_lstm_cache_floats(d);
+    p->ws_floats = ct_lstm_workspace_floats(d);
     p->cache = ct_alloc_aligned(p->cache_floats * sizeof(float), "LSTM forward state");
     p->ws = p->cache ? ct_alloc_aligned(p->ws_floats * sizeof(float), "LSTM backward scratch") : NULL;
     if (!p->ws) { free(p->cache); free(p); return CT_ENOMEM; }
@@ -68,7 +68,7 @@ static void lstm_check_call(const lstm_cpu_plan *p, const lstm_dims *d)
 {
     CT_ASSERT(d->B >= 1 && d->B <= p->d.B && d->T >= 1 && d->T <= p->d.T && d->I == p->d.I && d->H == p->d.H && d->L == p->d.L);
     /* the thread count must not have been raised since planning (per-worker scratch) */
-    CT_ASSERT(lstm_cache_floats(d) <= p->cache_floats && lstm_workspace_floats(d) <= p->ws_floats);
+    CT_ASSERT(ct_lstm_cache_floats(d) <= p->cache_floats && ct_lstm_workspace_floats(d) <= p->ws_floats);
 }
 
 static void cpu_lstm_forward(float *out, void *plan, const float *x, const int *len, const int *len_host,
@@ -80,7 +80,7 @@ static void cpu_lstm_forward(float *out, void *plan, const float *x, const int *
     lstm_weights w[LSTM_MAX_LAYERS];
     for (int l = 0; l < d->L; l++)
         w[l] = (lstm_weights){ params + p->w_ih[l], params + p->w_hh[l], params + p->b_ih[l], params + p->b_hh[l] };
-    lstm_forward(out, p->cache, x, len, w, d);
+    ct_lstm_forward(out, p->cache, x, len, w, d);
 }
 
 static void cpu_lstm_backward(float *dx, float *grads, void *plan, const float *dout, const float *x, const int *len,
@@ -95,11 +95,11 @@ static void cpu_lstm_backward(float *dx, float *grads, void *plan, const float *
         w[l] = (lstm_weights){ params + p->w_ih[l], params + p->w_hh[l], params + p->b_ih[l], params + p->b_hh[l] };
         g[l] = (lstm_grads){ grads + p->w_ih[l], grads + p->w_hh[l], grads + p->b_ih[l], grads + p->b_hh[l] };
     }
-    lstm_backward(dx, g, p->ws, dout, p->cache, x, len, w, d);
+    ct_lstm_backward(dx, g, p->ws, dout, p->cache, x, len, w, d);
 }
 
 /* ---- conv2d: the plan is the dims of the largest batch; a call's dims are the
- * same with its N (im2col or Winograd as conv2d_dims_make chose) ---- */
+ * same with its N (im2col or Winograd as ct_conv2d_dims_make chose) ---- */
 static ct_status cpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
 {
     (void)bias;
@@ -111,7 +111,7 @@ static ct_status cpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
 }
 
 static void   cpu_conv2d_plan_free(void *plan) { free(plan); }
-static size_t cpu_conv2d_workspace_floats(const void *plan) { return conv2d_workspace_floats(plan); }
+static size_t cpu_conv2d_workspace_floats(const void *plan) { return ct_conv2d_workspace_floats(plan); }
 
 static conv2d_dims conv_call_dims(const conv2d_dims *p, int N)
 {
@@ -119,34 +119,34 @@ static conv2d_dims conv_call_dims(const conv2d_dims *p, int N)
     conv2d_dims d = *p;
     d.N = N;
     /* the workspace was sized with the planned thread count: it must not have been raised since */
-    CT_ASSERT(conv2d_workspace_floats(&d) <= conv2d_workspace_floats(p));
+    CT_ASSERT(ct_conv2d_workspace_floats(&d) <= ct_conv2d_workspace_floats(p));
     return d;
 }
 
 static void cpu_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, void *plan, int N)
 {
     conv2d_dims d = conv_call_dims(plan, N);
-    conv2d_forward(out, ws, in, w, b, &d);
+    ct_conv2d_forward(out, ws, in, w, b, &d);
 }
 
 static void cpu_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                                 const float *w, void *plan, int N)
 {
     conv2d_dims d = conv_call_dims(plan, N);
-    conv2d_backward(din, dw, db, ws, dout, in, w, &d);
+    ct_conv2d_backward(din, dw, db, ws, dout, in, w, &d);
 }
 
 /* ---- losses in their stats form: the numbers the models computed before ---- */
 static void cpu_contrastive_stats(float *stats, const float *d, const float *y, int B, float margin, float threshold)
 {
-    stats[1] = (float)(int)(contrastive_accuracy(d, y, B, threshold) * (float)B + 0.5f);
-    stats[0] = contrastive_forward(d, y, B, margin);
+    stats[1] = (float)(int)(ct_contrastive_accuracy(d, y, B, threshold) * (float)B + 0.5f);
+    stats[0] = ct_contrastive_forward(d, y, B, margin);
 }
 
 static void cpu_softmax_ce_stats(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
 {
-    stats[1] = (float)(int)(softmax_ce_accuracy(logits, labels, B, C) * (float)B + 0.5f);
-    stats[0] = softmax_ce_forward(prob, logits, labels, B, C);
+    stats[1] = (float)(int)(ct_softmax_ce_accuracy(logits, labels, B, C) * (float)B + 0.5f);
+    stats[0] = ct_softmax_ce_forward(prob, logits, labels, B, C);
 }
 
 const ct_ops ct_ops_cpu = {
@@ -161,8 +161,8 @@ const ct_ops ct_ops_cpu = {
     .ring_create = cpu_ring_create,
     .ring_free = cpu_ring_free,
     .ring_put = cpu_ring_put,
-    .dense_forward = dense_forward,
-    .dense_backward = dense_backward,
+    .dense_forward = ct_dense_forward,
+    .dense_backward = ct_dense_backward,
     .lstm_plan = cpu_lstm_plan,
     .lstm_plan_free = cpu_lstm_plan_free,
     .lstm_forward = cpu_lstm_forward,
@@ -172,29 +172,29 @@ const ct_ops ct_ops_cpu = {
     .conv2d_workspace_floats = cpu_conv2d_workspace_floats,
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward = cpu_conv2d_backward,
-    .maxpool2d_forward = maxpool2d_forward,
-    .maxpool2d_backward = maxpool2d_backward,
-    .global_avgpool_forward = global_avgpool_forward,
-    .global_avgpool_backward = global_avgpool_backward,
-    .avgpool_h_forward = avgpool_h_forward,
-    .avgpool_h_backward = avgpool_h_backward,
-    .batchnorm_forward = batchnorm_forward,
-    .batchnorm_backward = batchnorm_backward,
-    .relu_forward = relu_forward,
-    .relu_backward = relu_backward,
-    .tanh_forward = tanh_forward,
-    .tanh_backward = tanh_backward,
-    .sigmoid_forward = sigmoid_forward,
-    .sigmoid_backward = sigmoid_backward,
-    .dropout_forward = dropout_forward,
-    .dropout_apply = dropout_apply,
-    .dropout_backward = dropout_backward,
-    .euclidean_forward = euclidean_forward,
-    .euclidean_backward = euclidean_backward,
+    .maxpool2d_forward = ct_maxpool2d_forward,
+    .maxpool2d_backward = ct_maxpool2d_backward,
+    .global_avgpool_forward = ct_global_avgpool_forward,
+    .global_avgpool_backward = ct_global_avgpool_backward,
+    .avgpool_h_forward = ct_avgpool_h_forward,
+    .avgpool_h_backward = ct_avgpool_h_backward,
+    .batchnorm_forward = ct_batchnorm_forward,
+    .batchnorm_backward = ct_batchnorm_backward,
+    .relu_forward = ct_relu_forward,
+    .relu_backward = ct_relu_backward,
+    .tanh_forward = ct_tanh_forward,
+    .tanh_backward = ct_tanh_backward,
+    .sigmoid_forward = ct_sigmoid_forward,
+    .sigmoid_backward = ct_sigmoid_backward,
+    .dropout_forward = ct_dropout_forward,
+    .dropout_apply = ct_dropout_apply,
+    .dropout_backward = ct_dropout_backward,
+    .euclidean_forward = ct_euclidean_forward,
+    .euclidean_backward = ct_euclidean_backward,
     .contrastive_stats = cpu_contrastive_stats,
-    .contrastive_backward = contrastive_backward,
+    .contrastive_backward = ct_contrastive_backward,
     .softmax_ce_stats = cpu_softmax_ce_stats,
-    .softmax_ce_backward = softmax_ce_backward,
+    .softmax_ce_backward = ct_softmax_ce_backward,
     .optim_init = ct_optim_init,
     .optim_free = ct_optim_free,
     .optim_step = ct_optim_step,

@@ -16,7 +16,7 @@ static double sq_dist(const float *a, const float *b, int D)
 }
 
 /* d [B] = sqrt(max(s, eps)); a, b [B, D] */
-void euclidean_forward(float *d, const float *a, const float *b, int B, int D, float eps)
+void ct_euclidean_forward(float *d, const float *a, const float *b, int B, int D, float eps)
 {
     for (int k = 0; k < B; k++) {
         double s = sq_dist(a + (size_t)k * D, b + (size_t)k * D, D);
@@ -30,7 +30,7 @@ void euclidean_forward(float *d, const float *a, const float *b, int B, int D, f
  *   dd/db_j = -dd/da_j
  * and by the chain rule da_j = dd * dd/da_j. s is recomputed (exactly as in
  * forward) to know which branch the max took. */
-void euclidean_backward(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
+void ct_euclidean_backward(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
                         int B, int D, float eps)
 {
     for (int k = 0; k < B; k++) {
@@ -46,7 +46,7 @@ void euclidean_backward(float *da, float *db, const float *dd, const float *d, c
 }
 
 /* out [n] = |a - b| */
-void absdiff_forward(float *out, const float *a, const float *b, size_t n)
+void ct_absdiff_forward(float *out, const float *a, const float *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) out[i] = fabsf(a[i] - b[i]);
 }
@@ -55,7 +55,7 @@ void absdiff_forward(float *out, const float *a, const float *b, size_t n)
  *   da = dout * sign(a - b)   (sign(0) = 0, as PyTorch's abs)
  *   db = -da
  * (written through a temporary so that da may alias dout). */
-void absdiff_backward(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
+void ct_absdiff_backward(float *da, float *db, const float *dout, const float *a, const float *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float t = a[i] - b[i];

@@ -19,14 +19,14 @@
 #define CT_KERAS_EPSILON 1e-7f
 
 /* d [B]; a, b [B, D]. */
-void euclidean_forward(float *d, const float *a, const float *b, int B, int D, float eps);
+void ct_euclidean_forward(float *d, const float *a, const float *b, int B, int D, float eps);
 /* da, db [B, D] overwritten; dd [B]; d [B] is the forward output. */
-void euclidean_backward(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
+void ct_euclidean_backward(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
                         int B, int D, float eps);
 
 /* out, a, b [n]. */
-void absdiff_forward(float *out, const float *a, const float *b, size_t n);
+void ct_absdiff_forward(float *out, const float *a, const float *b, size_t n);
 /* da, db [n] overwritten. */
-void absdiff_backward(float *da, float *db, const float *dout, const float *a, const float *b, size_t n);
+void ct_absdiff_backward(float *da, float *db, const float *dout, const float *a, const float *b, size_t n);
 
 #endif

@@ -24,7 +24,7 @@
 #include "core/threads.h"
 #include "layers/pool.h"
 
-ct_status maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride)
+ct_status ct_maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride)
 {
     if (N < 1 || C < 1 || H < 1 || W < 1)
         return ct_fail(CT_EINVAL, "maxpool2d: sizes must be positive, got batch %d, channels %d, input %dx%d", N, C, H, W);
@@ -88,7 +88,7 @@ static void maxpool_forward_planes(void *ctx, size_t lo, size_t hi)
     }
 }
 
-void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
+void ct_maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
 {
     maxpool_job j = { .out = out, .argmax = argmax, .in = in, .d = d };
     const size_t planes = (size_t)d->N * d->C;
@@ -109,14 +109,14 @@ static void maxpool_backward_planes(void *ctx, size_t lo, size_t hi)
     for (size_t k = lo * out_plane; k < hi * out_plane; k++) din[argmax[k]] += dout[k];
 }
 
-void maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d)
+void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d)
 {
     maxpool_job j = { .din = din, .dout = dout, .argmax_in = argmax, .d = d };
     const size_t planes = (size_t)d->N * d->C;
     ct_parallel_range(planes, planes * d->H * d->W, maxpool_backward_planes, &j);
 }
 
-void global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
+void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
 {
     const float inv = 1.0f / (float)HW;
     for (int nc = 0; nc < N * C; nc++) {
@@ -127,7 +127,7 @@ void global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
     }
 }
 
-void global_avgpool_backward(float *din, const float *dout, int N, int C, int HW)
+void ct_global_avgpool_backward(float *din, const float *dout, int N, int C, int HW)
 {
     const float inv = 1.0f / (float)HW;
     for (int nc = 0; nc < N * C; nc++) {
@@ -137,7 +137,7 @@ void global_avgpool_backward(float *din, const float *dout, int N, int C, int HW
     }
 }
 
-void avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
+void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
 {
     const float inv = 1.0f / (float)H;
     for (int nc = 0; nc < N * C; nc++) {
@@ -150,7 +150,7 @@ void avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
     }
 }
 
-void avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W)
+void ct_avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W)
 {
     const float inv = 1.0f / (float)H;
     for (int nc = 0; nc < N * C; nc++) {

@@ -19,20 +19,20 @@
 typedef struct { int N, C, H, W, K, stride, OH, OW; } maxpool2d_dims;
 
 /* Fills OH/OW; fails (CT_EINVAL) if the window is larger than the input. */
-ct_status maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride);
+ct_status ct_maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride);
 /* out [N, C, OH, OW]; argmax [N, C, OH, OW] (index into in); in [N, C, H, W]. */
-void maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d);
+void ct_maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d);
 /* din [N, C, H, W] overwritten. */
-void maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d);
+void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d);
 
 /* out [N, C]; in [N, C, HW]. */
-void global_avgpool_forward(float *out, const float *in, int N, int C, int HW);
+void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW);
 /* din [N, C, HW] overwritten; dout [N, C]. */
-void global_avgpool_backward(float *din, const float *dout, int N, int C, int HW);
+void ct_global_avgpool_backward(float *din, const float *dout, int N, int C, int HW);
 
 /* out [N, C, W]; in [N, C, H, W]. */
-void avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W);
+void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W);
 /* din [N, C, H, W] overwritten; dout [N, C, W]. */
-void avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W);
+void ct_avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W);
 
 #endif

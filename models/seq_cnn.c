@@ -10,7 +10,7 @@
 #include "models/seq_cnn.h"
 #include "layers/pool.h"
 
-size_t seq_layer_out_size(const seq_layer *l)
+size_t ct_seq_layer_out_size(const seq_layer *l)
 {
     return (size_t)l->out_c * l->out_h * l->out_w;
 }
@@ -154,7 +154,7 @@ static ct_status infer_shape(seq_layer *l, int pos)
             return ct_fail(CT_EINVAL, "spec layer %d \"%s\": kernel %dx%d is larger than its input %dx%d (padding %d); "
                            "use a smaller kernel, padding, or fewer pooling layers before it",
                            pos, t, l->kernel, l->kernel, l->in_h, l->in_w, l->pad);
-        if (conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad) != CT_OK) {
+        if (ct_conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad) != CT_OK) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s", ct_last_error());
             return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s", pos, t, msg);
@@ -230,18 +230,18 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
         switch (l->kind) {
         case SEQ_CONV: {
             conv2d_dims cd;
-            CT_TRY(conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad));
+            CT_TRY(ct_conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad));
             snprintf(l->name, sizeof l->name, "conv2d_%d", ++n_conv);
-            CT_TRY(conv2d_params_add(&l->conv, &m->params, l->name, &cd, 1));
+            CT_TRY(ct_conv2d_params_add(&l->conv, &m->params, l->name, &cd, 1));
             break;
         }
         case SEQ_DENSE:
             snprintf(l->name, sizeof l->name, "dense_%d", ++n_dense);
-            CT_TRY(dense_params_add(&l->dense, &m->params, l->name, l->in_c, l->units, 1));
+            CT_TRY(ct_dense_params_add(&l->dense, &m->params, l->name, l->in_c, l->units, 1));
             break;
         case SEQ_BATCHNORM:
             snprintf(l->name, sizeof l->name, "batchnorm_%d", ++n_bn);
-            CT_TRY(batchnorm_params_add(&l->bn, &m->params, &m->buffers, l->name, l->in_c));
+            CT_TRY(ct_batchnorm_params_add(&l->bn, &m->params, &m->buffers, l->name, l->in_c));
             break;
         default: break;
         }
@@ -294,17 +294,17 @@ static ct_status build_model(seq_cnn *m, const char *spec, int C, int H, int W, 
     return st;
 }
 
-ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes)
+ct_status ct_seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes)
 {
     return build_model(m, spec, C, H, W, classes, 0);
 }
 
-ct_status seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W)
+ct_status ct_seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W)
 {
     return build_model(m, spec, C, H, W, 0, 1);
 }
 
-void seq_cnn_init_weights(seq_cnn *m, ct_rng *r)
+void ct_seq_cnn_init_weights(seq_cnn *m, ct_rng *r)
 {
     ct_params_initialize(&m->params, r);
     ct_params_initialize(&m->buffers, r);
@@ -313,7 +313,7 @@ void seq_cnn_init_weights(seq_cnn *m, ct_rng *r)
 static conv2d_dims conv_dims(const seq_layer *l, int N)
 {
     conv2d_dims cd;
-    ct_status st = conv2d_dims_make(&cd, N, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad);
+    ct_status st = ct_conv2d_dims_make(&cd, N, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad);
     CT_ASSERT(st == CT_OK);
     return cd;
 }
@@ -321,7 +321,7 @@ static conv2d_dims conv_dims(const seq_layer *l, int N)
 static maxpool2d_dims pool_dims(const seq_layer *l, int N)
 {
     maxpool2d_dims pd;
-    ct_status st = maxpool2d_dims_make(&pd, N, l->in_c, l->in_h, l->in_w, l->kernel, l->stride);
+    ct_status st = ct_maxpool2d_dims_make(&pd, N, l->in_c, l->in_h, l->in_w, l->kernel, l->stride);
     CT_ASSERT(st == CT_OK);
     return pd;
 }
@@ -340,7 +340,7 @@ static void free_step(seq_cnn *m)
     m->max_batch = 0;
 }
 
-ct_status seq_cnn_set_device(seq_cnn *m, const ct_ops *ops)
+ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_ops *ops)
 {
     free_step(m);
     ct_dparams_free(&m->dev);
@@ -350,24 +350,24 @@ ct_status seq_cnn_set_device(seq_cnn *m, const ct_ops *ops)
     return ct_dparams_make(&m->dev_buffers, ops, &m->buffers, 0);
 }
 
-ct_status seq_cnn_to_device(seq_cnn *m)
+ct_status ct_seq_cnn_to_device(seq_cnn *m)
 {
     CT_TRY(ct_dparams_to_device(&m->dev));
     return ct_dparams_to_device(&m->dev_buffers);
 }
 
-ct_status seq_cnn_to_host(seq_cnn *m)
+ct_status ct_seq_cnn_to_host(seq_cnn *m)
 {
     CT_TRY(ct_dparams_to_host(&m->dev));
     return ct_dparams_to_host(&m->dev_buffers);
 }
 
-ct_status seq_cnn_plan(seq_cnn *m, int N)
+ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
 {
     if (N < 1) return ct_fail(CT_EINVAL, "cnn: batch size %d must be at least 1", N);
     for (int i = 0; i < m->n; i++) {
         const seq_layer *l = &m->layer[i];
-        if ((double)N * (double)(in_size(l) > seq_layer_out_size(l) ? in_size(l) : seq_layer_out_size(l)) > 2147483647.0)
+        if ((double)N * (double)(in_size(l) > ct_seq_layer_out_size(l) ? in_size(l) : ct_seq_layer_out_size(l)) > 2147483647.0)
             return ct_fail(CT_EINVAL, "cnn: batch %d is too large for layer %d \"%s\" (more than 2^31 values); use a smaller --batch",
                            N, i + 1, l->text);
     }
@@ -379,7 +379,7 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
     float *shared_ws = NULL;
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
-        size_t nout = (size_t)N * seq_layer_out_size(l), nin = (size_t)N * in_size(l);
+        size_t nout = (size_t)N * ct_seq_layer_out_size(l), nin = (size_t)N * in_size(l);
         if (nout > gmax) gmax = nout;
         if (nin > gmax) gmax = nin;
         l->out = l->ws = l->xhat = l->mean = l->invstd = l->mask = NULL;
@@ -419,7 +419,7 @@ ct_status seq_cnn_plan(seq_cnn *m, int N)
     return CT_OK;
 }
 
-void seq_cnn_free(seq_cnn *m)
+void ct_seq_cnn_free(seq_cnn *m)
 {
     if (m->ops) free_step(m);
     ct_dparams_free(&m->dev);
@@ -428,7 +428,7 @@ void seq_cnn_free(seq_cnn *m)
     ct_params_free(&m->buffers);
 }
 
-const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
+const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
     const ct_ops *ops = m->ops;
@@ -438,7 +438,7 @@ const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train,
     ct_prof_start(p, ops);
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
-        size_t n_out = (size_t)N * seq_layer_out_size(l);
+        size_t n_out = (size_t)N * ct_seq_layer_out_size(l);
         if (l->kind == SEQ_FLATTEN || l->in_place) l->out = (float *)in;   /* same memory as the input */
         switch (l->kind) {
         case SEQ_CONV:
@@ -486,11 +486,11 @@ const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train,
     return in;
 }
 
-float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
+float ct_seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
 {
     CT_ASSERT(m->classes >= 2);
     const ct_ops *ops = m->ops;
-    const float *logits = seq_cnn_forward_stack(m, x, N, train, dropout_rng);    /* [N, classes] */
+    const float *logits = ct_seq_cnn_forward_stack(m, x, N, train, dropout_rng);    /* [N, classes] */
     ct_prof *p = &m->prof;
     ops->softmax_ce_stats(m->stats, m->prob, logits, labels, N, m->classes);     /* [2] */
     float stats[2];                                                              /* the step's one read */
@@ -513,7 +513,7 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
         const float *in = i == 0 ? x : m->layer[i - 1].out;
         float *dst = cur == m->grad[0] ? m->grad[1] : m->grad[0];
         float *din = i > m->first_param ? dst : NULL;  /* the first parameter layer's input gradient is not needed */
-        size_t n_out = (size_t)N * seq_layer_out_size(l);
+        size_t n_out = (size_t)N * ct_seq_layer_out_size(l);
         switch (l->kind) {
         case SEQ_CONV:
             ops->conv2d_backward(din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, cur, in,
@@ -559,7 +559,7 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
     }
 }
 
-void seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N)
+void ct_seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
     ct_prof_start(&m->prof, m->ops);
@@ -567,7 +567,7 @@ void seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N
     backward_layers(m, x, N);
 }
 
-void seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
+void ct_seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
 {
     CT_ASSERT(m->classes >= 2);
     ct_prof_start(&m->prof, m->ops);
@@ -583,21 +583,21 @@ static double layer_forward_flops(const seq_layer *l, int N)
     return 0;
 }
 
-double seq_layer_step_flops(const seq_cnn *m, int i, int N)
+double ct_seq_layer_step_flops(const seq_cnn *m, int i, int N)
 {
     const seq_layer *l = &m->layer[i];
     double f = layer_forward_flops(l, N);
     return f * (i > m->first_param ? 3.0 : 2.0);      /* forward, dW, and din unless first */
 }
 
-double seq_cnn_step_flops(const seq_cnn *m, int N)
+double ct_seq_cnn_step_flops(const seq_cnn *m, int N)
 {
     double f = 0;
-    for (int i = 0; i < m->n; i++) f += seq_layer_step_flops(m, i, N);
+    for (int i = 0; i < m->n; i++) f += ct_seq_layer_step_flops(m, i, N);
     return f;
 }
 
-double seq_cnn_forward_flops(const seq_cnn *m, int N)
+double ct_seq_cnn_forward_flops(const seq_cnn *m, int N)
 {
     double f = 0;
     for (int i = 0; i < m->n; i++) f += layer_forward_flops(&m->layer[i], N);
@@ -615,7 +615,7 @@ static size_t layer_params(const seq_cnn *m, const seq_layer *l)
     }
 }
 
-void seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap)
+void ct_seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap)
 {
     size_t k = 0;
     if (cap == 0) return;

@@ -1,5 +1,5 @@
 /* seq_cnn.h - a sequential CNN built from a compact architecture spec: a
- * classifier ending in a softmax cross-entropy loss, or (seq_cnn_build_encoder)
+ * classifier ending in a softmax cross-entropy loss, or (ct_seq_cnn_build_encoder)
  * a bare layer stack whose last layer's output is an embedding, trained through
  * whatever loss the caller puts on top (models/siamese_cnn.h).
  *
@@ -11,10 +11,10 @@
  *
  * Two views of the same network:
  *   stack       x [N, C, H, W] -> layer 1 -> ... -> layer n -> out [N, out_size]
- *               seq_cnn_forward_stack / seq_cnn_backward_stack: the caller supplies
+ *               ct_seq_cnn_forward_stack / ct_seq_cnn_backward_stack: the caller supplies
  *               d(loss)/d(out) and gets the parameter gradients.
  *   classifier  the stack, then softmax cross-entropy over out_size = classes values
- *               seq_cnn_forward / seq_cnn_backward.
+ *               ct_seq_cnn_forward / ct_seq_cnn_backward.
  *
  * Spec grammar (layers separated by commas, no spaces; numbers are decimal):
  *
@@ -49,7 +49,7 @@
  *
  * The network is written once for every device: each layer is called through
  * the table of the device the model was put on (layers/ops.h; the CPU after
- * build, seq_cnn_set_device moves it). `params` and `buffers` are the host
+ * build, ct_seq_cnn_set_device moves it). `params` and `buffers` are the host
  * stores (names, shapes, host copies for files and checkpoints); `dev` and
  * `dev_buffers` their copies on the device (on the CPU: the host stores).
  *
@@ -131,27 +131,27 @@ typedef struct {
     ct_prof prof;
 } seq_cnn;
 
-size_t seq_layer_out_size(const seq_layer *l);   /* values per sample */
+size_t ct_seq_layer_out_size(const seq_layer *l);   /* values per sample */
 
 /* Parses `spec` for images [C, H, W] and `classes` classes, registers and
- * allocates the parameters (zeroed: call seq_cnn_init_weights). On failure m
+ * allocates the parameters (zeroed: call ct_seq_cnn_init_weights). On failure m
  * holds no memory and the message names the offending layer. The model is on
  * the CPU. */
-ct_status seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes);
+ct_status ct_seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, int classes);
 /* The same for an encoder: no classes and no loss; the spec must end in a flat
  * output (after flatten, gap or gaph; normally a dense layer), whose size is
  * m->out_size, the embedding size. Use the stack functions below. */
-ct_status seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W);
-void      seq_cnn_init_weights(seq_cnn *m, ct_rng *r);     /* on the host */
+ct_status ct_seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W);
+void      ct_seq_cnn_init_weights(seq_cnn *m, ct_rng *r);     /* on the host */
 /* Moves the model to the device of `ops` (before planning), copying the host weights there. */
-ct_status seq_cnn_set_device(seq_cnn *m, const ct_ops *ops);
+ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_ops *ops);
 /* Plans every activation and convolution on the model's device for batches of up to
  * max_batch samples (re-plans if called again). */
-ct_status seq_cnn_plan(seq_cnn *m, int max_batch);
+ct_status ct_seq_cnn_plan(seq_cnn *m, int max_batch);
 /* Host copies of the weights and batchnorm statistics -> device, and back. Nothing on the CPU. */
-ct_status seq_cnn_to_device(seq_cnn *m);
-ct_status seq_cnn_to_host(seq_cnn *m);
-void      seq_cnn_free(seq_cnn *m);
+ct_status ct_seq_cnn_to_device(seq_cnn *m);
+ct_status ct_seq_cnn_to_host(seq_cnn *m);
+void      ct_seq_cnn_free(seq_cnn *m);
 
 /* Every pointer below is on the model's device.
  *
@@ -160,18 +160,18 @@ void      seq_cnn_free(seq_cnn *m);
  * m->logits). train != 0: dropout draws from dropout_rng, batchnorm uses batch
  * statistics and updates its running statistics; train == 0: no dropout,
  * batchnorm uses its running statistics. */
-const float *seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng);
+const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng);
 /* After a training forward_stack on the same x: given dout [N, out_size] =
  * d(loss)/d(out), accumulates d(loss)/d(params) into params.grad. dout is only
  * read (it may be any buffer of the caller's). */
-void seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N);
+void ct_seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N);
 
 /* Classifier: x [N, C, H, W], labels [N] in [0, classes). Returns the mean loss; *correct
  * (may be NULL) = right predictions. train != 0: dropout draws from dropout_rng,
  * batchnorm uses batch statistics and updates its running statistics. */
-float seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct);
+float ct_seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct);
 /* After a training forward on the same batch: accumulates d(mean loss)/d(params) into params.grad. */
-void  seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N);
+void  ct_seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N);
 
 /* Floating-point operations of one training step (forward + backward) on N
  * samples, counting the matrix products (conv and dense), per layer:
@@ -179,12 +179,12 @@ void  seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N);
  *          the first parameter layer, again for the input gradient
  *   dense  forward 2 N in U; backward the same for dW and (unless first) din
  * Elementwise work (activations, pooling, batchnorm, loss) is not counted. */
-double seq_cnn_step_flops(const seq_cnn *m, int N);
-double seq_cnn_forward_flops(const seq_cnn *m, int N);
+double ct_seq_cnn_step_flops(const seq_cnn *m, int N);
+double ct_seq_cnn_forward_flops(const seq_cnn *m, int N);
 /* FLOPs of layer i alone in one training step on N samples. */
-double seq_layer_step_flops(const seq_cnn *m, int i, int N);
+double ct_seq_layer_step_flops(const seq_cnn *m, int i, int N);
 
 /* One line per layer: position, text, name, output shape, parameters. */
-void  seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap);
+void  ct_seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap);
 
 #endif

@@ -5,14 +5,14 @@
 #include <string.h>
 #include "models/siamese_cnn.h"
 
-siamese_cnn_config siamese_cnn_defaults(void)
+siamese_cnn_config ct_siamese_cnn_defaults(void)
 {
     siamese_cnn_config c = { .n_mels = 40, .frames = 100, .embed = 64, .margin = 1.0f, .threshold = 0.5f };
     snprintf(c.spec, sizeof c.spec, "%s", SIAMESE_CNN_DEFAULT_SPEC);
     return c;
 }
 
-ct_status siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg)
+ct_status ct_siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg)
 {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -22,20 +22,20 @@ ct_status siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg)
                        cfg->n_mels, cfg->frames, cfg->embed);
     if (!(cfg->margin > 0)) return ct_fail(CT_EINVAL, "siamese-cnn: --margin must be positive (got %g)", cfg->margin);
     /* one utterance crop x [T, I] is the image [1, T, I]: time is the height */
-    ct_status st = seq_cnn_build_encoder(&m->enc, cfg->spec, 1, cfg->frames, cfg->n_mels);
+    ct_status st = ct_seq_cnn_build_encoder(&m->enc, cfg->spec, 1, cfg->frames, cfg->n_mels);
     if (st != CT_OK) return ct_fail(st, "siamese-cnn --arch: %s", ct_last_error());
     if (cfg->embed > 0 && m->enc.out_size != cfg->embed) {
         st = ct_fail(CT_EINVAL, "siamese-cnn: --embed %d, but the spec's last layer \"%s\" outputs %d values; "
                      "end the spec with dense%d or leave --embed out", cfg->embed, m->enc.layer[m->enc.n - 1].text,
                      m->enc.out_size, cfg->embed);
-        seq_cnn_free(&m->enc);
+        ct_seq_cnn_free(&m->enc);
         return st;
     }
     m->cfg.embed = m->enc.out_size;
     return CT_OK;
 }
 
-void siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r) { seq_cnn_init_weights(&m->enc, r); }
+void ct_siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r) { ct_seq_cnn_init_weights(&m->enc, r); }
 
 /* The embedding input buffer is sized by the tower's plan: it goes when the plan changes. */
 static void free_embed_x(siamese_cnn *m)
@@ -44,69 +44,69 @@ static void free_embed_x(siamese_cnn *m)
     m->embed_x = NULL;
 }
 
-ct_status siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops)
+ct_status ct_siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops)
 {
     free_embed_x(m);
     ct_arena_free(&m->arena);
     m->max_pairs = 0;
-    return seq_cnn_set_device(&m->enc, ops);
+    return ct_seq_cnn_set_device(&m->enc, ops);
 }
 
-ct_status siamese_cnn_plan(siamese_cnn *m, int max_pairs)
+ct_status ct_siamese_cnn_plan(siamese_cnn *m, int max_pairs)
 {
     if (max_pairs < 1) return ct_fail(CT_EINVAL, "siamese-cnn: batch must hold at least one pair");
     free_embed_x(m);
-    CT_TRY(seq_cnn_plan(&m->enc, 2 * max_pairs));   /* both towers: 2B images */
+    CT_TRY(ct_seq_cnn_plan(&m->enc, 2 * max_pairs));   /* both towers: 2B images */
     ct_arena_free(&m->arena);
     ct_arena_init(&m->arena);
     m->max_pairs = max_pairs;
-    siamese_head_plan(&m->head, &m->arena, max_pairs, m->cfg.embed, m->cfg.margin, m->cfg.threshold);
+    ct_siamese_head_plan(&m->head, &m->arena, max_pairs, m->cfg.embed, m->cfg.margin, m->cfg.threshold);
     return ct_arena_alloc_on(&m->arena, &m->enc.ops->mem, "siamese-cnn activations");
 }
 
-void siamese_cnn_free(siamese_cnn *m)
+void ct_siamese_cnn_free(siamese_cnn *m)
 {
     ct_arena_free(&m->arena);
     free_embed_x(m);
-    seq_cnn_free(&m->enc);
+    ct_seq_cnn_free(&m->enc);
 }
 
-float siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int B, int train, ct_rng *dropout_rng, int *correct)
+float ct_siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int B, int train, ct_rng *dropout_rng, int *correct)
 {
     CT_ASSERT(B >= 1 && B <= m->max_pairs);
-    const float *emb = seq_cnn_forward_stack(&m->enc, x, 2 * B, train, dropout_rng);          /* [2B, D] */
-    return siamese_head_forward(&m->head, m->enc.ops, emb, y, B, correct, NULL, NULL, NULL);   /* distance, loss */
+    const float *emb = ct_seq_cnn_forward_stack(&m->enc, x, 2 * B, train, dropout_rng);          /* [2B, D] */
+    return ct_siamese_head_forward(&m->head, m->enc.ops, emb, y, B, correct, NULL, NULL, NULL);   /* distance, loss */
 }
 
-void siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B)
+void ct_siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B)
 {
     const float *emb = m->enc.logits;                                                           /* [2B, D] from the forward */
-    siamese_head_backward(&m->head, m->enc.ops, emb, y, B, NULL, NULL, NULL);                   /* dL/demb [2B, D] */
-    seq_cnn_backward_stack(&m->enc, x, m->head.demb, 2 * B);                                    /* into the weights */
+    ct_siamese_head_backward(&m->head, m->enc.ops, emb, y, B, NULL, NULL, NULL);                   /* dL/demb [2B, D] */
+    ct_seq_cnn_backward_stack(&m->enc, x, m->head.demb, 2 * B);                                    /* into the weights */
 }
 
-ct_status siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs)
+ct_status ct_siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs)
 {
     if (max_seqs < 1) return ct_fail(CT_EINVAL, "siamese-cnn: embedding needs at least 1 window per batch");
     if (max_seqs > m->enc.max_batch) {   /* else the training plan is large enough */
         free_embed_x(m);
-        CT_TRY(seq_cnn_plan(&m->enc, max_seqs));
+        CT_TRY(ct_seq_cnn_plan(&m->enc, max_seqs));
     }
     if (m->enc.ops->host_memory || m->embed_x) return CT_OK;
     size_t n = (size_t)m->enc.max_batch * m->cfg.frames * m->cfg.n_mels;
     return m->enc.ops->mem.alloc((void **)&m->embed_x, n * sizeof(float), "siamese-cnn embedding input");
 }
 
-void siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x_host, int S)
+void ct_siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x_host, int S)
 {
     CT_ASSERT(S >= 1 && S <= m->enc.max_batch);
     const ct_ops *ops = m->enc.ops;
     const float *x = ct_ops_stage(ops, m->embed_x, x_host, (size_t)S * m->cfg.frames * m->cfg.n_mels * sizeof *x);
-    const float *out = seq_cnn_forward_stack(&m->enc, x, S, 0, NULL);   /* [S, D], running statistics */
+    const float *out = ct_seq_cnn_forward_stack(&m->enc, x, S, 0, NULL);   /* [S, D], running statistics */
     if (ops->download(emb, out, (size_t)S * m->cfg.embed * sizeof *emb) != CT_OK) ct_device_fatal("%s", ct_last_error());
 }
 
-double siamese_cnn_step_flops(const siamese_cnn *m, int B)
+double ct_siamese_cnn_step_flops(const siamese_cnn *m, int B)
 {
-    return seq_cnn_step_flops(&m->enc, 2 * B);
+    return ct_seq_cnn_step_flops(&m->enc, 2 * B);
 }

@@ -69,33 +69,33 @@ typedef struct siamese_cnn {
 } siamese_cnn;
 
 /* Defaults: 40 mels x 100 frames, the default spec (D = 64), margin 1, threshold 0.5. */
-siamese_cnn_config siamese_cnn_defaults(void);
+siamese_cnn_config ct_siamese_cnn_defaults(void);
 /* Parses the spec for images [1, frames, n_mels], registers and allocates the
- * parameters (zero: call siamese_cnn_init_weights). Errors name the spec layer
+ * parameters (zero: call ct_siamese_cnn_init_weights). Errors name the spec layer
  * at fault, or the --embed that disagrees with the spec's output. The model is
  * on the CPU (the tower's device: seq_cnn.h). */
-ct_status siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg);
-void      siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r);
+ct_status ct_siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg);
+void      ct_siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r);
 /* Moves the model to the device of `ops` (before planning). */
-ct_status siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops);
+ct_status ct_siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops);
 /* Plans the activation memory on the model's device for up to max_pairs pairs (2 max_pairs images). */
-ct_status siamese_cnn_plan(siamese_cnn *m, int max_pairs);
-void      siamese_cnn_free(siamese_cnn *m);
+ct_status ct_siamese_cnn_plan(siamese_cnn *m, int max_pairs);
+void      ct_siamese_cnn_free(siamese_cnn *m);
 
-/* On the device: x [2B, T, I] (a-crops then b-crops), y [B]. train as in seq_cnn_forward_stack.
+/* On the device: x [2B, T, I] (a-crops then b-crops), y [B]. train as in ct_seq_cnn_forward_stack.
  * Returns the mean contrastive loss; *correct (may be NULL) = pairs classified right. */
-float siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int B, int train, ct_rng *dropout_rng, int *correct);
+float ct_siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int B, int train, ct_rng *dropout_rng, int *correct);
 /* After a training forward with the same arguments: accumulates d(mean loss)/d(params) into m->enc.params.grad. */
-void  siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B);
+void  ct_siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B);
 
 /* Makes room to embed up to max_seqs crops at once (grows the plan if needed; training still fits). */
-ct_status siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs);
+ct_status ct_siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs);
 /* One tower in evaluation mode, HOST arrays: x [S, T, I] crops of exactly T = cfg.frames
  * frames (zero-padded) -> emb [S, D]. */
-void siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x, int S);
+void ct_siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x, int S);
 
 /* FLOPs of one training step (forward + backward) on B pairs: the tower's gemms
- * on 2B images (seq_cnn_step_flops); the head is not counted. */
-double siamese_cnn_step_flops(const siamese_cnn *m, int B);
+ * on 2B images (ct_seq_cnn_step_flops); the head is not counted. */
+double ct_siamese_cnn_step_flops(const siamese_cnn *m, int B);
 
 #endif

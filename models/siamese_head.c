@@ -2,7 +2,7 @@
 #include "models/siamese_head.h"
 #include "layers/pair.h"
 
-void siamese_head_plan(siamese_head *h, ct_arena *a, int max_pairs, int embed, float margin, float threshold)
+void ct_siamese_head_plan(siamese_head *h, ct_arena *a, int max_pairs, int embed, float margin, float threshold)
 {
     size_t B = (size_t)max_pairs, D = (size_t)embed;
     h->embed = embed;
@@ -14,7 +14,7 @@ void siamese_head_plan(siamese_head *h, ct_arena *a, int max_pairs, int embed, f
     ct_arena_floats(a, &h->stats, 2);
 }
 
-float siamese_head_forward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B, int *correct,
+float ct_siamese_head_forward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B, int *correct,
                            ct_prof *p, double *t_dist, double *t_loss)
 {
     const int D = h->embed;
@@ -29,7 +29,7 @@ float siamese_head_forward(siamese_head *h, const ct_ops *ops, const float *emb,
     return stats[0];
 }
 
-void siamese_head_backward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B,
+void ct_siamese_head_backward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B,
                            ct_prof *p, double *t_dist, double *t_loss)
 {
     const int D = h->embed;

@@ -4,13 +4,13 @@
 #include <string.h>
 #include "models/siamese_lstm.h"
 
-siamese_lstm_config siamese_lstm_defaults(void)
+siamese_lstm_config ct_siamese_lstm_defaults(void)
 {
     return (siamese_lstm_config){ .n_mels = 40, .frames = 100, .hidden = 128, .layers = 1, .embed = 64,
                                   .margin = 1.0f, .threshold = 0.5f, .recurrent = LSTM_SIGMOID, .pool = LSTM_RETURN_LAST };
 }
 
-ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
+ct_status ct_siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
 {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -23,14 +23,14 @@ ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg)
     ct_params_init(&m->params);
     ct_arena_init(&m->arena);
     ct_arena_init(&m->embed_arena);
-    CT_TRY(lstm_params_add(&m->lstm, &m->params, "lstm_1", cfg->n_mels, cfg->hidden, cfg->layers));
-    CT_TRY(dense_params_add(&m->dense, &m->params, "dense_1", cfg->hidden, cfg->embed, 1));
+    CT_TRY(ct_lstm_params_add(&m->lstm, &m->params, "lstm_1", cfg->n_mels, cfg->hidden, cfg->layers));
+    CT_TRY(ct_dense_params_add(&m->dense, &m->params, "dense_1", cfg->hidden, cfg->embed, 1));
     CT_TRY(ct_params_alloc(&m->params));
     m->ops = &ct_ops_cpu;
     return ct_dparams_make(&m->dev, m->ops, &m->params, 1);   /* on the CPU: the host buffers themselves */
 }
 
-void siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r) { ct_params_initialize(&m->params, r); }
+void ct_siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r) { ct_params_initialize(&m->params, r); }
 
 /* The LSTM over S sequences of T frames. */
 static lstm_dims lstm_dims_of(const siamese_lstm *m, int S, int T)
@@ -49,7 +49,7 @@ static void free_device_state(siamese_lstm *m)
     m->max_pairs = m->embed_max_seqs = m->embed_max_frames = 0;
 }
 
-ct_status siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops)
+ct_status ct_siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops)
 {
     free_device_state(m);
     ct_dparams_free(&m->dev);
@@ -57,10 +57,10 @@ ct_status siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops)
     return ct_dparams_make(&m->dev, ops, &m->params, 1);
 }
 
-ct_status siamese_lstm_to_device(siamese_lstm *m) { return ct_dparams_to_device(&m->dev); }
-ct_status siamese_lstm_to_host(siamese_lstm *m) { return ct_dparams_to_host(&m->dev); }
+ct_status ct_siamese_lstm_to_device(siamese_lstm *m) { return ct_dparams_to_device(&m->dev); }
+ct_status ct_siamese_lstm_to_host(siamese_lstm *m) { return ct_dparams_to_host(&m->dev); }
 
-ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs)
+ct_status ct_siamese_lstm_plan(siamese_lstm *m, int max_pairs)
 {
     if (max_pairs < 1) return ct_fail(CT_EINVAL, "siamese-lstm: batch must hold at least one pair");
     if (m->lstm_plan) m->ops->lstm_plan_free(m->lstm_plan);
@@ -74,11 +74,11 @@ ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs)
     ct_arena_floats(&m->arena, &m->act.h, S * H);
     ct_arena_floats(&m->arena, &m->act.emb, S * D);
     ct_arena_floats(&m->arena, &m->act.dh, S * H);
-    siamese_head_plan(&m->head, &m->arena, max_pairs, m->cfg.embed, m->cfg.margin, m->cfg.threshold);
+    ct_siamese_head_plan(&m->head, &m->arena, max_pairs, m->cfg.embed, m->cfg.margin, m->cfg.threshold);
     return ct_arena_alloc_on(&m->arena, &m->ops->mem, "siamese-lstm activations");
 }
 
-ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames)
+ct_status ct_siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames)
 {
     if (max_seqs < 1 || max_frames < 1) return ct_fail(CT_EINVAL, "siamese-lstm: embedding needs >= 1 sequence of >= 1 frame");
     if (m->embed_plan) m->ops->lstm_plan_free(m->embed_plan);
@@ -99,7 +99,7 @@ ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames)
     return ct_arena_alloc_on(&m->embed_arena, &m->ops->mem, "siamese-lstm embedding memory");
 }
 
-void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x_host, const int *len_host, int S, int T)
+void ct_siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x_host, const int *len_host, int S, int T)
 {
     CT_ASSERT(S >= 1 && S <= m->embed_max_seqs && T >= 1 && T <= m->embed_max_frames);
     const siamese_lstm_config *c = &m->cfg;
@@ -113,14 +113,14 @@ void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x_host, const 
     if (ops->download(emb, m->emb.emb, (size_t)S * c->embed * sizeof *emb) != CT_OK) ct_device_fatal("%s", ct_last_error());
 }
 
-void siamese_lstm_free(siamese_lstm *m)
+void ct_siamese_lstm_free(siamese_lstm *m)
 {
     if (m->ops) free_device_state(m);
     ct_dparams_free(&m->dev);
     ct_params_free(&m->params);
 }
 
-float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
+float ct_siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
                            int *correct)
 {
     CT_ASSERT(B >= 1 && B <= m->max_pairs && (len == NULL) == (len_host == NULL));
@@ -135,11 +135,11 @@ float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, cons
     ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_LSTM]);
     ops->dense_forward(m->act.emb, m->act.h, dw, db, 2 * B, c->hidden, c->embed);            /* [2B, D] */
     ct_prof_lap(p, ops, &p->fwd[SIAMESE_PART_DENSE]);
-    return siamese_head_forward(&m->head, ops, m->act.emb, y, B, correct, p,                 /* distance, loss */
+    return ct_siamese_head_forward(&m->head, ops, m->act.emb, y, B, correct, p,                 /* distance, loss */
                                 &p->fwd[SIAMESE_PART_DISTANCE], &p->fwd[SIAMESE_PART_LOSS]);
 }
 
-void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B)
+void ct_siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B)
 {
     const siamese_lstm_config *c = &m->cfg;
     const ct_ops *ops = m->ops;
@@ -149,7 +149,7 @@ void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, cons
     ct_prof *p = &m->prof;
     ct_prof_start(p, ops);
 
-    siamese_head_backward(&m->head, ops, m->act.emb, y, B, p,                                  /* dL/demb [2B, D] */
+    ct_siamese_head_backward(&m->head, ops, m->act.emb, y, B, p,                                  /* dL/demb [2B, D] */
                           &p->bwd[SIAMESE_PART_DISTANCE], &p->bwd[SIAMESE_PART_LOSS]);
     ops->dense_backward(m->act.dh, gdw, gdb, m->head.demb, m->act.h, dw, 2 * B, c->hidden, c->embed);  /* dL/dh [2B, H] */
     ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_DENSE]);
@@ -157,7 +157,7 @@ void siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, cons
     ct_prof_lap(p, ops, &p->bwd[SIAMESE_PART_LSTM]);
 }
 
-double siamese_lstm_part_flops(const siamese_lstm_config *c, siamese_lstm_part part, int B)
+double ct_siamese_lstm_part_flops(const siamese_lstm_config *c, siamese_lstm_part part, int B)
 {
     /* forward gemms: per layer 2 * S*T * 4H * (I_l + H), dense 2 * S * H * D (S = 2B sequences);
      * backward does two gemms for every forward one (input and weight gradients): x2,
@@ -171,14 +171,14 @@ double siamese_lstm_part_flops(const siamese_lstm_config *c, siamese_lstm_part p
     return flops;
 }
 
-double siamese_lstm_step_flops(const siamese_lstm_config *c, int B)
+double ct_siamese_lstm_step_flops(const siamese_lstm_config *c, int B)
 {
     double f = 0;
-    for (int p = 0; p < SIAMESE_LSTM_PARTS; p++) f += siamese_lstm_part_flops(c, (siamese_lstm_part)p, B);
+    for (int p = 0; p < SIAMESE_LSTM_PARTS; p++) f += ct_siamese_lstm_part_flops(c, (siamese_lstm_part)p, B);
     return f;
 }
 
-const char *siamese_lstm_part_name(siamese_lstm_part part)
+const char *ct_siamese_lstm_part_name(siamese_lstm_part part)
 {
     static const char *names[SIAMESE_LSTM_PARTS] = { "lstm_1", "dense_1", "euclidean", "contrastive" };
     return (int)part >= 0 && part < SIAMESE_LSTM_PARTS ? names[part] : "?";

@@ -56,7 +56,7 @@ typedef struct {
     ct_params params;              /* host: every weight, one buffer */
     lstm_ids lstm;
     dense_ids dense;
-    /* ---- on the device (the CPU after build; siamese_lstm_set_device moves it) ---- */
+    /* ---- on the device (the CPU after build; ct_siamese_lstm_set_device moves it) ---- */
     const ct_ops *ops;             /* the device's operations */
     ct_dparams dev;                /* the weights and their gradients there */
     int max_pairs;                 /* batch size the step was planned for */
@@ -84,48 +84,48 @@ typedef struct {
     ct_prof prof;
 } siamese_lstm;
 
-siamese_lstm_config siamese_lstm_defaults(void);
+siamese_lstm_config ct_siamese_lstm_defaults(void);
 /* Registers the parameters and allocates their host buffers (weights still zero).
  * The model is on the CPU. */
-ct_status siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg);
-void      siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r);   /* on the host */
+ct_status ct_siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg);
+void      ct_siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r);   /* on the host */
 /* Moves the model to the device of `ops` (before planning): its weights are copied there
  * from the host. Fails with a message when they do not fit. */
-ct_status siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops);
+ct_status ct_siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops);
 /* Plans the step on the model's device for up to max_pairs pairs per batch: the LSTM's
  * state and the activation memory. Fails with a message when the device cannot run the
  * configuration (hard_sigmoid in cuDNN's LSTM) or the memory does not fit. */
-ct_status siamese_lstm_plan(siamese_lstm *m, int max_pairs);
+ct_status ct_siamese_lstm_plan(siamese_lstm *m, int max_pairs);
 /* The host copy of the weights changed (initialised, loaded, restored): copy it to the
  * device. And the reverse, before the host copy is read. Nothing to do on the CPU. */
-ct_status siamese_lstm_to_device(siamese_lstm *m);
-ct_status siamese_lstm_to_host(siamese_lstm *m);
-void      siamese_lstm_free(siamese_lstm *m);
+ct_status ct_siamese_lstm_to_device(siamese_lstm *m);
+ct_status ct_siamese_lstm_to_host(siamese_lstm *m);
+void      ct_siamese_lstm_free(siamese_lstm *m);
 
 /* On the device: x [2B, T, I] (a-utterances then b-utterances), len [2B] or NULL, y [B];
  * len_host: the same lengths on the host (NULL with len). Returns the mean contrastive
  * loss; *correct = pairs classified right. */
-float siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
+float ct_siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
                            int *correct);
 /* Accumulates the gradient of the mean loss into m->dev.grad. Call after forward with the same arguments. */
-void  siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B);
+void  ct_siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B);
 /* Plans memory for embedding up to max_seqs utterances of up to max_frames frames at once. */
-ct_status siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames);
+ct_status ct_siamese_lstm_plan_embed(siamese_lstm *m, int max_seqs, int max_frames);
 /* One tower, forward only, HOST arrays: x [S, T, I] (T <= max_frames, zero-padded), len [S]
  * valid frames of each, emb [S, D] receives the embeddings. This is how whole utterances of
  * different lengths are scored at evaluation: the distance between two embeddings is the
  * model's verdict on a pair (smaller = more likely the same speaker). */
-void siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *len, int S, int T);
+void ct_siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x, const int *len, int S, int T);
 /* FLOPs of one training step (forward + backward) on B pairs, gemms only:
  *   LSTM   forward 2 S T 4H (I_l + H) per layer l (S = 2B sequences, I_0 = I, I_l = H above);
  *          backward twice that (input and weight gradients), less the first layer's
  *          input gradient 2 S T 4H I, which training does not compute
  *   dense  forward 2 S H D, backward twice that
  * Gate nonlinearities, the distance, the loss and the optimizer are not counted.
- * siamese_lstm_part_flops gives one part's share (0 for the distance and the loss). */
-double siamese_lstm_step_flops(const siamese_lstm_config *cfg, int B);
-double siamese_lstm_part_flops(const siamese_lstm_config *cfg, siamese_lstm_part part, int B);
+ * ct_siamese_lstm_part_flops gives one part's share (0 for the distance and the loss). */
+double ct_siamese_lstm_step_flops(const siamese_lstm_config *cfg, int B);
+double ct_siamese_lstm_part_flops(const siamese_lstm_config *cfg, siamese_lstm_part part, int B);
 /* "lstm_1", "dense_1", "euclidean", "contrastive": the part's name in tables. */
-const char *siamese_lstm_part_name(siamese_lstm_part part);
+const char *ct_siamese_lstm_part_name(siamese_lstm_part part);
 
 #endif

@@ -2,13 +2,13 @@
 #include <stdio.h>
 #include "models/small_cnn.h"
 
-small_cnn_config small_cnn_defaults(void)
+small_cnn_config ct_small_cnn_defaults(void)
 {
     return (small_cnn_config){ .channels = 1, .height = 12, .width = 12, .filters = 8, .kernel = 3,
                                .classes = 4, .dropout = 0.25f };
 }
 
-ct_status small_cnn_spec(char *buf, size_t cap, const small_cnn_config *c)
+ct_status ct_small_cnn_spec(char *buf, size_t cap, const small_cnn_config *c)
 {
     if (c->kernel % 2 == 0) return ct_fail(CT_EINVAL, "small-cnn: kernel %d must be odd for 'same' padding", c->kernel);
     if (c->classes < 2) return ct_fail(CT_EINVAL, "small-cnn: need at least 2 classes (got %d)", c->classes);
@@ -20,11 +20,11 @@ ct_status small_cnn_spec(char *buf, size_t cap, const small_cnn_config *c)
     return CT_OK;
 }
 
-ct_status small_cnn_build(seq_cnn *m, const small_cnn_config *cfg)
+ct_status ct_small_cnn_build(seq_cnn *m, const small_cnn_config *cfg)
 {
     char spec[256];
-    CT_TRY(small_cnn_spec(spec, sizeof spec, cfg));
-    ct_status st = seq_cnn_build(m, spec, cfg->channels, cfg->height, cfg->width, cfg->classes);
+    CT_TRY(ct_small_cnn_spec(spec, sizeof spec, cfg));
+    ct_status st = ct_seq_cnn_build(m, spec, cfg->channels, cfg->height, cfg->width, cfg->classes);
     if (st != CT_OK) return ct_fail(st, "small-cnn: %s", ct_last_error());
     return CT_OK;
 }

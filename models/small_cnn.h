@@ -24,11 +24,11 @@ typedef struct {
     float dropout;
 } small_cnn_config;
 
-small_cnn_config small_cnn_defaults(void);
+small_cnn_config ct_small_cnn_defaults(void);
 /* The spec of this configuration (CT_EINVAL for an even kernel, fewer than 2 classes,
  * a dropout outside [0, 1)). */
-ct_status small_cnn_spec(char *buf, size_t cap, const small_cnn_config *cfg);
-/* Builds the network as a seq_cnn classifier (seq_cnn_plan, _forward, _backward, _free). */
-ct_status small_cnn_build(seq_cnn *m, const small_cnn_config *cfg);
+ct_status ct_small_cnn_spec(char *buf, size_t cap, const small_cnn_config *cfg);
+/* Builds the network as a seq_cnn classifier (ct_seq_cnn_plan, _forward, _backward, _free). */
+ct_status ct_small_cnn_build(seq_cnn *m, const small_cnn_config *cfg);
 
 #endif

@@ -8,22 +8,22 @@ static float lstm_adapter_forward(void *ctx, const float *x, const int *len, con
                                   int train, ct_rng *dropout_rng, int *correct)
 {
     (void)train; (void)dropout_rng;   /* no dropout or batchnorm: training and evaluation forward are the same */
-    return siamese_lstm_forward(ctx, x, len, len_host, y, B, correct);
+    return ct_siamese_lstm_forward(ctx, x, len, len_host, y, B, correct);
 }
 
 static void lstm_adapter_backward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B)
 {
-    siamese_lstm_backward(ctx, x, len, len_host, y, B);
+    ct_siamese_lstm_backward(ctx, x, len, len_host, y, B);
 }
 
 static ct_status lstm_adapter_plan_embed(void *ctx, int max_seqs, int max_frames)
 {
-    return siamese_lstm_plan_embed(ctx, max_seqs, max_frames);
+    return ct_siamese_lstm_plan_embed(ctx, max_seqs, max_frames);
 }
 
 static void lstm_adapter_embed(void *ctx, float *emb, const float *x, const int *len, int S, int T)
 {
-    siamese_lstm_embed(ctx, emb, x, len, S, T);
+    ct_siamese_lstm_embed(ctx, emb, x, len, S, T);
 }
 
 /* the LSTM keeps its forward state for every frame, plus the pooled hidden state [H] */
@@ -32,10 +32,10 @@ static size_t lstm_adapter_embed_floats(void *ctx, int T)
     const siamese_lstm_config *c = &((siamese_lstm *)ctx)->cfg;
     lstm_dims one = { .B = 1, .T = T, .I = c->n_mels, .H = c->hidden, .L = c->layers,
                       .ret = LSTM_RETURN_LAST, .recur = c->recurrent };
-    return lstm_cache_floats(&one) + (size_t)c->hidden;
+    return ct_lstm_cache_floats(&one) + (size_t)c->hidden;
 }
 
-speaker_model speaker_model_lstm(siamese_lstm *m)
+speaker_model ct_speaker_model_lstm(siamese_lstm *m)
 {
     return (speaker_model){ .name = "siamese-lstm", .ctx = m, .frames = m->cfg.frames, .n_mels = m->cfg.n_mels,
                             .embed_dim = m->cfg.embed, .ops = m->ops, .params = &m->dev, .buffers = NULL, .prof = &m->prof,
@@ -50,13 +50,13 @@ static float cnn_adapter_forward(void *ctx, const float *x, const int *len, cons
                                  int train, ct_rng *dropout_rng, int *correct)
 {
     (void)len; (void)len_host;   /* zero padding is part of the image, as in training */
-    return siamese_cnn_forward(ctx, x, y, B, train, dropout_rng, correct);
+    return ct_siamese_cnn_forward(ctx, x, y, B, train, dropout_rng, correct);
 }
 
 static void cnn_adapter_backward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B)
 {
     (void)len; (void)len_host;
-    siamese_cnn_backward(ctx, x, y, B);
+    ct_siamese_cnn_backward(ctx, x, y, B);
 }
 
 static ct_status cnn_adapter_plan_embed(void *ctx, int max_seqs, int max_frames)
@@ -64,7 +64,7 @@ static ct_status cnn_adapter_plan_embed(void *ctx, int max_seqs, int max_frames)
     siamese_cnn *m = ctx;
     if (max_frames != m->cfg.frames)
         return ct_fail(CT_EINVAL, "siamese-cnn: embeds windows of exactly %d frames, not %d", m->cfg.frames, max_frames);
-    return siamese_cnn_plan_embed(m, max_seqs);
+    return ct_siamese_cnn_plan_embed(m, max_seqs);
 }
 
 static void cnn_adapter_embed(void *ctx, float *emb, const float *x, const int *len, int S, int T)
@@ -72,7 +72,7 @@ static void cnn_adapter_embed(void *ctx, float *emb, const float *x, const int *
     siamese_cnn *m = ctx;
     (void)len;
     CT_ASSERT(T == m->cfg.frames);
-    siamese_cnn_embed(m, emb, x, S);
+    ct_siamese_cnn_embed(m, emb, x, S);
 }
 
 /* every layer's output per image, plus the im2col workspace of the largest convolution */
@@ -83,7 +83,7 @@ static size_t cnn_adapter_embed_floats(void *ctx, int T)
     (void)T;   /* always cfg.frames */
     for (int i = 0; i < e->n; i++) {
         const seq_layer *l = &e->layer[i];
-        n += 2 * seq_layer_out_size(l);   /* output, and batchnorm's xhat or maxpool's argmax at most as large */
+        n += 2 * ct_seq_layer_out_size(l);   /* output, and batchnorm's xhat or maxpool's argmax at most as large */
         if (l->kind == SEQ_CONV) {
             size_t k = (size_t)l->in_c * l->kernel * l->kernel * l->out_h * l->out_w;
             if (k > ws) ws = k;
@@ -92,7 +92,7 @@ static size_t cnn_adapter_embed_floats(void *ctx, int T)
     return n + ws;
 }
 
-speaker_model speaker_model_cnn(siamese_cnn *m)
+speaker_model ct_speaker_model_cnn(siamese_cnn *m)
 {
     return (speaker_model){ .name = "siamese-cnn", .ctx = m, .frames = m->cfg.frames, .n_mels = m->cfg.n_mels,
                             .embed_dim = m->cfg.embed, .ops = m->enc.ops, .params = &m->enc.dev,

@@ -55,7 +55,7 @@ typedef struct {
 } speaker_model;
 
 /* Adapters: the table for a built model (its params, sizes, functions). */
-speaker_model speaker_model_lstm(siamese_lstm *m);
-speaker_model speaker_model_cnn(siamese_cnn *m);
+speaker_model ct_speaker_model_lstm(siamese_lstm *m);
+speaker_model ct_speaker_model_cnn(siamese_cnn *m);
 
 #endif

@@ -12,9 +12,9 @@ typedef void (*act_fwd)(float *out, const float *in, size_t n);
 typedef void (*act_bwd)(float *din, const float *dout, const float *out, size_t n);
 
 static const struct { const char *name; act_fwd fwd; act_bwd bwd; } acts[] = {
-    { "relu", relu_forward, relu_backward },
-    { "tanh", tanh_forward, tanh_backward },
-    { "sigmoid", sigmoid_forward, sigmoid_backward },
+    { "relu", ct_relu_forward, ct_relu_backward },
+    { "tanh", ct_tanh_forward, ct_tanh_backward },
+    { "sigmoid", ct_sigmoid_forward, ct_sigmoid_backward },
 };
 
 /* f = sum_i act(x)_i * wout_i */
@@ -52,11 +52,11 @@ static void test_special_values(void)
 {
     t_case("activation/relu derivative 0 at 0, sigmoid stable at large |x|");
     float x[3] = { 0.0f, -0.0f, 1.0f }, y[3], g[3] = { 1, 1, 1 }, dx[3];
-    relu_forward(y, x, 3);
-    relu_backward(dx, g, y, 3);
+    ct_relu_forward(y, x, 3);
+    ct_relu_backward(dx, g, y, 3);
     t_check(dx[0] == 0.0f && dx[1] == 0.0f && dx[2] == 1.0f, "relu'(0) = %g, relu'(-0) = %g, relu'(1) = %g", dx[0], dx[1], dx[2]);
     float big[6] = { 100.0f, -100.0f, 1000.0f, -1000.0f, 88.8f, -88.8f }, s[6];
-    sigmoid_forward(s, big, 6);
+    ct_sigmoid_forward(s, big, 6);
     for (int i = 0; i < 6; i++)
         t_check(isfinite(s[i]) && s[i] >= 0.0f && s[i] <= 1.0f, "sigmoid(%g) = %g", big[i], s[i]);
     t_check(s[0] == 1.0f && s[2] == 1.0f, "sigmoid(+large) = %g, %g, want 1", s[0], s[2]);

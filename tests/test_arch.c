@@ -32,7 +32,7 @@ static void test_default(void)
 {
     t_case("arch/default spec (Keras mnist_cnn): layers, parameter names and shapes, outputs, FLOPs");
     seq_cnn m;
-    if (!t_check(seq_cnn_build(&m, SEQ_CNN_DEFAULT_SPEC, 1, 28, 28, 10) == CT_OK, "build: %s", ct_last_error())) return;
+    if (!t_check(ct_seq_cnn_build(&m, SEQ_CNN_DEFAULT_SPEC, 1, 28, 28, 10) == CT_OK, "build: %s", ct_last_error())) return;
     t_check(m.n == 11, "%d layers, want 11", m.n);
     t_check(m.params.n == 8, "%d parameters, want 8", m.params.n);
     const char *order[8] = { "conv2d_1/w", "conv2d_1/b", "conv2d_2/w", "conv2d_2/b", "dense_1/w", "dense_1/b", "dense_2/w", "dense_2/b" };
@@ -60,35 +60,35 @@ static void test_default(void)
             m.layer[8].in_place, m.layer[9].in_place);
     /* forward per image: conv1 2*32*26*26*9 = 389376, conv2 2*64*24*24*288 = 21233664,
      * dense1 2*9216*128 = 2359296, dense2 2*128*10 = 2560: 23984896; a step is 2x conv1 + 3x the rest */
-    double fwd = seq_cnn_forward_flops(&m, 1), step = seq_cnn_step_flops(&m, 1);
+    double fwd = ct_seq_cnn_forward_flops(&m, 1), step = ct_seq_cnn_step_flops(&m, 1);
     t_check(fwd == 23984896.0, "forward FLOPs %.0f, want 23984896", fwd);
     t_check(step == 2.0 * 389376 + 3.0 * (21233664 + 2359296 + 2560), "step FLOPs %.0f, want 71565312", step);
-    t_check(seq_cnn_step_flops(&m, 128) == 128 * step, "FLOPs scale with the batch");
+    t_check(ct_seq_cnn_step_flops(&m, 128) == 128 * step, "FLOPs scale with the batch");
     char buf[4096];
-    seq_cnn_summary(&m, buf, sizeof buf);
+    ct_seq_cnn_summary(&m, buf, sizeof buf);
     t_check(strstr(buf, "conv2d_2") && strstr(buf, "64x24x24") && strstr(buf, "1179776"), "summary:\n%s", buf);
 
     t_case("arch/default spec plans and runs a forward pass (logits [3, 10], finite loss)");
-    if (t_check(seq_cnn_plan(&m, 3) == CT_OK, "plan: %s", ct_last_error())) {
+    if (t_check(ct_seq_cnn_plan(&m, 3) == CT_OK, "plan: %s", ct_last_error())) {
         ct_rng r;
         ct_rng_seed(&r, 5, 1);
-        seq_cnn_init_weights(&m, &r);
+        ct_seq_cnn_init_weights(&m, &r);
         float *x = t_alloc(3 * 784);
         t_fill_uniform(x, 3 * 784, 0, 1, &r);
         int labels[3] = { 0, 4, 9 }, correct = -1;
-        float loss = seq_cnn_forward(&m, x, labels, 3, 1, &r, &correct);
+        float loss = ct_seq_cnn_forward(&m, x, labels, 3, 1, &r, &correct);
         t_check(loss > 0 && loss < 10 && correct >= 0 && correct <= 3, "loss %g correct %d", loss, correct);
         t_check(m.logits == m.layer[10].out, "logits are the last layer's output");
         free(x);
     }
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
 }
 
 static void test_options(void)
 {
     t_case("arch/stride, padding, batchnorm, tanh, gap (conv8k3s2p1,batchnorm,relu,conv16k3p1,tanh,gap,dense10)");
     seq_cnn m;
-    if (t_check(seq_cnn_build(&m, "conv8k3s2p1,batchnorm,relu,conv16k3p1,tanh,gap,dense10", 1, 28, 28, 10) == CT_OK,
+    if (t_check(ct_seq_cnn_build(&m, "conv8k3s2p1,batchnorm,relu,conv16k3p1,tanh,gap,dense10", 1, 28, 28, 10) == CT_OK,
                 "build: %s", ct_last_error())) {
         t_check(m.n == 7, "%d layers", m.n);
         check_out(&m, 0, 8, 14, 14, 0);
@@ -102,11 +102,11 @@ static void test_options(void)
         check_param(&m.buffers, "batchnorm_1/running_mean", 1, 8, 0, 0, 0);
         check_param(&m.buffers, "batchnorm_1/running_var", 1, 8, 0, 0, 0);
         t_check(m.layer[0].stride == 2 && m.layer[0].pad == 1, "stride %d pad %d", m.layer[0].stride, m.layer[0].pad);
-        seq_cnn_free(&m);
+        ct_seq_cnn_free(&m);
     }
 
     t_case("arch/maxpool with stride, sigmoid, batchnorm on flat features, multi-channel input");
-    if (t_check(seq_cnn_build(&m, "conv4k3,sigmoid,maxpool3s2,flatten,dense32,batchnorm,relu,dropout0,dense5", 3, 12, 12, 5) == CT_OK,
+    if (t_check(ct_seq_cnn_build(&m, "conv4k3,sigmoid,maxpool3s2,flatten,dense32,batchnorm,relu,dropout0,dense5", 3, 12, 12, 5) == CT_OK,
                 "build: %s", ct_last_error())) {
         check_out(&m, 0, 4, 10, 10, 0);
         check_out(&m, 2, 4, 4, 4, 0);
@@ -116,14 +116,14 @@ static void test_options(void)
         check_param(&m.params, "batchnorm_1/gamma", 1, 32, 0, 0, 0);
         check_param(&m.params, "dense_2/w", 2, 5, 32, 0, 0);
         t_check(m.layer[7].p == 0.0f, "dropout0 parses as p = 0");
-        seq_cnn_free(&m);
+        ct_seq_cnn_free(&m);
     }
 
     t_case("arch/no parameters before the first dense: backward stops there");
-    if (t_check(seq_cnn_build(&m, "maxpool2,relu,flatten,dense10", 2, 6, 6, 10) == CT_OK, "build: %s", ct_last_error())) {
+    if (t_check(ct_seq_cnn_build(&m, "maxpool2,relu,flatten,dense10", 2, 6, 6, 10) == CT_OK, "build: %s", ct_last_error())) {
         t_check(m.first_param == 3, "first parameter layer %d, want 3", m.first_param);
         t_check(m.layer[1].in_place, "relu after maxpool runs in place");
-        seq_cnn_free(&m);
+        ct_seq_cnn_free(&m);
     }
 }
 
@@ -132,13 +132,13 @@ static void bad(const char *spec, int C, int H, int W, int classes, const char *
 {
     t_case("arch/rejects \"%s\" (%dx%dx%d, %d classes)", spec, C, H, W, classes);
     seq_cnn m;
-    ct_status st = seq_cnn_build(&m, spec, C, H, W, classes);
+    ct_status st = ct_seq_cnn_build(&m, spec, C, H, W, classes);
     const char *msg = ct_last_error();
     t_check(st == CT_EINVAL, "status %s, want invalid argument (message: %s)", ct_status_name(st), msg);
     t_check(strstr(msg, p1) != NULL, "message \"%s\" should contain \"%s\"", msg, p1);
     if (p2) t_check(strstr(msg, p2) != NULL, "message \"%s\" should contain \"%s\"", msg, p2);
     t_check(m.params.n == 0 && m.params.data == NULL && m.n == 0, "a failed build must leave an empty model");
-    seq_cnn_free(&m);   /* safe on a failed build */
+    ct_seq_cnn_free(&m);   /* safe on a failed build */
 }
 
 static void test_errors(void)

@@ -34,7 +34,7 @@ typedef struct {
 static double bn_objective(void *p)
 {
     bn_ctx *c = p;
-    batchnorm_forward(c->out, c->xhat, c->mean, c->invstd, c->rm, c->rv, c->x, c->gamma, c->beta, &c->d, 1);
+    ct_batchnorm_forward(c->out, c->xhat, c->mean, c->invstd, c->rm, c->rv, c->x, c->gamma, c->beta, &c->d, 1);
     return t_dot(c->out, c->r, (size_t)c->d.N * c->d.C * c->d.HW);
 }
 
@@ -56,8 +56,8 @@ static void bn_gradcheck(int N, int C, int HW, uint64_t seed)
 
     float *din = t_alloc(n), *dgamma = t_alloc((size_t)C), *dbeta = t_alloc((size_t)C);
     for (size_t i = 0; i < n; i++) din[i] = 3.0f;   /* must be overwritten */
-    batchnorm_forward(c.out, c.xhat, c.mean, c.invstd, c.rm, c.rv, c.x, c.gamma, c.beta, &c.d, 1);
-    batchnorm_backward(din, dgamma, dbeta, c.r, c.xhat, c.invstd, c.gamma, &c.d);
+    ct_batchnorm_forward(c.out, c.xhat, c.mean, c.invstd, c.rm, c.rv, c.x, c.gamma, c.beta, &c.d, 1);
+    ct_batchnorm_backward(din, dgamma, dbeta, c.r, c.xhat, c.invstd, c.gamma, &c.d);
     t_gradcheck("din", bn_objective, &c, c.x, din, n, BN_GC_H, BN_GC_TOL, 300, 0);
     t_gradcheck("dgamma", bn_objective, &c, c.gamma, dgamma, (size_t)C, BN_GC_H, BN_GC_TOL, 0, 0);
     t_gradcheck("dbeta", bn_objective, &c, c.beta, dbeta, (size_t)C, BN_GC_H, BN_GC_TOL, 0, 0);
@@ -87,17 +87,17 @@ static void bn_parity(const char *file, const char *label)
     float *dx = t_alloc(n), *dgamma = t_alloc(C), *dbeta = t_alloc(C);
     for (size_t i = 0; i < n; i++) dx[i] = 7.0f;   /* must be overwritten */
 
-    batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, gamma, beta, &d, 1);
+    ct_batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, gamma, beta, &d, 1);
     t_close("train out", out, out_ref, n, BN_PAR_TOL);
     t_close("running_mean after the step", rm, rm_ref, C, BN_PAR_TOL);
     t_close("running_var after the step", rv, rv_ref, C, BN_PAR_TOL);
-    batchnorm_backward(dx, dgamma, dbeta, dout, xhat, invstd, gamma, &d);
+    ct_batchnorm_backward(dx, dgamma, dbeta, dout, xhat, invstd, gamma, &d);
     t_close("dx", dx, dx_ref, n, BN_PAR_TOL);
     t_close("dgamma", dgamma, dgamma_ref, C, BN_PAR_TOL);
     t_close("dbeta", dbeta, dbeta_ref, C, BN_PAR_TOL);
 
     /* eval: the updated running statistics normalise, and stay as they are */
-    batchnorm_forward(out, xhat, mean, invstd, rm, rv, x_eval, gamma, beta, &d, 0);
+    ct_batchnorm_forward(out, xhat, mean, invstd, rm, rv, x_eval, gamma, beta, &d, 0);
     t_close("eval out", out, out_eval_ref, n, BN_PAR_TOL);
     t_close("running_mean unchanged by eval", rm, rm_ref, C, BN_PAR_TOL);
     t_close("running_var unchanged by eval", rv, rv_ref, C, BN_PAR_TOL);
@@ -120,10 +120,10 @@ static void bn_conventions(void)
     float dg1[2] = { 0, 0 }, db1[2] = { 0, 0 }, dg2[2] = { 0, 0 }, db2[2] = { 0, 0 };
     t_fill_uniform(x, n, -1, 1, &r);
     t_fill_uniform(dout, n, -1, 1, &r);
-    batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, gamma, beta, &d, 1);
-    batchnorm_backward(din1, dg1, db1, dout, xhat, invstd, gamma, &d);
-    batchnorm_backward(din2, dg2, db2, dout, xhat, invstd, gamma, &d);
-    batchnorm_backward(din2, dg2, db2, dout, xhat, invstd, gamma, &d);
+    ct_batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, gamma, beta, &d, 1);
+    ct_batchnorm_backward(din1, dg1, db1, dout, xhat, invstd, gamma, &d);
+    ct_batchnorm_backward(din2, dg2, db2, dout, xhat, invstd, gamma, &d);
+    ct_batchnorm_backward(din2, dg2, db2, dout, xhat, invstd, gamma, &d);
     for (int c = 0; c < 2; c++) { dg1[c] *= 2; db1[c] *= 2; }
     t_close("din after two calls", din2, din1, n, 0.0);
     t_close("dgamma after two calls = 2 x one call", dg2, dg1, 2, 1e-6);
@@ -137,7 +137,7 @@ static void bn_params(void)
     ct_params_init(&ps);
     ct_params_init(&bufs);
     batchnorm_ids ids;
-    t_check(batchnorm_params_add(&ids, &ps, &bufs, "bn_1", 6) == CT_OK, "add: %s", ct_last_error());
+    t_check(ct_batchnorm_params_add(&ids, &ps, &bufs, "bn_1", 6) == CT_OK, "add: %s", ct_last_error());
     t_check(ps.n == 2 && bufs.n == 2, "%d trainable, %d buffers; want 2 and 2", ps.n, bufs.n);
     if (ps.n == 2 && bufs.n == 2 && ids.gamma >= 0 && ids.beta >= 0 && ids.running_mean >= 0 && ids.running_var >= 0) {
         const ct_param *g = &ps.p[ids.gamma], *b = &ps.p[ids.beta];
@@ -176,8 +176,8 @@ static void bn_workers(void)
         float *dg = rv + 5, *db = dg + 5;
         for (int c = 0; c < 5; c++) rv[c] = 1.0f;
         ct_threads_set(threads);
-        batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, g, b, &d, 1);
-        batchnorm_backward(din, dg, db, dout, xhat, invstd, g, &d);
+        ct_batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, g, b, &d, 1);
+        ct_batchnorm_backward(din, dg, db, dout, xhat, invstd, g, &d);
         ct_threads_set(1);
         if (!ref) ref = o;
         else { t_check(memcmp(o, ref, per * sizeof *o) == 0, "results differ from one worker's"); free(o); }

@@ -957,12 +957,12 @@ static void case_export(void)
     snprintf(args, sizeof args, "export --format keras %s %s", ck, sk);
     rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "export keras: exit %d: %s", rc, out1);
-    siamese_lstm_config mc = siamese_lstm_defaults();
+    siamese_lstm_config mc = ct_siamese_lstm_defaults();
     mc.n_mels = 6; mc.frames = 10; mc.hidden = 8; mc.layers = 2; mc.embed = 4;
     siamese_lstm m, m1, m2;
     memset(&m, 0, sizeof m); memset(&m1, 0, sizeof m1); memset(&m2, 0, sizeof m2);
-    int ok = siamese_lstm_build(&m, &mc) == CT_OK && siamese_lstm_build(&m1, &mc) == CT_OK && siamese_lstm_build(&m2, &mc) == CT_OK
-             && ct_weights_load(ck, "siamese-lstm", &m.params, NULL) == CT_OK && siamese_lstm_plan_embed(&m, 5, 10) == CT_OK;
+    int ok = ct_siamese_lstm_build(&m, &mc) == CT_OK && ct_siamese_lstm_build(&m1, &mc) == CT_OK && ct_siamese_lstm_build(&m2, &mc) == CT_OK
+             && ct_weights_load(ck, "siamese-lstm", &m.params, NULL) == CT_OK && ct_siamese_lstm_plan_embed(&m, 5, 10) == CT_OK;
     t_check(ok, "building the model: %s", ct_last_error());
     if (ok) {
         float x[5 * 10 * 6], emb[5 * 4];
@@ -970,7 +970,7 @@ static void case_export(void)
         ct_rng r;
         ct_rng_seed(&r, 3, 3);
         t_fill_uniform(x, sizeof x / sizeof x[0], -2, 2, &r);
-        siamese_lstm_embed(&m, emb, x, len, 5, 10);
+        ct_siamese_lstm_embed(&m, emb, x, len, 5, 10);
         size_t dx[3] = { 5, 10, 6 }, de[2] = { 5, 4 };
         run_torch_check("siamese-lstm", st, io, x, 3, dx, emb, 2, de);
         keep("siamese-lstm", st, sk, io);
@@ -1010,7 +1010,7 @@ static void case_export(void)
         rc = run(args, out1, sizeof out1);
         t_check(rc == 1 && strstr(out1, "Conv2D"), "importing an LSTM file as small-cnn must fail (exit %d): %s", rc, out1);
     }
-    siamese_lstm_free(&m); siamese_lstm_free(&m1); siamese_lstm_free(&m2);
+    ct_siamese_lstm_free(&m); ct_siamese_lstm_free(&m1); ct_siamese_lstm_free(&m2);
 
     t_case("checkpoint/export --format torch: a torch Conv2d/BatchNorm2d/Linear computes ctrain's small-cnn logits");
     snprintf(args, sizeof args, "%s --epochs 2 --threads 1 --checkpoint %s", CNN, ck);
@@ -1022,12 +1022,12 @@ static void case_export(void)
     snprintf(args, sizeof args, "export --format keras %s %s", ck, sk);
     rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "export keras: exit %d: %s", rc, out1);
-    small_cnn_config cc = small_cnn_defaults();
+    small_cnn_config cc = ct_small_cnn_defaults();
     cc.height = cc.width = 8; cc.filters = 4;
     static seq_cnn c, c1, c2;   /* large: the layer tables */
     memset(&c, 0, sizeof c); memset(&c1, 0, sizeof c1); memset(&c2, 0, sizeof c2);
-    ok = small_cnn_build(&c, &cc) == CT_OK && small_cnn_build(&c1, &cc) == CT_OK && small_cnn_build(&c2, &cc) == CT_OK
-         && ct_weights_load(ck, "small-cnn", &c.params, &c.buffers) == CT_OK && seq_cnn_plan(&c, 6) == CT_OK;
+    ok = ct_small_cnn_build(&c, &cc) == CT_OK && ct_small_cnn_build(&c1, &cc) == CT_OK && ct_small_cnn_build(&c2, &cc) == CT_OK
+         && ct_weights_load(ck, "small-cnn", &c.params, &c.buffers) == CT_OK && ct_seq_cnn_plan(&c, 6) == CT_OK;
     t_check(ok, "building the model: %s", ct_last_error());
     if (ok) {
         float x[6 * 64];
@@ -1036,7 +1036,7 @@ static void case_export(void)
         ct_rng_seed(&r, 5, 3);
         ct_rng_seed(&d, 5, 2);
         t_fill_uniform(x, sizeof x / sizeof x[0], -1, 1, &r);
-        seq_cnn_forward(&c, x, labels, 6, 0, &d, &correct);
+        ct_seq_cnn_forward(&c, x, labels, 6, 0, &d, &correct);
         size_t dx[4] = { 6, 1, 8, 8 }, dl[2] = { 6, 4 };
         run_torch_check("small-cnn", st, io, x, 4, dx, c.logits, 2, dl);
         keep("small-cnn", st, sk, io);
@@ -1051,7 +1051,7 @@ static void case_export(void)
         t_check(rc == 0 && ct_weights_load(w2, "small-cnn", &c2.params, &c2.buffers) == CT_OK
                 && params_equal(&c.params, &c2.params) && params_equal(&c.buffers, &c2.buffers), "keras round trip (exit %d): %s", rc, out1);
     }
-    seq_cnn_free(&c); seq_cnn_free(&c1); seq_cnn_free(&c2);
+    ct_seq_cnn_free(&c); ct_seq_cnn_free(&c1); ct_seq_cnn_free(&c2);
 }
 
 static void remove_tree(const char *dir)

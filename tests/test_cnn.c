@@ -49,11 +49,11 @@ static void parity(const char *file, const char *spec, int N, int C, int H, int 
     t_check((int)t_golden_attr(f, "N") == N && (int)t_golden_attr(f, "classes") == classes, "golden sizes differ");
     float lr = (float)t_golden_attr(f, "lr");
     seq_cnn m;
-    if (!t_check(seq_cnn_build(&m, spec, C, H, W, classes) == CT_OK && seq_cnn_plan(&m, N) == CT_OK,
+    if (!t_check(ct_seq_cnn_build(&m, spec, C, H, W, classes) == CT_OK && ct_seq_cnn_plan(&m, N) == CT_OK,
                  "build: %s", ct_last_error())) { ct_h5_close(f); return; }
     ct_rng r;
     ct_rng_seed(&r, 1, 1);
-    seq_cnn_init_weights(&m, &r);             /* buffers: running mean 0, var 1; parameters overwritten below */
+    ct_seq_cnn_init_weights(&m, &r);             /* buffers: running mean 0, var 1; parameters overwritten below */
     char name[160];
     for (int i = 0; i < m.params.n; i++) {
         snprintf(name, sizeof name, "init/%s", m.params.p[i].name);
@@ -64,7 +64,7 @@ static void parity(const char *file, const char *spec, int N, int C, int H, int 
     for (int i = 0; i < m.n; i++) {
         if (m.layer[i].kind != SEQ_DROPOUT) continue;
         snprintf(name, sizeof name, "mask/L%d", i);
-        size_t n = (size_t)N * seq_layer_out_size(&m.layer[i]);
+        size_t n = (size_t)N * ct_seq_layer_out_size(&m.layer[i]);
         float *v = t_golden(f, name, n);
         memcpy(m.layer[i].mask, v, n * sizeof *v);
         free(v);
@@ -75,10 +75,10 @@ static void parity(const char *file, const char *spec, int N, int C, int H, int 
     int *labels = t_golden_i32(f, "labels", (size_t)N);
 
     ct_params_zero_grad(&m.params);
-    float loss = seq_cnn_forward(&m, x, labels, N, 1, NULL, NULL);
+    float loss = ct_seq_cnn_forward(&m, x, labels, N, 1, NULL, NULL);
     t_close("loss", &loss, loss_ref, 1, CNN_PAR_TOL);
     t_close("logits", m.logits, logits_ref, (size_t)N * classes, CNN_PAR_TOL);
-    seq_cnn_backward(&m, x, labels, N);
+    ct_seq_cnn_backward(&m, x, labels, N);
     /* Gradients: each tensor's error is held to CNN_PAR_TOL of the NETWORK's largest
      * gradient. A tensor whose gradient is small by cancellation (a conv bias under
      * a batchnorm: ~5e-4 against 0.26 elsewhere) keeps only rounding noise of the
@@ -119,7 +119,7 @@ static void parity(const char *file, const char *spec, int N, int C, int H, int 
     }
     free(x); free(logits_ref); free(loss_ref); free(labels);
     ct_h5_close(f);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
 }
 
 /* ---- finite differences over every parameter ---- */
@@ -128,18 +128,18 @@ typedef struct { seq_cnn *m; const float *x; const int *labels; int N; } loss_ct
 static double loss_of(void *p)
 {
     loss_ctx *c = p;
-    return seq_cnn_forward(c->m, c->x, c->labels, c->N, 1, NULL, NULL);
+    return ct_seq_cnn_forward(c->m, c->x, c->labels, c->N, 1, NULL, NULL);
 }
 
 static void gradcheck(const char *spec, int N, int C, int H, int W, int classes, uint64_t seed)
 {
     t_case("cnn/gradcheck every parameter, %s (N=%d, %dx%dx%d)", spec, N, C, H, W);
     seq_cnn m;
-    if (!t_check(seq_cnn_build(&m, spec, C, H, W, classes) == CT_OK && seq_cnn_plan(&m, N) == CT_OK,
+    if (!t_check(ct_seq_cnn_build(&m, spec, C, H, W, classes) == CT_OK && ct_seq_cnn_plan(&m, N) == CT_OK,
                  "build: %s", ct_last_error())) return;
     ct_rng r;
     ct_rng_seed(&r, seed, 1);
-    seq_cnn_init_weights(&m, &r);
+    ct_seq_cnn_init_weights(&m, &r);
     /* batchnorm gamma/beta away from their 1/0 init, so every path is exercised */
     for (int i = 0; i < m.params.n; i++)
         if (strstr(m.params.p[i].name, "batchnorm"))
@@ -149,11 +149,11 @@ static void gradcheck(const char *spec, int N, int C, int H, int W, int classes,
     t_fill_uniform(x, nx, 0, 1, &r);
     int *labels = calloc((size_t)N, sizeof *labels);
     for (int i = 0; i < N; i++) labels[i] = (int)ct_rng_below(&r, (uint32_t)classes);
-    seq_cnn_forward(&m, x, labels, N, 1, &r, NULL);   /* draws the dropout masks once ... */
+    ct_seq_cnn_forward(&m, x, labels, N, 1, &r, NULL);   /* draws the dropout masks once ... */
     m.given_masks = 1;                                 /* ... and keeps them for every evaluation below */
     ct_params_zero_grad(&m.params);
-    seq_cnn_forward(&m, x, labels, N, 1, NULL, NULL);
-    seq_cnn_backward(&m, x, labels, N);
+    ct_seq_cnn_forward(&m, x, labels, N, 1, NULL, NULL);
+    ct_seq_cnn_backward(&m, x, labels, N);
     float *g = t_alloc(m.params.numel);
     memcpy(g, m.params.grad, m.params.numel * sizeof *g);
     /* numeric gradient of the whole parameter vector, compared in one t_close
@@ -175,33 +175,33 @@ static void gradcheck(const char *spec, int N, int C, int H, int W, int classes,
     }
     t_close_d("d loss / d every parameter", ana, num, k, CNN_GC_TOL);
     free(num); free(ana); free(g); free(x); free(labels);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
 }
 
 static void modes(void)
 {
     t_case("cnn/eval mode is deterministic and drops nothing; batches smaller than planned");
     seq_cnn m;
-    if (!t_check(seq_cnn_build(&m, SPEC_MAIN, 2, 10, 9, 5) == CT_OK && seq_cnn_plan(&m, 6) == CT_OK, "build: %s", ct_last_error()))
+    if (!t_check(ct_seq_cnn_build(&m, SPEC_MAIN, 2, 10, 9, 5) == CT_OK && ct_seq_cnn_plan(&m, 6) == CT_OK, "build: %s", ct_last_error()))
         return;
     ct_rng r;
     ct_rng_seed(&r, 9, 1);
-    seq_cnn_init_weights(&m, &r);
+    ct_seq_cnn_init_weights(&m, &r);
     float *x = t_alloc(6 * 180), *l1 = t_alloc(30), *l2 = t_alloc(30), *l3 = t_alloc(30);
     t_fill_uniform(x, 6 * 180, 0, 1, &r);
     int labels[6] = { 0, 1, 2, 3, 4, 0 };
-    seq_cnn_forward(&m, x, labels, 6, 1, &r, NULL);                       /* updates running stats */
-    seq_cnn_forward(&m, x, labels, 6, 0, NULL, NULL); memcpy(l1, m.logits, 30 * sizeof *l1);
-    seq_cnn_forward(&m, x, labels, 6, 0, NULL, NULL); memcpy(l2, m.logits, 30 * sizeof *l2);
+    ct_seq_cnn_forward(&m, x, labels, 6, 1, &r, NULL);                       /* updates running stats */
+    ct_seq_cnn_forward(&m, x, labels, 6, 0, NULL, NULL); memcpy(l1, m.logits, 30 * sizeof *l1);
+    ct_seq_cnn_forward(&m, x, labels, 6, 0, NULL, NULL); memcpy(l2, m.logits, 30 * sizeof *l2);
     t_close("two eval forwards", l2, l1, 30, 0.0);
-    seq_cnn_forward(&m, x, labels, 2, 0, NULL, NULL); memcpy(l3, m.logits, 10 * sizeof *l3);
+    ct_seq_cnn_forward(&m, x, labels, 2, 0, NULL, NULL); memcpy(l3, m.logits, 10 * sizeof *l3);
     t_close("eval on the first 2 samples = the first 2 rows of batch 6", l3, l1, 10, 1e-6);
-    seq_cnn_forward(&m, x, labels, 6, 1, &r, NULL);
+    ct_seq_cnn_forward(&m, x, labels, 6, 1, &r, NULL);
     float d = 0;
     for (int i = 0; i < 30; i++) d = fmaxf(d, fabsf(m.logits[i] - l1[i]));
     t_check(d > 1e-3f, "a training forward (dropout, batch statistics) should differ from eval; max diff %g", d);
     free(x); free(l1); free(l2); free(l3);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
 }
 
 /* ---- a short real training run ---- */
@@ -222,11 +222,11 @@ static void train_fashion(void)
     ct_images tr, te;
     if (!t_check(ct_idx_load_dir(&tr, &te, CT_FASHION_MNIST_DIR) == CT_OK, "load: %s", ct_last_error())) return;
     seq_cnn m;
-    if (!t_check(seq_cnn_build(&m, SEQ_CNN_DEFAULT_SPEC, 1, 28, 28, 10) == CT_OK && seq_cnn_plan(&m, B) == CT_OK,
+    if (!t_check(ct_seq_cnn_build(&m, SEQ_CNN_DEFAULT_SPEC, 1, 28, 28, 10) == CT_OK && ct_seq_cnn_plan(&m, B) == CT_OK,
                  "build: %s", ct_last_error())) { ct_images_free(&tr); ct_images_free(&te); return; }
     ct_rngs rngs;
     ct_rngs_seed(&rngs, 1);
-    seq_cnn_init_weights(&m, &rngs.init);
+    ct_seq_cnn_init_weights(&m, &rngs.init);
     ct_optim_config cfg = ct_optim_defaults(OPT_ADAM);
     ct_optim o;
     t_check(ct_optim_init(&o, &cfg, m.params.numel) == CT_OK, "optim: %s", ct_last_error());
@@ -245,8 +245,8 @@ static void train_fashion(void)
                 lab[k] = tr.labels[order[s + k]];
             }
             ct_params_zero_grad(&m.params);
-            float loss = seq_cnn_forward(&m, xb, lab, n, 1, &rngs.dropout, NULL);
-            seq_cnn_backward(&m, xb, lab, n);
+            float loss = ct_seq_cnn_forward(&m, xb, lab, n, 1, &rngs.dropout, NULL);
+            ct_seq_cnn_backward(&m, xb, lab, n);
             ct_optim_step(&o, m.params.data, m.params.grad, cfg.lr);
             sum += (double)loss * n;
             seen += n;
@@ -257,7 +257,7 @@ static void train_fashion(void)
     int right = 0;
     for (int s = 0; s < n_test; s += B) {
         int n = n_test - s < B ? n_test - s : B, correct = 0;
-        seq_cnn_forward(&m, te.x + (size_t)s * 784, te.labels + s, n, 0, NULL, &correct);
+        ct_seq_cnn_forward(&m, te.x + (size_t)s * 784, te.labels + s, n, 0, NULL, &correct);
         right += correct;
     }
     double acc = (double)right / n_test;
@@ -266,7 +266,7 @@ static void train_fashion(void)
     t_check(acc > threshold, "test accuracy %.4f <= %.2f", acc, threshold);
     ct_optim_free(&o);
     free(order); free(lab); free(xb);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
     ct_images_free(&tr); ct_images_free(&te);
 }
 

@@ -3,7 +3,7 @@
  * 2, non-square and 1x1 kernels, plus shapes drawn from a fixed seed), PyTorch
  * parity (tests/golden/conv2d_*.h5 from gen_conv.py), the gradient conventions
  * (din overwritten, dw/db accumulated), parameter registration, and the errors of
- * conv2d_dims_make. Both lowerings are checked: im2col and, for 3x3 stride-1
+ * ct_conv2d_dims_make. Both lowerings are checked: im2col and, for 3x3 stride-1
  * kernels, Winograd F(2x2, 3x3) (forced on small shapes, and compared with im2col
  * on many shapes), each with one worker and with two (core/threads.h).
  */
@@ -29,13 +29,13 @@
 /* Winograd vs im2col: the same sums, transformed; observed <= 1e-6 normalised. */
 #define CONV_ALGO_TOL 1e-5
 
-/* -1: the lowering conv2d_dims_make picks; 0: im2col; 1: Winograd (where it applies) */
+/* -1: the lowering ct_conv2d_dims_make picks; 0: im2col; 1: Winograd (where it applies) */
 static int conv_algo = -1;
 
 static ct_status conv_dims(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
-    ct_status st = conv2d_dims_make(d, N, C, H, W, OC, KH, KW, stride, pad);
-    if (st == CT_OK && conv_algo >= 0) d->winograd = conv_algo && conv2d_winograd_ok(d);
+    ct_status st = ct_conv2d_dims_make(d, N, C, H, W, OC, KH, KW, stride, pad);
+    if (st == CT_OK && conv_algo >= 0) d->winograd = conv_algo && ct_conv2d_winograd_ok(d);
     return st;
 }
 
@@ -54,7 +54,7 @@ static size_t conv_n_w(const conv2d_dims *d)   { return (size_t)d->OC * d->C * d
 static double conv_objective(void *p)
 {
     conv_ctx *c = p;
-    conv2d_forward(c->out, c->ws, c->x, c->w, c->b, &c->d);
+    ct_conv2d_forward(c->out, c->ws, c->x, c->w, c->b, &c->d);
     return t_dot(c->out, c->r, conv_n_out(&c->d));
 }
 
@@ -73,7 +73,7 @@ static void conv_gradcheck(int N, int C, int H, int W, int OC, int KH, int KW, i
     ct_rng r;
     ct_rng_seed(&r, seed, 7);
     c.x = t_alloc(nin); c.w = t_alloc(nw); c.b = bias ? t_alloc((size_t)OC) : NULL;
-    c.out = t_alloc(nout); c.ws = t_alloc(conv2d_workspace_floats(d)); c.r = t_alloc(nout);
+    c.out = t_alloc(nout); c.ws = t_alloc(ct_conv2d_workspace_floats(d)); c.r = t_alloc(nout);
     t_fill_uniform(c.x, nin, -1, 1, &r);
     t_fill_uniform(c.w, nw, -0.5f, 0.5f, &r);
     if (bias) t_fill_uniform(c.b, (size_t)OC, -0.5f, 0.5f, &r);
@@ -81,8 +81,8 @@ static void conv_gradcheck(int N, int C, int H, int W, int OC, int KH, int KW, i
 
     /* analytic: dout = r (the gradient of the objective with respect to out) */
     float *din = t_alloc(nin), *dw = t_alloc(nw), *db = t_alloc((size_t)OC);
-    conv2d_forward(c.out, c.ws, c.x, c.w, c.b, d);
-    conv2d_backward(din, dw, bias ? db : NULL, c.ws, c.r, c.x, c.w, d);
+    ct_conv2d_forward(c.out, c.ws, c.x, c.w, c.b, d);
+    ct_conv2d_backward(din, dw, bias ? db : NULL, c.ws, c.r, c.x, c.w, d);
 
     int maxc = 300;
     t_gradcheck("din", conv_objective, &c, c.x, din, nin, CONV_GC_H, CONV_GC_TOL, maxc, 0);
@@ -110,12 +110,12 @@ static void conv_parity(const char *file)
     float *x = t_golden(f, "x", nin), *w = t_golden(f, "w", nw), *dout = t_golden(f, "dout", nout);
     float *out_ref = t_golden(f, "out", nout), *dx_ref = t_golden(f, "dx", nin), *dw_ref = t_golden(f, "dw", nw);
     float *b = bias ? t_golden(f, "b", (size_t)d.OC) : NULL, *db_ref = bias ? t_golden(f, "db", (size_t)d.OC) : NULL;
-    float *out = t_alloc(nout), *ws = t_alloc(conv2d_workspace_floats(&d));
+    float *out = t_alloc(nout), *ws = t_alloc(ct_conv2d_workspace_floats(&d));
     float *dx = t_alloc(nin), *dw = t_alloc(nw), *db = t_alloc((size_t)d.OC);
     for (size_t i = 0; i < nin; i++) dx[i] = 7.0f;    /* din must be overwritten */
-    conv2d_forward(out, ws, x, w, b, &d);
+    ct_conv2d_forward(out, ws, x, w, b, &d);
     t_close("out", out, out_ref, nout, CONV_PAR_TOL);
-    conv2d_backward(dx, dw, bias ? db : NULL, ws, dout, x, w, &d);
+    ct_conv2d_backward(dx, dw, bias ? db : NULL, ws, dout, x, w, &d);
     t_close("dx", dx, dx_ref, nin, CONV_PAR_TOL);
     t_close("dw", dw, dw_ref, nw, CONV_PAR_TOL);
     if (bias) t_close("db", db, db_ref, (size_t)d.OC, CONV_PAR_TOL);
@@ -135,15 +135,15 @@ static void conv_conventions(int KH, int KW, int stride, int pad)
     size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d);
     ct_rng r;
     ct_rng_seed(&r, 42, 1);
-    float *x = t_alloc(nin), *w = t_alloc(nw), *dout = t_alloc(nout), *ws = t_alloc(conv2d_workspace_floats(&d));
+    float *x = t_alloc(nin), *w = t_alloc(nw), *dout = t_alloc(nout), *ws = t_alloc(ct_conv2d_workspace_floats(&d));
     t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
     float *din1 = t_alloc(nin), *dw1 = t_alloc(nw), *db1 = t_alloc((size_t)d.OC);
     float *din2 = t_alloc(nin), *dw2 = t_alloc(nw), *db2 = t_alloc((size_t)d.OC);
     float *dw3 = t_alloc(nw), *db3 = t_alloc((size_t)d.OC);
-    conv2d_backward(din1, dw1, db1, ws, dout, x, w, &d);
-    conv2d_backward(din2, dw2, db2, ws, dout, x, w, &d);
-    conv2d_backward(din2, dw2, db2, ws, dout, x, w, &d);
-    conv2d_backward(NULL, dw3, db3, ws, dout, x, w, &d);
+    ct_conv2d_backward(din1, dw1, db1, ws, dout, x, w, &d);
+    ct_conv2d_backward(din2, dw2, db2, ws, dout, x, w, &d);
+    ct_conv2d_backward(din2, dw2, db2, ws, dout, x, w, &d);
+    ct_conv2d_backward(NULL, dw3, db3, ws, dout, x, w, &d);
     for (size_t i = 0; i < nw; i++) dw1[i] *= 2.0f;
     for (int i = 0; i < d.OC; i++) db1[i] *= 2.0f;
     t_close("din after two calls", din2, din1, nin, 0.0);
@@ -166,12 +166,12 @@ static conv_result conv_run(const conv2d_dims *d, uint64_t seed)
     ct_rng r;
     ct_rng_seed(&r, seed, 5);
     float *x = t_alloc(nin), *w = t_alloc(nw), *b = t_alloc((size_t)d->OC), *dout = t_alloc(nout);
-    float *ws = t_alloc(conv2d_workspace_floats(d));   /* exact size: the sanitizer build catches overruns */
+    float *ws = t_alloc(ct_conv2d_workspace_floats(d));   /* exact size: the sanitizer build catches overruns */
     t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r);
     t_fill_uniform(b, (size_t)d->OC, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
     conv_result res = { t_alloc(nout), t_alloc(nin), t_alloc(nw), t_alloc((size_t)d->OC) };
-    conv2d_forward(res.out, ws, x, w, b, d);
-    conv2d_backward(res.din, res.dw, res.db, ws, dout, x, w, d);
+    ct_conv2d_forward(res.out, ws, x, w, b, d);
+    ct_conv2d_backward(res.din, res.dw, res.db, ws, dout, x, w, d);
     free(x); free(w); free(b); free(dout); free(ws);
     return res;
 }
@@ -183,12 +183,12 @@ static void conv_algos_agree(int N, int C, int H, int W, int OC, int pad, uint64
 {
     t_case("conv2d/winograd and 2 workers agree with im2col N=%d C=%d %dx%d OC=%d p%d", N, C, H, W, OC, pad);
     conv2d_dims ref, v[3];
-    if (!t_check(conv2d_dims_make(&ref, N, C, H, W, OC, 3, 3, 1, pad) == CT_OK, "dims: %s", ct_last_error())) return;
+    if (!t_check(ct_conv2d_dims_make(&ref, N, C, H, W, OC, 3, 3, 1, pad) == CT_OK, "dims: %s", ct_last_error())) return;
     ref.winograd = 0;
     const char *names[3] = { "winograd, 1 worker", "winograd, 2 workers", "im2col, 2 workers" };
     for (int k = 0; k < 3; k++) {
         ct_threads_set(k == 0 ? 1 : 2);   /* the workers come from the thread count when the dims are made */
-        conv2d_dims_make(&v[k], N, C, H, W, OC, 3, 3, 1, pad);
+        ct_conv2d_dims_make(&v[k], N, C, H, W, OC, 3, 3, 1, pad);
         v[k].winograd = k < 2;
     }
     ct_threads_set(1);
@@ -211,12 +211,12 @@ static void conv_params(void)
 {
     t_case("conv2d/params_add names, shapes, init");
     conv2d_dims d;
-    t_check(conv2d_dims_make(&d, 2, 3, 8, 8, 5, 3, 2, 1, 1) == CT_OK, "dims: %s", ct_last_error());
+    t_check(ct_conv2d_dims_make(&d, 2, 3, 8, 8, 5, 3, 2, 1, 1) == CT_OK, "dims: %s", ct_last_error());
     ct_params ps;
     ct_params_init(&ps);
     conv2d_ids a, b;
-    t_check(conv2d_params_add(&a, &ps, "conv_1", &d, 1) == CT_OK, "add conv_1: %s", ct_last_error());
-    t_check(conv2d_params_add(&b, &ps, "conv_2", &d, 0) == CT_OK, "add conv_2: %s", ct_last_error());
+    t_check(ct_conv2d_params_add(&a, &ps, "conv_1", &d, 1) == CT_OK, "add conv_1: %s", ct_last_error());
+    t_check(ct_conv2d_params_add(&b, &ps, "conv_2", &d, 0) == CT_OK, "add conv_2: %s", ct_last_error());
     t_check(ps.n == 3, "3 parameters registered, got %d", ps.n);
     t_check(b.b == -1, "no bias: ids->b = %d, want -1", b.b);
     if (ps.n == 3 && a.w >= 0 && a.b >= 0 && b.w >= 0) {
@@ -231,7 +231,7 @@ static void conv_params(void)
         t_check(bb->init.kind == CT_INIT_ZEROS, "b init kind %d, want zeros", (int)bb->init.kind);
     }
     conv2d_ids c;
-    t_check(conv2d_params_add(&c, &ps, "conv_1", &d, 1) != CT_OK, "registering conv_1 twice must fail");
+    t_check(ct_conv2d_params_add(&c, &ps, "conv_1", &d, 1) != CT_OK, "registering conv_1 twice must fail");
     ct_params_free(&ps);
 }
 
@@ -240,7 +240,7 @@ static void conv_dims_error(const char *what, int N, int C, int H, int W, int OC
 {
     t_case("conv2d/dims_make rejects %s", what);
     conv2d_dims d;
-    ct_status s = conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, stride, pad);
+    ct_status s = ct_conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, stride, pad);
     t_check(s == CT_EINVAL, "status %d, want CT_EINVAL", (int)s);
     t_check(strstr(ct_last_error(), "conv2d") != NULL && strstr(ct_last_error(), must_mention) != NULL,
             "message \"%s\" should name the layer and mention \"%s\"", ct_last_error(), must_mention);
@@ -268,7 +268,7 @@ void suite_conv2d(void)
             H = 1 + (int)ct_rng_below(&r, 9); W = 1 + (int)ct_rng_below(&r, 9);
             OC = 1 + (int)ct_rng_below(&r, 4); KH = 1 + (int)ct_rng_below(&r, 4); KW = 1 + (int)ct_rng_below(&r, 4);
             s = 1 + (int)ct_rng_below(&r, 3); p = (int)ct_rng_below(&r, 3); bias = (int)ct_rng_below(&r, 2);
-        } while (conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, s, p) != CT_OK);
+        } while (ct_conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, s, p) != CT_OK);
         conv_gradcheck(N, C, H, W, OC, KH, KW, s, p, bias, 100 + (uint64_t)k);
     }
 

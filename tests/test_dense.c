@@ -8,7 +8,7 @@
 #include "layers/dense.h"
 
 /* Objective for the gradient check: f = sum_{b,o} out[b,o] * wout[b,o], so that
- * df/dout = wout is the upstream gradient fed to dense_backward. */
+ * df/dout = wout is the upstream gradient fed to ct_dense_backward. */
 typedef struct {
     int B, in_dim, out_dim;
     float *x;     /* [B, in_dim] */
@@ -21,7 +21,7 @@ typedef struct {
 static double dense_objective(void *p)
 {
     dense_ctx *c = p;
-    dense_forward(c->out, c->x, c->w, c->b, c->B, c->in_dim, c->out_dim);
+    ct_dense_forward(c->out, c->x, c->w, c->b, c->B, c->in_dim, c->out_dim);
     return t_dot(c->out, c->wout, (size_t)c->B * c->out_dim);
 }
 
@@ -38,7 +38,7 @@ static void gradcheck_shape(int B, int in_dim, int out_dim, int bias, ct_rng *r)
 
     float *dx = t_alloc(nx), *dw = t_alloc(nw), *db = t_alloc(out_dim);
     for (size_t i = 0; i < nx; i++) dx[i] = 1e9f;   /* din must be overwritten */
-    dense_backward(dx, dw, bias ? db : NULL, c.wout, c.x, c.w, B, in_dim, out_dim);
+    ct_dense_backward(dx, dw, bias ? db : NULL, c.wout, c.x, c.w, B, in_dim, out_dim);
 
     /* f is linear in each coordinate, so central differences are exact up to
      * float rounding of the forward pass: tolerance 2e-4 (seen: <= 1.4e-5). */
@@ -60,9 +60,9 @@ static void test_accumulate(void)
     float dw2[O * I] = { 0 }, db2[O] = { 0 };
     t_fill_uniform(x, B * I, -1, 1, &r); t_fill_uniform(w, O * I, -1, 1, &r); t_fill_uniform(dout, B * O, -1, 1, &r);
     memset(dw1, 0, sizeof dw1); memset(db1, 0, sizeof db1);
-    dense_backward(dx1, dw1, db1, dout, x, w, B, I, O);
-    dense_backward(dx2, dw2, db2, dout, x, w, B, I, O);
-    dense_backward(dx2, dw2, db2, dout, x, w, B, I, O);
+    ct_dense_backward(dx1, dw1, db1, dout, x, w, B, I, O);
+    ct_dense_backward(dx2, dw2, db2, dout, x, w, B, I, O);
+    ct_dense_backward(dx2, dw2, db2, dout, x, w, B, I, O);
     for (int i = 0; i < O * I; i++) dw1[i] *= 2;
     for (int i = 0; i < O; i++) db1[i] *= 2;
     t_close("din after two calls", dx2, dx1, B * I, 0);     /* bitwise: same computation */
@@ -75,8 +75,8 @@ static void test_params_add(void)
     t_case("dense/params_add names, shapes, init, no-bias, duplicate");
     ct_params ps; ct_params_init(&ps);
     dense_ids a, b;
-    t_check(dense_params_add(&a, &ps, "fc1", 5, 3, 1) == CT_OK, "fc1: %s", ct_last_error());
-    t_check(dense_params_add(&b, &ps, "fc2", 3, 1, 0) == CT_OK, "fc2: %s", ct_last_error());
+    t_check(ct_dense_params_add(&a, &ps, "fc1", 5, 3, 1) == CT_OK, "fc1: %s", ct_last_error());
+    t_check(ct_dense_params_add(&b, &ps, "fc2", 3, 1, 0) == CT_OK, "fc2: %s", ct_last_error());
     t_check(b.b == -1, "no bias: ids.b = %d, want -1", b.b);
     t_check(a.w >= 0 && a.b >= 0 && b.w >= 0, "handles %d %d %d", a.w, a.b, b.w);
     if (a.w >= 0 && a.b >= 0) {
@@ -90,7 +90,7 @@ static void test_params_add(void)
     }
     t_check(ct_params_count(&ps) == 5 * 3 + 3 + 3, "count %zu", ct_params_count(&ps));
     dense_ids c;
-    t_check(dense_params_add(&c, &ps, "fc1", 5, 3, 1) != CT_OK, "a duplicate name must fail");
+    t_check(ct_dense_params_add(&c, &ps, "fc1", 5, 3, 1) != CT_OK, "a duplicate name must fail");
     t_check(strstr(ct_last_error(), "fc1/w") != NULL, "message names the parameter: %s", ct_last_error());
     ct_params_free(&ps);
 }
@@ -106,8 +106,8 @@ static void test_parity(void)
     float *ref_dx = t_golden(f, "dx", (size_t)B * I), *ref_dw = t_golden(f, "dw", (size_t)O * I);
     float *ref_db = t_golden(f, "db", O);
     float *out = t_alloc((size_t)B * O), *dx = t_alloc((size_t)B * I), *dw = t_alloc((size_t)O * I), *db = t_alloc(O);
-    dense_forward(out, x, w, b, B, I, O);
-    dense_backward(dx, dw, db, dout, x, w, B, I, O);
+    ct_dense_forward(out, x, w, b, B, I, O);
+    ct_dense_backward(dx, dw, db, dout, x, w, B, I, O);
     /* same float32 math, only the summation order may differ: 1e-5 */
     t_close("out", out, ref_out, (size_t)B * O, 1e-5);
     t_close("dx", dx, ref_dx, (size_t)B * I, 1e-5);

@@ -1,5 +1,5 @@
 /* test_dropout.c - inverted dropout: gradient check of out = in * mask, parity
- * with PyTorch for a given keep-mask, and the statistics of dropout_forward's
+ * with PyTorch for a given keep-mask, and the statistics of ct_dropout_forward's
  * masks (kept fraction, scale, eval identity, determinism per stream state). */
 #include <math.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@ typedef struct { size_t n; float *x, *mask, *out, *wout; } drop_ctx;
 static double drop_objective(void *p)
 {
     drop_ctx *c = p;
-    dropout_apply(c->out, c->mask, c->x, c->n);
+    ct_dropout_apply(c->out, c->mask, c->x, c->n);
     return t_dot(c->out, c->wout, c->n);
 }
 
@@ -24,9 +24,9 @@ static void gradcheck_dropout(size_t n, float p, ct_rng *r)
     t_fill_uniform(c.x, n, -1, 1, r);
     t_fill_uniform(c.wout, n, -1, 1, r);
     ct_rng dr; ct_rng_seed(&dr, 5, CT_STREAM_DROPOUT);
-    dropout_forward(c.out, c.mask, c.x, n, p, 1, &dr);   /* draws the mask */
+    ct_dropout_forward(c.out, c.mask, c.x, n, p, 1, &dr);   /* draws the mask */
     float *dx = t_alloc(n);
-    dropout_backward(dx, c.wout, c.mask, n);
+    ct_dropout_backward(dx, c.wout, c.mask, n);
     /* linear in x: exact up to float rounding, tolerance 2e-4 */
     t_gradcheck("din", drop_objective, &c, c.x, dx, n, 1e-2f, 2e-4, 0, 0);
     free(c.x); free(c.mask); free(c.out); free(c.wout); free(dx);
@@ -42,7 +42,7 @@ static void test_statistics(void)
 
     t_case("dropout/forward keeps 1-p, scales by 1/(1-p)");
     ct_rng dr; ct_rng_seed(&dr, 42, CT_STREAM_DROPOUT);
-    dropout_forward(out, mask, x, N, p, 1, &dr);
+    ct_dropout_forward(out, mask, x, N, p, 1, &dr);
     size_t kept = 0, bad = 0;
     for (size_t i = 0; i < N; i++) {
         if (mask[i] != 0.0f) {
@@ -60,27 +60,27 @@ static void test_statistics(void)
         ct_rng er; ct_rng_seed(&er, 42, CT_STREAM_DROPOUT);
         ct_rng before = er;
         for (size_t i = 0; i < N; i++) mask2[i] = -7.0f;
-        if (mode == 0) dropout_forward(out, mask2, x, N, p, 0, &er);
-        else           dropout_forward(out, mask2, x, N, 0.0f, 1, &er);
+        if (mode == 0) ct_dropout_forward(out, mask2, x, N, p, 0, &er);
+        else           ct_dropout_forward(out, mask2, x, N, 0.0f, 1, &er);
         t_close(mode == 0 ? "eval out" : "p=0 out", out, x, N, 0);
         t_check(er.state == before.state && er.inc == before.inc, "mode %d drew random numbers", mode);
         t_check(mask2[0] == -7.0f && mask2[N - 1] == -7.0f, "mode %d touched the mask", mode);
     }
     memcpy(out, x, N * sizeof *out);
-    dropout_forward(out, mask2, out, N, p, 0, &dr);   /* in place, eval */
+    ct_dropout_forward(out, mask2, out, N, p, 0, &dr);   /* in place, eval */
     t_close("eval in place", out, x, N, 0);
 
     t_case("dropout/same seed same mask, different stream state different mask");
     ct_rng a; ct_rng_seed(&a, 42, CT_STREAM_DROPOUT);
-    dropout_forward(out, mask2, x, N, p, 1, &a);
+    ct_dropout_forward(out, mask2, x, N, p, 1, &a);
     t_check(memcmp(mask, mask2, N * sizeof *mask) == 0, "the same seed and stream gave a different mask");
     /* `a` has advanced: its next mask must differ; so must another seed's */
-    dropout_forward(out, mask2, x, N, p, 1, &a);
+    ct_dropout_forward(out, mask2, x, N, p, 1, &a);
     size_t same = 0;
     for (size_t i = 0; i < N; i++) same += mask[i] == mask2[i];
     t_check(same < N - N / 10, "advanced stream state: %zu of %d mask entries equal", same, N);
     ct_rng b; ct_rng_seed(&b, 43, CT_STREAM_DROPOUT);
-    dropout_forward(out, mask2, x, N, p, 1, &b);
+    ct_dropout_forward(out, mask2, x, N, p, 1, &b);
     same = 0;
     for (size_t i = 0; i < N; i++) same += mask[i] == mask2[i];
     /* independent masks agree on p^2 + (1-p)^2 = 58% of entries */
@@ -88,10 +88,10 @@ static void test_statistics(void)
     /* in place in training mode equals out-of-place */
     ct_rng c1; ct_rng_seed(&c1, 9, CT_STREAM_DROPOUT);
     ct_rng c2 = c1;
-    dropout_forward(out, mask, x, N, p, 1, &c1);
+    ct_dropout_forward(out, mask, x, N, p, 1, &c1);
     memcpy(mask2, x, N * sizeof *mask2);           /* reuse mask2 as the in-place buffer */
     float *m3 = t_alloc(N);
-    dropout_forward(mask2, m3, mask2, N, p, 1, &c2);
+    ct_dropout_forward(mask2, m3, mask2, N, p, 1, &c2);
     t_close("train in place", mask2, out, N, 0);
     free(m3);
     free(x); free(out); free(mask); free(mask2);
@@ -108,8 +108,8 @@ static void test_parity(void)
     float *ref_out = t_golden(f, "out", n), *ref_dx = t_golden(f, "dx", n);
     float *mask = t_alloc(n), *out = t_alloc(n), *dx = t_alloc(n);
     for (size_t i = 0; i < n; i++) mask[i] = keep[i] * (1.0f / (1.0f - p));   /* dropout.h's scaled mask */
-    dropout_apply(out, mask, x, n);
-    dropout_backward(dx, dout, mask, n);
+    ct_dropout_apply(out, mask, x, n);
+    ct_dropout_backward(dx, dout, mask, n);
     /* torch computes x * keep / (1-p), we x * (keep * (1/(1-p))): one rounding apart, 1e-6 */
     t_close("out", out, ref_out, n, 1e-6);
     t_close("dx", dx, ref_dx, n, 1e-6);

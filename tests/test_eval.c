@@ -57,7 +57,7 @@ static int all_pairs(ct_trial *t, int spk)
 
 static siamese_lstm_config model_config(void)
 {
-    siamese_lstm_config mc = siamese_lstm_defaults();
+    siamese_lstm_config mc = ct_siamese_lstm_defaults();
     mc.n_mels = 8; mc.frames = 20; mc.hidden = 12; mc.layers = 2; mc.embed = 6;
     return mc;
 }
@@ -87,13 +87,13 @@ void suite_eval(void)
     snprintf(bad_tpath, sizeof bad_tpath, "%s/bad_trials.txt", dir);
 
     /* random-init weights, saved and loaded back into a second model */
-    t_check(siamese_lstm_build(&m0, &mc) == CT_OK, "build: %s", ct_last_error());
-    siamese_lstm_init_weights(&m0, &r);
+    t_check(ct_siamese_lstm_build(&m0, &mc) == CT_OK, "build: %s", ct_last_error());
+    ct_siamese_lstm_init_weights(&m0, &r);
     t_check(ct_weights_save(wpath, "siamese-lstm", &m0.params, NULL) == CT_OK, "save: %s", ct_last_error());
-    siamese_lstm_free(&m0);
-    t_check(siamese_lstm_build(&m, &mc) == CT_OK, "build: %s", ct_last_error());
+    ct_siamese_lstm_free(&m0);
+    t_check(ct_siamese_lstm_build(&m, &mc) == CT_OK, "build: %s", ct_last_error());
     t_check(ct_weights_load(wpath, "siamese-lstm", &m.params, NULL) == CT_OK, "load: %s", ct_last_error());
-    speaker_model sm = speaker_model_lstm(&m);   /* what ct_verify_trials evaluates */
+    speaker_model sm = ct_speaker_model_lstm(&m);   /* what ct_verify_trials evaluates */
     /* the file names its model: loading it as another model is refused and changes nothing */
     float w0 = m.params.data[0];
     t_check(ct_weights_load(wpath, "cnn", &m.params, NULL) == CT_EFORMAT
@@ -154,9 +154,9 @@ void suite_eval(void)
         /* the padding is garbage, not zeros: the lengths alone must keep it out */
         for (int k = Ts * I; k < T * I; k++) x3[(size_t)T * I + k] = 3.0f + 0.01f * (float)(k % 7);
         int len1[1] = { Ts }, len3[3] = { l0, Ts, l2 };
-        t_check(siamese_lstm_plan_embed(&m, 3, T) == CT_OK, "plan: %s", ct_last_error());
-        siamese_lstm_embed(&m, e1, x1, len1, 1, Ts);
-        siamese_lstm_embed(&m, e3, x3, len3, 3, T);
+        t_check(ct_siamese_lstm_plan_embed(&m, 3, T) == CT_OK, "plan: %s", ct_last_error());
+        ct_siamese_lstm_embed(&m, e1, x1, len1, 1, Ts);
+        ct_siamese_lstm_embed(&m, e3, x3, len3, 3, T);
         t_close("embedding alone vs padded in a batch", e3 + D, e1, (size_t)D, 1e-6);
         free(x1); free(x3); free(e1); free(e3);
     }
@@ -173,11 +173,11 @@ void suite_eval(void)
         siamese_lstm_config mc9 = mc;
         mc9.n_mels = 9;
         siamese_lstm m9;
-        t_check(siamese_lstm_build(&m9, &mc9) == CT_OK, "build: %s", ct_last_error());
-        speaker_model sm9 = speaker_model_lstm(&m9);
+        t_check(ct_siamese_lstm_build(&m9, &mc9) == CT_OK, "build: %s", ct_last_error());
+        speaker_model sm9 = ct_speaker_model_lstm(&m9);
         st = ct_verify_trials(&sm9, &c, t, n, 4, 3000, &eer, NULL, NULL);
         t_check(st == CT_EINVAL && strstr(ct_last_error(), "--mels"), "n_mels mismatch: %s %s", ct_status_name(st), ct_last_error());
-        siamese_lstm_free(&m9);
+        ct_siamese_lstm_free(&m9);
     }
 
     t_case("eval/cli: ctrain eval siamese-lstm on a feature store");
@@ -255,6 +255,6 @@ void suite_eval(void)
     unlink(wpath); unlink(fpath); unlink(tpath); unlink(bad_tpath);
     rmdir(dir);
     free(s1); free(s7); free(t);
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
     ct_corpus_free(&c);
 }

@@ -10,7 +10,7 @@ typedef struct { size_t n; float *x, *out, *wout; } flat_ctx;
 static double flat_objective(void *p)
 {
     flat_ctx *c = p;
-    flatten_forward(c->out, c->x, c->n);
+    ct_flatten_forward(c->out, c->x, c->n);
     return t_dot(c->out, c->wout, c->n);
 }
 
@@ -26,7 +26,7 @@ static void test_shape(int N, int C, int H, int W, ct_rng *r)
             for (int ih = 0; ih < H; ih++)
                 for (int iw = 0; iw < W; iw++)
                     c.x[(((size_t)in * C + ic) * H + ih) * W + iw] = (float)(((in * 16 + ic) * 16 + ih) * 16 + iw);
-    flatten_forward(c.out, c.x, n);
+    ct_flatten_forward(c.out, c.x, n);
     size_t bad = 0, chw = (size_t)C * H * W;
     for (int in = 0; in < N; in++)
         for (int ic = 0; ic < C; ic++)
@@ -36,14 +36,14 @@ static void test_shape(int N, int C, int H, int W, ct_rng *r)
     t_check(bad == 0, "%zu elements out of place", bad);
     t_fill_uniform(c.x, n, -1, 1, r);
     t_fill_uniform(c.wout, n, -1, 1, r);
-    flatten_backward(dx, c.wout, n);
+    ct_flatten_backward(dx, c.wout, n);
     /* identity: exact up to float rounding, tolerance 2e-4 */
     t_gradcheck("din", flat_objective, &c, c.x, dx, n, 1e-2f, 2e-4, 0, 0);
     /* in place */
     float *y = t_alloc(n);
-    flatten_forward(y, c.x, n);
-    flatten_forward(c.x, c.x, n);
-    flatten_backward(c.wout, c.wout, n);
+    ct_flatten_forward(y, c.x, n);
+    ct_flatten_forward(c.x, c.x, n);
+    ct_flatten_backward(c.wout, c.wout, n);
     t_close("in-place forward", c.x, y, n, 0);
     t_close("in-place backward", c.wout, dx, n, 0);
     free(c.x); free(c.out); free(c.wout); free(dx); free(y);
@@ -58,8 +58,8 @@ static void test_parity(void)
     float *x = t_golden(f, "x", n), *dout = t_golden(f, "dout", n);
     float *ref_out = t_golden(f, "out", n), *ref_dx = t_golden(f, "dx", n);
     float *out = t_alloc(n), *dx = t_alloc(n);
-    flatten_forward(out, x, n);
-    flatten_backward(dx, dout, n);
+    ct_flatten_forward(out, x, n);
+    ct_flatten_backward(dx, dout, n);
     /* a copy: exact */
     t_close("out", out, ref_out, n, 0);
     t_close("dx", dx, ref_dx, n, 0);

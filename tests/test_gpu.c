@@ -131,7 +131,7 @@ static void test_dropout_counter_rng(void)
 static void build_lstm_params(ct_params *ps, lstm_ids *ids, int I, int H, int L)
 {
     ct_params_init(ps);
-    CT_ASSERT(lstm_params_add(ids, ps, "lstm_1", I, H, L) == CT_OK);
+    CT_ASSERT(ct_lstm_params_add(ids, ps, "lstm_1", I, H, L) == CT_OK);
     int shape[2] = { 5, H };
     CT_ASSERT(ct_params_add(ps, "dense_1/w", 2, shape, ct_init_uniform(1.0f)) >= 0);
     CT_ASSERT(ct_params_alloc(ps) == CT_OK);
@@ -145,11 +145,11 @@ static void test_weight_map_direct(void)
     lstm_ids ids;
     build_lstm_params(&ps, &ids, I, H, L);
     lstm_wspace_loc loc[LSTM_MAX_LAYERS * 8];
-    size_t wsf = lstm_wspace_loc_packed(loc, I, H, L);
+    size_t wsf = ct_lstm_wspace_loc_packed(loc, I, H, L);
     t_check(wsf == (size_t)L * 8 * H + (size_t)4 * H * I + (size_t)4 * H * H + (size_t)(L - 1) * 8 * H * H,
             "packed size %zu", wsf);
     lstm_wspace_map map;
-    t_check(lstm_wspace_map_make(&map, loc, wsf, &ps, &ids, I, H, L) == CT_OK, "map: %s", ct_last_error());
+    t_check(ct_lstm_wspace_map_make(&map, loc, wsf, &ps, &ids, I, H, L) == CT_OK, "map: %s", ct_last_error());
     t_check(map.direct == 1, "H %% 4 == 0 must map directly (%s)", map.why);
     t_check(map.base == ps.p[ids.w_ih[0]].offset, "base %zu, want w_ih_l0's offset %zu", map.base, ps.p[ids.w_ih[0]].offset);
     /* every gate's view: base + cuDNN's offset is ctrain's row block */
@@ -175,13 +175,13 @@ static void test_weight_map_fallback(void)
     build_lstm_params(&ps, &ids, I, H, L);
     for (size_t i = 0; i < ps.numel; i++) ps.data[i] = (float)i;   /* padding too: it must not be copied */
     lstm_wspace_loc loc[LSTM_MAX_LAYERS * 8];
-    size_t wsf = lstm_wspace_loc_packed(loc, I, H, L);
+    size_t wsf = ct_lstm_wspace_loc_packed(loc, I, H, L);
     lstm_wspace_map map;
-    t_check(lstm_wspace_map_make(&map, loc, wsf, &ps, &ids, I, H, L) == CT_OK, "map: %s", ct_last_error());
+    t_check(ct_lstm_wspace_map_make(&map, loc, wsf, &ps, &ids, I, H, L) == CT_OK, "map: %s", ct_last_error());
     t_check(map.direct == 0 && map.why[0], "padding must force the fallback");
     t_check(map.nseg >= 1 && map.nseg <= 4 * L, "%d segments: at most one per parameter view (%d)", map.nseg, 4 * L);
     float *ws = t_alloc(wsf), *want = t_alloc(wsf);
-    lstm_wspace_pack(ws, ps.data, &map);
+    ct_lstm_wspace_pack(ws, ps.data, &map);
     for (int l = 0; l < L; l++)   /* cuDNN order: 8 matrices then 8 biases, from the named views */
         for (int k = 0; k < 8; k++) {
             const lstm_wspace_loc *c = &loc[l * 8 + k];
@@ -194,7 +194,7 @@ static void test_weight_map_fallback(void)
     float *grad = t_alloc(ps.numel), *gwant = t_alloc(ps.numel);
     for (size_t i = 0; i < ps.numel; i++) grad[i] = gwant[i] = 0.5f;
     for (size_t i = 0; i < wsf; i++) ws[i] = (float)(i + 1);
-    lstm_wspace_unpack_add(grad, ws, &map);
+    ct_lstm_wspace_unpack_add(grad, ws, &map);
     for (int s = 0; s < map.nseg; s++)
         for (size_t j = 0; j < map.seg[s].n; j++) gwant[map.seg[s].flat + j] += (float)(map.seg[s].wspace + j + 1);
     t_close("unpacked gradients (accumulated)", grad, gwant, ps.numel, 0.0);
@@ -213,7 +213,7 @@ static void test_weight_map_other_layouts(void)
     lstm_ids ids;
     build_lstm_params(&ps, &ids, I, H, L);
     lstm_wspace_loc loc[8];
-    size_t wsf = lstm_wspace_loc_packed(loc, I, H, L);
+    size_t wsf = ct_lstm_wspace_loc_packed(loc, I, H, L);
     lstm_wspace_map map;
     /* biases first, then matrices: a valid layout, but not ctrain's -> fallback */
     lstm_wspace_loc re[8];
@@ -222,24 +222,24 @@ static void test_weight_map_other_layouts(void)
         re[k].b_off = (long long)k * H;
         re[k].m_off = loc[k].m_off + 8LL * H;
     }
-    t_check(lstm_wspace_map_make(&map, re, wsf, &ps, &ids, I, H, L) == CT_OK && !map.direct, "biases-first must fall back");
+    t_check(ct_lstm_wspace_map_make(&map, re, wsf, &ps, &ids, I, H, L) == CT_OK && !map.direct, "biases-first must fall back");
     t_check(strstr(map.why, "layer 0") != NULL, "reason names the first difference: %s", map.why);
     /* a gap between matrices (aligned regions) -> fallback */
     lstm_wspace_loc gap[8];
     long long off = 0;
     for (int k = 0; k < 8; k++) { gap[k] = loc[k]; gap[k].m_off = off; off += loc[k].m_n + 32; }
     for (int k = 0; k < 8; k++) { gap[k].b_off = off; off += H; }
-    t_check(lstm_wspace_map_make(&map, gap, (size_t)off, &ps, &ids, I, H, L) == CT_OK && !map.direct, "gaps must fall back");
+    t_check(ct_lstm_wspace_map_make(&map, gap, (size_t)off, &ps, &ids, I, H, L) == CT_OK && !map.direct, "gaps must fall back");
     /* wrong sizes, overlaps, outside the space: not an LSTM -> CT_EFORMAT */
     lstm_wspace_loc bad[8];
     memcpy(bad, loc, sizeof bad);
     bad[3].m_n = H * I + 1;
-    t_check(lstm_wspace_map_make(&map, bad, wsf, &ps, &ids, I, H, L) == CT_EFORMAT, "wrong matrix size must be CT_EFORMAT");
+    t_check(ct_lstm_wspace_map_make(&map, bad, wsf, &ps, &ids, I, H, L) == CT_EFORMAT, "wrong matrix size must be CT_EFORMAT");
     memcpy(bad, loc, sizeof bad);
     bad[2].b_off = bad[1].b_off;
-    t_check(lstm_wspace_map_make(&map, bad, wsf, &ps, &ids, I, H, L) == CT_EFORMAT && strstr(ct_last_error(), "overlap"),
+    t_check(ct_lstm_wspace_map_make(&map, bad, wsf, &ps, &ids, I, H, L) == CT_EFORMAT && strstr(ct_last_error(), "overlap"),
             "overlap must be CT_EFORMAT: %s", ct_last_error());
-    t_check(lstm_wspace_map_make(&map, loc, wsf - 1, &ps, &ids, I, H, L) == CT_EFORMAT, "a region past the end must be CT_EFORMAT");
+    t_check(ct_lstm_wspace_map_make(&map, loc, wsf - 1, &ps, &ids, I, H, L) == CT_EFORMAT, "a region past the end must be CT_EFORMAT");
     ct_params_free(&ps);
 }
 
@@ -247,18 +247,18 @@ static void test_args(void)
 {
     t_case("gpu/argument_checks");
     lstm_dims d = { .B = 4, .T = 10, .I = 3, .H = 8, .L = 1, .ret = LSTM_RETURN_LAST, .recur = LSTM_SIGMOID };
-    t_check(lstm_gpu_dims_check(&d) == CT_OK, "valid dims refused: %s", ct_last_error());
+    t_check(ct_lstm_gpu_dims_check(&d) == CT_OK, "valid dims refused: %s", ct_last_error());
     d.recur = LSTM_HARD_SIGMOID;
-    t_check(lstm_gpu_dims_check(&d) == CT_EINVAL && strstr(ct_last_error(), "hard_sigmoid") && strstr(ct_last_error(), "--device cpu"),
+    t_check(ct_lstm_gpu_dims_check(&d) == CT_EINVAL && strstr(ct_last_error(), "hard_sigmoid") && strstr(ct_last_error(), "--device cpu"),
             "hard_sigmoid: %s", ct_last_error());
     d.recur = LSTM_SIGMOID;
     d.L = 0;
-    t_check(lstm_gpu_dims_check(&d) == CT_EINVAL, "0 layers accepted");
+    t_check(ct_lstm_gpu_dims_check(&d) == CT_EINVAL, "0 layers accepted");
     d.L = LSTM_MAX_LAYERS + 1;
-    t_check(lstm_gpu_dims_check(&d) == CT_EINVAL, "too many layers accepted");
+    t_check(ct_lstm_gpu_dims_check(&d) == CT_EINVAL, "too many layers accepted");
     d.L = 1;
     d.B = 0;
-    t_check(lstm_gpu_dims_check(&d) == CT_EINVAL && strstr(ct_last_error(), "batch 0"), "batch 0: %s", ct_last_error());
+    t_check(ct_lstm_gpu_dims_check(&d) == CT_EINVAL && strstr(ct_last_error(), "batch 0"), "batch 0: %s", ct_last_error());
 }
 
 /* ---- GPU cases: the harness ---- */
@@ -500,7 +500,7 @@ static void case_clip(const ct_ops *ops, ct_rng *r, t_outs *o)
 static void case_pool(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
     maxpool2d_dims d;
-    CT_ASSERT(maxpool2d_dims_make(&d, 2, 3, 9, 7, 3, 2) == CT_OK);   /* overlapping windows */
+    CT_ASSERT(ct_maxpool2d_dims_make(&d, 2, 3, 9, 7, 3, 2) == CT_OK);   /* overlapping windows */
     size_t nin = (size_t)d.N * d.C * d.H * d.W, nout = (size_t)d.N * d.C * d.OH * d.OW;
     float *x = rnd(nin, -1, 1, r), *dout = rnd(nout, -1, 1, r);
     float *gx = dput(ops, x, nin), *gdout = dput(ops, dout, nout), *gout = dnan(ops, nout), *gdin = dnan(ops, nin);
@@ -609,7 +609,7 @@ static void case_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
     ct_params ps;
     lstm_ids ids;
     ct_params_init(&ps);
-    CT_ASSERT(lstm_params_add(&ids, &ps, "lstm", c->I, c->H, c->L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
+    CT_ASSERT(ct_lstm_params_add(&ids, &ps, "lstm", c->I, c->H, c->L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
     ct_params_initialize(&ps, r);
     size_t nx = (size_t)d.B * d.T * d.I, nout = d.ret == LSTM_RETURN_SEQUENCE ? (size_t)d.B * d.T * d.H : (size_t)d.B * d.H;
     float *x = rnd(nx, -1, 1, r), *dout = rnd(nout, -1, 1, r);
@@ -688,12 +688,12 @@ static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
     const siamese_lstm_config cfg = slstm_cfg;
     const int B = 4;
     siamese_lstm m;
-    CT_ASSERT(siamese_lstm_build(&m, &cfg) == CT_OK);
-    siamese_lstm_init_weights(&m, r);
-    ct_status st = siamese_lstm_set_device(&m, ops);
-    if (st == CT_OK) st = siamese_lstm_plan(&m, B + 2);   /* planned larger than the batch */
+    CT_ASSERT(ct_siamese_lstm_build(&m, &cfg) == CT_OK);
+    ct_siamese_lstm_init_weights(&m, r);
+    ct_status st = ct_siamese_lstm_set_device(&m, ops);
+    if (st == CT_OK) st = ct_siamese_lstm_plan(&m, B + 2);   /* planned larger than the batch */
     t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
-    if (st != CT_OK) { siamese_lstm_free(&m); return; }
+    if (st != CT_OK) { ct_siamese_lstm_free(&m); return; }
     ct_train_state ts = ct_train_state_of(&m.dev, NULL);
     ct_optim_config oc = ct_optim_defaults(OPT_SGD);
     oc.lr = 0.1f; oc.momentum = 0.9f;
@@ -713,9 +713,9 @@ static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
         const int *dlen = (const int *)(dev + len_off);
         int correct = 0;
         ct_train_state_zero_grad(&ts);
-        losses[s] = siamese_lstm_forward(&m, dev, dlen, len[s], dev + y_off, B, &correct);
+        losses[s] = ct_siamese_lstm_forward(&m, dev, dlen, len[s], dev + y_off, B, &correct);
         corrects[s] = (float)correct;
-        siamese_lstm_backward(&m, dev, dlen, len[s], dev + y_off, B);
+        ct_siamese_lstm_backward(&m, dev, dlen, len[s], dev + y_off, B);
         if (s == 0) keep(o, "gradients, step 1", ops, m.dev.grad, m.params.numel, 1e-4);
         ct_train_state_step(&ts, oc.lr);
     }
@@ -727,12 +727,12 @@ static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
     /* whole utterances of different lengths, host in and out (evaluation) */
     const int S = 3, T = 17, lens[3] = { 17, 4, 11 };
     float *xe = rnd((size_t)S * T * cfg.n_mels, -1, 1, r), *emb = t_alloc((size_t)S * cfg.embed);
-    CT_ASSERT(siamese_lstm_plan_embed(&m, S, T + 3) == CT_OK);
-    siamese_lstm_embed(&m, emb, xe, lens, S, T);
+    CT_ASSERT(ct_siamese_lstm_plan_embed(&m, S, T + 3) == CT_OK);
+    ct_siamese_lstm_embed(&m, emb, xe, lens, S, T);
     keep_host(o, "embeddings", emb, (size_t)S * cfg.embed, 1e-4);
     ct_train_state_end(&ts);
     ops->ring_free(ring);
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
     free(block); free(xe); free(emb);
 }
 
@@ -741,12 +741,12 @@ static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
     const int B = 3;
     static siamese_cnn m;
-    CT_ASSERT(siamese_cnn_build(&m, &scnn_cfg) == CT_OK);
-    siamese_cnn_init_weights(&m, r);
-    ct_status st = siamese_cnn_set_device(&m, ops);
-    if (st == CT_OK) st = siamese_cnn_plan(&m, B + 1);
+    CT_ASSERT(ct_siamese_cnn_build(&m, &scnn_cfg) == CT_OK);
+    ct_siamese_cnn_init_weights(&m, r);
+    ct_status st = ct_siamese_cnn_set_device(&m, ops);
+    if (st == CT_OK) st = ct_siamese_cnn_plan(&m, B + 1);
     t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
-    if (st != CT_OK) { siamese_cnn_free(&m); return; }
+    if (st != CT_OK) { ct_siamese_cnn_free(&m); return; }
     ct_train_state ts = ct_train_state_of(&m.enc.dev, &m.enc.dev_buffers);
     ct_optim_config oc = ct_optim_defaults(OPT_SGD);
     oc.lr = 0.05f; oc.momentum = 0.9f;
@@ -757,8 +757,8 @@ static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
         t_fill_uniform(x, nx, -1, 1, r);
         float *gx = dput(ops, x, nx), *gy = dput(ops, y, B);
         ct_train_state_zero_grad(&ts);
-        losses[s] = siamese_cnn_forward(&m, gx, gy, B, 1, NULL, NULL);
-        siamese_cnn_backward(&m, gx, gy, B);
+        losses[s] = ct_siamese_cnn_forward(&m, gx, gy, B, 1, NULL, NULL);
+        ct_siamese_cnn_backward(&m, gx, gy, B);
         if (s == 0) keep(o, "gradients, step 1", ops, m.enc.dev.grad, m.enc.params.numel, 1e-4);
         ct_train_state_step(&ts, oc.lr);
         dfree(ops, gx); dfree(ops, gy);
@@ -769,11 +769,11 @@ static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
     keep_host(o, "batchnorm running statistics", m.enc.buffers.data, m.enc.buffers.numel, 1e-5);
     const int S = 5;   /* more windows than the training plan holds: the plan grows */
     float *xe = rnd((size_t)S * scnn_cfg.frames * scnn_cfg.n_mels, -1, 1, r), *emb = t_alloc((size_t)S * m.cfg.embed);
-    CT_ASSERT(siamese_cnn_plan_embed(&m, 2 * (B + 1) + 1) == CT_OK);
-    siamese_cnn_embed(&m, emb, xe, S);
+    CT_ASSERT(ct_siamese_cnn_plan_embed(&m, 2 * (B + 1) + 1) == CT_OK);
+    ct_siamese_cnn_embed(&m, emb, xe, S);
     keep_host(o, "embeddings (running statistics)", emb, (size_t)S * m.cfg.embed, 1e-4);
     ct_train_state_end(&ts);
-    siamese_cnn_free(&m);
+    ct_siamese_cnn_free(&m);
     free(x); free(xe); free(emb);
 }
 
@@ -782,13 +782,13 @@ static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
     const int N = 6, C = 5;
     static seq_cnn m;
-    CT_ASSERT(seq_cnn_build(&m, "conv4k3,relu,conv6k3p1,batchnorm,relu,maxpool2,dropout0.25,flatten,dense12,tanh,dropout0.5,dense5",
+    CT_ASSERT(ct_seq_cnn_build(&m, "conv4k3,relu,conv6k3p1,batchnorm,relu,maxpool2,dropout0.25,flatten,dense12,tanh,dropout0.5,dense5",
                             2, 10, 9, C) == CT_OK);
-    seq_cnn_init_weights(&m, r);
-    ct_status st = seq_cnn_set_device(&m, ops);
-    if (st == CT_OK) st = seq_cnn_plan(&m, N + 2);
+    ct_seq_cnn_init_weights(&m, r);
+    ct_status st = ct_seq_cnn_set_device(&m, ops);
+    if (st == CT_OK) st = ct_seq_cnn_plan(&m, N + 2);
     t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
-    if (st != CT_OK) { seq_cnn_free(&m); return; }
+    if (st != CT_OK) { ct_seq_cnn_free(&m); return; }
     m.given_masks = 1;
     ct_train_state ts = ct_train_state_of(&m.dev, &m.dev_buffers);
     ct_optim_config oc = ct_optim_defaults(OPT_ADAM);
@@ -802,7 +802,7 @@ static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
         for (int i = 0; i < m.n; i++) {   /* this step's masks, the same on both devices */
             seq_layer *l = &m.layer[i];
             if (l->kind != SEQ_DROPOUT) continue;
-            size_t nm = (size_t)N * seq_layer_out_size(l);
+            size_t nm = (size_t)N * ct_seq_layer_out_size(l);
             float *mask = t_alloc(nm);
             for (size_t j = 0; j < nm; j++) mask[j] = ct_rng_uniform(r) < l->p ? 0.0f : 1.0f / (1.0f - l->p);
             CT_ASSERT(ops->upload(l->mask, mask, nm * sizeof(float)) == CT_OK);
@@ -811,10 +811,10 @@ static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
         float *gx = dput(ops, x, (size_t)N * px);
         int *gl = dputi(ops, labels, N), correct = 0;
         ct_train_state_zero_grad(&ts);
-        losses[s] = seq_cnn_forward(&m, gx, gl, N, 1, NULL, &correct);
+        losses[s] = ct_seq_cnn_forward(&m, gx, gl, N, 1, NULL, &correct);
         corrects[s] = (float)correct;
         if (s == 0) keep(o, "logits, step 1", ops, m.logits, (size_t)N * C, 1e-5);
-        seq_cnn_backward(&m, gx, gl, N);
+        ct_seq_cnn_backward(&m, gx, gl, N);
         if (s == 0) keep(o, "gradients, step 1", ops, m.dev.grad, m.params.numel, 1e-4);
         ct_train_state_step(&ts, 1e-3f);
         dfree(ops, gx); dfree(ops, gl);
@@ -825,7 +825,7 @@ static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
     keep_host(o, "parameters after two Adam steps", m.params.data, m.params.numel, 1e-4);
     keep_host(o, "batchnorm running statistics", m.buffers.data, m.buffers.numel, 1e-5);
     ct_train_state_end(&ts);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
     free(x);
 }
 
@@ -860,16 +860,16 @@ static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
 static void gpu_refusals(const ct_ops *gpu)
 {
     t_case("gpu/refusals");
-    siamese_lstm_config cfg = siamese_lstm_defaults();
+    siamese_lstm_config cfg = ct_siamese_lstm_defaults();
     cfg.n_mels = 4; cfg.frames = 5; cfg.hidden = 8; cfg.embed = 3;
     cfg.recurrent = LSTM_HARD_SIGMOID;
     siamese_lstm m;
-    CT_ASSERT(siamese_lstm_build(&m, &cfg) == CT_OK);
-    ct_status st = siamese_lstm_set_device(&m, gpu);
-    if (st == CT_OK) st = siamese_lstm_plan(&m, 2);
+    CT_ASSERT(ct_siamese_lstm_build(&m, &cfg) == CT_OK);
+    ct_status st = ct_siamese_lstm_set_device(&m, gpu);
+    if (st == CT_OK) st = ct_siamese_lstm_plan(&m, 2);
     t_check(st == CT_EINVAL && strstr(ct_last_error(), "hard_sigmoid") && strstr(ct_last_error(), "--device cpu"),
             "hard_sigmoid on the GPU: status %d: %s", (int)st, ct_last_error());
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
     void *p = NULL;
     st = gpu->mem.alloc(&p, (size_t)1 << 50, "a test buffer");
     t_check(st == CT_ENOMEM && p == NULL && strstr(ct_last_error(), "a test buffer") && strstr(ct_last_error(), "MiB free"),
@@ -899,10 +899,10 @@ static void gpu_resume_across_devices(void)
         t_check(rc == 0, "epoch 2 on %s: exit %d: %s", order[k][1], rc, out);
         if (rc != 0) break;
         ct_params a, b;
-        siamese_lstm_config cfg = siamese_lstm_defaults();
+        siamese_lstm_config cfg = ct_siamese_lstm_defaults();
         cfg.hidden = 16; cfg.embed = 8; cfg.frames = 20;
         siamese_lstm ma, mb;
-        CT_ASSERT(siamese_lstm_build(&ma, &cfg) == CT_OK && siamese_lstm_build(&mb, &cfg) == CT_OK);
+        CT_ASSERT(ct_siamese_lstm_build(&ma, &cfg) == CT_OK && ct_siamese_lstm_build(&mb, &cfg) == CT_OK);
         snprintf(args, sizeof args, "%s/cpu.h5", dir);
         ct_status s1 = ct_weights_load(args, "siamese-lstm", &ma.params, NULL);
         snprintf(args, sizeof args, "%s/w%d.h5", dir, k);
@@ -914,8 +914,8 @@ static void gpu_resume_across_devices(void)
             snprintf(what, sizeof what, "weights, %s then %s vs the CPU", order[k][0], order[k][1]);
             t_close(what, b.data, a.data, a.numel, 1e-3);
         }
-        siamese_lstm_free(&ma);
-        siamese_lstm_free(&mb);
+        ct_siamese_lstm_free(&ma);
+        ct_siamese_lstm_free(&mb);
     }
     snprintf(args, sizeof args, "rm -rf %s", dir);
     if (system(args) != 0) t_check(0, "could not remove %s", dir);
@@ -924,7 +924,7 @@ static void gpu_resume_across_devices(void)
 /* ---- which cases run ---- */
 
 static const char *const gpu_cases[] = {
-    "dense", "activation", "pair", "loss", "dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
+    "dense", "activation", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
     "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
     "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
     "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "refusals",
@@ -941,11 +941,11 @@ static void set_lstm(int B, int T, int I, int H, int L, int plan_B, int plan_T, 
 static void conv_cases(const ct_ops *gpu, const char *prefix)
 {
     char name[64];
-    CT_ASSERT(conv2d_dims_make(&conv_case_dims, 5, 3, 9, 8, 4, 3, 3, 2, 1) == CT_OK);   /* strided: im2col on the CPU */
+    CT_ASSERT(ct_conv2d_dims_make(&conv_case_dims, 5, 3, 9, 8, 4, 3, 3, 2, 1) == CT_OK);   /* strided: im2col on the CPU */
     snprintf(name, sizeof name, "%sconv2d_im2col", prefix);
     compare(name, case_conv2d, gpu, 11);
     if (*prefix) return;
-    CT_ASSERT(conv2d_dims_make(&conv_case_dims, 4, 8, 12, 11, 16, 3, 3, 1, 1) == CT_OK);  /* Winograd on the CPU */
+    CT_ASSERT(ct_conv2d_dims_make(&conv_case_dims, 4, 8, 12, 11, 16, 3, 3, 1, 1) == CT_OK);  /* Winograd on the CPU */
     CT_ASSERT(conv_case_dims.winograd);
     compare("conv2d_winograd_shape", case_conv2d, gpu, 12);
 }
@@ -959,7 +959,7 @@ static void run_gpu_cases(const ct_ops *gpu)
     compare("activation", case_activation, gpu, 2);
     compare("pair", case_pair, gpu, 3);
     compare("loss", case_loss, gpu, 4);
-    compare("dropout_apply", case_dropout_apply, gpu, 5);
+    compare("ct_dropout_apply", case_dropout_apply, gpu, 5);
     compare("optim", case_optim, gpu, 6);
     compare("clip_grad_norm", case_clip, gpu, 7);
     compare("pool", case_pool, gpu, 8);
@@ -980,12 +980,12 @@ static void run_gpu_cases(const ct_ops *gpu)
     set_lstm(1, 1, 3, 4, 1, 1, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 1);
     compare("lstm_batch1_T1", case_lstm, gpu, 26);
     compare("memory_and_ring", case_memory, gpu, 27);
-    slstm_cfg = siamese_lstm_defaults();
+    slstm_cfg = ct_siamese_lstm_defaults();
     slstm_cfg.n_mels = 8; slstm_cfg.frames = 12; slstm_cfg.hidden = 16; slstm_cfg.embed = 8;
     compare("siamese_lstm_step_last", case_siamese_lstm, gpu, 30);
     slstm_cfg.pool = LSTM_RETURN_MEAN; slstm_cfg.layers = 2;
     compare("siamese_lstm_step_mean", case_siamese_lstm, gpu, 31);
-    scnn_cfg = siamese_cnn_defaults();
+    scnn_cfg = ct_siamese_cnn_defaults();
     scnn_cfg.n_mels = 10; scnn_cfg.frames = 16; scnn_cfg.embed = 0;
     snprintf(scnn_cfg.spec, sizeof scnn_cfg.spec, "conv4k3p1,batchnorm,relu,maxpool2,conv8k3p1,batchnorm,relu,gaph,dense6");
     compare("siamese_cnn_step", case_siamese_cnn, gpu, 32);

@@ -46,13 +46,13 @@ static void rig_init(rig *r, const lstm_dims *d, const int *len, float wscale, c
         memcpy(r->len, len, (size_t)d->B * sizeof *len);
     }
     ct_params_init(&r->ps);
-    ct_status s = lstm_params_add(&r->ids, &r->ps, "lstm", d->I, d->H, d->L);
-    t_check(s == CT_OK, "lstm_params_add: %s", ct_last_error());
+    ct_status s = ct_lstm_params_add(&r->ids, &r->ps, "lstm", d->I, d->H, d->L);
+    t_check(s == CT_OK, "ct_lstm_params_add: %s", ct_last_error());
     t_check(ct_params_alloc(&r->ps) == CT_OK, "ct_params_alloc");
     /* weights: uniform on [-wscale, wscale] (larger than Keras's init, so the
      * gates are far from their linear range and saturate sometimes) */
     t_fill_uniform(r->ps.data, r->ps.numel, -wscale, wscale, rng);
-    lstm_params_view(r->w, r->g, &r->ps, &r->ids);
+    ct_lstm_params_view(r->w, r->g, &r->ps, &r->ids);
     if (wscale <= 0) {
         /* Kink-free design for the hard sigmoid (kinks at z = +-2.5): weights
          * U(-a, a) with a = 2 / (I_l + H), so |x W_ih^T + h W_hh^T| < 2 whatever
@@ -77,8 +77,8 @@ static void rig_init(rig *r, const lstm_dims *d, const int *len, float wscale, c
     r->out = t_alloc(no); r->wout = t_alloc(no);
     t_fill_uniform(r->x, nx, -1.0f, 1.0f, rng);
     t_fill_uniform(r->wout, no, -1.0f, 1.0f, rng);
-    r->cache = t_alloc(lstm_cache_floats(d));
-    r->ws = t_alloc(lstm_workspace_floats(d));
+    r->cache = t_alloc(ct_lstm_cache_floats(d));
+    r->ws = t_alloc(ct_lstm_workspace_floats(d));
 }
 
 static void rig_free(rig *r)
@@ -90,7 +90,7 @@ static void rig_free(rig *r)
 static double rig_objective(void *ctx)
 {
     rig *r = ctx;
-    lstm_forward(r->out, r->cache, r->x, r->len, r->w, &r->d);
+    ct_lstm_forward(r->out, r->cache, r->x, r->len, r->w, &r->d);
     return t_dot(r->out, r->wout, out_floats(&r->d));
 }
 
@@ -99,7 +99,7 @@ static void rig_backward(rig *r)
 {
     ct_params_zero_grad(&r->ps);
     rig_objective(r);
-    lstm_backward(r->dx, r->g, r->ws, r->wout, r->cache, r->x, r->len, r->w, &r->d);
+    ct_lstm_backward(r->dx, r->g, r->ws, r->wout, r->cache, r->x, r->len, r->w, &r->d);
 }
 
 static void len_str(char *buf, size_t n, const int *len, int B)
@@ -212,7 +212,7 @@ static void parity_case(const char *file, double tol)
     ct_params ps;
     ct_params_init(&ps);
     lstm_ids ids;
-    t_check(lstm_params_add(&ids, &ps, "lstm", d.I, d.H, d.L) == CT_OK, "lstm_params_add: %s", ct_last_error());
+    t_check(ct_lstm_params_add(&ids, &ps, "lstm", d.I, d.H, d.L) == CT_OK, "ct_lstm_params_add: %s", ct_last_error());
     t_check(ct_params_alloc(&ps) == CT_OK, "alloc");
     static const char *pn[4] = { "w_ih", "w_hh", "b_ih", "b_hh" };
     for (int l = 0; l < d.L; l++) {
@@ -227,19 +227,19 @@ static void parity_case(const char *file, double tol)
     }
     lstm_weights w[LSTM_MAX_LAYERS];
     lstm_grads g[LSTM_MAX_LAYERS];
-    lstm_params_view(w, g, &ps, &ids);
+    ct_lstm_params_view(w, g, &ps, &ids);
     size_t nx = (size_t)d.B * d.T * d.I, no = out_floats(&d);
     float *x = t_golden(f, "x", nx), *out_ref = t_golden(f, "out", no), *dout = t_golden(f, "dout", no);
     float *dx_ref = t_golden(f, "dx", nx);
     int *len = has_len ? t_golden_i32(f, "len", (size_t)d.B) : NULL;
     float *out = t_alloc(no), *dx = t_alloc(nx);
-    float *cache = t_alloc(lstm_cache_floats(&d)), *ws = t_alloc(lstm_workspace_floats(&d));
+    float *cache = t_alloc(ct_lstm_cache_floats(&d)), *ws = t_alloc(ct_lstm_workspace_floats(&d));
     int len_ok = 1;
     if (len) for (int b = 0; b < d.B; b++) len_ok &= len[b] >= 1 && len[b] <= d.T;
     if (t_check(len_ok, "lengths out of range in %s", file)) {
-        lstm_forward(out, cache, x, len, w, &d);
+        ct_lstm_forward(out, cache, x, len, w, &d);
         t_close("out", out, out_ref, no, tol);
-        lstm_backward(dx, g, ws, dout, cache, x, len, w, &d);
+        ct_lstm_backward(dx, g, ws, dout, cache, x, len, w, &d);
         t_close("dx", dx, dx_ref, nx, tol);
         for (int l = 0; l < d.L; l++) {
             int id[4] = { ids.w_ih[l], ids.w_hh[l], ids.b_ih[l], ids.b_hh[l] };
@@ -277,7 +277,7 @@ static void suite_init(void)
     ct_params ps;
     ct_params_init(&ps);
     lstm_ids ids;
-    t_check(lstm_params_add(&ids, &ps, "enc", I, H, L) == CT_OK, "lstm_params_add: %s", ct_last_error());
+    t_check(ct_lstm_params_add(&ids, &ps, "enc", I, H, L) == CT_OK, "ct_lstm_params_add: %s", ct_last_error());
     t_check(ids.L == L, "ids.L = %d, want %d", ids.L, L);
     t_check(ct_params_find(&ps, "enc/w_ih_l1") >= 0 && ct_params_find(&ps, "enc/b_hh_l0") >= 0, "parameter names");
     t_check(ct_params_alloc(&ps) == CT_OK, "alloc");
@@ -318,7 +318,7 @@ static void suite_init(void)
     int bad[4][3] = { { 4, 4, 0 }, { 4, 4, LSTM_MAX_LAYERS + 1 }, { 4, 0, 1 }, { -1, 4, 1 } };
     for (int k = 0; k < 4; k++) {
         ct_params_init(&ps);
-        ct_status s = lstm_params_add(&ids, &ps, "bad", bad[k][0], bad[k][1], bad[k][2]);
+        ct_status s = ct_lstm_params_add(&ids, &ps, "bad", bad[k][0], bad[k][1], bad[k][2]);
         t_check(s == CT_EINVAL && strlen(ct_last_error()) > 10, "I=%d H=%d L=%d: status %d, message '%s'",
                 bad[k][0], bad[k][1], bad[k][2], (int)s, ct_last_error());
         ct_params_free(&ps);
@@ -341,17 +341,17 @@ static void suite_contract(void)
     float *g1 = t_alloc(np), *dx1 = t_alloc(nx), *g2 = t_alloc(np);
     memcpy(g1, r.ps.grad, np * sizeof *g1);
     memcpy(dx1, r.dx, nx * sizeof *dx1);
-    lstm_backward(r.dx, r.g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);      /* second call */
+    ct_lstm_backward(r.dx, r.g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);      /* second call */
     for (size_t k = 0; k < np; k++) g2[k] = 2 * g1[k];
     t_close("params after two backward calls = 2x", r.ps.grad, g2, np, 1e-6);
     t_close("dx overwritten", r.dx, dx1, nx, 0);
     ct_params_zero_grad(&r.ps);
-    lstm_backward(NULL, r.g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);
+    ct_lstm_backward(NULL, r.g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);
     t_close("params with dx=NULL", r.ps.grad, g1, np, 0);
 
     t_case("lstm/masking: padded frames change nothing, output 0 there");
     float *out1 = t_alloc(out_floats(&d));
-    lstm_forward(out1, r.cache, r.x, r.len, r.w, &d);
+    ct_lstm_forward(out1, r.cache, r.x, r.len, r.w, &d);
     int zero = 1;
     for (int b = 0; b < d.B; b++)
         for (int t = len[b]; t < d.T; t++) {
@@ -387,14 +387,14 @@ static void suite_workers(void)
         rig r = ref;   /* same weights and inputs; its own outputs and gradients */
         ct_threads_set(threads);   /* before sizing: the workspace holds one region per worker */
         r.out = t_alloc(out_floats(&d)); r.dx = t_alloc((size_t)d.B * d.T * d.I);
-        r.cache = t_alloc(lstm_cache_floats(&d)); r.ws = t_alloc(lstm_workspace_floats(&d));
+        r.cache = t_alloc(ct_lstm_cache_floats(&d)); r.ws = t_alloc(ct_lstm_workspace_floats(&d));
         float *grad = t_alloc(ref.ps.numel);
         lstm_grads g[LSTM_MAX_LAYERS];
         ct_params view = ref.ps;
         view.grad = grad;
-        lstm_params_view(r.w, g, &view, &ref.ids);
-        lstm_forward(r.out, r.cache, r.x, r.len, r.w, &d);
-        lstm_backward(r.dx, g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);
+        ct_lstm_params_view(r.w, g, &view, &ref.ids);
+        ct_lstm_forward(r.out, r.cache, r.x, r.len, r.w, &d);
+        ct_lstm_backward(r.dx, g, r.ws, r.wout, r.cache, r.x, r.len, r.w, &d);
         ct_threads_set(1);
         t_close("out", r.out, ref.out, out_floats(&d), 0);
         t_close("dx", r.dx, ref.dx, (size_t)d.B * d.T * d.I, 1e-6);

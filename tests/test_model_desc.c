@@ -111,16 +111,16 @@ static double library_eer(const siamese_lstm_config *mc, const char *wpath, cons
     ct_trial *t = NULL;
     int n = 0;
     ct_verify_result r = { 0 };
-    ct_status st = siamese_lstm_build(&m, mc);
+    ct_status st = ct_siamese_lstm_build(&m, mc);
     if (st == CT_OK) st = ct_weights_load(wpath, "siamese-lstm", &m.params, NULL);
     if (st == CT_OK) st = ct_featstore_load(&c, feats);
     if (st == CT_OK) st = ct_trials_load(&t, &n, trials, &c);
-    speaker_model sm = speaker_model_lstm(&m);
+    speaker_model sm = ct_speaker_model_lstm(&m);
     if (st == CT_OK) st = ct_verify_trials_ex(&sm, &c, t, n, 32, 3000, &r, scores);
     t_check(st == CT_OK, "library evaluation: %s", ct_last_error());
     free(t);
     ct_corpus_free(&c);
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
     return st == CT_OK ? 100.0 * r.eer : -1;
 }
 
@@ -141,7 +141,7 @@ static void test_lstm(const char *feats, const char *trials)
     int rc = t_run_ctrain(args, out, sizeof out);
     if (!t_check(rc == 0, "training (exit %d): %s", rc, out)) return;
     static model_desc d;
-    t_check(model_desc_read(&d, w, "siamese-lstm") == CT_OK, "read: %s", ct_last_error());
+    t_check(ct_model_desc_read(&d, w, "siamese-lstm") == CT_OK, "read: %s", ct_last_error());
     const char *want_int[][2] = { { "n_mels", "8" }, { "frames", "12" }, { "hidden", "10" }, { "layers", "2" }, { "embed", "5" },
                                   { "sample_rate", "16000" }, { "frame_length_ms", "25" }, { "frame_shift_ms", "10" } };
     for (size_t k = 0; k < sizeof want_int / sizeof want_int[0]; k++) {
@@ -167,7 +167,7 @@ static void test_lstm(const char *feats, const char *trials)
             && ct_kv_int(&meta.model_cfg, "hidden", &v) && v == 10, "the checkpoint's model configuration lacks the description");
 
     t_case("model_desc/eval needs no model flags: the same EER as the library and as with the right flags");
-    siamese_lstm_config mc = siamese_lstm_defaults();
+    siamese_lstm_config mc = ct_siamese_lstm_defaults();
     mc.n_mels = 8; mc.frames = 12; mc.hidden = 10; mc.layers = 2; mc.embed = 5; mc.margin = 2; mc.recurrent = LSTM_HARD_SIGMOID;
     float *right = t_alloc(N_TRIALS), *wrong = t_alloc(N_TRIALS);
     double ref = library_eer(&mc, w, feats, trials, right);
@@ -232,10 +232,10 @@ static void test_lstm(const char *feats, const char *trials)
     t_case("model_desc/old weights files load with the missing settings from the flags and a note");
     siamese_lstm m;
     mc.recurrent = LSTM_HARD_SIGMOID;
-    int ok = t_check(siamese_lstm_build(&m, &mc) == CT_OK && ct_weights_load(w, "siamese-lstm", &m.params, NULL) == CT_OK,
+    int ok = t_check(ct_siamese_lstm_build(&m, &mc) == CT_OK && ct_weights_load(w, "siamese-lstm", &m.params, NULL) == CT_OK,
                      "load: %s", ct_last_error());
     if (ok) t_check(ct_weights_save(old, "siamese-lstm", &m.params, NULL) == CT_OK, "save: %s", ct_last_error());   /* as before */
-    if (ok) siamese_lstm_free(&m);
+    if (ok) ct_siamese_lstm_free(&m);
     snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1 --hidden 10 --layers 2 --embed 5 "
              "--recurrent hard_sigmoid", old, feats, trials);
     rc = t_run_ctrain(args, out2, sizeof out2);
@@ -277,7 +277,7 @@ static void test_cnn(const char *feats, const char *trials)
     int v = 0;
     const char *s = NULL;
     float margin = 0;
-    t_check(model_desc_read(&d, w, "siamese-cnn") == CT_OK, "read: %s", ct_last_error());
+    t_check(ct_model_desc_read(&d, w, "siamese-cnn") == CT_OK, "read: %s", ct_last_error());
     t_check(ct_kv_int(&d.kv, "frames", &v) && v == 16 && ct_kv_int(&d.kv, "n_mels", &v) && v == 8 && ct_kv_int(&d.kv, "embed", &v)
             && v == 5 && ct_kv_float(&d.kv, "margin", &margin) && margin == 1.5f && ct_kv_str(&d.kv, "arch", &s) && !strcmp(s, SPEC)
             && ct_kv_str(&d.kv, "features", &s) && !strcmp(s, "log-mel") && ct_kv_int(&d.kv, "frame_length_ms", &v) && v == 25,
@@ -292,14 +292,14 @@ static void test_cnn(const char *feats, const char *trials)
 
     t_case("model_desc/siamese-cnn: an older weights file (arch and frames only) loads with a note");
     siamese_cnn m;
-    siamese_cnn_config mc = siamese_cnn_defaults();
+    siamese_cnn_config mc = ct_siamese_cnn_defaults();
     mc.n_mels = 8; mc.frames = 16; mc.embed = 0;
     snprintf(mc.spec, sizeof mc.spec, "%s", SPEC);
-    if (t_check(siamese_cnn_build(&m, &mc) == CT_OK && ct_weights_load(w, "siamese-cnn", &m.enc.params, &m.enc.buffers) == CT_OK,
+    if (t_check(ct_siamese_cnn_build(&m, &mc) == CT_OK && ct_weights_load(w, "siamese-cnn", &m.enc.params, &m.enc.buffers) == CT_OK,
                 "load: %s", ct_last_error())) {
         const char *attrs[] = { "arch", SPEC, "frames", "16", NULL };   /* what train wrote before */
         t_check(ct_weights_save_attrs(old, "siamese-cnn", &m.enc.params, &m.enc.buffers, attrs) == CT_OK, "save: %s", ct_last_error());
-        siamese_cnn_free(&m);
+        ct_siamese_cnn_free(&m);
     }
     snprintf(args, sizeof args, "eval siamese-cnn --model %s --data %s --trials %s --threads 1", old, feats, trials);
     rc = t_run_ctrain(args, out2, sizeof out2);

@@ -19,7 +19,7 @@ typedef struct { int B, D; float eps; float *emb, *d, *wd; } euc_ctx;
 static double euc_objective(void *p)
 {
     euc_ctx *c = p;
-    euclidean_forward(c->d, c->emb, c->emb + (size_t)c->B * c->D, c->B, c->D, c->eps);
+    ct_euclidean_forward(c->d, c->emb, c->emb + (size_t)c->B * c->D, c->B, c->D, c->eps);
     return t_dot(c->d, c->wd, c->B);
 }
 
@@ -27,8 +27,8 @@ static double euc_objective(void *p)
 static void euc_grad(float *demb, euc_ctx *c)
 {
     size_t half = (size_t)c->B * c->D;
-    euclidean_forward(c->d, c->emb, c->emb + half, c->B, c->D, c->eps);
-    euclidean_backward(demb, demb + half, c->wd, c->d, c->emb, c->emb + half, c->B, c->D, c->eps);
+    ct_euclidean_forward(c->d, c->emb, c->emb + half, c->B, c->D, c->eps);
+    ct_euclidean_backward(demb, demb + half, c->wd, c->d, c->emb, c->emb + half, c->B, c->D, c->eps);
 }
 
 static void gradcheck_euclidean(int B, int D, ct_rng *r)
@@ -91,7 +91,7 @@ typedef struct { size_t n; float *a, *b, *out, *wout; } abs_ctx;
 static double abs_objective(void *p)
 {
     abs_ctx *c = p;
-    absdiff_forward(c->out, c->a, c->b, c->n);
+    ct_absdiff_forward(c->out, c->a, c->b, c->n);
     return t_dot(c->out, c->wout, c->n);
 }
 
@@ -105,7 +105,7 @@ static void gradcheck_absdiff(size_t n, ct_rng *r)
         if (fabsf(c.a[i] - c.b[i]) < 0.05f) c.a[i] = c.b[i] + (c.a[i] < c.b[i] ? -0.05f : 0.05f);
     t_fill_uniform(c.wout, n, -1, 1, r);
     float *da = t_alloc(n), *db = t_alloc(n);
-    absdiff_backward(da, db, c.wout, c.a, c.b, n);
+    ct_absdiff_backward(da, db, c.wout, c.a, c.b, n);
     /* piecewise linear: exact up to rounding, tolerance 2e-4 */
     t_gradcheck("da", abs_objective, &c, c.a, da, n, 1e-3f, 2e-4, 0, 0);
     t_gradcheck("db", abs_objective, &c, c.b, db, n, 1e-3f, 2e-4, 0, 0);
@@ -116,7 +116,7 @@ static void test_absdiff_tie(void)
 {
     t_case("pair/absdiff sign(0) = 0 at a == b");
     float a[3] = { 0.5f, -0.25f, 1.0f }, b[3] = { 0.5f, -0.25f, 0.0f }, g[3] = { 1, 1, 1 }, da[3], db[3];
-    absdiff_backward(da, db, g, a, b, 3);
+    ct_absdiff_backward(da, db, g, a, b, 3);
     t_check(da[0] == 0 && db[0] == 0 && da[1] == 0 && db[1] == 0, "gradient at a == b: %g %g %g %g", da[0], db[0], da[1], db[1]);
     t_check(da[2] == 1 && db[2] == -1, "gradient at a > b: %g %g", da[2], db[2]);
 }
@@ -137,18 +137,18 @@ static double head_objective(void *p)
 {
     head_ctx *c = p;
     size_t half = (size_t)c->B * c->D;
-    absdiff_forward(c->h, c->emb, c->emb + half, half);
-    dense_forward(c->z, c->h, c->w, c->b, c->B, c->D, 1);
-    return bce_logits_forward(c->z, c->y, c->B);
+    ct_absdiff_forward(c->h, c->emb, c->emb + half, half);
+    ct_dense_forward(c->z, c->h, c->w, c->b, c->B, c->D, 1);
+    return ct_bce_logits_forward(c->z, c->y, c->B);
 }
 
 /* demb [2B, D] overwritten; dw [1, D], db [1] accumulated. */
 static void head_backward(float *demb, float *dw, float *db, head_ctx *c, float *dz, float *dh)
 {
     size_t half = (size_t)c->B * c->D;
-    bce_logits_backward(dz, c->z, c->y, c->B);
-    dense_backward(dh, dw, db, dz, c->h, c->w, c->B, c->D, 1);
-    absdiff_backward(demb, demb + half, dh, c->emb, c->emb + half, half);
+    ct_bce_logits_backward(dz, c->z, c->y, c->B);
+    ct_dense_backward(dh, dw, db, dz, c->h, c->w, c->B, c->D, 1);
+    ct_absdiff_backward(demb, demb + half, dh, c->emb, c->emb + half, half);
 }
 
 static head_ctx head_alloc(int B, int D)
@@ -198,8 +198,8 @@ static void test_parity(void)
     float *emb = t_golden(f, "emb", 2 * half), *dd = t_golden(f, "dd", B);
     float *ref_d = t_golden(f, "d", B), *ref_demb = t_golden(f, "demb", 2 * half);
     float *d = t_alloc(B), *demb = t_alloc(2 * half);
-    euclidean_forward(d, emb, emb + half, B, D, CT_KERAS_EPSILON);
-    euclidean_backward(demb, demb + half, dd, d, emb, emb + half, B, D, CT_KERAS_EPSILON);
+    ct_euclidean_forward(d, emb, emb + half, B, D, CT_KERAS_EPSILON);
+    ct_euclidean_backward(demb, demb + half, dd, d, emb, emb + half, B, D, CT_KERAS_EPSILON);
     /* torch sums the squares in float32, we in double: 1e-6 */
     t_close("d", d, ref_d, B, 1e-6);
     t_close("demb", demb, ref_demb, 2 * half, 1e-6);
@@ -208,8 +208,8 @@ static void test_parity(void)
     float *a = t_golden(f, "abs_a", n), *b = t_golden(f, "abs_b", n), *dout = t_golden(f, "abs_dout", n);
     float *ref_out = t_golden(f, "abs_out", n), *ref_da = t_golden(f, "abs_da", n), *ref_db = t_golden(f, "abs_db", n);
     float *out = t_alloc(n), *da = t_alloc(n), *db = t_alloc(n);
-    absdiff_forward(out, a, b, n);
-    absdiff_backward(da, db, dout, a, b, n);
+    ct_absdiff_forward(out, a, b, n);
+    ct_absdiff_backward(da, db, dout, a, b, n);
     /* exact operations (subtract, abs, sign times dout): 0 */
     t_close("abs out", out, ref_out, n, 0);
     t_close("abs da", da, ref_da, n, 0);
@@ -233,7 +233,7 @@ static void test_parity(void)
     float *demb2 = t_alloc(2 * half), *dw = t_alloc(D), *db2 = t_alloc(1), *dz = t_alloc(B), *dh = t_alloc(half);
     float loss = (float)head_objective(&c);
     head_backward(demb2, dw, db2, &c, dz, dh);
-    float acc = bce_logits_accuracy(c.z, c.y, B);
+    float acc = ct_bce_logits_accuracy(c.z, c.y, B);
     /* float32 throughout except our double loss sum: 1e-5 */
     t_close("h", c.h, ref_h, half, 0);
     t_close("z", c.z, ref_z, B, 1e-5);

@@ -3,7 +3,7 @@
  * random permutation of a grid spaced far wider than 2h, so no window ever sits
  * on a kink), overlapping windows (stride < K), windows that skip inputs (stride
  * > K) or do not tile the input; ties; PyTorch parity (tests/golden/pool_*.h5,
- * argmax included); the errors of maxpool2d_dims_make. Average pooling over H
+ * argmax included); the errors of ct_maxpool2d_dims_make. Average pooling over H
  * (the CNN speaker encoder's mean over time): gradient check, parity with
  * torch's adaptive_avg_pool2d(x, (1, W)), and a check that it averages over H only.
  */
@@ -40,7 +40,7 @@ typedef struct {
 static double mp_objective(void *p)
 {
     mp_ctx *c = p;
-    maxpool2d_forward(c->out, c->argmax, c->x, &c->d);
+    ct_maxpool2d_forward(c->out, c->argmax, c->x, &c->d);
     return t_dot(c->out, c->r, mp_n_out(&c->d));
 }
 
@@ -48,7 +48,7 @@ static void mp_gradcheck(int N, int C, int H, int W, int K, int stride, uint64_t
 {
     t_case("pool/max gradcheck N=%d C=%d %dx%d K=%d s%d", N, C, H, W, K, stride);
     mp_ctx c;
-    if (!t_check(maxpool2d_dims_make(&c.d, N, C, H, W, K, stride) == CT_OK, "dims: %s", ct_last_error())) return;
+    if (!t_check(ct_maxpool2d_dims_make(&c.d, N, C, H, W, K, stride) == CT_OK, "dims: %s", ct_last_error())) return;
     size_t nin = mp_n_in(&c.d), nout = mp_n_out(&c.d);
     ct_rng r;
     ct_rng_seed(&r, seed, 5);
@@ -66,8 +66,8 @@ static void mp_gradcheck(int N, int C, int H, int W, int K, int stride, uint64_t
 
     float *din = t_alloc(nin);
     for (size_t i = 0; i < nin; i++) din[i] = 3.0f;   /* must be overwritten */
-    maxpool2d_forward(c.out, c.argmax, c.x, &c.d);
-    maxpool2d_backward(din, c.r, c.argmax, &c.d);
+    ct_maxpool2d_forward(c.out, c.argmax, c.x, &c.d);
+    ct_maxpool2d_backward(din, c.r, c.argmax, &c.d);
     /* kinks = 0: the spacing guarantees none, so every coordinate is checked */
     t_gradcheck("din", mp_objective, &c, c.x, din, nin, POOL_GC_H, POOL_GC_TOL, 0, 0);
     free(perm); free(c.x); free(c.out); free(c.r); free(c.argmax); free(din);
@@ -78,11 +78,11 @@ static void mp_ties(void)
 {
     t_case("pool/max ties pick the first maximum");
     maxpool2d_dims d;
-    if (!t_check(maxpool2d_dims_make(&d, 1, 2, 5, 5, 3, 2) == CT_OK, "dims: %s", ct_last_error())) return;
+    if (!t_check(ct_maxpool2d_dims_make(&d, 1, 2, 5, 5, 3, 2) == CT_OK, "dims: %s", ct_last_error())) return;
     float x[50], out[8], dout[8], din[50];
     int am[8];
     for (int i = 0; i < 50; i++) x[i] = 0.5f;
-    maxpool2d_forward(out, am, x, &d);
+    ct_maxpool2d_forward(out, am, x, &d);
     for (int j = 0; j < 8; j++) {
         int pl = j / 4, oy = (j % 4) / 2, ox = j % 2;
         int want = pl * 25 + (oy * 2) * 5 + ox * 2;
@@ -90,7 +90,7 @@ static void mp_ties(void)
         dout[j] = 1.0f;
     }
     /* every output routes its gradient to exactly one input */
-    maxpool2d_backward(din, dout, am, &d);
+    ct_maxpool2d_backward(din, dout, am, &d);
     float sum = 0;
     for (int i = 0; i < 50; i++) sum += din[i];
     t_check(sum == 8.0f, "sum of din %g, want 8 (each output routes its gradient once)", sum);
@@ -101,13 +101,13 @@ static void mp_overlap(void)
 {
     t_case("pool/max overlapping windows add gradients");
     maxpool2d_dims d;
-    if (!t_check(maxpool2d_dims_make(&d, 1, 1, 4, 4, 3, 1) == CT_OK, "dims: %s", ct_last_error())) return;
+    if (!t_check(ct_maxpool2d_dims_make(&d, 1, 1, 4, 4, 3, 1) == CT_OK, "dims: %s", ct_last_error())) return;
     float x[16], out[4], dout[4] = { 1, 2, 3, 4 }, din[16];
     int am[4];
     for (int i = 0; i < 16; i++) x[i] = (float)(i % 3) * 0.1f;
     x[5] = 9.0f;   /* (1,1) lies in all four 3x3 windows */
-    maxpool2d_forward(out, am, x, &d);
-    maxpool2d_backward(din, dout, am, &d);
+    ct_maxpool2d_forward(out, am, x, &d);
+    ct_maxpool2d_backward(din, dout, am, &d);
     for (int j = 0; j < 4; j++) t_check(am[j] == 5 && out[j] == 9.0f, "window %d: argmax %d, want 5", j, am[j]);
     t_check(din[5] == 10.0f, "din at the shared maximum %g, want 1+2+3+4 = 10", din[5]);
     float rest = 0;
@@ -125,7 +125,7 @@ static void mp_parity(const char *file)
     int N = (int)t_golden_attr(f, "N"), C = (int)t_golden_attr(f, "C"), H = (int)t_golden_attr(f, "H");
     int W = (int)t_golden_attr(f, "W"), K = (int)t_golden_attr(f, "K"), s = (int)t_golden_attr(f, "stride");
     maxpool2d_dims d;
-    if (!t_check(maxpool2d_dims_make(&d, N, C, H, W, K, s) == CT_OK, "dims: %s", ct_last_error())) { ct_h5_close(f); return; }
+    if (!t_check(ct_maxpool2d_dims_make(&d, N, C, H, W, K, s) == CT_OK, "dims: %s", ct_last_error())) { ct_h5_close(f); return; }
     size_t nin = mp_n_in(&d), nout = mp_n_out(&d);
     float *x = t_golden(f, "x", nin), *out_ref = t_golden(f, "out", nout), *dout = t_golden(f, "dout", nout);
     float *dx_ref = t_golden(f, "dx", nin);
@@ -133,12 +133,12 @@ static void mp_parity(const char *file)
     float *out = t_alloc(nout), *dx = t_alloc(nin);
     int *am = calloc(nout, sizeof *am);
     if (!am) { fprintf(stderr, "out of memory\n"); exit(2); }
-    maxpool2d_forward(out, am, x, &d);
+    ct_maxpool2d_forward(out, am, x, &d);
     t_close("out", out, out_ref, nout, 0.0);
     size_t bad = 0;
     for (size_t j = 0; j < nout; j++) bad += am[j] != am_ref[j];
     t_check(bad == 0, "argmax differs from torch's at %zu of %zu outputs", bad, nout);
-    maxpool2d_backward(dx, dout, am, &d);
+    ct_maxpool2d_backward(dx, dout, am, &d);
     t_close("dx", dx, dx_ref, nin, 0.0);
     ct_h5_close(f);
     free(x); free(out_ref); free(dout); free(dx_ref); free(am_ref); free(out); free(dx); free(am);
@@ -148,7 +148,7 @@ static void mp_dims_error(const char *what, int N, int C, int H, int W, int K, i
 {
     t_case("pool/max dims_make rejects %s", what);
     maxpool2d_dims d;
-    ct_status st = maxpool2d_dims_make(&d, N, C, H, W, K, stride);
+    ct_status st = ct_maxpool2d_dims_make(&d, N, C, H, W, K, stride);
     t_check(st == CT_EINVAL, "status %d, want CT_EINVAL", (int)st);
     t_check(strstr(ct_last_error(), "maxpool2d") != NULL && strstr(ct_last_error(), must_mention) != NULL,
             "message \"%s\" should name the layer and mention \"%s\"", ct_last_error(), must_mention);
@@ -159,7 +159,7 @@ typedef struct { int N, C, HW; float *x, *out, *r; } gap_ctx;
 static double gap_objective(void *p)
 {
     gap_ctx *c = p;
-    global_avgpool_forward(c->out, c->x, c->N, c->C, c->HW);
+    ct_global_avgpool_forward(c->out, c->x, c->N, c->C, c->HW);
     return t_dot(c->out, c->r, (size_t)c->N * c->C);
 }
 
@@ -175,7 +175,7 @@ static void gap_gradcheck(int N, int C, int HW, uint64_t seed)
     t_fill_uniform(c.r, nout, -1, 1, &r);
     float *din = t_alloc(nin);
     for (size_t i = 0; i < nin; i++) din[i] = 3.0f;   /* must be overwritten */
-    global_avgpool_backward(din, c.r, N, C, HW);
+    ct_global_avgpool_backward(din, c.r, N, C, HW);
     t_gradcheck("din", gap_objective, &c, c.x, din, nin, POOL_GC_H, POOL_GC_TOL, 0, 0);
     free(c.x); free(c.out); free(c.r); free(din);
 }
@@ -190,9 +190,9 @@ static void gap_parity(void)
     size_t nin = (size_t)N * C * HW, nout = (size_t)N * C;
     float *x = t_golden(f, "x", nin), *out_ref = t_golden(f, "out", nout), *dout = t_golden(f, "dout", nout);
     float *dx_ref = t_golden(f, "dx", nin), *out = t_alloc(nout), *dx = t_alloc(nin);
-    global_avgpool_forward(out, x, N, C, HW);
+    ct_global_avgpool_forward(out, x, N, C, HW);
     t_close("out", out, out_ref, nout, POOL_PAR_TOL);
-    global_avgpool_backward(dx, dout, N, C, HW);
+    ct_global_avgpool_backward(dx, dout, N, C, HW);
     t_close("dx", dx, dx_ref, nin, POOL_PAR_TOL);
     ct_h5_close(f);
     free(x); free(out_ref); free(dout); free(dx_ref); free(out); free(dx);
@@ -204,7 +204,7 @@ typedef struct { int N, C, H, W; float *x, *out, *r; } gaph_ctx;
 static double gaph_objective(void *p)
 {
     gaph_ctx *c = p;
-    avgpool_h_forward(c->out, c->x, c->N, c->C, c->H, c->W);
+    ct_avgpool_h_forward(c->out, c->x, c->N, c->C, c->H, c->W);
     return t_dot(c->out, c->r, (size_t)c->N * c->C * c->W);
 }
 
@@ -220,7 +220,7 @@ static void gaph_gradcheck(int N, int C, int H, int W, uint64_t seed)
     t_fill_uniform(c.r, nout, -1, 1, &r);
     float *din = t_alloc(nin);
     for (size_t i = 0; i < nin; i++) din[i] = 3.0f;   /* must be overwritten */
-    avgpool_h_backward(din, c.r, N, C, H, W);
+    ct_avgpool_h_backward(din, c.r, N, C, H, W);
     t_gradcheck("din", gaph_objective, &c, c.x, din, nin, POOL_GC_H, POOL_GC_TOL, 0, 0);
     free(c.x); free(c.out); free(c.r); free(din);
 }
@@ -237,9 +237,9 @@ static void gaph_axes(void)
                 x[(c * H + h) * W + w] = (float)(10 * c + w);   /* constant over h */
                 y[(c * H + h) * W + w] = (float)(c + h);        /* constant over w: mean over h = c + 1.5 */
             }
-    avgpool_h_forward(out, x, 1, C, H, W);
+    ct_avgpool_h_forward(out, x, 1, C, H, W);
     for (int k = 0; k < C * W; k++) t_check(out[k] == (float)(10 * (k / W) + k % W), "x: out[%d] = %g", k, out[k]);
-    avgpool_h_forward(out, y, 1, C, H, W);
+    ct_avgpool_h_forward(out, y, 1, C, H, W);
     for (int k = 0; k < C * W; k++) t_check(out[k] == (float)(k / W) + 1.5f, "y: out[%d] = %g", k, out[k]);
 }
 
@@ -253,9 +253,9 @@ static void gaph_parity(void)
     size_t nin = (size_t)N * C * H * W, nout = (size_t)N * C * W;
     float *x = t_golden(f, "x", nin), *out_ref = t_golden(f, "out", nout), *dout = t_golden(f, "dout", nout);
     float *dx_ref = t_golden(f, "dx", nin), *out = t_alloc(nout), *dx = t_alloc(nin);
-    avgpool_h_forward(out, x, N, C, H, W);
+    ct_avgpool_h_forward(out, x, N, C, H, W);
     t_close("out", out, out_ref, nout, POOL_PAR_TOL);
-    avgpool_h_backward(dx, dout, N, C, H, W);
+    ct_avgpool_h_backward(dx, dout, N, C, H, W);
     t_close("dx", dx, dx_ref, nin, POOL_PAR_TOL);
     ct_h5_close(f);
     free(x); free(out_ref); free(dout); free(dx_ref); free(out); free(dx);
@@ -267,7 +267,7 @@ static void gaph_parity(void)
 static void pool_workers(void)
 {
     maxpool2d_dims d;
-    t_check(maxpool2d_dims_make(&d, 9, 8, 30, 31, 2, 2) == CT_OK, "dims: %s", ct_last_error());
+    t_check(ct_maxpool2d_dims_make(&d, 9, 8, 30, 31, 2, 2) == CT_OK, "dims: %s", ct_last_error());
     const size_t n = (size_t)9 * 8 * 30 * 31, m = (size_t)9 * 8 * d.OH * d.OW;   /* 66,960 values: above the split size */
     ct_rng r;
     ct_rng_seed(&r, 3, 4);
@@ -281,10 +281,10 @@ static void pool_workers(void)
         float *o = t_alloc(per);
         int *am = malloc(m * sizeof *am);
         ct_threads_set(threads);
-        relu_forward(o, x, n);
-        relu_backward(o + n, x, o, n);
-        maxpool2d_forward(o + 2 * n, am, o, &d);
-        maxpool2d_backward(o + 2 * n + m, dy, am, &d);
+        ct_relu_forward(o, x, n);
+        ct_relu_backward(o + n, x, o, n);
+        ct_maxpool2d_forward(o + 2 * n, am, o, &d);
+        ct_maxpool2d_backward(o + 2 * n + m, dy, am, &d);
         ct_threads_set(1);
         if (!ref) ref = o;
         else { t_check(memcmp(o, ref, per * sizeof *o) == 0, "results differ from one worker's"); free(o); }

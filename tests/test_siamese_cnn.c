@@ -76,16 +76,16 @@ static void test_parity(void)
     if (f < 0) return;
     int B = (int)t_golden_attr(f, "B"), T = (int)t_golden_attr(f, "T"), I = (int)t_golden_attr(f, "I");
     float lr = (float)t_golden_attr(f, "lr");
-    siamese_cnn_config cfg = siamese_cnn_defaults();
+    siamese_cnn_config cfg = ct_siamese_cnn_defaults();
     cfg.n_mels = I; cfg.frames = T; cfg.embed = 0; cfg.margin = (float)t_golden_attr(f, "margin");
     snprintf(cfg.spec, sizeof cfg.spec, "%s", GOLDEN_SPEC);
     siamese_cnn m;
-    if (!t_check(siamese_cnn_build(&m, &cfg) == CT_OK && siamese_cnn_plan(&m, B) == CT_OK, "build: %s", ct_last_error())) {
+    if (!t_check(ct_siamese_cnn_build(&m, &cfg) == CT_OK && ct_siamese_cnn_plan(&m, B) == CT_OK, "build: %s", ct_last_error())) {
         ct_h5_close(f); return;
     }
     ct_rng r;
     ct_rng_seed(&r, 1, 1);
-    siamese_cnn_init_weights(&m, &r);        /* running mean 0, var 1; the weights come from the file */
+    ct_siamese_cnn_init_weights(&m, &r);        /* running mean 0, var 1; the weights come from the file */
     ct_params *P = &m.enc.params;
     load_into(P, f, "init");
     int D = m.cfg.embed;
@@ -93,11 +93,11 @@ static void test_parity(void)
     float *emb_ref = t_golden(f, "emb", (size_t)2 * B * D), *dist_ref = t_golden(f, "dist", (size_t)B);
     float *loss_ref = t_golden(f, "loss", 1);
     ct_params_zero_grad(P);
-    float loss = siamese_cnn_forward(&m, x, y, B, 1, NULL, NULL);
+    float loss = ct_siamese_cnn_forward(&m, x, y, B, 1, NULL, NULL);
     t_close("loss", &loss, loss_ref, 1, SCNN_PAR_TOL);
     t_close("embeddings [2B, D]", m.enc.logits, emb_ref, (size_t)2 * B * D, SCNN_PAR_TOL);
     t_close("distances [B]", m.head.dist, dist_ref, (size_t)B, SCNN_PAR_TOL);
-    siamese_cnn_backward(&m, x, y, B);
+    ct_siamese_cnn_backward(&m, x, y, B);
 
     char name[160];
     float *gref[32] = { 0 };
@@ -144,7 +144,7 @@ static void test_parity(void)
     }
     free(x); free(y); free(emb_ref); free(dist_ref); free(loss_ref);
     ct_h5_close(f);
-    siamese_cnn_free(&m);
+    ct_siamese_cnn_free(&m);
 }
 
 /* ---- finite differences over every parameter ---- */
@@ -153,21 +153,21 @@ typedef struct { siamese_cnn *m; const float *x, *y; int B; } loss_ctx;
 static double loss_of(void *p)
 {
     loss_ctx *c = p;
-    return siamese_cnn_forward(c->m, c->x, c->y, c->B, 1, NULL, NULL);
+    return ct_siamese_cnn_forward(c->m, c->x, c->y, c->B, 1, NULL, NULL);
 }
 
 static void test_gradcheck(void)
 {
     const char *spec = "conv3k3p1,batchnorm,relu,maxpool2,conv4k3s2p1,batchnorm,tanh,gaph,dense4";
     t_case("siamese_cnn/gradcheck every parameter (%s, B=3 pairs, 9x7 crops, margin 2)", spec);
-    siamese_cnn_config cfg = siamese_cnn_defaults();
+    siamese_cnn_config cfg = ct_siamese_cnn_defaults();
     cfg.n_mels = 7; cfg.frames = 9; cfg.embed = 4; cfg.margin = 2.0f;
     snprintf(cfg.spec, sizeof cfg.spec, "%s", spec);
     siamese_cnn m;
-    if (!t_check(siamese_cnn_build(&m, &cfg) == CT_OK && siamese_cnn_plan(&m, 3) == CT_OK, "build: %s", ct_last_error())) return;
+    if (!t_check(ct_siamese_cnn_build(&m, &cfg) == CT_OK && ct_siamese_cnn_plan(&m, 3) == CT_OK, "build: %s", ct_last_error())) return;
     ct_rng r;
     ct_rng_seed(&r, 41, 1);
-    siamese_cnn_init_weights(&m, &r);
+    ct_siamese_cnn_init_weights(&m, &r);
     ct_params *P = &m.enc.params;
     for (int i = 0; i < P->n; i++)   /* batchnorm gamma/beta away from 1/0, so every path is exercised */
         if (strstr(P->p[i].name, "batchnorm")) t_fill_uniform(ct_params_data(P, i), P->p[i].numel, 0.5f, 1.5f, &r);
@@ -176,8 +176,8 @@ static void test_gradcheck(void)
     t_fill_uniform(x, sizeof x / sizeof *x, -1, 1, &r);
     loss_ctx c = { &m, x, y, B };
     ct_params_zero_grad(P);
-    siamese_cnn_forward(&m, x, y, B, 1, NULL, NULL);
-    siamese_cnn_backward(&m, x, y, B);
+    ct_siamese_cnn_forward(&m, x, y, B, 1, NULL, NULL);
+    ct_siamese_cnn_backward(&m, x, y, B);
     t_check(m.head.dist[1] < cfg.margin && m.head.dist[2] < cfg.margin, "different-speaker distances %g, %g should be inside "
             "the margin, so its hinge is checked too", m.head.dist[1], m.head.dist[2]);
     double *num = calloc(P->numel, sizeof *num);
@@ -195,7 +195,7 @@ static void test_gradcheck(void)
         }
     t_close_d("d loss / d every parameter", ana, num, k, SCNN_GC_TOL);
     free(num); free(ana); free(g);
-    siamese_cnn_free(&m);
+    ct_siamese_cnn_free(&m);
 }
 
 /* ---- window-averaged utterance embeddings ---- */
@@ -213,19 +213,19 @@ static void test_windows(void)
                            .noise = 1.0f, .seed = 7 };
     ct_corpus c;
     if (!t_check(ct_corpus_synthetic(&c, &sc) == CT_OK, "corpus: %s", ct_last_error())) return;
-    siamese_cnn_config cfg = siamese_cnn_defaults();
+    siamese_cnn_config cfg = ct_siamese_cnn_defaults();
     cfg.n_mels = 5; cfg.frames = 10; cfg.embed = 6;
     snprintf(cfg.spec, sizeof cfg.spec, "conv4k3p1,batchnorm,relu,maxpool2,gaph,dense6");
     siamese_cnn m;
-    if (!t_check(siamese_cnn_build(&m, &cfg) == CT_OK && siamese_cnn_plan(&m, 4) == CT_OK, "build: %s", ct_last_error())) {
+    if (!t_check(ct_siamese_cnn_build(&m, &cfg) == CT_OK && ct_siamese_cnn_plan(&m, 4) == CT_OK, "build: %s", ct_last_error())) {
         ct_corpus_free(&c); return;
     }
     ct_rng r;
     ct_rng_seed(&r, 8, 1);
-    siamese_cnn_init_weights(&m, &r);
+    ct_siamese_cnn_init_weights(&m, &r);
     float xb[8 * 10 * 5], yb[4] = { 1, 0, 1, 0 };
     t_fill_uniform(xb, sizeof xb / sizeof *xb, -2, 3, &r);
-    siamese_cnn_forward(&m, xb, yb, 4, 1, NULL, NULL);   /* running statistics away from their 0/1 start */
+    ct_siamese_cnn_forward(&m, xb, yb, 4, 1, NULL, NULL);   /* running statistics away from their 0/1 start */
     int n = c.n_utt, utts[12], short_ones = 0, long_ones = 0, max_frames = 30;
     for (int u = 0; u < n; u++) {
         utts[u] = n - 1 - u;   /* any order */
@@ -234,7 +234,7 @@ static void test_windows(void)
     }
     t_check(short_ones > 0 && long_ones > 0, "the corpus should hold utterances shorter than a window (%d) and longer than "
             "max_frames (%d)", short_ones, long_ones);
-    speaker_model sm = speaker_model_cnn(&m);
+    speaker_model sm = ct_speaker_model_cnn(&m);
     float *emb3 = t_alloc((size_t)n * 6), *emb1 = t_alloc((size_t)n * 6);
     double *ref = calloc((size_t)n * 6, sizeof *ref);
     int used = 0;
@@ -251,7 +251,7 @@ static void test_windows(void)
             int s0 = start + 10 > f ? (f > 10 ? f - 10 : 0) : start, len = f < 10 ? f : 10;
             memset(win, 0, sizeof win);
             memcpy(win, c.feats + u->offset + (size_t)s0 * 5, (size_t)len * 5 * sizeof *win);
-            siamese_cnn_embed(&m, e, win, 1);
+            ct_siamese_cnn_embed(&m, e, win, 1);
             for (int d = 0; d < 6; d++) ref[k * 6 + d] += e[d];
             nw++;
             if (s0 + 10 >= f) break;
@@ -264,7 +264,7 @@ static void test_windows(void)
     t_close_d("windows averaged, batch 1", emb1, ref, (size_t)n * 6, SCNN_EMB_TOL);
     t_check(ct_embed_utterances(&sm, &c, utts, n, 3, 0, emb3, NULL) == CT_EINVAL, "max_frames 0 must be refused");
     free(emb3); free(emb1); free(ref);
-    siamese_cnn_free(&m);
+    ct_siamese_cnn_free(&m);
     ct_corpus_free(&c);
 }
 
@@ -284,7 +284,7 @@ static void draw_batch(float *x, float *y, int B, const ct_corpus *c, const int 
  * and running statistics to out [*nout] if out is not NULL. */
 static void cnn_train(int steps, float *final_loss, float *val_acc, float *out, size_t *nout)
 {
-    siamese_cnn_config cfg = siamese_cnn_defaults();
+    siamese_cnn_config cfg = ct_siamese_cnn_defaults();
     cfg.n_mels = 8; cfg.frames = 20; cfg.embed = 8;
     snprintf(cfg.spec, sizeof cfg.spec, "conv8k3p1,batchnorm,relu,conv16k3p1,batchnorm,relu,gaph,dense8");
     ct_synth_config sc = { .speakers = 16, .utts_per_speaker = 6, .min_frames = 20, .max_frames = 30,
@@ -296,8 +296,8 @@ static void cnn_train(int steps, float *final_loss, float *val_acc, float *out, 
     ct_rngs_seed(&rngs, 11);
     t_check(ct_corpus_synthetic(&corpus, &sc) == CT_OK, "corpus: %s", ct_last_error());
     t_check(ct_corpus_split(spk_tr, &ntr, spk_va, &nva, &corpus, 0.25, &rngs.data) == CT_OK, "split");
-    t_check(siamese_cnn_build(&m, &cfg) == CT_OK && siamese_cnn_plan(&m, B) == CT_OK, "build: %s", ct_last_error());
-    siamese_cnn_init_weights(&m, &rngs.init);
+    t_check(ct_siamese_cnn_build(&m, &cfg) == CT_OK && ct_siamese_cnn_plan(&m, B) == CT_OK, "build: %s", ct_last_error());
+    ct_siamese_cnn_init_weights(&m, &rngs.init);
     ct_optim_config oc = ct_optim_defaults(OPT_RMSPROP);
     oc.lr = 3e-3f;
     ct_optim opt;
@@ -308,15 +308,15 @@ static void cnn_train(int steps, float *final_loss, float *val_acc, float *out, 
     for (int s = 0; s < steps; s++) {
         draw_batch(x, y, B, &corpus, spk_tr, ntr, cfg.frames, &rngs.data);
         ct_params_zero_grad(&m.enc.params);
-        loss = siamese_cnn_forward(&m, x, y, B, 1, &rngs.dropout, NULL);
-        siamese_cnn_backward(&m, x, y, B);
+        loss = ct_siamese_cnn_forward(&m, x, y, B, 1, &rngs.dropout, NULL);
+        ct_siamese_cnn_backward(&m, x, y, B);
         ct_optim_step(&opt, m.enc.params.data, m.enc.params.grad, oc.lr);
     }
     int correct = 0, total = 0;
     for (int k = 0; k < 8; k++, total += B) {   /* held-out speakers, evaluation mode */
         int right = 0;
         draw_batch(x, y, B, &corpus, spk_va, nva, cfg.frames, &rngs.data);
-        siamese_cnn_forward(&m, x, y, B, 0, NULL, &right);
+        ct_siamese_cnn_forward(&m, x, y, B, 0, NULL, &right);
         correct += right;
     }
     *final_loss = loss;
@@ -328,7 +328,7 @@ static void cnn_train(int steps, float *final_loss, float *val_acc, float *out, 
     }
     free(x);
     ct_optim_free(&opt);
-    siamese_cnn_free(&m);
+    ct_siamese_cnn_free(&m);
     ct_corpus_free(&corpus);
 }
 
@@ -412,10 +412,10 @@ static void epoch_lines(const char *out, char *dst, size_t n)
 /* Loads a siamese-cnn weights file into a fresh model (the spec from the file's "arch"). */
 static int load_weights(siamese_cnn *m, const char *path, const char *spec, int frames, int mels)
 {
-    siamese_cnn_config cfg = siamese_cnn_defaults();
+    siamese_cnn_config cfg = ct_siamese_cnn_defaults();
     cfg.n_mels = mels; cfg.frames = frames; cfg.embed = 0;
     snprintf(cfg.spec, sizeof cfg.spec, "%s", spec);
-    return t_check(siamese_cnn_build(m, &cfg) == CT_OK
+    return t_check(ct_siamese_cnn_build(m, &cfg) == CT_OK
                    && ct_weights_load(path, "siamese-cnn", &m->enc.params, &m->enc.buffers) == CT_OK,
                    "load %s: %s", path, ct_last_error());
 }
@@ -482,7 +482,7 @@ static void test_cli(void)
             t_check(same_tensors(&m1.enc.params, &m2.enc.params), "weights of the resumed run differ from one run");
             t_check(m1.enc.buffers.n == 4 && same_tensors(&m1.enc.buffers, &m2.enc.buffers),
                     "batchnorm running statistics of the resumed run differ from one run");
-            siamese_cnn_free(&m2);
+            ct_siamese_cnn_free(&m2);
         }
 
         t_case("siamese_cnn/cli: eval siamese-cnn prints the EER the library computes");
@@ -492,7 +492,7 @@ static void test_cli(void)
         ct_trial *t = NULL;
         int n = 0;
         double eer = -1;
-        speaker_model sm = speaker_model_cnn(&m1);
+        speaker_model sm = ct_speaker_model_cnn(&m1);
         ct_status st = ct_featstore_load(&c, feats);
         if (st == CT_OK) st = ct_trials_load(&t, &n, trials, &c);
         if (st == CT_OK) st = ct_verify_trials(&sm, &c, t, n, 128, 3000, &eer, NULL, NULL);
@@ -503,7 +503,7 @@ static void test_cli(void)
                 && strstr(out1, "windows"), "eval (exit %d) should print \"%s\": %s", rc, want, out1);
         free(t);
         ct_corpus_free(&c);
-        siamese_cnn_free(&m1);
+        ct_siamese_cnn_free(&m1);
     }
 
     t_case("siamese_cnn/cli: files of the other speaker model are refused with a clear message");

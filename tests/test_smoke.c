@@ -50,20 +50,20 @@ typedef struct { siamese_lstm *m; const float *x; const int *len; const float *y
 static double siam_loss(void *p)
 {
     siam_ctx *c = p;
-    return siamese_lstm_forward(c->m, c->x, c->len, c->len, c->y, c->B, NULL);
+    return ct_siamese_lstm_forward(c->m, c->x, c->len, c->len, c->y, c->B, NULL);
 }
 
 static void test_siamese_gradcheck(lstm_return pool)
 {
     t_case("smoke/siamese-lstm gradcheck every parameter (B=3 pairs, T=5, I=4, H=6, D=3, L=2, lengths, pool %s)",
            pool == LSTM_RETURN_MEAN ? "mean" : "last");
-    siamese_lstm_config cfg = siamese_lstm_defaults();
+    siamese_lstm_config cfg = ct_siamese_lstm_defaults();
     cfg.n_mels = 4; cfg.frames = 5; cfg.hidden = 6; cfg.embed = 3; cfg.layers = 2; cfg.pool = pool;
     siamese_lstm m;
-    t_check(siamese_lstm_build(&m, &cfg) == CT_OK && siamese_lstm_plan(&m, 3) == CT_OK, "build: %s", ct_last_error());
+    t_check(ct_siamese_lstm_build(&m, &cfg) == CT_OK && ct_siamese_lstm_plan(&m, 3) == CT_OK, "build: %s", ct_last_error());
     ct_rng r;
     ct_rng_seed(&r, 3, 1);
-    siamese_lstm_init_weights(&m, &r);
+    ct_siamese_lstm_init_weights(&m, &r);
     int B = 3;
     float x[2 * 3 * 5 * 4], y[3] = { 1, 0, 0 };
     int len[6] = { 5, 3, 1, 5, 4, 2 };
@@ -71,8 +71,8 @@ static void test_siamese_gradcheck(lstm_return pool)
     /* the contrastive loss is smooth as long as no different-speaker distance sits at the margin */
     siam_ctx c = { &m, x, len, y, B };
     ct_params_zero_grad(&m.params);
-    siamese_lstm_forward(&m, x, len, len, y, B, NULL);
-    siamese_lstm_backward(&m, x, len, len, y, B);
+    ct_siamese_lstm_forward(&m, x, len, len, y, B, NULL);
+    ct_siamese_lstm_backward(&m, x, len, len, y, B);
     float *g = malloc(m.params.numel * sizeof *g);
     memcpy(g, m.params.grad, m.params.numel * sizeof *g);
     model_gradcheck("d loss / d every parameter", siam_loss, &c, &m.params, g, 1e-2f, 2e-3);
@@ -80,18 +80,18 @@ static void test_siamese_gradcheck(lstm_return pool)
 
     t_case("smoke/siamese-lstm embedding whole utterances matches the pair forward");
     float emb[6 * 3];
-    t_check(siamese_lstm_plan_embed(&m, 6, 5) == CT_OK, "plan_embed: %s", ct_last_error());
-    siamese_lstm_forward(&m, x, len, len, y, B, NULL);
-    siamese_lstm_embed(&m, emb, x, len, 2 * B, 5);
+    t_check(ct_siamese_lstm_plan_embed(&m, 6, 5) == CT_OK, "plan_embed: %s", ct_last_error());
+    ct_siamese_lstm_forward(&m, x, len, len, y, B, NULL);
+    ct_siamese_lstm_embed(&m, emb, x, len, 2 * B, 5);
     t_close("embeddings [2B, D]", emb, m.act.emb, 6 * 3, 1e-6);
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
 }
 
 /* Trains a tiny siamese LSTM with RMSprop; returns the final training-batch loss,
  * and the validation accuracy on held-out speakers; weights copied to `out` if not NULL. */
 static void siamese_train(int steps, float *final_loss, float *val_acc, float *out, size_t *nout)
 {
-    siamese_lstm_config cfg = siamese_lstm_defaults();
+    siamese_lstm_config cfg = ct_siamese_lstm_defaults();
     cfg.n_mels = 8; cfg.frames = 20; cfg.hidden = 16; cfg.embed = 8;
     ct_synth_config sc = { .speakers = 16, .utts_per_speaker = 6, .min_frames = 20, .max_frames = 30,
                            .n_mels = 8, .noise = 0.5f, .seed = 11 };
@@ -102,8 +102,8 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
     ct_rngs_seed(&rngs, 11);
     t_check(ct_corpus_synthetic(&corpus, &sc) == CT_OK, "corpus: %s", ct_last_error());
     t_check(ct_corpus_split(spk_tr, &ntr, spk_va, &nva, &corpus, 0.25, &rngs.data) == CT_OK, "split");
-    t_check(siamese_lstm_build(&m, &cfg) == CT_OK && siamese_lstm_plan(&m, B) == CT_OK, "build: %s", ct_last_error());
-    siamese_lstm_init_weights(&m, &rngs.init);
+    t_check(ct_siamese_lstm_build(&m, &cfg) == CT_OK && ct_siamese_lstm_plan(&m, B) == CT_OK, "build: %s", ct_last_error());
+    ct_siamese_lstm_init_weights(&m, &rngs.init);
     ct_optim_config oc = ct_optim_defaults(OPT_RMSPROP);
     oc.lr = 3e-3f;
     ct_optim opt;
@@ -116,8 +116,8 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
         ct_pairs_draw(pairs, B, &corpus, NULL, spk_tr, ntr, &rngs.data);
         ct_pairs_batch(x, len, y, pairs, B, &corpus, cfg.frames, &rngs.data);
         ct_params_zero_grad(&m.params);
-        loss = siamese_lstm_forward(&m, x, len, len, y, B, NULL);
-        siamese_lstm_backward(&m, x, len, len, y, B);
+        loss = ct_siamese_lstm_forward(&m, x, len, len, y, B, NULL);
+        ct_siamese_lstm_backward(&m, x, len, len, y, B);
         ct_optim_step(&opt, m.params.data, m.params.grad, oc.lr);
     }
     int correct = 0, total = 0;
@@ -125,7 +125,7 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
         int c = 0;
         ct_pairs_draw(pairs, B, &corpus, NULL, spk_va, nva, &rngs.data);
         ct_pairs_batch(x, len, y, pairs, B, &corpus, cfg.frames, &rngs.data);
-        siamese_lstm_forward(&m, x, len, len, y, B, &c);
+        ct_siamese_lstm_forward(&m, x, len, len, y, B, &c);
         correct += c; total += B;
     }
     *final_loss = loss;
@@ -133,7 +133,7 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
     if (out) { memcpy(out, m.params.data, m.params.numel * sizeof *out); *nout = m.params.numel; }
     free(x);
     ct_optim_free(&opt);
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
     ct_corpus_free(&corpus);
 }
 
@@ -165,7 +165,7 @@ typedef struct { seq_cnn *m; const float *x; const int *lab; int N; } cnn_ctx;
 static double cnn_loss(void *p)
 {
     cnn_ctx *c = p;
-    return seq_cnn_forward(c->m, c->x, c->lab, c->N, 1, NULL, NULL);
+    return ct_seq_cnn_forward(c->m, c->x, c->lab, c->N, 1, NULL, NULL);
 }
 
 static void test_cnn_gradcheck(void)
@@ -173,25 +173,25 @@ static void test_cnn_gradcheck(void)
     t_case("smoke/small-cnn gradcheck every parameter (N=4, 1x6x6, 3 filters, batchnorm, no dropout)");
     small_cnn_config cfg = { .channels = 1, .height = 6, .width = 6, .filters = 3, .kernel = 3, .classes = 3, .dropout = 0 };
     static seq_cnn m;   /* large: the layer table */
-    t_check(small_cnn_build(&m, &cfg) == CT_OK && seq_cnn_plan(&m, 4) == CT_OK, "build: %s", ct_last_error());
+    t_check(ct_small_cnn_build(&m, &cfg) == CT_OK && ct_seq_cnn_plan(&m, 4) == CT_OK, "build: %s", ct_last_error());
     ct_rng r;
     ct_rng_seed(&r, 8, 1);
-    seq_cnn_init_weights(&m, &r);
+    ct_seq_cnn_init_weights(&m, &r);
     float x[4 * 36];
     int lab[4] = { 0, 2, 1, 2 };
     /* distinct, well separated pixel values keep max-pool windows away from ties */
     for (int i = 0; i < 4 * 36; i++) x[i] = (float)((i * 37) % 144) / 144.0f;
     cnn_ctx c = { &m, x, lab, 4 };
     ct_params_zero_grad(&m.params);
-    seq_cnn_forward(&m, x, lab, 4, 1, NULL, NULL);
-    seq_cnn_backward(&m, x, lab, 4);
+    ct_seq_cnn_forward(&m, x, lab, 4, 1, NULL, NULL);
+    ct_seq_cnn_backward(&m, x, lab, 4);
     float *g = malloc(m.params.numel * sizeof *g);
     memcpy(g, m.params.grad, m.params.numel * sizeof *g);
     /* h = 1e-3 is small against the gaps between pixel values, so no relu or
      * max-pool decision flips within a step */
     model_gradcheck("d loss / d every parameter", cnn_loss, &c, &m.params, g, 1e-3f, 5e-3);
     free(g);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
 }
 
 static void test_cnn_trains(void)
@@ -199,16 +199,16 @@ static void test_cnn_trains(void)
     /* Measured with seed 5: loss ~1.4 (chance: ln 4 = 1.39) falls to 0.17 and
      * held-out accuracy reaches 0.97 after 150 Adam steps. */
     t_case("smoke/small-cnn trains on synthetic images (150 steps: loss < 0.35, held-out accuracy > 0.90)");
-    small_cnn_config cfg = small_cnn_defaults();
+    small_cnn_config cfg = ct_small_cnn_defaults();
     ct_images tr, va;
     static seq_cnn m;   /* large: the layer table */
     int N = 32;
     t_check(ct_images_synthetic(&tr, 2000, cfg.classes, cfg.height, cfg.width, 0.6f, 5) == CT_OK, "images");
     t_check(ct_images_synthetic(&va, 512, cfg.classes, cfg.height, cfg.width, 0.6f, 6) == CT_OK, "images");
-    t_check(small_cnn_build(&m, &cfg) == CT_OK && seq_cnn_plan(&m, N) == CT_OK, "build: %s", ct_last_error());
+    t_check(ct_small_cnn_build(&m, &cfg) == CT_OK && ct_seq_cnn_plan(&m, N) == CT_OK, "build: %s", ct_last_error());
     ct_rngs rngs;
     ct_rngs_seed(&rngs, 5);
-    seq_cnn_init_weights(&m, &rngs.init);
+    ct_seq_cnn_init_weights(&m, &rngs.init);
     ct_optim_config oc = ct_optim_defaults(OPT_ADAM);
     ct_optim opt;
     t_check(ct_optim_init(&opt, &oc, m.params.numel) == CT_OK, "optim");
@@ -222,15 +222,15 @@ static void test_cnn_trains(void)
             lab[k] = tr.labels[i];
         }
         ct_params_zero_grad(&m.params);
-        float loss = seq_cnn_forward(&m, x, lab, N, 1, &rngs.dropout, NULL);
-        seq_cnn_backward(&m, x, lab, N);
+        float loss = ct_seq_cnn_forward(&m, x, lab, N, 1, &rngs.dropout, NULL);
+        ct_seq_cnn_backward(&m, x, lab, N);
         ct_optim_step(&opt, m.params.data, m.params.grad, oc.lr);
         if (s >= 140) avg += loss / 10;   /* mean of the last 10 batches */
     }
     int correct = 0;
     for (int first = 0; first < va.n; first += N) {
         int c = 0;
-        seq_cnn_forward(&m, va.x + first * px, va.labels + first, N, 0, NULL, &c);
+        ct_seq_cnn_forward(&m, va.x + first * px, va.labels + first, N, 0, NULL, &c);
         correct += c;
     }
     float acc = (float)correct / va.n;
@@ -239,7 +239,7 @@ static void test_cnn_trains(void)
     t_check(acc > 0.90f, "held-out accuracy %.4f not above 0.90", acc);
     free(x);
     ct_optim_free(&opt);
-    seq_cnn_free(&m);
+    ct_seq_cnn_free(&m);
     ct_images_free(&tr); ct_images_free(&va);
 }
 

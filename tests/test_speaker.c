@@ -106,18 +106,18 @@ static float *train_once(ct_val_split split, size_t *n)
         c.video = malloc((size_t)c.n_utt * sizeof *c.video);
         for (int u = 0; u < c.n_utt; u++) c.video[u] = c.utt[u].speaker * 2 + (u % 2);
     }
-    siamese_lstm_config mc = siamese_lstm_defaults();
+    siamese_lstm_config mc = ct_siamese_lstm_defaults();
     mc.n_mels = 6; mc.frames = 10; mc.hidden = 8; mc.embed = 4;
     siamese_lstm m;
     speaker_task s;
     ct_rngs rngs;
     ct_rngs_seed(&rngs, 3);
     speaker_task_config tc = { .pairs = 100, .val_pairs = 40, .batch = 16, .val_split = split, .val_fraction = 0.25, .seed = 3 };
-    t_check(siamese_lstm_build(&m, &mc) == CT_OK && siamese_lstm_plan(&m, 16) == CT_OK, "build");
-    speaker_model sm = speaker_model_lstm(&m);
-    t_check(speaker_task_init(&s, &tc, &c, &sm, &rngs, NULL) == CT_OK, "task: %s", ct_last_error());
-    siamese_lstm_init_weights(&m, &rngs.init);
-    ct_task task = speaker_task_ops(&s);
+    t_check(ct_siamese_lstm_build(&m, &mc) == CT_OK && ct_siamese_lstm_plan(&m, 16) == CT_OK, "build");
+    speaker_model sm = ct_speaker_model_lstm(&m);
+    t_check(ct_speaker_task_init(&s, &tc, &c, &sm, &rngs, NULL) == CT_OK, "task: %s", ct_last_error());
+    ct_siamese_lstm_init_weights(&m, &rngs.init);
+    ct_task task = ct_speaker_task_ops(&s);
     ct_fit_config fit = { .epochs = 2, .batch = 16, .optim = ct_optim_defaults(OPT_RMSPROP), .progress = 0 };
     fit.sched = (ct_sched){ .kind = SCHED_CONSTANT, .base_lr = fit.optim.lr };
     FILE *devnull = fopen("/dev/null", "w");
@@ -128,8 +128,8 @@ static float *train_once(ct_val_split split, size_t *n)
     *n = m.params.numel;
     float *w = malloc(*n * sizeof *w);
     memcpy(w, m.params.data, *n * sizeof *w);
-    speaker_task_free(&s);
-    siamese_lstm_free(&m);
+    ct_speaker_task_free(&s);
+    ct_siamese_lstm_free(&m);
     ct_corpus_free(&c);
     return w;
 }

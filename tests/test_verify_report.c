@@ -156,22 +156,22 @@ static void test_cli(const char *dir)
     snprintf(json, sizeof json, "%s/m.json", dir); snprintf(det, sizeof det, "%s/det.svg", dir);
     if (!make_store(feats, trials)) return;
     /* random-init weights, described as `ctrain train` describes them */
-    siamese_lstm_config mc = siamese_lstm_defaults();
+    siamese_lstm_config mc = ct_siamese_lstm_defaults();
     mc.n_mels = 8; mc.frames = 12; mc.hidden = 9; mc.embed = 4; mc.pool = LSTM_RETURN_MEAN;
     siamese_lstm m;
     ct_rng r;
     ct_rng_seed(&r, 2, CT_STREAM_INIT);
     static ct_kv kv;
     kv.n = 0;
-    model_desc_lstm(&kv, &mc);
-    ct_status st = siamese_lstm_build(&m, &mc);
+    ct_model_desc_lstm(&kv, &mc);
+    ct_status st = ct_siamese_lstm_build(&m, &mc);
     if (st == CT_OK) {
-        siamese_lstm_init_weights(&m, &r);
-        st = model_desc_features(&kv, feats);
+        ct_siamese_lstm_init_weights(&m, &r);
+        st = ct_model_desc_features(&kv, feats);
     }
     if (st == CT_OK) st = ct_weights_save_kv(w, "siamese-lstm", &m.params, NULL, &kv, NULL);
     if (!t_check(st == CT_OK, "weights: %s", ct_last_error())) return;
-    siamese_lstm_free(&m);
+    ct_siamese_lstm_free(&m);
 
     t_case("verify_report/eval --scores: one line per trial, in order, with its label and paths");
     snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1 --scores %s --json %s --det %s",

@@ -24,13 +24,13 @@ static void load(void *ctx, int split, long first, int n)
 static float forward(void *ctx, int n, int train, int *correct)
 {
     image_task *t = ctx;
-    return seq_cnn_forward(t->m, t->dev_x, t->dev_labels, n, train, &t->dropout, correct);
+    return ct_seq_cnn_forward(t->m, t->dev_x, t->dev_labels, n, train, &t->dropout, correct);
 }
 
 static void backward(void *ctx, int n)
 {
     image_task *t = ctx;
-    seq_cnn_backward(t->m, t->dev_x, t->dev_labels, n);
+    ct_seq_cnn_backward(t->m, t->dev_x, t->dev_labels, n);
 }
 
 static ct_status save_state(void *ctx, hid_t f)
@@ -65,7 +65,7 @@ static ct_status load_state(void *ctx, hid_t f)
     return st;
 }
 
-ct_status image_task_init(image_task *t, seq_cnn *m, const ct_images *train, const ct_images *val, long n_train, long n_val,
+ct_status ct_image_task_init(image_task *t, seq_cnn *m, const ct_images *train, const ct_images *val, long n_train, long n_val,
                           int batch, const ct_rngs *rngs)
 {
     memset(t, 0, sizeof *t);
@@ -91,18 +91,18 @@ ct_status image_task_init(image_task *t, seq_cnn *m, const ct_images *train, con
         st = m->ops->ring_create(&t->ring, t->block_bytes);
     }
     t->state = ct_train_state_of(&m->dev, &m->dev_buffers);
-    if (st != CT_OK) image_task_free(t);
+    if (st != CT_OK) ct_image_task_free(t);
     return st;
 }
 
-ct_task image_task_ops(image_task *t)
+ct_task ct_image_task_ops(image_task *t)
 {
     return (ct_task){ .ctx = t, .state = &t->state, .n_train = t->n_train, .n_val = t->n_val,
                       .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
                       .save_state = save_state, .load_state = load_state };
 }
 
-void image_task_free(image_task *t)
+void ct_image_task_free(image_task *t)
 {
     if (t->ring) t->m->ops->ring_free(t->ring);
     free(t->order);

@@ -32,9 +32,9 @@ typedef struct {
 } image_task;
 
 /* The data stream starts from rngs->data, the dropout stream from rngs->dropout. */
-ct_status image_task_init(image_task *t, seq_cnn *m, const ct_images *train, const ct_images *val, long n_train, long n_val,
+ct_status ct_image_task_init(image_task *t, seq_cnn *m, const ct_images *train, const ct_images *val, long n_train, long n_val,
                           int batch, const ct_rngs *rngs);
-ct_task   image_task_ops(image_task *t);
-void      image_task_free(image_task *t);
+ct_task   ct_image_task_ops(image_task *t);
+void      ct_image_task_free(image_task *t);
 
 #endif

@@ -13,7 +13,7 @@
 static const char *recurrent_name(lstm_recurrent r) { return r == LSTM_HARD_SIGMOID ? "hard_sigmoid" : "sigmoid"; }
 static const char *pool_name(lstm_return p) { return p == LSTM_RETURN_MEAN ? "mean" : "last"; }
 
-void model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c)
+void ct_model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c)
 {
     ct_kv_set_int(kv, "n_mels", c->n_mels); ct_kv_set_int(kv, "frames", c->frames); ct_kv_set_int(kv, "hidden", c->hidden);
     ct_kv_set_int(kv, "layers", c->layers); ct_kv_set_int(kv, "embed", c->embed); ct_kv_set_num(kv, "margin", c->margin);
@@ -22,14 +22,14 @@ void model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c)
     ct_kv_set_str(kv, "pool", pool_name(c->pool));
 }
 
-void model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c)
+void ct_model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c)
 {
     ct_kv_set_int(kv, "n_mels", c->n_mels); ct_kv_set_int(kv, "frames", c->frames); ct_kv_set_int(kv, "embed", c->embed);
     ct_kv_set_num(kv, "margin", c->margin); ct_kv_set_num(kv, "threshold", c->threshold);
     ct_kv_set_str(kv, "arch", c->spec);   /* a ct_kv holds 159 characters: the weights file gets the whole spec besides */
 }
 
-ct_status model_desc_features(ct_kv *kv, const char *data)
+ct_status ct_model_desc_features(ct_kv *kv, const char *data)
 {
     if (!strcmp(data, "synthetic")) { ct_kv_set_str(kv, "features", "synthetic"); return CT_OK; }
     ct_featstore_settings s;
@@ -44,7 +44,7 @@ ct_status model_desc_features(ct_kv *kv, const char *data)
 
 /* ---- reading ---- */
 
-ct_status model_desc_read(model_desc *d, const char *path, const char *model)
+ct_status ct_model_desc_read(model_desc *d, const char *path, const char *model)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->path, sizeof d->path, "%s", path);
@@ -131,10 +131,10 @@ static ct_status want_str(model_desc *d, const char *key, const char *flag, cons
 /* A float setting without a flag (margin, threshold): the file's, else unchanged. */
 static void maybe_float(const model_desc *d, const char *key, float *v) { ct_kv_float(&d->kv, key, v); }
 
-ct_status model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc)
+ct_status ct_model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc)
 {
     static const char *const recurrents[] = { "sigmoid", "hard_sigmoid", NULL }, *const pools[] = { "last", "mean", NULL };
-    *mc = siamese_lstm_defaults();
+    *mc = ct_siamese_lstm_defaults();
     const char *recurrent, *pool;
     CT_TRY(want_int(d, "n_mels", "--mels", f->mels, store_mels, 1, 4096, &mc->n_mels));
     CT_TRY(want_int(d, "frames", NULL, 0, mc->frames, 1, 100000, &mc->frames));
@@ -150,9 +150,9 @@ ct_status model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, 
     return CT_OK;
 }
 
-ct_status model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, siamese_cnn_config *mc)
+ct_status ct_model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, siamese_cnn_config *mc)
 {
-    *mc = siamese_cnn_defaults();
+    *mc = ct_siamese_cnn_defaults();
     /* the spec may be longer than a ct_kv string: read it whole */
     hid_t f;
     CT_TRY(ct_h5_open(&f, d->path));
@@ -170,7 +170,7 @@ ct_status model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, si
     return CT_OK;
 }
 
-ct_status model_desc_check_store(model_desc *d, const char *store, int *store_mels)
+ct_status ct_model_desc_check_store(model_desc *d, const char *store, int *store_mels)
 {
     ct_featstore_settings s;
     CT_TRY(ct_featstore_read_settings(store, &s));
@@ -212,7 +212,7 @@ ct_status model_desc_check_store(model_desc *d, const char *store, int *store_me
     return CT_OK;
 }
 
-const char *model_desc_note(const model_desc *d, char *buf, size_t cap)
+const char *ct_model_desc_note(const model_desc *d, char *buf, size_t cap)
 {
     if (!d->missing[0]) return NULL;
     snprintf(buf, cap, "%s does not record %s (written by an older ctrain): taken from the flags or their defaults, not checked",

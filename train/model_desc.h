@@ -19,7 +19,7 @@
  * weights arch and frames (frames as a string), checkpoints the model's sizes
  * but no feature settings. What a file does not record is taken from the flags
  * or their defaults, as before, is not checked, and is named in one note
- * (model_desc_note).
+ * (ct_model_desc_note).
  */
 #ifndef CT_MODEL_DESC_H
 #define CT_MODEL_DESC_H
@@ -30,11 +30,11 @@
 /* ---- writing (ctrain train) ---- */
 
 /* Every field of the configuration, by the names above. */
-void      model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c);
-void      model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c);
+void      ct_model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c);
+void      ct_model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c);
 /* The feature settings of the training data: `data` is a feature store's path
  * (its attributes are read) or "synthetic". */
-ct_status model_desc_features(ct_kv *kv, const char *data);
+ct_status ct_model_desc_features(ct_kv *kv, const char *data);
 
 /* ---- reading (ctrain eval) ---- */
 
@@ -46,7 +46,7 @@ typedef struct {
 
 /* Reads the root attributes of a weights file or a checkpoint. One whose
  * "model" attribute names another model than `model` is refused. */
-ct_status model_desc_read(model_desc *d, const char *path, const char *model);
+ct_status ct_model_desc_read(model_desc *d, const char *path, const char *model);
 
 /* The flags of `ctrain eval siamese-lstm` that describe the model: 0 or NULL = not given. */
 typedef struct {
@@ -58,22 +58,22 @@ typedef struct {
  * given flag that says otherwise is refused with CT_EINVAL naming the flag, the
  * file's value and the fix), else from the flag, else the default: n_mels is
  * then store_mels (the feature store's), pool "last" (the seed's, what files
- * without the attribute were trained with), the rest siamese_lstm_defaults(). */
-ct_status model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc);
+ * without the attribute were trained with), the rest ct_siamese_lstm_defaults(). */
+ct_status ct_model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc);
 /* The same for the CNN: arch and frames must be recorded (every siamese-cnn
  * weights file has them); n_mels from the file, --mels (mels_flag, 0 = not
  * given) or the store; the embedding size is the spec's. */
-ct_status model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, siamese_cnn_config *mc);
+ct_status ct_model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, siamese_cnn_config *mc);
 
 /* Refuses a feature store whose settings differ from those the model was
  * trained on (n_mels, sample_rate, frame_length_ms, frame_shift_ms,
  * normalization), or a model trained on synthetic features; settings the file
  * does not record are added to d->missing and not checked. *store_mels (may be
  * NULL) receives the store's mel bands. */
-ct_status model_desc_check_store(model_desc *d, const char *store, int *store_mels);
+ct_status ct_model_desc_check_store(model_desc *d, const char *store, int *store_mels);
 
 /* "W.h5 does not record n_mels, hidden, ... (written by an older ctrain): taken
  * from the flags or their defaults, not checked", or NULL when nothing is missing. */
-const char *model_desc_note(const model_desc *d, char *buf, size_t cap);
+const char *ct_model_desc_note(const model_desc *d, char *buf, size_t cap);
 
 #endif

@@ -75,7 +75,7 @@ static void backward(void *ctx, int n)
     s->m.backward(s->m.ctx, s->dev_x, s->dev_len, s->len[s->cur], s->dev_y, n);
 }
 
-ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, const speaker_model *m,
+ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, const speaker_model *m,
                             const ct_rngs *rngs, FILE *warn)
 {
     memset(s, 0, sizeof *s);
@@ -152,7 +152,7 @@ ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, con
     if (st == CT_OK) st = m->ops->ring_create(&s->ring, s->block_bytes);
     if (st == CT_OK) st = ct_prefetch_start(&s->pf, fill, s);
     s->state = ct_train_state_of(m->params, m->buffers);
-    if (st != CT_OK) speaker_task_free(s);
+    if (st != CT_OK) ct_speaker_task_free(s);
     return st;
 }
 
@@ -251,7 +251,7 @@ static void end_epoch(void *ctx, int epoch, ct_epoch_log *log)
         fprintf(stderr, "warning: val_eer not computed: %s\n", ct_last_error());
 }
 
-ct_task speaker_task_ops(speaker_task *s)
+ct_task ct_speaker_task_ops(speaker_task *s)
 {
     return (ct_task){ .ctx = s, .state = &s->state, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
                       .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
@@ -259,7 +259,7 @@ ct_task speaker_task_ops(speaker_task *s)
                       .end_epoch = s->cfg.trials ? end_epoch : NULL };
 }
 
-void speaker_task_free(speaker_task *s)
+void ct_speaker_task_free(speaker_task *s)
 {
     if (s->pf.running) { drain(s); ct_prefetch_stop(&s->pf); }
     if (s->ring) s->m.ops->ring_free(s->ring);

@@ -75,9 +75,9 @@ typedef struct {
 /* Splits the corpus, draws the pairs (warnings about unusable speakers go to
  * `warn`), allocates the batch buffers and starts the loader thread. The data
  * stream starts from rngs->data, the model's dropout stream from rngs->dropout. */
-ct_status speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, const speaker_model *m,
+ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, const ct_corpus *c, const speaker_model *m,
                             const ct_rngs *rngs, FILE *warn);
-ct_task   speaker_task_ops(speaker_task *s);
-void      speaker_task_free(speaker_task *s);
+ct_task   ct_speaker_task_ops(speaker_task *s);
+void      ct_speaker_task_free(speaker_task *s);
 
 #endif

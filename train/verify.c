@@ -291,7 +291,7 @@ ct_status ct_verify_trials_ex(speaker_model *m, const ct_corpus *c, const ct_tri
         int D = m->embed_dim;
         for (int k = 0; k < n; k++) {
             float d;
-            euclidean_forward(&d, emb + (size_t)row[t[k].a] * D, emb + (size_t)row[t[k].b] * D, 1, D, CT_KERAS_EPSILON);
+            ct_euclidean_forward(&d, emb + (size_t)row[t[k].a] * D, emb + (size_t)row[t[k].b] * D, 1, D, CT_KERAS_EPSILON);
             score[k] = -d;
             label[k] = t[k].label;
             R.n_same += t[k].label == 1;

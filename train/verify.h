@@ -99,7 +99,7 @@ int ct_utt_windows(int frames, int T);
 
 /* Evaluate a trial list with a speaker model.
  *
- * m: built and holding the weights to evaluate (e.g. speaker_model_lstm(&lstm)).
+ * m: built and holding the weights to evaluate (e.g. ct_speaker_model_lstm(&lstm)).
  * c: the corpus the trials index (t[k].a, t[k].b are utterance indices into c,
  *    as io/trials.h resolves them); c->n_mels must equal m->n_mels.
  * Every utterance that appears in t is embedded exactly once by
