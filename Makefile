@@ -14,6 +14,9 @@
 #                   and CUDA's (scripts/dist.sh); make dist-check extracts and tests it
 #   make gpu-check  the whole check for a GPU machine with this build (scripts/gpu-check.sh),
 #                   into gpu-check-out/ or OUT=DIR
+#   make install    bin/ctrain, libctrain.a and .so, the headers, ctrain.pc and the man page
+#                   under PREFIX (/usr/local), staged under DESTDIR when given; make uninstall
+#                   removes them (README.md, "Installing the library")
 #   make clean
 #
 # Every user-facing target first runs scripts/deps.sh, which does nothing when the
@@ -27,7 +30,7 @@ BUILD    := build$(if $(filter 1,$(SAN)),-san,)
 PKGS     := openblas hdf5 sndfile samplerate fftw3f
 CUDA_HOME ?= /usr/local/cuda
 # The version, defined once (CTRAIN_VERSION in cli/cli.h): the tarball's name, the shared
-# library's file name and soname (libctrain.so.MAJOR).
+# library's file name and soname (libctrain.so.MAJOR), ctrain.pc and the man page.
 VERSION  := $(shell sed -n 's/^\#define CTRAIN_VERSION "\(.*\)".*/\1/p' cli/cli.h)
 
 # Every object is position-independent, so the same objects make libctrain.a, bin/ctrain
@@ -88,17 +91,17 @@ LIB_OBJ    += $(CUDA_C_SRC:%.c=$(BUILD)/%.o) $(CUDA_CU_SRC:%.cu=$(BUILD)/%.o)
 # (and so does a build folder from before every object was built with $(PIC)).
 CUDA_STAMP  := $(BUILD)/.cuda-config
 BUILD_STAMP := CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH) $(PIC)
-ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD) && { echo "$(BUILD_STAMP)" | cmp -s - $(CUDA_STAMP) || echo "$(BUILD_STAMP)" > $(CUDA_STAMP); })
 endif
 
 # The shared library: build/libctrain.so.VERSION, soname libctrain.so.MAJOR, both links
-# beside it in the build folder. Not in a SAN=1 build.
+# beside it in the build folder. Not in a SAN=1 build (make install takes the optimised one).
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libctrain.so.$(SOMAJOR)
 SHLIB   := $(BUILD)/libctrain.so.$(VERSION)
 
-.PHONY: all build deps test demo bench golden clean detect check-deps dist dist-check gpu-check
+.PHONY: all build deps test demo bench golden clean detect check-deps dist dist-check gpu-check install install-files uninstall
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -195,6 +198,66 @@ dist-check: dist
 gpu-check: deps
 	@$(MAKE) --no-print-directory build SAN=0
 	@sh scripts/gpu-check.sh $(OUT)
+
+# ---- make install / make uninstall: the library for other programs (README.md,
+# "Installing the library"). Under DESTDIR$(PREFIX):
+#   bin/ctrain
+#   lib/libctrain.a, lib/libctrain.so.VERSION, its links libctrain.so.MAJOR (the soname)
+#     and libctrain.so
+#   include/ctrain/ctrain.h (include/ctrain.h: the whole API) beside core/ layers/ io/
+#     models/ train/ cuda/ as in the source, which include each other as "core/params.h"
+#   lib/pkgconfig/ctrain.pc (from scripts/ctrain.pc.in): Cflags -I${includedir}/ctrain
+#   share/man/man1/ctrain.1, made from ctrain's help (scripts/manpage.sh)
+# With no DESTDIR, as root, ldconfig runs after both (LDCONFIG=true skips it).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+LDCONFIG   ?= ldconfig
+INSTALL    ?= install
+HDR_DIRS   := core layers io models train cuda
+# ctrain.pc's private libraries: what libctrain.a needs beyond the pkg-config packages
+PC_LIBS_PRIVATE := $(strip $(SYS_LIBS) $(CUDA_LIBS))
+PC_LIBDIR       := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
+PC_INCLUDEDIR   := $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
+LDCONFIG_RUN = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi
+
+ifeq ($(SAN),1)
+ifneq ($(filter install install-files,$(MAKECMDGOALS)),)
+$(error make install installs the optimised build: run it without SAN=1)
+endif
+endif
+
+install: deps
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory install-files
+
+$(BUILD)/ctrain.1: $(CTRAIN) scripts/manpage.sh
+	sh scripts/manpage.sh $(CTRAIN) $(VERSION) > $@.tmp && mv $@.tmp $@
+
+install-files: $(CTRAIN) $(BUILD)/libctrain.a $(SHLIB) $(BUILD)/ctrain.1 include/ctrain.h scripts/ctrain.pc.in
+	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)/pkgconfig" "$(DESTDIR)$(INCLUDEDIR)/ctrain" "$(DESTDIR)$(MANDIR)/man1"
+	$(INSTALL) -m 755 $(CTRAIN) "$(DESTDIR)$(BINDIR)/ctrain"
+	$(INSTALL) -m 644 $(BUILD)/libctrain.a "$(DESTDIR)$(LIBDIR)/libctrain.a"
+	$(INSTALL) -m 755 $(SHLIB) "$(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB))"
+	ln -sf $(notdir $(SHLIB)) "$(DESTDIR)$(LIBDIR)/$(SONAME)"
+	ln -sf $(SONAME) "$(DESTDIR)$(LIBDIR)/libctrain.so"
+	$(INSTALL) -m 644 include/ctrain.h "$(DESTDIR)$(INCLUDEDIR)/ctrain/ctrain.h"
+	for d in $(HDR_DIRS); do $(INSTALL) -d "$(DESTDIR)$(INCLUDEDIR)/ctrain/$$d" && \
+	  $(INSTALL) -m 644 $$d/*.h "$(DESTDIR)$(INCLUDEDIR)/ctrain/$$d/" || exit 1; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(PC_LIBDIR)|' -e 's|@INCLUDEDIR@|$(PC_INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' scripts/ctrain.pc.in > "$(DESTDIR)$(LIBDIR)/pkgconfig/ctrain.pc"
+	$(INSTALL) -m 644 $(BUILD)/ctrain.1 "$(DESTDIR)$(MANDIR)/man1/ctrain.1"
+	@$(LDCONFIG_RUN)
+	@echo "installed ctrain $(VERSION) under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/ctrain" "$(DESTDIR)$(LIBDIR)/libctrain.a" "$(DESTDIR)$(LIBDIR)/libctrain.so.$(VERSION)" \
+	      "$(DESTDIR)$(LIBDIR)/$(SONAME)" "$(DESTDIR)$(LIBDIR)/libctrain.so" "$(DESTDIR)$(LIBDIR)/pkgconfig/ctrain.pc" \
+	      "$(DESTDIR)$(MANDIR)/man1/ctrain.1"
+	rm -rf "$(DESTDIR)$(INCLUDEDIR)/ctrain"
+	@$(LDCONFIG_RUN)
 
 clean:
 	rm -rf build build-san bin build-dist build-dist-cpu dist
