@@ -27,6 +27,7 @@
     X(time) \
     X(siamese_cnn) \
     X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(gpu) \
+    X(install) \
     X(harness)
 #define DECLARE(s) void suite_##s(void) __attribute__((weak));
 SUITES(DECLARE)
