@@ -8,9 +8,13 @@
  *    [C*KH*KW, OH*OW] matrix (the workspace), then out_n = W [OC, C*KH*KW] x col
  *    is one cblas_sgemm per image. Backward: dW += dout_n x col^T, dcol = W^T x
  *    dout_n, and col2im scatters dcol back into din.
+ *    On CPUs with AVX-512 the three products run on the register-blocked kernel
+ *    of gemm_packed.h instead of cblas_sgemm ("packed": im2col writes the column
+ *    matrix straight into the kernel's panels; see conv2d.c).
  *  - Winograd F(2x2, 3x3) (3x3 kernels, stride 1, padding <= 2, enough input
  *    channels): 16 sgemms per chunk of images on transformed 4x4 tiles, 2.25x
- *    fewer multiplications than im2col; see conv2d_winograd.c.
+ *    fewer multiplications than im2col; see conv2d_winograd.c. Used where the
+ *    packed kernel is not available (it is slower than packed im2col there).
  * Init: Glorot-uniform (fan_in C*KH*KW, fan_out OC*KH*KW, as Keras), zero bias.
  */
 #ifndef CT_CONV2D_H
@@ -25,8 +29,11 @@ typedef struct {
     int OH, OW;            /* output, filled by ct_conv2d_dims_make */
     int winograd;          /* 1: the Winograd F(2x2, 3x3) path (conv2d_winograd.h), chosen by
                               ct_conv2d_dims_make for 3x3 stride-1 kernels with padding <= 2 and at
-                              least CONV2D_WINOGRAD_MIN_C input channels; 0: im2col + sgemm.
-                              Either may be set by hand (tests compare the two). */
+                              least CONV2D_WINOGRAD_MIN_C input channels when `packed` is 0;
+                              0: im2col + sgemm. Either may be set by hand (tests compare them). */
+    int packed;            /* with winograd 0: 1 runs im2col's products on the AVX-512 kernel of
+                              gemm_packed.h (chosen by ct_conv2d_dims_make when the CPU has it),
+                              0 on cblas_sgemm. May be cleared by hand, not set without AVX-512. */
     int workers;           /* threads sharing the layer's work (ct_parallel), set by ct_conv2d_dims_make
                               from ct_threads_get(); the workspace size depends on it */
 } conv2d_dims;
