@@ -65,7 +65,7 @@ ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC
                        "more than 2^31 elements in one buffer; use a smaller batch or input", N, C, OC, H, W, KH, KW);
     *d = (conv2d_dims){ .N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = KH, .KW = KW,
                         .stride = stride, .pad = pad, .OH = OH, .OW = OW };
-    d->packed = ct_gemm_packed_available();
+    d->packed = ct_gemm_packed_available() && C * KH * KW >= CONV2D_PACKED_MIN_K;
     d->winograd = !d->packed && ct_conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
     d->workers = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
     if (d->workers > N) d->workers = N;
@@ -263,50 +263,122 @@ static void backward_image(void *ctx, int n, int worker)
 }
 
 /* ---- the packed path (d->packed): the same products on gemm_packed's kernel ----
- * Workspace, per worker: a partial dW^T [K, OC], then either the packed column
- * matrix of forward ([ceil(P/64)][K][64]) or, for backward, col [K, P] (reused for
- * dcol), dout_n^T in panels ([ceil(OC/64)][P][64]) and dout_n in panels
- * ([ceil(P/64)][OC][64]). */
+ *
+ * Wide positions. With stride 1 and no padding, tap (c, ky, kx) reads
+ * in[c, oy + ky, ox + kx] = in_c[p' + ky W + kx] at p' = oy W + ox: numbered along
+ * the input's rows, each row of col is ONE contiguous run of the image, and
+ * building col is a copy of K runs. The products then run over the Pw = (OH-1) W + OW
+ * wide positions; the W - OW columns ox >= OW at the end of each row (but the
+ * last) are computed and dropped by forward, and carry a zero output gradient in
+ * dW. (The last run ends at in_c[(H-1) W + W - 1]: nothing is read past the image.)
+ * Other strides and paddings use im2col's positions p = oy OW + ox (Pw = P).
+ *
+ * Workspace, per worker: a partial dW^T [K, OC], then either forward's column
+ * matrix in panels ([ceil(Pw/64)][K][64]) and its output on the wide positions
+ * [OC, Pw], or backward's col [K, Pw] (reused for dcol [K, P]), dout_n^T in panels
+ * ([ceil(OC/64)][Pw][64]) and dout_n in panels ([ceil(P/64)][OC][64]). */
+static int conv2d_is_wide(const conv2d_dims *d) { return d->stride == 1 && d->pad == 0; }
+static int wide_positions(const conv2d_dims *d) { return conv2d_is_wide(d) ? (d->OH - 1) * d->W + d->OW : d->OH * d->OW; }
+
 static size_t packed_worker_floats(const conv2d_dims *d)
 {
-    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
-    const size_t fwd = ct_gemm_pack_floats(K, P);
-    const size_t bwd = (size_t)K * P + ct_gemm_pack_floats(P, OC) + ct_gemm_pack_floats(OC, P);
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
+    const size_t fwd = ct_gemm_pack_floats(K, Pw) + (size_t)OC * Pw;
+    const size_t bwd = (size_t)K * (Pw > P ? Pw : P) + ct_gemm_pack_floats(Pw, OC) + ct_gemm_pack_floats(OC, P);
     return (size_t)K * OC + (fwd > bwd ? fwd : bwd);
+}
+
+/* col [K, Pw] in panels of `width` columns (as im2col) <- the runs of one image
+ * im [C, H, W] on the wide positions: row k = (c*KH + ky)*KW + kx is
+ * im[c] + ky W + kx, Pw floats long. */
+static void im2col_wide(float *col, int width, const float *im, const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, Pw = wide_positions(d);
+    const size_t panel = (size_t)K * width;
+    for (int k = 0; k < K; k++) {
+        const int c = k / (d->KH * d->KW), ky = k / d->KW % d->KH, kx = k % d->KW;
+        const float *src = im + (size_t)c * d->H * d->W + (size_t)ky * d->W + kx;
+        for (int p = 0; p < Pw;) {                                  /* the run, cut at panel edges */
+            const int q = p % width, n = width - q < Pw - p ? width - q : Pw - p;
+            memcpy(col + (size_t)(p / width) * panel + (size_t)k * width + q, src + p, (size_t)n * sizeof *col);
+            p += n;
+        }
+    }
+    if (Pw % width)   /* the last panel's columns past Pw */
+        for (int k = 0; k < K; k++)
+            memset(col + (size_t)(Pw / width) * panel + (size_t)k * width + Pw % width, 0,
+                   (size_t)(width - Pw % width) * sizeof *col);
+}
+
+/* dst <- dout_n^T [Pw, OC] in panels of 64 channels ([ceil(OC/64)][Pw][64]), on the
+ * positions of the products: row p' holds dout_n[:, oy, ox], zero for the wide
+ * columns ox >= OW and for the channels past OC. */
+static void pack_dout_transposed(float *dst, const float *dout_n, const conv2d_dims *d)
+{
+    const int OC = d->OC, P = d->OH * d->OW, Pw = wide_positions(d), rw = conv2d_is_wide(d) ? d->W : d->OW;
+    const int panels = (OC + CT_GEMM_NR - 1) / CT_GEMM_NR;
+    for (int pn = 0; pn < panels; pn++) {
+        float *dp = dst + (size_t)pn * Pw * CT_GEMM_NR;             /* [Pw][64] */
+        const int o0 = pn * CT_GEMM_NR, no = OC - o0 < CT_GEMM_NR ? OC - o0 : CT_GEMM_NR;
+        for (int pw = 0; pw < Pw; pw++) {
+            float *row = dp + (size_t)pw * CT_GEMM_NR;
+            const int oy = pw / rw, ox = pw % rw;
+            if (ox >= d->OW) { memset(row, 0, CT_GEMM_NR * sizeof *row); continue; }
+            const float *src = dout_n + (size_t)o0 * P + (size_t)oy * d->OW + ox;   /* dout_n[o0, oy, ox] */
+            for (int o = 0; o < no; o++) row[o] = src[(size_t)o * P];
+            for (int o = no; o < CT_GEMM_NR; o++) row[o] = 0.0f;
+        }
+    }
 }
 
 static void forward_image_packed(void *ctx, int n, int worker)
 {
     const conv_job *j = ctx;
     const conv2d_dims *d = j->d;
-    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
     const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;   /* [C, H, W] */
     float *out_n = j->out + (size_t)n * OC * P;                    /* [OC, P] */
-    float *colp = j->ws + (size_t)worker * packed_worker_floats(d) + (size_t)K * OC;   /* [ceil(P/64)][K][64] */
-    im2col(colp, CT_GEMM_NR, in_n, d);
-    for (int o = 0; j->b && o < OC; o++)                           /* out_n starts as the bias ... */
-        for (int i = 0; i < P; i++) out_n[(size_t)o * P + i] = j->b[o];
-    /* ... += W [OC, K] x col [K, P] */
-    ct_gemm_packed(OC, P, K, j->w, K, 0, colp, out_n, P, j->b != NULL);
+    float *colp = j->ws + (size_t)worker * packed_worker_floats(d) + (size_t)K * OC;   /* [ceil(Pw/64)][K][64] */
+    if (!conv2d_is_wide(d)) {
+        im2col(colp, CT_GEMM_NR, in_n, d);
+        for (int o = 0; j->b && o < OC; o++)                       /* out_n starts as the bias ... */
+            for (int i = 0; i < P; i++) out_n[(size_t)o * P + i] = j->b[o];
+        /* ... += W [OC, K] x col [K, P] */
+        ct_gemm_packed(OC, P, K, j->w, K, 0, colp, out_n, P, j->b != NULL);
+        return;
+    }
+    /* wide [OC, Pw] = W [OC, K] x col [K, Pw]; out_n = its columns ox < OW, + b */
+    float *wide = colp + ct_gemm_pack_floats(K, Pw);
+    im2col_wide(colp, CT_GEMM_NR, in_n, d);
+    ct_gemm_packed(OC, Pw, K, j->w, K, 0, colp, wide, Pw, 0);
+    for (int o = 0; o < OC; o++) {
+        const float bo = j->b ? j->b[o] : 0.0f;
+        for (int oy = 0; oy < d->OH; oy++) {
+            const float *src = wide + (size_t)o * Pw + (size_t)oy * d->W;
+            float *dst = out_n + (size_t)o * P + (size_t)oy * d->OW;
+            for (int ox = 0; ox < d->OW; ox++) dst[ox] = src[ox] + bo;
+        }
+    }
 }
 
 static void backward_image_packed(void *ctx, int n, int worker)
 {
     const conv_job *j = ctx;
     const conv2d_dims *d = j->d;
-    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
     const size_t in_img = (size_t)d->C * d->H * d->W;
     const float *in_n = j->in + (size_t)n * in_img;                /* [C, H, W] */
     const float *dout_n = j->dout + (size_t)n * OC * P;            /* [OC, P] */
     float *dwt = j->ws + (size_t)worker * packed_worker_floats(d); /* this worker's dW^T [K, OC] */
-    float *col = dwt + (size_t)K * OC;                             /* [K, P], later dcol */
-    float *doutT = col + (size_t)K * P;                            /* dout_n^T [P, OC] in panels of 64 channels */
-    float *doutp = doutT + ct_gemm_pack_floats(P, OC);             /* dout_n [OC, P] in panels of 64 positions */
-    /* dW^T [K, OC] += col [K, P] x dout_n^T [P, OC]; a worker's first image (n == worker) starts its sum */
+    float *col = dwt + (size_t)K * OC;                             /* [K, Pw], later dcol [K, P] */
+    float *doutT = col + (size_t)K * (Pw > P ? Pw : P);            /* dout_n^T [Pw, OC] in panels of 64 channels */
+    float *doutp = doutT + ct_gemm_pack_floats(Pw, OC);            /* dout_n [OC, P] in panels of 64 positions */
+    /* dW^T [K, OC] += col [K, Pw] x dout_n^T [Pw, OC]; a worker's first image (n == worker) starts its sum */
     const float *colr = in_n;
-    if (!conv2d_is_pointwise(d)) { im2col(col, P, in_n, d); colr = col; }
-    ct_gemm_pack(doutT, dout_n, P, 1, P, OC);
-    ct_gemm_packed(K, OC, P, colr, P, 0, doutT, dwt, OC, n != worker);
+    if (conv2d_is_wide(d) && !conv2d_is_pointwise(d)) { im2col_wide(col, Pw, in_n, d); colr = col; }
+    else if (!conv2d_is_pointwise(d)) { im2col(col, P, in_n, d); colr = col; }
+    pack_dout_transposed(doutT, dout_n, d);
+    ct_gemm_packed(K, OC, Pw, colr, Pw, 0, doutT, dwt, OC, n != worker);
     if (!j->din) return;
     /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]; for 1x1 kernels dcol is din_n itself */
     float *din_n = j->din + (size_t)n * in_img;
@@ -333,9 +405,14 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
         const float *dout_n = dout + (size_t)n * OC * P;           /* [OC, P] */
         for (int o = 0; o < OC; o++) {
             const float *row = dout_n + (size_t)o * P;
-            float s = 0.0f;
-            for (int i = 0; i < P; i++) s += row[i];
-            db[o] += s;
+            float s[16] = { 0 };   /* 16 running sums (one vector), added at the end */
+            int i = 0;
+            for (; i + 16 <= P; i += 16)
+                for (int l = 0; l < 16; l++) s[l] += row[i + l];
+            for (; i < P; i++) s[0] += row[i];
+            float t = 0.0f;
+            for (int l = 0; l < 16; l++) t += s[l];
+            db[o] += t;
         }
     }
     if (d->winograd) { ct_conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }

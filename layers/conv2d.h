@@ -32,13 +32,18 @@ typedef struct {
                               least CONV2D_WINOGRAD_MIN_C input channels when `packed` is 0;
                               0: im2col + sgemm. Either may be set by hand (tests compare them). */
     int packed;            /* with winograd 0: 1 runs im2col's products on the AVX-512 kernel of
-                              gemm_packed.h (chosen by ct_conv2d_dims_make when the CPU has it),
+                              gemm_packed.h (chosen by ct_conv2d_dims_make when the CPU has it
+                              and C*KH*KW >= CONV2D_PACKED_MIN_K),
                               0 on cblas_sgemm. May be cleared by hand, not set without AVX-512. */
     int workers;           /* threads sharing the layer's work (ct_parallel), set by ct_conv2d_dims_make
                               from ct_threads_get(); the workspace size depends on it */
 } conv2d_dims;
 
 #define CONV2D_WINOGRAD_MIN_C 8
+/* The packed kernel is chosen for C*KH*KW >= this: with fewer taps (a first layer on
+ * one input channel) its 6x64 tiles spend more time loading and storing than
+ * multiplying, and cblas_sgemm is faster. */
+#define CONV2D_PACKED_MIN_K 32
 
 /* Fills OH/OW; fails (CT_EINVAL, naming the sizes) if the kernel does not fit the padded input. */
 ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);

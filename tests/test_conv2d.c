@@ -277,6 +277,7 @@ static void conv_gradchecks(void)
     conv_gradcheck(1, 2, 2, 3, 2, 3, 4, 1, 1, 1, 7);     /* kernel bigger than the image, fits only with padding */
     conv_gradcheck(2, 3, 8, 8, 4, 3, 3, 1, 1, 0, 8);     /* the usual CNN block */
     conv_gradcheck(2, 3, 9, 11, 70, 3, 3, 1, 0, 1, 9);   /* 70 output channels: a second, partial panel of 64 */
+    conv_gradcheck(2, 2, 6, 7, 3, 2, 3, 1, 0, 0, 10);    /* stride 1, no padding, 2x3: packed runs on wide positions */
     /* shapes drawn from a fixed seed */
     ct_rng r;
     ct_rng_seed(&r, 2024, 3);
