@@ -19,6 +19,18 @@
  *
  * 1x1 kernels with stride 1 and no padding skip im2col altogether: col is then the
  * image itself ([C, H*W]) and dcol is din_n, so the gemms read and write in/din directly.
+ *
+ * The packed variant (d->packed, CPUs with AVX-512) runs the same three products on
+ * the 6x64 register-blocked kernel of gemm_packed.h, which wants its right-hand
+ * operand cut into panels of 64 columns ([ceil(cols/64)][rows][64]):
+ *   forward:  out_n [OC, P]   = W [OC, K] x col [K, P]        col written by im2col straight
+ *                                                              into panels of 64 positions
+ *   dW^T:     dWT [K, OC]    += col [K, P] x dout_n^T [P, OC]  dout_n transposed into panels
+ *                                                              of 64 output channels
+ *   dcol:     dcol [K, P]     = W^T [K, OC] x dout_n [OC, P]   dout_n cut into panels of 64
+ *                                                              positions
+ * dW is summed transposed (64 output channels fill a panel exactly in the mnist_cnn,
+ * where K = 288 would leave a half-empty one) and added to dw at the end.
  */
 #include <cblas.h>
 #include <stdint.h>
@@ -28,6 +40,7 @@
 #include "core/threads.h"
 #include "layers/conv2d.h"
 #include "layers/conv2d_winograd.h"
+#include "layers/gemm_packed.h"
 
 ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
@@ -52,7 +65,8 @@ ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC
                        "more than 2^31 elements in one buffer; use a smaller batch or input", N, C, OC, H, W, KH, KW);
     *d = (conv2d_dims){ .N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = KH, .KW = KW,
                         .stride = stride, .pad = pad, .OH = OH, .OW = OW };
-    d->winograd = ct_conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
+    d->packed = ct_gemm_packed_available() && C * KH * KW >= CONV2D_PACKED_MIN_K;
+    d->winograd = !d->packed && ct_conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
     d->workers = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
     if (d->workers > N) d->workers = N;
     return CT_OK;
@@ -80,9 +94,12 @@ static int conv2d_is_pointwise(const conv2d_dims *d)
     return d->KH == 1 && d->KW == 1 && d->stride == 1 && d->pad == 0;
 }
 
+static size_t packed_worker_floats(const conv2d_dims *d);
+
 size_t ct_conv2d_workspace_floats(const conv2d_dims *d)
 {
     if (d->winograd) return ct_conv2d_winograd_workspace_floats(d);
+    if (d->packed) return (size_t)d->workers * packed_worker_floats(d);
     /* per worker, one image's column matrix [C*KH*KW, OH*OW] (backward reuses it for dcol),
      * and a partial dW [OC, C*KH*KW] for each worker after the first */
     const size_t K = (size_t)d->C * d->KH * d->KW;
@@ -103,32 +120,56 @@ static void conv2d_valid_range(int *lo, int *hi, int k, int s, int p, int size, 
     *lo = l; *hi = h;
 }
 
-/* col [C*KH*KW, OH*OW] <- receptive fields of one image im [C, H, W]. */
+/* dst [n] <- outputs ox0 .. ox0+n-1 of one tap on one output row: the input row
+ * `src` (NULL: a row of padding) read from its column ix0 at output xlo with stride
+ * s, zero outside the valid outputs [xlo, xhi). */
+static inline void tap_row(float *dst, int ox0, int n, const float *src, int xlo, int xhi, int s)
+{
+    const int end = ox0 + n;
+    if (!src) { memset(dst, 0, (size_t)n * sizeof *dst); return; }
+    int lo = xlo > ox0 ? xlo : ox0, hi = xhi < end ? xhi : end;
+    if (hi < lo) hi = lo;
+    for (int ox = ox0; ox < lo && ox < end; ox++) dst[ox - ox0] = 0.0f;
+    if (s == 1) memcpy(dst + (lo - ox0), src + (lo - xlo), (size_t)(hi - lo) * sizeof *dst);
+    else for (int ox = lo; ox < hi; ox++) dst[ox - ox0] = src[(size_t)(ox - xlo) * s];
+    for (int ox = hi > ox0 ? hi : ox0; ox < end; ox++) dst[ox - ox0] = 0.0f;
+}
+
+/* col <- receptive fields of one image im [C, H, W]: the matrix [K, P] (K = C*KH*KW,
+ * P = OH*OW) cut into panels of `width` columns, [ceil(P/width)][K][width], element
+ * (k, p) at (p / width) K width + k width + p % width. width = P is the plain
+ * row-major [K, P]; width = CT_GEMM_NR is gemm_packed's panel layout (the columns
+ * of the last panel past P are zeroed). */
 CT_HOT
-static void im2col(float *col, const float *im, const conv2d_dims *d)
+static void im2col(float *col, int width, const float *im, const conv2d_dims *d)
 {
     const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad;
-    const int OH = d->OH, OW = d->OW;
+    const int OH = d->OH, OW = d->OW, K = C * KH * KW, P = OH * OW;
+    const size_t panel = (size_t)K * width;
     for (int c = 0; c < C; c++) {
         const float *imc = im + (size_t)c * H * W;                      /* [H, W] */
         for (int ky = 0; ky < KH; ky++) {
             for (int kx = 0; kx < KW; kx++) {
-                float *dst = col + ((size_t)(c * KH + ky) * KW + kx) * OH * OW;   /* row of this tap, [OH, OW] */
+                const int k = (c * KH + ky) * KW + kx;                  /* this tap's row */
                 int xlo, xhi;
                 conv2d_valid_range(&xlo, &xhi, kx, s, p, W, OW);
                 const int ix0 = xlo * s + kx - p;                       /* input column of ox = xlo */
-                for (int oy = 0; oy < OH; oy++, dst += OW) {
+                for (int oy = 0; oy < OH; oy++) {
                     const int iy = oy * s + ky - p;
-                    if (iy < 0 || iy >= H) { memset(dst, 0, (size_t)OW * sizeof *dst); continue; }
-                    const float *src = imc + (size_t)iy * W + ix0;
-                    for (int ox = 0; ox < xlo; ox++) dst[ox] = 0.0f;
-                    if (s == 1) memcpy(dst + xlo, src, (size_t)(xhi - xlo) * sizeof *dst);
-                    else for (int ox = xlo, j = 0; ox < xhi; ox++, j += s) dst[ox] = src[j];
-                    for (int ox = xhi; ox < OW; ox++) dst[ox] = 0.0f;
+                    const float *src = iy < 0 || iy >= H ? NULL : imc + (size_t)iy * W + ix0;
+                    for (int ox = 0; ox < OW;) {                        /* the row, cut at panel edges */
+                        const int pos = oy * OW + ox, q = pos % width, n = width - q < OW - ox ? width - q : OW - ox;
+                        tap_row(col + (size_t)(pos / width) * panel + (size_t)k * width + q, ox, n, src, xlo, xhi, s);
+                        ox += n;
+                    }
                 }
             }
         }
     }
+    if (P % width)   /* the last panel's columns past P */
+        for (int k = 0; k < K; k++)
+            memset(col + (size_t)(P / width) * panel + (size_t)k * width + P % width, 0,
+                   (size_t)(width - P % width) * sizeof *col);
 }
 
 /* im [C, H, W] += col2im(col): the adjoint of im2col (padding entries are dropped). */
@@ -179,7 +220,7 @@ static void forward_image(void *ctx, int n, int worker)
     const float *col = in_n;                                       /* [K, P] */
     if (!conv2d_is_pointwise(d)) {
         float *ws = j->ws + (size_t)worker * col_floats(d);
-        im2col(ws, in_n, d);
+        im2col(ws, P, in_n, d);
         col = ws;
     }
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
@@ -206,7 +247,7 @@ static void backward_image(void *ctx, int n, int worker)
     float *dw = worker == 0 ? j->dw : j->ws + (size_t)W * col_floats(d) + (size_t)(worker - 1) * OC * K;
     const float beta = worker == 0 || n != worker ? 1.0f : 0.0f;
     const float *col = in_n;
-    if (!conv2d_is_pointwise(d)) { im2col(ws, in_n, d); col = ws; }
+    if (!conv2d_is_pointwise(d)) { im2col(ws, P, in_n, d); col = ws; }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, K, P, 1.0f, dout_n, P, col, P, beta, dw, K);
     if (!j->din) return;
     float *din_n = j->din + (size_t)n * in_img;
@@ -221,11 +262,138 @@ static void backward_image(void *ctx, int n, int worker)
     col2im_add(din_n, ws, d);
 }
 
+/* ---- the packed path (d->packed): the same products on gemm_packed's kernel ----
+ *
+ * Wide positions. With stride 1 and no padding, tap (c, ky, kx) reads
+ * in[c, oy + ky, ox + kx] = in_c[p' + ky W + kx] at p' = oy W + ox: numbered along
+ * the input's rows, each row of col is ONE contiguous run of the image, and
+ * building col is a copy of K runs. The products then run over the Pw = (OH-1) W + OW
+ * wide positions; the W - OW columns ox >= OW at the end of each row (but the
+ * last) are computed and dropped by forward, and carry a zero output gradient in
+ * dW. (The last run ends at in_c[(H-1) W + W - 1]: nothing is read past the image.)
+ * Other strides and paddings use im2col's positions p = oy OW + ox (Pw = P).
+ *
+ * Workspace, per worker: a partial dW^T [K, OC], then either forward's column
+ * matrix in panels ([ceil(Pw/64)][K][64]) and its output on the wide positions
+ * [OC, Pw], or backward's col [K, Pw] (reused for dcol [K, P]), dout_n^T in panels
+ * ([ceil(OC/64)][Pw][64]) and dout_n in panels ([ceil(P/64)][OC][64]). */
+static int conv2d_is_wide(const conv2d_dims *d) { return d->stride == 1 && d->pad == 0; }
+static int wide_positions(const conv2d_dims *d) { return conv2d_is_wide(d) ? (d->OH - 1) * d->W + d->OW : d->OH * d->OW; }
+
+static size_t packed_worker_floats(const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
+    const size_t fwd = ct_gemm_pack_floats(K, Pw) + (size_t)OC * Pw;
+    const size_t bwd = (size_t)K * (Pw > P ? Pw : P) + ct_gemm_pack_floats(Pw, OC) + ct_gemm_pack_floats(OC, P);
+    return (size_t)K * OC + (fwd > bwd ? fwd : bwd);
+}
+
+/* col [K, Pw] in panels of `width` columns (as im2col) <- the runs of one image
+ * im [C, H, W] on the wide positions: row k = (c*KH + ky)*KW + kx is
+ * im[c] + ky W + kx, Pw floats long. */
+static void im2col_wide(float *col, int width, const float *im, const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, Pw = wide_positions(d);
+    const size_t panel = (size_t)K * width;
+    for (int k = 0; k < K; k++) {
+        const int c = k / (d->KH * d->KW), ky = k / d->KW % d->KH, kx = k % d->KW;
+        const float *src = im + (size_t)c * d->H * d->W + (size_t)ky * d->W + kx;
+        for (int p = 0; p < Pw;) {                                  /* the run, cut at panel edges */
+            const int q = p % width, n = width - q < Pw - p ? width - q : Pw - p;
+            memcpy(col + (size_t)(p / width) * panel + (size_t)k * width + q, src + p, (size_t)n * sizeof *col);
+            p += n;
+        }
+    }
+    if (Pw % width)   /* the last panel's columns past Pw */
+        for (int k = 0; k < K; k++)
+            memset(col + (size_t)(Pw / width) * panel + (size_t)k * width + Pw % width, 0,
+                   (size_t)(width - Pw % width) * sizeof *col);
+}
+
+/* dst <- dout_n^T [Pw, OC] in panels of 64 channels ([ceil(OC/64)][Pw][64]), on the
+ * positions of the products: row p' holds dout_n[:, oy, ox], zero for the wide
+ * columns ox >= OW and for the channels past OC. */
+static void pack_dout_transposed(float *dst, const float *dout_n, const conv2d_dims *d)
+{
+    const int OC = d->OC, P = d->OH * d->OW, Pw = wide_positions(d), rw = conv2d_is_wide(d) ? d->W : d->OW;
+    const int panels = (OC + CT_GEMM_NR - 1) / CT_GEMM_NR;
+    for (int pn = 0; pn < panels; pn++) {
+        float *dp = dst + (size_t)pn * Pw * CT_GEMM_NR;             /* [Pw][64] */
+        const int o0 = pn * CT_GEMM_NR, no = OC - o0 < CT_GEMM_NR ? OC - o0 : CT_GEMM_NR;
+        for (int pw = 0; pw < Pw; pw++) {
+            float *row = dp + (size_t)pw * CT_GEMM_NR;
+            const int oy = pw / rw, ox = pw % rw;
+            if (ox >= d->OW) { memset(row, 0, CT_GEMM_NR * sizeof *row); continue; }
+            const float *src = dout_n + (size_t)o0 * P + (size_t)oy * d->OW + ox;   /* dout_n[o0, oy, ox] */
+            for (int o = 0; o < no; o++) row[o] = src[(size_t)o * P];
+            for (int o = no; o < CT_GEMM_NR; o++) row[o] = 0.0f;
+        }
+    }
+}
+
+static void forward_image_packed(void *ctx, int n, int worker)
+{
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
+    const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;   /* [C, H, W] */
+    float *out_n = j->out + (size_t)n * OC * P;                    /* [OC, P] */
+    float *colp = j->ws + (size_t)worker * packed_worker_floats(d) + (size_t)K * OC;   /* [ceil(Pw/64)][K][64] */
+    if (!conv2d_is_wide(d)) {
+        im2col(colp, CT_GEMM_NR, in_n, d);
+        for (int o = 0; j->b && o < OC; o++)                       /* out_n starts as the bias ... */
+            for (int i = 0; i < P; i++) out_n[(size_t)o * P + i] = j->b[o];
+        /* ... += W [OC, K] x col [K, P] */
+        ct_gemm_packed(OC, P, K, j->w, K, 0, colp, out_n, P, j->b != NULL);
+        return;
+    }
+    /* wide [OC, Pw] = W [OC, K] x col [K, Pw]; out_n = its columns ox < OW, + b */
+    float *wide = colp + ct_gemm_pack_floats(K, Pw);
+    im2col_wide(colp, CT_GEMM_NR, in_n, d);
+    ct_gemm_packed(OC, Pw, K, j->w, K, 0, colp, wide, Pw, 0);
+    for (int o = 0; o < OC; o++) {
+        const float bo = j->b ? j->b[o] : 0.0f;
+        for (int oy = 0; oy < d->OH; oy++) {
+            const float *src = wide + (size_t)o * Pw + (size_t)oy * d->W;
+            float *dst = out_n + (size_t)o * P + (size_t)oy * d->OW;
+            for (int ox = 0; ox < d->OW; ox++) dst[ox] = src[ox] + bo;
+        }
+    }
+}
+
+static void backward_image_packed(void *ctx, int n, int worker)
+{
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
+    const size_t in_img = (size_t)d->C * d->H * d->W;
+    const float *in_n = j->in + (size_t)n * in_img;                /* [C, H, W] */
+    const float *dout_n = j->dout + (size_t)n * OC * P;            /* [OC, P] */
+    float *dwt = j->ws + (size_t)worker * packed_worker_floats(d); /* this worker's dW^T [K, OC] */
+    float *col = dwt + (size_t)K * OC;                             /* [K, Pw], later dcol [K, P] */
+    float *doutT = col + (size_t)K * (Pw > P ? Pw : P);            /* dout_n^T [Pw, OC] in panels of 64 channels */
+    float *doutp = doutT + ct_gemm_pack_floats(Pw, OC);            /* dout_n [OC, P] in panels of 64 positions */
+    /* dW^T [K, OC] += col [K, Pw] x dout_n^T [Pw, OC]; a worker's first image (n == worker) starts its sum */
+    const float *colr = in_n;
+    if (conv2d_is_wide(d) && !conv2d_is_pointwise(d)) { im2col_wide(col, Pw, in_n, d); colr = col; }
+    else if (!conv2d_is_pointwise(d)) { im2col(col, P, in_n, d); colr = col; }
+    pack_dout_transposed(doutT, dout_n, d);
+    ct_gemm_packed(K, OC, Pw, colr, Pw, 0, doutT, dwt, OC, n != worker);
+    if (!j->din) return;
+    /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]; for 1x1 kernels dcol is din_n itself */
+    float *din_n = j->din + (size_t)n * in_img;
+    ct_gemm_pack(doutp, dout_n, P, 0, OC, P);
+    ct_gemm_packed(K, P, OC, j->w, K, 1, doutp, conv2d_is_pointwise(d) ? din_n : col, P, 0);
+    if (conv2d_is_pointwise(d)) return;
+    memset(din_n, 0, in_img * sizeof *din_n);
+    col2im_add(din_n, col, d);
+}
+
 void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
 {
     if (d->winograd) { ct_conv2d_winograd_forward(out, ws, in, w, b, d); return; }
     conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
-    ct_parallel(d->N, d->workers, forward_image, &j);
+    ct_parallel(d->N, d->workers, d->packed ? forward_image_packed : forward_image, &j);
 }
 
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
@@ -237,13 +405,28 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
         const float *dout_n = dout + (size_t)n * OC * P;           /* [OC, P] */
         for (int o = 0; o < OC; o++) {
             const float *row = dout_n + (size_t)o * P;
-            float s = 0.0f;
-            for (int i = 0; i < P; i++) s += row[i];
-            db[o] += s;
+            float s[16] = { 0 };   /* 16 running sums (one vector), added at the end */
+            int i = 0;
+            for (; i + 16 <= P; i += 16)
+                for (int l = 0; l < 16; l++) s[l] += row[i + l];
+            for (; i < P; i++) s[0] += row[i];
+            float t = 0.0f;
+            for (int l = 0; l < 16; l++) t += s[l];
+            db[o] += t;
         }
     }
     if (d->winograd) { ct_conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
+    if (d->packed) {
+        /* dw [OC, K] += the workers' dW^T [K, OC], in worker order */
+        const int used = ct_parallel(d->N, d->workers, backward_image_packed, &j);
+        for (int k = 0; k < used; k++) {
+            const float *dwt = ws + (size_t)k * packed_worker_floats(d);
+            for (int o = 0; o < OC; o++)
+                for (int i = 0; i < K; i++) dw[(size_t)o * K + i] += dwt[(size_t)i * OC + o];
+        }
+        return;
+    }
     const int used = ct_parallel(d->N, d->workers, backward_image, &j);
     for (int k = 1; k < used; k++) {
         const float *part = ws + (size_t)d->workers * col_floats(d) + (size_t)(k - 1) * OC * K;

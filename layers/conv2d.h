@@ -8,9 +8,15 @@
  *    [C*KH*KW, OH*OW] matrix (the workspace), then out_n = W [OC, C*KH*KW] x col
  *    is one cblas_sgemm per image. Backward: dW += dout_n x col^T, dcol = W^T x
  *    dout_n, and col2im scatters dcol back into din.
+ *    On CPUs with AVX-512 the three products run on the register-blocked kernel
+ *    of gemm_packed.h instead of cblas_sgemm ("packed": im2col writes the column
+ *    matrix straight into the kernel's panels; see conv2d.c).
  *  - Winograd F(2x2, 3x3) (3x3 kernels, stride 1, padding <= 2, enough input
  *    channels): 16 sgemms per chunk of images on transformed 4x4 tiles, 2.25x
- *    fewer multiplications than im2col; see conv2d_winograd.c.
+ *    fewer multiplications than im2col; see conv2d_winograd.c. Chosen only where
+ *    the packed kernel is not available: on a Zen 5 core packed im2col does the
+ *    mnist_cnn's conv64k3 in about 0.75x Winograd's time (its transforms and
+ *    small sgemms run far below the FMA peak; the 6x64 kernel near it).
  * Init: Glorot-uniform (fan_in C*KH*KW, fan_out OC*KH*KW, as Keras), zero bias.
  */
 #ifndef CT_CONV2D_H
@@ -25,13 +31,21 @@ typedef struct {
     int OH, OW;            /* output, filled by ct_conv2d_dims_make */
     int winograd;          /* 1: the Winograd F(2x2, 3x3) path (conv2d_winograd.h), chosen by
                               ct_conv2d_dims_make for 3x3 stride-1 kernels with padding <= 2 and at
-                              least CONV2D_WINOGRAD_MIN_C input channels; 0: im2col + sgemm.
-                              Either may be set by hand (tests compare the two). */
+                              least CONV2D_WINOGRAD_MIN_C input channels when `packed` is 0;
+                              0: im2col + sgemm. Either may be set by hand (tests compare them). */
+    int packed;            /* with winograd 0: 1 runs im2col's products on the AVX-512 kernel of
+                              gemm_packed.h (chosen by ct_conv2d_dims_make when the CPU has it
+                              and C*KH*KW >= CONV2D_PACKED_MIN_K),
+                              0 on cblas_sgemm. May be cleared by hand, not set without AVX-512. */
     int workers;           /* threads sharing the layer's work (ct_parallel), set by ct_conv2d_dims_make
                               from ct_threads_get(); the workspace size depends on it */
 } conv2d_dims;
 
 #define CONV2D_WINOGRAD_MIN_C 8
+/* The packed kernel is chosen for C*KH*KW >= this: with fewer taps (a first layer on
+ * one input channel) its 6x64 tiles spend more time loading and storing than
+ * multiplying, and cblas_sgemm is faster. */
+#define CONV2D_PACKED_MIN_K 32
 
 /* Fills OH/OW; fails (CT_EINVAL, naming the sizes) if the kernel does not fit the padded input. */
 ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);

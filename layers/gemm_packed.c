@@ -13,12 +13,20 @@ void ct_gemm_pack(float *bp, const float *B, int ldb, int trans, int K, int N)
 {
     const int panels = (N + NR - 1) / NR;
     for (int p = 0; p < panels; p++) {
-        float *dst = bp + (size_t)p * K * NR;
-        for (int k = 0; k < K; k++)
-            for (int j = 0; j < NR; j++) {
-                int n = p * NR + j;
-                dst[(size_t)k * NR + j] = n >= N ? 0.0f : trans ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n];
+        float *dst = bp + (size_t)p * K * NR;                 /* [K][NR] */
+        const int n0 = p * NR, nv = N - n0 < NR ? N - n0 : NR; /* columns that exist */
+        if (!trans)                                            /* row k of the panel: B[k, n0 .. n0+nv) */
+            for (int k = 0; k < K; k++) {
+                memcpy(dst + (size_t)k * NR, B + (size_t)k * ldb + n0, (size_t)nv * sizeof *dst);
+                if (nv < NR) memset(dst + (size_t)k * NR + nv, 0, (size_t)(NR - nv) * sizeof *dst);
             }
+        else {                                                 /* column j of the panel: row n0 + j of B */
+            for (int j = 0; j < nv; j++) {
+                const float *src = B + (size_t)(n0 + j) * ldb;
+                for (int k = 0; k < K; k++) dst[(size_t)k * NR + j] = src[k];
+            }
+            for (int k = 0; nv < NR && k < K; k++) memset(dst + (size_t)k * NR + nv, 0, (size_t)(NR - nv) * sizeof *dst);
+        }
     }
 }
 

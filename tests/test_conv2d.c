@@ -3,9 +3,10 @@
  * 2, non-square and 1x1 kernels, plus shapes drawn from a fixed seed), PyTorch
  * parity (tests/golden/conv2d_*.h5 from gen_conv.py), the gradient conventions
  * (din overwritten, dw/db accumulated), parameter registration, and the errors of
- * ct_conv2d_dims_make. Both lowerings are checked: im2col and, for 3x3 stride-1
- * kernels, Winograd F(2x2, 3x3) (forced on small shapes, and compared with im2col
- * on many shapes), each with one worker and with two (core/threads.h).
+ * ct_conv2d_dims_make. Every lowering is checked: im2col on cblas_sgemm, im2col on
+ * the packed AVX-512 kernel (layers/gemm_packed.h, where the CPU has it) and, for
+ * 3x3 stride-1 kernels, Winograd F(2x2, 3x3) (forced on small shapes, and compared
+ * with im2col on many shapes), each with one worker and with two (core/threads.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "core/threads.h"
 #include "layers/conv2d.h"
 #include "layers/conv2d_winograd.h"
+#include "layers/gemm_packed.h"
 
 /* Tolerances.
  * Gradient check: conv is linear in in, w and b, so central differences have no
@@ -26,20 +28,32 @@
 #define CONV_GC_H    1e-2f
 #define CONV_GC_TOL  1e-3
 #define CONV_PAR_TOL 1e-5
-/* Winograd vs im2col: the same sums, transformed; observed <= 1e-6 normalised. */
+/* Winograd or packed vs im2col: the same sums, transformed or in another order;
+ * observed <= 1e-6 normalised. */
 #define CONV_ALGO_TOL 1e-5
 
-/* -1: the lowering ct_conv2d_dims_make picks; 0: im2col; 1: Winograd (where it applies) */
-static int conv_algo = -1;
+/* The lowering of a conv2d_dims, set by hand: */
+enum { ALGO_DEFAULT = -1,   /* what ct_conv2d_dims_make picks */
+       ALGO_IM2COL,         /* im2col + cblas_sgemm */
+       ALGO_WINOGRAD,       /* Winograd F(2x2, 3x3) where it applies, else im2col */
+       ALGO_PACKED };       /* im2col + the packed kernel where the CPU has it, else im2col */
+static int conv_algo = ALGO_DEFAULT;
+
+static void set_algo(conv2d_dims *d, int algo)
+{
+    if (algo == ALGO_DEFAULT) return;
+    d->winograd = algo == ALGO_WINOGRAD && ct_conv2d_winograd_ok(d);
+    d->packed = algo == ALGO_PACKED && ct_gemm_packed_available();
+}
 
 static ct_status conv_dims(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
     ct_status st = ct_conv2d_dims_make(d, N, C, H, W, OC, KH, KW, stride, pad);
-    if (st == CT_OK && conv_algo >= 0) d->winograd = conv_algo && ct_conv2d_winograd_ok(d);
+    if (st == CT_OK) set_algo(d, conv_algo);
     return st;
 }
 
-static const char *algo_name(const conv2d_dims *d) { return d->winograd ? "winograd" : "im2col"; }
+static const char *algo_name(const conv2d_dims *d) { return d->winograd ? "winograd" : d->packed ? "im2col packed" : "im2col"; }
 
 typedef struct {
     conv2d_dims d;
@@ -178,24 +192,28 @@ static conv_result conv_run(const conv2d_dims *d, uint64_t seed)
 
 static void conv_result_free(conv_result *r) { free(r->out); free(r->din); free(r->dw); free(r->db); }
 
-/* Winograd (1 and 2 workers) and im2col with 2 workers against im2col with 1 worker. */
+/* Winograd, packed im2col (1 and 2 workers each) and im2col with 2 workers against
+ * im2col on cblas_sgemm with 1 worker. */
 static void conv_algos_agree(int N, int C, int H, int W, int OC, int pad, uint64_t seed)
 {
-    t_case("conv2d/winograd and 2 workers agree with im2col N=%d C=%d %dx%d OC=%d p%d", N, C, H, W, OC, pad);
-    conv2d_dims ref, v[3];
+    t_case("conv2d/winograd, packed and 2 workers agree with im2col N=%d C=%d %dx%d OC=%d p%d", N, C, H, W, OC, pad);
+    enum { V = 5 };
+    conv2d_dims ref, v[V];
     if (!t_check(ct_conv2d_dims_make(&ref, N, C, H, W, OC, 3, 3, 1, pad) == CT_OK, "dims: %s", ct_last_error())) return;
-    ref.winograd = 0;
-    const char *names[3] = { "winograd, 1 worker", "winograd, 2 workers", "im2col, 2 workers" };
-    for (int k = 0; k < 3; k++) {
-        ct_threads_set(k == 0 ? 1 : 2);   /* the workers come from the thread count when the dims are made */
+    set_algo(&ref, ALGO_IM2COL);
+    const char *names[V] = { "winograd, 1 worker", "winograd, 2 workers", "im2col, 2 workers",
+                             "im2col packed, 1 worker", "im2col packed, 2 workers" };
+    const int algo[V] = { ALGO_WINOGRAD, ALGO_WINOGRAD, ALGO_IM2COL, ALGO_PACKED, ALGO_PACKED };
+    for (int k = 0; k < V; k++) {
+        ct_threads_set(k == 0 || k == 3 ? 1 : 2);   /* the workers come from the thread count when the dims are made */
         ct_conv2d_dims_make(&v[k], N, C, H, W, OC, 3, 3, 1, pad);
-        v[k].winograd = k < 2;
+        set_algo(&v[k], algo[k]);
     }
     ct_threads_set(1);
     t_check(v[1].workers == (N < 2 ? N : 2), "workers %d with 2 threads and %d images", v[1].workers, N);
     conv_result want = conv_run(&ref, seed);
     size_t nin = conv_n_in(&ref), nout = conv_n_out(&ref), nw = conv_n_w(&ref);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < V; k++) {
         conv_result got = conv_run(&v[k], seed);
         char what[64];
         snprintf(what, sizeof what, "%s: out", names[k]);  t_close(what, got.out, want.out, nout, CONV_ALGO_TOL);
@@ -246,7 +264,8 @@ static void conv_dims_error(const char *what, int N, int C, int H, int W, int OC
             "message \"%s\" should name the layer and mention \"%s\"", ct_last_error(), must_mention);
 }
 
-void suite_conv2d(void)
+/* The hand-picked and the drawn gradient checks, with the lowering conv_algo. */
+static void conv_gradchecks(void)
 {
     /* hand-picked awkward shapes */
     conv_gradcheck(1, 3, 5, 7, 2, 3, 2, 2, 1, 1, 1);     /* N=1, odd sizes, non-square, stride 2, pad 1 */
@@ -257,6 +276,8 @@ void suite_conv2d(void)
     conv_gradcheck(1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 6);     /* 1x1 image */
     conv_gradcheck(1, 2, 2, 3, 2, 3, 4, 1, 1, 1, 7);     /* kernel bigger than the image, fits only with padding */
     conv_gradcheck(2, 3, 8, 8, 4, 3, 3, 1, 1, 0, 8);     /* the usual CNN block */
+    conv_gradcheck(2, 3, 9, 11, 70, 3, 3, 1, 0, 1, 9);   /* 70 output channels: a second, partial panel of 64 */
+    conv_gradcheck(2, 2, 6, 7, 3, 2, 3, 1, 0, 0, 10);    /* stride 1, no padding, 2x3: packed runs on wide positions */
     /* shapes drawn from a fixed seed */
     ct_rng r;
     ct_rng_seed(&r, 2024, 3);
@@ -271,18 +292,34 @@ void suite_conv2d(void)
         } while (ct_conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, s, p) != CT_OK);
         conv_gradcheck(N, C, H, W, OC, KH, KW, s, p, bias, 100 + (uint64_t)k);
     }
+}
+
+void suite_conv2d(void)
+{
+    /* im2col on cblas_sgemm and on the packed kernel (the same as cblas where the CPU lacks AVX-512) */
+    conv_algo = ALGO_IM2COL;
+    conv_gradchecks();
+    conv_algo = ALGO_PACKED;
+    conv_gradchecks();
+    conv_parity("conv2d_3x3_s1_p1");
+    conv_parity("conv2d_2x3_s2_p2_nobias");
+    conv_parity("conv2d_1x1");
+    conv_parity("conv2d_5x5_s3_p0");
+    conv_conventions(3, 3, 1, 1);
+    conv_conventions(1, 1, 1, 0);
+    conv_conventions(2, 3, 2, 2);
 
     /* the Winograd lowering, forced on shapes dims_make would give to im2col */
-    conv_algo = 1;
+    conv_algo = ALGO_WINOGRAD;
     conv_gradcheck(2, 3, 6, 7, 3, 3, 3, 1, 1, 1, 20);    /* odd output width: a half-empty last tile */
     conv_gradcheck(1, 2, 5, 5, 2, 3, 3, 1, 0, 0, 21);    /* no padding, odd output */
     conv_gradcheck(2, 2, 4, 9, 3, 3, 3, 1, 2, 1, 22);    /* padding 2: the input gradient's own padding is 0 */
     conv_gradcheck(3, 1, 1, 8, 2, 3, 3, 1, 1, 1, 23);    /* a one-row image */
     conv_parity("conv2d_3x3_s1_p1");
     conv_conventions(3, 3, 1, 1);
-    conv_algo = 0;
+    conv_algo = ALGO_IM2COL;
     conv_parity("conv2d_3x3_s1_p1");
-    conv_algo = -1;
+    conv_algo = ALGO_DEFAULT;
     conv_parity("conv2d_2x3_s2_p2_nobias");
     conv_parity("conv2d_1x1");
     conv_parity("conv2d_5x5_s3_p0");
@@ -292,6 +329,7 @@ void suite_conv2d(void)
     conv_algos_agree(1, 9, 3, 3, 4, 1, 33);               /* one image: one worker even with two threads */
     conv_algos_agree(7, 8, 40, 100, 16, 1, 34);           /* a log-mel-shaped input, one image per chunk */
     conv_algos_agree(2, 8, 5, 140, 4, 1, 35);             /* rows of more tiles than one transform block */
+    conv_algos_agree(3, 5, 10, 13, 70, 1, 36);            /* 70 output channels: a partial second panel */
 
     conv_conventions(3, 3, 1, 1);
     conv_conventions(1, 1, 1, 0);
