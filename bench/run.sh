@@ -41,7 +41,7 @@ core=$(sed -n 's/^sgemm, .*, core //p' /tmp/ctrain-sgemm.txt)
 # The PyTorch peers: "NAME=PYTHON" words
 peers=""
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then peers="debian=/usr/bin/python3"
-else echo "Debian's PyTorch skipped: python3-torch is not installed (sh scripts/deps.sh golden installs it)"; fi
+else echo "Debian's PyTorch skipped: python3-torch is not installed (sh scripts/deps.sh test installs it)"; fi
 if [ "${CTRAIN_TORCH_PYPI:-1}" != 0 ]; then
   newest=$(sh bench/torch_venv.sh)
   [ -n "$newest" ] && peers="$peers pypi=$newest"

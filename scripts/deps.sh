@@ -6,12 +6,13 @@
 #           tools the demo uses (espeak-ng and sox to synthesise speech, Fashion-MNIST):
 #           enough for `make` and `make demo`
 #   test    adds Debian's python3-torch and python3-h5py: one test loads ctrain's
-#           PyTorch export into torch and compares outputs (`make test`); and
+#           PyTorch export into torch and compares outputs (`make test`);
+#           python3-sklearn: one test scores `eval --scores` with scikit-learn's ROC; and
 #           libmp3lame-dev, for the test that links a program to the installed
 #           libctrain.a with `pkg-config --libs --static ctrain`: sndfile.pc names
 #           -lmp3lame among its private libraries, but libsndfile1-dev does not
 #           depend on libmp3lame-dev
-#   golden  adds torchaudio and scikit-learn, for `make golden`
+#   golden  adds torchaudio, for `make golden`
 #   bench   adds python3-venv and binutils (readelf) to golden's: `make bench` also
 #           times the newest PyTorch from PyPI in a virtual environment
 #           (bench/torch_venv.sh)
@@ -23,8 +24,8 @@
 set -eu
 
 BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev espeak-ng sox dataset-fashion-mnist"
-TEST_PKGS="python3 python3-torch python3-h5py python3-numpy libmp3lame-dev"
-GOLDEN_PKGS="python3-torchaudio python3-sklearn"
+TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev"
+GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"
 
 case "${1:-build}" in

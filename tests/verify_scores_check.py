@@ -10,7 +10,7 @@ The EER is computed as the VoxCeleb baselines do:
     fpr, tpr, _ = roc_curve(label, score); brentq(lambda x: 1 - x - interp1d(fpr, tpr)(x), 0, 1)
 Prints both values and exits 0 when they agree to 1e-6, 1 when not (or when the
 file is malformed), 2 when scikit-learn or SciPy is missing (install Debian's
-python3-sklearn: sh scripts/deps.sh golden).
+python3-sklearn: sh scripts/deps.sh test).
 """
 import sys
 
@@ -20,7 +20,7 @@ try:
     from scipy.optimize import brentq
     from sklearn.metrics import roc_curve
 except ImportError as e:  # the C test reports this as a skip, with the reason
-    print(f"missing: {e}: install Debian's python3-sklearn (sh scripts/deps.sh golden)")
+    print(f"missing: {e}: install Debian's python3-sklearn (sh scripts/deps.sh test)")
     sys.exit(2)
 
 
