@@ -13,8 +13,6 @@ int  cmd_import(int argc, char **argv);  /* ctrain import --format keras|torch I
 int  cmd_prep(int argc, char **argv);    /* ctrain prep voxceleb --wav DIR --out FILE (cli/prep.c) */
 int  cmd_eval(int argc, char **argv);    /* ctrain eval MODEL [options] (cli/eval.c) */
 int  cmd_time(int argc, char **argv);    /* ctrain time MODEL [options], ctrain time --compare A.json B.json (cli/time.c) */
-int  train_cnn(int argc, char **argv);    /* ctrain train cnn [options] (cli/cnn.c) */
-int  eval_cnn(int argc, char **argv);     /* ctrain eval cnn --model FILE.h5 [options] (cli/cnn.c) */
 /* --device cpu|gpu|gpu:N (cli/device.c): opens the device and returns its table of
  * operations (layers/ops.h). A CPU-only build, a machine without a GPU, an index that
  * does not exist: CT_ENODEV with one line saying what and what to do. tf32 and
@@ -27,6 +25,14 @@ ct_status cli_open_device(const char *spec, int tf32, int deterministic, const s
     "  --tf32                GPU: allow TensorFloat-32 matrix products and convolutions (Ampere and newer;\n" \
     "                        faster, about 1e-3 relative error per product; default: pure FP32)\n" \
     "  --deterministic       GPU: deterministic cuDNN convolution algorithms only\n"
+/* `ctrain time --device LIST`: the names (cpu, gpu, gpu:N; cuda is gpu), checked, none twice, at most max. */
+ct_status cli_device_list(const char *list, char names[][32], int max, int *n);
+/* Opens the device named r->device for a timed run and measures its peaks with `threads` threads
+ * (the CPU's FMA and sgemm peaks, a GPU's cuBLAS sgemm peak at its precision) into r. A device
+ * that cannot run is not an error: r->available = 0 and r->why say why. *gpu = 1 when a GPU
+ * was opened (the caller closes it). */
+struct time_run;
+ct_status cli_time_device_open(struct time_run *r, int threads, int tf32, int deterministic, const struct ct_ops **ops, int *gpu);
 /* The GPU line of the header: the open GPU (name, memory, compute capability, driver,
  * CUDA, cuDNN, precision), or whether the backend is compiled in. */
 void cli_print_gpu_line(FILE *out);

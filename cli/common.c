@@ -1,11 +1,19 @@
 /* common.c - the options every `ctrain train MODEL` shares (optimizer, schedule,
  * threads, seed, device, checkpoints and callbacks), their help text, what a
- * checkpoint records of them, and --resume's defaults (see common.h). */
+ * checkpoint records of them, and --resume's defaults; and the parsing and
+ * help of the models' own options from their tables (see common.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/common.h"
 #include "core/threads.h"
+
+void cli_train_defaults(cli_train_opts *o, const ct_model_descriptor *d)
+{
+    *o = (cli_train_opts){ .data = d->train.data, .device = "cpu", .epochs = d->train.epochs, .batch = d->train.batch,
+                           .threads = ct_cpu_count(), .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f,
+                           .schedule = d->train.schedule };
+}
 
 int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
 {
@@ -110,6 +118,7 @@ void cli_train_to_meta(ct_kv *kv, const cli_train_opts *o, const ct_fit_config *
     ct_kv_set_int(kv, "batch", o->batch);
     ct_kv_set_int(kv, "epochs", o->epochs);
     ct_kv_set_int(kv, "seed", o->seed);
+    ct_kv_set_str(kv, "data", o->data);
 }
 
 void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
@@ -129,16 +138,92 @@ void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
 
 /* With --resume anywhere on the command line, read the checkpoint's configuration
  * (it becomes the defaults; the flags parsed afterwards override it). */
-ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, int *found)
+ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, const char **path)
 {
-    *found = 0;
+    *path = NULL;
     for (int i = 0; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--resume") != 0) continue;
         CT_TRY(ct_ckpt_read_meta(argv[i + 1], meta));
         if (strcmp(meta->model, model) != 0)
             return ct_fail(CT_EINVAL, "%s is a checkpoint of model %s, not %s: resume it with `ctrain train %s --resume %s`",
                            argv[i + 1], meta->model, model, meta->model, argv[i + 1]);
-        *found = 1;
+        *path = argv[i + 1];
     }
     return CT_OK;
+}
+
+/* ---- a model's options ---- */
+
+static int takes(const ct_opt *o, unsigned cmd) { return cmd == 0 || (o->cmds & cmd); }
+
+int cli_opt_parse(ct_args *a, const ct_opt *opts, unsigned cmd, void *cfg, unsigned long long *given, ct_status *st)
+{
+    for (int i = 0; opts && opts[i].type != CT_OPT_END; i++) {
+        const ct_opt *o = &opts[i];
+        if (o->type == CT_OPT_HEADING || o->type == CT_OPT_NOTE || !takes(o, cmd)) continue;
+        char *field = (char *)cfg + o->off;
+        const char *s = NULL;
+        int hit = 0;
+        switch (o->type) {
+        case CT_OPT_INT:   hit = ct_args_int(a, o->flag, (int *)field, (int)o->lo, (int)o->hi, st); break;
+        case CT_OPT_LONG:  hit = ct_args_long(a, o->flag, (long *)field, (long)o->lo, (long)o->hi, st); break;
+        case CT_OPT_FLOAT: hit = ct_args_float(a, o->flag, (float *)field, (float)o->lo, (float)o->hi, st); break;
+        case CT_OPT_STR:   hit = ct_args_str(a, o->flag, (const char **)field, st); break;
+        case CT_OPT_SQUARE:
+            if ((hit = ct_args_int(a, o->flag, (int *)field, (int)o->lo, (int)o->hi, st)) && *st == CT_OK)
+                *(int *)((char *)cfg + o->off2) = *(int *)field;
+            break;
+        case CT_OPT_CHOICE:
+            if ((hit = ct_args_str(a, o->flag, &s, st)) && *st == CT_OK && !ct_opt_choice_value(o->choices, s, (int *)field)) {
+                char list[256];
+                ct_opt_choice_list(o->choices, list, sizeof list);
+                *st = ct_fail(CT_EINVAL, "%s %s: use %s", o->flag, s, list);
+            }
+            break;
+        default: break;
+        }
+        if (hit) {
+            if (i < 64) *given |= 1ULL << i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cli_help_line(FILE *out, const char *left, const char *text)
+{
+    int n = fprintf(out, "  %-21s ", left);
+    for (const char *p = text; *p; p++) {
+        fputc(*p, out);
+        if (*p == '\n') fprintf(out, "%*s", n, "");
+    }
+    fputc('\n', out);
+}
+
+void cli_opt_help(FILE *out, const ct_opt *opts, unsigned cmd, const void *dflt)
+{
+    for (int i = 0; opts && opts[i].type != CT_OPT_END; i++) {
+        const ct_opt *o = &opts[i];
+        if (!takes(o, cmd)) continue;
+        if (o->type == CT_OPT_HEADING) { fprintf(out, "%s\n", o->flag); continue; }
+        char left[64], text[1024], def[64] = "";
+        snprintf(left, sizeof left, "%s %s", o->flag, o->arg);
+        const char *field = dflt ? (const char *)dflt + o->off : NULL;
+        if (field && !strstr(o->help, "(default")) {
+            switch (o->type) {
+            case CT_OPT_INT: case CT_OPT_SQUARE: snprintf(def, sizeof def, "%d", *(const int *)field); break;
+            case CT_OPT_LONG:  snprintf(def, sizeof def, "%ld", *(const long *)field); break;
+            case CT_OPT_FLOAT: snprintf(def, sizeof def, "%g", (double)*(const float *)field); break;
+            case CT_OPT_STR:   if (*(const char *const *)field) snprintf(def, sizeof def, "%.60s", *(const char *const *)field); break;
+            case CT_OPT_CHOICE: {
+                const char *name = ct_opt_choice_name(o->choices, *(const int *)field);
+                snprintf(def, sizeof def, "%s", name ? name : "");
+                break;
+            }
+            default: break;
+            }
+        }
+        snprintf(text, sizeof text, def[0] ? "%s (default %s)" : "%s", o->help, def);
+        cli_help_line(out, left, text);
+    }
 }

@@ -1,12 +1,13 @@
-/* common.h - the options every `ctrain train MODEL` shares: parsing, help,
- * turning them into a ct_fit_config, recording them in checkpoints, and taking
- * them back from a checkpoint for --resume. Each model adds its own options
- * (sizes, data) and checks --data itself. */
+/* common.h - what the commands share: the options every `ctrain train MODEL`
+ * takes (parsing, help, turning them into a ct_fit_config, recording them in
+ * checkpoints, taking them back for --resume), and the models' own options,
+ * parsed and listed from their descriptors' tables (train/options.h). */
 #ifndef CT_CLI_COMMON_H
 #define CT_CLI_COMMON_H
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "train/checkpoint.h"
+#include "train/model_table.h"
 #include "train/train.h"
 
 typedef struct {
@@ -23,6 +24,8 @@ typedef struct {
     int early_stopping;
 } cli_train_opts;
 
+/* `ctrain train`'s values of the shared options for model d (its epochs, batch, data, schedule). */
+void      cli_train_defaults(cli_train_opts *o, const ct_model_descriptor *d);
 /* If argv[a->i] is one of the shared options, consumes it (and its value) and returns 1. */
 int       cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st);
 /* Help for the shared options: a printf format taking the model's default
@@ -35,7 +38,17 @@ ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_
 void      cli_train_to_meta(ct_kv *kv, const cli_train_opts *o, const ct_fit_config *fit);
 void      cli_train_from_meta(const ct_kv *kv, cli_train_opts *o);
 /* With --resume FILE anywhere in argv: reads FILE's configuration into meta
- * (*found = 1); a checkpoint of another model is an error naming both. */
-ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, int *found);
+ * (*path = FILE); a checkpoint of another model is an error naming both. */
+ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, const char **path);
+
+/* ---- a model's options, from its descriptor's table ---- */
+/* If argv[a->i] is an option of `opts` that command `cmd` takes (CT_CMD_*; 0: any), parses
+ * its value into the configuration cfg, sets its bit in *given and returns 1 (with *st set on
+ * a bad value). */
+int       cli_opt_parse(ct_args *a, const ct_opt *opts, unsigned cmd, void *cfg, unsigned long long *given, ct_status *st);
+/* The --help lines of those options, with the defaults of `dflt` (a configuration; NULL: none). */
+void      cli_opt_help(FILE *out, const ct_opt *opts, unsigned cmd, const void *dflt);
+/* "  --device DEV          text": one help line, continuation lines ("\n" in text) indented. */
+void      cli_help_line(FILE *out, const char *left, const char *text);
 
 #endif

@@ -1,8 +1,9 @@
 /* time.h - what `ctrain time` measured, shared by cli/time.c (running the
- * workload on each device and printing the tables) and cli/time_report.c
- * (the JSON file, the SVG picture and `--compare`). */
+ * workload on each device), cli/time_print.c (--help, the statistics and the
+ * tables) and cli/time_report.c (the JSON file, the SVG picture and `--compare`). */
 #ifndef CT_CLI_TIME_H
 #define CT_CLI_TIME_H
+#include <stdio.h>
 #include "core/error.h"
 #include "models/seq_cnn.h"
 #include "train/train.h"
@@ -12,7 +13,7 @@
 
 /* What was run: the same on every device. */
 typedef struct {
-    const char *model;             /* "siamese-lstm" or "cnn" */
+    const char *model;             /* "siamese-lstm", "siamese-cnn", "cnn", ... */
     const char *protocol;          /* "seed", "bench", "smoke" */
     const char *data;              /* --data as given */
     char command[1024];            /* the command line, for the record */
@@ -34,7 +35,7 @@ typedef struct {
 } time_layer;
 
 /* One device's run. */
-typedef struct {
+typedef struct time_run {
     char device[32];               /* "cpu", "gpu", "gpu:1" */
     char device_desc[512];         /* CPU model and threads, or the GPU's description */
     int available;                 /* 0: nothing was timed, `why` says why */
@@ -55,6 +56,18 @@ typedef struct {
     double prof_train_seconds;     /* training seconds of the profiled epochs */
 } time_run;
 
+/* `ctrain time --help`, from the model table. */
+void      time_help(FILE *out);
+/* The models whose option `flag` `ctrain time` takes (NULL: the image models), in alphabetical
+ * order: "cnn and siamese-cnn". */
+void      time_models_with(const char *flag, char *buf, size_t cap);
+/* Median, min and max of the epoch seconds after the warm-up; samples/s and GFLOP/s of their training parts. */
+ct_status time_summarise(time_run *r, const time_setup *s);
+/* The main table of the runs on n devices, and one run's --layers table. */
+void      time_print_table(const time_setup *s, const time_run *runs, int n);
+void      time_print_layers(const time_setup *s, const time_run *r);
+/* --json FILE: one JSON file per device (FILE-DEVICE.json when several) and FILE.svg. */
+ct_status time_write_outputs(const char *json, const time_setup *s, const time_run *runs, int n);
 /* The JSON file of one device's run (schema in cli/time_report.c). */
 ct_status time_write_json(const char *path, const time_setup *s, const time_run *r);
 /* Per-epoch seconds per device and the loss curves, side by side. */

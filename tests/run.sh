@@ -9,10 +9,11 @@ build=$1
 ctrain=$2
 export CTRAIN_BIN="$ctrain"
 log=$(mktemp)
-"$build/ctrain_tests" | tee "$log"
-rc=$?
+# the runner's own exit status, not tee's (POSIX sh has no pipefail)
+{ "$build/ctrain_tests"; echo $? > "$log.rc"; } | tee "$log"
+rc=$(cat "$log.rc" 2>/dev/null || echo 1)
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-rm -f "$log"
+rm -f "$log" "$log.rc"
 if [ -z "$summary" ]; then
   echo "test runner crashed before its summary (exit $rc)"
   echo "0 passed, 1 failed"

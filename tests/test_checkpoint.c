@@ -11,7 +11,11 @@
  *     read-only directory, a full disk) gives a clear error, keeps the previous file,
  *     and never starts training;
  *   - --on-nan stop / skip-batch, --save-best, --early-stopping (best weights restored),
- *     --csv (header once, rows appended on resume).
+ *     --csv (header once, rows appended on resume);
+ *   - `ctrain export` of every model: PyTorch loads the state_dict into the equivalent
+ *     module and computes ctrain's output, Keras's conventions (tests/export_keras_check.py,
+ *     in numpy) compute it from the Keras file, the dense rows after a flatten are in
+ *     Keras's channels-last order, and `ctrain import` of each export is exact.
  * The command-line cases run $CTRAIN_BIN (default bin/ctrain). */
 #define _GNU_SOURCE   /* memmem */
 #include <dirent.h>
@@ -31,6 +35,7 @@
 #include "train/checkpoint.h"
 #include "io/h5.h"
 #include "io/weights.h"
+#include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/small_cnn.h"
 #include "train/train.h"
@@ -919,10 +924,26 @@ static void keep(const char *model, const char *torch_file, const char *keras_fi
     }
 }
 
-/* Writes ctrain's input x and output `out` to `io`, then has PyTorch load the exported
- * state dict, run the same input and compare its output with ctrain's. */
-static void run_torch_check(const char *model, const char *state, const char *io, const float *x, int nd_x,
-                            const size_t *dx, const float *out, int nd_out, const size_t *dout)
+/* Runs a checker script on the exported file: 0 when it computed ctrain's output. */
+static int run_checker(const char *what, const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    size_t got = p ? fread(out1, 1, sizeof out1 - 1, p) : 0;
+    out1[got] = '\0';
+    int st = p ? pclose(p) : -1;
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    t_check(rc == 0, "the %s check failed (exit %d)%s: %s", what, rc,
+            rc == 2 || strstr(out1, "No module") || rc == 127 ? " - install Debian's python3-torch and python3-h5py (apt-get install python3-torch python3-h5py)" : "",
+            out1);
+    if (rc == 0) printf("  %s", out1);
+    return rc;
+}
+
+/* Writes ctrain's input x and output `out` to `io`, then has PyTorch load the exported state
+ * dict and compute the same input, and Keras's layout (in numpy: tests/export_keras_check.py)
+ * compute it from the Keras file; both must give ctrain's output. */
+static void run_export_checks(const char *model, const char *state, const char *keras, const char *io, const float *x, int nd_x,
+                              const size_t *dx, const float *out, int nd_out, const size_t *dout)
 {
     hid_t f;
     t_check(ct_h5_create(&f, io) == CT_OK && ct_h5_write_f32(f, "x", x, nd_x, dx) == CT_OK
@@ -930,35 +951,83 @@ static void run_torch_check(const char *model, const char *state, const char *io
     ct_h5_close(f);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/export_torch_check.py %s %s %s 2>&1", model, state, io);
-    FILE *p = popen(cmd, "r");
-    size_t got = p ? fread(out1, 1, sizeof out1 - 1, p) : 0;
-    out1[got] = '\0';
-    int st = p ? pclose(p) : -1;
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    t_check(rc == 0, "the PyTorch check failed (exit %d)%s: %s", rc,
-            rc == 2 || strstr(out1, "No module") || rc == 127 ? " - install Debian's python3-torch and python3-h5py (apt-get install python3-torch python3-h5py)" : "",
-            out1);
-    if (rc == 0) printf("  %s", out1);
+    run_checker("PyTorch", cmd);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/export_keras_check.py %s %s %s --numpy 2>&1", model, keras, io);
+    run_checker("Keras layout", cmd);
+    keep(model, state, keras, io);
 }
 
-static void case_export(void)
+/* Exports checkpoint ck as torch (st) and keras (sk): both must succeed. */
+static void export_both(const char *ck, const char *st, const char *sk)
 {
-    char args[1024], why[256] = "";
-    const char *ck = tpath("exp.h5"), *st = tpath("exp_torch.h5"), *sk = tpath("exp_keras.h5"), *io = tpath("exp_io.h5");
-    const char *w1 = tpath("imp_torch.h5"), *w2 = tpath("imp_keras.h5"), *sk2 = tpath("exp_keras2.h5");
-
-    t_case("checkpoint/export --format torch: a torch nn.LSTM + nn.Linear computes ctrain's siamese embeddings");
-    snprintf(args, sizeof args, "%s --layers 2 --epochs 1 --threads 1 --checkpoint %s", SIAM, ck);
-    int rc = run(args, out1, sizeof out1);
-    t_check(rc == 0, "training: exit %d: %s", rc, out1);
+    char args[1024];
     snprintf(args, sizeof args, "export --format torch %s %s", ck, st);
-    rc = run(args, out1, sizeof out1);
+    int rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "export torch: exit %d: %s", rc, out1);
     snprintf(args, sizeof args, "export --format keras %s %s", ck, sk);
     rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "export keras: exit %d: %s", rc, out1);
+}
+
+/* `ctrain import` of each export (no option: the exports record the model) gives back weights
+ * and buffers equal to ps and bs bit for bit, and keras -> ctrain -> keras is exact. */
+static void check_round_trips(const char *model, const char *st, const char *sk, const ct_params *ps, const ct_params *bs,
+                              ct_params *p1, ct_params *b1)
+{
+    char args[1024], why[256] = "", w[256], sk2[256];
+    snprintf(w, sizeof w, "%s/imp.h5", tdir);   /* not tpath's: its few buffers hold the caller's names */
+    snprintf(sk2, sizeof sk2, "%s/exp_keras3.h5", tdir);
+    const char *fmt[2] = { "torch", "keras" }, *src[2] = { st, sk };
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "import --format %s %s %s --model %s", fmt[k], src[k], w, model);
+        int rc = run(args, out1, sizeof out1);
+        t_check(rc == 0 && ct_weights_load(w, model, p1, b1) == CT_OK && params_equal(ps, p1) && (!bs || params_equal(bs, b1)),
+                "%s: %s round trip is not exact (exit %d): %s %s", model, fmt[k], rc, out1, ct_last_error());
+    }
+    snprintf(args, sizeof args, "export --format keras %s %s", w, sk2);
+    int rc = run(args, out1, sizeof out1);
+    t_check(rc == 0 && h5_datasets_equal(sk, sk2, why, sizeof why), "%s: keras -> ctrain -> keras is not exact (exit %d): %s %s",
+            model, rc, why, out1);
+}
+
+/* Keras flattens a map [C, H, W] channels-last: row (h W + w) C + c of the first Dense kernel after
+ * the flatten must hold ctrain's column (c H + h) W + w of dense_1/w [U, C H W]. */
+static void check_flatten_rows(const char *keras, const ct_params *ps, int C, int H, int W)
+{
+    int h = ct_params_find(ps, "dense_1/w");
+    const ct_param *p = &ps->p[h];
+    size_t U = (size_t)p->shape[0], F = (size_t)p->shape[1];
+    float *k = malloc(U * F * sizeof *k);
+    hid_t f;
+    int ok = k && F == (size_t)C * H * W && ct_h5_open(&f, keras) == CT_OK;
+    if (ok) {
+        ok = ct_h5_read_f32(f, "dense_1/dense_1/kernel:0", k, U * F) == CT_OK;
+        ct_h5_close(f);
+    }
+    const float *w = ct_params_data(ps, h);
+    for (int c = 0; ok && c < C; c++)
+        for (int y = 0; ok && y < H; y++)
+            for (int x = 0; ok && x < W; x++)
+                for (size_t u = 0; ok && u < U; u++)
+                    ok = k[((size_t)(y * W + x) * C + c) * U + u] == w[u * F + (size_t)(c * H + y) * W + x];
+    t_check(ok, "the Keras dense_1 kernel's rows are not in Keras's channels-last flatten order (C %d, H %d, W %d)", C, H, W);
+    free(k);
+}
+
+static void case_export(void)
+{
+    char args[1024];
+    const char *ck = tpath("exp.h5"), *st = tpath("exp_torch.h5"), *sk = tpath("exp_keras.h5"), *io = tpath("exp_io.h5");
+    const char *w1 = tpath("imp_torch.h5"), *w2 = tpath("imp_keras.h5"), *sk2 = tpath("exp_keras2.h5");
+    char why[256] = "";
+
+    t_case("checkpoint/export siamese-lstm: torch nn.LSTM + nn.Linear and Keras's LSTM + Dense compute ctrain's embeddings");
+    snprintf(args, sizeof args, "%s --layers 2 --epochs 1 --threads 1 --checkpoint %s", SIAM, ck);
+    int rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "training: exit %d: %s", rc, out1);
+    export_both(ck, st, sk);
     siamese_lstm_config mc = ct_siamese_lstm_defaults();
-    mc.n_mels = 6; mc.frames = 10; mc.hidden = 8; mc.layers = 2; mc.embed = 4;
+    mc.n_mels = 6; mc.frames = 10; mc.hidden = 8; mc.layers = 2; mc.embed = 4; mc.pool = LSTM_RETURN_MEAN;   /* train's default */
     siamese_lstm m, m1, m2;
     memset(&m, 0, sizeof m); memset(&m1, 0, sizeof m1); memset(&m2, 0, sizeof m2);
     int ok = ct_siamese_lstm_build(&m, &mc) == CT_OK && ct_siamese_lstm_build(&m1, &mc) == CT_OK && ct_siamese_lstm_build(&m2, &mc) == CT_OK
@@ -972,8 +1041,7 @@ static void case_export(void)
         t_fill_uniform(x, sizeof x / sizeof x[0], -2, 2, &r);
         ct_siamese_lstm_embed(&m, emb, x, len, 5, 10);
         size_t dx[3] = { 5, 10, 6 }, de[2] = { 5, 4 };
-        run_torch_check("siamese-lstm", st, io, x, 3, dx, emb, 2, de);
-        keep("siamese-lstm", st, sk, io);
+        run_export_checks("siamese-lstm", st, sk, io, x, 3, dx, emb, 2, de);
 
         t_case("checkpoint/import --format torch|keras reads the exports back (siamese-lstm, exact)");
         snprintf(args, sizeof args, "import --format torch %s %s --model siamese-lstm --hidden 8", st, w1);
@@ -1009,24 +1077,22 @@ static void case_export(void)
         snprintf(args, sizeof args, "import --format keras %s %s --model small-cnn", sk, w1);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 1 && strstr(out1, "Conv2D"), "importing an LSTM file as small-cnn must fail (exit %d): %s", rc, out1);
+        snprintf(args, sizeof args, "import --format keras %s %s --model cnn", sk, w1);
+        rc = run(args, out1, sizeof out1);
+        t_check(rc == 1 && strstr(out1, "Conv2D") && strstr(out1, sk), "importing an LSTM file as cnn must fail (exit %d): %s", rc, out1);
     }
     ct_siamese_lstm_free(&m); ct_siamese_lstm_free(&m1); ct_siamese_lstm_free(&m2);
 
-    t_case("checkpoint/export --format torch: a torch Conv2d/BatchNorm2d/Linear computes ctrain's small-cnn logits");
+    t_case("checkpoint/export small-cnn: torch Conv2d/BatchNorm2d/Linear and Keras's layout compute ctrain's logits");
     snprintf(args, sizeof args, "%s --epochs 2 --threads 1 --checkpoint %s", CNN, ck);
     rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "training: exit %d: %s", rc, out1);
-    snprintf(args, sizeof args, "export --format torch %s %s", ck, st);
-    rc = run(args, out1, sizeof out1);
-    t_check(rc == 0, "export torch: exit %d: %s", rc, out1);
-    snprintf(args, sizeof args, "export --format keras %s %s", ck, sk);
-    rc = run(args, out1, sizeof out1);
-    t_check(rc == 0, "export keras: exit %d: %s", rc, out1);
+    export_both(ck, st, sk);
     small_cnn_config cc = ct_small_cnn_defaults();
     cc.height = cc.width = 8; cc.filters = 4;
-    static seq_cnn c, c1, c2;   /* large: the layer tables */
-    memset(&c, 0, sizeof c); memset(&c1, 0, sizeof c1); memset(&c2, 0, sizeof c2);
-    ok = ct_small_cnn_build(&c, &cc) == CT_OK && ct_small_cnn_build(&c1, &cc) == CT_OK && ct_small_cnn_build(&c2, &cc) == CT_OK
+    static seq_cnn c, c1;   /* large: the layer tables */
+    memset(&c, 0, sizeof c); memset(&c1, 0, sizeof c1);
+    ok = ct_small_cnn_build(&c, &cc) == CT_OK && ct_small_cnn_build(&c1, &cc) == CT_OK
          && ct_weights_load(ck, "small-cnn", &c.params, &c.buffers) == CT_OK && ct_seq_cnn_plan(&c, 6) == CT_OK;
     t_check(ok, "building the model: %s", ct_last_error());
     if (ok) {
@@ -1038,20 +1104,72 @@ static void case_export(void)
         t_fill_uniform(x, sizeof x / sizeof x[0], -1, 1, &r);
         ct_seq_cnn_forward(&c, x, labels, 6, 0, &d, &correct);
         size_t dx[4] = { 6, 1, 8, 8 }, dl[2] = { 6, 4 };
-        run_torch_check("small-cnn", st, io, x, 4, dx, c.logits, 2, dl);
-        keep("small-cnn", st, sk, io);
-
+        run_export_checks("small-cnn", st, sk, io, x, 4, dx, c.logits, 2, dl);
+        check_flatten_rows(sk, &c.params, 4, 4, 4);
         t_case("checkpoint/import --format torch|keras reads the exports back (small-cnn, exact)");
-        snprintf(args, sizeof args, "import --format torch %s %s --model small-cnn", st, w1);
-        rc = run(args, out1, sizeof out1);
-        t_check(rc == 0 && ct_weights_load(w1, "small-cnn", &c1.params, &c1.buffers) == CT_OK
-                && params_equal(&c.params, &c1.params) && params_equal(&c.buffers, &c1.buffers), "torch round trip (exit %d): %s", rc, out1);
-        snprintf(args, sizeof args, "import --format keras %s %s --model small-cnn --size 8", sk, w2);
-        rc = run(args, out1, sizeof out1);
-        t_check(rc == 0 && ct_weights_load(w2, "small-cnn", &c2.params, &c2.buffers) == CT_OK
-                && params_equal(&c.params, &c2.params) && params_equal(&c.buffers, &c2.buffers), "keras round trip (exit %d): %s", rc, out1);
+        check_round_trips("small-cnn", st, sk, &c.params, &c.buffers, &c1.params, &c1.buffers);
     }
-    ct_seq_cnn_free(&c); ct_seq_cnn_free(&c1); ct_seq_cnn_free(&c2);
+    ct_seq_cnn_free(&c); ct_seq_cnn_free(&c1);
+
+    /* a flatten of 6 maps of 6x6 (the order matters), batchnorm on maps and on the flat vector */
+#define XCNN_SPEC "conv4k3p1,batchnorm,relu,maxpool2,conv6k3s2p1,relu,maxpool2,flatten,batchnorm,dense12,relu,dropout0.2,dense10"
+    t_case("checkpoint/export cnn: torch and Keras's layout (Conv2D [KH, KW, C, F], channels-last flatten) compute ctrain's logits");
+    snprintf(args, sizeof args, "train cnn --data synthetic --samples 128 --val-samples 32 --batch 32 --epochs 1 --threads 1 "
+             "--no-progress --arch " XCNN_SPEC " --checkpoint %s", ck);
+    rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "training: exit %d: %s", rc, out1);
+    export_both(ck, st, sk);
+    ok = ct_seq_cnn_build(&c, XCNN_SPEC, 1, 28, 28, 10) == CT_OK && ct_seq_cnn_build(&c1, XCNN_SPEC, 1, 28, 28, 10) == CT_OK
+         && ct_weights_load(ck, "cnn", &c.params, &c.buffers) == CT_OK && ct_seq_cnn_plan(&c, 4) == CT_OK;
+    t_check(ok, "building the model: %s", ct_last_error());
+    if (ok) {
+        static float x[4 * 28 * 28];
+        int labels[4] = { 0, 1, 2, 3 }, correct = 0;
+        ct_rng r, d;
+        ct_rng_seed(&r, 7, 3);
+        ct_rng_seed(&d, 7, 2);
+        t_fill_uniform(x, sizeof x / sizeof x[0], 0, 1, &r);
+        ct_seq_cnn_forward(&c, x, labels, 4, 0, &d, &correct);
+        size_t dx[4] = { 4, 1, 28, 28 }, dl[2] = { 4, 10 };
+        run_export_checks("cnn", st, sk, io, x, 4, dx, c.logits, 2, dl);
+        check_flatten_rows(sk, &c.params, 6, 3, 3);
+        t_case("checkpoint/import --format torch|keras reads the exports back (cnn, exact)");
+        check_round_trips("cnn", st, sk, &c.params, &c.buffers, &c1.params, &c1.buffers);
+        /* a Keras file of another network is refused, naming the layer at fault */
+        snprintf(args, sizeof args, "import --format keras %s %s --model cnn --arch conv4k3,relu,flatten,dense10", sk, w1);
+        rc = run(args, out1, sizeof out1);
+        t_check(rc == 1 && strstr(out1, "layers with weights"), "importing into another spec must fail (exit %d): %s", rc, out1);
+    }
+    ct_seq_cnn_free(&c); ct_seq_cnn_free(&c1);
+
+#define XSCNN_SPEC "conv4k3p1,batchnorm,relu,maxpool2,conv6k3p1,relu,gaph,dense5"
+    t_case("checkpoint/export siamese-cnn: the tower in torch and in Keras's layout (gaph then Flatten) computes ctrain's embeddings");
+    snprintf(args, sizeof args, "train siamese-cnn --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --batch 16 --frames 16 --mels 8 "
+             "--arch " XSCNN_SPEC " --epochs 1 --threads 1 --no-progress --checkpoint %s", ck);
+    rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "training: exit %d: %s", rc, out1);
+    export_both(ck, st, sk);
+    static siamese_cnn s, s1;
+    siamese_cnn_config sc = ct_siamese_cnn_defaults();
+    sc.frames = 16; sc.n_mels = 8; sc.embed = 0;
+    snprintf(sc.spec, sizeof sc.spec, "%s", XSCNN_SPEC);
+    ok = ct_siamese_cnn_build(&s, &sc) == CT_OK && ct_siamese_cnn_build(&s1, &sc) == CT_OK
+         && ct_weights_load(ck, "siamese-cnn", &s.enc.params, &s.enc.buffers) == CT_OK && ct_siamese_cnn_plan(&s, 2) == CT_OK
+         && ct_siamese_cnn_plan_embed(&s, 5) == CT_OK;
+    t_check(ok, "building the model: %s", ct_last_error());
+    if (ok) {
+        float x[5 * 16 * 8], emb[5 * 5];
+        ct_rng r;
+        ct_rng_seed(&r, 9, 3);
+        t_fill_uniform(x, sizeof x / sizeof x[0], -2, 2, &r);
+        ct_siamese_cnn_embed(&s, emb, x, 5);
+        size_t dx[3] = { 5, 16, 8 }, de[2] = { 5, 5 };
+        run_export_checks("siamese-cnn", st, sk, io, x, 3, dx, emb, 2, de);
+        check_flatten_rows(sk, &s.enc.params, 6, 1, 4);
+        t_case("checkpoint/import --format torch|keras reads the exports back (siamese-cnn, exact)");
+        check_round_trips("siamese-cnn", st, sk, &s.enc.params, &s.enc.buffers, &s1.enc.params, &s1.enc.buffers);
+    }
+    ct_siamese_cnn_free(&s); ct_siamese_cnn_free(&s1);
 }
 
 static void remove_tree(const char *dir)

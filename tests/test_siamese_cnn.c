@@ -12,7 +12,7 @@
  *   - `ctrain train siamese-cnn` / `ctrain eval siamese-cnn` on a feature store:
  *     checkpoint + resume == one run, eval prints the library's EER, files and
  *     checkpoints of the other speaker model are refused with a clear message,
- *     export says it is not supported, bad --arch / --embed are explained.
+ *     an export imported back is exact, bad --arch / --embed are explained.
  * The command-line cases run $CTRAIN_BIN (default bin/ctrain). */
 #include <math.h>
 #include <stdio.h>
@@ -528,11 +528,25 @@ static void test_cli(void)
     t_check(rc > 0 && rc != 134 && strstr(out1, "is a checkpoint of model siamese-cnn, not siamese-lstm"),
             "resume a cnn checkpoint as siamese-lstm (exit %d): %s", rc, out1);
 
-    t_case("siamese_cnn/cli: export of a siamese-cnn says it is not supported yet");
+    t_case("siamese_cnn/cli: a checkpoint exported for PyTorch and imported back gives the tower's weights");
     snprintf(args, sizeof args, "export --format torch %s %s", part, exported);
     rc = t_run_ctrain(args, out1, sizeof out1);
-    t_check(rc > 0 && rc != 134 && strstr(out1, "siamese-cnn") && strstr(out1, "not supported yet"), "export (exit %d): %s", rc, out1);
-    t_check(access(exported, F_OK) != 0, "export wrote a file");
+    t_check(rc == 0 && strstr(out1, "PyTorch weights of siamese-cnn"), "export (exit %d): %s", rc, out1);
+    snprintf(args, sizeof args, "import --format torch %s %s --model siamese-cnn", exported, lstm);
+    rc = t_run_ctrain(args, out2, sizeof out2);
+    static siamese_cnn a, b;
+    siamese_cnn_config sc = ct_siamese_cnn_defaults();
+    sc.frames = 16; sc.n_mels = 6; sc.embed = 0;
+    snprintf(sc.spec, sizeof sc.spec, "%s", CLI_SPEC);
+    int ok = rc == 0 && ct_siamese_cnn_build(&a, &sc) == CT_OK && ct_siamese_cnn_build(&b, &sc) == CT_OK
+             && ct_weights_load(part, "siamese-cnn", &a.enc.params, &a.enc.buffers) == CT_OK
+             && ct_weights_load(lstm, "siamese-cnn", &b.enc.params, &b.enc.buffers) == CT_OK;
+    t_check(ok && !memcmp(a.enc.params.data, b.enc.params.data, a.enc.params.numel * sizeof(float))
+            && !memcmp(a.enc.buffers.data, b.enc.buffers.data, a.enc.buffers.numel * sizeof(float)),
+            "import (exit %d): %s %s", rc, out2, ct_last_error());
+    ct_siamese_cnn_free(&a);
+    ct_siamese_cnn_free(&b);
+    unlink(exported);
 
     const char *files[] = { feats, trials, one, part, resumed, lstm_ck, lstm };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) unlink(files[i]);

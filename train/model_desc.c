@@ -8,18 +8,19 @@
 #include "io/featstore.h"
 #include "io/h5.h"
 
-/* ---- writing ---- */
+/* The names of the LSTM's options, in files and on the command line (--recurrent, --pool). */
+const ct_opt_choice ct_lstm_recurrent_choices[] = { { "sigmoid", LSTM_SIGMOID }, { "hard_sigmoid", LSTM_HARD_SIGMOID }, { NULL, 0 } };
+const ct_opt_choice ct_lstm_pool_choices[] = { { "last", LSTM_RETURN_LAST }, { "mean", LSTM_RETURN_MEAN }, { NULL, 0 } };
 
-static const char *recurrent_name(lstm_recurrent r) { return r == LSTM_HARD_SIGMOID ? "hard_sigmoid" : "sigmoid"; }
-static const char *pool_name(lstm_return p) { return p == LSTM_RETURN_MEAN ? "mean" : "last"; }
+/* ---- writing ---- */
 
 void ct_model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c)
 {
     ct_kv_set_int(kv, "n_mels", c->n_mels); ct_kv_set_int(kv, "frames", c->frames); ct_kv_set_int(kv, "hidden", c->hidden);
     ct_kv_set_int(kv, "layers", c->layers); ct_kv_set_int(kv, "embed", c->embed); ct_kv_set_num(kv, "margin", c->margin);
     ct_kv_set_num(kv, "threshold", c->threshold);
-    ct_kv_set_str(kv, "recurrent", recurrent_name(c->recurrent));
-    ct_kv_set_str(kv, "pool", pool_name(c->pool));
+    ct_kv_set_str(kv, "recurrent", ct_opt_choice_name(ct_lstm_recurrent_choices, (int)c->recurrent));
+    ct_kv_set_str(kv, "pool", ct_opt_choice_name(ct_lstm_pool_choices, (int)c->pool));
 }
 
 void ct_model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c)
@@ -103,29 +104,26 @@ static ct_status want_int(model_desc *d, const char *key, const char *flag, int 
     return CT_OK;
 }
 
-/* A string setting, one of `allowed` (NULL-terminated); the same rules as want_int. */
-static ct_status want_str(model_desc *d, const char *key, const char *flag, const char *given, const char *dflt,
-                          const char *const *allowed, const char **out)
+/* A setting named by one of `choices`: the same rules as want_int, given a name. */
+static ct_status want_choice(model_desc *d, const char *key, const char *flag, const char *given, const char *dflt,
+                             const ct_opt_choice *choices, int *out)
 {
     const ct_kv_entry *e = ct_kv_get(&d->kv, key);
-    const char *v = NULL;
+    char list[128];
+    ct_opt_choice_list(choices, list, sizeof list);
     if (e) {
-        if (e->type == CT_KV_STR)
-            for (int k = 0; allowed[k]; k++) if (!strcmp(e->str, allowed[k])) v = allowed[k];
-        if (!v)
-            return ct_fail(CT_EFORMAT, "%s: attribute %s is not %s%s%s; the file is damaged: pass weights written by `ctrain train`",
-                           d->path, key, allowed[0], allowed[1] ? " or " : "", allowed[1] ? allowed[1] : "");
-        if (given && strcmp(given, v) != 0)
+        if (e->type != CT_KV_STR || !ct_opt_choice_value(choices, e->str, out))
+            return ct_fail(CT_EFORMAT, "%s: attribute %s is not %s; the file is damaged: pass weights written by `ctrain train`",
+                           d->path, key, list);
+        if (given && strcmp(given, e->str) != 0)
             return ct_fail(CT_EINVAL, "%s %s contradicts %s, which records %s = %s (the model was trained so): leave %s out",
-                           flag, given, d->path, key, v, flag);
-        *out = v;
+                           flag, given, d->path, key, e->str, flag);
         return CT_OK;
     }
     add_missing(d, key);
-    v = given ? given : dflt;
-    for (int k = 0; allowed[k]; k++)
-        if (!strcmp(v, allowed[k])) { *out = allowed[k]; return CT_OK; }
-    return ct_fail(CT_EINVAL, "%s %s: use %s%s%s", flag, v, allowed[0], allowed[1] ? " or " : "", allowed[1] ? allowed[1] : "");
+    const char *v = given ? given : dflt;
+    if (!ct_opt_choice_value(choices, v, out)) return ct_fail(CT_EINVAL, "%s %s: use %s", flag, v, list);
+    return CT_OK;
 }
 
 /* A float setting without a flag (margin, threshold): the file's, else unchanged. */
@@ -133,20 +131,19 @@ static void maybe_float(const model_desc *d, const char *key, float *v) { ct_kv_
 
 ct_status ct_model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc)
 {
-    static const char *const recurrents[] = { "sigmoid", "hard_sigmoid", NULL }, *const pools[] = { "last", "mean", NULL };
     *mc = ct_siamese_lstm_defaults();
-    const char *recurrent, *pool;
+    int recurrent, pool;
     CT_TRY(want_int(d, "n_mels", "--mels", f->mels, store_mels, 1, 4096, &mc->n_mels));
     CT_TRY(want_int(d, "frames", NULL, 0, mc->frames, 1, 100000, &mc->frames));
     CT_TRY(want_int(d, "hidden", "--hidden", f->hidden, mc->hidden, 1, 65536, &mc->hidden));
     CT_TRY(want_int(d, "layers", "--layers", f->layers, mc->layers, 1, LSTM_MAX_LAYERS, &mc->layers));
     CT_TRY(want_int(d, "embed", "--embed", f->embed, mc->embed, 1, 65536, &mc->embed));
-    CT_TRY(want_str(d, "recurrent", "--recurrent", f->recurrent, "sigmoid", recurrents, &recurrent));
-    CT_TRY(want_str(d, "pool", "--pool", f->pool, "last", pools, &pool));
+    CT_TRY(want_choice(d, "recurrent", "--recurrent", f->recurrent, "sigmoid", ct_lstm_recurrent_choices, &recurrent));
+    CT_TRY(want_choice(d, "pool", "--pool", f->pool, "last", ct_lstm_pool_choices, &pool));
     maybe_float(d, "margin", &mc->margin);
     maybe_float(d, "threshold", &mc->threshold);
-    mc->recurrent = !strcmp(recurrent, "hard_sigmoid") ? LSTM_HARD_SIGMOID : LSTM_SIGMOID;
-    mc->pool = !strcmp(pool, "mean") ? LSTM_RETURN_MEAN : LSTM_RETURN_LAST;
+    mc->recurrent = (lstm_recurrent)recurrent;
+    mc->pool = (lstm_return)pool;
     return CT_OK;
 }
 

@@ -26,6 +26,12 @@
 #include "train/checkpoint.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
+#include "train/options.h"
+
+/* The names of the LSTM's options in files and on the command line: --recurrent
+ * sigmoid|hard_sigmoid, --pool last|mean (lstm_recurrent and lstm_return values). */
+extern const ct_opt_choice ct_lstm_recurrent_choices[];
+extern const ct_opt_choice ct_lstm_pool_choices[];
 
 /* ---- writing (ctrain train) ---- */
 

@@ -1,0 +1,125 @@
+/* model_speaker.c - the data side of the speaker models' descriptors: pairs of
+ * utterances from a feature store or a synthetic corpus, validation speakers
+ * (or videos), an optional trial list whose speakers are held out and whose
+ * EER is reported every epoch (see model_speaker.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "train/model_speaker.h"
+#include "io/featstore.h"
+
+const ct_opt_choice ct_val_split_choices[] = { { "speakers", CT_VAL_SPEAKERS }, { "videos", CT_VAL_VIDEOS }, { NULL, 0 } };
+
+void ct_speaker_opts_defaults(ct_speaker_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->synth = (ct_synth_config){ .speakers = 40, .utts_per_speaker = 12, .min_frames = 100, .max_frames = 300,
+                                  .n_mels = 40, .noise = 2.0f, .seed = 1 };
+    o->pairs = 6000;
+    o->val_pairs = 2000;
+    o->val_split = CT_VAL_SPEAKERS;
+    o->val_fraction = 0.25f;
+}
+
+void ct_speaker_opts_from_meta(ct_speaker_opts *o, const ct_kv *t)
+{
+    const char *split = NULL;
+    ct_kv_int(t, "speakers", &o->synth.speakers); ct_kv_int(t, "utts", &o->synth.utts_per_speaker); ct_kv_float(t, "noise", &o->synth.noise);
+    ct_kv_long(t, "pairs", &o->pairs); ct_kv_long(t, "val_pairs", &o->val_pairs);
+    if (ct_kv_str(t, "val_split", &split)) ct_opt_choice_value(ct_val_split_choices, split, &o->val_split);
+    ct_kv_float(t, "val_fraction", &o->val_fraction);
+    ct_kv_str(t, "trials", &o->trials);
+}
+
+ct_status ct_speaker_opts_check(const ct_speaker_opts *o)
+{
+    if (!ct_opt_choice_name(ct_val_split_choices, o->val_split)) return ct_fail(CT_EINVAL, "--val-split: use speakers or videos");
+    return CT_OK;
+}
+
+ct_status ct_speaker_to_meta(const ct_speaker_opts *o, const ct_model_data *data, ct_ckpt_meta *meta)
+{
+    CT_TRY(ct_model_desc_features(&meta->model_cfg, data->source));   /* what eval checks a feature store against */
+    ct_kv *kt = &meta->train_cfg;
+    ct_kv_set_int(kt, "speakers", o->synth.speakers); ct_kv_set_int(kt, "utts", o->synth.utts_per_speaker);
+    ct_kv_set_num(kt, "noise", o->synth.noise); ct_kv_set_int(kt, "pairs", o->pairs); ct_kv_set_int(kt, "val_pairs", o->val_pairs);
+    ct_kv_set_str(kt, "val_split", ct_opt_choice_name(ct_val_split_choices, o->val_split));
+    ct_kv_set_num(kt, "val_fraction", o->val_fraction);
+    if (o->trials) ct_kv_set_str(kt, "trials", o->trials);
+    return CT_OK;
+}
+
+/* The trial list's speakers become the validation speakers: none of them is trained on. */
+static ct_status hold_out_trial_speakers(ct_model_data *d)
+{
+    const ct_corpus *c = &d->corpus;
+    speaker_task_config *tc = &d->tc;
+    unsigned char *in_trials = ct_calloc((size_t)c->n_speakers, 1, "trial speakers");
+    d->trial_speakers = in_trials ? ct_malloc((size_t)c->n_speakers * sizeof(int), "trial speakers") : NULL;
+    if (!d->trial_speakers) { free(in_trials); return CT_ENOMEM; }
+    for (int k = 0; k < d->n_trials; k++)
+        in_trials[c->utt[d->trials[k].a].speaker] = in_trials[c->utt[d->trials[k].b].speaker] = 1;
+    for (int sp = 0; sp < c->n_speakers; sp++)
+        if (in_trials[sp]) d->trial_speakers[tc->n_val_speakers++] = sp;
+    free(in_trials);
+    if (tc->val_split == CT_VAL_SPEAKERS) tc->val_speakers = d->trial_speakers;
+    return CT_OK;
+}
+
+ct_status ct_speaker_load(ct_model_data *d, const ct_speaker_opts *o, const char *source, long seed, int batch, int n_mels, int frames)
+{
+    memset(d, 0, sizeof *d);
+    d->source = source;
+    speaker_task_config *tc = &d->tc;
+    *tc = (speaker_task_config){ .pairs = o->pairs, .val_pairs = o->val_pairs, .batch = batch, .val_split = (ct_val_split)o->val_split,
+                                 .val_fraction = o->val_fraction, .seed = (uint64_t)seed };
+    d->n_train = o->pairs;
+    d->n_val = o->val_pairs;
+    ct_synth_config sc = o->synth;
+    sc.seed = tc->seed;
+    sc.n_mels = n_mels;
+    if (sc.min_frames < frames) sc.min_frames = frames;
+    if (sc.max_frames < sc.min_frames) sc.max_frames = sc.min_frames;
+    if (!strcmp(source, "synthetic")) CT_TRY(ct_corpus_synthetic(&d->corpus, &sc));
+    else CT_TRY(ct_featstore_load(&d->corpus, source));   /* a feature store written by `ctrain prep voxceleb` */
+    if (!o->trials) return CT_OK;
+    d->trials_path = o->trials;
+    CT_TRY(ct_trials_load(&d->trials, &d->n_trials, o->trials, &d->corpus));
+    CT_TRY(hold_out_trial_speakers(d));
+    tc->trials = d->trials;
+    tc->n_trials = d->n_trials;
+    tc->trial_batch = 32;
+    tc->trial_max_frames = 3000;
+    return CT_OK;
+}
+
+void ct_speaker_data_line(const ct_model_data *d, const ct_model_task *t, const ct_fit_config *fit, FILE *out)
+{
+    const speaker_task *s = t->open == 1 ? &t->s : NULL;   /* the speaker counts come from the task's split */
+    fprintf(out, "Data: %s, %d utterances of %d speakers; validation on %s (%d training, %d validation speakers); "
+            "%s lr %g, batch %d pairs\n", d->source, d->corpus.n_utt, d->corpus.n_speakers,
+            d->tc.val_split == CT_VAL_SPEAKERS ? (d->trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
+            s ? s->n_train_speakers : 0, s ? s->n_val_speakers : 0, ct_optim_name(fit->optim.kind), fit->optim.lr, fit->batch);
+    if (d->trials) fprintf(out, "Trials: %s, %d trials; val_eer after every epoch\n", d->trials_path, d->n_trials);
+}
+
+void ct_speaker_data_summary(const ct_model_data *d, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s: %d utterances of %d speakers, %g%% of the speakers held out for validation", d->source,
+             d->corpus.n_utt, d->corpus.n_speakers, 100 * d->tc.val_fraction);
+}
+
+ct_status ct_speaker_task_open(ct_model_task *t, speaker_model sm, ct_model_data *d, const ct_rngs *rngs)
+{
+    memset(t, 0, sizeof *t);
+    CT_TRY(ct_speaker_task_init(&t->s, &d->tc, &d->corpus, &sm, rngs, stderr));
+    t->open = 1;
+    t->task = ct_speaker_task_ops(&t->s);
+    return CT_OK;
+}
+
+void ct_speaker_desc_of(model_desc *d, const char *path, const ct_kv *kv)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->path, sizeof d->path, "%s", path);
+    d->kv = *kv;
+}

@@ -1,0 +1,69 @@
+/* model_table.c - the table of models and what every descriptor's caller does
+ * the same way: opening a network on a device, closing a task, freeing data
+ * (see model_table.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "train/model_table.h"
+
+extern const ct_model_descriptor ct_model_siamese_lstm, ct_model_siamese_cnn, ct_model_small_cnn, ct_model_cnn;
+
+const ct_model_descriptor *const ct_models[] = { &ct_model_siamese_lstm, &ct_model_siamese_cnn, &ct_model_small_cnn,
+                                                 &ct_model_cnn, NULL };
+
+const ct_model_descriptor *ct_model_find(const char *name)
+{
+    for (int i = 0; ct_models[i]; i++) if (!strcmp(ct_models[i]->name, name)) return ct_models[i];
+    return NULL;
+}
+
+void ct_model_names(char *buf, size_t cap, int with_eval)
+{
+    buf[0] = '\0';
+    for (int i = 0; ct_models[i]; i++) {
+        if (with_eval && !ct_models[i]->eval_config) continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", ct_models[i]->name);
+    }
+}
+
+ct_status ct_model_net_open(const ct_model_descriptor *d, void *net, const void *cfg, const ct_model_data *data,
+                            ct_rng *init, const ct_ops *ops, int batch)
+{
+    memset(net, 0, d->net_size);
+    CT_TRY(d->build(net, cfg, data));
+    d->init_weights(net, init);
+    ct_status st = d->set_device(net, ops);
+    if (st == CT_OK) st = d->plan(net, batch);
+    if (st != CT_OK) d->free(net);
+    return st;
+}
+
+void ct_model_task_close(ct_model_task *t)
+{
+    if (t->open == 1) ct_speaker_task_free(&t->s);
+    if (t->open == 2) ct_image_task_free(&t->c);
+    t->open = 0;
+}
+
+void ct_model_seq_rows(const seq_cnn *m, int per_sample, ct_row_fn row, void *ctx)
+{
+    for (int i = 0; i < m->n; i++) {
+        const seq_layer *l = &m->layer[i];
+        char name[64];
+        if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
+        else snprintf(name, sizeof name, "%s", l->text);
+        row(ctx, name, m->prof.fwd[i], m->prof.bwd[i], ct_seq_layer_step_flops(m, i, per_sample));
+    }
+}
+
+void ct_model_data_free(ct_model_data *d)
+{
+    ct_corpus_free(&d->corpus);
+    free(d->trials);
+    free(d->trial_speakers);
+    ct_images_free(&d->train);
+    ct_images_free(&d->val);
+    d->trials = NULL;
+    d->trial_speakers = NULL;
+}
