@@ -94,7 +94,8 @@ extern "C" {
 #include "models/speaker_model.h"
 
 /* train: the training loop (ct_fit), the tasks that plug models into it,
- * checkpoints, speaker-verification metrics */
+ * checkpoints, speaker-verification metrics, and the table of models the
+ * commands use (descriptors, their options, Keras/PyTorch export) */
 #include "train/task.h"
 #include "train/train.h"
 #include "train/checkpoint.h"
@@ -103,6 +104,12 @@ extern "C" {
 #include "train/model_desc.h"
 #include "train/verify.h"
 #include "train/verify_report.h"
+#include "train/options.h"
+#include "train/model_table.h"
+#include "train/model_image.h"
+#include "train/model_speaker.h"
+#include "train/export.h"
+#include "train/profile_fit.h"
 
 #ifdef __cplusplus
 }

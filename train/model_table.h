@@ -177,8 +177,8 @@ void      ct_model_seq_rows(const seq_cnn *m, int per_sample, ct_row_fn row, voi
     "matrix products only (models/seq_cnn.h): conv 2*N*F*OH*OW*C*K*K and dense 2*N*in*out forward, the same " \
     "again for the weight gradient and for the input gradient (none for the first layer); activations, pooling, " \
     "batchnorm, dropout, loss and optimizer are not counted. Convolutions count the FLOPs of direct convolution; " \
-    "3x3 stride-1 layers run Winograd F(2x2,3x3), whose products do 2.25x fewer, so their rate is an effective one " \
-    "and can exceed the sgemm peak"
+    "on a CPU without AVX-512, 3x3 stride-1 layers run Winograd F(2x2,3x3), whose products do 2.25x fewer, so " \
+    "their rate there is an effective one and can exceed the sgemm peak"
 void      ct_model_data_free(ct_model_data *data);
 
 #endif
