@@ -2,6 +2,7 @@
 #include <math.h>
 #include "core/rng.h"
 #include "core/error.h"
+#include "core/hot.h"
 
 #define PCG_MULT 6364136223846793005ULL
 
@@ -37,12 +38,42 @@ uint32_t ct_rng_below(ct_rng *r, uint32_t n)
 
 float ct_rng_uniform(ct_rng *r) { return (float)(ct_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
 
-/* The same numbers as n calls of ct_rng_uniform, with the state kept in a local
- * copy (a register) instead of being stored and reloaded for every draw. */
+/* The same numbers as n calls of ct_rng_uniform, in the same order, and the same
+ * state after. PCG's state moves by an affine map, s -> M s + inc (mod 2^64), so
+ * L steps at once are s -> M^L s + inc (M^(L-1) + ... + M + 1): L lanes that start
+ * at the states of draws 0..L-1 and each jump L steps produce draws k, k+L,
+ * k+2L, ... side by side. The lanes' loop is plain C that the compiler turns into
+ * AVX-512 (64-bit products, 32-bit rotations): dropout draws one number per
+ * element of a feature map, and one state in a register gave about 0.5 ns each. */
+#define RNG_LANES 16
+
+static inline float rng_to_unit(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
+
+CT_HOT
 void ct_rng_uniform_fill(ct_rng *r, float *u, size_t n)
 {
     ct_rng local = *r;
-    for (size_t i = 0; i < n; i++) u[i] = (float)(ct_rng_u32(&local) >> 8) * (1.0f / 16777216.0f);
+    size_t i = 0;
+    if (n >= 4 * RNG_LANES) {
+        uint64_t lane[RNG_LANES];                /* lane k: the state that gives draw i + k */
+        uint64_t mult = 1, add = 0;              /* the L-step map: s -> mult s + add */
+        for (int k = 0; k < RNG_LANES; k++) {
+            lane[k] = local.state;
+            local.state = local.state * PCG_MULT + local.inc;
+            mult *= PCG_MULT;
+            add = add * PCG_MULT + local.inc;
+        }
+        for (; i + RNG_LANES <= n; i += RNG_LANES)
+            for (int k = 0; k < RNG_LANES; k++) {   /* ct_rng_u32's output, in 64-bit lanes: so it vectorises */
+                uint64_t old = lane[k];
+                uint64_t x = ((old >> 18u) ^ old) >> 27u & 0xffffffffu, rot = old >> 59u;
+                uint64_t out = ((x >> rot) | (x << ((32u - rot) & 31u))) & 0xffffffffu;
+                u[i + k] = rng_to_unit((uint32_t)out);
+                lane[k] = old * mult + add;
+            }
+        local.state = lane[0];                   /* the state of draw i, the next one */
+    }
+    for (; i < n; i++) u[i] = rng_to_unit(ct_rng_u32(&local));
     *r = local;
 }
 

@@ -71,15 +71,21 @@ static void test_rng(void)
     for (int i = 0; i < 50; i++) { ok &= perm[i] >= 0 && perm[i] < 50 && !seen[perm[i]]; if (ok) seen[perm[i]] = 1; moved += perm[i] != i; }
     t_check(ok && moved > 25, "not a shuffled permutation (moved %d)", moved);
 
-    t_case("core/rng uniform_fill gives the same numbers as single draws");
+    /* lengths below, at and above the lanes' threshold, with and without a tail,
+     * filled one after another so that each call starts where the last ended */
+    t_case("core/rng uniform_fill gives the same numbers as single draws, and the same state after");
     ct_rng fa, fb;
     ct_rng_seed(&fa, 9, CT_STREAM_DROPOUT);
     fb = fa;
-    float fill[1000];
-    ct_rng_uniform_fill(&fa, fill, 1000);
-    int fill_ok = 1;
-    for (int i = 0; i < 1000; i++) fill_ok &= fill[i] == ct_rng_uniform(&fb);
-    t_check(fill_ok && fa.state == fb.state, "uniform_fill differs from ct_rng_uniform, or leaves another state");
+    static const size_t lens[] = { 1, 15, 63, 64, 65, 1000, 4096, 3 };
+    float fill[4096];
+    int fill_ok = 1, state_ok = 1;
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+        ct_rng_uniform_fill(&fa, fill, lens[l]);
+        for (size_t i = 0; i < lens[l]; i++) fill_ok &= fill[i] == ct_rng_uniform(&fb);
+        state_ok &= fa.state == fb.state && fa.inc == fb.inc;
+    }
+    t_check(fill_ok && state_ok, "uniform_fill differs from ct_rng_uniform (%d), or leaves another state (%d)", !fill_ok, !state_ok);
 }
 
 /* ct_parallel: records which worker ran each task and in which order. */
