@@ -212,7 +212,7 @@ void suite_eval(void)
         }
         static char out[1 << 16];
         char args[1024];
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 12 --layers 2 --embed 6 "
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --hidden 12 --layers 2 --embed 6 "
                  "--threads 1 --batch 4", wpath, fpath, tpath);
         int rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 0, "`ctrain %s` exited %d: %s", args, rc, out);
@@ -228,7 +228,7 @@ void suite_eval(void)
         t_check(d && fabs(atof(d + 16) - ref05) < 6e-5, "CLI minDCF(0.05) vs %g: %s", ref05, out);
 
         /* a model of another size: the weights file's own error */
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 16 --layers 2 --embed 6",
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --hidden 16 --layers 2 --embed 6",
                  wpath, fpath, tpath);
         rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc != 0 && rc != 134 && strstr(out, "in the file but") && strstr(out, "in this model") && strstr(out, wpath),
@@ -236,7 +236,7 @@ void suite_eval(void)
         /* a path that is not in the store */
         write_text(bad_tpath, "1 id10000/vid00000000/00001.wav id10000/vid00000000/00002.wav\n"
                               "0 id10000/vid00000000/00001.wav id19999/nowhere/00001.wav\n");
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 12 --layers 2 --embed 6",
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --hidden 12 --layers 2 --embed 6",
                  wpath, fpath, bad_tpath);
         rc = t_run_ctrain(args, out, sizeof out);
         char where[160];
@@ -244,7 +244,7 @@ void suite_eval(void)
         t_check(rc != 0 && rc != 134 && strstr(out, where) && strstr(out, "id19999/nowhere/00001.wav"),
                 "missing path: exit %d: %s", rc, out);
         /* missing required options and --help */
-        rc = t_run_ctrain("eval siamese-lstm --model x.h5", out, sizeof out);
+        rc = t_run_ctrain("eval siamese-lstm --weights x.h5", out, sizeof out);
         t_check(rc == 2 && strstr(out, "missing --data"), "missing --data: exit %d: %s", rc, out);
         rc = t_run_ctrain("eval siamese-lstm --help", out, sizeof out);
         t_check(rc == 0 && strstr(out, "--trials") && strstr(out, "--max-frames"), "--help: exit %d: %s", rc, out);
