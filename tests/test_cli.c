@@ -113,6 +113,19 @@ static void grammar(const char *weights)
     t_check(rc == 0 && strstr(out, "ETA") && strstr(out, "samples/s"), "--progress draws the bar (exit %d): %s", rc, out);
     rc = run_stdout_only(args, out, sizeof out);
     t_check(rc == 0 && !strstr(out, "ETA") && !strchr(out, '\r') && strstr(out, "Epoch 1/1"), "stdout holds no bar (exit %d): %s", rc, out);
+    if (access("/usr/bin/script", X_OK) == 0) {   /* util-linux's script: the command on a pseudo-terminal */
+        const char *bin = getenv("CTRAIN_BIN");
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "/usr/bin/script -qec '%s train small-cnn --samples 64 --val-samples 0 --epochs 1 --batch 16 "
+                 "--threads 1' /dev/null 2>&1", bin ? bin : "bin/ctrain");
+        FILE *p = popen(cmd, "r");
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = '\0';
+        int st = p ? pclose(p) : -1;
+        t_check(st == 0 && strstr(out, "ETA") && strchr(out, '\r'), "on a terminal the bar is drawn by default (exit %d): %s", st, out);
+    } else {
+        printf("  (/usr/bin/script not found: the bar on a terminal is not checked)\n");
+    }
     unlink(a); unlink(b);
 }
 
