@@ -231,10 +231,17 @@ int cmd_time(int argc, char **argv)
 {
     if (argc < 1) { time_help(stderr); return 2; }
     if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) { time_help(stdout); return 0; }
-    if (!strcmp(argv[0], "--compare")) {   /* --compare [--] A.json B.json ...: every word a file */
-        int skip = argc > 1 && !strcmp(argv[1], "--") ? 2 : 1;
-        if (argc <= skip) { fprintf(stderr, "ctrain time: --compare needs at least one FILE.json written by `ctrain time --json`\n"); return 2; }
-        return time_compare(argc - skip, argv + skip);
+    if (!strcmp(argv[0], "--compare")) {   /* --compare A.json [--] B.json ...: every word a file, but the first "--" */
+        char **files = argv + 1;
+        int n = argc - 1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(files[i], "--")) {
+                memmove(files + i, files + i + 1, (size_t)(n - i - 1) * sizeof *files);
+                n--;
+                break;
+            }
+        if (n < 1) { fprintf(stderr, "ctrain time: --compare needs at least one FILE.json written by `ctrain time --json`\n"); return 2; }
+        return time_compare(n, files);
     }
     static workload w;   /* large: the per-device runs */
     memset(&w, 0, sizeof w);

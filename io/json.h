@@ -20,6 +20,9 @@
  * spaces of indent, "key": value, a newline at the end; numbers with 10
  * significant digits (a whole number below 1e10 without a decimal point, as
  * "%.10g" prints it); NaN and infinities, which JSON cannot express, as null.
+ * One difference from the files of ctrain's own writer before jansson: an
+ * exponent has no '+' and no leading zero (2.5e-7, 1.2e11, not 2.5e-07, 1.2e+11),
+ * the same number to every JSON reader.
  * Strings are escaped as RFC 8259 asks (\" \\ \n \t \r \b \f, other control
  * characters as \u00XX); a string that is not UTF-8 keeps its ASCII and the
  * rest becomes '?', since a JSON text is UTF-8.
