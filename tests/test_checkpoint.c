@@ -749,7 +749,7 @@ static void case_signals(void)
     t_check(file_size(tj) < 0, "time wrote %s", tj);
     free(text);
     snprintf(args, sizeof args, "train cnn --data fashion-mnist --samples 64 --val-samples 0 --epochs 1 --batch 16 --threads 1 "
-             "--arch conv8k3,relu,conv8k3,relu,flatten,dense10 --out %s", cw);
+             "--arch conv32k3,relu,conv32k3,relu,flatten,dense10 --out %s", cw);   /* about 3 s to evaluate at --batch 1 */
     rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "training the cnn to evaluate: exit %d: %s", rc, out1);
     snprintf(args, sizeof args, "eval cnn --weights %s --data fashion-mnist --batch 1 --threads 1", cw);
