@@ -261,6 +261,7 @@ int cmd_time(int argc, char **argv)
     if (help_asked) { time_help(stdout); free(w.cfg); return 0; }
     if (st == CT_OK) st = cli_device_list(o.devices, devices, MAX_DEVICES, &n_dev);
     if (st == CT_OK && o.json && !*o.json) st = ct_fail(CT_EINVAL, "--json needs a file name");
+    if (st == CT_OK) ct_interrupt_install();   /* from here a signal stops the run cleanly */
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
     if (st != CT_OK) {
         fprintf(stderr, "ctrain time: %s\n", ct_last_error());
@@ -269,7 +270,6 @@ int cmd_time(int argc, char **argv)
         return 2;
     }
     ct_threads_set(o.threads);
-    ct_interrupt_install();
     const time_setup *s = &w.setup;
     cli_print_header(stdout, o.threads);
     printf("Model: %s, %.1f MFLOP per %.*s per training step\n", s->model_desc, s->flops_per_sample / 1e6,

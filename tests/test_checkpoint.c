@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "tests/test.h"
+#include "core/interrupt.h"
 #include "train/checkpoint.h"
 #include "io/h5.h"
 #include "io/weights.h"
@@ -234,6 +235,8 @@ typedef struct {
     float snap[16][6];      /* w[0..5) and b[0] after each epoch */
     ct_rng data;
     int order[TOY_N];
+    long sigterm_at;        /* raise SIGTERM while loading this training batch (1-based over the run; 0: never) */
+    int sigterm_val;        /* ... or while validating this epoch (1-based; 0: never) */
 } toy;
 
 static void toy_begin(void *ctx, int e) { toy *t = ctx; t->epoch = e; ct_rng_shuffle_int(&t->data, t->order, TOY_N); }
@@ -241,8 +244,12 @@ static void toy_load(void *ctx, int split, long first, int n)
 {
     toy *t = ctx;
     (void)first; (void)n;
-    if (split != CT_SPLIT_TRAIN) return;
+    if (split != CT_SPLIT_TRAIN) {
+        if (t->sigterm_val == t->epoch + 1) raise(SIGTERM);
+        return;
+    }
     t->counter++;
+    if (t->sigterm_at == t->counter) raise(SIGTERM);
     t->bad_loss = t->bad_grad = 0;
     for (int k = 0; k < 4; k++) {
         if (t->nan_loss[k] == t->counter) t->bad_loss = 1;
@@ -599,6 +606,84 @@ static void case_kill_loop(void)
 }
 
 /* ---------------------------------------------------------------- SIGINT and SIGTERM */
+
+/* In a child process (the signal flag cannot be cleared): the toy trained for 4 epochs with
+ * the handler installed and SIGTERM raised where `how` says (-1: before ct_fit), checkpointing
+ * to `path`. Exit 0 when ct_fit returned CT_EINTR, 1 otherwise, 2 when its log lacks `expect`. */
+static int toy_interrupted(int how, int in_validation, const char *path, const char *expect)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        static char log[1 << 14];
+        toy t;
+        toy_init(&t, 0.25f);
+        if (in_validation) t.sigterm_val = how; else t.sigterm_at = how;
+        ct_interrupt_install();
+        if (how < 0) raise(SIGTERM);
+        ct_task task = toy_task(&t);
+        ct_fit_config c = toy_fit(4);
+        c.checkpoint = path;
+        c.command = "toy";
+        ct_status st = fit_capture(&task, &c, log, sizeof log);
+        if (st == CT_EINTR && !strstr(log, expect)) { fprintf(stderr, "toy log lacks \"%s\": %s", expect, log); _exit(2); }
+        _exit(st == CT_EINTR ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ct_fit itself: SIGTERM raised after a training batch, during a validation, and before the
+ * first batch; each checkpoint resumed to the end equals one run (weights and history). */
+static void case_signal_in_fit(void)
+{
+    t_case("checkpoint/ct_fit and SIGTERM: after a batch, during validation (redone on resume), before the first batch");
+    toy ref;
+    toy_init(&ref, 0.25f);
+    ct_task tr = toy_task(&ref);
+    ct_fit_config c = toy_fit(4);
+    ct_epoch_log href[4];
+    FILE *lf = tmpfile();
+    t_check(lf && ct_fit(&tr, &c, href, lf) == CT_OK, "uninterrupted: %s", ct_last_error());
+    if (lf) fclose(lf);
+    static const struct { int how, in_validation; const char *expect; } when[] = {
+        { 7, 0, "Interrupted by SIGTERM after batch 2 of epoch 2; checkpoint written to" },   /* 5 batches per epoch */
+        { 2, 1, "Interrupted by SIGTERM after batch 5 of epoch 2; checkpoint written to" },   /* validating epoch 2 */
+        { 5, 0, "Interrupted by SIGTERM after batch 5 of epoch 1; checkpoint written to" },   /* the epoch's last batch */
+    };
+    for (size_t k = 0; k < sizeof when / sizeof when[0]; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/toy-sig-%zu.h5", tdir, k);
+        unlink(path);
+        int rc = toy_interrupted(when[k].how, when[k].in_validation, path, when[k].expect);
+        if (!t_check(rc == 0, "case %zu: the child exited %d (0: CT_EINTR with the expected line)", k, rc)) continue;
+        toy t;
+        toy_init(&t, 0.0f);   /* other weights: the checkpoint must bring them */
+        ct_task tt = toy_task(&t);
+        ct_fit_config cr = toy_fit(4);
+        cr.resume = path;
+        ct_epoch_log h[4];
+        memset(h, 0, sizeof h);
+        FILE *f = tmpfile();
+        ct_status st = ct_fit(&tt, &cr, h, f);
+        if (f) fclose(f);
+        t_check(st == CT_OK, "case %zu: resuming: %s", k, ct_last_error());
+        t_check(!memcmp(t.ps.data, ref.ps.data, ref.ps.numel * sizeof(float)), "case %zu: the weights differ from one run", k);
+        int same = 1;
+        for (int e = 0; e < 4; e++)
+            same &= h[e].loss == href[e].loss && h[e].val_loss == href[e].val_loss && h[e].accuracy == href[e].accuracy;
+        t_check(same, "case %zu: the history differs from one run", k);
+        ct_params_free(&t.ps); ct_params_free(&t.st);
+        unlink(path);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/toy-sig-first.h5", tdir);
+    unlink(path);
+    int rc = toy_interrupted(-1, 0, path, "Interrupted by SIGTERM before the first batch; nothing trained, nothing written");
+    t_check(rc == 0 && file_size(path) < 0, "before the first batch: exit %d, checkpoint %s", rc, file_size(path) < 0 ? "absent" : "written");
+    ct_params_free(&ref.ps); ct_params_free(&ref.st);
+}
 
 /* Starts `ctrain ARGS` in the background, stdout and stderr into `log`; returns its pid. */
 static pid_t start_logged(const char *args, const char *log)
@@ -1372,6 +1457,7 @@ void suite_checkpoint(void)
     case_resume("siamese-lstm", SIAM, 2);
     case_resume("small-cnn", CNN, 2);
     case_kill_loop();
+    case_signal_in_fit();
     case_signals();
     case_bad_input();
     case_on_nan();

@@ -193,7 +193,8 @@ typedef struct {
     long start_step, steps_per_epoch;
     /* the epoch being trained */
     double t0, sum_loss, sum_correct;
-    long seen, skipped, steps_run;   /* steps_run: batches trained by this process (for ms/step) */
+    long seen, skipped, steps_run;   /* steps_run: batches of this epoch trained by this call (for ms/step) */
+    long steps_total;                /* batches trained by this call of ct_fit */
     float lr;
 } fit_run;
 
@@ -347,6 +348,7 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
             r->sum_loss += (double)loss * b; r->sum_correct += correct; r->seen += b;
         }
         r->steps_run++;
+        r->steps_total++;
         double now = ct_now();
         if (r->bar && (now - last_draw > 0.1 || first + b >= t->n_train)) {
             progress(stderr, first + b, t->n_train, now - r->t0, r->seen ? r->sum_loss / r->seen : 0,
@@ -490,10 +492,14 @@ static ct_status fit_interrupted(fit_run *r)
     const char *name = ct_interrupt_name(ct_interrupt_signal());
     char where[128];
     if (r->prog.step) snprintf(where, sizeof where, "after batch %ld of epoch %d", r->prog.step, r->prog.epoch + 1);
-    else if (r->prog.epoch == 0) snprintf(where, sizeof where, "before the first batch");
     else snprintf(where, sizeof where, "at the end of epoch %d", r->prog.epoch);
     if (r->bar) fprintf(stderr, "\n");
-    if (path && cfg->meta && r->t->save_state) {
+    if (r->steps_total == 0) {   /* nothing trained yet (the signal came while loading): nothing new to save */
+        if (cfg->resume && cfg->command)
+            fprintf(r->out, "Interrupted by %s before the first batch; %s is unchanged; resume with: %s --resume %s\n", name,
+                    cfg->resume, cfg->command, cfg->resume);
+        else fprintf(r->out, "Interrupted by %s before the first batch; nothing trained, nothing written\n", name);
+    } else if (path && cfg->meta && r->t->save_state) {
         ct_status st = save_to(r, path);
         if (st != CT_OK) {
             fprintf(r->out, "Interrupted by %s %s; the checkpoint could not be written\n", name, where);

@@ -37,7 +37,8 @@
  * says where and how to resume (`command --resume FILE`), and ct_fit returns
  * CT_EINTR. A signal during an epoch's validation abandons it: the checkpoint is
  * "after the epoch's last batch", and the resumed run validates the epoch again,
- * so its log and weights are those of a run never interrupted.
+ * so its log and weights are those of a run never interrupted. A signal before
+ * the first batch (while the data loaded) writes nothing: nothing was trained.
  *
  * The progress bar is drawn on stderr, only when stderr is a terminal (unless
  * forced); the epoch line ends the epoch on `out`:
