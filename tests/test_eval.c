@@ -5,7 +5,8 @@
  *     the utterances are batched;
  *   - an utterance embedded alone equals the same utterance padded inside a
  *     batch of longer ones (the lengths reach the LSTM: padding changes nothing);
- *   - utterances longer than max_frames are cut and counted;
+ *   - utterances longer than max_frames are cut and counted; a SIGTERM stops the
+ *     embedding (CT_EINTR);
  *   - the CLI on a feature store prints the same EER, and a model-size mismatch
  *     or a path missing from the store gives a clear error. */
 #include <math.h>
@@ -14,7 +15,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <signal.h>
 #include "tests/test.h"
+#include "core/interrupt.h"
 #include "io/featstore.h"
 #include "io/trials.h"
 #include "io/weights.h"
@@ -132,6 +135,22 @@ void suite_eval(void)
         ct_verify_result rc;
         st = ct_verify_trials_ex(&sm, &c, t, n, 5, 30, &rc, NULL);
         t_check(st == CT_OK && rc.n_cut == want && want > 0, "cut %d, want %d (> 0): %s", rc.n_cut, want, ct_last_error());
+    }
+
+    t_case("eval/verify trials: a SIGTERM stops the embedding after the batch in progress (CT_EINTR)");
+    {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {   /* a child: the signal flag stays set for good */
+            ct_interrupt_install();
+            raise(SIGTERM);
+            ct_verify_result rs;
+            ct_status s2 = ct_verify_trials_ex(&sm, &c, t, n, 7, 3000, &rs, NULL);
+            _exit(s2 == CT_EINTR && strstr(ct_last_error(), "interrupted by SIGTERM") ? 0 : 1);
+        }
+        int ws = 0;
+        waitpid(pid, &ws, 0);
+        t_check(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the child should get CT_EINTR from ct_verify_trials_ex (status %d)", ws);
     }
 
     t_case("eval/embedding: padding inside a batch changes nothing");

@@ -15,11 +15,14 @@
  *     an export imported back is exact, bad --arch / --embed are explained.
  * The command-line cases run $CTRAIN_BIN (default bin/ctrain). */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "tests/test.h"
+#include "core/interrupt.h"
 #include "io/corpus.h"
 #include "io/featstore.h"
 #include "io/h5.h"
@@ -263,6 +266,16 @@ static void test_windows(void)
     t_close_d("windows averaged, batch 3", emb3, ref, (size_t)n * 6, SCNN_EMB_TOL);
     t_close_d("windows averaged, batch 1", emb1, ref, (size_t)n * 6, SCNN_EMB_TOL);
     t_check(ct_embed_utterances(&sm, &c, utts, n, 3, 0, emb3, NULL) == CT_EINVAL, "max_frames 0 must be refused");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {   /* a child: the signal flag stays set for good */
+        ct_interrupt_install();
+        raise(SIGTERM);
+        _exit(ct_embed_utterances(&sm, &c, utts, n, 3, max_frames, emb3, NULL) == CT_EINTR ? 0 : 1);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    t_check(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "a SIGTERM should stop the windows' embedding with CT_EINTR (status %d)", ws);
     free(emb3); free(emb1); free(ref);
     ct_siamese_cnn_free(&m);
     ct_corpus_free(&c);
