@@ -27,7 +27,7 @@ SAN      ?= 0
 CC       ?= cc
 OPT      ?= -O3 -march=native
 BUILD    := build$(if $(filter 1,$(SAN)),-san,)
-PKGS     := openblas hdf5 sndfile samplerate fftw3f
+PKGS     := openblas hdf5 sndfile samplerate fftw3f jansson
 CUDA_HOME ?= /usr/local/cuda
 # The version, defined once (CTRAIN_VERSION in cli/cli.h): the tarball's name, the shared
 # library's file name and soname (libctrain.so.MAJOR), ctrain.pc and the man page.
@@ -116,6 +116,7 @@ detect:
 	@echo "  BLAS : $$(pkg-config --modversion openblas 2>/dev/null | sed 's/^/OpenBLAS /' || echo 'NOT FOUND: run make deps')"
 	@echo "  HDF5 : $$(pkg-config --modversion hdf5 2>/dev/null || echo 'NOT FOUND: run make deps')"
 	@echo "  audio: libsndfile $$(pkg-config --modversion sndfile 2>/dev/null || echo 'NOT FOUND'), libsamplerate $$(pkg-config --modversion samplerate 2>/dev/null || echo 'NOT FOUND'), FFTW $$(pkg-config --modversion fftw3f 2>/dev/null || echo 'NOT FOUND')"
+	@echo "  JSON : jansson $$(pkg-config --modversion jansson 2>/dev/null || echo 'NOT FOUND: run make deps')"
 	@if [ "$(CUDA)" = 1 ]; then \
 	  echo "  CUDA : $$($(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $(CUDA_HOME), cuDNN $$(sed -n 's/^#define CUDNN_\(MAJOR\|MINOR\|PATCHLEVEL\) *\([0-9]*\).*/\2/p' $(CUDNN_INC)/cudnn_version.h | paste -sd.) ($(CUDNN_LIBDIR)): GPU backend ON ($(strip $(CUDA_ARCH)))"; \
 	elif [ "$(CUDA_FOUND)" = 1 ]; then echo "  CUDA : found at $(CUDA_HOME) but CUDA=0: CPU only"; \

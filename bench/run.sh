@@ -95,7 +95,7 @@ compare_torch() {
 
 echo
 echo "== siamese-lstm, protocol bench ($threads threads)"
-"$ctrain" time siamese-lstm --protocol bench --threads "$threads" --device cpu,gpu --layers --json "$results/$host-siamese-lstm.json" || exit 1
+"$ctrain" time siamese-lstm --protocol bench --threads "$threads" --device cpu,gpu --per-layer --json "$results/$host-siamese-lstm.json" || exit 1
 compare_torch siamese-lstm bench/siamese_torch.py --pairs 3072 --val-pairs 1024 || exit 1
 
 echo
@@ -104,7 +104,7 @@ echo "== cnn (Keras mnist_cnn), protocol bench ($threads threads)"
 # build dependencies), so the loss curves are comparable too; synthetic images where it is missing
 fmnist=/usr/share/datasets/fashion-mnist
 if [ -f $fmnist/train-images-idx3-ubyte.gz ]; then cnn_data=fashion-mnist; torch_data=$fmnist; else cnn_data=synthetic; torch_data=synthetic; fi
-"$ctrain" time cnn --protocol bench --data $cnn_data --threads "$threads" --device cpu,gpu --layers --json "$results/$host-cnn.json" || exit 1
+"$ctrain" time cnn --protocol bench --data $cnn_data --threads "$threads" --device cpu,gpu --per-layer --json "$results/$host-cnn.json" || exit 1
 compare_torch cnn bench/cnn_torch.py --data $torch_data --samples 6000 --val-samples 1000 || exit 1
 
 echo

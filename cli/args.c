@@ -1,19 +1,40 @@
 /* args.c - strict option parsing (see args.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/args.h"
 
+/* Whether argv[i] is option `name`, as "--name" (*inline_value = NULL) or
+ * "--name=VALUE" (*inline_value = VALUE). An old spelling let through by
+ * ct_args_renamed matches its new name. */
+static int match(ct_args *a, const char *name, const char **inline_value)
+{
+    if (a->operands || a->i >= a->argc) return 0;
+    const char *w = a->argv[a->i];
+    size_t n = strlen(name);
+    if (a->renamed_at == a->i + 1 && !strcmp(name, a->renamed_to)) n = strlen(a->renamed_from);
+    else if (strncmp(w, name, n) != 0) return 0;
+    if (w[n] == '\0') { *inline_value = NULL; return 1; }
+    if (w[n] == '=') { *inline_value = w + n + 1; return 1; }
+    return 0;
+}
+
 int ct_args_flag(ct_args *a, const char *name)
 {
-    if (a->i < a->argc && strcmp(a->argv[a->i], name) == 0) { a->i++; return 1; }
-    return 0;
+    const char *value;
+    if (!match(a, name, &value)) return 0;
+    if (value) { a->flag_with_value = name; return 0; }   /* left for ct_args_unknown to explain */
+    a->i++;
+    return 1;
 }
 
 int ct_args_str(ct_args *a, const char *name, const char **v, ct_status *st)
 {
-    if (a->i >= a->argc || strcmp(a->argv[a->i], name) != 0) return 0;
+    const char *value;
+    if (!match(a, name, &value)) return 0;
+    if (value) { *v = value; a->i++; return 1; }
     if (a->i + 1 >= a->argc) { *st = ct_fail(CT_EINVAL, "option %s needs a value", name); a->i++; return 1; }
     *v = a->argv[a->i + 1];
     a->i += 2;
@@ -54,4 +75,50 @@ int ct_args_float(ct_args *a, const char *name, float *v, float lo, float hi, ct
         *st = ct_fail(CT_EINVAL, "option %s: '%s' is not a number in [%g, %g]", name, s, lo, hi);
     else *v = x;
     return 1;
+}
+
+int ct_args_end(ct_args *a)
+{
+    if (a->operands || a->i >= a->argc || strcmp(a->argv[a->i], "--") != 0) return 0;
+    a->operands = 1;
+    a->i++;
+    return 1;
+}
+
+int ct_args_operand(ct_args *a, const char **v)
+{
+    if (a->i >= a->argc) return 0;
+    const char *w = a->argv[a->i];
+    if (!a->operands && w[0] == '-' && w[1] != '\0') return 0;
+    *v = w;
+    a->i++;
+    return 1;
+}
+
+void ct_args_note(const char *cmd, const char *text)
+{
+    fprintf(stderr, "ctrain %s: note: %s\n", cmd, text);
+}
+
+int ct_args_renamed(ct_args *a, const char *cmd, const char *old, const char *now)
+{
+    const char *value;
+    if (a->renamed_at == a->i + 1 || !match(a, old, &value)) return 0;
+    a->renamed_at = a->i + 1;
+    a->renamed_from = old;
+    a->renamed_to = now;
+    char text[256];
+    snprintf(text, sizeof text, "%s is now spelled %s (%s will go away)", old, now, old);
+    ct_args_note(cmd, text);
+    return 1;
+}
+
+ct_status ct_args_unknown(const ct_args *a, const char *see)
+{
+    const char *w = a->i < a->argc ? a->argv[a->i] : "";
+    if (a->flag_with_value && !strncmp(w, a->flag_with_value, strlen(a->flag_with_value)))
+        return ct_fail(CT_EINVAL, "%s takes no value: give it alone, not '%s' (see %s)", a->flag_with_value, w, see);
+    if (a->operands || w[0] != '-' || w[1] == '\0')
+        return ct_fail(CT_EINVAL, "unexpected argument '%s' (see %s)", w, see);
+    return ct_fail(CT_EINVAL, "unknown option '%s' (see %s)", w, see);
 }

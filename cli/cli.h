@@ -6,6 +6,10 @@
 
 #define CTRAIN_VERSION "0.1.0"
 
+/* argv[0] as the program was started (cli/ctrain.c): the commands' lines that say how to run
+ * something again ("resume with: bin/ctrain train ...") begin with it. */
+extern const char *cli_program;
+
 int  cmd_train(int argc, char **argv);   /* ctrain train MODEL [options] */
 int  cmd_info(int argc, char **argv);    /* ctrain info */
 int  cmd_export(int argc, char **argv);  /* ctrain export --format keras|torch RUN.h5 OUT.h5 (cli/export.c) */

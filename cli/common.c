@@ -47,7 +47,8 @@ const char *CLI_TRAIN_HELP =
     "  --seed S              seed of every random stream (default 1)\n"
     CLI_DEVICE_HELP
     "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
-    "  --progress, --no-progress   force the live progress bar on or off (default: on a terminal)\n"
+    "  --progress, --no-progress   force the live progress bar (on stderr) on or off (default: when stderr\n"
+    "                        is a terminal)\n"
     "checkpoints and callbacks:\n"
     "  --checkpoint FILE.h5  write a checkpoint (weights, optimizer, RNG and data state) after every epoch\n"
     "  --checkpoint-every N  ... and after every N batches\n"
@@ -59,7 +60,10 @@ const char *CLI_TRAIN_HELP =
     "                        are restored at the end\n"
     "  --csv FILE.csv        one CSV row per epoch (appended on --resume)\n"
     "  --on-nan WHAT         stop (default) or skip-batch: what a non-finite loss or gradient does\n"
-    "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n";
+    "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n"
+    "SIGINT (Ctrl-C) or SIGTERM stops after the batch in progress: the checkpoint goes to --checkpoint, else\n"
+    "beside --out (OUT-interrupted.h5), else to ctrain-MODEL-interrupted.h5; one line gives the command that\n"
+    "resumes it; exit 130 or 143, --out not written. A second signal exits at once, writing nothing.\n";
 
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {
@@ -141,13 +145,15 @@ void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
 ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, const char **path)
 {
     *path = NULL;
-    for (int i = 0; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--resume") != 0) continue;
-        CT_TRY(ct_ckpt_read_meta(argv[i + 1], meta));
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *file = !strncmp(argv[i], "--resume=", 9) ? argv[i] + 9
+                         : !strcmp(argv[i], "--resume") && i + 1 < argc ? argv[i + 1] : NULL;
+        if (!file) continue;
+        CT_TRY(ct_ckpt_read_meta(file, meta));
         if (strcmp(meta->model, model) != 0)
             return ct_fail(CT_EINVAL, "%s is a checkpoint of model %s, not %s: resume it with `ctrain train %s --resume %s`",
-                           argv[i + 1], meta->model, model, meta->model, argv[i + 1]);
-        *path = argv[i + 1];
+                           file, meta->model, model, meta->model, file);
+        *path = file;
     }
     return CT_OK;
 }
@@ -226,4 +232,46 @@ void cli_opt_help(FILE *out, const ct_opt *opts, unsigned cmd, const void *dflt)
         snprintf(text, sizeof text, def[0] ? "%s (default %s)" : "%s", o->help, def);
         cli_help_line(out, left, text);
     }
+}
+
+/* ---- the command line, again ---- */
+
+/* Appends word to buf, quoted for a POSIX shell when it needs it. */
+static void append_word(char *buf, size_t cap, const char *word)
+{
+    size_t k = strlen(buf);
+    int plain = word[0] != '\0';
+    for (const char *p = word; *p; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%", *p)) plain = 0;
+    if (k && k + 1 < cap) buf[k++] = ' ';
+    if (plain) { snprintf(buf + k, cap - k, "%s", word); return; }
+    if (k + 1 < cap) buf[k++] = '\'';
+    for (const char *p = word; *p && k + 5 < cap; p++) {
+        if (*p == '\'') { memcpy(buf + k, "'\\''", 4); k += 4; }
+        else buf[k++] = *p;
+    }
+    if (k + 1 < cap) buf[k++] = '\'';
+    buf[k < cap ? k : cap - 1] = '\0';
+}
+
+void cli_command_line(char *buf, size_t cap, const char *command, int argc, char **argv, const char *drop)
+{
+    buf[0] = '\0';
+    append_word(buf, cap, cli_program);
+    append_word(buf, cap, command);
+    size_t nd = drop ? strlen(drop) : 0;
+    for (int i = 0; i < argc; i++) {
+        if (drop && !strcmp(argv[i], "--")) drop = NULL;   /* operands from here on */
+        if (drop && !strcmp(argv[i], drop)) { i++; continue; }
+        if (drop && !strncmp(argv[i], drop, nd) && argv[i][nd] == '=') continue;
+        append_word(buf, cap, argv[i]);
+    }
+}
+
+void cli_interrupt_checkpoint(char *buf, size_t cap, const char *model, const char *out)
+{
+    if (!out) { snprintf(buf, cap, "ctrain-%s-interrupted.h5", model); return; }
+    size_t n = strlen(out);
+    if (n > 3 && !strcmp(out + n - 3, ".h5")) n -= 3;
+    snprintf(buf, cap, "%.*s-interrupted.h5", (int)n, out);
 }

@@ -41,6 +41,14 @@ void      cli_train_from_meta(const ct_kv *kv, cli_train_opts *o);
  * (*path = FILE); a checkpoint of another model is an error naming both. */
 ct_status cli_resume_meta(int argc, char **argv, const char *model, ct_ckpt_meta *meta, const char **path);
 
+/* "PROGRAM COMMAND ARGS...", each word quoted for a shell where it needs it, leaving out
+ * option `drop` and its value ("--resume FILE" or "--resume=FILE"; NULL: none). */
+void      cli_command_line(char *buf, size_t cap, const char *command, int argc, char **argv, const char *drop);
+/* Where `ctrain train` writes the checkpoint of a SIGINT/SIGTERM when no --checkpoint was
+ * given: beside the weights (OUT.h5 -> OUT-interrupted.h5), else ctrain-MODEL-interrupted.h5
+ * in the current directory. */
+void      cli_interrupt_checkpoint(char *buf, size_t cap, const char *model, const char *out);
+
 /* ---- a model's options, from its descriptor's table ---- */
 /* If argv[a->i] is an option of `opts` that command `cmd` takes (CT_CMD_*; 0: any), parses
  * its value into the configuration cfg, sets its bit in *given and returns 1 (with *st set on

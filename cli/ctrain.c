@@ -25,11 +25,18 @@ static void usage(FILE *out)
         "  import        read Keras or PyTorch weights into a ctrain weights file\n"
         "  info          print the hardware and software ctrain runs on\n"
         "\n"
-        "`ctrain COMMAND --help` describes a command's options.\n");
+        "`ctrain COMMAND --help` describes a command's options. Every command reads them the same way:\n"
+        "--name VALUE or --name=VALUE, a switch alone (--tf32), and -- ends the options (every word after\n"
+        "it is a file name, even one that begins with '-'). Progress bars go to stderr, only when it is a\n"
+        "terminal. SIGINT (Ctrl-C) or SIGTERM stops train, time and eval cleanly (train writes a checkpoint\n"
+        "and says how to resume; exit 130 or 143); a second signal stops at once.\n");
 }
+
+const char *cli_program = "ctrain";
 
 static int run(int argc, char **argv)
 {
+    if (argc > 0 && argv[0] && argv[0][0]) cli_program = argv[0];
     ct_blas_select(argv);   /* may execute the program again, with OpenBLAS on better kernels */
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];

@@ -2,21 +2,28 @@
  * (train/model_table.h), which rebuilds the network from the description its
  * weights file records -> an evaluation of its kind:
  *
- *   speaker models  ctrain eval siamese-lstm --model run.h5 --data feats.h5 --trials veri_test.txt
+ *   speaker models  ctrain eval siamese-lstm --weights run.h5 --data feats.h5 --trials veri_test.txt
  *                   every utterance of the trial list embedded once (the LSTM whole, the CNN as the
  *                   mean of its windows' embeddings), each trial scored as minus the distance, and
  *                   the trials, EER and minDCF at p_target 0.01 and 0.05 printed (train/verify.h);
  *                   --scores, --det and --json write the scores, the DET curve and the metrics
  *                   (train/verify_report.h)
- *   image models    ctrain eval cnn --model cnn.h5 --data fashion-mnist
+ *   image models    ctrain eval cnn --weights cnn.h5 --data fashion-mnist
  *                   loss, accuracy and the confusion matrix on the test set
  *
- * Exit status: 0 evaluated, 2 bad options, 1 a failure (its one-line message on stderr).
+ * The old spellings --model FILE (now --weights: --model names a model type in
+ * every command) and --classes A,B,... (now --class-names: --classes is a count
+ * elsewhere) still work, with a note. SIGINT or SIGTERM stops the evaluation
+ * after the batch in progress, and nothing is written.
+ *
+ * Exit status: 0 evaluated, 2 bad options, 1 a failure (its one-line message on
+ * stderr), 128 + the signal when one stopped it (130 for SIGINT, 143 for SIGTERM).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/common.h"
+#include "core/interrupt.h"
 #include "core/threads.h"
 #include "io/featstore.h"
 #include "io/idx.h"
@@ -27,19 +34,19 @@
 
 /* The command line of one evaluation. */
 typedef struct {
-    const char *model, *data, *trials, *classes, *device;
+    const char *weights, *data, *trials, *classes, *device;
     const char *scores, *det, *json;       /* speaker models' outputs besides the text */
     int batch, max_frames, threads, tf32, deterministic;
 } eval_opts;
 
 static void help(const ct_model_descriptor *d, int speaker)
 {
-    printf("usage: ctrain eval %s --model FILE.h5%s [options]\n\n%s\n\n", d->name,
+    printf("usage: ctrain eval %s --weights FILE.h5%s [options]\n\n%s\n\n", d->name,
            speaker ? " --data FEATS.h5 --trials TRIALS.txt" : "", d->eval_about);
     printf("inputs:\n");
     char text[160];
     snprintf(text, sizeof text, "weights written by `ctrain train %s --out`", d->name);
-    cli_help_line(stdout, "--model FILE.h5", text);
+    cli_help_line(stdout, "--weights FILE.h5", text);
     if (speaker) {
         cli_help_line(stdout, "--data FEATS.h5", "feature store written by `ctrain prep voxceleb`");
         cli_help_line(stdout, "--trials FILE", "trial list, VoxCeleb format: 'LABEL PATH1 PATH2' per line (1 = same speaker),\n"
@@ -59,7 +66,7 @@ static void help(const ct_model_descriptor *d, int speaker)
         cli_help_line(stdout, "--json FILE", "EER and its threshold, minDCF at p_target 0.01 and 0.05 with their\n"
                                              "thresholds and operating points, and the counts");
     } else {
-        cli_help_line(stdout, "--classes A,B,...", "class names (default: Fashion-MNIST's for fashion-mnist data, else digits)");
+        cli_help_line(stdout, "--class-names A,B,...", "class names (default: Fashion-MNIST's for fashion-mnist data, else digits)");
     }
     printf("evaluation:\n");
     snprintf(text, sizeof text, "%s embedded at once%s (default %d)", speaker ? "utterances (LSTM) or windows (CNN)" : "images",
@@ -97,7 +104,8 @@ static ct_status eval_trials(const ct_model_descriptor *d, void *net, const char
         printf("EER: %.2f%% (threshold %.4f)\n", 100.0 * r.eer, r.eer_threshold);
         printf("minDCF(p=0.01): %.4f\n", r.dcf01);
         printf("minDCF(p=0.05): %.4f\n", r.dcf05);
-        st = ct_verify_reports_write(o->scores, o->det, o->json, &r, scores, t, n, c, o->model, o->data, o->trials);
+        if (ct_interrupt_signal()) st = ct_fail(CT_EINTR, "interrupted by %s", ct_interrupt_name(ct_interrupt_signal()));
+        if (st == CT_OK) st = ct_verify_reports_write(o->scores, o->det, o->json, &r, scores, t, n, c, o->weights, o->data, o->trials);
         if (st == CT_OK && o->scores) printf("scores written to %s\n", o->scores);
         if (st == CT_OK && o->det) printf("DET curve written to %s\n", o->det);
         if (st == CT_OK && o->json) printf("metrics written to %s\n", o->json);
@@ -112,22 +120,22 @@ static const char *FASHION_NAMES[10] = { "T-shirt/top", "Trouser", "Pullover", "
                                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot" };
 static const char *DIGIT_NAMES[10] = { "0", "1", "2", "3", "4", "5", "6", "7", "8", "9" };
 
-/* The class names: --classes "a,b,c" (exactly n, pointers into buf), else Fashion-MNIST's or digits. */
+/* The class names: --class-names "a,b,c" (exactly n, pointers into buf), else Fashion-MNIST's or digits. */
 static ct_status class_names(char *buf, const char **names, int n, const eval_opts *o, const char *dir)
 {
     const char **src = (!strcmp(o->data, "fashion-mnist") || strstr(dir, "fashion")) ? FASHION_NAMES : DIGIT_NAMES;
     for (int k = 0; k < CT_IDX_CLASSES; k++) names[k] = src[k];
-    if (!buf) return n <= CT_IDX_CLASSES ? CT_OK : ct_fail(CT_EINVAL, "the data has %d classes: name them with --classes", n);
+    if (!buf) return n <= CT_IDX_CLASSES ? CT_OK : ct_fail(CT_EINVAL, "the data has %d classes: name them with --class-names", n);
     int k = 0;
     for (char *s = buf;; k++) {
         char *e = strchr(s, ',');
         if (e) *e = 0;
-        if (!*s) return ct_fail(CT_EINVAL, "--classes: class name %d is empty", k + 1);
+        if (!*s) return ct_fail(CT_EINVAL, "--class-names: class name %d is empty", k + 1);
         if (k < n) names[k] = s;
         if (!e) { k++; break; }
         s = e + 1;
     }
-    if (k != n) return ct_fail(CT_EINVAL, "--classes: %d names given, but the data has %d classes", k, n);
+    if (k != n) return ct_fail(CT_EINVAL, "--class-names: %d names given, but the data has %d classes", k, n);
     return CT_OK;
 }
 
@@ -181,7 +189,7 @@ static ct_status evaluate(const ct_model_descriptor *d, void *cfg, void *flags, 
     double load_s = 0;
     void *net = ct_calloc(1, d->net_size, "network");
     if (!net) return CT_ENOMEM;
-    ct_status st = d->eval_config(cfg, o->model, flags, given, o->data, note, sizeof note);
+    ct_status st = d->eval_config(cfg, o->weights, flags, given, o->data, note, sizeof note);
     if (st == CT_OK && note[0]) fprintf(stderr, "ctrain eval: note: %s\n", note);
     if (st == CT_OK) {
         load_s = ct_now();
@@ -192,12 +200,12 @@ static ct_status evaluate(const ct_model_descriptor *d, void *cfg, void *flags, 
     if (st == CT_OK && speaker && d->speaker(net).n_mels != data.corpus.n_mels)
         st = ct_fail(CT_EINVAL, "--mels %d, but %s has %d features per frame; pass the store the model was trained on",
                      d->speaker(net).n_mels, o->data, data.corpus.n_mels);
-    if (st == CT_OK) st = ct_weights_load(o->model, d->name, d->params(net), d->buffers(net));
+    if (st == CT_OK) st = ct_weights_load(o->weights, d->name, d->params(net), d->buffers(net));
     if (st == CT_OK) st = d->set_device(net, ops);   /* copies the loaded weights there */
     if (st == CT_OK && !speaker) st = d->plan(net, o->batch);
     if (st == CT_OK) {
         d->arch_line(net, arch, sizeof arch);
-        snprintf(line, sizeof line, "%s: %s, %zu parameters", o->model, arch, ct_params_count(d->params(net)));
+        snprintf(line, sizeof line, "%s: %s, %zu parameters", o->weights, arch, ct_params_count(d->params(net)));
         st = speaker ? eval_trials(d, net, line, &data.corpus, load_s, o) : eval_images(d, net, line, &data, o);
     }
     if (built) d->free(net);
@@ -213,35 +221,45 @@ static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
                     .threads = ct_cpu_count() };
     unsigned long long given = 0;
     void *cfg = ct_calloc(1, d->cfg_size, "configuration"), *flags = ct_calloc(1, d->eval_flags_size + 1, "flags");
-    ct_args a = { argc, 0, argv };
+    ct_args a = { .argc = argc, .argv = argv };
     ct_status st = cfg && flags ? CT_OK : CT_ENOMEM;
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { help(d, speaker); free(cfg); free(flags); return 0; }
-        if (ct_args_str(&a, "--model", &o.model, &st) || ct_args_str(&a, "--data", &o.data, &st)
+        if (ct_args_end(&a)) continue;
+        ct_args_renamed(&a, "eval", "--model", "--weights");
+        if (!speaker) ct_args_renamed(&a, "eval", "--classes", "--class-names");
+        if (ct_args_str(&a, "--weights", &o.weights, &st) || ct_args_str(&a, "--data", &o.data, &st)
             || (speaker && (ct_args_str(&a, "--trials", &o.trials, &st) || ct_args_str(&a, "--scores", &o.scores, &st)
                             || ct_args_str(&a, "--det", &o.det, &st) || ct_args_str(&a, "--json", &o.json, &st)
                             || ct_args_int(&a, "--max-frames", &o.max_frames, 1, 1 << 24, &st)))
-            || (!speaker && ct_args_str(&a, "--classes", &o.classes, &st))
+            || (!speaker && ct_args_str(&a, "--class-names", &o.classes, &st))
             || ct_args_int(&a, "--batch", &o.batch, 1, 1 << 16, &st) || ct_args_int(&a, "--threads", &o.threads, 1, 1024, &st)
             || ct_args_str(&a, "--device", &o.device, &st) || (ct_args_flag(&a, "--tf32") && (o.tf32 = 1))
             || (ct_args_flag(&a, "--deterministic") && (o.deterministic = 1))
             || cli_opt_parse(&a, d->eval_opts, 0, flags, &given, &st))
             continue;
-        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain eval %s --help)", argv[a.i], d->name);
+        char see[96];
+        snprintf(see, sizeof see, "ctrain eval %s --help", d->name);
+        st = ct_args_unknown(&a, see);
     }
-    if (st == CT_OK && !o.model && !speaker)
-        st = ct_fail(CT_EINVAL, "--model FILE.h5 is required (the weights written by `ctrain train %s --out`)", d->name);
-    if (st == CT_OK && (!o.model || !o.data || !o.trials) && speaker)
+    if (st == CT_OK && !o.weights && !speaker)
+        st = ct_fail(CT_EINVAL, "--weights FILE.h5 is required (the weights written by `ctrain train %s --out`)", d->name);
+    if (st == CT_OK && (!o.weights || !o.data || !o.trials) && speaker)
         st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval %s --help)",
-                     !o.model ? "--model FILE.h5" : !o.data ? "--data FEATS.h5" : "--trials FILE", d->name);
+                     !o.weights ? "--weights FILE.h5" : !o.data ? "--data FEATS.h5" : "--trials FILE", d->name);
     const ct_ops *ops = NULL;
     if (st == CT_OK) st = cli_open_device(o.device, o.tf32, o.deterministic, &ops);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); free(cfg); free(flags); return 2; }
     ct_threads_set(o.threads);
+    ct_interrupt_install();
     d->defaults(cfg);
     st = evaluate(d, cfg, flags, given, &o, ops);
     free(cfg);
     free(flags);
+    if (st == CT_EINTR) {
+        fprintf(stderr, "ctrain eval: %s; nothing written\n", ct_last_error());
+        return 128 + ct_interrupt_signal();
+    }
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); return 1; }
     return 0;
 }

@@ -2,8 +2,11 @@
  * the files of Keras 2 (`model.save_weights("w.h5")`) and PyTorch (a
  * state_dict, one HDF5 dataset per tensor), for every model in the table:
  *
- *   ctrain export --format keras|torch RUN.h5 OUT.h5      (RUN.h5: a checkpoint or weights file)
- *   ctrain import --format keras|torch IN.h5 OUT.h5 --model NAME [the model's options]
+ *   ctrain export --format keras|torch RUN.h5 --out OUT.h5   (RUN.h5: a checkpoint or weights file)
+ *   ctrain import --format keras|torch IN.h5 --out OUT.h5 --model NAME [the model's options]
+ *
+ * The output used to be the second operand (`export --format keras RUN.h5 OUT.h5`);
+ * that still works, with a note saying to write --out.
  *
  * The layouts are the models' (train/export.h: Keras's kernels, its channels-last
  * flatten, PyTorch's names); this file reads the command line and calls.
@@ -42,7 +45,7 @@ static void help(int import)
     char names[256];
     ct_model_names(names, sizeof names, 0);
     if (import)
-        printf("usage: ctrain import --format keras|torch IN.h5 OUT.h5 --model NAME [options]\n\n"
+        printf("usage: ctrain import --format keras|torch IN.h5 --out OUT.h5 --model NAME [options]\n\n"
                "Reads a Keras 2 save_weights file or a PyTorch state_dict written as HDF5 (one dataset per\n"
                "tensor, as `ctrain export --format torch` writes) into a ctrain weights file. A file written\n"
                "by `ctrain export` records its model, so no option is needed; for another's, the sizes are\n"
@@ -50,7 +53,7 @@ static void help(int import)
                "that contradicts the file is refused). Keras layers are matched in order, PyTorch tensors\n"
                "by name. Models: %s.\n\n", names);
     else
-        printf("usage: ctrain export --format keras|torch RUN.h5 OUT.h5\n\n"
+        printf("usage: ctrain export --format keras|torch RUN.h5 --out OUT.h5\n\n"
                "Writes the weights of a ctrain checkpoint or weights file (any model: the file names it) as\n"
                "  keras  a Keras 2 save_weights file (load it with model.load_weights into the model built as\n"
                "         docs/checkpoints.md describes: channels-last, batchnorm epsilon 1e-5)\n"
@@ -62,9 +65,10 @@ static void help(int import)
     printf("The name and layout mapping per model is in docs/checkpoints.md.\n");
 }
 
-/* Argv -> --format, --model, the two files, and the other options (kept for the model's table). */
+/* Argv -> --format, --model, --out, the input (and the old second operand), and the other
+ * options (kept for the model's table). */
 typedef struct {
-    const char *format, *model, *pos[2];
+    const char *format, *model, *out, *pos[2];
     int npos, nrest;
     char *rest[64];
 } file_args;
@@ -73,20 +77,35 @@ static int split_args(const char *cmd, int argc, char **argv, file_args *f, int 
 {
     memset(f, 0, sizeof *f);
     ct_status st = CT_OK;
-    ct_args a = { argc, 0, argv };
+    ct_args a = { .argc = argc, .argv = argv };
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { *help_asked = 1; return 0; }
-        if (ct_args_str(&a, "--format", &f->format, &st) || (!strcmp(cmd, "import") && ct_args_str(&a, "--model", &f->model, &st)))
+        if (ct_args_end(&a) || ct_args_str(&a, "--format", &f->format, &st) || ct_args_str(&a, "--out", &f->out, &st)
+            || (!strcmp(cmd, "import") && ct_args_str(&a, "--model", &f->model, &st)))
             continue;
-        if (argv[a.i][0] == '-' && a.i + 1 < argc && f->nrest + 2 <= 64) {   /* a model's option and its value */
-            f->rest[f->nrest++] = argv[a.i++];
-            f->rest[f->nrest++] = argv[a.i++];
+        const char *word = argv[a.i];
+        if (ct_args_operand(&a, &f->pos[f->npos < 2 ? f->npos : 1])) {
+            if (++f->npos > 2) return usage_error(cmd, "too many arguments: give the input file, and the output with --out");
             continue;
         }
-        if (argv[a.i][0] == '-' || f->npos == 2) return usage_error(cmd, f->npos == 2 ? "too many arguments" : "unknown option");
-        f->pos[f->npos++] = argv[a.i++];
+        if (strchr(word, '=') && f->nrest + 1 <= 64) {   /* a model's option as --name=VALUE */
+            f->rest[f->nrest++] = argv[a.i++];
+        } else if (a.i + 1 < argc && f->nrest + 2 <= 64) {   /* a model's option and its value */
+            f->rest[f->nrest++] = argv[a.i++];
+            f->rest[f->nrest++] = argv[a.i++];
+        } else {
+            char see[64];
+            snprintf(see, sizeof see, "ctrain %s --help", cmd);
+            st = ct_args_unknown(&a, see);
+        }
     }
     if (st != CT_OK) { fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error()); return 2; }
+    if (f->npos == 2 && f->out) return usage_error(cmd, "the output is given twice: by --out and as a second file");
+    if (f->npos == 2) {   /* the old form: IN OUT */
+        f->out = f->pos[1];
+        f->npos = 1;
+        ct_args_note(cmd, "the output as a second file is the old form: write it with --out OUT.h5");
+    }
     if (!f->format || (strcmp(f->format, "keras") && strcmp(f->format, "torch")))
         return usage_error(cmd, "--format keras or --format torch is required");
     return 0;
@@ -97,7 +116,7 @@ static int model_config(const char *cmd, unsigned which, const ct_model_descript
                         unsigned long long *given)
 {
     d->defaults(cfg);
-    ct_args a = { f->nrest, 0, (char **)f->rest };
+    ct_args a = { .argc = f->nrest, .argv = (char **)f->rest };
     ct_status st = CT_OK;
     while (a.i < a.argc && st == CT_OK) {
         if (cli_opt_parse(&a, d->opts, which, cfg, given, &st)) continue;
@@ -121,7 +140,8 @@ static int run(int import, int argc, char **argv)
         snprintf(msg, sizeof msg, "--model NAME is required: one of %s", names);
         return usage_error(cmd, msg);
     }
-    if (f.npos != 2) return usage_error(cmd, import ? "give the input IN.h5 and the output OUT.h5" : "give the input RUN.h5 and the output OUT.h5");
+    if (f.npos != 1 || !f.out)
+        return usage_error(cmd, import ? "give the input IN.h5 and the output --out OUT.h5" : "give the input RUN.h5 and the output --out OUT.h5");
     const ct_model_descriptor *d = import ? ct_model_find(f.model) : NULL;
     ct_status st = import ? CT_OK : ct_export_model(f.pos[0], &d);   /* the file names its model */
     if (st != CT_OK) { fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error()); return 1; }
@@ -130,11 +150,11 @@ static int run(int import, int argc, char **argv)
     if (!cfg) { fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error()); return 1; }
     if ((rc = model_config(cmd, import ? CT_CMD_IMPORT : CT_CMD_EXPORT, d, &f, cfg, &given))) { free(cfg); return rc; }
     ct_format format = !strcmp(f.format, "keras") ? CT_FORMAT_KERAS : CT_FORMAT_TORCH;
-    st = import ? ct_model_import(d, cfg, given, format, f.pos[0], f.pos[1]) : ct_model_export(d, cfg, given, f.pos[0], format, f.pos[1]);
+    st = import ? ct_model_import(d, cfg, given, format, f.pos[0], f.out) : ct_model_export(d, cfg, given, f.pos[0], format, f.out);
     free(cfg);
     if (st != CT_OK) { fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error()); return 1; }
-    if (import) printf("%s weights of a %s written to %s\n", format == CT_FORMAT_KERAS ? "Keras" : "PyTorch", d->name, f.pos[1]);
-    else printf("%s weights of %s written to %s\n", format == CT_FORMAT_KERAS ? "Keras" : "PyTorch", d->name, f.pos[1]);
+    if (import) printf("%s weights of a %s written to %s\n", format == CT_FORMAT_KERAS ? "Keras" : "PyTorch", d->name, f.out);
+    else printf("%s weights of %s written to %s\n", format == CT_FORMAT_KERAS ? "Keras" : "PyTorch", d->name, f.out);
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <cblas.h>
 #include <hdf5.h>
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "core/blas_select.h"
 #include "core/peak.h"
@@ -69,28 +70,22 @@ static int print_peaks(int threads)
 int cmd_info(int argc, char **argv)
 {
     int threads = ct_cpu_count(), peaks = 1;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    ct_args a = { .argc = argc, .argv = argv };
+    ct_status st = CT_OK;
+    while (a.i < argc && st == CT_OK) {
+        if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
             printf("usage: ctrain info [--threads N] [--no-peak]\n\n"
                    "Prints the CPU (model, cores, the vector instructions it has), the BLAS library with the kernels it\n"
                    "runs and who chose them, the HDF5 version and the GPU; then measures the CPU's FP32 FMA peak (1\n"
                    "thread and N threads, default all cores) and OpenBLAS's sgemm peak (N threads), about 2 seconds.\n");
             return 0;
         }
-        if (!strcmp(argv[i], "--no-peak")) { peaks = 0; continue; }
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > CT_MAX_WORKERS) {
-                fprintf(stderr, "ctrain info: --threads %s: expected a whole number from 1 to %d\n", argv[i], CT_MAX_WORKERS);
-                return 2;
-            }
-            threads = (int)n;
-            continue;
-        }
-        fprintf(stderr, "ctrain info: unexpected argument '%s' (see ctrain info --help)\n", argv[i]);
-        return 2;
+        if (ct_args_end(&a)) continue;
+        if (ct_args_flag(&a, "--no-peak")) { peaks = 0; continue; }
+        if (ct_args_int(&a, "--threads", &threads, 1, CT_MAX_WORKERS, &st)) continue;
+        st = ct_args_unknown(&a, "ctrain info --help");
     }
+    if (st != CT_OK) { fprintf(stderr, "ctrain info: %s\n", ct_last_error()); return 2; }
     ct_threads_set(threads);
     cli_print_header(stdout, threads);
     ct_cpu_features f;

@@ -60,7 +60,7 @@ static void prep_usage(FILE *out)
         "  --min-seconds X    reject shorter recordings (default 1.025: a 1 s training\n"
         "                     crop plus one 25 ms window)\n"
         "  --progress, --no-progress\n"
-        "                     show a progress bar (default: only when stderr is a terminal)\n");
+        "                     show a progress bar on stderr (default: only when stderr is a terminal)\n");
 }
 
 /* ---- scanning the tree ---- */
@@ -295,16 +295,17 @@ int cmd_prep(int argc, char **argv)
     int threads = ct_cpu_count(), mels = 40, show = isatty(2);
     float min_s = 1.025f;
     ct_status st = CT_OK;
-    ct_args a = { argc, 1, argv };
+    ct_args a = { .argc = argc, .i = 1, .argv = argv };
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { prep_usage(stdout); return 0; }
+        if (ct_args_end(&a)) continue;
         if (ct_args_flag(&a, "--progress")) { show = 1; continue; }
         if (ct_args_flag(&a, "--no-progress")) { show = 0; continue; }
         if (ct_args_str(&a, "--wav", &wav, &st) || ct_args_str(&a, "--out", &out, &st)
             || ct_args_int(&a, "--threads", &threads, 1, 1024, &st) || ct_args_int(&a, "--mels", &mels, 4, 256, &st)
             || ct_args_float(&a, "--min-seconds", &min_s, 0.025f, 3600.0f, &st))
             continue;
-        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain prep voxceleb --help)", argv[a.i]);
+        st = ct_args_unknown(&a, "ctrain prep voxceleb --help");
     }
     if (st == CT_OK && !wav) st = ct_fail(CT_EINVAL, "--wav DIR is required (the directory of speaker directories)");
     if (st == CT_OK && !out) st = ct_fail(CT_EINVAL, "--out FILE is required (the feature store to create or add to)");

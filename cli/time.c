@@ -6,7 +6,7 @@
  * It is real training: the workload goes through ct_fit (train/train.h), the
  * loop `ctrain train` uses, and the numbers come from its per-epoch history.
  * The first epoch is the warm-up (caches, page faults, thread start-up) and is
- * left out of the statistics. With --layers each layer's forward and backward
+ * left out of the statistics. With --per-layer each layer's forward and backward
  * time is measured inside those same training steps (the models' `prof.on`
  * switches), as `caffe time` did.
  *
@@ -21,12 +21,16 @@
  * and FLOP count; siamese-lstm times the seed's model. --help and the tables
  * are in cli/time_print.c, the JSON file, the SVG picture and --compare in
  * cli/time_report.c.
+ *
+ * SIGINT or SIGTERM stops the run after the training step in progress; no table
+ * or file is written and the exit status is 128 + the signal (130, 143).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/common.h"
 #include "cli/time.h"
+#include "core/interrupt.h"
 #include "core/threads.h"
 #include "cuda/device.h"
 #include "train/profile_fit.h"
@@ -195,15 +199,14 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
 /* ---- the command ---- */
 static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv, int *help)
 {
-    ct_args a = { argc, 0, argv };
+    ct_args a = { .argc = argc, .argv = argv };
     ct_status st = CT_OK;
     unsigned long long given = 0;
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { *help = 1; return CT_OK; }
-        if (ct_args_str(&a, "--devices", &o->devices, &st)) {   /* the old spelling */
-            if (st == CT_OK) fprintf(stderr, "ctrain time: note: --devices is now spelled --device (the same comma list)\n");
-            continue;
-        }
+        if (ct_args_end(&a)) continue;
+        ct_args_renamed(&a, "time", "--devices", "--device");     /* the same comma list */
+        ct_args_renamed(&a, "time", "--layers", "--per-layer");   /* --layers is the LSTM's depth in train */
         if (ct_args_str(&a, "--protocol", &o->protocol, &st) || ct_args_str(&a, "--device", &o->devices, &st)
             || ct_args_str(&a, "--data", &o->data, &st) || ct_args_str(&a, "--json", &o->json, &st)
             || ct_args_int(&a, "--epochs", &o->epochs, 1, 100000, &st) || ct_args_int(&a, "--batch", &o->batch, 1, 1 << 16, &st)
@@ -211,14 +214,15 @@ static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv,
             || ct_args_long(&a, "--pairs", &o->pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &o->val_pairs, 0, 100000000L, &st)
             || ct_args_long(&a, "--samples", &o->samples, 1, 100000000L, &st)
             || ct_args_long(&a, "--val-samples", &o->val_samples, 0, 100000000L, &st)
-            || (ct_args_flag(&a, "--layers") && (o->layers = 1)) || (ct_args_flag(&a, "--verbose") && (o->verbose = 1))
+            || (ct_args_flag(&a, "--per-layer") && (o->layers = 1)) || (ct_args_flag(&a, "--verbose") && (o->verbose = 1))
             || (ct_args_flag(&a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(&a, "--deterministic") && (o->deterministic = 1))
             || cli_opt_parse(&a, w->d->opts, CT_CMD_TIME, w->cfg, &given, &st))
             continue;
-        char who[128];
-        time_models_with(argv[a.i], who, sizeof who);
-        if (who[0]) st = ct_fail(CT_EINVAL, "%s is for %s; %s times its own model (see ctrain time --help)", argv[a.i], who, w->d->name);
-        else st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain time --help)", argv[a.i]);
+        char who[128], flag[64];
+        snprintf(flag, sizeof flag, "%.*s", (int)strcspn(argv[a.i], "="), argv[a.i]);   /* --arch=SPEC: --arch */
+        time_models_with(a.operands ? "" : flag, who, sizeof who);
+        if (who[0]) st = ct_fail(CT_EINVAL, "%s is for %s; %s times its own model (see ctrain time --help)", flag, who, w->d->name);
+        else st = ct_args_unknown(&a, "ctrain time --help");
     }
     return st;
 }
@@ -227,9 +231,17 @@ int cmd_time(int argc, char **argv)
 {
     if (argc < 1) { time_help(stderr); return 2; }
     if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) { time_help(stdout); return 0; }
-    if (!strcmp(argv[0], "--compare")) {
-        if (argc < 2) { fprintf(stderr, "ctrain time: --compare needs at least one FILE.json written by `ctrain time --json`\n"); return 2; }
-        return time_compare(argc - 1, argv + 1);
+    if (!strcmp(argv[0], "--compare")) {   /* --compare A.json [--] B.json ...: every word a file, but the first "--" */
+        char **files = argv + 1;
+        int n = argc - 1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(files[i], "--")) {
+                memmove(files + i, files + i + 1, (size_t)(n - i - 1) * sizeof *files);
+                n--;
+                break;
+            }
+        if (n < 1) { fprintf(stderr, "ctrain time: --compare needs at least one FILE.json written by `ctrain time --json`\n"); return 2; }
+        return time_compare(n, files);
     }
     static workload w;   /* large: the per-device runs */
     memset(&w, 0, sizeof w);
@@ -249,6 +261,7 @@ int cmd_time(int argc, char **argv)
     if (help_asked) { time_help(stdout); free(w.cfg); return 0; }
     if (st == CT_OK) st = cli_device_list(o.devices, devices, MAX_DEVICES, &n_dev);
     if (st == CT_OK && o.json && !*o.json) st = ct_fail(CT_EINVAL, "--json needs a file name");
+    if (st == CT_OK) ct_interrupt_install();   /* from here a signal stops the run cleanly */
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
     if (st != CT_OK) {
         fprintf(stderr, "ctrain time: %s\n", ct_last_error());
@@ -285,6 +298,7 @@ int cmd_time(int argc, char **argv)
     ct_model_data_free(&w.data);
     free(w.cfg);
     fflush(stdout);
+    if (st == CT_EINTR) { fprintf(stderr, "ctrain time: %s; no table or file written\n", ct_last_error()); return 128 + ct_interrupt_signal(); }
     if (st != CT_OK) { fprintf(stderr, "ctrain time: %s\n", ct_last_error()); return 1; }
     if (!timed) { fprintf(stderr, "ctrain time: no device could be timed (see above)\n"); return 1; }
     return 0;

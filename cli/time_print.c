@@ -1,7 +1,7 @@
 /* time_print.c - what `ctrain time` prints: its --help (the models and their
  * options from the model table), and once every device has run the statistics
  * over the epochs after the warm-up, the table of seconds, samples/s, GFLOP/s
- * and the fractions of both peaks, the --layers table, and the JSON and SVG
+ * and the fractions of both peaks, the --per-layer table, and the JSON and SVG
  * files of --json (cli/time_report.c writes them). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,12 +43,14 @@ static const char *HELP_OPTIONS =
     "                        a feature store from `ctrain prep voxceleb`; cnn: fashion-mnist or an IDX directory\n"
     "  --threads N           CPU threads for training and for both peaks (default: all cores)\n"
     "  --seed S              seed of the data, the weights and dropout (default 1)\n"
-    "  --layers              also time every layer's forward and backward pass (ms per batch, share of\n"
-    "                        the step, GFLOP/s), measured inside the same training steps\n"
+    "  --per-layer           also time every layer's forward and backward pass (ms per batch, share of\n"
+    "                        the step, GFLOP/s), measured inside the same training steps (--layers is\n"
+    "                        the old spelling)\n"
     "  --json FILE.json      write the results (one file per device when several: FILE-DEVICE.json) and\n"
     "                        a picture of the per-epoch seconds and loss curves next to it (FILE.svg)\n"
     "  --verbose             show the Keras-style training log\n"
-    "  --compare A.json B.json ...   print runs written by --json side by side (e.g. two machines)\n";
+    "  --compare A.json B.json ...   print runs written by --json side by side (e.g. two machines)\n"
+    "SIGINT or SIGTERM stops the run after the training step in progress, writing nothing (exit 130, 143).\n";
 
 /* The models that take option `flag` in `ctrain time` (NULL: the image models), in alphabetical order
  * ("cnn and siamese-cnn"). */

@@ -207,7 +207,7 @@ ct_status time_write_svg(const char *path, const time_setup *s, const time_run *
 /* ---- reading back: --compare ---- */
 typedef struct {
     const char *path;
-    ct_json root;
+    json_t *root;
     const char *hostname, *cpu, *device, *model, *protocol, *version, *date;
     char framework[96];                    /* "framework" when present, else "ctrain VERSION" */
     double threads, batch, n_train, n_val;
@@ -217,51 +217,60 @@ typedef struct {
     double loss, val_loss, val_accuracy;   /* of the last epoch */
 } result_file;
 
-/* obj[key], which must exist and have the given type (or be null when nullable). */
-static ct_status need(const result_file *rf, const ct_json *obj, const char *where, const char *key, ct_json_type type,
-                      int nullable, const ct_json **out)
+/* The kind of value a field must hold. */
+typedef enum { NEED_OBJECT, NEED_ARRAY, NEED_STRING, NEED_NUMBER } need_kind;
+
+static int is_kind(const json_t *v, need_kind k)
 {
-    const ct_json *v = ct_json_find(obj, key);
+    return k == NEED_OBJECT ? json_is_object(v) : k == NEED_ARRAY ? json_is_array(v) : k == NEED_STRING ? json_is_string(v)
+                                                                                                          : json_is_number(v);
+}
+
+/* obj[key], which must exist and have the given kind (or be null when nullable). */
+static ct_status need(const result_file *rf, const json_t *obj, const char *where, const char *key, need_kind kind,
+                      int nullable, const json_t **out)
+{
+    static const char *names[] = { "object", "array", "string", "number" };
+    const json_t *v = json_object_get(obj, key);
     if (!v) return ct_fail(CT_EFORMAT, "%s: %s\"%s\" is missing (is this a file written by `ctrain time --json`?)", rf->path, where, key);
-    if (v->type != type && !(nullable && v->type == CT_JSON_NULL))
-        return ct_fail(CT_EFORMAT, "%s:%d:%d: %s\"%s\" should be a %s, but it is a %s", rf->path, v->line, v->col, where, key,
-                       ct_json_type_name(type), ct_json_type_name(v->type));
+    if (!is_kind(v, kind) && !(nullable && json_is_null(v)))
+        return ct_fail(CT_EFORMAT, "%s: %s\"%s\" should be a %s, but it is a %s", rf->path, where, key, names[kind], ct_json_kind(v));
     *out = v;
     return CT_OK;
 }
 
-static ct_status need_str(const result_file *rf, const ct_json *obj, const char *where, const char *key, const char **s)
+static ct_status need_str(const result_file *rf, const json_t *obj, const char *where, const char *key, const char **s)
 {
-    const ct_json *v = NULL;
-    CT_TRY(need(rf, obj, where, key, CT_JSON_STRING, 0, &v));
-    *s = v->str;
+    const json_t *v = NULL;
+    CT_TRY(need(rf, obj, where, key, NEED_STRING, 0, &v));
+    *s = json_string_value(v);
     return CT_OK;
 }
 
 /* A number; null (a value that was not finite, or unknown) reads as NaN. */
-static ct_status need_num(const result_file *rf, const ct_json *obj, const char *where, const char *key, double *x)
+static ct_status need_num(const result_file *rf, const json_t *obj, const char *where, const char *key, double *x)
 {
-    const ct_json *v = NULL;
-    CT_TRY(need(rf, obj, where, key, CT_JSON_NUMBER, 1, &v));
-    *x = v->type == CT_JSON_NUMBER ? v->num : NAN;
+    const json_t *v = NULL;
+    CT_TRY(need(rf, obj, where, key, NEED_NUMBER, 1, &v));
+    *x = json_is_number(v) ? json_number_value(v) : NAN;
     return CT_OK;
 }
 
-static ct_status read_epochs(result_file *rf, const ct_json *epochs)
+static ct_status read_epochs(result_file *rf, const json_t *epochs)
 {
     static const char *fields[] = { "seconds", "train_seconds", "val_seconds", "loss", "accuracy", "val_loss", "val_accuracy" };
     double v[7] = { 0 };
-    if (epochs->n < 1) return ct_fail(CT_EFORMAT, "%s:%d:%d: \"epochs\" is empty: the run recorded no epoch", rf->path, epochs->line, epochs->col);
-    for (int e = 0; e < epochs->n; e++) {
-        const ct_json *ep = &epochs->item[e];
+    size_t n = json_array_size(epochs);
+    if (n < 1) return ct_fail(CT_EFORMAT, "%s: \"epochs\" is empty: the run recorded no epoch", rf->path);
+    for (size_t e = 0; e < n; e++) {
+        const json_t *ep = json_array_get(epochs, e);
         char where[48];
-        snprintf(where, sizeof where, "epochs[%d].", e);
-        if (ep->type != CT_JSON_OBJECT)
-            return ct_fail(CT_EFORMAT, "%s:%d:%d: epochs[%d] should be an object, but it is a %s", rf->path, ep->line, ep->col, e,
-                           ct_json_type_name(ep->type));
+        snprintf(where, sizeof where, "epochs[%zu].", e);
+        if (!json_is_object(ep))
+            return ct_fail(CT_EFORMAT, "%s: epochs[%zu] should be an object, but it is a %s", rf->path, e, ct_json_kind(ep));
         for (int k = 0; k < 7; k++) CT_TRY(need_num(rf, ep, where, fields[k], &v[k]));
     }
-    rf->n_epochs = epochs->n;
+    rf->n_epochs = (int)n;
     rf->loss = v[3];
     rf->val_loss = v[5];
     rf->val_accuracy = v[6];
@@ -271,21 +280,21 @@ static ct_status read_epochs(result_file *rf, const ct_json *epochs)
 static ct_status read_result(result_file *rf)
 {
     CT_TRY(ct_json_load(&rf->root, rf->path));
-    const ct_json *r = &rf->root, *host = NULL, *epochs = NULL, *secs = NULL;
+    const json_t *r = rf->root, *host = NULL, *epochs = NULL, *secs = NULL;
     const char *schema;
-    if (r->type != CT_JSON_OBJECT)
-        return ct_fail(CT_EFORMAT, "%s: the document is a %s, not an object: not a file written by `ctrain time --json`", rf->path,
-                       ct_json_type_name(r->type));
+    if (!json_is_object(r))
+        return ct_fail(CT_EFORMAT, "%s: the document is a%s %s, not an object: not a file written by `ctrain time --json`", rf->path,
+                       json_is_array(r) ? "n" : "", ct_json_kind(r));
     CT_TRY(need_str(rf, r, "", "schema", &schema));
     if (strncmp(schema, "ctrain-time/", 12) != 0)
         return ct_fail(CT_EFORMAT, "%s: schema \"%s\" is not a ctrain time result (expected \"%s\")", rf->path, schema, TIME_SCHEMA);
-    CT_TRY(need(rf, r, "", "host", CT_JSON_OBJECT, 0, &host));
+    CT_TRY(need(rf, r, "", "host", NEED_OBJECT, 0, &host));
     CT_TRY(need_str(rf, host, "host.", "hostname", &rf->hostname));
     CT_TRY(need_str(rf, host, "host.", "cpu", &rf->cpu));
     CT_TRY(need_str(rf, r, "", "ctrain_version", &rf->version));
     CT_TRY(need_str(rf, r, "", "date", &rf->date));
-    const ct_json *fw = ct_json_find(r, "framework");
-    if (fw && fw->type == CT_JSON_STRING) snprintf(rf->framework, sizeof rf->framework, "%s", fw->str);
+    const json_t *fw = json_object_get(r, "framework");
+    if (json_is_string(fw)) snprintf(rf->framework, sizeof rf->framework, "%s", json_string_value(fw));
     else snprintf(rf->framework, sizeof rf->framework, "ctrain %s", rf->version);
     CT_TRY(need_str(rf, r, "", "device", &rf->device));
     CT_TRY(need_str(rf, r, "", "model", &rf->model));
@@ -294,19 +303,19 @@ static ct_status read_result(result_file *rf)
     CT_TRY(need_num(rf, r, "", "batch", &rf->batch));
     CT_TRY(need_num(rf, r, "", "n_train", &rf->n_train));
     CT_TRY(need_num(rf, r, "", "n_val", &rf->n_val));
-    CT_TRY(need(rf, r, "", "epochs", CT_JSON_ARRAY, 0, &epochs));
+    CT_TRY(need(rf, r, "", "epochs", NEED_ARRAY, 0, &epochs));
     CT_TRY(read_epochs(rf, epochs));
-    CT_TRY(need(rf, r, "", "epoch_seconds", CT_JSON_OBJECT, 0, &secs));
+    CT_TRY(need(rf, r, "", "epoch_seconds", NEED_OBJECT, 0, &secs));
     CT_TRY(need_num(rf, secs, "epoch_seconds.", "median", &rf->sec_median));
     CT_TRY(need_num(rf, secs, "epoch_seconds.", "min", &rf->sec_min));
     CT_TRY(need_num(rf, secs, "epoch_seconds.", "max", &rf->sec_max));
     CT_TRY(need_num(rf, r, "", "train_samples_per_s", &rf->samples_per_s));
     CT_TRY(need_num(rf, r, "", "gflops", &rf->gflops));
     /* optional: files written before the FMA peak existed have neither */
-    const ct_json *fma = ct_json_find(r, "fma_peak_gflops"), *blas = ct_json_find(host, "blas_core");
-    if (!blas || blas->type != CT_JSON_STRING) blas = ct_json_find(host, "blas");
-    rf->fma_peak = fma && fma->type == CT_JSON_NUMBER ? fma->num : NAN;
-    rf->blas = blas && blas->type == CT_JSON_STRING ? blas->str : "";
+    const json_t *fma = json_object_get(r, "fma_peak_gflops"), *blas = json_object_get(host, "blas_core");
+    if (!json_is_string(blas)) blas = json_object_get(host, "blas");
+    rf->fma_peak = json_is_number(fma) ? json_number_value(fma) : NAN;
+    rf->blas = json_is_string(blas) ? json_string_value(blas) : "";
     return need_num(rf, r, "", "peak_gflops", &rf->peak);
 }
 
@@ -349,7 +358,7 @@ int time_compare(int n, char **paths)
     }
     if (st != CT_OK) {
         fprintf(stderr, "ctrain time --compare: %s\n", ct_last_error());
-        for (int i = 0; i < n; i++) ct_json_free(&rf[i].root);
+        for (int i = 0; i < n; i++) json_decref(rf[i].root);
         return 1;
     }
     static char cells[MAX_COMPARE][96];
@@ -398,6 +407,6 @@ int time_compare(int n, char **paths)
                    "GFLOP/s rather than their seconds\n", s[0], s[i]);
         }
     }
-    for (int i = 0; i < n; i++) ct_json_free(&rf[i].root);
+    for (int i = 0; i < n; i++) json_decref(rf[i].root);
     return 0;
 }

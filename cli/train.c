@@ -5,13 +5,22 @@
  * The shared options (optimizer, schedule, checkpoints, device, ...) are in
  * cli/common.c; the model's own options come from its descriptor's table.
  * --resume takes the checkpoint's settings as the defaults (flags given after
- * override them). Exit status: 0 trained, 2 bad options, 1 a failure while
- * training (its one-line message on stderr).
+ * override them).
+ *
+ * SIGINT or SIGTERM stops the run after the step in progress: its checkpoint
+ * goes to --checkpoint, else beside --out (cli_interrupt_checkpoint), one line
+ * gives the command that resumes it, and --out is not written (the run is not
+ * finished). A second signal exits at once (core/interrupt.h).
+ *
+ * Exit status: 0 trained, 2 bad options, 1 a failure while training (its
+ * one-line message on stderr), 128 + the signal when one stopped it (130 for
+ * SIGINT, 143 for SIGTERM).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/common.h"
+#include "core/interrupt.h"
 #include "core/rng.h"
 
 static void usage(FILE *out)
@@ -42,15 +51,17 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
         cli_train_from_meta(&rm->train_cfg, o);
         st = d->from_meta(cfg, rm, resume);
     }
-    ct_args a = { argc, 0, argv };
+    ct_args a = { .argc = argc, .argv = argv };
+    char see[96];
+    snprintf(see, sizeof see, "ctrain train %s --help", d->name);
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
             d->defaults(cfg);
             help(d, cfg);
             return -1;
         }
-        if (cli_parse_train_opt(&a, o, &st) || cli_opt_parse(&a, d->opts, CT_CMD_TRAIN, cfg, &given, &st)) continue;
-        st = ct_fail(CT_EINVAL, "unknown option '%s' (see ctrain train %s --help)", argv[a.i], d->name);
+        if (ct_args_end(&a) || cli_parse_train_opt(&a, o, &st) || cli_opt_parse(&a, d->opts, CT_CMD_TRAIN, cfg, &given, &st)) continue;
+        st = ct_args_unknown(&a, see);
     }
     /* the model's learning rate goes with its optimizer: another --optimizer keeps its own default rate */
     if (!(o->lr > 0) && d->train.lr > 0 && (!o->optimizer || !strcmp(o->optimizer, ct_optim_name(d->train.optimizer))))
@@ -83,6 +94,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     static cli_train_opts o;
     static ct_ckpt_meta rm, meta;
     static ct_model_data data;
+    static char command[8192], interrupt_path[4096];
     ct_model_task task = { 0 };
     ct_fit_config fitc;
     void *cfg = ct_calloc(1, d->cfg_size, "configuration"), *net = ct_calloc(1, d->net_size, "network");
@@ -94,6 +106,11 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
         rc = 2;
     }
     if (rc != 0) { free(cfg); free(net); return rc < 0 ? 0 : rc; }
+    cli_command_line(command, sizeof command, "train", argc + 1, argv - 1, "--resume");   /* argv[-1] is the model's name */
+    cli_interrupt_checkpoint(interrupt_path, sizeof interrupt_path, d->name, o.out);
+    fitc.command = command;
+    fitc.interrupt_checkpoint = interrupt_path;
+    ct_interrupt_install();
 
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
@@ -108,6 +125,10 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     ct_model_data_free(&data);
     free(net);
     free(cfg);
+    if (ct_interrupt_signal()) {   /* stopped (its line said how to resume), or finished while stopping */
+        if (st != CT_OK && st != CT_EINTR) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        return st == CT_OK ? 0 : 128 + ct_interrupt_signal();
+    }
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
     return 0;
 }

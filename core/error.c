@@ -32,6 +32,7 @@ const char *ct_status_name(ct_status s)
     case CT_ENOMEM: return "out of memory";
     case CT_ENUMERIC: return "numeric error";
     case CT_ENODEV: return "device not available";
+    case CT_EINTR: return "interrupted";
     }
     return "unknown error";
 }

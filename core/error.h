@@ -19,7 +19,8 @@ typedef enum {
     CT_EFORMAT,  /* a file was read but its content is wrong (corrupt, other version) */
     CT_ENOMEM,   /* an allocation failed */
     CT_ENUMERIC, /* NaN or Inf where a finite number was needed */
-    CT_ENODEV    /* the requested device is not available */
+    CT_ENODEV,   /* the requested device is not available */
+    CT_EINTR     /* stopped by SIGINT or SIGTERM (core/interrupt.h) */
 } ct_status;
 
 /* Records a printf-style message for the calling thread and returns `code`,

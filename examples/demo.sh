@@ -43,7 +43,7 @@ echo "== 3. training the siamese LSTM (the 20 trial speakers are never trained o
 
 echo
 echo "== 4. evaluation on the trial list (whole utterances)"
-"$ctrain" eval siamese-lstm --model "$out/siamese-lstm.h5" --data "$corpus/feats.h5" \
+"$ctrain" eval siamese-lstm --weights "$out/siamese-lstm.h5" --data "$corpus/feats.h5" \
     --trials "$corpus/trials.txt" --threads "$threads" \
     --scores "$out/scores.txt" --det "$out/det.svg" --json "$out/eer.json"
 

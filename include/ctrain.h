@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-/* core: errors, memory, parameters, random numbers, threads, clocks, peaks */
+/* core: errors, memory, parameters, random numbers, threads, clocks, peaks, SIGINT/SIGTERM */
 #include "core/error.h"
 #include "core/arena.h"
 #include "core/params.h"
@@ -36,6 +36,7 @@ extern "C" {
 #include "core/blas_select.h"
 #include "core/clock.h"
 #include "core/peak.h"
+#include "core/interrupt.h"
 
 /* layers: forward and backward of each layer on the CPU, the losses, the optimizers,
  * and the per-device table of operations every model calls (ct_ops_cpu) */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include "core/interrupt.h"
 #include "io/h5atomic.h"
 #include "io/h5.h"
 
@@ -171,9 +172,11 @@ ct_status ct_h5_mem_commit(hid_t f, ct_status st, const char *path, const char *
     if (st == CT_OK) st = fix_image(img, (size_t)n);
     if (st == CT_OK) {
         remove_stale_temps(path);
+        ct_interrupt_guard_file(tmp);   /* a second Ctrl-C while writing removes it and leaves `path` as it was */
         st = write_bytes(tmp, img, (size_t)n);
         if (st == CT_OK && rename(tmp, path) != 0) st = ct_fail(CT_EIO, "cannot rename %s to %s (%s)", tmp, path, strerror(errno));
         if (st != CT_OK) unlink(tmp);
+        ct_interrupt_guard_file(NULL);
     }
     free(img);
     if (st != CT_OK)

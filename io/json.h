@@ -1,8 +1,10 @@
-/* json.h - a small JSON writer and reader, enough for ctrain's result files
- * (`ctrain time --json`, read back by `ctrain time --compare`).
+/* json.h - ctrain's JSON result files (`ctrain time --json`, read back by
+ * `ctrain time --compare`; `ctrain eval --json`) on jansson, Debian's
+ * libjansson: jansson parses, escapes and prints; this file holds the one way
+ * ctrain writes its files and the one way it reports a file it cannot read.
  *
- * Writer: streams pretty-printed JSON (two-space indent) to a FILE, keeping
- * track of commas and nesting, so the caller only says what comes next:
+ * Writer: the caller says what comes next, in order, and the document is built
+ * as jansson values, then printed when finished:
  *
  *   ct_json_writer w;
  *   ct_json_writer_init(&w, f);
@@ -14,21 +16,25 @@
  *   ct_json_object_end(&w);
  *   if (ct_json_writer_finish(&w) != CT_OK) ...   // a write failed (disk full)
  *
- * Strings are escaped as RFC 8259 asks: \" \\ and the control characters
- * (\n \t \r \b \f, the rest as \u00XX); other bytes, UTF-8 included, are
- * written as they are. Numbers are written with 10 significant digits; NaN and
- * infinities, which JSON cannot express, are written as null.
+ * The text is what ctrain has always written: members in the order given, two
+ * spaces of indent, "key": value, a newline at the end; numbers with 10
+ * significant digits (a whole number below 1e10 without a decimal point, as
+ * "%.10g" prints it); NaN and infinities, which JSON cannot express, as null.
+ * One difference from the files of ctrain's own writer before jansson: an
+ * exponent has no '+' and no leading zero (2.5e-7, 1.2e11, not 2.5e-07, 1.2e+11),
+ * the same number to every JSON reader.
+ * Strings are escaped as RFC 8259 asks (\" \\ \n \t \r \b \f, other control
+ * characters as \u00XX); a string that is not UTF-8 keeps its ASCII and the
+ * rest becomes '?', since a JSON text is UTF-8.
  *
- * Reader: parses a whole document into a tree of ct_json values. Everything
- * RFC 8259 allows is accepted (\uXXXX escapes, surrogate pairs included, become
- * UTF-8), except a string containing \u0000, since values are C strings.
- * Errors name the source, the line and column and what was expected, e.g.
- *   "run.json:12:5: expected ',' or '}' after an object member".
- */
+ * Reader: jansson's tree (json_t); a text that does not parse is an error naming
+ * the source, jansson's line and column and what it expected, e.g.
+ *   "run.json:12:5: '}' expected near '"x"'". */
 #ifndef CT_JSON_H
 #define CT_JSON_H
 #include <stddef.h>
 #include <stdio.h>
+#include <jansson.h>
 #include "core/error.h"
 
 #define CT_JSON_MAX_DEPTH 64
@@ -36,8 +42,10 @@
 /* ---- writer ---- */
 typedef struct {
     FILE *f;
+    json_t *root;
     int depth;                          /* open objects and arrays */
-    int count[CT_JSON_MAX_DEPTH];       /* values written so far at each level */
+    json_t *open[CT_JSON_MAX_DEPTH];    /* [depth]: the innermost last */
+    int failed;                         /* a value could not be made (out of memory) */
 } ct_json_writer;
 
 void      ct_json_writer_init(ct_json_writer *w, FILE *f);
@@ -51,34 +59,17 @@ void      ct_json_num(ct_json_writer *w, const char *key, double v);
 void      ct_json_int(ct_json_writer *w, const char *key, long v);
 void      ct_json_bool(ct_json_writer *w, const char *key, int v);
 void      ct_json_null(ct_json_writer *w, const char *key);
-/* Ends the document with a newline; CT_EIO if any write failed. The FILE stays open. */
+/* Prints the document and a newline; CT_EIO if a write failed, CT_ENOMEM if a value could
+ * not be made. The FILE stays open; the document is freed either way. */
 ct_status ct_json_writer_finish(ct_json_writer *w);
-/* s as a quoted, escaped JSON string. */
-void      ct_json_write_string(FILE *f, const char *s);
 
 /* ---- reader ---- */
-typedef enum { CT_JSON_NULL, CT_JSON_BOOL, CT_JSON_NUMBER, CT_JSON_STRING, CT_JSON_ARRAY, CT_JSON_OBJECT } ct_json_type;
-
-typedef struct ct_json ct_json;
-struct ct_json {
-    ct_json_type type;
-    int boolean;            /* CT_JSON_BOOL */
-    double num;             /* CT_JSON_NUMBER */
-    char *str;              /* CT_JSON_STRING: the decoded value, NUL-terminated */
-    char *key;              /* a member of an object: its name; NULL otherwise */
-    int n, cap;             /* CT_JSON_ARRAY / OBJECT: elements or members, in order */
-    ct_json *item;          /* [n] */
-    int line, col;          /* where the value starts in the text (1-based) */
-};
-
-/* Parses text [len] into *root (which the caller frees with ct_json_free).
- * `source` names the text in messages (a file name). On failure *root is empty. */
-ct_status   ct_json_parse(ct_json *root, const char *text, size_t len, const char *source);
-/* Reads and parses a file; CT_EIO names the file when it cannot be read. */
-ct_status   ct_json_load(ct_json *root, const char *path);
-void        ct_json_free(ct_json *v);   /* frees what v holds (not v itself) */
-/* The first member of an object called key; NULL when absent or obj is not an object. */
-const ct_json *ct_json_find(const ct_json *obj, const char *key);
-const char *ct_json_type_name(ct_json_type t);   /* "null", "true/false", "number", ... */
+/* Parses text [len] (`source` names it in messages) or the file at `path` into *root, which
+ * the caller frees with json_decref. A missing file is CT_EIO naming it; text that is not
+ * JSON is CT_EFORMAT "SOURCE:LINE:COLUMN: what jansson expected". */
+ct_status   ct_json_parse(json_t **root, const char *text, size_t len, const char *source);
+ct_status   ct_json_load(json_t **root, const char *path);
+/* "object", "array", "string", "number", "true/false" or "null": for messages. */
+const char *ct_json_kind(const json_t *v);
 
 #endif

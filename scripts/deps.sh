@@ -2,7 +2,7 @@
 # deps.sh - install the Debian packages ctrain needs, only when they are missing.
 #
 # usage: scripts/deps.sh [build|test|golden|bench|dist]
-#   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, and the
+#   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, jansson, and the
 #           tools the demo uses (espeak-ng and sox to synthesise speech, Fashion-MNIST):
 #           enough for `make` and `make demo`
 #   test    adds Debian's python3-torch and python3-h5py: one test loads ctrain's
@@ -23,7 +23,7 @@
 # network) it prints the exact command to run and exits non-zero.
 set -eu
 
-BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev espeak-ng sox dataset-fashion-mnist"
+BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev espeak-ng sox dataset-fashion-mnist"
 TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"

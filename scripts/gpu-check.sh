@@ -16,7 +16,7 @@
 #   gpu-tests `ctrain_tests gpu` with CT_REQUIRE_GPU=1 (a case that cannot run fails)   150
 #   peak      bench_sgemm --device gpu: cuBLAS sgemm 8192^3, FP32 and TF32                  60
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
-#             --threads 16 --layers (synthetic data)                                   90/120/60
+#             --threads 16 --per-layer (synthetic data)                                   90/120/60
 #   tf32-*    the same on the GPU with --tf32, when this ctrain has --tf32                  45 each
 #   seed      ctrain time siamese-lstm --protocol seed --epochs 2 --device gpu            150
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
@@ -369,13 +369,15 @@ run_step peak 60 "$sgemm" --device gpu --repeats 10
 # ---- 3. ctrain's timings ----
 devflag=--devices
 "$ctrain" time --help 2>&1 | grep -q -e '--device ' && devflag=--device
+layerflag=--layers
+"$ctrain" time --help 2>&1 | grep -q -e '--per-layer' && layerflag=--per-layer
 has_tf32=0
 "$ctrain" time --help 2>&1 | grep -q -e '--tf32' && has_tf32=1
 say "ctrain time: device option $devflag; --tf32 $( [ $has_tf32 = 1 ] && echo available || echo 'not in this ctrain (TF32 runs of ctrain left out)')"
 for spec in siamese-lstm:90 siamese-cnn:120 cnn:60; do
   m=${spec%%:*}; cap=${spec#*:}
   data=""; [ "$m" = cnn ] && data="--data synthetic"
-  run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" --layers $data --json "$out/ctrain-$m.json"
+  run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" $layerflag $data --json "$out/ctrain-$m.json"
 done
 for m in siamese-lstm siamese-cnn cnn; do
   if [ $has_tf32 = 1 ]; then

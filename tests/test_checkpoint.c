@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "tests/test.h"
+#include "core/interrupt.h"
 #include "train/checkpoint.h"
 #include "io/h5.h"
 #include "io/weights.h"
@@ -98,17 +99,17 @@ static int spawn(const char *args, char *out, size_t n, long fsize, int as_nobod
 
 static int run(const char *args, char *out, size_t n) { return spawn(args, out, n, 0, 0); }
 
-/* The per-epoch log lines of a run, with the seconds masked. */
+/* The per-epoch log lines of a run, with the seconds and the time per step masked
+ * (" - 0.8s - 12ms/step - loss: ..." -> " - X - loss: ..."). */
 static void epoch_lines(const char *out, char *dst, size_t n)
 {
     for (const char *p = out; *p; ) {
         const char *e = strchr(p, '\n');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len > 3 && !strncmp(p, " - ", 3)) {
-            const char *q = p + 3;
-            while (*q >= '0' && *q <= '9') q++;
+        const char *q = len > 3 && !strncmp(p, " - ", 3) ? strstr(p, " - loss: ") : NULL;
+        if (q && q < p + len) {
             size_t used = strlen(dst);
-            snprintf(dst + used, n - used, " - Xs%.*s\n", (int)(len - (size_t)(q - p) - 1), q + 1);
+            snprintf(dst + used, n - used, " - X%.*s\n", (int)(len - (size_t)(q - p)), q);
         }
         p += len + (e ? 1 : 0);
     }
@@ -178,8 +179,12 @@ static long attr_long(hid_t f, const char *obj, const char *name)
     return (long)v;
 }
 
-/* 1 if equal; else writes the first difference into why. */
-static int ckpt_same(const char *a, const char *b, char *why, size_t n)
+/* 1 if equal; else writes the first difference into why. A checkpoint has at least
+ * 10 datasets, a weights file at least min_datasets. */
+static int h5_same(const char *a, const char *b, char *why, size_t n, int min_datasets, int checkpoint);
+static int ckpt_same(const char *a, const char *b, char *why, size_t n) { return h5_same(a, b, why, n, 10, 1); }
+
+static int h5_same(const char *a, const char *b, char *why, size_t n, int min_datasets, int checkpoint)
 {
     ct_h5_quiet();
     hid_t fa = H5Fopen(a, H5F_ACC_RDONLY, H5P_DEFAULT), fb = H5Fopen(b, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -190,7 +195,7 @@ static int ckpt_same(const char *a, const char *b, char *why, size_t n)
     if (same) {
         H5Ovisit2(fa, H5_INDEX_NAME, H5_ITER_INC, collect, &la, H5O_INFO_BASIC);
         H5Ovisit2(fb, H5_INDEX_NAME, H5_ITER_INC, collect, &lb, H5O_INFO_BASIC);
-        if (la.n != lb.n || la.n < 10) { same = 0; snprintf(why, n, "%d vs %d datasets", la.n, lb.n); }
+        if (la.n != lb.n || la.n < min_datasets) { same = 0; snprintf(why, n, "%d vs %d datasets", la.n, lb.n); }
     }
     for (int i = 0; same && i < la.n; i++) {
         if (strstr(la.names[i], "seconds")) continue;
@@ -199,7 +204,7 @@ static int ckpt_same(const char *a, const char *b, char *why, size_t n)
         if (!x || !y || ba != bb || memcmp(x, y, ba) != 0) { same = 0; snprintf(why, n, "dataset /%s differs", la.names[i]); }
         free(x); free(y);
     }
-    if (same) {
+    if (same && checkpoint) {
         const char *at[][2] = { { "optimizer", "step" }, { "progress", "epoch" }, { "progress", "step" }, { "progress", "seen" } };
         for (int i = 0; same && i < 4; i++)
             if (attr_long(fa, at[i][0], at[i][1]) != attr_long(fb, at[i][0], at[i][1])) {
@@ -230,6 +235,8 @@ typedef struct {
     float snap[16][6];      /* w[0..5) and b[0] after each epoch */
     ct_rng data;
     int order[TOY_N];
+    long sigterm_at;        /* raise SIGTERM while loading this training batch (1-based over the run; 0: never) */
+    int sigterm_val;        /* ... or while validating this epoch (1-based; 0: never) */
 } toy;
 
 static void toy_begin(void *ctx, int e) { toy *t = ctx; t->epoch = e; ct_rng_shuffle_int(&t->data, t->order, TOY_N); }
@@ -237,8 +244,12 @@ static void toy_load(void *ctx, int split, long first, int n)
 {
     toy *t = ctx;
     (void)first; (void)n;
-    if (split != CT_SPLIT_TRAIN) return;
+    if (split != CT_SPLIT_TRAIN) {
+        if (t->sigterm_val == t->epoch + 1) raise(SIGTERM);
+        return;
+    }
     t->counter++;
+    if (t->sigterm_at == t->counter) raise(SIGTERM);
     t->bad_loss = t->bad_grad = 0;
     for (int k = 0; k < 4; k++) {
         if (t->nan_loss[k] == t->counter) t->bad_loss = 1;
@@ -592,6 +603,251 @@ static void case_kill_loop(void)
     unlink(ck);
     rmdir(tdir);
     snprintf(tdir, sizeof tdir, "%s", saved);
+}
+
+/* ---------------------------------------------------------------- SIGINT and SIGTERM */
+
+/* In a child process (the signal flag cannot be cleared): the toy trained for 4 epochs with
+ * the handler installed and SIGTERM raised where `how` says (-1: before ct_fit), checkpointing
+ * to `path`. Exit 0 when ct_fit returned CT_EINTR, 1 otherwise, 2 when its log lacks `expect`. */
+static int toy_interrupted(int how, int in_validation, const char *path, const char *expect)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        static char log[1 << 14];
+        toy t;
+        toy_init(&t, 0.25f);
+        if (in_validation) t.sigterm_val = how; else t.sigterm_at = how;
+        ct_interrupt_install();
+        if (how < 0) raise(SIGTERM);
+        ct_task task = toy_task(&t);
+        ct_fit_config c = toy_fit(4);
+        c.checkpoint = path;
+        c.command = "toy";
+        ct_status st = fit_capture(&task, &c, log, sizeof log);
+        if (st == CT_EINTR && !strstr(log, expect)) { fprintf(stderr, "toy log lacks \"%s\": %s", expect, log); _exit(2); }
+        _exit(st == CT_EINTR ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ct_fit itself: SIGTERM raised after a training batch, during a validation, and before the
+ * first batch; each checkpoint resumed to the end equals one run (weights and history). */
+static void case_signal_in_fit(void)
+{
+    t_case("checkpoint/ct_fit and SIGTERM: after a batch, during validation (redone on resume), before the first batch");
+    toy ref;
+    toy_init(&ref, 0.25f);
+    ct_task tr = toy_task(&ref);
+    ct_fit_config c = toy_fit(4);
+    ct_epoch_log href[4];
+    FILE *lf = tmpfile();
+    t_check(lf && ct_fit(&tr, &c, href, lf) == CT_OK, "uninterrupted: %s", ct_last_error());
+    if (lf) fclose(lf);
+    static const struct { int how, in_validation; const char *expect; } when[] = {
+        { 7, 0, "Interrupted by SIGTERM after batch 2 of epoch 2; checkpoint written to" },   /* 5 batches per epoch */
+        { 2, 1, "Interrupted by SIGTERM after batch 5 of epoch 2; checkpoint written to" },   /* validating epoch 2 */
+        { 5, 0, "Interrupted by SIGTERM after batch 5 of epoch 1; checkpoint written to" },   /* the epoch's last batch */
+    };
+    for (size_t k = 0; k < sizeof when / sizeof when[0]; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/toy-sig-%zu.h5", tdir, k);
+        unlink(path);
+        int rc = toy_interrupted(when[k].how, when[k].in_validation, path, when[k].expect);
+        if (!t_check(rc == 0, "case %zu: the child exited %d (0: CT_EINTR with the expected line)", k, rc)) continue;
+        toy t;
+        toy_init(&t, 0.0f);   /* other weights: the checkpoint must bring them */
+        ct_task tt = toy_task(&t);
+        ct_fit_config cr = toy_fit(4);
+        cr.resume = path;
+        ct_epoch_log h[4];
+        memset(h, 0, sizeof h);
+        FILE *f = tmpfile();
+        ct_status st = ct_fit(&tt, &cr, h, f);
+        if (f) fclose(f);
+        t_check(st == CT_OK, "case %zu: resuming: %s", k, ct_last_error());
+        t_check(!memcmp(t.ps.data, ref.ps.data, ref.ps.numel * sizeof(float)), "case %zu: the weights differ from one run", k);
+        int same = 1;
+        for (int e = 0; e < 4; e++)
+            same &= h[e].loss == href[e].loss && h[e].val_loss == href[e].val_loss && h[e].accuracy == href[e].accuracy;
+        t_check(same, "case %zu: the history differs from one run", k);
+        ct_params_free(&t.ps); ct_params_free(&t.st);
+        unlink(path);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/toy-sig-first.h5", tdir);
+    unlink(path);
+    int rc = toy_interrupted(-1, 0, path, "Interrupted by SIGTERM before the first batch; nothing trained, nothing written");
+    t_check(rc == 0 && file_size(path) < 0, "before the first batch: exit %d, checkpoint %s", rc, file_size(path) < 0 ? "absent" : "written");
+    ct_params_free(&ref.ps); ct_params_free(&ref.st);
+}
+
+/* Starts `ctrain ARGS` in the background, stdout and stderr into `log`; returns its pid. */
+static pid_t start_logged(const char *args, const char *log)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec %s %s >%s 2>&1", bin(), args, log);
+    unlink(log);   /* the poll must not see an earlier run's log */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) { execl("/bin/sh", "sh", "-c", cmd, (char *)NULL); _exit(127); }
+    return pid;
+}
+
+/* Waits until `log` holds `text` (1); 0 when the process ended first (its wait status in
+ * *status, *reaped = 1) or after 120 s. Polls every 5 ms: no fixed sleep to guess. */
+static int wait_log(pid_t pid, const char *log, const char *text, int *status, int *reaped)
+{
+    for (int i = 0; i < 24000; i++) {
+        long n;
+        unsigned char *b = read_all(log, &n);
+        int hit = b && strstr((const char *)b, text);
+        free(b);
+        if (hit) return 1;
+        if (!*reaped && waitpid(pid, status, WNOHANG) == pid) *reaped = 1;
+        else if (*reaped) return 0;
+        struct timespec ts = { 0, 5000000 };
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* The exit status of the process (waiting for it unless wait_log reaped it); 128 + signal when killed. */
+static int exit_of(pid_t pid, int status, int reaped)
+{
+    if (!reaped) waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Every dataset of two weights files bit for bit. */
+static int weights_same(const char *a, const char *b, char *why, size_t n) { return h5_same(a, b, why, n, 4, 0); }
+
+#define SIG_RUN "train siamese-lstm --speakers 12 --utts 4 --pairs 3072 --val-pairs 64 --batch 32 --frames 50 --mels 20 " \
+                "--hidden 64 --embed 8 --threads 1 --epochs 4"
+
+static void case_signals(void)
+{
+    char args[2048], why[256] = "";
+    char log[256], ref[256], refw[256], ck[256], w[256], w2[256], beside[256], keep[256], copy[256], tj[256], cw[256];
+    snprintf(log, sizeof log, "%s/sig.log", tdir);
+    snprintf(ref, sizeof ref, "%s/sig-ref.h5", tdir);
+    snprintf(refw, sizeof refw, "%s/sig-ref-w.h5", tdir);
+    snprintf(ck, sizeof ck, "%s/sig.h5", tdir);
+    snprintf(w, sizeof w, "%s/sig-w.h5", tdir);
+    snprintf(w2, sizeof w2, "%s/sig2.h5", tdir);
+    snprintf(beside, sizeof beside, "%s/sig2-interrupted.h5", tdir);
+    snprintf(keep, sizeof keep, "%s/sig-keep.h5", tdir);
+    snprintf(copy, sizeof copy, "%s/sig-copy.h5", tdir);
+    snprintf(tj, sizeof tj, "%s/sig-time.json", tdir);
+    snprintf(cw, sizeof cw, "%s/sig-cnn.h5", tdir);
+
+    t_case("checkpoint/SIGTERM during training: exit 143, a checkpoint, and its resume command ends bit-identical to one run");
+    snprintf(args, sizeof args, "%s --checkpoint %s --out %s", SIG_RUN, ref, refw);
+    double t0 = ct_now();
+    int rc = run(args, out1, sizeof out1);
+    double span = ct_now() - t0;
+    t_check(rc == 0, "uninterrupted run exit %d: %s", rc, out1);
+    snprintf(args, sizeof args, "%s --checkpoint %s --out %s", SIG_RUN, ck, w);
+    int status = 0, reaped = 0;
+    pid_t pid = start_logged(args, log);
+    int started = wait_log(pid, log, "Epoch 2/4", &status, &reaped);   /* training has begun: one epoch done */
+    if (started) kill(pid, SIGTERM);
+    rc = exit_of(pid, status, reaped);
+    long n = 0;
+    char *text = (char *)read_all(log, &n);
+    t_check(started && rc == 143, "exit %d (143 expected; the uninterrupted run took %.1f s): %s", rc, span, text ? text : "");
+    const char *line = text ? strstr(text, "Interrupted by SIGTERM") : NULL, *cmd = line ? strstr(line, "resume with: ") : NULL;
+    t_check(line && cmd && strstr(line, ck), "no line naming the checkpoint and the command: %s", text ? text : "");
+    t_check(file_size(w) < 0, "--out was written by an interrupted run");
+    int e = -1; long s = -1;
+    t_check(ct_ckpt_verify(ck, &e, &s) == CT_OK, "the checkpoint: %s", ct_last_error());
+    if (cmd) {
+        char resume[2048];
+        snprintf(resume, sizeof resume, "%.*s 2>&1", (int)strcspn(cmd + 13, "\n"), cmd + 13);
+        FILE *pp = popen(resume, "r");
+        size_t got = pp ? fread(out2, 1, sizeof out2 - 1, pp) : 0;
+        out2[got] = '\0';
+        int st = pp ? pclose(pp) : -1;
+        t_check(st == 0 && strstr(out2, "Resuming from"), "the printed command (%s) exit %d: %s", resume, st, out2);
+        t_check(ckpt_same(ref, ck, why, sizeof why), "interrupted at epoch %d, batch %ld, and resumed: the checkpoints differ: %s",
+                e + 1, s, why);
+        t_check(weights_same(refw, w, why, sizeof why), "the weights differ from the uninterrupted run's: %s", why);
+        printf("  SIGTERM at epoch %d after batch %ld; resumed to the end\n", e + 1, s);
+    }
+    free(text);
+
+    t_case("checkpoint/SIGINT: exit 130; without --checkpoint the checkpoint goes beside --out, and --out is not written");
+    unlink(beside);
+    snprintf(args, sizeof args, "%s --out %s", SIG_RUN, w2);
+    status = 0; reaped = 0;
+    pid = start_logged(args, log);
+    started = wait_log(pid, log, "Epoch 1/4", &status, &reaped);
+    if (started) kill(pid, SIGINT);
+    rc = exit_of(pid, status, reaped);
+    text = (char *)read_all(log, &n);
+    t_check(started && rc == 130, "exit %d (130 expected): %s", rc, text ? text : "");
+    t_check(text && strstr(text, "Interrupted by SIGINT") && strstr(text, beside) && strstr(text, "--resume"),
+            "the line should name %s and the command: %s", beside, text ? text : "");
+    t_check(ct_ckpt_verify(beside, &e, &s) == CT_OK, "%s: %s", beside, ct_last_error());
+    t_check(file_size(w2) < 0, "--out was written by an interrupted run");
+    free(text);
+
+    t_case("checkpoint/a second signal exits at once: the checkpoint on disk untouched, no temp file, no resume line");
+    long nb = 0;
+    unsigned char *bytes = read_all(ref, &nb);
+    t_check(bytes && write_all(keep, bytes, nb) && write_all(copy, bytes, nb), "cannot copy %s", ref);
+    free(bytes);
+    snprintf(args, sizeof args, "%s --checkpoint %s", SIG_RUN, keep);
+    status = 0; reaped = 0;
+    pid = start_logged(args, log);
+    started = wait_log(pid, log, "Epoch 1/4", &status, &reaped);
+    if (started) {   /* both signals pending before it runs again: the second one finds the first being handled */
+        kill(pid, SIGSTOP);
+        kill(pid, SIGINT);
+        kill(pid, SIGTERM);
+        kill(pid, SIGCONT);
+    }
+    rc = exit_of(pid, status, reaped);
+    text = (char *)read_all(log, &n);
+    t_check(started && (rc == 130 || rc == 143) && text && strstr(text, "exited at once") && !strstr(text, "resume with"),
+            "exit %d: %s", rc, text ? text : "");
+    t_check(same_bytes(keep, copy), "the checkpoint on disk changed");
+    int temps, others;
+    dir_census("sig-keep.h5", &temps, &others);
+    t_check(temps == 0, "%d temp files left beside the checkpoint", temps);
+    free(text);
+
+    t_case("checkpoint/ctrain time and eval stop on a signal with its exit status, writing nothing");
+    snprintf(args, sizeof args, "time cnn --protocol smoke --epochs 1000 --samples 256 --val-samples 0 --device cpu --threads 1 "
+             "--verbose --json %s", tj);
+    status = 0; reaped = 0;
+    pid = start_logged(args, log);
+    started = wait_log(pid, log, "Epoch 2/1000", &status, &reaped);
+    if (started) kill(pid, SIGINT);
+    rc = exit_of(pid, status, reaped);
+    text = (char *)read_all(log, &n);
+    t_check(started && rc == 130 && text && strstr(text, "interrupted by SIGINT; no table or file written") && !strstr(text, "seconds per epoch"),
+            "time: exit %d: %s", rc, text ? text : "");
+    t_check(file_size(tj) < 0, "time wrote %s", tj);
+    free(text);
+    snprintf(args, sizeof args, "train cnn --data fashion-mnist --samples 64 --val-samples 0 --epochs 1 --batch 16 --threads 1 "
+             "--arch conv32k3,relu,conv32k3,relu,flatten,dense10 --out %s", cw);   /* about 3 s to evaluate at --batch 1 */
+    rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "training the cnn to evaluate: exit %d: %s", rc, out1);
+    snprintf(args, sizeof args, "eval cnn --weights %s --data fashion-mnist --batch 1 --threads 1", cw);
+    status = 0; reaped = 0;
+    pid = start_logged(args, log);
+    started = wait_log(pid, log, "test images", &status, &reaped);   /* the Data: line, printed before the evaluation */
+    if (started) kill(pid, SIGTERM);
+    rc = exit_of(pid, status, reaped);
+    text = (char *)read_all(log, &n);
+    t_check(started && rc == 143 && text && strstr(text, "interrupted by SIGTERM; nothing written") && !strstr(text, "test accuracy"),
+            "eval: exit %d: %s", rc, text ? text : "");
+    free(text);
+    unlink(ref); unlink(refw); unlink(ck); unlink(w); unlink(w2); unlink(beside); unlink(keep); unlink(copy); unlink(log); unlink(cw);
 }
 
 /* A bad --resume: non-zero exit, the message contains `expect`, training never started. */
@@ -961,10 +1217,10 @@ static void run_export_checks(const char *model, const char *state, const char *
 static void export_both(const char *ck, const char *st, const char *sk)
 {
     char args[1024];
-    snprintf(args, sizeof args, "export --format torch %s %s", ck, st);
+    snprintf(args, sizeof args, "export --format torch %s --out %s", ck, st);
     int rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "export torch: exit %d: %s", rc, out1);
-    snprintf(args, sizeof args, "export --format keras %s %s", ck, sk);
+    snprintf(args, sizeof args, "export --format keras %s --out %s", ck, sk);
     rc = run(args, out1, sizeof out1);
     t_check(rc == 0, "export keras: exit %d: %s", rc, out1);
 }
@@ -979,12 +1235,12 @@ static void check_round_trips(const char *model, const char *st, const char *sk,
     snprintf(sk2, sizeof sk2, "%s/exp_keras3.h5", tdir);
     const char *fmt[2] = { "torch", "keras" }, *src[2] = { st, sk };
     for (int k = 0; k < 2; k++) {
-        snprintf(args, sizeof args, "import --format %s %s %s --model %s", fmt[k], src[k], w, model);
+        snprintf(args, sizeof args, "import --format %s %s --out %s --model %s", fmt[k], src[k], w, model);
         int rc = run(args, out1, sizeof out1);
         t_check(rc == 0 && ct_weights_load(w, model, p1, b1) == CT_OK && params_equal(ps, p1) && (!bs || params_equal(bs, b1)),
                 "%s: %s round trip is not exact (exit %d): %s %s", model, fmt[k], rc, out1, ct_last_error());
     }
-    snprintf(args, sizeof args, "export --format keras %s %s", w, sk2);
+    snprintf(args, sizeof args, "export --format keras %s --out %s", w, sk2);
     int rc = run(args, out1, sizeof out1);
     t_check(rc == 0 && h5_datasets_equal(sk, sk2, why, sizeof why), "%s: keras -> ctrain -> keras is not exact (exit %d): %s %s",
             model, rc, why, out1);
@@ -1044,11 +1300,11 @@ static void case_export(void)
         run_export_checks("siamese-lstm", st, sk, io, x, 3, dx, emb, 2, de);
 
         t_case("checkpoint/import --format torch|keras reads the exports back (siamese-lstm, exact)");
-        snprintf(args, sizeof args, "import --format torch %s %s --model siamese-lstm --hidden 8", st, w1);
+        snprintf(args, sizeof args, "import --format torch %s --out %s --model siamese-lstm --hidden 8", st, w1);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 0 && ct_weights_load(w1, "siamese-lstm", &m1.params, NULL) == CT_OK && params_equal(&m.params, &m1.params),
                 "torch round trip is not exact (exit %d): %s", rc, out1);
-        snprintf(args, sizeof args, "import --format keras %s %s --model siamese-lstm", sk, w2);
+        snprintf(args, sizeof args, "import --format keras %s --out %s --model siamese-lstm", sk, w2);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 0 && ct_weights_load(w2, "siamese-lstm", &m2.params, NULL) == CT_OK, "keras import (exit %d): %s", rc, out1);
         /* Keras has one bias per gate: b_ih + b_hh comes back in b_ih, b_hh is zero; all else is exact */
@@ -1068,16 +1324,16 @@ static void case_export(void)
             for (int i = 0; i < 32; i++) exact &= ki[i] == bi[i] + bh[i] && kh[i] == 0.0f;
         }
         t_check(exact, "keras import: weights differ from the checkpoint's");
-        snprintf(args, sizeof args, "export --format keras %s %s", w2, sk2);
+        snprintf(args, sizeof args, "export --format keras %s --out %s", w2, sk2);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 0 && h5_datasets_equal(sk, sk2, why, sizeof why), "keras -> ctrain -> keras is not exact (exit %d): %s %s", rc, why, out1);
-        snprintf(args, sizeof args, "import --format torch %s %s --model siamese-lstm --hidden 16", st, w1);
+        snprintf(args, sizeof args, "import --format torch %s --out %s --model siamese-lstm --hidden 16", st, w1);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 1 && strstr(out1, "--hidden 8"), "import with a wrong --hidden must fail naming the sizes (exit %d): %s", rc, out1);
-        snprintf(args, sizeof args, "import --format keras %s %s --model small-cnn", sk, w1);
+        snprintf(args, sizeof args, "import --format keras %s --out %s --model small-cnn", sk, w1);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 1 && strstr(out1, "Conv2D"), "importing an LSTM file as small-cnn must fail (exit %d): %s", rc, out1);
-        snprintf(args, sizeof args, "import --format keras %s %s --model cnn", sk, w1);
+        snprintf(args, sizeof args, "import --format keras %s --out %s --model cnn", sk, w1);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 1 && strstr(out1, "Conv2D") && strstr(out1, sk), "importing an LSTM file as cnn must fail (exit %d): %s", rc, out1);
     }
@@ -1136,7 +1392,7 @@ static void case_export(void)
         t_case("checkpoint/import --format torch|keras reads the exports back (cnn, exact)");
         check_round_trips("cnn", st, sk, &c.params, &c.buffers, &c1.params, &c1.buffers);
         /* a Keras file of another network is refused, naming the layer at fault */
-        snprintf(args, sizeof args, "import --format keras %s %s --model cnn --arch conv4k3,relu,flatten,dense10", sk, w1);
+        snprintf(args, sizeof args, "import --format keras %s --out %s --model cnn --arch conv4k3,relu,flatten,dense10", sk, w1);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 1 && strstr(out1, "layers with weights"), "importing into another spec must fail (exit %d): %s", rc, out1);
     }
@@ -1201,6 +1457,8 @@ void suite_checkpoint(void)
     case_resume("siamese-lstm", SIAM, 2);
     case_resume("small-cnn", CNN, 2);
     case_kill_loop();
+    case_signal_in_fit();
+    case_signals();
     case_bad_input();
     case_on_nan();
     case_callbacks();

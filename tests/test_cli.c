@@ -21,6 +21,114 @@ static int matches(const char *text, const char *pattern)
     return ok;
 }
 
+/* Runs `$CTRAIN_BIN ARGS` with stdout into out and stderr thrown away. */
+static int run_stdout_only(const char *args, char *out, size_t n)
+{
+    const char *bin = getenv("CTRAIN_BIN");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", bin ? bin : "bin/ctrain", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) { out[0] = '\0'; return -1; }
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* One grammar: --name=VALUE in every command, "--", the old spellings with their note,
+ * progress bars only on stderr. `weights` is a siamese-lstm weights file. */
+static void grammar(const char *weights)
+{
+    static char out[1 << 16];
+    char args[1024], a[256], b[256], dashed[256];
+    snprintf(a, sizeof a, "%s.a.h5", weights);
+    snprintf(b, sizeof b, "%s.b.h5", weights);
+
+    t_case("cli/every command takes --name=VALUE");
+    snprintf(args, sizeof args, "train small-cnn --samples=64 --val-samples=0 --epochs=1 --batch=16 --threads=1 --out=%s", a);
+    int rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && exists(a) && strstr(out, "Train on 64 samples"), "train (exit %d): %s", rc, out);
+    snprintf(args, sizeof args, "export --format=torch --out=%s %s", b, weights);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && exists(b) && strstr(out, "PyTorch weights of siamese-lstm"), "export (exit %d): %s", rc, out);
+    snprintf(args, sizeof args, "import --format=torch --model=siamese-lstm --hidden=8 --out=%s %s", a, b);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && strstr(out, "written to"), "import (exit %d): %s", rc, out);
+    struct { const char *args, *expect; } eq[] = {   /* the value reached its option: the message quotes it */
+        { "eval cnn --weights=/nonexistent/w.h5 --threads=1", "/nonexistent/w.h5" },
+        { "eval siamese-lstm --weights=/nonexistent/w.h5 --data=/nonexistent/f.h5 --trials=t.txt", "/nonexistent/" },
+        { "time cnn --protocol=fast", "--protocol fast: use seed, bench or smoke" },
+        { "time cnn --epochs=0", "--epochs: '0' is not an integer" },
+        { "prep voxceleb --wav=/nonexistent-wav --out=/tmp/x.h5", "--wav /nonexistent-wav" },
+        { "train siamese-lstm --recurrent=relu", "use sigmoid or hard_sigmoid" },
+        { "info --threads=0", "--threads: '0' is not an integer" },
+        { "train small-cnn --tf32=yes", "--tf32 takes no value" },
+    };
+    for (size_t i = 0; i < sizeof eq / sizeof eq[0]; i++) {
+        rc = t_run_ctrain(eq[i].args, out, sizeof out);
+        t_check(rc > 0 && rc < 128 && strstr(out, eq[i].expect), "`ctrain %s` (exit %d) lacks \"%s\": %s", eq[i].args, rc, eq[i].expect, out);
+    }
+    rc = t_run_ctrain("info --threads=1 --no-peak", out, sizeof out);
+    t_check(rc == 0 && strstr(out, "1 thread used"), "info --threads=1 (exit %d): %s", rc, out);
+
+    t_case("cli/-- ends the options: a file named like an option, an option after it refused");
+    snprintf(dashed, sizeof dashed, "/tmp/-ctrain-dashed-%ld.h5", (long)getpid());
+    snprintf(args, sizeof args, "export --format torch --out %s -- %s", dashed, weights);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && exists(dashed), "export ... -- FILE (exit %d): %s", rc, out);
+    snprintf(args, sizeof args, "export --format keras --out %s -- %s", b, dashed);   /* the input's name begins with '-' */
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 1 && strstr(out, dashed), "the word after -- is read as the input file (exit %d): %s", rc, out);
+    rc = t_run_ctrain("train small-cnn --samples 64 -- --epochs 2", out, sizeof out);
+    t_check(rc == 2 && strstr(out, "unexpected argument '--epochs'"), "an option after -- (exit %d): %s", rc, out);
+    rc = t_run_ctrain("time cnn --protocol smoke -- extra", out, sizeof out);
+    t_check(rc == 2 && strstr(out, "unexpected argument 'extra'"), "time ... -- extra (exit %d): %s", rc, out);
+    rc = t_run_ctrain("info -- --no-peak", out, sizeof out);
+    t_check(rc == 2 && strstr(out, "unexpected argument '--no-peak'"), "info -- --no-peak (exit %d): %s", rc, out);
+    unlink(dashed);
+
+    t_case("cli/old spellings still work and say the new one in one line");
+    rc = t_run_ctrain("eval cnn --model /nonexistent/w.h5 --threads 1", out, sizeof out);
+    t_check(rc == 1 && strstr(out, "ctrain eval: note: --model is now spelled --weights") && strstr(out, "/nonexistent/w.h5"),
+            "eval --model (exit %d): %s", rc, out);
+    rc = t_run_ctrain("eval cnn --model=/nonexistent/w.h5 --classes a,b", out, sizeof out);
+    t_check(rc == 1 && strstr(out, "--classes is now spelled --class-names") && strstr(out, "/nonexistent/w.h5"),
+            "eval --model=FILE --classes (exit %d): %s", rc, out);
+    unlink(b);
+    snprintf(args, sizeof args, "export --format torch %s %s", weights, b);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && exists(b) && strstr(out, "ctrain export: note: the output as a second file is the old form"), "export IN OUT (exit %d): %s", rc, out);
+    snprintf(args, sizeof args, "import --format torch %s %s --model siamese-lstm --hidden 8", b, a);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && strstr(out, "ctrain import: note: the output as a second file"), "import IN OUT (exit %d): %s", rc, out);
+    snprintf(args, sizeof args, "export --format torch %s %s --out %s", weights, b, a);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 2 && strstr(out, "given twice"), "an output given both ways (exit %d): %s", rc, out);
+
+    t_case("cli/the progress bar goes to stderr, only when asked or on a terminal");
+    snprintf(args, sizeof args, "train small-cnn --samples 64 --val-samples 0 --epochs 1 --batch 16 --threads 1 --progress");
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && strstr(out, "ETA") && strstr(out, "samples/s"), "--progress draws the bar (exit %d): %s", rc, out);
+    rc = run_stdout_only(args, out, sizeof out);
+    t_check(rc == 0 && !strstr(out, "ETA") && !strchr(out, '\r') && strstr(out, "Epoch 1/1"), "stdout holds no bar (exit %d): %s", rc, out);
+    if (access("/usr/bin/script", X_OK) == 0) {   /* util-linux's script: the command on a pseudo-terminal */
+        const char *bin = getenv("CTRAIN_BIN");
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "/usr/bin/script -qec '%s train small-cnn --samples 64 --val-samples 0 --epochs 1 --batch 16 "
+                 "--threads 1' /dev/null 2>&1", bin ? bin : "bin/ctrain");
+        FILE *p = popen(cmd, "r");
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = '\0';
+        int st = p ? pclose(p) : -1;
+        t_check(st == 0 && strstr(out, "ETA") && strchr(out, '\r'), "on a terminal the bar is drawn by default (exit %d): %s", st, out);
+    } else {
+        printf("  (/usr/bin/script not found: the bar on a terminal is not checked)\n");
+    }
+    unlink(a); unlink(b);
+}
+
 void suite_cli(void)
 {
     static char out[1 << 16];
@@ -47,13 +155,13 @@ void suite_cli(void)
         { "train siamese-cnn --device gpu", NULL },
         { "train cnn --device gpu:0 --samples 64", NULL },
         { "train small-cnn --device cuda", NULL },
-        { "eval siamese-lstm --model w.h5 --data f.h5 --trials t.txt --device gpu", NULL },
-        { "eval siamese-cnn --model w.h5 --data f.h5 --trials t.txt --device gpu", NULL },
-        { "eval cnn --model w.h5 --device gpu", NULL },
+        { "eval siamese-lstm --weights w.h5 --data f.h5 --trials t.txt --device gpu", NULL },
+        { "eval siamese-cnn --weights w.h5 --data f.h5 --trials t.txt --device gpu", NULL },
+        { "eval cnn --weights w.h5 --device gpu", NULL },
         { "train siamese-lstm --device gpu:x", "expected cpu, gpu, gpu:N" },
         { "train cnn --device tpu", "--device tpu: unknown device" },
         { "train small-cnn --device cpu --tf32", "--tf32 applies to the GPU" },
-        { "eval cnn --model w.h5 --device cpu --deterministic", "--deterministic applies to the GPU" },
+        { "eval cnn --weights w.h5 --device cpu --deterministic", "--deterministic applies to the GPU" },
         { "train siamese-lstm --data /nonexistent/feats.h5", "/nonexistent/feats.h5" },
         { "train siamese-lstm --hidden", "needs a value" },
         { "train siamese-lstm --bogus 1", "unknown option '--bogus'" },
@@ -80,8 +188,10 @@ void suite_cli(void)
     t_check(rc == 0, "exit %d: %s", rc, out);
     t_check(matches(out, "^Train on 64 samples, validate on 32 samples$"), "no 'Train on' line: %s", out);
     t_check(matches(out, "^Epoch 1/2$") && matches(out, "^Epoch 2/2$"), "no 'Epoch k/2' lines: %s", out);
-    t_check(matches(out, "^ - [0-9]+s - loss: [0-9]\\.[0-9]{4} - accuracy: [0-9]\\.[0-9]{4} - "
-                         "val_loss: [0-9]\\.[0-9]{4} - val_accuracy: [0-9]\\.[0-9]{4}$"), "no Keras epoch line: %s", out);
+    t_check(matches(out, "^ - [0-9]\\.[0-9]s - [0-9]+(ms|us)/step - loss: [0-9]\\.[0-9]{4} - accuracy: [0-9]\\.[0-9]{4} - "
+                         "val_loss: [0-9]\\.[0-9]{4} - val_accuracy: [0-9]\\.[0-9]{4}$"),
+            "no Keras epoch line with one decimal below 10 s and the time per step: %s", out);
+    t_check(!strchr(out, '\r') && !strstr(out, "ETA"), "a progress bar was drawn although stderr is not a terminal: %s", out);
     t_check(matches(out, "^CPU: .*threads? used$") && matches(out, "^BLAS: "), "no hardware header: %s", out);
     hid_t f;
     int nd = 0;
@@ -94,6 +204,8 @@ void suite_cli(void)
                 "model/dense_1/w should be [4, 8]");
         ct_h5_close(f);
     }
+
+    grammar(path);
 
     t_case("cli/an unwritable --out fails clearly and leaves no temp file");
     rc = t_run_ctrain("train small-cnn --samples 64 --val-samples 0 --epochs 1 --threads 1 --out /nonexistent-dir/w.h5", out, sizeof out);

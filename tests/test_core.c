@@ -5,10 +5,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "tests/test.h"
 #include "core/arena.h"
+#include "core/interrupt.h"
 #include "core/params.h"
 #include "core/rng.h"
 #include "core/threads.h"
@@ -206,6 +209,50 @@ static void test_error(void)
     t_check(strcmp(ct_status_name(CT_ENODEV), "device not available") == 0, "status names");
 }
 
+/* In a child: the handler installed, a guarded file, then one or two signals. Returns the
+ * child's exit status (or -1); *flag: the signal the child saw after the first one. */
+static int interrupt_child(const char *guarded, int second, int *flag)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        ct_interrupt_install();
+        FILE *f = fopen(guarded, "w");
+        if (f) { fputs("half a checkpoint", f); fclose(f); }
+        ct_interrupt_guard_file(guarded);
+        raise(SIGINT);                        /* the first: recorded, nothing else happens */
+        int seen = ct_interrupt_signal();
+        if (write(pfd[1], &seen, sizeof seen) != (ssize_t)sizeof seen) _exit(3);
+        if (second) raise(SIGTERM);           /* the second: the guarded file removed, _exit(143) */
+        _exit(0);
+    }
+    close(pfd[1]);
+    *flag = 0;
+    if (read(pfd[0], flag, sizeof *flag) != (ssize_t)sizeof *flag) *flag = -1;
+    close(pfd[0]);
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+static void test_interrupt(void)
+{
+    t_case("core/SIGINT is recorded; a second signal removes the file being written and exits 128 + signal at once");
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/ctrain_interrupt_%ld.tmp", (long)getpid());
+    int flag = 0, rc = interrupt_child(path, 0, &flag);
+    t_check(rc == 0 && flag == SIGINT, "one signal: the child should go on (exit %d) and see SIGINT (saw %d)", rc, flag);
+    t_check(access(path, F_OK) == 0, "one signal must not remove the guarded file");
+    rc = interrupt_child(path, 1, &flag);
+    t_check(rc == 128 + SIGTERM && flag == SIGINT, "two signals: exit %d (143 expected), first seen %d", rc, flag);
+    t_check(access(path, F_OK) != 0, "the second signal should have removed %s", path);
+    unlink(path);
+    t_check(!strcmp(ct_interrupt_name(SIGINT), "SIGINT") && !strcmp(ct_interrupt_name(SIGTERM), "SIGTERM"), "names");
+}
+
 void suite_core(void)
 {
     test_error();
@@ -213,6 +260,7 @@ void suite_core(void)
     test_params();
     test_arena();
     test_parallel();
+    test_interrupt();
 }
 
 void suite_h5(void)

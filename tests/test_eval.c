@@ -5,7 +5,8 @@
  *     the utterances are batched;
  *   - an utterance embedded alone equals the same utterance padded inside a
  *     batch of longer ones (the lengths reach the LSTM: padding changes nothing);
- *   - utterances longer than max_frames are cut and counted;
+ *   - utterances longer than max_frames are cut and counted; a SIGTERM stops the
+ *     embedding (CT_EINTR);
  *   - the CLI on a feature store prints the same EER, and a model-size mismatch
  *     or a path missing from the store gives a clear error. */
 #include <math.h>
@@ -14,7 +15,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <signal.h>
 #include "tests/test.h"
+#include "core/interrupt.h"
 #include "io/featstore.h"
 #include "io/trials.h"
 #include "io/weights.h"
@@ -134,6 +137,22 @@ void suite_eval(void)
         t_check(st == CT_OK && rc.n_cut == want && want > 0, "cut %d, want %d (> 0): %s", rc.n_cut, want, ct_last_error());
     }
 
+    t_case("eval/verify trials: a SIGTERM stops the embedding after the batch in progress (CT_EINTR)");
+    {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {   /* a child: the signal flag stays set for good */
+            ct_interrupt_install();
+            raise(SIGTERM);
+            ct_verify_result rs;
+            ct_status s2 = ct_verify_trials_ex(&sm, &c, t, n, 7, 3000, &rs, NULL);
+            _exit(s2 == CT_EINTR && strstr(ct_last_error(), "interrupted by SIGTERM") ? 0 : 1);
+        }
+        int ws = 0;
+        waitpid(pid, &ws, 0);
+        t_check(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the child should get CT_EINTR from ct_verify_trials_ex (status %d)", ws);
+    }
+
     t_case("eval/embedding: padding inside a batch changes nothing");
     {
         int I = mc.n_mels, D = mc.embed;
@@ -212,7 +231,7 @@ void suite_eval(void)
         }
         static char out[1 << 16];
         char args[1024];
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 12 --layers 2 --embed 6 "
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --hidden 12 --layers 2 --embed 6 "
                  "--threads 1 --batch 4", wpath, fpath, tpath);
         int rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 0, "`ctrain %s` exited %d: %s", args, rc, out);
@@ -228,7 +247,7 @@ void suite_eval(void)
         t_check(d && fabs(atof(d + 16) - ref05) < 6e-5, "CLI minDCF(0.05) vs %g: %s", ref05, out);
 
         /* a model of another size: the weights file's own error */
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 16 --layers 2 --embed 6",
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --hidden 16 --layers 2 --embed 6",
                  wpath, fpath, tpath);
         rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc != 0 && rc != 134 && strstr(out, "in the file but") && strstr(out, "in this model") && strstr(out, wpath),
@@ -236,7 +255,7 @@ void suite_eval(void)
         /* a path that is not in the store */
         write_text(bad_tpath, "1 id10000/vid00000000/00001.wav id10000/vid00000000/00002.wav\n"
                               "0 id10000/vid00000000/00001.wav id19999/nowhere/00001.wav\n");
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 12 --layers 2 --embed 6",
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --hidden 12 --layers 2 --embed 6",
                  wpath, fpath, bad_tpath);
         rc = t_run_ctrain(args, out, sizeof out);
         char where[160];
@@ -244,7 +263,7 @@ void suite_eval(void)
         t_check(rc != 0 && rc != 134 && strstr(out, where) && strstr(out, "id19999/nowhere/00001.wav"),
                 "missing path: exit %d: %s", rc, out);
         /* missing required options and --help */
-        rc = t_run_ctrain("eval siamese-lstm --model x.h5", out, sizeof out);
+        rc = t_run_ctrain("eval siamese-lstm --weights x.h5", out, sizeof out);
         t_check(rc == 2 && strstr(out, "missing --data"), "missing --data: exit %d: %s", rc, out);
         rc = t_run_ctrain("eval siamese-lstm --help", out, sizeof out);
         t_check(rc == 0 && strstr(out, "--trials") && strstr(out, "--max-frames"), "--help: exit %d: %s", rc, out);

@@ -171,12 +171,12 @@ static void test_lstm(const char *feats, const char *trials)
     mc.n_mels = 8; mc.frames = 12; mc.hidden = 10; mc.layers = 2; mc.embed = 5; mc.margin = 2; mc.recurrent = LSTM_HARD_SIGMOID;
     float *right = t_alloc(N_TRIALS), *wrong = t_alloc(N_TRIALS);
     double ref = library_eer(&mc, w, feats, trials, right);
-    snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1", w, feats, trials);
+    snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", w, feats, trials);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && !strstr(out, "note:"), "eval without flags (exit %d): %s", rc, out);
     t_check(fabs(printed_eer(out) - ref) < 0.006, "eval without flags: EER %g%%, library %g%%: %s", printed_eer(out), ref, out);
     double eer_new = printed_eer(out);
-    snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1 --mels 8 --hidden 10 --layers 2 "
+    snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1 --mels 8 --hidden 10 --layers 2 "
              "--embed 5 --recurrent hard_sigmoid --pool last", w, feats, trials);
     rc = t_run_ctrain(args, out2, sizeof out2);
     t_check(rc == 0 && printed_eer(out2) == printed_eer(out) && strstr(out2, "Trials: 120 scored"),
@@ -194,7 +194,7 @@ static void test_lstm(const char *feats, const char *trials)
         { "--embed 6", "embed = 5" }, { "--pool mean", "pool = last" }, { "--mels 6", "n_mels = 8" },
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1 %s", w, feats, trials, bad[k].flag);
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1 %s", w, feats, trials, bad[k].flag);
         rc = t_run_ctrain(args, out, sizeof out);
         char flag[32], fix[48];
         snprintf(flag, sizeof flag, "%.*s", (int)strcspn(bad[k].flag, " "), bad[k].flag);
@@ -205,18 +205,18 @@ static void test_lstm(const char *feats, const char *trials)
 
     t_case("model_desc/eval refuses a feature store made otherwise than the training data");
     if (make_store(feats6, NULL, 6)) {
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1", w, feats6, trials);
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", w, feats6, trials);
         rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 1 && strstr(out, feats6) && strstr(out, "n_mels = 8") && strstr(out, "--mels 8"), "6-mel store (exit %d): %s", rc, out);
     }
     if (copy_file(feats, shifted) && set_attr(shifted, "frame_shift_ms", NULL, 20, 0)) {
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1", w, shifted, trials);
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", w, shifted, trials);
         rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 1 && strstr(out, "frame_shift_ms = 20") && strstr(out, "frame_shift_ms = 10") && strstr(out, "ctrain prep"),
                 "store with another frame shift (exit %d): %s", rc, out);
     }
     if (copy_file(feats, unnorm) && set_attr(unnorm, "normalization", "none", 0, 0)) {
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1", w, unnorm, trials);
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", w, unnorm, trials);
         rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 1 && strstr(out, "normalization = none") && strstr(out, "normalization = " CT_FEATSTORE_NORMALIZATION),
                 "store with another normalisation (exit %d): %s", rc, out);
@@ -225,7 +225,7 @@ static void test_lstm(const char *feats, const char *trials)
              "--pairs 32 --val-pairs 16 --batch 16 --epochs 1 --threads 1 --no-progress --out %s", synth);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0, "synthetic training (exit %d): %s", rc, out);
-    snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1", synth, feats, trials);
+    snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", synth, feats, trials);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 1 && strstr(out, "synthetic features") && strstr(out, synth), "synthetic model on a store (exit %d): %s", rc, out);
 
@@ -236,7 +236,7 @@ static void test_lstm(const char *feats, const char *trials)
                      "load: %s", ct_last_error());
     if (ok) t_check(ct_weights_save(old, "siamese-lstm", &m.params, NULL) == CT_OK, "save: %s", ct_last_error());   /* as before */
     if (ok) ct_siamese_lstm_free(&m);
-    snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1 --hidden 10 --layers 2 --embed 5 "
+    snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1 --hidden 10 --layers 2 --embed 5 "
              "--recurrent hard_sigmoid", old, feats, trials);
     rc = t_run_ctrain(args, out2, sizeof out2);
     const char *note = strstr(out2, "note: ");
@@ -252,7 +252,7 @@ static void test_lstm(const char *feats, const char *trials)
         ct_featstore_settings fs;
         t_check(ct_featstore_read_settings(oldstore, &fs) == CT_OK && !fs.normalization_recorded
                 && !strcmp(fs.normalization, CT_FEATSTORE_NORMALIZATION) && fs.n_mels == 8, "old store settings: %s", ct_last_error());
-        snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --threads 1", w, oldstore, trials);
+        snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", w, oldstore, trials);
         rc = t_run_ctrain(args, out2, sizeof out2);
         t_check(rc == 0 && printed_eer(out2) == eer_new, "old store (exit %d): %s", rc, out2);
     }
@@ -282,10 +282,10 @@ static void test_cnn(const char *feats, const char *trials)
             && v == 5 && ct_kv_float(&d.kv, "margin", &margin) && margin == 1.5f && ct_kv_str(&d.kv, "arch", &s) && !strcmp(s, SPEC)
             && ct_kv_str(&d.kv, "features", &s) && !strcmp(s, "log-mel") && ct_kv_int(&d.kv, "frame_length_ms", &v) && v == 25,
             "siamese-cnn weights attributes incomplete");
-    snprintf(args, sizeof args, "eval siamese-cnn --model %s --data %s --trials %s --threads 1", w, feats, trials);
+    snprintf(args, sizeof args, "eval siamese-cnn --weights %s --data %s --trials %s --threads 1", w, feats, trials);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && !strstr(out, "note:") && printed_eer(out) >= 0, "eval (exit %d): %s", rc, out);
-    snprintf(args, sizeof args, "eval siamese-cnn --model %s --data %s --trials %s --threads 1 --mels 6", w, feats, trials);
+    snprintf(args, sizeof args, "eval siamese-cnn --weights %s --data %s --trials %s --threads 1 --mels 6", w, feats, trials);
     rc = t_run_ctrain(args, out2, sizeof out2);
     t_check(rc == 1 && strstr(out2, "--mels 6") && strstr(out2, "n_mels = 8") && strstr(out2, "leave --mels out"),
             "contradicting --mels (exit %d): %s", rc, out2);
@@ -301,7 +301,7 @@ static void test_cnn(const char *feats, const char *trials)
         t_check(ct_weights_save_attrs(old, "siamese-cnn", &m.enc.params, &m.enc.buffers, attrs) == CT_OK, "save: %s", ct_last_error());
         ct_siamese_cnn_free(&m);
     }
-    snprintf(args, sizeof args, "eval siamese-cnn --model %s --data %s --trials %s --threads 1", old, feats, trials);
+    snprintf(args, sizeof args, "eval siamese-cnn --weights %s --data %s --trials %s --threads 1", old, feats, trials);
     rc = t_run_ctrain(args, out2, sizeof out2);
     t_check(rc == 0 && printed_eer(out2) == printed_eer(out) && strstr(out2, "note: ") && strstr(out2, "n_mels")
             && strstr(out2, "feature settings"), "old siamese-cnn file (exit %d): %s", rc, out2);

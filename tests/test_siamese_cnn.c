@@ -15,11 +15,14 @@
  *     an export imported back is exact, bad --arch / --embed are explained.
  * The command-line cases run $CTRAIN_BIN (default bin/ctrain). */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "tests/test.h"
+#include "core/interrupt.h"
 #include "io/corpus.h"
 #include "io/featstore.h"
 #include "io/h5.h"
@@ -263,6 +266,16 @@ static void test_windows(void)
     t_close_d("windows averaged, batch 3", emb3, ref, (size_t)n * 6, SCNN_EMB_TOL);
     t_close_d("windows averaged, batch 1", emb1, ref, (size_t)n * 6, SCNN_EMB_TOL);
     t_check(ct_embed_utterances(&sm, &c, utts, n, 3, 0, emb3, NULL) == CT_EINVAL, "max_frames 0 must be refused");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {   /* a child: the signal flag stays set for good */
+        ct_interrupt_install();
+        raise(SIGTERM);
+        _exit(ct_embed_utterances(&sm, &c, utts, n, 3, max_frames, emb3, NULL) == CT_EINTR ? 0 : 1);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    t_check(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "a SIGTERM should stop the windows' embedding with CT_EINTR (status %d)", ws);
     free(emb3); free(emb1); free(ref);
     ct_siamese_cnn_free(&m);
     ct_corpus_free(&c);
@@ -397,13 +410,14 @@ static int make_store(const char *feats, const char *trials)
     return t_check(st == CT_OK && tf != NULL, "feature store / trial list: %s", ct_last_error());
 }
 
-/* The per-epoch log lines of a run, with the seconds masked. */
+/* The per-epoch log lines of a run, with the seconds and the time per step masked
+ * (" - 0.8s - 12ms/step - loss: ..." -> " - X - loss: ..."). */
 static void epoch_lines(const char *out, char *dst, size_t n)
 {
     dst[0] = '\0';
     for (const char *p = strstr(out, "\n - "); p; p = strstr(p + 1, "\n - ")) {
-        const char *q = p + 4, *e = strchr(q, '\n');
-        while (*q >= '0' && *q <= '9') q++;
+        const char *e = strchr(p + 1, '\n'), *q = strstr(p + 1, " - loss: ");
+        if (!q || (e && q > e)) continue;
         size_t used = strlen(dst), len = e ? (size_t)(e - q) : strlen(q);
         snprintf(dst + used, n - used, " - X%.*s\n", (int)len, q);
     }
@@ -486,7 +500,7 @@ static void test_cli(void)
         }
 
         t_case("siamese_cnn/cli: eval siamese-cnn prints the EER the library computes");
-        snprintf(args, sizeof args, "eval siamese-cnn --model %s --data %s --trials %s --threads 1", one, feats, trials);
+        snprintf(args, sizeof args, "eval siamese-cnn --weights %s --data %s --trials %s --threads 1", one, feats, trials);
         rc = t_run_ctrain(args, out1, sizeof out1);
         ct_corpus c = { 0 };
         ct_trial *t = NULL;
@@ -511,10 +525,10 @@ static void test_cli(void)
              "--batch 16 --epochs 1 --threads 1 --no-progress --checkpoint %s --out %s", feats, lstm_ck, lstm);
     rc = t_run_ctrain(args, out1, sizeof out1);
     t_check(rc == 0, "siamese-lstm run (exit %d): %s", rc, out1);
-    snprintf(args, sizeof args, "eval siamese-cnn --model %s --data %s --trials %s --threads 1", lstm, feats, trials);
+    snprintf(args, sizeof args, "eval siamese-cnn --weights %s --data %s --trials %s --threads 1", lstm, feats, trials);
     rc = t_run_ctrain(args, out1, sizeof out1);
     t_check(rc == 1 && strstr(out1, "model siamese-lstm, not siamese-cnn"), "lstm weights in eval siamese-cnn (exit %d): %s", rc, out1);
-    snprintf(args, sizeof args, "eval siamese-lstm --model %s --data %s --trials %s --hidden 4 --embed 3 --threads 1",
+    snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --hidden 4 --embed 3 --threads 1",
              one, feats, trials);
     rc = t_run_ctrain(args, out1, sizeof out1);
     t_check(rc == 1 && strstr(out1, "siamese-cnn") && strstr(out1, "not siamese-lstm"), "cnn weights in eval siamese-lstm (exit %d): %s",
@@ -529,10 +543,10 @@ static void test_cli(void)
             "resume a cnn checkpoint as siamese-lstm (exit %d): %s", rc, out1);
 
     t_case("siamese_cnn/cli: a checkpoint exported for PyTorch and imported back gives the tower's weights");
-    snprintf(args, sizeof args, "export --format torch %s %s", part, exported);
+    snprintf(args, sizeof args, "export --format torch %s --out %s", part, exported);
     rc = t_run_ctrain(args, out1, sizeof out1);
     t_check(rc == 0 && strstr(out1, "PyTorch weights of siamese-cnn"), "export (exit %d): %s", rc, out1);
-    snprintf(args, sizeof args, "import --format torch %s %s --model siamese-cnn", exported, lstm);
+    snprintf(args, sizeof args, "import --format torch %s --out %s --model siamese-cnn", exported, lstm);
     rc = t_run_ctrain(args, out2, sizeof out2);
     static siamese_cnn a, b;
     siamese_cnn_config sc = ct_siamese_cnn_defaults();

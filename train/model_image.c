@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "train/model_image.h"
+#include "core/interrupt.h"
 #include "io/idx.h"
 
 static void set_shape(ct_model_data *d, const ct_images *im)
@@ -99,6 +100,7 @@ ct_status ct_image_evaluate(seq_cnn *m, const ct_images *test, int batch, double
             for (int j = 1; j < C; j++) if (z[j] > z[best]) best = j;
             confusion[(size_t)test->labels[first + k] * C + best]++;
         }
+        if (ct_interrupt_signal()) st = ct_fail(CT_EINTR, "interrupted by %s", ct_interrupt_name(ct_interrupt_signal()));
     }
     *loss = test->n ? loss_sum / test->n : 0;
     if (x_dev) ops->mem.free(x_dev);

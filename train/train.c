@@ -5,9 +5,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/interrupt.h"
 #include "train/train.h"
 #include "train/checkpoint.h"
 
+/* The live bar, on stderr: it is redrawn in place and never belongs in a log. */
 static void progress(FILE *out, long done, long total, double elapsed, double loss, double acc)
 {
     int width = 30, filled = total ? (int)(width * done / total) : width;
@@ -24,7 +26,7 @@ void ct_evaluate(const ct_task *t, int split, int batch, double *loss, double *a
 {
     long n = split == CT_SPLIT_TRAIN ? t->n_train : t->n_val;
     double sl = 0, sc = 0;
-    for (long first = 0; first < n; first += batch) {
+    for (long first = 0; first < n && !ct_interrupt_signal(); first += batch) {   /* a signal abandons it (ct_fit) */
         int b = (int)(n - first < batch ? n - first : batch), correct = 0;
         t->load(t->ctx, split, first, b);
         sl += (double)t->forward(t->ctx, b, 0, &correct) * b;
@@ -180,7 +182,7 @@ typedef struct {
     const ct_task *t;
     const ct_fit_config *cfg;
     FILE *out, *csv;
-    int bar;                       /* draw the progress bar */
+    int bar;                       /* draw the progress bar (on stderr) */
     ct_train_state *st;            /* the task's weights, gradients and optimizer */
     ct_params *params, *buffers;   /* their host copies (buffers NULL when the model has none) */
     ct_epoch_log *hist;            /* [epochs] */
@@ -191,7 +193,8 @@ typedef struct {
     long start_step, steps_per_epoch;
     /* the epoch being trained */
     double t0, sum_loss, sum_correct;
-    long seen, skipped;
+    long seen, skipped, steps_run;   /* steps_run: batches of this epoch trained by this call (for ms/step) */
+    long steps_total;                /* batches trained by this call of ct_fit */
     float lr;
 } fit_run;
 
@@ -304,7 +307,7 @@ static void fit_mark(fit_run *r, int epoch, long step)
 }
 
 /* One epoch's batches (from the checkpoint's batch when resuming inside it). *stopped: a
- * --stop-after-steps stop inside the epoch. */
+ * --stop-after-steps stop inside the epoch (1) or a signal after a step (2). */
 static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
 {
     const ct_task *t = r->t;
@@ -314,7 +317,7 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
     long step = 0;
     r->t0 = ct_now();
     r->sum_loss = r->sum_correct = 0;
-    r->seen = r->skipped = 0;
+    r->seen = r->skipped = r->steps_run = 0;
     r->lr = ct_sched_lr(&cfg->sched, e);
     if (e == r->start_epoch && r->start_step > 0) {   /* resumed inside this epoch: the order is the checkpoint's */
         r->sum_loss = r->prog.sum_loss; r->sum_correct = r->prog.sum_correct; r->seen = r->prog.seen; r->skipped = r->prog.skipped;
@@ -329,7 +332,7 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
         float loss = t->forward(t->ctx, b, 1, &correct);
         int bad = !isfinite(loss);
         if (bad && cfg->on_nan == CT_NAN_STOP) {
-            if (r->bar) fprintf(out, "\n");
+            if (r->bar) fprintf(stderr, "\n");
             return ct_fail(CT_ENUMERIC, "the loss became %s at epoch %d, batch %ld (samples %ld-%ld); training stopped. "
                            "Last good checkpoint: %s. Lower the learning rate (--lr), clip gradients (--clip-norm) "
                            "or skip such batches (--on-nan skip-batch)",
@@ -344,21 +347,28 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
             ct_train_state_step(r->st, r->lr);
             r->sum_loss += (double)loss * b; r->sum_correct += correct; r->seen += b;
         }
+        r->steps_run++;
+        r->steps_total++;
         double now = ct_now();
         if (r->bar && (now - last_draw > 0.1 || first + b >= t->n_train)) {
-            progress(out, first + b, t->n_train, now - r->t0, r->seen ? r->sum_loss / r->seen : 0,
+            progress(stderr, first + b, t->n_train, now - r->t0, r->seen ? r->sum_loss / r->seen : 0,
                      r->seen ? r->sum_correct / r->seen : 0);
             last_draw = now;
         }
         long global = (long)e * r->steps_per_epoch + step + 1;
         int last_batch = first + b >= t->n_train;
         int stop_here = cfg->stop_after_steps > 0 && global >= cfg->stop_after_steps;
+        if (ct_interrupt_signal()) {   /* the step is done: stop here (after the last batch, the epoch's close stops it) */
+            fit_mark(r, e, step + 1);
+            *stopped = 2;
+            return CT_OK;
+        }
         if (!last_batch && cfg->checkpoint && ((cfg->checkpoint_every > 0 && global % cfg->checkpoint_every == 0) || stop_here)) {
             fit_mark(r, e, step + 1);
             CT_TRY(save_to(r, cfg->checkpoint));
         }
         if (!last_batch && stop_here) {
-            if (r->bar) fprintf(out, "\n");
+            if (r->bar) fprintf(stderr, "\n");
             fprintf(out, "Stopped after %ld batches (--stop-after-steps)%s%s\n", global,
                     cfg->checkpoint ? "; continue with --resume " : "", cfg->checkpoint ? cfg->checkpoint : "");
             *stopped = 1;
@@ -368,15 +378,32 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
     return CT_OK;
 }
 
-/* Validation, the task's own metrics (val_eer) and the Keras line of epoch e, into *log. */
-static ct_status fit_close_epoch(fit_run *r, int e, ct_epoch_log *log)
+/* Seconds as the epoch line prints them: one decimal below 10 s (0.8s), whole seconds above (54s). */
+static void print_seconds(FILE *out, double s)
+{
+    if (s < 9.95) fprintf(out, "%.1fs", s);
+    else fprintf(out, "%.0fs", s);
+}
+
+/* The training time per batch, as Keras prints it: whole milliseconds, microseconds below 1 ms. */
+static void print_step_time(FILE *out, double train_seconds, long steps)
+{
+    double ms = steps > 0 ? 1e3 * train_seconds / (double)steps : 0;
+    if (ms >= 1 || steps == 0) fprintf(out, "%.0fms/step", ms);
+    else fprintf(out, "%.0fus/step", 1e3 * ms);
+}
+
+/* Validation, the task's own metrics (val_eer) and the Keras line of epoch e, into *log.
+ * A signal meanwhile (*interrupted = 1) abandons them: nothing is printed or recorded. */
+static ct_status fit_close_epoch(fit_run *r, int e, ct_epoch_log *log, int *interrupted)
 {
     const ct_task *t = r->t;
     FILE *out = r->out;
     double t1 = ct_now(), vl = 0, va = 0;
     if (t->n_val > 0) ct_evaluate(t, CT_SPLIT_VAL, r->cfg->batch, &vl, &va);
     double t2 = ct_now();
-    if (r->bar) fprintf(out, "\r\033[K");
+    if (r->bar) fprintf(stderr, "\r\033[K");
+    if ((*interrupted = ct_interrupt_signal() != 0)) return CT_OK;
     if (!isfinite(vl))
         return ct_fail(CT_ENUMERIC, "the validation loss became %s at the end of epoch %d; training stopped. Last good checkpoint: %s. "
                        "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1, last_good(r));
@@ -386,8 +413,13 @@ static ct_status fit_close_epoch(fit_run *r, int e, ct_epoch_log *log)
     if (t->end_epoch) {
         t->end_epoch(t->ctx, e, log);
         log->seconds = ct_now() - r->t0;   /* the epoch's seconds include whatever end_epoch evaluated */
+        if ((*interrupted = ct_interrupt_signal() != 0)) return CT_OK;
     }
-    fprintf(out, " - %.0fs - loss: %.4f - accuracy: %.4f", log->seconds, log->loss, log->accuracy);
+    fprintf(out, " - ");
+    print_seconds(out, log->seconds);
+    fprintf(out, " - ");
+    print_step_time(out, log->train_seconds, r->steps_run);
+    fprintf(out, " - loss: %.4f - accuracy: %.4f", log->loss, log->accuracy);
     if (t->n_val > 0) fprintf(out, " - val_loss: %.4f - val_accuracy: %.4f", log->val_loss, log->val_accuracy);
     if (log->val_eer >= 0) fprintf(out, " - val_eer: %.4f", log->val_eer);
     fprintf(out, "\n");
@@ -451,6 +483,39 @@ static ct_status fit_after_epoch(fit_run *r, int e, const ct_epoch_log *log, int
     return CT_OK;
 }
 
+/* A signal stopped the run at r->prog's position: its checkpoint, one line saying where
+ * and how to resume, and CT_EINTR. */
+static ct_status fit_interrupted(fit_run *r)
+{
+    const ct_fit_config *cfg = r->cfg;
+    const char *path = cfg->checkpoint ? cfg->checkpoint : cfg->interrupt_checkpoint;
+    const char *name = ct_interrupt_name(ct_interrupt_signal());
+    char where[128];
+    if (r->prog.step) snprintf(where, sizeof where, "after batch %ld of epoch %d", r->prog.step, r->prog.epoch + 1);
+    else snprintf(where, sizeof where, "at the end of epoch %d", r->prog.epoch);
+    if (r->bar) fprintf(stderr, "\n");
+    if (r->steps_total == 0) {   /* nothing trained yet (the signal came while loading): nothing new to save */
+        if (cfg->resume && cfg->command)
+            fprintf(r->out, "Interrupted by %s before the first batch; %s is unchanged; resume with: %s --resume %s\n", name,
+                    cfg->resume, cfg->command, cfg->resume);
+        else fprintf(r->out, "Interrupted by %s before the first batch; nothing trained, nothing written\n", name);
+    } else if (path && cfg->meta && r->t->save_state) {
+        ct_status st = save_to(r, path);
+        if (st != CT_OK) {
+            fprintf(r->out, "Interrupted by %s %s; the checkpoint could not be written\n", name, where);
+            fflush(r->out);
+            return st;
+        }
+        if (cfg->command) fprintf(r->out, "Interrupted by %s %s; checkpoint written to %s; resume with: %s --resume %s\n",
+                                  name, where, path, cfg->command, path);
+        else fprintf(r->out, "Interrupted by %s %s; checkpoint written to %s\n", name, where, path);
+    } else {
+        fprintf(r->out, "Interrupted by %s %s; no checkpoint written\n", name, where);
+    }
+    fflush(r->out);
+    return ct_fail(CT_EINTR, "interrupted by %s", name);
+}
+
 ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_out, FILE *out)
 {
     CT_TRY(fit_check(t, cfg));
@@ -465,7 +530,7 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
     CT_TRY(ct_train_state_begin(r.st, &cfg->optim));
     ct_status st = fit_start(&r);
     int stop = st != CT_OK;
-    r.bar = cfg->progress < 0 ? isatty(fileno(out)) : cfg->progress;
+    r.bar = cfg->progress < 0 ? isatty(STDERR_FILENO) : cfg->progress;
     if (st != CT_OK) {
         /* nothing trained */
     } else if (r.start_epoch >= cfg->epochs) {
@@ -480,12 +545,21 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
         fprintf(out, "Train on %ld samples, validate on %ld samples\n", t->n_train, t->n_val);
     }
     for (int e = r.start_epoch; e < cfg->epochs && !stop; e++) {
+        if (ct_interrupt_signal()) {   /* between epochs (or before the first batch): r.prog is this position */
+            st = fit_interrupted(&r);
+            break;
+        }
         fprintf(out, "Epoch %d/%d\n", e + 1, cfg->epochs);
         fflush(out);
         ct_epoch_log log;
-        int improved = 0;
+        int improved = 0, interrupted = 0;
         st = fit_train_epoch(&r, e, &stop);
-        if (st == CT_OK && !stop) st = fit_close_epoch(&r, e, &log);
+        if (st == CT_OK && !stop) st = fit_close_epoch(&r, e, &log, &interrupted);
+        if (st == CT_OK && interrupted) fit_mark(&r, e, r.steps_per_epoch);   /* after the last batch: validate again on resume */
+        if (st == CT_OK && (interrupted || stop == 2)) {
+            st = fit_interrupted(&r);
+            break;
+        }
         if (st == CT_OK && !stop) st = fit_monitor(&r, e, &log, &improved);
         if (st == CT_OK && !stop) st = fit_after_epoch(&r, e, &log, improved, &stop);
         if (st != CT_OK) break;

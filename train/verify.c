@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "train/verify.h"
+#include "core/interrupt.h"
 #include "layers/pair.h"
 #include "train/train.h"
 
@@ -163,6 +164,7 @@ static ct_status embed_whole(speaker_model *m, const ct_corpus *c, const int *ut
         }
         m->embed(m->ctx, e, x, len, B, T);
         for (int b = 0; b < B; b++) memcpy(emb + (size_t)order[first + b].pos * D, e + (size_t)b * D, D * sizeof *e);
+        if (ct_interrupt_signal()) st = ct_fail(CT_EINTR, "interrupted by %s", ct_interrupt_name(ct_interrupt_signal()));
     }
     free(order); free(x); free(e); free(len);
     return st;
@@ -204,6 +206,7 @@ static ct_status embed_windows(speaker_model *m, const ct_corpus *c, const int *
             for (int b = 0; b < B; b++)
                 for (size_t d = 0; d < D; d++) emb[(size_t)owner[b] * D + d] += e[(size_t)b * D + d];
             B = 0;
+            if (ct_interrupt_signal()) st = ct_fail(CT_EINTR, "interrupted by %s", ct_interrupt_name(ct_interrupt_signal()));
         }
     }
     for (int j = 0; st == CT_OK && j < n; j++) {   /* the mean over each utterance's windows */
