@@ -3,7 +3,7 @@
  * state_dict, one HDF5 dataset per tensor), for every model in the table:
  *
  *   ctrain export --format keras|torch RUN.h5 --out OUT.h5   (RUN.h5: a checkpoint or weights file)
- *   ctrain import --format keras|torch IN.h5 --out OUT.h5 --model NAME [the model's options]
+ *   ctrain import --format keras|torch IN.h5 --out OUT.h5 [--model NAME] [the model's options]
  *
  * The output used to be the second operand (`export --format keras RUN.h5 OUT.h5`);
  * that still works, with a note saying to write --out.
@@ -45,7 +45,7 @@ static void help(int import)
     char names[256];
     ct_model_names(names, sizeof names, 0);
     if (import)
-        printf("usage: ctrain import --format keras|torch IN.h5 --out OUT.h5 --model NAME [options]\n\n"
+        printf("usage: ctrain import --format keras|torch IN.h5 --out OUT.h5 [--model NAME] [options]\n\n"
                "Reads a Keras 2 save_weights file or a PyTorch state_dict written as HDF5 (one dataset per\n"
                "tensor, as `ctrain export --format torch` writes) into a ctrain weights file. A file written\n"
                "by `ctrain export` records its model, so no option is needed; for another's, the sizes are\n"
@@ -134,16 +134,21 @@ static int run(int import, int argc, char **argv)
     int help_asked = 0, rc = split_args(cmd, argc, argv, &f, &help_asked);
     if (help_asked) { help(import); return 0; }
     if (rc) return rc;
-    if (import && (!f.model || !ct_model_find(f.model))) {
-        char names[256], msg[400];
-        ct_model_names(names, sizeof names, 0);
-        snprintf(msg, sizeof msg, "--model NAME is required: one of %s", names);
-        return usage_error(cmd, msg);
-    }
     if (f.npos != 1 || !f.out)
         return usage_error(cmd, import ? "give the input IN.h5 and the output --out OUT.h5" : "give the input RUN.h5 and the output --out OUT.h5");
-    const ct_model_descriptor *d = import ? ct_model_find(f.model) : NULL;
-    ct_status st = import ? CT_OK : ct_export_model(f.pos[0], &d);   /* the file names its model */
+    char names[256], msg[640];
+    ct_model_names(names, sizeof names, 0);
+    if (import && f.model && !ct_model_find(f.model)) {
+        snprintf(msg, sizeof msg, "--model %s: no such model; one of %s", f.model, names);
+        return usage_error(cmd, msg);
+    }
+    /* The model: import's --model, else the one the file records (ctrain export writes it) */
+    const ct_model_descriptor *d = import && f.model ? ct_model_find(f.model) : NULL;
+    ct_status st = d ? CT_OK : ct_export_model(f.pos[0], &d);
+    if (st == CT_EFORMAT && import) {
+        snprintf(msg, sizeof msg, "%s; give --model NAME (one of %s)", ct_last_error(), names);
+        return usage_error(cmd, msg);
+    }
     if (st != CT_OK) { fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error()); return 1; }
     unsigned long long given = 0;
     void *cfg = ct_calloc(1, d->cfg_size, "configuration");

@@ -1327,6 +1327,19 @@ static void case_export(void)
         snprintf(args, sizeof args, "export --format keras %s --out %s", w2, sk2);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 0 && h5_datasets_equal(sk, sk2, why, sizeof why), "keras -> ctrain -> keras is not exact (exit %d): %s %s", rc, why, out1);
+        t_case("checkpoint/import without --model takes the model the export records, and names --model where a file records none");
+        snprintf(args, sizeof args, "import --format torch %s --out %s", st, w1);
+        rc = run(args, out1, sizeof out1);
+        t_check(rc == 0 && ct_weights_load(w1, "siamese-lstm", &m1.params, NULL) == CT_OK && params_equal(&m.params, &m1.params),
+                "import of an export with no --model (exit %d): %s", rc, out1);
+        char bare[512];
+        snprintf(bare, sizeof bare, "%s", tpath("no-model.h5"));
+        hid_t fb = H5Fcreate(bare, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        if (fb >= 0) H5Fclose(fb);
+        snprintf(args, sizeof args, "import --format torch %s --out %s", bare, w1);
+        rc = run(args, out1, sizeof out1);
+        t_check(rc == 2 && strstr(out1, "no 'model' attribute") && strstr(out1, "give --model NAME"),
+                "a file recording no model, without --model (exit %d): %s", rc, out1);
         snprintf(args, sizeof args, "import --format torch %s --out %s --model siamese-lstm --hidden 16", st, w1);
         rc = run(args, out1, sizeof out1);
         t_check(rc == 1 && strstr(out1, "--hidden 8"), "import with a wrong --hidden must fail naming the sizes (exit %d): %s", rc, out1);
