@@ -16,7 +16,8 @@
  *     module and computes ctrain's output, Keras's conventions (tests/export_keras_check.py,
  *     in numpy) compute it from the Keras file, the dense rows after a flatten are in
  *     Keras's channels-last order, and `ctrain import` of each export is exact.
- * The command-line cases run $CTRAIN_BIN (default bin/ctrain). */
+ * The command-line cases run $CTRAIN_BIN (default bin/ctrain) in the runner's scratch
+ * directory (t_scratch_dir). */
 #define _GNU_SOURCE   /* memmem */
 #include <dirent.h>
 #include <errno.h>
@@ -44,11 +45,6 @@
 
 static char tdir[64];
 
-static const char *bin(void)
-{
-    const char *b = getenv("CTRAIN_BIN");
-    return b ? b : "bin/ctrain";
-}
 
 static const char *tpath(const char *name)
 {
@@ -66,7 +62,7 @@ static const char *tpath(const char *name)
 static int spawn(const char *args, char *out, size_t n, long fsize, int as_nobody)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "exec %s %s", bin(), args);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec %s %s", t_scratch_dir(), t_ctrain_bin(), args);
     int pfd[2];
     if (pipe(pfd) != 0) { out[0] = '\0'; return -1; }
     fflush(stdout);
@@ -557,8 +553,10 @@ static void case_kill_loop(void)
         int e0 = -1;
         if (file_size(ck) > 0 && ct_ckpt_verify(ck, &e0, NULL) == CT_OK && e0 >= 4) { unlink(ck); restarts++; last_e = 0; last_s = 0; }   /* finished: start over */
         int have = file_size(ck) > 0;
-        if (have) snprintf(args, sizeof args, "exec %s %s %s --checkpoint %s --resume %s >/dev/null 2>&1", bin(), SIAM, sz, ck, ck);
-        else snprintf(args, sizeof args, "exec %s %s %s --checkpoint %s >/dev/null 2>&1", bin(), SIAM, sz, ck);
+        if (have) snprintf(args, sizeof args, "cd '%s' && exec %s %s %s --checkpoint %s --resume %s >/dev/null 2>&1", t_scratch_dir(),
+                           t_ctrain_bin(), SIAM, sz, ck, ck);
+        else snprintf(args, sizeof args, "cd '%s' && exec %s %s %s --checkpoint %s >/dev/null 2>&1", t_scratch_dir(), t_ctrain_bin(),
+                      SIAM, sz, ck);
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) { setenv("ASAN_OPTIONS", "detect_leaks=0", 1); execl("/bin/sh", "sh", "-c", args, (char *)NULL); _exit(127); }
