@@ -6,9 +6,10 @@
  * cli/common.c; the model's own options come from its descriptor's table.
  * --resume takes the checkpoint's settings as the defaults, then --config's
  * file (cli/config.h), then the command line: each overrides the one before.
- * The run directory (train/run_dir.h) is made before training: the effective
- * configuration, the command line, the version, the header, and the defaults
- * of --out, --checkpoint, --csv and --logdir. Exit status: 0 trained, 2 bad
+ * The run directory (train/run_dir.h) is made once the data and the network
+ * are ready, before training: the effective configuration, the command line,
+ * the version, the header, and the defaults of --out, --checkpoint, --csv and
+ * --logdir. Exit status: 0 trained, 2 bad
  * options, 1 a failure while training (its one-line message on stderr).
  */
 #define _XOPEN_SOURCE 700   /* realpath */
@@ -91,6 +92,9 @@ typedef struct {
     char out[4400], checkpoint[4400], csv[4400], tensorboard[4400], logdir[4500], curves[4400];
     char title[4200];
     int has_val;                 /* the task validates: the curves draw val_loss and val_accuracy */
+    const char *chosen;          /* --run-dir, the resumed checkpoint's run directory, or NULL: a new one */
+    char resume_dir[4096];
+    int continuing;              /* chosen is the resumed checkpoint's directory */
 } run_files;
 
 /* The command line, each word quoted for the shell where it needs it. */
@@ -135,7 +139,26 @@ static ct_status redraw_curves(void *ctx, const ct_epoch_report *rep)
     return ct_curves_write(r->curves, r->title, rep->hist, rep->epoch + 1, r->has_val);
 }
 
-/* The run directory and what it holds before training starts; the outputs not named
+/* Which run directory (before anything is loaded, so that a directory holding another run is
+ * refused at once): --run-dir, the directory of a --resume checkpoint that lies in a run
+ * directory (the run goes on there), or none yet (a new runs/MODEL-DATE-TIME). */
+static ct_status choose_run_dir(run_files *r, const cli_train_opts *o)
+{
+    r->chosen = o->run_dir;
+    if (o->no_run_dir) return CT_OK;
+    if (o->resume && !r->chosen) {
+        char copy[4096], marker[4200];
+        snprintf(copy, sizeof copy, "%s", o->resume);
+        snprintf(r->resume_dir, sizeof r->resume_dir, "%s", dirname(copy));
+        snprintf(marker, sizeof marker, "%s/config.yaml", r->resume_dir);
+        if (access(marker, F_OK) == 0) r->chosen = r->resume_dir;
+    }
+    r->continuing = o->resume && r->chosen && same_folder(o->resume, r->chosen);
+    return ct_run_dir_check(r->chosen, r->continuing);
+}
+
+/* The run directory and what it holds before training starts (after the data and the
+ * network are ready: a run that cannot start leaves nothing behind); the outputs not named
  * explicitly default into it. TensorBoard's folder for the device, with or without one. */
 static ct_status open_run_dir(run_files *r, const ct_model_descriptor *d, const void *cfg, cli_train_opts *o, ct_fit_config *fit,
                               int argc, char **argv)
@@ -143,15 +166,7 @@ static ct_status open_run_dir(run_files *r, const ct_model_descriptor *d, const 
     const char *logroot = o->logdir;
     char dev[32], path[4400];
     if (!o->no_run_dir) {
-        const char *dir = o->run_dir;
-        char copy[4096], rdir[4096], marker[4200];
-        if (o->resume && !dir) {   /* a checkpoint inside a run directory: the run goes on there */
-            snprintf(copy, sizeof copy, "%s", o->resume);
-            snprintf(rdir, sizeof rdir, "%s", dirname(copy));
-            snprintf(marker, sizeof marker, "%s/config.yaml", rdir);
-            if (access(marker, F_OK) == 0) dir = rdir;
-        }
-        CT_TRY(ct_run_dir_create(r->dir, sizeof r->dir, dir, d->name, o->resume && dir && same_folder(o->resume, dir)));
+        CT_TRY(ct_run_dir_create(r->dir, sizeof r->dir, r->chosen, d->name, r->continuing));
         if (!o->out) { CT_TRY(ct_run_dir_path(r->out, sizeof r->out, r->dir, "weights.h5")); o->out = r->out; }
         if (!o->checkpoint) {
             CT_TRY(ct_run_dir_path(r->checkpoint, sizeof r->checkpoint, r->dir, "checkpoint.h5"));
@@ -228,9 +243,9 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
         fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;
     }
-    if (rc == 0 && (st = open_run_dir(&rf, d, cfg, &o, &fitc, argc, argv)) != CT_OK) {
+    if (rc == 0 && (st = choose_run_dir(&rf, &o)) != CT_OK) {
         fprintf(stderr, "ctrain train: %s\n", ct_last_error());
-        rc = st == CT_EINVAL ? 2 : 1;
+        rc = 2;
     }
     if (rc != 0) { free(cfg); free(net); return rc < 0 ? 0 : rc; }
 
@@ -240,6 +255,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
     rf.has_val = task.task.n_val > 0;
+    if (st == CT_OK) st = open_run_dir(&rf, d, cfg, &o, &fitc, argc, argv);
     if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs, rf.dir);
     if (st == CT_OK && o.out) st = d->save(net, o.out, &meta.model_cfg);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);

@@ -217,7 +217,7 @@ void suite_rundir(void)
                 "effective configuration:\n%s", t ? t : "");
     }
 
-    t_case("rundir/bad configuration files: FILE:LINE:COLUMN and the key, exit 2, nothing trained");
+    t_case("rundir/bad configuration files: FILE:LINE:COLUMN and the key, exit 2, nothing trained, no run directory");
     {
         struct { const char *text, *expect; } bad[] = {
             { "epochs: 2\nlr: [0.1, 0.2]\n", ":2:5: 'lr' must be a single value, not a list" },
@@ -247,6 +247,10 @@ void suite_rundir(void)
         rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 2 && strstr(out, "missing.yaml: cannot read the configuration"), "a missing file: exit %d: %s", rc, out);
         t_check(!exists(dpath("never")), "a refused run made its run directory");
+        snprintf(args, sizeof args, "train siamese-lstm --data %s --run-dir %s", dpath("missing.h5"), dpath("never"));
+        rc = t_run_ctrain(args, out, sizeof out);
+        t_check(rc == 1 && strstr(out, "missing.h5") && !exists(dpath("never")), "data that cannot load: exit %d, run directory %s: %s",
+                rc, exists(dpath("never")) ? "made" : "not made", out);
     }
 
     t_case("rundir/explicit --out, --csv, --checkpoint and --logdir win over the run directory");

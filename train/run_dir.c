@@ -17,15 +17,22 @@ ct_status ct_run_dir_path(char *out, size_t cap, const char *dir, const char *na
     return CT_OK;
 }
 
+ct_status ct_run_dir_check(const char *dir, int continuing)
+{
+    char cfg[4400];
+    if (!dir) return CT_OK;
+    if (!*dir) return ct_fail(CT_EINVAL, "--run-dir needs a directory name");
+    CT_TRY(ct_run_dir_path(cfg, sizeof cfg, dir, "config.yaml"));
+    if (!continuing && access(cfg, F_OK) == 0)
+        return ct_fail(CT_EINVAL, "--run-dir %s already holds a run (%s): choose another directory, or continue that run "
+                       "with --resume %s/checkpoint.h5", dir, cfg, dir);
+    return CT_OK;
+}
+
 ct_status ct_run_dir_create(char *out, size_t cap, const char *dir, const char *model, int continuing)
 {
     if (dir) {
-        char cfg[4400];
-        if (!*dir) return ct_fail(CT_EINVAL, "--run-dir needs a directory name");
-        CT_TRY(ct_run_dir_path(cfg, sizeof cfg, dir, "config.yaml"));
-        if (!continuing && access(cfg, F_OK) == 0)
-            return ct_fail(CT_EINVAL, "--run-dir %s already holds a run (%s): choose another directory, or continue that run "
-                           "with --resume %s/checkpoint.h5", dir, cfg, dir);
+        CT_TRY(ct_run_dir_check(dir, continuing));
         CT_TRY(ct_mkdirs(dir));
         if (snprintf(out, cap, "%s", dir) >= (int)cap) return ct_fail(CT_EINVAL, "--run-dir %s: path too long", dir);
         return CT_OK;

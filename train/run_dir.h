@@ -26,6 +26,9 @@
  * directory (local time), with -2, -3, ... appended when that exists. The path goes to
  * out[cap]. */
 ct_status ct_run_dir_create(char *out, size_t cap, const char *dir, const char *model, int continuing);
+/* The check of ct_run_dir_create alone, to refuse a directory before a run loads its data
+ * (dir NULL: nothing to check). */
+ct_status ct_run_dir_check(const char *dir, int continuing);
 /* out[cap] = "DIR/name". */
 ct_status ct_run_dir_path(char *out, size_t cap, const char *dir, const char *name);
 /* The training curves of epochs [0, n) as an SVG picture: loss and accuracy (training solid,
