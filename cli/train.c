@@ -9,8 +9,8 @@
  * The run directory (train/run_dir.h) is made once the data and the network
  * are ready, before training: the effective configuration, the command line,
  * the version, the header, and the defaults of --out, --checkpoint, --csv and
- * --logdir. Exit status: 0 trained, 2 bad
- * options, 1 a failure while training (its one-line message on stderr).
+ * --logdir. Exit status: 0 trained, 2 bad options, 1 a failure while training
+ * (its one-line message on stderr).
  */
 #define _XOPEN_SOURCE 700   /* realpath */
 #include <libgen.h>

@@ -39,9 +39,9 @@ ct_status ct_file_begin(FILE **f, char *tmp, size_t cap, const char *path, const
     return CT_OK;
 }
 
-ct_status ct_file_commit(FILE *f, const char *tmp, const char *path, const char *what)
+static ct_status commit(FILE *f, const char *tmp, const char *path, const char *what, int sync)
 {
-    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int bad = ferror(f) || fflush(f) != 0 || (sync && fsync(fileno(f)) != 0);
     if (fclose(f) != 0) bad = 1;
     if (bad || rename(tmp, path) != 0) {
         int err = errno;
@@ -49,9 +49,17 @@ ct_status ct_file_commit(FILE *f, const char *tmp, const char *path, const char 
         return ct_fail(CT_EIO, "%s: writing %s failed (%s; disk full?); the previous file, if any, is unchanged",
                        path, what, strerror(err));
     }
+    if (!sync) return CT_OK;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     return ct_fsync_path(dirname(dir), 1);
+}
+
+ct_status ct_file_commit(FILE *f, const char *tmp, const char *path, const char *what) { return commit(f, tmp, path, what, 1); }
+
+ct_status ct_file_commit_unsynced(FILE *f, const char *tmp, const char *path, const char *what)
+{
+    return commit(f, tmp, path, what, 0);
 }
 
 ct_status ct_file_write_text(const char *path, const char *text, const char *what)

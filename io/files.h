@@ -7,7 +7,7 @@
  *   char tmp[4200];
  *   CT_TRY(ct_file_begin(&f, tmp, sizeof tmp, "run/curves.svg", "the curves"));
  *   fprintf(f, ...);
- *   CT_TRY(ct_file_commit(f, tmp, "run/curves.svg", "the curves"));
+ *   CT_TRY(ct_file_commit_unsynced(f, tmp, "run/curves.svg", "the curves"));
  *
  * The HDF5 files (weights, checkpoints) have their own atomic path: io/h5atomic.h. */
 #ifndef CT_FILES_H
@@ -19,9 +19,12 @@
 ct_status ct_mkdirs(const char *dir);
 /* Opens "<path>.tmp-<pid>" for writing (its name in tmp[cap]); `what` names the file in messages. */
 ct_status ct_file_begin(FILE **f, char *tmp, size_t cap, const char *path, const char *what);
-/* Flushes, fsyncs and closes f, then renames tmp over path; on any error tmp is removed and
- * the file at path stays as it was. */
+/* Flushes, fsyncs and closes f, then renames tmp over path and fsyncs the directory; on any
+ * error tmp is removed and the file at path stays as it was. */
 ct_status ct_file_commit(FILE *f, const char *tmp, const char *path, const char *what);
+/* The same without the two fsyncs, for a file rewritten often whose loss in a crash costs
+ * nothing (the curves redrawn after every epoch): readers still never see half a file. */
+ct_status ct_file_commit_unsynced(FILE *f, const char *tmp, const char *path, const char *what);
 /* Writes `text` to path atomically (ct_file_begin + ct_file_commit). */
 ct_status ct_file_write_text(const char *path, const char *text, const char *what);
 

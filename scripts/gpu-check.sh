@@ -17,6 +17,9 @@
 #   peak      bench_sgemm --device gpu: cuBLAS sgemm 8192^3, FP32 and TF32                  60
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
 #             --threads 16 --layers (synthetic data)                                   90/120/60
+#             and, when this ctrain has --logdir, TensorBoard files of the CPU and
+#             GPU runs in OUTDIR/tensorboard/MODEL/cpu and .../gpu (view them with
+#             `tensorboard --logdir tensorboard` after unpacking gpu-check.tar.gz)
 #   tf32-*    the same on the GPU with --tf32, when this ctrain has --tf32                  45 each
 #   seed      ctrain time siamese-lstm --protocol seed --epochs 2 --device gpu            150
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
@@ -371,11 +374,18 @@ devflag=--devices
 "$ctrain" time --help 2>&1 | grep -q -e '--device ' && devflag=--device
 has_tf32=0
 "$ctrain" time --help 2>&1 | grep -q -e '--tf32' && has_tf32=1
+has_logdir=0
+"$ctrain" time --help 2>&1 | grep -q -e '--logdir' && has_logdir=1
 say "ctrain time: device option $devflag; --tf32 $( [ $has_tf32 = 1 ] && echo available || echo 'not in this ctrain (TF32 runs of ctrain left out)')"
 for spec in siamese-lstm:90 siamese-cnn:120 cnn:60; do
   m=${spec%%:*}; cap=${spec#*:}
   data=""; [ "$m" = cnn ] && data="--data synthetic"
-  run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" --layers $data --json "$out/ctrain-$m.json"
+  if [ $has_logdir = 1 ]; then
+    run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" --layers $data \
+        --json "$out/ctrain-$m.json" --logdir "$out/tensorboard/$m"
+  else
+    run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" --layers $data --json "$out/ctrain-$m.json"
+  fi
 done
 for m in siamese-lstm siamese-cnn cnn; do
   if [ $has_tf32 = 1 ]; then

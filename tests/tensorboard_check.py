@@ -132,8 +132,14 @@ def main():
             elif tag == "epoch_seconds":
                 ref, tol = r["seconds"], seconds_tol
             elif tag == "samples_per_second":
-                ref = args.n_train / r["train_seconds"]
-                tol = ref * train_tol / (r["train_seconds"] - train_tol)   # the seconds' rounding, propagated
+                # N / t for every t the recorded (rounded) training seconds allow
+                t = r["train_seconds"]
+                lo = args.n_train / (t + train_tol)
+                hi = args.n_train / (t - train_tol) if t > train_tol else float("inf")
+                if not lo * (1 - 1e-6) <= e.value <= hi * (1 + 1e-6):
+                    fail("%s step %d: TensorBoard reads %.9g, the run's seconds allow %.9g..%.9g" % (tag, e.step, e.value, lo, hi))
+                worst = max(worst, abs(e.value - args.n_train / t) if t > 0 else 0.0)
+                continue
             else:
                 ref, tol = r[tag], metric_tol
             if ref is None:

@@ -80,7 +80,7 @@ ct_status ct_curves_write(const char *path, const char *title, const ct_epoch_lo
     ct_status st = ct_file_begin(&f, tmp, sizeof tmp, path, "the training curves");
     if (st == CT_OK) {
         ct_svg_render(f, title, charts, has_eer ? 3 : 2);
-        st = ct_file_commit(f, tmp, path, "the training curves");
+        st = ct_file_commit_unsynced(f, tmp, path, "the training curves");
     }
     free(x);
     return st;
