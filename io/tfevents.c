@@ -133,7 +133,7 @@ enum { SESSION_LOG_STATUS = 1, SESSION_START = 1 };
 /* Frames the encoded event m and appends it to the file. */
 static ct_status write_event(ct_tfevents *w, const pb *m)
 {
-    static uint8_t rec[PB_CAP + 16];
+    uint8_t rec[PB_CAP + 16];
     if (m->overflow) return ct_fail(CT_EINVAL, "%s: an event larger than %d bytes (tags too long?)", w->path, PB_CAP);
     size_t n = ct_tfrecord_frame(rec, m->b, m->n);
     if (fwrite(rec, 1, n, w->f) != n) return ct_fail(CT_EIO, "%s: write failed (disk full?)", w->path);
@@ -158,7 +158,7 @@ double ct_tfevents_now(void)
 
 ct_status ct_tfevents_open(ct_tfevents *w, const char *dir, long first_step)
 {
-    static pb m;
+    pb m;
     memset(w, 0, sizeof *w);
     CT_TRY(ct_mkdirs(dir));
     char host[256] = "localhost";
@@ -193,7 +193,7 @@ ct_status ct_tfevents_open(ct_tfevents *w, const char *dir, long first_step)
 
 ct_status ct_tfevents_scalars(ct_tfevents *w, long step, double wall_time, const char *const *tags, const float *values, int n)
 {
-    static pb m, summary, value;
+    pb m, summary, value;
     summary.n = 0;
     summary.overflow = 0;
     for (int i = 0; i < n; i++) {

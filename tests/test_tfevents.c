@@ -335,6 +335,24 @@ void suite_tfevents(void)
             }
         }
 
+        t_case("tfevents/a run resumed from an earlier checkpoint into the same logdir: TensorBoard shows each epoch once, the latest");
+        /* 1 epoch (checkpoint kept aside), on to 3 epochs, then again from the epoch-1 checkpoint with another
+         * --clip-norm: the third file's SessionLog START at step 2 drops the second run's steps 2 and 3 */
+        const char *base = "train small-cnn --samples 256 --val-samples 64 --batch 64 --threads 1 --seed 5 --optimizer sgd --lr 0.05 "
+                           "--no-run-dir";
+        snprintf(args, sizeof args, "%s --epochs 1 --checkpoint %s/r.h5 --csv %s/r.csv --logdir %s/r && cp %s/r.h5 %s/r1.h5 && "
+                 "%s %s --epochs 3 --resume %s/r.h5 --checkpoint %s/r.h5 --csv %s/r.csv --logdir %s/r && "
+                 "%s %s --epochs 3 --resume %s/r1.h5 --checkpoint %s/r.h5 --csv %s/r.csv --logdir %s/r --clip-norm 0.01",
+                 base, dir, dir, dir, dir, dir, t_ctrain_bin(), base, dir, dir, dir, dir, t_ctrain_bin(), base, dir, dir, dir, dir);
+        rc = t_run_ctrain(args, out, sizeof out);
+        if (t_check(rc == 0, "the three runs exited %d: %s", rc, out)) {
+            snprintf(sub, sizeof sub, "%s/r/cpu", dir);
+            t_check(event_files(sub, first, sizeof first) == 3, "three runs should leave three event files in %s", sub);
+            snprintf(check, sizeof check, "--csv %s/r.csv --n-train 256 --lr 0.05", dir);
+            rc = tensorboard_check(sub, check);
+            t_check(rc == 0, "tests/tensorboard_check.py exited %d", rc);
+        }
+
         t_case("tfevents/`ctrain time --logdir DIR` writes DIR/cpu, which TensorBoard reads back");
         snprintf(args, sizeof args, "time small-cnn --protocol smoke --device cpu --threads 1 --epochs 3 --logdir %s/time --json %s/time.json",
                  dir, dir);

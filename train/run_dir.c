@@ -42,12 +42,15 @@ ct_status ct_run_dir_create(char *out, size_t cap, const char *dir, const char *
     struct tm tm;
     localtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    CT_TRY(ct_mkdirs("runs"));
+    if (ct_mkdirs("runs") != CT_OK)
+        return ct_fail(CT_EIO, "%s: choose the run directory with --run-dir DIR, or train without one (--no-run-dir)", ct_last_error());
     for (int k = 1; k < 1000; k++) {   /* a new directory: -2, -3, ... when runs start within the same second */
         int len = k == 1 ? snprintf(out, cap, "runs/%s-%s", model, stamp) : snprintf(out, cap, "runs/%s-%s-%d", model, stamp, k);
         if (len >= (int)cap) return ct_fail(CT_EINVAL, "run directory name too long");
         if (mkdir(out, 0777) == 0) return CT_OK;
-        if (errno != EEXIST) return ct_fail(CT_EIO, "cannot create the run directory %s (%s); choose one with --run-dir DIR", out, strerror(errno));
+        if (errno != EEXIST)
+            return ct_fail(CT_EIO, "cannot create the run directory %s (%s); choose one with --run-dir DIR, or train without one "
+                           "(--no-run-dir)", out, strerror(errno));
     }
     return ct_fail(CT_EIO, "runs/%s-%s: no free run directory name; choose one with --run-dir DIR", model, stamp);
 }
