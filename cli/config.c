@@ -20,6 +20,7 @@ ct_status cli_config_find(int argc, char **argv, const char **path)
 {
     *path = NULL;
     for (int i = 0; i < argc; i++) {
+        if (!strncmp(argv[i], "--config=", 9)) { *path = argv[i] + 9; continue; }   /* the --opt=value spelling */
         if (strcmp(argv[i], "--config") != 0) continue;
         if (i + 1 >= argc || !*argv[i + 1]) return ct_fail(CT_EINVAL, "option --config needs a value (a YAML file)");
         *path = argv[++i];

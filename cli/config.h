@@ -24,7 +24,7 @@ typedef int (*cli_parse_fn)(ct_args *a, void *ctx, ct_status *st);
  * is the default and needs no flag). Tables end with { NULL, NULL, NULL }. */
 typedef struct { const char *key, *on, *off; } cli_bool_key;
 
-/* --config FILE anywhere in argv: *path = FILE, or NULL when there is none. */
+/* --config FILE (or --config=FILE) anywhere in argv: *path = FILE, or NULL when there is none. */
 ct_status cli_config_find(int argc, char **argv, const char **path);
 /* Applies every key of FILE through parse (`command`: "train" or "time", `model`: the
  * command's model, both for messages and the model key). */
