@@ -27,7 +27,7 @@ SAN      ?= 0
 CC       ?= cc
 OPT      ?= -O3 -march=native
 BUILD    := build$(if $(filter 1,$(SAN)),-san,)
-PKGS     := openblas hdf5 sndfile samplerate fftw3f jansson
+PKGS     := openblas hdf5 sndfile samplerate fftw3f jansson yaml-0.1
 CUDA_HOME ?= /usr/local/cuda
 # The version, defined once (CTRAIN_VERSION in cli/cli.h): the tarball's name, the shared
 # library's file name and soname (libctrain.so.MAJOR), ctrain.pc and the man page.
@@ -95,6 +95,20 @@ ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD) && { echo "$(BUILD_STAMP)" | cmp -s - $(CUDA_STAMP) || echo "$(BUILD_STAMP)" > $(CUDA_STAMP); })
 endif
 
+# `make` alone is `make all`, whatever rule comes first below.
+.DEFAULT_GOAL := all
+
+# The git commit of the build, embedded in cli/version.c (ctrain --version, a run
+# directory's version.txt): "-modified" when the checkout has uncommitted changes,
+# "unknown" outside a git checkout. A stamp file rebuilds that object when it changes.
+GIT_COMMIT   := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$c || echo $$c-modified; } || echo unknown)
+COMMIT_STAMP := $(BUILD)/.commit
+ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
+$(shell mkdir -p $(BUILD) && { echo "$(GIT_COMMIT)" | cmp -s - $(COMMIT_STAMP) || echo "$(GIT_COMMIT)" > $(COMMIT_STAMP); })
+endif
+$(BUILD)/cli/version.o: $(COMMIT_STAMP)
+$(BUILD)/cli/version.o: CFLAGS += -DCTRAIN_COMMIT='"$(GIT_COMMIT)"'
+
 # The shared library: build/libctrain.so.VERSION, soname libctrain.so.MAJOR, both links
 # beside it in the build folder. Not in a SAN=1 build (make install takes the optimised one).
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
@@ -115,6 +129,7 @@ detect:
 	@echo "ctrain build ($(BUILD)):"
 	@echo "  BLAS : $$(pkg-config --modversion openblas 2>/dev/null | sed 's/^/OpenBLAS /' || echo 'NOT FOUND: run make deps')"
 	@echo "  HDF5 : $$(pkg-config --modversion hdf5 2>/dev/null || echo 'NOT FOUND: run make deps')"
+	@echo "  YAML : libyaml $$(pkg-config --modversion yaml-0.1 2>/dev/null || echo 'NOT FOUND: run make deps')"
 	@echo "  audio: libsndfile $$(pkg-config --modversion sndfile 2>/dev/null || echo 'NOT FOUND'), libsamplerate $$(pkg-config --modversion samplerate 2>/dev/null || echo 'NOT FOUND'), FFTW $$(pkg-config --modversion fftw3f 2>/dev/null || echo 'NOT FOUND')"
 	@echo "  JSON : jansson $$(pkg-config --modversion jansson 2>/dev/null || echo 'NOT FOUND: run make deps')"
 	@if [ "$(CUDA)" = 1 ]; then \

@@ -5,6 +5,8 @@
 #include "core/error.h"
 
 #define CTRAIN_VERSION "0.1.0"
+/* The git commit of the build ("unknown" outside a git checkout) (cli/version.c). */
+const char *cli_commit(void);
 
 /* argv[0] as the program was started (cli/ctrain.c): the commands' lines that say how to run
  * something again ("resume with: bin/ctrain train ...") begin with it. */
@@ -29,6 +31,8 @@ ct_status cli_open_device(const char *spec, int tf32, int deterministic, const s
     "  --tf32                GPU: allow TensorFloat-32 matrix products and convolutions (Ampere and newer;\n" \
     "                        faster, about 1e-3 relative error per product; default: pure FP32)\n" \
     "  --deterministic       GPU: deterministic cuDNN convolution algorithms only\n"
+/* The folder of a device's TensorBoard files under --logdir: "cpu", "gpu" (gpu:0) or "gpuN". */
+void cli_device_folder(const char *spec, char *out, size_t cap);
 /* `ctrain time --device LIST`: the names (cpu, gpu, gpu:N; cuda is gpu), checked, none twice, at most max. */
 ct_status cli_device_list(const char *list, char names[][32], int max, int *n);
 /* Opens the device named r->device for a timed run and measures its peaks with `threads` threads

@@ -30,6 +30,8 @@ int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
         || ct_args_str(a, "--monitor", &o->monitor, st) || ct_args_int(a, "--early-stopping", &o->early_stopping, 1, 1000000, st)
         || ct_args_str(a, "--csv", &o->csv, st) || ct_args_str(a, "--on-nan", &o->on_nan, st)
         || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
+        || ct_args_str(a, "--config", &o->config, st) || ct_args_str(a, "--run-dir", &o->run_dir, st)
+        || ct_args_str(a, "--logdir", &o->logdir, st) || (ct_args_flag(a, "--no-run-dir") && (o->no_run_dir = 1))
         || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0))
         || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1));
 }
@@ -61,9 +63,23 @@ const char *CLI_TRAIN_HELP =
     "  --csv FILE.csv        one CSV row per epoch (appended on --resume)\n"
     "  --on-nan WHAT         stop (default) or skip-batch: what a non-finite loss or gradient does\n"
     "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n"
-    "SIGINT (Ctrl-C) or SIGTERM stops after the batch in progress: the checkpoint goes to --checkpoint, else\n"
-    "beside --out (OUT-interrupted.h5), else to ctrain-MODEL-interrupted.h5; one line gives the command that\n"
-    "resumes it; exit 130 or 143, --out not written. A second signal exits at once, writing nothing.\n";
+    "SIGINT (Ctrl-C) or SIGTERM stops after the batch in progress: the checkpoint goes to --checkpoint (the run\n"
+    "directory's checkpoint.h5 by default), else beside --out (OUT-interrupted.h5), else to\n"
+    "ctrain-MODEL-interrupted.h5; one line gives the command that\n"
+    "resumes it; exit 130 or 143, --out not written. A second signal exits at once, writing nothing.\n"
+    "watching and repeating runs (README.md, \"Watching and repeating runs\"):\n"
+    "  --config FILE.yaml    options from a YAML file, one `key: value` per line, keys named after the long\n"
+    "                        options (epochs: 6, pool: mean, tf32: true); options on the command line win\n"
+    "  --run-dir DIR         the run's directory (default runs/MODEL-YYYYMMDD-HHMMSS): config.yaml (the\n"
+    "                        effective configuration: `--config DIR/config.yaml` repeats the run),\n"
+    "                        command.txt, version.txt, header.txt, log.csv, checkpoint.h5, weights.h5,\n"
+    "                        tensorboard/ and curves.svg (redrawn after every epoch). --out, --csv,\n"
+    "                        --checkpoint and --logdir given explicitly write where they say instead.\n"
+    "                        --resume of a checkpoint in a run directory continues in that directory\n"
+    "  --no-run-dir          no run directory: only the files --out, --csv, --checkpoint, --logdir name\n"
+    "  --logdir DIR          TensorBoard event files in DIR/cpu (DIR/gpu on a GPU), flushed after every\n"
+    "                        epoch: loss, accuracy, val_loss, val_accuracy, val_eer, learning_rate,\n"
+    "                        epoch_seconds, samples_per_second (default: the run directory's tensorboard/)\n";
 
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {

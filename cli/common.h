@@ -22,6 +22,10 @@ typedef struct {
     const char *checkpoint, *resume, *save_best, *monitor, *csv, *on_nan;
     long checkpoint_every, stop_after_steps;
     int early_stopping;
+    /* watching and repeating runs (cli/config.h, train/run_dir.h) */
+    const char *config;                  /* --config FILE: applied before the command line */
+    const char *run_dir, *logdir;        /* the run directory; TensorBoard's root */
+    int no_run_dir;
 } cli_train_opts;
 
 /* `ctrain train`'s values of the shared options for model d (its epochs, batch, data, schedule). */

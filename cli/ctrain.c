@@ -41,7 +41,7 @@ static int run(int argc, char **argv)
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
-    if (!strcmp(cmd, "--version")) { printf("ctrain %s\n", CTRAIN_VERSION); return 0; }
+    if (!strcmp(cmd, "--version")) { printf("ctrain %s\ncommit %s\n", CTRAIN_VERSION, cli_commit()); return 0; }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 2, argv + 2);

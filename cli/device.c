@@ -116,3 +116,11 @@ ct_status cli_device_list(const char *list, char names[][32], int max, int *n)
 }
 
 
+
+void cli_device_folder(const char *spec, char *out, size_t cap)
+{
+    int index = -1;
+    if (ct_gpu_parse_device(spec, &index) != CT_OK || index < 0) snprintf(out, cap, "cpu");
+    else if (index == 0) snprintf(out, cap, "gpu");
+    else snprintf(out, cap, "gpu%d", index);
+}

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/common.h"
+#include "cli/config.h"
 #include "cli/time.h"
 #include "core/interrupt.h"
 #include "core/threads.h"
@@ -40,6 +41,7 @@
 /* The command line. Numbers left 0 (or -1) take the protocol's value. */
 typedef struct {
     const char *protocol, *devices, *data, *json;
+    const char *config, *logdir;      /* --config FILE.yaml; --logdir DIR: TensorBoard files in DIR/cpu, DIR/gpu */
     int epochs, batch, threads, layers, verbose, tf32, deterministic;
     long pairs, val_pairs, samples, val_samples, seed;
 } time_opts;
@@ -52,6 +54,7 @@ typedef struct {
     time_setup setup;
     int layers, verbose;
     int tf32, deterministic;      /* the GPU's options (cuda/device.h) */
+    const char *logdir;           /* TensorBoard's root: each device writes into its own folder */
     ct_fit_config fit;
 } workload;
 
@@ -105,7 +108,15 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
     if (st == CT_OK) st = d->task_open(&t, net, (ct_model_data *)&w->data, &rngs, w->setup.batch);
     FILE *log = w->verbose ? stdout : fopen("/dev/null", "w");
     if (st == CT_OK && !log) st = ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");
-    if (st == CT_OK) st = ct_fit_profiled(&t.task, d->prof(net), &pc, &w->fit, r->hist, log);
+    ct_fit_config fit = w->fit;
+    char dev[32], logdir[4200];
+    if (w->logdir) {   /* DIR/cpu, DIR/gpu: TensorBoard overlays the devices' runs */
+        cli_device_folder(r->device, dev, sizeof dev);
+        if (snprintf(logdir, sizeof logdir, "%s/%s", w->logdir, dev) >= (int)sizeof logdir && st == CT_OK)
+            st = ct_fail(CT_EINVAL, "--logdir %s: path too long", w->logdir);
+        fit.logdir = logdir;
+    }
+    if (st == CT_OK) st = ct_fit_profiled(&t.task, d->prof(net), &pc, &fit, r->hist, log);
     if (log && log != stdout) fclose(log);
     r->n_epochs = w->setup.epochs;
     r->prof_batches = pc.batches;
@@ -174,6 +185,7 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     w->tf32 = o->tf32;
     w->deterministic = o->deterministic;
     w->verbose = o->verbose;
+    w->logdir = o->logdir;
     CT_TRY(d->finish(w->cfg, 0));
     CT_TRY(d->load_data(&w->data, w->cfg, o->data, o->seed, s->batch));
     s->n_train = w->data.n_train;   /* the whole set when the protocol asks for more than the data has */
@@ -197,26 +209,48 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
 }
 
 /* ---- the command ---- */
+typedef struct {
+    time_opts *o;
+    workload *w;
+    unsigned long long given;
+} time_parse;
+
+/* One option of `ctrain time MODEL` (a cli_parse_fn, for --config too). */
+static int parse_one(ct_args *a, void *ctx, ct_status *st)
+{
+    time_parse *p = ctx;
+    time_opts *o = p->o;
+    ct_args_renamed(a, "time", "--devices", "--device");     /* the same comma list */
+    ct_args_renamed(a, "time", "--layers", "--per-layer");   /* --layers is the LSTM's depth in train */
+    return ct_args_str(a, "--protocol", &o->protocol, st) || ct_args_str(a, "--device", &o->devices, st)
+        || ct_args_str(a, "--data", &o->data, st) || ct_args_str(a, "--json", &o->json, st)
+        || ct_args_str(a, "--config", &o->config, st) || ct_args_str(a, "--logdir", &o->logdir, st)
+        || ct_args_int(a, "--epochs", &o->epochs, 1, 100000, st) || ct_args_int(a, "--batch", &o->batch, 1, 1 << 16, st)
+        || ct_args_int(a, "--threads", &o->threads, 1, 1024, st) || ct_args_long(a, "--seed", &o->seed, 0, 0x7fffffffL, st)
+        || ct_args_long(a, "--pairs", &o->pairs, 1, 100000000L, st) || ct_args_long(a, "--val-pairs", &o->val_pairs, 0, 100000000L, st)
+        || ct_args_long(a, "--samples", &o->samples, 1, 100000000L, st)
+        || ct_args_long(a, "--val-samples", &o->val_samples, 0, 100000000L, st)
+        || (ct_args_flag(a, "--per-layer") && (o->layers = 1)) || (ct_args_flag(a, "--verbose") && (o->verbose = 1))
+        || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1))
+        || cli_opt_parse(a, p->w->d->opts, CT_CMD_TIME, p->w->cfg, &p->given, st);
+}
+
+static const cli_bool_key TIME_BOOLS[] = {
+    { "per-layer", "--per-layer", NULL }, { "verbose", "--verbose", NULL }, { "tf32", "--tf32", NULL },
+    { "deterministic", "--deterministic", NULL }, { NULL, NULL, NULL }
+};
+
 static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv, int *help)
 {
     ct_args a = { .argc = argc, .argv = argv };
-    ct_status st = CT_OK;
-    unsigned long long given = 0;
+    time_parse p = { .o = o, .w = w };
+    const char *config = NULL;
+    ct_status st = cli_config_find(argc, argv, &config);
+    if (st == CT_OK && config) st = cli_config_apply(config, "time", w->d->name, parse_one, &p, TIME_BOOLS);
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { *help = 1; return CT_OK; }
         if (ct_args_end(&a)) continue;
-        ct_args_renamed(&a, "time", "--devices", "--device");     /* the same comma list */
-        ct_args_renamed(&a, "time", "--layers", "--per-layer");   /* --layers is the LSTM's depth in train */
-        if (ct_args_str(&a, "--protocol", &o->protocol, &st) || ct_args_str(&a, "--device", &o->devices, &st)
-            || ct_args_str(&a, "--data", &o->data, &st) || ct_args_str(&a, "--json", &o->json, &st)
-            || ct_args_int(&a, "--epochs", &o->epochs, 1, 100000, &st) || ct_args_int(&a, "--batch", &o->batch, 1, 1 << 16, &st)
-            || ct_args_int(&a, "--threads", &o->threads, 1, 1024, &st) || ct_args_long(&a, "--seed", &o->seed, 0, 0x7fffffffL, &st)
-            || ct_args_long(&a, "--pairs", &o->pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &o->val_pairs, 0, 100000000L, &st)
-            || ct_args_long(&a, "--samples", &o->samples, 1, 100000000L, &st)
-            || ct_args_long(&a, "--val-samples", &o->val_samples, 0, 100000000L, &st)
-            || (ct_args_flag(&a, "--per-layer") && (o->layers = 1)) || (ct_args_flag(&a, "--verbose") && (o->verbose = 1))
-            || (ct_args_flag(&a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(&a, "--deterministic") && (o->deterministic = 1))
-            || cli_opt_parse(&a, w->d->opts, CT_CMD_TIME, w->cfg, &given, &st))
+        if (parse_one(&a, &p, &st))
             continue;
         char who[128], flag[64];
         snprintf(flag, sizeof flag, "%.*s", (int)strcspn(argv[a.i], "="), argv[a.i]);   /* --arch=SPEC: --arch */
@@ -261,6 +295,7 @@ int cmd_time(int argc, char **argv)
     if (help_asked) { time_help(stdout); free(w.cfg); return 0; }
     if (st == CT_OK) st = cli_device_list(o.devices, devices, MAX_DEVICES, &n_dev);
     if (st == CT_OK && o.json && !*o.json) st = ct_fail(CT_EINVAL, "--json needs a file name");
+    if (st == CT_OK && o.logdir && !*o.logdir) st = ct_fail(CT_EINVAL, "--logdir needs a directory name");
     if (st == CT_OK) ct_interrupt_install();   /* from here a signal stops the run cleanly */
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
     if (st != CT_OK) {

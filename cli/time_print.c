@@ -49,6 +49,11 @@ static const char *HELP_OPTIONS =
     "  --json FILE.json      write the results (one file per device when several: FILE-DEVICE.json) and\n"
     "                        a picture of the per-epoch seconds and loss curves next to it (FILE.svg)\n"
     "  --verbose             show the Keras-style training log\n"
+    "  --logdir DIR          TensorBoard event files of each device's run in DIR/cpu, DIR/gpu (TensorBoard\n"
+    "                        overlays them): loss, accuracy, val_loss, val_accuracy, learning_rate,\n"
+    "                        epoch_seconds, samples_per_second per epoch, flushed after every epoch\n"
+    "  --config FILE.yaml    options from a YAML file, keys named after the long options (protocol: bench);\n"
+    "                        options on the command line win\n"
     "  --compare A.json B.json ...   print runs written by --json side by side (e.g. two machines)\n"
     "SIGINT or SIGTERM stops the run after the training step in progress, writing nothing (exit 130, 143).\n";
 

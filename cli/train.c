@@ -4,24 +4,35 @@
  *
  * The shared options (optimizer, schedule, checkpoints, device, ...) are in
  * cli/common.c; the model's own options come from its descriptor's table.
- * --resume takes the checkpoint's settings as the defaults (flags given after
- * override them).
+ * --resume takes the checkpoint's settings as the defaults, then --config's
+ * file (cli/config.h), then the command line: each overrides the one before.
+ * The run directory (train/run_dir.h) is made once the data and the network
+ * are ready, before training: the effective configuration, the command line,
+ * the version, the header, and the defaults of --out, --checkpoint, --csv and
+ * --logdir.
  *
  * SIGINT or SIGTERM stops the run after the step in progress: its checkpoint
- * goes to --checkpoint, else beside --out (cli_interrupt_checkpoint), one line
- * gives the command that resumes it, and --out is not written (the run is not
- * finished). A second signal exits at once (core/interrupt.h).
+ * goes to --checkpoint (the run directory's checkpoint.h5 by default), else
+ * beside --out (cli_interrupt_checkpoint), one line gives the command that
+ * resumes it, and --out is not written (the run is not finished). A second
+ * signal exits at once (core/interrupt.h).
  *
  * Exit status: 0 trained, 2 bad options, 1 a failure while training (its
  * one-line message on stderr), 128 + the signal when one stopped it (130 for
  * SIGINT, 143 for SIGTERM).
  */
+#define _XOPEN_SOURCE 700   /* realpath */
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/common.h"
+#include "cli/config.h"
 #include "core/interrupt.h"
 #include "core/rng.h"
+#include "io/files.h"
+#include "train/run_dir.h"
 
 static void usage(FILE *out)
 {
@@ -39,11 +50,25 @@ static void help(const ct_model_descriptor *d, const void *dflt)
     printf(CLI_TRAIN_HELP, d->train.epochs, d->train.batch, ct_optim_name(d->train.optimizer), (double)lr, d->train.schedule);
 }
 
+/* One option of `ctrain train MODEL`, shared or the model's (a cli_parse_fn, for --config too). */
+typedef struct {
+    const ct_model_descriptor *d;
+    void *cfg;
+    cli_train_opts *o;
+    unsigned long long given;
+} train_parse;
+
+static int parse_one(ct_args *a, void *ctx, ct_status *st)
+{
+    train_parse *p = ctx;
+    return cli_parse_train_opt(a, p->o, st) || cli_opt_parse(a, p->d->opts, CT_CMD_TRAIN, p->cfg, &p->given, st);
+}
+
 /* Argv -> the options (o) and the model's configuration (cfg); 0 to go on, else the exit status. */
 static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_ckpt_meta *rm, int argc, char **argv)
 {
-    const char *resume = NULL;
-    unsigned long long given = 0;
+    const char *resume = NULL, *config = NULL;
+    train_parse p = { d, cfg, o, 0 };
     cli_train_defaults(o, d);
     d->defaults(cfg);
     ct_status st = cli_resume_meta(argc, argv, d->name, rm, &resume);
@@ -51,6 +76,8 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
         cli_train_from_meta(&rm->train_cfg, o);
         st = d->from_meta(cfg, rm, resume);
     }
+    if (st == CT_OK) st = cli_config_find(argc, argv, &config);
+    if (st == CT_OK && config) st = cli_config_apply(config, "train", d->name, parse_one, &p, CLI_TRAIN_BOOLS);
     ct_args a = { .argc = argc, .argv = argv };
     char see[96];
     snprintf(see, sizeof see, "ctrain train %s --help", d->name);
@@ -60,23 +87,121 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
             help(d, cfg);
             return -1;
         }
-        if (ct_args_end(&a) || cli_parse_train_opt(&a, o, &st) || cli_opt_parse(&a, d->opts, CT_CMD_TRAIN, cfg, &given, &st)) continue;
+        if (ct_args_end(&a) || parse_one(&a, &p, &st)) continue;
         st = ct_args_unknown(&a, see);
     }
     /* the model's learning rate goes with its optimizer: another --optimizer keeps its own default rate */
     if (!(o->lr > 0) && d->train.lr > 0 && (!o->optimizer || !strcmp(o->optimizer, ct_optim_name(d->train.optimizer))))
         o->lr = d->train.lr;
-    if (st == CT_OK) st = d->finish(cfg, o->checkpoint || o->save_best);
+    if (st == CT_OK) st = d->finish(cfg, o->checkpoint || o->save_best || !o->no_run_dir);
     if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
     return 0;
 }
 
+/* ---- the run directory (train/run_dir.h) ---- */
+typedef struct {
+    char dir[4096];
+    char out[4400], checkpoint[4400], csv[4400], tensorboard[4400], logdir[4500], curves[4400];
+    char title[4200];
+    int has_val;                 /* the task validates: the curves draw val_loss and val_accuracy */
+    const char *chosen;          /* --run-dir, the resumed checkpoint's run directory, or NULL: a new one */
+    char resume_dir[4096];
+    int continuing;              /* chosen is the resumed checkpoint's directory */
+} run_files;
+
+/* Whether the checkpoint `resume` lies in the directory `dir`. */
+static int same_folder(const char *resume, const char *dir)
+{
+    char a[4096], b[4096], c[4096];
+    snprintf(c, sizeof c, "%s", resume);
+    if (!realpath(dirname(c), a) || !realpath(dir, b)) return 0;
+    return !strcmp(a, b);
+}
+
+static ct_status redraw_curves(void *ctx, const ct_epoch_report *rep)
+{
+    run_files *r = ctx;
+    return ct_curves_write(r->curves, r->title, rep->hist, rep->epoch + 1, r->has_val);
+}
+
+/* Which run directory (before anything is loaded, so that a directory holding another run is
+ * refused at once): --run-dir, the directory of a --resume checkpoint that lies in a run
+ * directory (the run goes on there), or none yet (a new runs/MODEL-DATE-TIME). */
+static ct_status choose_run_dir(run_files *r, const cli_train_opts *o)
+{
+    r->chosen = o->run_dir;
+    if (o->no_run_dir) return CT_OK;
+    if (o->resume && !r->chosen) {
+        char copy[4096], marker[4200];
+        snprintf(copy, sizeof copy, "%s", o->resume);
+        snprintf(r->resume_dir, sizeof r->resume_dir, "%s", dirname(copy));
+        snprintf(marker, sizeof marker, "%s/config.yaml", r->resume_dir);
+        if (access(marker, F_OK) == 0) r->chosen = r->resume_dir;
+    }
+    r->continuing = o->resume && r->chosen && same_folder(o->resume, r->chosen);
+    return ct_run_dir_check(r->chosen, r->continuing);
+}
+
+/* The run directory and what it holds before training starts (after the data and the
+ * network are ready: a run that cannot start leaves nothing behind); the outputs not named
+ * explicitly default into it. TensorBoard's folder for the device, with or without one. */
+static ct_status open_run_dir(run_files *r, const ct_model_descriptor *d, const void *cfg, cli_train_opts *o, ct_fit_config *fit,
+                              int argc, char **argv)
+{
+    const char *logroot = o->logdir;
+    char dev[32], path[4400];
+    if (!o->no_run_dir) {
+        CT_TRY(ct_run_dir_create(r->dir, sizeof r->dir, r->chosen, d->name, r->continuing));
+        if (!o->out) { CT_TRY(ct_run_dir_path(r->out, sizeof r->out, r->dir, "weights.h5")); o->out = r->out; }
+        if (!o->checkpoint) {
+            CT_TRY(ct_run_dir_path(r->checkpoint, sizeof r->checkpoint, r->dir, "checkpoint.h5"));
+            o->checkpoint = fit->checkpoint = r->checkpoint;
+        }
+        if (!o->csv) { CT_TRY(ct_run_dir_path(r->csv, sizeof r->csv, r->dir, "log.csv")); o->csv = fit->csv = r->csv; }
+        if (!logroot) { CT_TRY(ct_run_dir_path(r->tensorboard, sizeof r->tensorboard, r->dir, "tensorboard")); logroot = r->tensorboard; }
+        char comment[8400];
+        snprintf(comment, sizeof comment, "the effective configuration of a `ctrain train %s` run (ctrain %s, commit %s);\n"
+                 "repeat it with: ctrain train %s --config %s/config.yaml", d->name, CTRAIN_VERSION, cli_commit(), d->name, r->dir);
+        CT_TRY(ct_run_dir_path(path, sizeof path, r->dir, "config.yaml"));
+        CT_TRY(cli_train_config_write(path, comment, o, fit, d, cfg));
+        static char cmd[16384];
+        char version[256], *header = NULL;
+        cli_command_line(cmd, sizeof cmd - 1, "train", argc + 1, argv - 1, NULL);   /* argv[-1] is the model's name */
+        strcat(cmd, "\n");
+        size_t header_len = 0;
+        FILE *hf = open_memstream(&header, &header_len);
+        if (hf) { cli_print_header(hf, o->threads); fclose(hf); }
+        snprintf(version, sizeof version, "ctrain %s\ncommit %s\n", CTRAIN_VERSION, cli_commit());
+        ct_status st = header ? CT_OK : ct_fail(CT_ENOMEM, "out of memory");
+        if (st == CT_OK) st = ct_run_dir_path(path, sizeof path, r->dir, "command.txt");
+        if (st == CT_OK) st = ct_file_write_text(path, cmd, "the command line");
+        if (st == CT_OK) st = ct_run_dir_path(path, sizeof path, r->dir, "version.txt");
+        if (st == CT_OK) st = ct_file_write_text(path, version, "the version");
+        if (st == CT_OK) st = ct_run_dir_path(path, sizeof path, r->dir, "header.txt");
+        if (st == CT_OK) st = ct_file_write_text(path, header, "the hardware header");
+        free(header);
+        CT_TRY(st);
+        CT_TRY(ct_run_dir_path(r->curves, sizeof r->curves, r->dir, "curves.svg"));
+        snprintf(r->title, sizeof r->title, "ctrain train %s: %s", d->name, r->dir);
+        fit->on_epoch = redraw_curves;
+        fit->on_epoch_ctx = r;
+    }
+    if (logroot) {
+        cli_device_folder(o->device, dev, sizeof dev);
+        if (snprintf(r->logdir, sizeof r->logdir, "%s/%s", logroot, dev) >= (int)sizeof r->logdir)
+            return ct_fail(CT_EINVAL, "--logdir %s: path too long", logroot);
+        fit->logdir = r->logdir;
+    }
+    return CT_OK;
+}
+
 /* The header, the model and data lines, the checkpoints' description of the run, and ct_fit. */
 static ct_status fit(const ct_model_descriptor *d, const void *cfg, void *net, const ct_model_data *data, ct_model_task *t,
-                     const cli_train_opts *o, ct_fit_config *fit, ct_ckpt_meta *meta, const ct_rngs *rngs)
+                     const cli_train_opts *o, ct_fit_config *fit, ct_ckpt_meta *meta, const ct_rngs *rngs, const char *run_dir)
 {
     char line[2048];
     cli_print_header(stdout, o->threads);
+    if (run_dir[0]) printf("Run directory: %s\n", run_dir);
     d->train_line(net, line, sizeof line);
     printf("Model: %s\n", line);
     if (d->data_line) d->data_line(data, t, fit, stdout);
@@ -94,7 +219,8 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     static cli_train_opts o;
     static ct_ckpt_meta rm, meta;
     static ct_model_data data;
-    static char command[8192], interrupt_path[4096];
+    static run_files rf;
+    static char command[16384], interrupt_path[4096];
     ct_model_task task = { 0 };
     ct_fit_config fitc;
     void *cfg = ct_calloc(1, d->cfg_size, "configuration"), *net = ct_calloc(1, d->net_size, "network");
@@ -102,6 +228,10 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     int rc = parse(d, cfg, &o, &rm, argc, argv), have_net = 0;
     ct_status st = CT_OK;
     if (rc == 0 && (st = cli_finish_train_opts(&o, &fitc, d->train.optimizer)) != CT_OK) {
+        fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        rc = 2;
+    }
+    if (rc == 0 && (st = choose_run_dir(&rf, &o)) != CT_OK) {
         fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;
     }
@@ -117,7 +247,9 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
     if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
-    if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs);
+    rf.has_val = task.task.n_val > 0;
+    if (st == CT_OK) st = open_run_dir(&rf, d, cfg, &o, &fitc, argc, argv);
+    if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs, rf.dir);
     if (st == CT_OK && o.out) st = d->save(net, o.out, &meta.model_cfg);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
     ct_model_task_close(&task);

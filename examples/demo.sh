@@ -37,9 +37,10 @@ echo "== 2. log-mel features (ctrain prep)"
 
 echo
 echo "== 3. training the siamese LSTM (the 20 trial speakers are never trained on)"
+rm -rf "$out/run"   # the previous demo's run directory: --run-dir refuses to overwrite a run
 "$ctrain" train siamese-lstm --data "$corpus/feats.h5" --trials "$corpus/trials.txt" \
     --pairs 20000 --val-pairs 2000 --epochs 10 --batch 128 \
-    --threads "$threads" --seed 1 --csv "$out/history.csv" --out "$out/siamese-lstm.h5"
+    --threads "$threads" --seed 1 --csv "$out/history.csv" --out "$out/siamese-lstm.h5" --run-dir "$out/run"
 
 echo
 echo "== 4. evaluation on the trial list (whole utterances)"
@@ -49,4 +50,5 @@ echo "== 4. evaluation on the trial list (whole utterances)"
 
 echo
 echo "demo finished in $(( $(date +%s) - start )) s; weights: $out/siamese-lstm.h5, history: $out/history.csv,"
-echo "DET curve: $out/det.svg, scores: $out/scores.txt, metrics: $out/eer.json"
+echo "DET curve: $out/det.svg, scores: $out/scores.txt, metrics: $out/eer.json;"
+echo "the run (configuration, curves, TensorBoard files): $out/run (tensorboard --logdir $out/run/tensorboard)"

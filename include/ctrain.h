@@ -69,7 +69,7 @@ extern "C" {
 #include "cuda/lstm_map.h"
 #include "cuda/pool.h"
 
-/* io: HDF5 files, weights, images, audio and features, trial lists, JSON, SVG */
+/* io: HDF5 files, weights, images, audio and features, trial lists, JSON, SVG, TensorBoard events, YAML */
 #include "io/h5.h"
 #include "io/h5atomic.h"
 #include "io/kv.h"
@@ -84,6 +84,9 @@ extern "C" {
 #include "io/trials.h"
 #include "io/json.h"
 #include "io/svg.h"
+#include "io/files.h"
+#include "io/tfevents.h"
+#include "io/yamlmap.h"
 
 /* models: written once for every device, each layer called through the table */
 #include "models/profile.h"
@@ -111,6 +114,7 @@ extern "C" {
 #include "train/model_speaker.h"
 #include "train/export.h"
 #include "train/profile_fit.h"
+#include "train/run_dir.h"
 
 #ifdef __cplusplus
 }

@@ -2,16 +2,18 @@
 # deps.sh - install the Debian packages ctrain needs, only when they are missing.
 #
 # usage: scripts/deps.sh [build|test|golden|bench|dist]
-#   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, jansson, and the
-#           tools the demo uses (espeak-ng and sox to synthesise speech, Fashion-MNIST):
-#           enough for `make` and `make demo`
+#   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, jansson,
+#           libyaml (--config files), and the tools the demo uses (espeak-ng and sox to
+#           synthesise speech, Fashion-MNIST): enough for `make` and `make demo`
 #   test    adds Debian's python3-torch and python3-h5py: one test loads ctrain's
 #           PyTorch export into torch and compares outputs (`make test`);
 #           python3-sklearn: one test scores `eval --scores` with scikit-learn's ROC; and
 #           libmp3lame-dev, for the test that links a program to the installed
 #           libctrain.a with `pkg-config --libs --static ctrain`: sndfile.pc names
 #           -lmp3lame among its private libraries, but libsndfile1-dev does not
-#           depend on libmp3lame-dev
+#           depend on libmp3lame-dev; python3-venv: the test that reads ctrain's
+#           TensorBoard files with TensorBoard's own reader installs tensorboard from
+#           PyPI into a virtual environment (tests/tensorboard_venv.sh)
 #   golden  adds torchaudio, for `make golden`
 #   bench   adds python3-venv and binutils (readelf) to golden's: `make bench` also
 #           times the newest PyTorch from PyPI in a virtual environment
@@ -23,8 +25,8 @@
 # network) it prints the exact command to run and exits non-zero.
 set -eu
 
-BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev espeak-ng sox dataset-fashion-mnist"
-TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev"
+BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev libyaml-dev espeak-ng sox dataset-fashion-mnist"
+TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"
 

@@ -11,7 +11,8 @@
 #   lib/            every shared library those binaries load, transitively, except
 #                   glibc's own and the CUDA ones (cuDNN, cuBLAS, the CUDA runtime),
 #                   each with RUNPATH $ORIGIN; the binaries have RUNPATH $ORIGIN/../../lib
-#   tests/golden/, tests/fixtures/, tests/*.py, examples/make_corpus.py   what the test suite reads and runs
+#   tests/golden/, tests/fixtures/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
+#                   what the test suite reads and runs
 #   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh   the GPU machine's check
 #   README.md, BUILDINFO
 # Needs patchelf (scripts/deps.sh dist installs it), ldd, tar and gzip.
@@ -99,7 +100,7 @@ cp scripts/cuda-libs.sh "$top/libexec/cuda-libs.sh" || die "copying scripts/cuda
 # what the test suite reads and runs, the PyTorch peers, the GPU check
 mkdir -p "$top/tests/golden" || die "mkdir failed"
 cp tests/golden/*.h5 "$top/tests/golden/" || die "copying tests/golden failed"
-cp tests/*.py "$top/tests/" || die "copying tests/*.py failed"
+cp tests/*.py tests/tensorboard_venv.sh "$top/tests/" || die "copying tests/*.py and tests/tensorboard_venv.sh failed"
 mkdir -p "$top/tests/fixtures" && cp tests/fixtures/* "$top/tests/fixtures/" || die "copying tests/fixtures failed"
 cp examples/make_corpus.py "$top/examples/" || die "copying examples/make_corpus.py failed"
 cp bench/*.py "$top/bench/" || die "copying bench/*.py failed"

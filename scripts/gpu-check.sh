@@ -16,7 +16,10 @@
 #   gpu-tests `ctrain_tests gpu` with CT_REQUIRE_GPU=1 (a case that cannot run fails)   150
 #   peak      bench_sgemm --device gpu: cuBLAS sgemm 8192^3, FP32 and TF32                  60
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
-#             --threads 16 --per-layer (synthetic data)                                   90/120/60
+#             --threads 16 --per-layer (synthetic data)                                90/120/60
+#             and, when this ctrain has --logdir, TensorBoard files of the CPU and
+#             GPU runs in OUTDIR/tensorboard/MODEL/cpu and .../gpu (view them with
+#             `tensorboard --logdir tensorboard` after unpacking gpu-check.tar.gz)
 #   tf32-*    the same on the GPU with --tf32, when this ctrain has --tf32                  45 each
 #   seed      ctrain time siamese-lstm --protocol seed --epochs 2 --device gpu            150
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
@@ -373,11 +376,18 @@ layerflag=--layers
 "$ctrain" time --help 2>&1 | grep -q -e '--per-layer' && layerflag=--per-layer
 has_tf32=0
 "$ctrain" time --help 2>&1 | grep -q -e '--tf32' && has_tf32=1
+has_logdir=0
+"$ctrain" time --help 2>&1 | grep -q -e '--logdir' && has_logdir=1
 say "ctrain time: device option $devflag; --tf32 $( [ $has_tf32 = 1 ] && echo available || echo 'not in this ctrain (TF32 runs of ctrain left out)')"
 for spec in siamese-lstm:90 siamese-cnn:120 cnn:60; do
   m=${spec%%:*}; cap=${spec#*:}
   data=""; [ "$m" = cnn ] && data="--data synthetic"
-  run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" $layerflag $data --json "$out/ctrain-$m.json"
+  if [ $has_logdir = 1 ]; then
+    run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" $layerflag $data \
+        --json "$out/ctrain-$m.json" --logdir "$out/tensorboard/$m"
+  else
+    run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" $layerflag $data --json "$out/ctrain-$m.json"
+  fi
 done
 for m in siamese-lstm siamese-cnn cnn; do
   if [ $has_tf32 = 1 ]; then

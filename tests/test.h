@@ -44,9 +44,16 @@ int   *t_golden_i32(hid_t f, const char *name, size_t n);
 double t_golden_attr(hid_t f, const char *name);   /* scalar attribute on the root */
 
 /* Runs `$CTRAIN_BIN ARGS` (bin/ctrain if unset) through the shell with stderr
- * merged into stdout, captured into out (truncated to n-1 bytes, NUL-terminated).
+ * merged into stdout, captured into out (truncated to n-1 bytes, NUL-terminated),
+ * in the scratch directory below (relative paths in ARGS are relative to it).
  * Returns the exit status, or -1 if it could not start or was killed by a signal. */
 int    t_run_ctrain(const char *args, char *out, size_t n);
+/* The working directory of the command-line cases: a fresh directory under /tmp, made
+ * on first use and removed when the runner ends (a run's default runs/ lands there,
+ * never in the source tree). */
+const char *t_scratch_dir(void);
+/* $CTRAIN_BIN (bin/ctrain if unset) as an absolute path, quoted for the shell. */
+const char *t_ctrain_bin(void);
 
 /* Helpers for building test inputs from a fixed seed. */
 void   t_fill_uniform(float *x, size_t n, float lo, float hi, ct_rng *r);

@@ -16,7 +16,8 @@
  *     module and computes ctrain's output, Keras's conventions (tests/export_keras_check.py,
  *     in numpy) compute it from the Keras file, the dense rows after a flatten are in
  *     Keras's channels-last order, and `ctrain import` of each export is exact.
- * The command-line cases run $CTRAIN_BIN (default bin/ctrain). */
+ * The command-line cases run $CTRAIN_BIN (default bin/ctrain) in the runner's scratch
+ * directory (t_scratch_dir). */
 #define _GNU_SOURCE   /* memmem */
 #include <dirent.h>
 #include <errno.h>
@@ -45,11 +46,6 @@
 
 static char tdir[64];
 
-static const char *bin(void)
-{
-    const char *b = getenv("CTRAIN_BIN");
-    return b ? b : "bin/ctrain";
-}
 
 static const char *tpath(const char *name)
 {
@@ -67,7 +63,7 @@ static const char *tpath(const char *name)
 static int spawn(const char *args, char *out, size_t n, long fsize, int as_nobody)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "exec %s %s", bin(), args);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec %s %s", t_scratch_dir(), t_ctrain_bin(), args);
     int pfd[2];
     if (pipe(pfd) != 0) { out[0] = '\0'; return -1; }
     fflush(stdout);
@@ -568,8 +564,10 @@ static void case_kill_loop(void)
         int e0 = -1;
         if (file_size(ck) > 0 && ct_ckpt_verify(ck, &e0, NULL) == CT_OK && e0 >= 4) { unlink(ck); restarts++; last_e = 0; last_s = 0; }   /* finished: start over */
         int have = file_size(ck) > 0;
-        if (have) snprintf(args, sizeof args, "exec %s %s %s --checkpoint %s --resume %s >/dev/null 2>&1", bin(), SIAM, sz, ck, ck);
-        else snprintf(args, sizeof args, "exec %s %s %s --checkpoint %s >/dev/null 2>&1", bin(), SIAM, sz, ck);
+        if (have) snprintf(args, sizeof args, "cd '%s' && exec %s %s %s --checkpoint %s --resume %s >/dev/null 2>&1", t_scratch_dir(),
+                           t_ctrain_bin(), SIAM, sz, ck, ck);
+        else snprintf(args, sizeof args, "cd '%s' && exec %s %s %s --checkpoint %s >/dev/null 2>&1", t_scratch_dir(), t_ctrain_bin(),
+                      SIAM, sz, ck);
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) { setenv("ASAN_OPTIONS", "detect_leaks=0", 1); execl("/bin/sh", "sh", "-c", args, (char *)NULL); _exit(127); }
@@ -689,7 +687,7 @@ static void case_signal_in_fit(void)
 static pid_t start_logged(const char *args, const char *log)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "exec %s %s >%s 2>&1", bin(), args, log);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec %s %s >%s 2>&1", t_scratch_dir(), t_ctrain_bin(), args, log);
     unlink(log);   /* the poll must not see an earlier run's log */
     fflush(stdout);
     pid_t pid = fork();
@@ -779,9 +777,9 @@ static void case_signals(void)
     }
     free(text);
 
-    t_case("checkpoint/SIGINT: exit 130; without --checkpoint the checkpoint goes beside --out, and --out is not written");
+    t_case("checkpoint/SIGINT: exit 130; with neither --checkpoint nor a run directory the checkpoint goes beside --out, and --out is not written");
     unlink(beside);
-    snprintf(args, sizeof args, "%s --out %s", SIG_RUN, w2);
+    snprintf(args, sizeof args, "%s --out %s --no-run-dir", SIG_RUN, w2);
     status = 0; reaped = 0;
     pid = start_logged(args, log);
     started = wait_log(pid, log, "Epoch 1/4", &status, &reaped);
@@ -949,8 +947,8 @@ static void case_bad_input(void)
     chmod(ro, 0644);
     chmod(tdir, 0755);
     chmod(rodir, 0555);
-    snprintf(args, sizeof args, "train siamese-lstm --resume %s --checkpoint %s --epochs 2 --threads 1", ro, ro);
-    rc = spawn(args, out1, sizeof out1, 0, 1);
+    snprintf(args, sizeof args, "train siamese-lstm --resume %s --checkpoint %s --epochs 2 --threads 1 --no-run-dir", ro, ro);
+    rc = spawn(args, out1, sizeof out1, 0, 1);   /* as nobody, who may not write a run directory either */
     t_check(rc == 1 && strstr(out1, "could not write checkpoint") && strstr(out1, "previous checkpoint is untouched"),
             "exit %d: %s", rc, out1);
     t_check(same_bytes(ro, copy), "the previous checkpoint changed");

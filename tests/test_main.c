@@ -7,11 +7,13 @@
  *   build/ctrain_tests lstm dense run suites whose names contain "lstm" or "dense"
  *   CT_REQUIRE_GPU=1 build/ctrain_tests gpu   a GPU case that would SKIP FAILS instead
  */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include "core/blas_select.h"
 #include "tests/test.h"
@@ -26,7 +28,7 @@
     X(audio) X(fbank) X(featstore) X(prep) X(metrics) X(trials) X(eval) X(model_desc) X(verify_report) X(corpusgen) \
     X(time) \
     X(siamese_cnn) \
-    X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(gpu) \
+    X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(tfevents) X(rundir) X(gpu) \
     X(install) \
     X(harness)
 #define DECLARE(s) void suite_##s(void) __attribute__((weak));
@@ -172,11 +174,47 @@ double t_golden_attr(hid_t f, const char *name)
     return v;
 }
 
+/* The command-line cases run ctrain in a scratch directory of their own, so that what a
+ * run leaves in its working directory (runs/MODEL-DATE-TIME) never lands in the source
+ * tree; it is removed when the runner ends. The binary's path is made absolute first. */
+static char scratch[64], ctrain_abs[4096];
+
+const char *t_scratch_dir(void)
+{
+    if (!scratch[0]) {
+        snprintf(scratch, sizeof scratch, "/tmp/ctrain_tests_XXXXXX");
+        if (!mkdtemp(scratch)) { fprintf(stderr, "cannot create a scratch directory under /tmp\n"); exit(2); }
+        chmod(scratch, 01777);   /* the cases that run ctrain as user nobody work here too */
+    }
+    return scratch;
+}
+
+const char *t_ctrain_bin(void)
+{
+    if (!ctrain_abs[0]) {
+        const char *bin = getenv("CTRAIN_BIN");
+        char path[4096];
+        if (!bin) bin = "bin/ctrain";
+        if (!realpath(bin, path)) {   /* already a shell word (the tarball's launcher quotes it), or missing: the shell says so */
+            snprintf(ctrain_abs, sizeof ctrain_abs, "%s", bin);
+            return ctrain_abs;
+        }
+        size_t k = 0;
+        ctrain_abs[k++] = '\'';                    /* 'path', each ' written as '\'' */
+        for (const char *c = path; *c && k + 6 < sizeof ctrain_abs; c++) {
+            if (*c == '\'') { memcpy(ctrain_abs + k, "'\\''", 4); k += 4; }
+            else ctrain_abs[k++] = *c;
+        }
+        ctrain_abs[k++] = '\'';
+        ctrain_abs[k] = '\0';
+    }
+    return ctrain_abs;
+}
+
 int t_run_ctrain(const char *args, char *out, size_t n)
 {
-    const char *bin = getenv("CTRAIN_BIN");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "bin/ctrain", args);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s %s 2>&1", t_scratch_dir(), t_ctrain_bin(), args);
     FILE *p = popen(cmd, "r");
     if (!p) { out[0] = '\0'; return -1; }
     size_t got = fread(out, 1, n - 1, p);
@@ -274,6 +312,11 @@ int main(int argc, char **argv)
             suites[i].fn();
         }
         case_close();
+    }
+    if (scratch[0]) {   /* the command-line cases' working directory and what the runs left there */
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+        if (system(cmd) != 0) printf("note: could not remove %s\n", scratch);
     }
     if (n_skip) printf("%d passed, %d failed, %d skipped\n", n_pass, n_fail, n_skip);
     else printf("%d passed, %d failed\n", n_pass, n_fail);

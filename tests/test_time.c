@@ -11,6 +11,7 @@
  *     clear errors for bad options and bad files, and the GPU saying why it is
  *     unavailable.
  * No test looks at how fast anything ran: timings depend on the machine. */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,7 +336,11 @@ static void test_command(void)
     t_check(strstr(out, "note:") != NULL, "different workloads should be pointed out: %s", out);
 
     t_case("time/--compare reads a file of an older ctrain (no FMA peak, no blas_core), next to today's");
-    snprintf(args, sizeof args, "time --compare -- tests/fixtures/time-0.1.0-2026-11-21.json %s", sjson);
+    /* ctrain runs in the scratch folder: the fixture by its absolute path */
+    char *fixture = realpath("tests/fixtures/time-0.1.0-2026-11-21.json", NULL);
+    t_check(fixture != NULL, "tests/fixtures/time-0.1.0-2026-11-21.json is missing");
+    snprintf(args, sizeof args, "time --compare -- %s %s", fixture ? fixture : "missing.json", sjson);
+    free(fixture);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0, "exit %d: %s", rc, out);
     char row[512];

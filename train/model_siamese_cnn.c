@@ -62,7 +62,8 @@ static ct_status finish(void *vc, int checkpointing)
     size_t kv_max = sizeof ((ct_kv_entry *)0)->str;
     if (strlen(mc->spec) >= kv_max && checkpointing)
         return ct_fail(CT_EINVAL, "--arch: a checkpoint records specs of up to %zu characters, this one has %zu; shorten it "
-                       "or train without --checkpoint/--save-best", kv_max - 1, strlen(mc->spec));
+                       "or train without checkpoints (no --checkpoint or --save-best, and --no-run-dir: a run directory keeps one)",
+                       kv_max - 1, strlen(mc->spec));
     return ct_speaker_opts_check(&c->data);
 }
 

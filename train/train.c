@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/interrupt.h"
+#include "io/tfevents.h"
 #include "train/train.h"
 #include "train/checkpoint.h"
 
@@ -110,6 +111,23 @@ static ct_status csv_row(FILE *f, const char *path, int epoch, const ct_epoch_lo
     return CT_OK;
 }
 
+/* ---- TensorBoard: one event per epoch, step = the epoch's number (1, 2, ...) ---- */
+int ct_epoch_scalars(const ct_epoch_report *r, int has_val, const char **tags, float *values)
+{
+    const ct_epoch_log *l = &r->hist[r->epoch];
+    int n = 0;
+#define SCALAR(tag, v) (tags[n] = (tag), values[n++] = (float)(v))
+    SCALAR("loss", l->loss);
+    SCALAR("accuracy", l->accuracy);
+    if (has_val) { SCALAR("val_loss", l->val_loss); SCALAR("val_accuracy", l->val_accuracy); }
+    if (l->val_eer >= 0) SCALAR("val_eer", l->val_eer);
+    SCALAR("learning_rate", r->lr);
+    SCALAR("epoch_seconds", l->seconds);
+    SCALAR("samples_per_second", r->samples_per_s);
+#undef SCALAR
+    return n;
+}
+
 /* ---- the device side of training (train.h: ct_train_state) ---- */
 
 ct_train_state ct_train_state_of(ct_dparams *params, ct_dparams *buffers)
@@ -182,6 +200,7 @@ typedef struct {
     const ct_task *t;
     const ct_fit_config *cfg;
     FILE *out, *csv;
+    ct_tfevents tb;                /* TensorBoard's event file (tb.f NULL without logdir) */
     int bar;                       /* draw the progress bar (on stderr) */
     ct_train_state *st;            /* the task's weights, gradients and optimizer */
     ct_params *params, *buffers;   /* their host copies (buffers NULL when the model has none) */
@@ -195,6 +214,7 @@ typedef struct {
     double t0, sum_loss, sum_correct;
     long seen, skipped, steps_run;   /* steps_run: batches of this epoch trained by this call (for ms/step) */
     long steps_total;                /* batches trained by this call of ct_fit */
+    long trained;                    /* samples this process trains in the epoch (fewer when resumed inside it) */
     float lr;
 } fit_run;
 
@@ -296,6 +316,7 @@ static ct_status fit_start(fit_run *r)
     r->epochs_done = r->start_epoch;
     r->steps_per_epoch = (r->t->n_train + cfg->batch - 1) / cfg->batch;
     if (cfg->csv) CT_TRY(csv_open(&r->csv, cfg->csv, cfg->resume != NULL, r->start_epoch));
+    if (cfg->logdir) CT_TRY(ct_tfevents_open(&r->tb, cfg->logdir, r->start_epoch + 1));
     return CT_OK;
 }
 
@@ -325,6 +346,7 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
     } else if (t->begin_epoch) {
         t->begin_epoch(t->ctx, e);
     }
+    r->trained = t->n_train - step * cfg->batch;
     for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
         int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0;
         t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
@@ -460,17 +482,28 @@ static ct_status fit_monitor(fit_run *r, int e, const ct_epoch_log *log, int *im
     return r->best_p ? snapshot_best(r) : CT_OK;
 }
 
-/* After epoch e: the CSV row and the checkpoints; *stop when early stopping or
- * --stop-after-steps ends the run here. */
+/* After epoch e: the CSV row, the checkpoints, TensorBoard's event and the on_epoch
+ * callback (the checkpoints first: they are what a full disk must not cost); *stop when
+ * early stopping or --stop-after-steps ends the run here. */
 static ct_status fit_after_epoch(fit_run *r, int e, const ct_epoch_log *log, int improved, int *stop)
 {
     const ct_fit_config *cfg = r->cfg;
+    ct_epoch_report rep = { .epoch = e, .hist = r->hist, .lr = r->lr,
+                            .samples_per_s = log->train_seconds > 0 ? r->trained / log->train_seconds : 0 };
     if (r->csv) CT_TRY(csv_row(r->csv, cfg->csv, e, log));
     r->sum_loss = r->sum_correct = 0;
     r->seen = r->skipped = 0;
     fit_mark(r, e + 1, 0);
     if (improved && cfg->save_best) CT_TRY(save_to(r, cfg->save_best));
     if (cfg->checkpoint) CT_TRY(save_to(r, cfg->checkpoint));
+    if (r->tb.f) {
+        const char *tags[CT_EPOCH_TAGS_MAX];
+        float values[CT_EPOCH_TAGS_MAX];
+        int n = ct_epoch_scalars(&rep, r->t->n_val > 0, tags, values);
+        CT_TRY(ct_tfevents_scalars(&r->tb, e + 1, ct_tfevents_now(), tags, values, n));
+        CT_TRY(ct_tfevents_flush(&r->tb));
+    }
+    if (cfg->on_epoch) CT_TRY(cfg->on_epoch(cfg->on_epoch_ctx, &rep));
     if (cfg->early_stopping && r->prog.wait >= cfg->early_stopping) {
         fprintf(r->out, "Epoch %d: early stopping (%s has not improved for %d epochs)\n", e + 1, ct_monitor_name(cfg->monitor),
                 r->prog.wait);
@@ -572,6 +605,7 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
     fflush(out);
     if (hist_out && r.hist) memcpy(hist_out, r.hist, (size_t)r.epochs_done * sizeof *r.hist);
     if (r.csv) fclose(r.csv);
+    ct_tfevents_close(&r.tb);
     ct_train_state_end(r.st);
     free(r.hist); free(r.best_p); free(r.best_s);
     return st;

@@ -27,6 +27,10 @@
  *   early_stopping                  EarlyStopping(patience): stop after `patience` epochs
  *                                   without improvement, then ALWAYS restore the best weights
  *   csv                             CSVLogger: a header, then one row per epoch
+ *   logdir                          TensorBoard: an event file (io/tfevents.h) in this directory
+ *                                   with every epoch's numbers, flushed after each epoch
+ *   on_epoch                        the caller's own callback after each epoch (the run
+ *                                   directory redraws its curves there)
  *   on_nan                          stop (naming the last good checkpoint) or skip the batch
  * For a resumed run to see the same data, the task saves its data state (RNG
  * streams, sample order) through save_state / load_state.
@@ -55,6 +59,20 @@
 
 struct ct_ckpt_meta;   /* train/checkpoint.h */
 
+/* What ct_fit tells its on_epoch callback after every epoch. */
+typedef struct {
+    int epoch;                           /* 0-based */
+    const ct_epoch_log *hist;            /* [epoch + 1]: every epoch so far (a resumed run's earlier ones too) */
+    double lr;                           /* the learning rate the epoch trained with */
+    double samples_per_s;                /* training samples per second in the epoch's training part */
+} ct_epoch_report;
+
+/* The scalars of an epoch as TensorBoard shows them (tags in CT_EPOCH_TAGS order): the
+ * Keras log's loss, accuracy, val_loss, val_accuracy, val_eer (only the ones the run
+ * computes), then learning_rate, epoch_seconds and samples_per_second. Returns the count. */
+#define CT_EPOCH_TAGS_MAX 8
+int ct_epoch_scalars(const ct_epoch_report *r, int has_val, const char **tags, float *values);
+
 typedef struct {
     int epochs, batch;
     ct_optim_config optim;
@@ -76,6 +94,9 @@ typedef struct {
     const char *interrupt_checkpoint;    /* where the interrupt's checkpoint goes when `checkpoint` is NULL (NULL: none) */
     const char *command;                 /* this run's command line, quoted for a shell: the line that says how to
                                             resume is `command --resume FILE` (NULL: no such line) */
+    const char *logdir;                  /* TensorBoard event files written here (created if missing) */
+    ct_status (*on_epoch)(void *ctx, const ct_epoch_report *r);   /* after every epoch; an error stops training */
+    void *on_epoch_ctx;
 } ct_fit_config;
 
 
