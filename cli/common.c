@@ -11,7 +11,8 @@
 void cli_train_defaults(cli_train_opts *o, const ct_model_descriptor *d)
 {
     *o = (cli_train_opts){ .data = d->train.data, .device = "cpu", .epochs = d->train.epochs, .batch = d->train.batch,
-                           .threads = ct_cpu_count(), .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f,
+                           .threads = ct_dist_default_threads(&cli_dist, ct_cpu_count()), .seed = 1,
+                           .dist_timeout = (float)CT_DIST_TIMEOUT_DEFAULT, .dist_check_every = 1, .progress = -1, .step_size = 10, .gamma = 0.1f,
                            .schedule = d->train.schedule };
 }
 
@@ -30,6 +31,8 @@ int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
         || ct_args_str(a, "--monitor", &o->monitor, st) || ct_args_int(a, "--early-stopping", &o->early_stopping, 1, 1000000, st)
         || ct_args_str(a, "--csv", &o->csv, st) || ct_args_str(a, "--on-nan", &o->on_nan, st)
         || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
+        || ct_args_float(a, "--dist-timeout", &o->dist_timeout, 1, 1e6f, st)
+        || ct_args_long(a, "--dist-check-every", &o->dist_check_every, 0, 0x7fffffffL, st)
         || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0))
         || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1));
 }
@@ -43,7 +46,8 @@ const char *CLI_TRAIN_HELP =
     "  --step-size N --gamma X   step schedule: lr * gamma^(epoch / N) (defaults 10, 0.1)\n"
     "  --weight-decay X      L2 penalty (decoupled for adamw) (default 0)\n"
     "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
-    "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
+    "  --threads N           CPU threads for OpenBLAS (default: all cores; under mpirun, the cores over the\n"
+    "                        ranks on the machine)\n"
     "  --seed S              seed of every random stream (default 1)\n"
     CLI_DEVICE_HELP
     "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
@@ -59,7 +63,14 @@ const char *CLI_TRAIN_HELP =
     "                        are restored at the end\n"
     "  --csv FILE.csv        one CSV row per epoch (appended on --resume)\n"
     "  --on-nan WHAT         stop (default) or skip-batch: what a non-finite loss or gradient does\n"
-    "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n";
+    "  --stop-after-steps N  stop after N batches in total, writing the checkpoint (resume it later)\n"
+    "data-parallel training (mpirun -np N ctrain train MODEL ...; docs/distributed.md):\n"
+    "                        --batch is the global batch, split evenly over the N ranks (it must divide);\n"
+    "                        one all-reduce of the gradients per step; only rank 0 prints and writes files.\n"
+    "                        Batchnorm normalises with each rank's own rows' statistics, as PyTorch's\n"
+    "                        DistributedDataParallel does, and keeps rank 0's running statistics\n"
+    "  --dist-timeout S      seconds a rank waits for the others before ending the job (default 300)\n"
+    "  --dist-check-every N  compare a hash of the parameters across ranks every N steps (default 1; 0: never)\n";
 
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {

@@ -22,6 +22,9 @@ typedef struct {
     const char *checkpoint, *resume, *save_best, *monitor, *csv, *on_nan;
     long checkpoint_every, stop_after_steps;
     int early_stopping;
+    /* data-parallel training under mpirun (train/dist.h) */
+    float dist_timeout;                  /* seconds a collective waits for the other ranks */
+    long dist_check_every;               /* parameter hash compared across ranks every N steps; 0: never */
 } cli_train_opts;
 
 /* `ctrain train`'s values of the shared options for model d (its epochs, batch, data, schedule). */

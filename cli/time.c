@@ -99,6 +99,11 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
     ct_status st = ct_model_net_open(d, net, w->cfg, &w->data, &rngs.init, ops, w->setup.batch);
     int open = st == CT_OK;
     if (st == CT_OK) st = d->task_open(&t, net, (ct_model_data *)&w->data, &rngs, w->setup.batch);
+    if (cli_dist.mpi) {   /* under mpirun: each rank trains on its part of every batch */
+        if (st == CT_OK) ct_model_task_set_dist(&t, &cli_dist);
+        st = ct_dist_agree(&cli_dist, st);
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, ops);
+    }
     FILE *log = w->verbose ? stdout : fopen("/dev/null", "w");
     if (st == CT_OK && !log) st = ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");
     if (st == CT_OK) st = ct_fit_profiled(&t.task, d->prof(net), &pc, &w->fit, r->hist, log);
@@ -120,6 +125,10 @@ static ct_status run_device(time_run *r, const workload *w)
     int gpu = 0;
     CT_TRY(cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &ops, &gpu));
     if (!r->available) return CT_OK;
+    int N = w->setup.ranks;
+    if (N > 1) {   /* the job's peaks: every rank measured its own with its threads, at the same time */
+        r->fma_peak *= N; r->fma_peak_best *= N; r->peak *= N; r->peak_best *= N;
+    }
     ct_status st = fit_model(r, w, ops);
     if (gpu) ct_gpu_close();
     return st;
@@ -151,6 +160,7 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     s->epochs = o->epochs > 0 ? o->epochs : p->epochs;
     s->batch = o->batch > 0 ? o->batch : p->batch;
     s->threads = o->threads;
+    s->ranks = cli_dist.size;
     s->seed = o->seed;
     s->warmup = s->epochs > 1 ? 1 : 0;
     long n_train = speaker ? o->pairs : o->samples, n_val = speaker ? o->val_pairs : o->val_samples;
@@ -241,7 +251,8 @@ int cmd_time(int argc, char **argv)
     }
     if (!(w.cfg = ct_calloc(1, w.d->cfg_size, "configuration"))) { fprintf(stderr, "ctrain time: %s\n", ct_last_error()); return 1; }
     (w.d->time_defaults ? w.d->time_defaults : w.d->defaults)(w.cfg);
-    time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .data = "synthetic", .threads = ct_cpu_count(), .seed = 1,
+    time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .data = "synthetic",
+                    .threads = ct_dist_default_threads(&cli_dist, ct_cpu_count()), .seed = 1,
                     .pairs = -1, .val_pairs = -1, .samples = -1, .val_samples = -1 };
     int help_asked = 0, n_dev = 0;
     char devices[MAX_DEVICES][32];
@@ -250,8 +261,11 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK) st = cli_device_list(o.devices, devices, MAX_DEVICES, &n_dev);
     if (st == CT_OK && o.json && !*o.json) st = ct_fail(CT_EINVAL, "--json needs a file name");
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
+    if (st == CT_OK && cli_dist.size > 1 && w.setup.batch % cli_dist.size != 0)
+        st = ct_fail(CT_EINVAL, "--batch %d does not divide evenly over %d ranks: --batch is the global batch, use a multiple of %d",
+                     w.setup.batch, cli_dist.size, cli_dist.size);
     if (st != CT_OK) {
-        fprintf(stderr, "ctrain time: %s\n", ct_last_error());
+        if (cli_dist.rank == 0) fprintf(stderr, "ctrain time: %s\n", ct_last_error());   /* every rank failed alike */
         ct_model_data_free(&w.data);
         free(w.cfg);
         return 2;
@@ -261,6 +275,9 @@ int cmd_time(int argc, char **argv)
     cli_print_header(stdout, o.threads);
     printf("Model: %s, %.1f MFLOP per %.*s per training step\n", s->model_desc, s->flops_per_sample / 1e6,
            (int)strlen(s->sample_name) - 1, s->sample_name);
+    if (cli_dist.mpi)
+        printf("Ranks: %d (%s), %d thread%s each; batch %d = %d x %d per rank\n", s->ranks, ct_dist_backend(), s->threads,
+               s->threads == 1 ? "" : "s", s->batch, s->ranks, s->batch / s->ranks);
     printf("Data: %s\n", s->data_desc);
     printf("Protocol: %s: %d epochs of %ld training + %ld validation %s, batch %d, seed %ld; devices %s\n",
            s->protocol, s->epochs, s->n_train, s->n_val, s->sample_name, s->batch, s->seed, o.devices);
@@ -279,13 +296,16 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK) {
         time_print_table(s, runs, n_dev);
         for (int i = 0; i < n_dev; i++) time_print_layers(s, &runs[i]);
-        if (o.json) st = time_write_outputs(o.json, s, runs, n_dev);
+        if (o.json && ct_dist_is_root(&cli_dist)) st = time_write_outputs(o.json, s, runs, n_dev);   /* rank 0 writes */
     }
     for (int i = 0; i < n_dev; i++) free(runs[i].hist);
     ct_model_data_free(&w.data);
     free(w.cfg);
     fflush(stdout);
-    if (st != CT_OK) { fprintf(stderr, "ctrain time: %s\n", ct_last_error()); return 1; }
+    if (st != CT_OK) {
+        if (cli_reports()) fprintf(stderr, "ctrain time: %s\n", ct_last_error());
+        return 1;
+    }
     if (!timed) { fprintf(stderr, "ctrain time: no device could be timed (see above)\n"); return 1; }
     return 0;
 }

@@ -20,6 +20,7 @@ typedef struct {
     char model_desc[1200];         /* one line: layers and sizes */
     char data_desc[512];           /* one line: what the samples are */
     int threads, batch, epochs;
+    int ranks;                     /* data-parallel ranks (mpirun -np N; train/dist.h), each with `threads` threads */
     int warmup;                    /* leading epochs left out of the statistics (1, or 0 with --epochs 1) */
     long seed, n_train, n_val;     /* samples (pairs or images) per epoch */
     double flops_per_sample;       /* FLOPs of one training step per sample */

@@ -175,6 +175,11 @@ void time_print_table(const time_setup *s, const time_run *runs, int n)
         table_row(r->device, c[0], c[1], c[2], c[3], c[4], c[5], fma, sgemm, c[8]);
     }
     printf("\n");
+    for (int i = 0; i < n && s->ranks > 1; i++)   /* data-parallel: the table's numbers are the whole job's */
+        if (runs[i].available)
+            printf("%s: %d ranks x %d thread%s: %.1f %s/s in total, %.1f per rank; the peaks are the sum of the ranks' peaks, "
+                   "each measured on its rank while the others measured theirs\n", runs[i].device, s->ranks, s->threads,
+                   s->threads == 1 ? "" : "s", runs[i].samples_per_s, s->sample_name, runs[i].samples_per_s / s->ranks);
     for (int i = 0; i < n; i++) {
         if (!runs[i].available) printf("%s: unavailable: %s\n", runs[i].device, runs[i].why);
         else printf("%s: %s; FMA peak: %s (best %.1f); sgemm peak: %s (best %.1f)\n", runs[i].device, runs[i].device_desc,

@@ -56,7 +56,10 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
     if (!(o->lr > 0) && d->train.lr > 0 && (!o->optimizer || !strcmp(o->optimizer, ct_optim_name(d->train.optimizer))))
         o->lr = d->train.lr;
     if (st == CT_OK) st = d->finish(cfg, o->checkpoint || o->save_best);
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
+    if (st != CT_OK) {
+        if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* ranks: see train_model */
+        return 2;
+    }
     return 0;
 }
 
@@ -66,6 +69,9 @@ static ct_status fit(const ct_model_descriptor *d, const void *cfg, void *net, c
 {
     char line[2048];
     cli_print_header(stdout, o->threads);
+    if (cli_dist.mpi)
+        printf("Ranks: %d (%s), batch %d = %d x %d per rank, gradients summed by one all-reduce per step\n", cli_dist.size,
+               ct_dist_backend(), o->batch, cli_dist.size, o->batch / cli_dist.size);
     d->train_line(net, line, sizeof line);
     printf("Model: %s\n", line);
     if (d->data_line) d->data_line(data, t, fit, stdout);
@@ -90,8 +96,14 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     int rc = parse(d, cfg, &o, &rm, argc, argv), have_net = 0;
     ct_status st = CT_OK;
     if (rc == 0 && (st = cli_finish_train_opts(&o, &fitc, d->train.optimizer)) != CT_OK) {
-        fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;
+    }
+    if (cli_dist.mpi && rc >= 0) {   /* every rank took the options, or every rank stops (rank 0 says why) */
+        int failed = rc != 0;
+        st = ct_dist_agree(&cli_dist, failed ? CT_EINVAL : CT_OK);
+        if (st != CT_OK && cli_dist.rank == 0 && !failed) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* another rank's */
+        if (st != CT_OK) rc = 2;
     }
     if (rc != 0) { free(cfg); free(net); return rc < 0 ? 0 : rc; }
 
@@ -100,15 +112,26 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
     if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
+    if (cli_dist.mpi) {   /* one of several ranks: each trains on its part of every batch */
+        cli_dist.timeout_s = o.dist_timeout;
+        cli_dist.check_every = o.dist_check_every;
+        if (st == CT_OK) ct_model_task_set_dist(&task, &cli_dist);
+        st = ct_dist_agree(&cli_dist, st);   /* a rank that could not read its data stops every rank */
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.ops);
+    }
     if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs);
-    if (st == CT_OK && o.out) st = d->save(net, o.out, &meta.model_cfg);
+    if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist)) st = d->save(net, o.out, &meta.model_cfg);   /* rank 0 writes */
+    if (cli_dist.mpi && o.out) st = ct_dist_agree(&cli_dist, st);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
     ct_model_task_close(&task);
     if (have_net) d->free(net);
     ct_model_data_free(&data);
     free(net);
     free(cfg);
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
+    if (st != CT_OK) {
+        if (cli_reports()) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        return 1;
+    }
     return 0;
 }
 

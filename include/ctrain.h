@@ -110,6 +110,7 @@ extern "C" {
 #include "train/model_speaker.h"
 #include "train/export.h"
 #include "train/profile_fit.h"
+#include "train/dist.h"
 
 #ifdef __cplusplus
 }

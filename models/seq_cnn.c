@@ -428,6 +428,30 @@ void ct_seq_cnn_free(seq_cnn *m)
     ct_params_free(&m->buffers);
 }
 
+void ct_seq_cnn_set_part(seq_cnn *m, int first, int rows, int segments)
+{
+    m->part_first = first;
+    m->part_rows = rows;
+    m->part_segments = segments;
+}
+
+/* Training dropout of the N rows of layer l. A part of a larger batch skips, in each run,
+ * the numbers of the rows before its own and after them (ct_rng_advance), so each element
+ * gets the number it gets in the whole batch. */
+static void dropout_rows(seq_cnn *m, seq_layer *l, const float *in, int N, ct_rng *rng)
+{
+    size_t per = ct_seq_layer_out_size(l);   /* values per row */
+    if (m->part_rows == 0) { m->ops->dropout_forward(l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
+    int S = m->part_segments, n = N / S;
+    CT_ASSERT(n * S == N && m->part_first >= 0 && m->part_first + n <= m->part_rows);
+    for (int s = 0; s < S; s++) {
+        size_t off = (size_t)s * n * per;
+        ct_rng_advance(rng, (uint64_t)m->part_first * per);
+        m->ops->dropout_forward(l->out + off, l->mask + off, in + off, (size_t)n * per, l->p, 1, rng);
+        ct_rng_advance(rng, (uint64_t)(m->part_rows - m->part_first - n) * per);
+    }
+}
+
 const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
@@ -463,7 +487,7 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
         case SEQ_DROPOUT:
             if (train && l->p > 0) {
                 if (m->given_masks) ops->dropout_apply(l->out, l->mask, in, n_out);
-                else ops->dropout_forward(l->out, l->mask, in, n_out, l->p, 1, dropout_rng);
+                else dropout_rows(m, l, in, N, dropout_rng);
             } else if (l->out != in) {
                 ops->copy(l->out, in, n_out * sizeof *l->out);
             }

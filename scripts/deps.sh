@@ -11,7 +11,8 @@
 #           libmp3lame-dev, for the test that links a program to the installed
 #           libctrain.a with `pkg-config --libs --static ctrain`: sndfile.pc names
 #           -lmp3lame among its private libraries, but libsndfile1-dev does not
-#           depend on libmp3lame-dev
+#           depend on libmp3lame-dev; libopenmpi-dev and openmpi-bin, so that the build
+#           has data-parallel training and the tests run it under mpirun -np 2
 #   golden  adds torchaudio, for `make golden`
 #   bench   adds python3-venv and binutils (readelf) to golden's: `make bench` also
 #           times the newest PyTorch from PyPI in a virtual environment
@@ -24,7 +25,7 @@
 set -eu
 
 BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev espeak-ng sox dataset-fashion-mnist"
-TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev"
+TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev libopenmpi-dev openmpi-bin"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"
 

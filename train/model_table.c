@@ -39,6 +39,13 @@ ct_status ct_model_net_open(const ct_model_descriptor *d, void *net, const void 
     return st;
 }
 
+void ct_model_task_set_dist(ct_model_task *t, struct ct_dist *dist)
+{
+    if (t->open == 1) t->s.cfg.dist = dist;
+    if (t->open == 2) t->c.dist = dist;
+    t->task.dist = dist;
+}
+
 void ct_model_task_close(ct_model_task *t)
 {
     if (t->open == 1) ct_speaker_task_free(&t->s);
