@@ -33,6 +33,7 @@ int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
         || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
         || ct_args_float(a, "--dist-timeout", &o->dist_timeout, 1, 1e6f, st)
         || ct_args_long(a, "--dist-check-every", &o->dist_check_every, 0, 0x7fffffffL, st)
+        || (ct_args_flag(a, "--sync-batchnorm") && (o->sync_batchnorm = 1))
         || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0))
         || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1));
 }
@@ -69,6 +70,8 @@ const char *CLI_TRAIN_HELP =
     "                        one all-reduce of the gradients per step; only rank 0 prints and writes files.\n"
     "                        Batchnorm normalises with each rank's own rows' statistics, as PyTorch's\n"
     "                        DistributedDataParallel does, and keeps rank 0's running statistics\n"
+    "  --sync-batchnorm      batchnorm statistics over the whole batch, summed across the ranks (as\n"
+    "                        PyTorch's SyncBatchNorm): the single-process run's; CPU only\n"
     "  --dist-timeout S      seconds a rank waits for the others before ending the job (default 300)\n"
     "  --dist-check-every N  compare a hash of the parameters across ranks every N steps (default 1; 0: never)\n";
 
@@ -103,6 +106,8 @@ ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_
     if (o->monitor) CT_TRY(ct_monitor_parse(&fit->monitor, o->monitor));
     if (o->on_nan) CT_TRY(ct_on_nan_parse(&fit->on_nan, o->on_nan));
     if (o->checkpoint_every && !o->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE.h5");
+    if (o->sync_batchnorm && !o->ops->host_memory)
+        return ct_fail(CT_EINVAL, "--sync-batchnorm runs on the CPU only: leave it out on GPUs (each rank then uses its own statistics)");
     ct_threads_set(o->threads);
     return CT_OK;
 }

@@ -25,6 +25,7 @@ typedef struct {
     /* data-parallel training under mpirun (train/dist.h) */
     float dist_timeout;                  /* seconds a collective waits for the other ranks */
     long dist_check_every;               /* parameter hash compared across ranks every N steps; 0: never */
+    int sync_batchnorm;                  /* batchnorm statistics over the whole batch, across the ranks */
 } cli_train_opts;
 
 /* `ctrain train`'s values of the shared options for model d (its epochs, batch, data, schedule). */

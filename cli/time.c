@@ -100,7 +100,7 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
     int open = st == CT_OK;
     if (st == CT_OK) st = d->task_open(&t, net, (ct_model_data *)&w->data, &rngs, w->setup.batch);
     if (cli_dist.mpi) {   /* under mpirun: each rank trains on its part of every batch */
-        if (st == CT_OK) ct_model_task_set_dist(&t, &cli_dist);
+        if (st == CT_OK) ct_model_task_set_dist(&t, &cli_dist, 0);
         st = ct_dist_agree(&cli_dist, st);
         if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, ops);
     }

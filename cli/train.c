@@ -115,8 +115,11 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     if (cli_dist.mpi) {   /* one of several ranks: each trains on its part of every batch */
         cli_dist.timeout_s = o.dist_timeout;
         cli_dist.check_every = o.dist_check_every;
-        if (st == CT_OK) ct_model_task_set_dist(&task, &cli_dist);
+        if (st == CT_OK) ct_model_task_set_dist(&task, &cli_dist, o.sync_batchnorm);
         st = ct_dist_agree(&cli_dist, st);   /* a rank that could not read its data stops every rank */
+        uint64_t h = ct_hash_bytes(ct_hash_bytes(CT_HASH_INIT, &o.sync_batchnorm, sizeof o.sync_batchnorm),
+                                   &o.dist_check_every, sizeof o.dist_check_every);   /* they decide which collectives run */
+        if (st == CT_OK) st = ct_dist_check_same(&cli_dist, h, "--sync-batchnorm or --dist-check-every", "give every rank the same options");
         if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.ops);
     }
     if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs);

@@ -130,6 +130,9 @@ typedef struct {
      * part of a larger one, and dropout draws each element's number where the whole
      * batch would. part_rows = 0: the batch is whole. */
     int part_first, part_rows, part_segments;
+    /* Synchronised batchnorm (ct_seq_cnn_sync_batchnorm): with a part set, training-mode
+     * batchnorm takes its statistics over the whole batch through bn_sync.sum. */
+    ct_replica_sum bn_sync;
     /* Profiling: with prof.on, forward and backward add each layer's wall seconds to
      * prof.fwd[i] / prof.bwd[i] (the loss goes to the last layer). */
     ct_prof prof;
@@ -164,6 +167,9 @@ void      ct_seq_cnn_free(seq_cnn *m);
  * the stream where the whole batch leaves it (on the CPU; the GPU draws one seed per
  * run). rows = 0: the batch is whole. */
 void ct_seq_cnn_set_part(seq_cnn *m, int first, int rows, int segments);
+/* Batchnorm over the whole batch of a part (layers/batchnorm.h: ct_replica_sum): sum(ctx,
+ * buf, n) sums host doubles over the replicas. sum NULL: each part's own statistics. CPU only. */
+void ct_seq_cnn_sync_batchnorm(seq_cnn *m, int (*sum)(void *ctx, double *buf, int n), void *ctx);
 
 /* Every pointer below is on the model's device.
  *

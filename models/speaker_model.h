@@ -56,6 +56,9 @@ typedef struct {
      * of a batch of `rows` pairs, and dropout draws as in that whole batch. NULL: the model
      * draws no random numbers (the LSTM). */
     void (*set_part)(void *ctx, int first, int rows);
+    /* Synchronised batchnorm over the ranks (models/seq_cnn.h: ct_seq_cnn_sync_batchnorm).
+     * NULL: the model has no batchnorm to synchronise (the LSTM). */
+    void (*sync_batchnorm)(void *ctx, int (*sum)(void *sum_ctx, double *buf, int n), void *sum_ctx);
 } speaker_model;
 
 /* Adapters: the table for a built model (its params, sizes, functions). */

@@ -230,6 +230,36 @@ void suite_mpi(void)
     t_check(ds.tensors >= 8 && !ds.bad, "%d tensors compared, %d missing or misshapen", ds.tensors, ds.bad);
     printf("  cnn after 8 steps: max normalised difference %.2e over %d tensors (%d bit-identical)\n", err, ds.tensors, ds.exact);
 
+    /* batchnorm: each rank's own statistics by default (DDP's), the whole batch's with --sync-batchnorm */
+    const char *cnn_bn = "train cnn --data synthetic --samples 256 --val-samples 64 --batch 32 --epochs 1 --threads 1 --no-progress "
+                         "--optimizer sgd --lr 0.05 --arch conv8k3,batchnorm,relu,maxpool2,flatten,dense16,batchnorm,relu,dropout0.3,dense10";
+    t_case("mpi/cnn with batchnorm: --sync-batchnorm makes 2 ranks x 16 = 1 process x 32, each rank's own statistics do not");
+    snprintf(cmd, sizeof cmd, "%s %s --out %s/bn1.h5 && %s -np 2 %s %s --sync-batchnorm --out %s/bn2s.h5 && %s -np 2 %s %s --out %s/bn2.h5",
+             bin, cnn_bn, dir, mpirun, bin, cnn_bn, dir, mpirun, bin, cnn_bn, dir);
+    rc = run_sh(cmd, out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    snprintf(a, sizeof a, "%s/bn2s.h5", dir);
+    snprintf(b, sizeof b, "%s/bn1.h5", dir);
+    err = weights_diff(a, b, &ds, 0);
+    t_check(err <= TOL_CNN && ds.tensors >= 8, "synchronised: normalised max difference %.2e > %.0e (%d tensors)", err, TOL_CNN, ds.tensors);
+    printf("  cnn with batchnorm, --sync-batchnorm: max normalised difference %.2e (weights and running statistics)\n", err);
+    snprintf(a, sizeof a, "%s/bn2.h5", dir);
+    double err_own = weights_diff(a, b, &ds, 0);
+    t_check(err_own > 100 * TOL_CNN, "each rank's own statistics should differ from the whole batch's: %.2e", err_own);
+    printf("  cnn with batchnorm, each rank's own statistics: max normalised difference %.2e\n", err_own);
+
+    t_case("mpi/siamese-cnn (batchnorm over both towers): --sync-batchnorm makes 2 ranks = 1 process");
+    const char *scnn = "train siamese-cnn --speakers 12 --utts 4 --pairs 64 --val-pairs 16 --epochs 1 --batch 16 --frames 16 --mels 8 "
+                       "--threads 1 --no-progress --optimizer sgd --lr 0.05";
+    snprintf(cmd, sizeof cmd, "%s %s --out %s/s1.h5 && %s -np 2 %s %s --sync-batchnorm --out %s/s2.h5", bin, scnn, dir, mpirun, bin, scnn, dir);
+    rc = run_sh(cmd, out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    snprintf(a, sizeof a, "%s/s2.h5", dir);
+    snprintf(b, sizeof b, "%s/s1.h5", dir);
+    err = weights_diff(a, b, &ds, 0);
+    t_check(err <= TOL_CNN && ds.tensors >= 8, "normalised max difference %.2e > %.0e (%d tensors)", err, TOL_CNN, ds.tensors);
+    printf("  siamese-cnn, --sync-batchnorm: max normalised difference %.2e\n", err);
+
     t_case("mpi/a batch that does not divide: one line, every rank exits");
     snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s %s --batch 15", mpirun, bin, lstm);
     rc = run_sh(cmd, out, sizeof out);

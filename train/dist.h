@@ -104,6 +104,10 @@ ct_status ct_dist_check_binary(const ct_dist *d);
 #define CT_HASH_INIT 14695981039346656037ULL
 uint64_t  ct_hash_bytes(uint64_t h, const void *p, size_t bytes);
 
+/* For ct_replica_sum (layers/batchnorm.h): buf [n] summed over the ranks; ctx is the ct_dist.
+ * Returns non-zero when the ranks stopped answering (the next step's collective then fails). */
+int       ct_dist_sum_cb(void *ctx, double *buf, int n);
+
 /* Threads each rank should use by default: the machine's cores over the ranks on it. */
 int       ct_dist_default_threads(const ct_dist *d, int cores);
 

@@ -82,6 +82,11 @@ ct_status ct_dist_share_state(ct_dist *d, ct_train_state *s)
     return ct_dist_bcast(d, &o->step, sizeof o->step, "sharing rank 0's optimizer state");
 }
 
+int ct_dist_sum_cb(void *ctx, double *buf, int n)
+{
+    return ct_dist_sum_f64(ctx, buf, n, "synchronising batchnorm statistics") != CT_OK;
+}
+
 /* ---- every step ---- */
 
 ct_status ct_dist_batch_loss(ct_dist *d, float *loss, int *correct, int n_local, int n)
