@@ -127,7 +127,7 @@ static ct_status run_device(time_run *r, const workload *w)
     if (!r->available) return CT_OK;
     int N = w->setup.ranks;
     if (N > 1) {   /* the job's peaks: every rank measured its own with its threads, at the same time */
-        r->fma_peak *= N; r->fma_peak_best *= N; r->peak *= N; r->peak_best *= N;
+        r->fma_peak *= N; r->peak *= N;   /* the descriptions below the table stay rank 0's own */
     }
     ct_status st = fit_model(r, w, ops);
     if (gpu) ct_gpu_close();
