@@ -39,7 +39,11 @@ static int run(int argc, char **argv)
     if (!strcmp(cmd, "--version")) { printf("ctrain %s\n", CTRAIN_VERSION); return 0; }
     if (!strcmp(cmd, "train") || !strcmp(cmd, "time")) {   /* the commands that run as MPI ranks */
         ct_status st = ct_dist_init(&cli_dist);
-        if (st == CT_OK && cli_dist.rank != 0 && !freopen("/dev/null", "w", stdout))   /* only rank 0 prints */
+        if (st != CT_OK) {   /* every rank fails alike here: rank 0 says why */
+            if (cli_dist.rank == 0) fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error());
+            return 2;
+        }
+        if (cli_dist.rank != 0 && !freopen("/dev/null", "w", stdout))   /* only rank 0 prints */
             st = ct_fail(CT_EIO, "rank %d: cannot silence its output (/dev/null)", cli_dist.rank);
         if (st == CT_OK) st = ct_dist_check_binary(&cli_dist);
         if (st != CT_OK) {

@@ -35,7 +35,7 @@
 
 /* The command line. Numbers left 0 (or -1) take the protocol's value. */
 typedef struct {
-    const char *protocol, *devices, *data, *json;
+    const char *protocol, *devices, *data, *json, *baseline;
     int epochs, batch, threads, layers, verbose, tf32, deterministic;
     long pairs, val_pairs, samples, val_samples, seed;
 } time_opts;
@@ -202,6 +202,23 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     return CT_OK;
 }
 
+/* --baseline: the scaling efficiency of this run (N ranks) against a run of the same workload,
+ * normally one rank on as many cores: this run's samples/s over the baseline's. */
+typedef struct { const char *path; double samples_per_s, ranks, threads; } baseline;
+
+static void print_scaling(const baseline *b, const time_setup *s, const time_run *runs, int n)
+{
+    const char *path = b->path;
+    double base = b->samples_per_s, ranks = b->ranks, threads = b->threads;
+    for (int i = 0; i < n; i++) {
+        if (!runs[i].available || !(base > 0)) continue;
+        printf("%s: scaling efficiency %.2f: %d rank%s x %d thread%s, %.1f %s/s, against %s's %.0f rank%s x %.0f thread%s, %.1f/s%s\n",
+               runs[i].device, runs[i].samples_per_s / base, s->ranks, s->ranks == 1 ? "" : "s", s->threads, s->threads == 1 ? "" : "s",
+               runs[i].samples_per_s, s->sample_name, path, ranks, ranks == 1 ? "" : "s", threads, threads == 1 ? "" : "s", base,
+               ranks * threads == (double)s->ranks * s->threads ? " (the same cores)" : " (NOT the same number of cores)");
+    }
+}
+
 /* ---- the command ---- */
 static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv, int *help)
 {
@@ -216,6 +233,7 @@ static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv,
         }
         if (ct_args_str(&a, "--protocol", &o->protocol, &st) || ct_args_str(&a, "--device", &o->devices, &st)
             || ct_args_str(&a, "--data", &o->data, &st) || ct_args_str(&a, "--json", &o->json, &st)
+            || ct_args_str(&a, "--baseline", &o->baseline, &st)
             || ct_args_int(&a, "--epochs", &o->epochs, 1, 100000, &st) || ct_args_int(&a, "--batch", &o->batch, 1, 1 << 16, &st)
             || ct_args_int(&a, "--threads", &o->threads, 1, 1024, &st) || ct_args_long(&a, "--seed", &o->seed, 0, 0x7fffffffL, &st)
             || ct_args_long(&a, "--pairs", &o->pairs, 1, 100000000L, &st) || ct_args_long(&a, "--val-pairs", &o->val_pairs, 0, 100000000L, &st)
@@ -261,11 +279,14 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK) st = cli_device_list(o.devices, devices, MAX_DEVICES, &n_dev);
     if (st == CT_OK && o.json && !*o.json) st = ct_fail(CT_EINVAL, "--json needs a file name");
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
+    baseline base = { .path = o.baseline };
+    if (st == CT_OK && o.baseline) st = time_read_baseline(o.baseline, &w.setup, &base.samples_per_s, &base.ranks, &base.threads);
     if (st == CT_OK && cli_dist.size > 1 && w.setup.batch % cli_dist.size != 0)
         st = ct_fail(CT_EINVAL, "--batch %d does not divide evenly over %d ranks: --batch is the global batch, use a multiple of %d",
                      w.setup.batch, cli_dist.size, cli_dist.size);
+    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* every rank stops, or none */
     if (st != CT_OK) {
-        if (cli_dist.rank == 0) fprintf(stderr, "ctrain time: %s\n", ct_last_error());   /* every rank failed alike */
+        if (cli_dist.rank == 0) fprintf(stderr, "ctrain time: %s\n", ct_last_error());
         ct_model_data_free(&w.data);
         free(w.cfg);
         return 2;
@@ -296,6 +317,7 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK) {
         time_print_table(s, runs, n_dev);
         for (int i = 0; i < n_dev; i++) time_print_layers(s, &runs[i]);
+        if (o.baseline) print_scaling(&base, s, runs, n_dev);
         if (o.json && ct_dist_is_root(&cli_dist)) st = time_write_outputs(o.json, s, runs, n_dev);   /* rank 0 writes */
     }
     for (int i = 0; i < n_dev; i++) free(runs[i].hist);

@@ -41,14 +41,19 @@ static const char *HELP_OPTIONS =
     "  --samples N --val-samples M   training and validation images per epoch (image models)\n"
     "  --data WHAT           synthetic (default: generated from the seed, no dataset needed); speaker models:\n"
     "                        a feature store from `ctrain prep voxceleb`; cnn: fashion-mnist or an IDX directory\n"
-    "  --threads N           CPU threads for training and for both peaks (default: all cores)\n"
+    "  --threads N           CPU threads for training and for both peaks (default: all cores; under mpirun,\n"
+    "                        the cores over the ranks on the machine)\n"
     "  --seed S              seed of the data, the weights and dropout (default 1)\n"
     "  --layers              also time every layer's forward and backward pass (ms per batch, share of\n"
     "                        the step, GFLOP/s), measured inside the same training steps\n"
     "  --json FILE.json      write the results (one file per device when several: FILE-DEVICE.json) and\n"
     "                        a picture of the per-epoch seconds and loss curves next to it (FILE.svg)\n"
     "  --verbose             show the Keras-style training log\n"
-    "  --compare A.json B.json ...   print runs written by --json side by side (e.g. two machines)\n";
+    "  --compare A.json B.json ...   print runs written by --json side by side (e.g. two machines)\n"
+    "data-parallel (mpirun -np N ctrain time MODEL ...; docs/distributed.md): the table is the whole job's,\n"
+    "a line gives samples/s per rank, the JSON records the ranks; --threads is per rank\n"
+    "  --baseline FILE.json  the scaling efficiency against that run of the same workload (normally one\n"
+    "                        rank with as many cores): this run's samples/s over its\n";
 
 /* The models that take option `flag` in `ctrain time` (NULL: the image models), in alphabetical order
  * ("cnn and siamese-cnn"). */

@@ -341,6 +341,23 @@ static void compare_num_row(const char *label, const char *fmt, const double *v,
     compare_row(label, cells, n);
 }
 
+ct_status time_read_baseline(const char *path, const time_setup *s, double *samples_per_s, double *ranks, double *threads)
+{
+    static result_file rf;
+    memset(&rf, 0, sizeof rf);
+    rf.path = path;
+    ct_status st = read_result(&rf);
+    if (st == CT_OK && (strcmp(rf.model, s->model) || strcmp(rf.protocol, s->protocol) || rf.batch != s->batch || rf.n_train != s->n_train))
+        st = ct_fail(CT_EINVAL, "--baseline %s times %s (%s protocol, batch %.0f, %.0f samples), not this run's %s (%s, batch %d, %ld): "
+                     "time the same workload with one rank", path, rf.model, rf.protocol, rf.batch, rf.n_train, s->model, s->protocol,
+                     s->batch, s->n_train);
+    *samples_per_s = rf.samples_per_s;
+    *ranks = rf.ranks;
+    *threads = rf.threads;
+    ct_json_free(&rf.root);
+    return st;
+}
+
 #define MAX_COMPARE 16
 
 int time_compare(int n, char **paths)

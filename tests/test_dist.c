@@ -142,6 +142,14 @@ void suite_mpi(void)
     static char out[1 << 16];
     char cmd[8192], dir[] = "/tmp/ctrain_mpi_XXXXXX";
     if (!ct_dist_compiled()) {
+        /* what mpirun -np 2 would start: two copies told their rank by the launcher's variables */
+        t_case("mpi/a build without MPI, launched as 2 ranks, says so in one line and exits");
+        snprintf(cmd, sizeof cmd, "OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 %s train small-cnn --samples 64 --epochs 1; echo \"rank 0 exit $?\"; "
+                 "OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 %s train small-cnn --samples 64 --epochs 1; echo \"rank 1 exit $?\"",
+                 ctrain_bin(), ctrain_bin());
+        run_sh(cmd, out, sizeof out);
+        t_check(strstr(out, "built without MPI") && strstr(out, "make MPI=1") && count(out, "ctrain train:") == 1, "message: %s", out);
+        t_check(strstr(out, "rank 0 exit 2") && strstr(out, "rank 1 exit 2") && !strstr(out, "Epoch"), "exits: %s", out);
         t_skip("mpi: this build has no MPI (apt-get install libopenmpi-dev openmpi-bin, then make; make MPI=1 insists)");
         return;
     }
@@ -259,6 +267,16 @@ void suite_mpi(void)
     err = weights_diff(a, b, &ds, 0);
     t_check(err <= TOL_CNN && ds.tensors >= 8, "normalised max difference %.2e > %.0e (%d tensors)", err, TOL_CNN, ds.tensors);
     printf("  siamese-cnn, --sync-batchnorm: max normalised difference %.2e\n", err);
+
+    t_case("mpi/ctrain time under mpirun: per-rank and total throughput, the ranks in the JSON, the scaling efficiency");
+    const char *timed = "time cnn --device cpu --protocol smoke --epochs 2";
+    snprintf(cmd, sizeof cmd, "%s %s --threads 2 --json %s/t1.json > /dev/null && %s -np 2 %s %s --threads 1 --json %s/t2.json "
+             "--baseline %s/t1.json && grep -c '\"ranks\": 2' %s/t2.json", bin, timed, dir, mpirun, bin, timed, dir, dir, dir);
+    rc = run_sh(cmd, out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    t_check(strstr(out, "Ranks: 2") && strstr(out, "cpu: 2 ranks x 1 thread: ") && strstr(out, "per rank"), "no per-rank line: %s", out);
+    t_check(strstr(out, "cpu: scaling efficiency ") && strstr(out, "(the same cores)"), "no scaling efficiency: %s", out);
+    t_check(count(out, "Protocol: smoke") == 1, "only rank 0 prints: %s", out);
 
     t_case("mpi/a batch that does not divide: one line, every rank exits");
     snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s %s --batch 15", mpirun, bin, lstm);

@@ -23,9 +23,6 @@
 #pragma GCC diagnostic pop
 #endif
 
-/* A collective that timed out leaves MPI unusable: finishing must abort the job. */
-static int dist_broken;
-
 void ct_dist_part(const ct_dist *d, int n, int *lo, int *hi)
 {
     int r = d ? d->rank : 0, s = d ? d->size : 1;
@@ -76,6 +73,9 @@ static void init_from_env(ct_dist *d)
 }
 
 #ifdef CT_HAVE_MPI
+
+/* A collective that timed out leaves MPI unusable: finishing must abort the job. */
+static int dist_broken;
 
 const char *ct_dist_backend(void)
 {
