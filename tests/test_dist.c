@@ -192,7 +192,7 @@ void suite_mpi(void)
     snprintf(cmd, sizeof cmd, "CT_DIST_TEST_DIVERGE=3 timeout 120 %s -np 2 %s %s", mpirun, bin, lstm);
     rc = run_sh(cmd, out, sizeof out);
     t_check(rc != 0 && rc != 124, "a diverged rank must stop the run (exit %d): %s", rc, out);
-    t_check(strstr(out, "the parameters after step 3 differs between rank 0 and rank 1") != NULL, "message: %s", out);
+    t_check(strstr(out, "the parameters' hash after step 3 differs between rank 0 and rank 1") != NULL, "message: %s", out);
     t_check(count(out, "ctrain train:") == 1, "one line, from rank 0 (%d): %s", count(out, "ctrain train:"), out);
 
     t_case("mpi/siamese-lstm: 2 ranks x batch 8 = 1 process x batch 16");
