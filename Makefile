@@ -2,7 +2,8 @@
 # the test runner and the benchmarks.
 #
 #   make            install missing Debian packages, then build everything (with
-#                   build/libctrain.so, the shared library, beside build/libctrain.a)
+#                   build/libctrain.so, the shared library, beside build/libctrain.a);
+#                   MPI (data-parallel training) when found, MPI=0 without, MPI=1 insists
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli); make test runs it

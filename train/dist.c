@@ -37,6 +37,20 @@ uint64_t ct_hash_bytes(uint64_t h, const void *p, size_t bytes)
     return h;
 }
 
+uint64_t ct_hash_floats(const float *x, size_t n)
+{
+    const uint64_t prime = 1099511628211ULL;
+    uint64_t lane[4] = { CT_HASH_INIT, CT_HASH_INIT ^ 1, CT_HASH_INIT ^ 2, CT_HASH_INIT ^ 3 }, w;
+    size_t words = n / 2, i = 0;   /* two floats per 64-bit word */
+    for (; i + 4 <= words; i += 4)
+        for (int k = 0; k < 4; k++) {
+            memcpy(&w, x + 2 * (i + k), sizeof w);
+            lane[k] = (lane[k] ^ w) * prime;
+        }
+    uint64_t h = ct_hash_bytes(CT_HASH_INIT, lane, sizeof lane);
+    return ct_hash_bytes(h, x + 2 * i, (n - 2 * i) * sizeof *x);   /* the floats left over */
+}
+
 int ct_dist_default_threads(const ct_dist *d, int cores)
 {
     int per = d && d->local_size > 1 ? cores / d->local_size : cores;

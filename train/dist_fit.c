@@ -125,7 +125,7 @@ ct_status ct_dist_after_step(ct_dist *d, ct_train_state *s, long step)
         bits ^= 1u;
         memcpy(&p->data[0], &bits, sizeof bits);
     }
-    uint64_t h = ct_hash_bytes(CT_HASH_INIT, p->data, p->numel * sizeof(float));
+    uint64_t h = ct_hash_floats(p->data, p->numel);
     char what[96];
     snprintf(what, sizeof what, "the parameters' hash after step %ld", step);
     return ct_dist_check_same(d, h, what, "the ranks have diverged (mixed hardware or libraries?); "
