@@ -128,6 +128,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
         if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.ops);
     }
     if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs);
+    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* a stop every rank made alike (a NaN loss): one message */
     if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist)) st = d->save(net, o.out, &meta.model_cfg);   /* rank 0 writes */
     if (cli_dist.mpi && o.out) st = ct_dist_agree(&cli_dist, st);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);

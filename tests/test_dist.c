@@ -283,6 +283,13 @@ void suite_mpi(void)
     t_check(strstr(out, "cpu: scaling efficiency ") && strstr(out, "(the same cores)"), "no scaling efficiency: %s", out);
     t_check(count(out, "Protocol: smoke") == 1, "only rank 0 prints: %s", out);
 
+    t_case("mpi/a diverging loss stops every rank alike, with one line");
+    snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s train siamese-lstm --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --epochs 3 "
+             "--batch 16 --frames 10 --mels 6 --hidden 8 --embed 4 --threads 1 --optimizer sgd --lr 1000 --no-progress", mpirun, bin);
+    rc = run_sh(cmd, out, sizeof out);
+    t_check(rc == 1, "exit %d (want 1): %s", rc, out);
+    t_check(strstr(out, "loss became") && count(out, "ctrain train:") == 1 && !strstr(out, "MPI_ABORT"), "message: %s", out);
+
     t_case("mpi/a batch that does not divide: one line, every rank exits");
     snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s %s --batch 15", mpirun, bin, lstm);
     rc = run_sh(cmd, out, sizeof out);

@@ -233,6 +233,7 @@ ct_status ct_dist_agree(const ct_dist *d, ct_status st)
     CT_TRY(bcast_from(d, msg, sizeof msg, first, "the failed rank's message"));
     CT_TRY(bcast_from(d, &code, sizeof code, first, "the failed rank's message"));
     ((ct_dist *)d)->agreed_failure = 1;   /* every rank knows: each can finish on its own */
+    if (first == 0) return ct_fail((ct_status)code, "%s", msg);   /* rank 0 prints: its own words */
     return ct_fail((ct_status)code, "rank %d: %s", first, msg);
 }
 

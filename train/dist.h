@@ -92,7 +92,7 @@ ct_status ct_dist_bcast(const ct_dist *d, void *buf, size_t bytes, const char *w
 ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, const char *what);
 
 /* Every rank's status: CT_OK when every rank's `st` is CT_OK; else the first failed
- * rank's status, with its message (prefixed "rank K: " on N > 1 ranks) on every rank. */
+ * rank's status, with its message on every rank (prefixed "rank K: " when K > 0). */
 ct_status ct_dist_agree(const ct_dist *d, ct_status st);
 /* Fails (on every rank) when `hash` differs between ranks, naming the first rank
  * whose value differs from rank 0's: "<what> differs between rank 0 and rank K: <fix>". */
