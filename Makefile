@@ -2,7 +2,8 @@
 # the test runner and the benchmarks.
 #
 #   make            install missing Debian packages, then build everything (with
-#                   build/libctrain.so, the shared library, beside build/libctrain.a)
+#                   build/libctrain.so, the shared library, beside build/libctrain.a);
+#                   MPI (data-parallel training) when found, MPI=0 without, MPI=1 insists
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli); make test runs it
@@ -85,15 +86,55 @@ CUDA_LIBS := $(addprefix -L,$(sort $(CUDA_LIBDIR) $(CUDNN_LIBDIR))) $(addprefix 
 LDLIBS   += $(CUDA_LIBS)
 $(BUILD)/cuda/%.o: CFLAGS += $(addprefix -I,$(sort $(CUDA_INC) $(CUDNN_INC)))
 endif
+
+# ---- data-parallel training (train/dist.c): MPI, and NCCL for the GPUs ----
+# MPI is detected by pkg-config's ompi-c (Debian's libopenmpi-dev) or, failing that,
+# an Open MPI `mpicc` on the PATH; `make MPI=0` builds without it (one rank: a plain
+# process, and a clear error when mpirun starts more), `make MPI=1` insists. Only
+# train/dist.c includes mpi.h; the programs link MPI's library. NCCL is used with the
+# GPU backend and MPI when nccl.h and libnccl.so are under NCCL_HOME (= CUDA_HOME);
+# `make NCCL=0` leaves it out.
+MPICC     ?= mpicc
+MPI_PC    := $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c)
+MPI_FOUND := $(if $(or $(MPI_PC),$(shell command -v $(MPICC) 2>/dev/null)),1,0)
+MPI ?= $(MPI_FOUND)
+ifeq ($(MPI),1)
+ifneq ($(MPI_FOUND),1)
+$(error MPI=1 but MPI was not found (neither pkg-config ompi-c nor $(MPICC)): apt-get install libopenmpi-dev openmpi-bin, or build with MPI=0)
+endif
+MPI_CFLAGS := $(if $(MPI_PC),$(shell pkg-config --cflags ompi-c),$(shell $(MPICC) --showme:compile))
+MPI_LIBS   := $(if $(MPI_PC),$(shell pkg-config --libs ompi-c),$(shell $(MPICC) --showme:link))
+$(BUILD)/train/dist.o: CFLAGS += -DCT_HAVE_MPI $(MPI_CFLAGS)
+LDLIBS += $(MPI_LIBS)
+endif
+NCCL_HOME   ?= $(CUDA_HOME)
+NCCL_INC    := $(firstword $(foreach d,$(NCCL_HOME)/include /usr/include,$(if $(wildcard $(d)/nccl.h),$(d))))
+NCCL_LIBDIR := $(firstword $(foreach d,$(NCCL_HOME)/lib64 $(NCCL_HOME)/lib /usr/lib/x86_64-linux-gnu,$(if $(wildcard $(d)/libnccl.so),$(d))))
+NCCL_FOUND  := $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(NCCL_INC),$(NCCL_LIBDIR)),1,0)
+NCCL ?= $(NCCL_FOUND)
+ifeq ($(NCCL),1)
+ifneq ($(NCCL_FOUND),1)
+$(error NCCL=1 needs the GPU backend (CUDA=1), MPI (MPI=1), and nccl.h and libnccl.so under NCCL_HOME ($(NCCL_HOME)))
+endif
+NCCL_LIBS := -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+$(BUILD)/train/dist.o: CFLAGS += -DCT_HAVE_NCCL -I$(NCCL_INC) $(addprefix -I,$(CUDA_INC))
+LDLIBS += $(NCCL_LIBS)
+endif
+
 CUDA_C_SRC := $(wildcard cuda/*.c)
 LIB_OBJ    += $(CUDA_C_SRC:%.c=$(BUILD)/%.o) $(CUDA_CU_SRC:%.cu=$(BUILD)/%.o)
 # Objects built with and without CT_HAVE_CUDA must not mix: a change of CUDA rebuilds
 # (and so does a build folder from before every object was built with $(PIC)).
 CUDA_STAMP  := $(BUILD)/.cuda-config
 BUILD_STAMP := CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH) $(PIC)
+# MPI and NCCL change train/dist.o alone (and the links, through libctrain.a).
+MPI_STAMP   := $(BUILD)/.mpi-config
+MPI_CONFIG  := MPI=$(MPI) $(MPI_CFLAGS) NCCL=$(NCCL) $(NCCL_INC)
 ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD) && { echo "$(BUILD_STAMP)" | cmp -s - $(CUDA_STAMP) || echo "$(BUILD_STAMP)" > $(CUDA_STAMP); })
+$(shell { echo "$(MPI_CONFIG)" | cmp -s - $(MPI_STAMP) || echo "$(MPI_CONFIG)" > $(MPI_STAMP); })
 endif
+$(BUILD)/train/dist.o: $(MPI_STAMP)
 
 # `make` alone is `make all`, whatever rule comes first below.
 .DEFAULT_GOAL := all
@@ -136,6 +177,9 @@ detect:
 	  echo "  CUDA : $$($(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $(CUDA_HOME), cuDNN $$(sed -n 's/^#define CUDNN_\(MAJOR\|MINOR\|PATCHLEVEL\) *\([0-9]*\).*/\2/p' $(CUDNN_INC)/cudnn_version.h | paste -sd.) ($(CUDNN_LIBDIR)): GPU backend ON ($(strip $(CUDA_ARCH)))"; \
 	elif [ "$(CUDA_FOUND)" = 1 ]; then echo "  CUDA : found at $(CUDA_HOME) but CUDA=0: CPU only"; \
 	else echo "  CUDA : not found (missing: $(strip $(CUDA_MISSING))): CPU only; set CUDA_HOME / CUDNN_HOME to enable the GPU backend"; fi
+	@if [ "$(MPI)" = 1 ]; then echo "  MPI  : $(if $(MPI_PC),Open MPI $$(pkg-config --modversion ompi-c),$(MPICC)): data-parallel training ON (mpirun -np N bin/ctrain train ...)$(if $(filter 1,$(NCCL)), + NCCL $$(sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' $(NCCL_INC)/nccl.h | paste -sd.) for GPUs,)"; \
+	elif [ "$(MPI_FOUND)" = 1 ]; then echo "  MPI  : found but MPI=0: one process"; \
+	else echo "  MPI  : not found (apt-get install libopenmpi-dev openmpi-bin): one process"; fi
 	@echo "  SAN  : $(if $(filter 1,$(SAN)),address+undefined,off)"
 
 $(BUILD)/%.o: %.c
@@ -203,8 +247,8 @@ OUT         ?= gpu-check-out
 
 dist:
 	@sh scripts/deps.sh dist
-	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 BUILD=build-dist-cpu CTRAIN=build-dist-cpu/ctrain OPT="$(DIST_OPT)"
-	@if [ "$(DIST_CUDA)" = 1 ]; then $(MAKE) --no-print-directory build SAN=0 CUDA=1 BUILD=build-dist CTRAIN=build-dist/ctrain OPT="$(DIST_OPT)"; \
+	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 MPI=0 BUILD=build-dist-cpu CTRAIN=build-dist-cpu/ctrain OPT="$(DIST_OPT)"
+	@if [ "$(DIST_CUDA)" = 1 ]; then $(MAKE) --no-print-directory build SAN=0 CUDA=1 MPI=0 BUILD=build-dist CTRAIN=build-dist/ctrain OPT="$(DIST_OPT)"; \
 	 else echo "dist: CUDA not found here (make detect): the tarball will be CPU only"; fi
 	@sh scripts/dist.sh $(VERSION) $(DIST_TAR) build-dist-cpu $(if $(filter 1,$(DIST_CUDA)),build-dist)
 
@@ -234,7 +278,7 @@ LDCONFIG   ?= ldconfig
 INSTALL    ?= install
 HDR_DIRS   := core layers io models train cuda
 # ctrain.pc's private libraries: what libctrain.a needs beyond the pkg-config packages
-PC_LIBS_PRIVATE := $(strip $(SYS_LIBS) $(CUDA_LIBS))
+PC_LIBS_PRIVATE := $(strip $(SYS_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(NCCL_LIBS))
 PC_LIBDIR       := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR   := $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 LDCONFIG_RUN = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi

@@ -3,6 +3,7 @@
 #define CT_CLI_H
 #include <stdio.h>
 #include "core/error.h"
+#include "train/dist.h"
 
 #define CTRAIN_VERSION "0.1.0"
 /* The git commit of the build ("unknown" outside a git checkout) (cli/version.c). */
@@ -11,6 +12,13 @@ const char *cli_commit(void);
 /* argv[0] as the program was started (cli/ctrain.c): the commands' lines that say how to run
  * something again ("resume with: bin/ctrain train ...") begin with it. */
 extern const char *cli_program;
+
+/* This process's place in a data-parallel job (train/dist.h): one rank unless `train`
+ * or `time` was launched by mpirun. Only rank 0 prints to stdout. */
+extern ct_dist cli_dist;
+/* Whether this rank prints a failure: rank 0 prints the failures every rank knows of
+ * (with the failed rank's number), a rank that failed alone prints its own. */
+static inline int cli_reports(void) { return cli_dist.rank == 0 || !cli_dist.agreed_failure; }
 
 int  cmd_train(int argc, char **argv);   /* ctrain train MODEL [options] */
 int  cmd_info(int argc, char **argv);    /* ctrain info */

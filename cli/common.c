@@ -11,7 +11,8 @@
 void cli_train_defaults(cli_train_opts *o, const ct_model_descriptor *d)
 {
     *o = (cli_train_opts){ .data = d->train.data, .device = "cpu", .epochs = d->train.epochs, .batch = d->train.batch,
-                           .threads = ct_cpu_count(), .seed = 1, .progress = -1, .step_size = 10, .gamma = 0.1f,
+                           .threads = ct_dist_default_threads(&cli_dist, ct_cpu_count()), .seed = 1,
+                           .dist_timeout = (float)CT_DIST_TIMEOUT_DEFAULT, .dist_check_every = 1, .progress = -1, .step_size = 10, .gamma = 0.1f,
                            .schedule = d->train.schedule };
 }
 
@@ -32,6 +33,9 @@ int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
         || ct_args_long(a, "--stop-after-steps", &o->stop_after_steps, 1, 0x7fffffffL, st)
         || ct_args_str(a, "--config", &o->config, st) || ct_args_str(a, "--run-dir", &o->run_dir, st)
         || ct_args_str(a, "--logdir", &o->logdir, st) || (ct_args_flag(a, "--no-run-dir") && (o->no_run_dir = 1))
+        || ct_args_float(a, "--dist-timeout", &o->dist_timeout, 1, 1e6f, st)
+        || ct_args_long(a, "--dist-check-every", &o->dist_check_every, 0, 0x7fffffffL, st)
+        || (ct_args_flag(a, "--sync-batchnorm") && (o->sync_batchnorm = 1))
         || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0))
         || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1));
 }
@@ -45,7 +49,8 @@ const char *CLI_TRAIN_HELP =
     "  --step-size N --gamma X   step schedule: lr * gamma^(epoch / N) (defaults 10, 0.1)\n"
     "  --weight-decay X      L2 penalty (decoupled for adamw) (default 0)\n"
     "  --clip-norm X         clip the global gradient norm to X (default 0 = off)\n"
-    "  --threads N           CPU threads for OpenBLAS (default: all cores)\n"
+    "  --threads N           CPU threads for OpenBLAS (default: all cores; under mpirun, the cores over the\n"
+    "                        ranks on the machine)\n"
     "  --seed S              seed of every random stream (default 1)\n"
     CLI_DEVICE_HELP
     "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
@@ -79,7 +84,17 @@ const char *CLI_TRAIN_HELP =
     "  --no-run-dir          no run directory: only the files --out, --csv, --checkpoint, --logdir name\n"
     "  --logdir DIR          TensorBoard event files in DIR/cpu (DIR/gpu on a GPU), flushed after every\n"
     "                        epoch: loss, accuracy, val_loss, val_accuracy, val_eer, learning_rate,\n"
-    "                        epoch_seconds, samples_per_second (default: the run directory's tensorboard/)\n";
+    "                        epoch_seconds, samples_per_second (default: the run directory's tensorboard/)\n"
+
+    "data-parallel training (mpirun -np N ctrain train MODEL ...; docs/distributed.md):\n"
+    "                        --batch is the global batch, split evenly over the N ranks (it must divide);\n"
+    "                        one all-reduce of the gradients per step; only rank 0 prints and writes files.\n"
+    "                        Batchnorm normalises with each rank's own rows' statistics, as PyTorch's\n"
+    "                        DistributedDataParallel does, and keeps rank 0's running statistics\n"
+    "  --sync-batchnorm      batchnorm statistics over the whole batch, summed across the ranks (as\n"
+    "                        PyTorch's SyncBatchNorm): the single-process run's; CPU only\n"
+    "  --dist-timeout S      seconds a rank waits for the others before ending the job (default 300)\n"
+    "  --dist-check-every N  compare a hash of the parameters across ranks every N steps (default 1; 0: never)\n";
 
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {
@@ -112,6 +127,8 @@ ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_
     if (o->monitor) CT_TRY(ct_monitor_parse(&fit->monitor, o->monitor));
     if (o->on_nan) CT_TRY(ct_on_nan_parse(&fit->on_nan, o->on_nan));
     if (o->checkpoint_every && !o->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE.h5");
+    if (o->sync_batchnorm && !o->ops->host_memory)
+        return ct_fail(CT_EINVAL, "--sync-batchnorm runs on the CPU only: leave it out on GPUs (each rank then uses its own statistics)");
     ct_threads_set(o->threads);
     return CT_OK;
 }

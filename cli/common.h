@@ -26,6 +26,10 @@ typedef struct {
     const char *config;                  /* --config FILE: applied before the command line */
     const char *run_dir, *logdir;        /* the run directory; TensorBoard's root */
     int no_run_dir;
+    /* data-parallel training under mpirun (train/dist.h) */
+    float dist_timeout;                  /* seconds a collective waits for the other ranks */
+    long dist_check_every;               /* parameter hash compared across ranks every N steps; 0: never */
+    int sync_batchnorm;                  /* batchnorm statistics over the whole batch, across the ranks */
 } cli_train_opts;
 
 /* `ctrain train`'s values of the shared options for model d (its epochs, batch, data, schedule). */

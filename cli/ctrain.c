@@ -6,6 +6,8 @@
 #include "core/threads.h"
 #include "cuda/device.h"
 
+ct_dist cli_dist = { .size = 1, .local_size = 1, .timeout_s = CT_DIST_TIMEOUT_DEFAULT, .check_every = 1 };
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -42,6 +44,20 @@ static int run(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
     if (!strcmp(cmd, "--version")) { printf("ctrain %s\ncommit %s\n", CTRAIN_VERSION, cli_commit()); return 0; }
+    if (!strcmp(cmd, "train") || !strcmp(cmd, "time")) {   /* the commands that run as MPI ranks */
+        ct_status st = ct_dist_init(&cli_dist);
+        if (st != CT_OK) {   /* every rank fails alike here: rank 0 says why */
+            if (cli_dist.rank == 0) fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error());
+            return 2;
+        }
+        if (cli_dist.rank != 0 && !freopen("/dev/null", "w", stdout))   /* only rank 0 prints */
+            st = ct_fail(CT_EIO, "rank %d: cannot silence its output (/dev/null)", cli_dist.rank);
+        if (st == CT_OK) st = ct_dist_check_binary(&cli_dist);
+        if (st != CT_OK) {
+            if (cli_reports()) fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error());
+            return 2;
+        }
+    }
     if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
     if (!strcmp(cmd, "prep")) return cmd_prep(argc - 2, argv + 2);
@@ -58,5 +74,6 @@ int main(int argc, char **argv)
 {
     int rc = run(argc, argv);
     ct_gpu_close();   /* a command that opened the GPU (--device gpu) leaves it open until here */
+    ct_dist_finalize(&cli_dist, rc != 0, rc);   /* MPI's end; a rank that failed alone ends the whole job */
     return rc;
 }

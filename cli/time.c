@@ -40,7 +40,7 @@
 
 /* The command line. Numbers left 0 (or -1) take the protocol's value. */
 typedef struct {
-    const char *protocol, *devices, *data, *json;
+    const char *protocol, *devices, *data, *json, *baseline;
     const char *config, *logdir;      /* --config FILE.yaml; --logdir DIR: TensorBoard files in DIR/cpu, DIR/gpu */
     int epochs, batch, threads, layers, verbose, tf32, deterministic;
     long pairs, val_pairs, samples, val_samples, seed;
@@ -106,6 +106,11 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
     ct_status st = ct_model_net_open(d, net, w->cfg, &w->data, &rngs.init, ops, w->setup.batch);
     int open = st == CT_OK;
     if (st == CT_OK) st = d->task_open(&t, net, (ct_model_data *)&w->data, &rngs, w->setup.batch);
+    if (cli_dist.mpi) {   /* under mpirun: each rank trains on its part of every batch */
+        if (st == CT_OK) ct_model_task_set_dist(&t, &cli_dist, 0);
+        st = ct_dist_agree(&cli_dist, st);
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, ops);
+    }
     FILE *log = w->verbose ? stdout : fopen("/dev/null", "w");
     if (st == CT_OK && !log) st = ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");
     ct_fit_config fit = w->fit;
@@ -135,6 +140,10 @@ static ct_status run_device(time_run *r, const workload *w)
     int gpu = 0;
     CT_TRY(cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &ops, &gpu));
     if (!r->available) return CT_OK;
+    int N = w->setup.ranks;
+    if (N > 1) {   /* the job's peaks: every rank measured its own with its threads, at the same time */
+        r->fma_peak *= N; r->peak *= N;   /* the descriptions below the table stay rank 0's own */
+    }
     ct_status st = fit_model(r, w, ops);
     if (gpu) ct_gpu_close();
     return st;
@@ -166,6 +175,7 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     s->epochs = o->epochs > 0 ? o->epochs : p->epochs;
     s->batch = o->batch > 0 ? o->batch : p->batch;
     s->threads = o->threads;
+    s->ranks = cli_dist.size;
     s->seed = o->seed;
     s->warmup = s->epochs > 1 ? 1 : 0;
     long n_train = speaker ? o->pairs : o->samples, n_val = speaker ? o->val_pairs : o->val_samples;
@@ -208,6 +218,23 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     return CT_OK;
 }
 
+/* --baseline: the scaling efficiency of this run (N ranks) against a run of the same workload,
+ * normally one rank on as many cores: this run's samples/s over the baseline's. */
+typedef struct { const char *path; double samples_per_s, ranks, threads; } baseline;
+
+static void print_scaling(const baseline *b, const time_setup *s, const time_run *runs, int n)
+{
+    const char *path = b->path;
+    double base = b->samples_per_s, ranks = b->ranks, threads = b->threads;
+    for (int i = 0; i < n; i++) {
+        if (!runs[i].available || !(base > 0)) continue;
+        printf("%s: scaling efficiency %.2f: %d rank%s x %d thread%s, %.1f %s/s, against %s's %.0f rank%s x %.0f thread%s, %.1f/s%s\n",
+               runs[i].device, runs[i].samples_per_s / base, s->ranks, s->ranks == 1 ? "" : "s", s->threads, s->threads == 1 ? "" : "s",
+               runs[i].samples_per_s, s->sample_name, path, ranks, ranks == 1 ? "" : "s", threads, threads == 1 ? "" : "s", base,
+               ranks * threads == (double)s->ranks * s->threads ? " (the same cores)" : " (NOT the same number of cores)");
+    }
+}
+
 /* ---- the command ---- */
 typedef struct {
     time_opts *o;
@@ -225,6 +252,7 @@ static int parse_one(ct_args *a, void *ctx, ct_status *st)
     return ct_args_str(a, "--protocol", &o->protocol, st) || ct_args_str(a, "--device", &o->devices, st)
         || ct_args_str(a, "--data", &o->data, st) || ct_args_str(a, "--json", &o->json, st)
         || ct_args_str(a, "--config", &o->config, st) || ct_args_str(a, "--logdir", &o->logdir, st)
+        || ct_args_str(a, "--baseline", &o->baseline, st)
         || ct_args_int(a, "--epochs", &o->epochs, 1, 100000, st) || ct_args_int(a, "--batch", &o->batch, 1, 1 << 16, st)
         || ct_args_int(a, "--threads", &o->threads, 1, 1024, st) || ct_args_long(a, "--seed", &o->seed, 0, 0x7fffffffL, st)
         || ct_args_long(a, "--pairs", &o->pairs, 1, 100000000L, st) || ct_args_long(a, "--val-pairs", &o->val_pairs, 0, 100000000L, st)
@@ -287,7 +315,8 @@ int cmd_time(int argc, char **argv)
     }
     if (!(w.cfg = ct_calloc(1, w.d->cfg_size, "configuration"))) { fprintf(stderr, "ctrain time: %s\n", ct_last_error()); return 1; }
     (w.d->time_defaults ? w.d->time_defaults : w.d->defaults)(w.cfg);
-    time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .data = "synthetic", .threads = ct_cpu_count(), .seed = 1,
+    time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .data = "synthetic",
+                    .threads = ct_dist_default_threads(&cli_dist, ct_cpu_count()), .seed = 1,
                     .pairs = -1, .val_pairs = -1, .samples = -1, .val_samples = -1 };
     int help_asked = 0, n_dev = 0;
     char devices[MAX_DEVICES][32];
@@ -298,8 +327,14 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK && o.logdir && !*o.logdir) st = ct_fail(CT_EINVAL, "--logdir needs a directory name");
     if (st == CT_OK) ct_interrupt_install();   /* from here a signal stops the run cleanly */
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
+    baseline base = { .path = o.baseline };
+    if (st == CT_OK && o.baseline) st = time_read_baseline(o.baseline, &w.setup, &base.samples_per_s, &base.ranks, &base.threads);
+    if (st == CT_OK && cli_dist.size > 1 && w.setup.batch % cli_dist.size != 0)
+        st = ct_fail(CT_EINVAL, "--batch %d does not divide evenly over %d ranks: --batch is the global batch, use a multiple of %d",
+                     w.setup.batch, cli_dist.size, cli_dist.size);
+    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* every rank stops, or none */
     if (st != CT_OK) {
-        fprintf(stderr, "ctrain time: %s\n", ct_last_error());
+        if (cli_dist.rank == 0) fprintf(stderr, "ctrain time: %s\n", ct_last_error());
         ct_model_data_free(&w.data);
         free(w.cfg);
         return 2;
@@ -309,6 +344,9 @@ int cmd_time(int argc, char **argv)
     cli_print_header(stdout, o.threads);
     printf("Model: %s, %.1f MFLOP per %.*s per training step\n", s->model_desc, s->flops_per_sample / 1e6,
            (int)strlen(s->sample_name) - 1, s->sample_name);
+    if (cli_dist.mpi)
+        printf("Ranks: %d (%s), %d thread%s each; batch %d = %d x %d per rank\n", s->ranks, ct_dist_backend(), s->threads,
+               s->threads == 1 ? "" : "s", s->batch, s->ranks, s->batch / s->ranks);
     printf("Data: %s\n", s->data_desc);
     printf("Protocol: %s: %d epochs of %ld training + %ld validation %s, batch %d, seed %ld; devices %s\n",
            s->protocol, s->epochs, s->n_train, s->n_val, s->sample_name, s->batch, s->seed, o.devices);
@@ -327,14 +365,21 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK) {
         time_print_table(s, runs, n_dev);
         for (int i = 0; i < n_dev; i++) time_print_layers(s, &runs[i]);
-        if (o.json) st = time_write_outputs(o.json, s, runs, n_dev);
+        if (o.baseline) print_scaling(&base, s, runs, n_dev);
+        if (o.json && ct_dist_is_root(&cli_dist)) st = time_write_outputs(o.json, s, runs, n_dev);   /* rank 0 writes */
     }
     for (int i = 0; i < n_dev; i++) free(runs[i].hist);
     ct_model_data_free(&w.data);
     free(w.cfg);
     fflush(stdout);
-    if (st == CT_EINTR) { fprintf(stderr, "ctrain time: %s; no table or file written\n", ct_last_error()); return 128 + ct_interrupt_signal(); }
-    if (st != CT_OK) { fprintf(stderr, "ctrain time: %s\n", ct_last_error()); return 1; }
+    if (st == CT_EINTR) {
+        if (cli_reports()) fprintf(stderr, "ctrain time: %s; no table or file written\n", ct_last_error());
+        return 128 + ct_interrupt_signal();
+    }
+    if (st != CT_OK) {
+        if (cli_reports()) fprintf(stderr, "ctrain time: %s\n", ct_last_error());
+        return 1;
+    }
     if (!timed) { fprintf(stderr, "ctrain time: no device could be timed (see above)\n"); return 1; }
     return 0;
 }

@@ -20,6 +20,7 @@ typedef struct {
     char model_desc[1200];         /* one line: layers and sizes */
     char data_desc[512];           /* one line: what the samples are */
     int threads, batch, epochs;
+    int ranks;                     /* data-parallel ranks (mpirun -np N; train/dist.h), each with `threads` threads */
     int warmup;                    /* leading epochs left out of the statistics (1, or 0 with --epochs 1) */
     long seed, n_train, n_val;     /* samples (pairs or images) per epoch */
     double flops_per_sample;       /* FLOPs of one training step per sample */
@@ -72,6 +73,9 @@ ct_status time_write_outputs(const char *json, const time_setup *s, const time_r
 ct_status time_write_json(const char *path, const time_setup *s, const time_run *r);
 /* Per-epoch seconds per device and the loss curves, side by side. */
 ct_status time_write_svg(const char *path, const time_setup *s, const time_run *runs, int n_runs);
+/* --baseline FILE.json: the training samples/s, ranks and threads of a run of the same
+ * workload (model, protocol, batch, samples) that `ctrain time --json` wrote. */
+ct_status time_read_baseline(const char *path, const time_setup *s, double *samples_per_s, double *ranks, double *threads);
 /* `ctrain time --compare A.json B.json ...`: returns the exit status. */
 int       time_compare(int n, char **paths);
 

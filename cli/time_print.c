@@ -41,7 +41,8 @@ static const char *HELP_OPTIONS =
     "  --samples N --val-samples M   training and validation images per epoch (image models)\n"
     "  --data WHAT           synthetic (default: generated from the seed, no dataset needed); speaker models:\n"
     "                        a feature store from `ctrain prep voxceleb`; cnn: fashion-mnist or an IDX directory\n"
-    "  --threads N           CPU threads for training and for both peaks (default: all cores)\n"
+    "  --threads N           CPU threads for training and for both peaks (default: all cores; under mpirun,\n"
+    "                        the cores over the ranks on the machine)\n"
     "  --seed S              seed of the data, the weights and dropout (default 1)\n"
     "  --per-layer           also time every layer's forward and backward pass (ms per batch, share of\n"
     "                        the step, GFLOP/s), measured inside the same training steps (--layers is\n"
@@ -55,6 +56,10 @@ static const char *HELP_OPTIONS =
     "  --config FILE.yaml    options from a YAML file, keys named after the long options (protocol: bench);\n"
     "                        options on the command line win\n"
     "  --compare A.json B.json ...   print runs written by --json side by side (e.g. two machines)\n"
+    "data-parallel (mpirun -np N ctrain time MODEL ...; docs/distributed.md): the table is the whole job's,\n"
+    "a line gives samples/s per rank, the JSON records the ranks; --threads is per rank\n"
+    "  --baseline FILE.json  the scaling efficiency against that run of the same workload (normally one\n"
+    "                        rank with as many cores): this run's samples/s over its\n"
     "SIGINT or SIGTERM stops the run after the training step in progress, writing nothing (exit 130, 143).\n";
 
 /* The models that take option `flag` in `ctrain time` (NULL: the image models), in alphabetical order
@@ -182,6 +187,11 @@ void time_print_table(const time_setup *s, const time_run *runs, int n)
         table_row(r->device, c[0], c[1], c[2], c[3], c[4], c[5], fma, sgemm, c[8]);
     }
     printf("\n");
+    for (int i = 0; i < n && s->ranks > 1; i++)   /* data-parallel: the table's numbers are the whole job's */
+        if (runs[i].available)
+            printf("%s: %d ranks x %d thread%s: %.1f %s/s in total, %.1f per rank; the peaks are the sum of the ranks' peaks, "
+                   "each measured on its rank while the others measured theirs\n", runs[i].device, s->ranks, s->threads,
+                   s->threads == 1 ? "" : "s", runs[i].samples_per_s, s->sample_name, runs[i].samples_per_s / s->ranks);
     for (int i = 0; i < n; i++) {
         if (!runs[i].available) printf("%s: unavailable: %s\n", runs[i].device, runs[i].why);
         else printf("%s: %s; FMA peak: %s (best %.1f); sgemm peak: %s (best %.1f)\n", runs[i].device, runs[i].device_desc,

@@ -10,6 +10,9 @@
  *                                            blas_core: the kernels OpenBLAS ran and who chose them
  *   model, model_desc, protocol, data, data_desc, device, device_desc
  *   threads, batch, seed, n_train, n_val     samples per epoch (pairs or images)
+ *   ranks                                    data-parallel ranks (mpirun -np N), each with `threads`
+ *                                            threads; the throughput and the peaks are the whole job's
+ *                                            (a file without it: 1)
  *   warmup_epochs                            leading epochs left out of the statistics
  *   flops_per_sample, flops_counted          FLOPs of one training step per sample, and what they count
  *   epochs: [ { epoch, seconds, train_seconds, val_seconds, loss, accuracy, val_loss, val_accuracy } ]
@@ -130,6 +133,7 @@ ct_status time_write_json(const char *path, const time_setup *s, const time_run 
     ct_json_str(&w, "device", r->device);
     ct_json_str(&w, "device_desc", r->device_desc);
     ct_json_int(&w, "threads", s->threads);
+    ct_json_int(&w, "ranks", s->ranks > 0 ? s->ranks : 1);
     ct_json_int(&w, "batch", s->batch);
     ct_json_int(&w, "seed", s->seed);
     ct_json_int(&w, "n_train", s->n_train);
@@ -210,7 +214,7 @@ typedef struct {
     json_t *root;
     const char *hostname, *cpu, *device, *model, *protocol, *version, *date;
     char framework[96];                    /* "framework" when present, else "ctrain VERSION" */
-    double threads, batch, n_train, n_val;
+    double threads, ranks, batch, n_train, n_val;
     double sec_median, sec_min, sec_max, samples_per_s, gflops, peak, fma_peak;
     const char *blas;                      /* host.blas_core (else host.blas), "" when absent */
     int n_epochs;
@@ -300,6 +304,8 @@ static ct_status read_result(result_file *rf)
     CT_TRY(need_str(rf, r, "", "model", &rf->model));
     CT_TRY(need_str(rf, r, "", "protocol", &rf->protocol));
     CT_TRY(need_num(rf, r, "", "threads", &rf->threads));
+    const json_t *ranks = json_object_get(r, "ranks");   /* optional: files of one-process runs before MPI have none */
+    rf->ranks = json_is_number(ranks) ? json_number_value(ranks) : 1;
     CT_TRY(need_num(rf, r, "", "batch", &rf->batch));
     CT_TRY(need_num(rf, r, "", "n_train", &rf->n_train));
     CT_TRY(need_num(rf, r, "", "n_val", &rf->n_val));
@@ -344,6 +350,23 @@ static void compare_num_row(const char *label, const char *fmt, const double *v,
     compare_row(label, cells, n);
 }
 
+ct_status time_read_baseline(const char *path, const time_setup *s, double *samples_per_s, double *ranks, double *threads)
+{
+    static result_file rf;
+    memset(&rf, 0, sizeof rf);
+    rf.path = path;
+    ct_status st = read_result(&rf);
+    if (st == CT_OK && (strcmp(rf.model, s->model) || strcmp(rf.protocol, s->protocol) || rf.batch != s->batch || rf.n_train != s->n_train))
+        st = ct_fail(CT_EINVAL, "--baseline %s times %s (%s protocol, batch %.0f, %.0f samples), not this run's %s (%s, batch %d, %ld): "
+                     "time the same workload with one rank", path, rf.model, rf.protocol, rf.batch, rf.n_train, s->model, s->protocol,
+                     s->batch, s->n_train);
+    *samples_per_s = rf.samples_per_s;
+    *ranks = rf.ranks;
+    *threads = rf.threads;
+    json_decref(rf.root);
+    return st;
+}
+
 #define MAX_COMPARE 16
 
 int time_compare(int n, char **paths)
@@ -380,7 +403,8 @@ int time_compare(int n, char **paths)
     STR_ROW("software", framework);
     STR_ROW("blas", blas);
     STR_ROW("date", date);
-    NUM_ROW("threads", "%.0f", rf[i].threads);
+    NUM_ROW("ranks", "%.0f", rf[i].ranks);
+    NUM_ROW("threads (per rank)", "%.0f", rf[i].threads);
     NUM_ROW("batch", "%.0f", rf[i].batch);
     for (int i = 0; i < n; i++) snprintf(cells[i], 96, "%.0f + %.0f", rf[i].n_train, rf[i].n_val);
     compare_row("samples train + val", cells, n);
@@ -389,6 +413,7 @@ int time_compare(int n, char **paths)
     NUM_ROW("s/epoch min", "%.2f", rf[i].sec_min);
     NUM_ROW("s/epoch max", "%.2f", rf[i].sec_max);
     NUM_ROW("train samples/s", "%.1f", rf[i].samples_per_s);
+    NUM_ROW("samples/s per rank", "%.1f", rf[i].samples_per_s / rf[i].ranks);
     NUM_ROW("GFLOP/s", "%.1f", rf[i].gflops);
     NUM_ROW("FMA peak GFLOP/s", "%.1f", rf[i].fma_peak);
     NUM_ROW("of FMA peak", "%.0f%%", 100 * rf[i].gflops / rf[i].fma_peak);
@@ -400,6 +425,12 @@ int time_compare(int n, char **paths)
     NUM_ROW("speed vs first", "%.2fx", rf[0].samples_per_s > 0 ? rf[i].samples_per_s / rf[0].samples_per_s : NAN);
 #undef STR_ROW
 #undef NUM_ROW
+    for (int i = 1; i < n; i++)   /* N ranks against one rank on as many cores: data-parallel scaling */
+        if (rf[i].ranks != rf[0].ranks && rf[i].ranks * rf[i].threads == rf[0].ranks * rf[0].threads && rf[0].samples_per_s > 0)
+            printf("scaling efficiency of %s (%.0f rank%s x %.0f thread%s) against %s (%.0f rank%s x %.0f thread%s), the same %.0f "
+                   "cores: %.2f\n", s[i], rf[i].ranks, rf[i].ranks == 1 ? "" : "s", rf[i].threads, rf[i].threads == 1 ? "" : "s",
+                   s[0], rf[0].ranks, rf[0].ranks == 1 ? "" : "s", rf[0].threads, rf[0].threads == 1 ? "" : "s",
+                   rf[0].ranks * rf[0].threads, rf[i].samples_per_s / rf[0].samples_per_s);
     for (int i = 1; i < n; i++) {
         if (strcmp(rf[i].model, rf[0].model) || strcmp(rf[i].protocol, rf[0].protocol) || rf[i].batch != rf[0].batch
             || rf[i].n_train != rf[0].n_train) {

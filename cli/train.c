@@ -94,7 +94,10 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
     if (!(o->lr > 0) && d->train.lr > 0 && (!o->optimizer || !strcmp(o->optimizer, ct_optim_name(d->train.optimizer))))
         o->lr = d->train.lr;
     if (st == CT_OK) st = d->finish(cfg, o->checkpoint || o->save_best || !o->no_run_dir);
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 2; }
+    if (st != CT_OK) {
+        if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* ranks: see train_model */
+        return 2;
+    }
     return 0;
 }
 
@@ -202,6 +205,9 @@ static ct_status fit(const ct_model_descriptor *d, const void *cfg, void *net, c
     char line[2048];
     cli_print_header(stdout, o->threads);
     if (run_dir[0]) printf("Run directory: %s\n", run_dir);
+    if (cli_dist.mpi)
+        printf("Ranks: %d (%s), batch %d = %d x %d per rank, gradients summed by one all-reduce per step\n", cli_dist.size,
+               ct_dist_backend(), o->batch, cli_dist.size, o->batch / cli_dist.size);
     d->train_line(net, line, sizeof line);
     printf("Model: %s\n", line);
     if (d->data_line) d->data_line(data, t, fit, stdout);
@@ -227,13 +233,28 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     if (!cfg || !net) { free(cfg); free(net); fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
     int rc = parse(d, cfg, &o, &rm, argc, argv), have_net = 0;
     ct_status st = CT_OK;
+    static char rank_gpu[32];
+    if (rc == 0 && cli_dist.mpi && o.device && !strcmp(o.device, "gpu")) {   /* each rank on its own GPU of its machine */
+        snprintf(rank_gpu, sizeof rank_gpu, "gpu:%d", cli_dist.local_rank);
+        o.device = rank_gpu;
+    }
     if (rc == 0 && (st = cli_finish_train_opts(&o, &fitc, d->train.optimizer)) != CT_OK) {
-        fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;
     }
+    /* Rank 0 alone makes the run directory. The others take the same code paths with its
+     * checkpoint's name (they never write it: train/train.c saves on rank 0 only). */
+    const int rank0_run_dir = !o.no_run_dir;
+    if (rc == 0 && cli_dist.mpi && cli_dist.rank != 0) o.no_run_dir = 1;
     if (rc == 0 && (st = choose_run_dir(&rf, &o)) != CT_OK) {
         fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;
+    }
+    if (cli_dist.mpi && rc >= 0) {   /* every rank took the options, or every rank stops (rank 0 says why) */
+        int failed = rc != 0;
+        st = ct_dist_agree(&cli_dist, failed ? CT_EINVAL : CT_OK);
+        if (st != CT_OK && cli_dist.rank == 0 && !failed) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* another rank's */
+        if (st != CT_OK) rc = 2;
     }
     if (rc != 0) { free(cfg); free(net); return rc < 0 ? 0 : rc; }
     cli_command_line(command, sizeof command, "train", argc + 1, argv - 1, "--resume");   /* argv[-1] is the model's name */
@@ -247,10 +268,28 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
     if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
+    if (cli_dist.mpi) {   /* one of several ranks: each trains on its part of every batch */
+        cli_dist.timeout_s = o.dist_timeout;
+        cli_dist.check_every = o.dist_check_every;
+        if (st == CT_OK) ct_model_task_set_dist(&task, &cli_dist, o.sync_batchnorm);
+        st = ct_dist_agree(&cli_dist, st);   /* a rank that could not read its data stops every rank */
+        uint64_t h = ct_hash_bytes(ct_hash_bytes(CT_HASH_INIT, &o.sync_batchnorm, sizeof o.sync_batchnorm),
+                                   &o.dist_check_every, sizeof o.dist_check_every);   /* they decide which collectives run */
+        if (st == CT_OK) st = ct_dist_check_same(&cli_dist, h, "--sync-batchnorm or --dist-check-every", "give every rank the same options");
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.ops);
+    }
     rf.has_val = task.task.n_val > 0;
     if (st == CT_OK) st = open_run_dir(&rf, d, cfg, &o, &fitc, argc, argv);
+    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* rank 0's run directory is ready, or every rank stops */
+    if (st == CT_OK && cli_dist.mpi && cli_dist.rank != 0 && rank0_run_dir) {   /* rank 0's run directory's files, by name only */
+        if (!fitc.checkpoint) fitc.checkpoint = "checkpoint.h5 of rank 0's run directory";
+        if (!fitc.csv) fitc.csv = "log.csv of rank 0's run directory";
+        if (!o.out) o.out = "weights.h5 of rank 0's run directory";
+    }
     if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs, rf.dir);
-    if (st == CT_OK && o.out) st = d->save(net, o.out, &meta.model_cfg);
+    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* a stop every rank made alike (a NaN loss): one message */
+    if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist)) st = d->save(net, o.out, &meta.model_cfg);   /* rank 0 writes */
+    if (cli_dist.mpi && o.out) st = ct_dist_agree(&cli_dist, st);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
     ct_model_task_close(&task);
     if (have_net) d->free(net);
@@ -258,10 +297,13 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     free(net);
     free(cfg);
     if (ct_interrupt_signal()) {   /* stopped (its line said how to resume), or finished while stopping */
-        if (st != CT_OK && st != CT_EINTR) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        if (st != CT_OK && st != CT_EINTR && cli_reports()) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         return st == CT_OK ? 0 : 128 + ct_interrupt_signal();
     }
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
+    if (st != CT_OK) {
+        if (cli_reports()) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        return 1;
+    }
     return 0;
 }
 

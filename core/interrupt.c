@@ -42,6 +42,12 @@ void ct_interrupt_install(void)
 
 int ct_interrupt_signal(void) { return atomic_load(&received); }
 
+void ct_interrupt_note(int sig)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&received, &none, sig);
+}
+
 const char *ct_interrupt_name(int sig)
 {
     if (sig == SIGINT) return "SIGINT";

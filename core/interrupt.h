@@ -22,6 +22,9 @@
 void ct_interrupt_install(void);
 /* 0, or the first signal received since the install (SIGINT or SIGTERM). */
 int  ct_interrupt_signal(void);
+/* Records sig (SIGINT or SIGTERM) as if it had been received, unless a signal already
+ * was: how the ranks of a data-parallel job agree to stop together (train/train.c). */
+void ct_interrupt_note(int sig);
 /* "SIGINT" or "SIGTERM" ("a signal" for any other). */
 const char *ct_interrupt_name(int sig);
 /* The file a second signal removes before exiting (NULL: none); the path is copied. */

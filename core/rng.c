@@ -91,6 +91,25 @@ double ct_rng_normal(ct_rng *r)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/* PCG's state moves by s -> M s + inc; delta steps compose to s -> A s + C, built
+ * from the binary digits of delta by squaring the one-step map (F. Brown, "Random
+ * number generation with arbitrary strides", 1994; pcg32_advance in PCG's C code). */
+void ct_rng_advance(ct_rng *r, uint64_t delta)
+{
+    uint64_t mult = PCG_MULT, add = r->inc;   /* the map of 2^k steps, k = 0, 1, ... */
+    uint64_t acc_mult = 1, acc_add = 0;       /* the map of the steps taken so far */
+    while (delta > 0) {
+        if (delta & 1u) {
+            acc_mult *= mult;
+            acc_add = acc_add * mult + add;
+        }
+        add = (mult + 1) * add;
+        mult *= mult;
+        delta >>= 1u;
+    }
+    r->state = acc_mult * r->state + acc_add;
+}
+
 void ct_rng_shuffle_int(ct_rng *r, int *a, int n)
 {
     for (int i = n - 1; i > 0; i--) {

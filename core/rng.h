@@ -35,6 +35,9 @@ void     ct_rng_uniform_fill(ct_rng *r, float *u, size_t n);   /* u[i] = ct_rng_
 double   ct_rng_uniform_double(ct_rng *r);      /* uniform on [0, 1), 53 random bits */
 double   ct_rng_normal(ct_rng *r);              /* standard normal (Box-Muller, no cached value) */
 void     ct_rng_shuffle_int(ct_rng *r, int *a, int n); /* Fisher-Yates */
+/* Moves the stream `delta` draws ahead (as delta calls of ct_rng_u32 would) in
+ * O(log delta) steps: how one rank skips the numbers of the other ranks' rows. */
+void     ct_rng_advance(ct_rng *r, uint64_t delta);
 
 void     ct_rngs_seed(ct_rngs *s, uint64_t seed);
 

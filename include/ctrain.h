@@ -115,6 +115,7 @@ extern "C" {
 #include "train/export.h"
 #include "train/profile_fit.h"
 #include "train/run_dir.h"
+#include "train/dist.h"
 
 #ifdef __cplusplus
 }

@@ -189,10 +189,15 @@ done:
     return st;
 }
 
+/* dst NULL: only draws the crop's random start, as a copy would. */
 static void crop(float *dst, int *len, const ct_corpus *c, int u, int T, ct_rng *r)
 {
     const ct_utt *ut = &c->utt[u];
     int I = c->n_mels;
+    if (!dst) {
+        if (ut->frames >= T) ct_rng_below(r, (uint32_t)(ut->frames - T + 1));
+        return;
+    }
     if (ut->frames >= T) {
         int s = (int)ct_rng_below(r, (uint32_t)(ut->frames - T + 1));
         memcpy(dst, c->feats + ut->offset + (size_t)s * I, (size_t)T * I * sizeof *dst);
@@ -206,10 +211,18 @@ static void crop(float *dst, int *len, const ct_corpus *c, int u, int T, ct_rng 
 
 void ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *r)
 {
+    ct_pairs_batch_part(x, len, y, p, B, 0, B, c, T, r);
+}
+
+void ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
+                         ct_rng *r)
+{
     size_t row = (size_t)T * c->n_mels;
+    int n = hi - lo;   /* the part's pairs: x [2n, T, I], len [2n], y [n] */
     for (int k = 0; k < B; k++) {
-        crop(x + (size_t)k * row, &len[k], c, p[k].a, T, r);
-        crop(x + (size_t)(B + k) * row, &len[B + k], c, p[k].b, T, r);
-        y[k] = p[k].y;
+        int mine = k >= lo && k < hi, j = k - lo;
+        crop(mine ? x + (size_t)j * row : NULL, mine ? &len[j] : NULL, c, p[k].a, T, r);
+        crop(mine ? x + (size_t)(n + j) * row : NULL, mine ? &len[n + j] : NULL, c, p[k].b, T, r);
+        if (mine) y[j] = p[k].y;
     }
 }

@@ -76,5 +76,11 @@ const char *ct_speaker_label(const ct_corpus *c, int s);
  * p[0..B). Utterances shorter than T are zero-padded and their length recorded
  * in len [2B] (T otherwise); longer ones give a random crop. */
 void ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *crop);
+/* Pairs [lo, hi) of that batch only (one rank's part in data-parallel training):
+ * x [2n, T, I] (rows [0,n) a-crops, [n,2n) b-crops), len [2n], y [n], n = hi - lo.
+ * The crops of all B pairs are drawn, so `crop` ends where ct_pairs_batch leaves it
+ * and each pair gets the crop it gets in the whole batch. */
+void ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
+                         ct_rng *crop);
 
 #endif

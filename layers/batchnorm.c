@@ -136,13 +136,83 @@ static int bn_workers(const batchnorm_dims *d)
     return w < d->C ? w : d->C;
 }
 
+/* ---- synchronised statistics (batchnorm.h: ct_replica_sum) ----
+ * The same two passes as one batch, with a sum over the replicas after each: first the
+ * channels' sums (-> the mean), then their squared deviations from that mean (-> the
+ * variance); then every element is normalised with the whole batch's statistics. */
+typedef struct {
+    const bn_job *j;
+    double *acc;    /* [C] per channel: the pass's sum */
+    double *mean;   /* [C] the whole batch's means, for the second pass */
+    int pass;       /* 0: sum x; 1: sum (x - mean)^2 */
+} bn_sync_job;
+
+static void sync_pass_channel(void *ctx, int c, int worker)
+{
+    const bn_sync_job *s = ctx;
+    const batchnorm_dims *d = s->j->d;
+    const size_t cstride = (size_t)d->C * d->HW;
+    const float *xc = s->j->in + (size_t)c * d->HW;
+    double acc = 0.0;
+    (void)worker;
+    for (int n = 0; n < d->N; n++)
+        acc += s->pass == 0 ? run_sum(xc + n * cstride, d->HW) : run_sumsq_dev(xc + n * cstride, d->HW, s->mean[c]);
+    s->acc[c] = acc;
+}
+
+static void normalise_channel(void *ctx, int c, int worker)
+{
+    const bn_job *j = ctx;
+    const batchnorm_dims *d = j->d;
+    const size_t cstride = (size_t)d->C * d->HW;
+    const float mu = j->mean[c], is = j->invstd_out[c], gc = j->gamma[c], bc = j->beta[c];
+    (void)worker;
+    for (int n = 0; n < d->N; n++) {
+        const float *x = j->in + (size_t)c * d->HW + n * cstride;
+        float *xh = j->xhat_out + (size_t)c * d->HW + n * cstride, *y = j->out + (size_t)c * d->HW + n * cstride;
+        for (int i = 0; i < d->HW; i++) {
+            const float h = (x[i] - mu) * is;
+            xh[i] = h;
+            y[i] = gc * h + bc;
+        }
+    }
+}
+
+static void forward_synced(bn_job *j)
+{
+    const batchnorm_dims *d = j->d;
+    const ct_replica_sum *r = d->sync;
+    const int C = d->C;
+    const size_t M = (size_t)r->total_N * d->HW;   /* the whole batch's values per channel */
+    double acc[2 * 1024], *sums = C <= 1024 ? acc : NULL;
+    CT_ASSERT(sums != NULL);   /* channels per layer are far fewer (the spec's filters) */
+    bn_sync_job s = { .j = j, .acc = sums, .mean = sums + C, .pass = 0 };
+    ct_parallel(C, bn_workers(d), sync_pass_channel, &s);
+    r->sum(r->ctx, sums, C);
+    for (int c = 0; c < C; c++) {
+        s.mean[c] = sums[c] / (double)M;
+        j->mean[c] = (float)s.mean[c];
+    }
+    s.pass = 1;
+    ct_parallel(C, bn_workers(d), sync_pass_channel, &s);
+    r->sum(r->ctx, sums, C);
+    for (int c = 0; c < C; c++) {
+        const double var = sums[c] / (double)M, var_unb = M > 1 ? sums[c] / (double)(M - 1) : var;
+        j->invstd_out[c] = (float)(1.0 / sqrt(var + (double)d->eps));
+        j->running_mean[c] = (1.0f - d->momentum) * j->running_mean[c] + d->momentum * j->mean[c];
+        j->running_var[c]  = (1.0f - d->momentum) * j->running_var[c]  + d->momentum * (float)var_unb;
+    }
+    ct_parallel(C, bn_workers(d), normalise_channel, j);
+}
+
 /* Channels are independent: they are shared by the workers (core/threads.h). */
 void ct_batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
                        const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train)
 {
     bn_job j = { .out = out, .xhat_out = xhat, .mean = mean, .invstd_out = invstd, .running_mean = running_mean,
                  .running_var = running_var, .in = in, .gamma = gamma, .beta = beta, .d = d, .train = train };
-    ct_parallel(d->C, bn_workers(d), forward_channel, &j);
+    if (train && d->sync) forward_synced(&j);
+    else ct_parallel(d->C, bn_workers(d), forward_channel, &j);
 }
 
 CT_HOT
@@ -169,10 +239,64 @@ static void backward_channel(void *ctx, int c, int worker)
     }
 }
 
+/* Synchronised backward: each channel's own sums first (dgamma, dbeta take them), then
+ * the replicas' weighted sums, then din with the whole batch's means. */
+typedef struct {
+    const bn_job *j;
+    double *sd, *sdx;   /* [C] */
+} bn_sync_bwd;
+
+static void sync_sums_channel(void *ctx, int c, int worker)
+{
+    const bn_sync_bwd *s = ctx;
+    const batchnorm_dims *d = s->j->d;
+    const size_t cstride = (size_t)d->C * d->HW, off = (size_t)c * d->HW;
+    double sd = 0.0, sdx = 0.0;
+    (void)worker;
+    for (int n = 0; n < d->N; n++) run_sums2(s->j->dout + off + n * cstride, s->j->xhat + off + n * cstride, d->HW, &sd, &sdx);
+    s->j->dbeta[c] += (float)sd;
+    s->j->dgamma[c] += (float)sdx;
+    s->sd[c] = sd;
+    s->sdx[c] = sdx;
+}
+
+static void sync_din_channel(void *ctx, int c, int worker)
+{
+    const bn_sync_bwd *s = ctx;
+    const batchnorm_dims *d = s->j->d;
+    const size_t cstride = (size_t)d->C * d->HW, off = (size_t)c * d->HW;
+    (void)worker;
+    const float k = s->j->gamma[c] * s->j->invstd[c];
+    const float mean_d = (float)s->sd[c], mean_dx = (float)s->sdx[c];   /* already divided (backward_synced) */
+    for (int n = 0; n < d->N; n++) {
+        const float *g = s->j->dout + off + n * cstride, *xh = s->j->xhat + off + n * cstride;
+        float *dx = s->j->din + off + n * cstride;
+        for (int i = 0; i < d->HW; i++) dx[i] = k * (g[i] - mean_d - xh[i] * mean_dx);
+    }
+}
+
+static void backward_synced(bn_job *j)
+{
+    const batchnorm_dims *d = j->d;
+    const ct_replica_sum *r = d->sync;
+    const int C = d->C;
+    double buf[2 * 1024];
+    CT_ASSERT(C <= 1024);
+    bn_sync_bwd s = { .j = j, .sd = buf, .sdx = buf + C };
+    ct_parallel(C, bn_workers(d), sync_sums_channel, &s);
+    if (!j->din) return;
+    for (int i = 0; i < 2 * C; i++) buf[i] *= r->share;   /* each replica's weight in the whole batch's loss */
+    r->sum(r->ctx, buf, 2 * C);
+    const double M = (double)r->total_N * d->HW;
+    for (int i = 0; i < 2 * C; i++) buf[i] /= M * r->share;   /* S / (M share): the means this replica's dout needs */
+    ct_parallel(C, bn_workers(d), sync_din_channel, &s);
+}
+
 void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                         const float *invstd, const float *gamma, const batchnorm_dims *d)
 {
     bn_job j = { .din = din, .dgamma = dgamma, .dbeta = dbeta, .dout = dout, .xhat = xhat,
                  .invstd = invstd, .gamma = gamma, .d = d };
-    ct_parallel(d->C, bn_workers(d), backward_channel, &j);
+    if (d->sync) backward_synced(&j);
+    else ct_parallel(d->C, bn_workers(d), backward_channel, &j);
 }

@@ -20,7 +20,29 @@
 #define CT_BATCHNORM_H
 #include "core/params.h"
 
-typedef struct { int N, C, HW; float eps, momentum; } batchnorm_dims;
+/* Synchronised batch normalisation (data-parallel training, train/dist.h): this batch of
+ * N rows is one replica's part of a batch of total_N rows spread over several replicas,
+ * and the statistics are the whole batch's. sum(ctx, buf, n) replaces the host doubles
+ * buf [n] by their sum over the replicas (every replica calls it at the same points);
+ * share = this replica's weight in the loss, N / total_N. With it, train mode computes:
+ *   mu_c  = (sum over replicas of sum x) / M,          M = total_N * HW
+ *   var_c = (sum over replicas of sum (x - mu_c)^2) / M
+ *   din   = gamma invstd (dout - S_d / (M share) - xhat S_dx / (M share)),
+ *           S_d = sum over replicas of share_r sum dout,  S_dx likewise with dout xhat
+ * which is the single-batch formula for the gradient of the whole batch's mean loss, each
+ * replica's dout being the gradient of its own rows' mean loss. dgamma, dbeta stay the
+ * replica's own sums (the gradient all-reduce adds them, weighted by share). */
+typedef struct {
+    int (*sum)(void *ctx, double *buf, int n);   /* returns 0, or non-zero when the replicas stopped answering */
+    void *ctx;
+    int total_N;
+    double share;
+} ct_replica_sum;
+
+typedef struct {
+    int N, C, HW; float eps, momentum;
+    const ct_replica_sum *sync;   /* NULL: this batch's own statistics (the CPU only: the GPU ignores it) */
+} batchnorm_dims;
 typedef struct { int gamma, beta, running_mean, running_var; } batchnorm_ids;
 
 /* gamma, beta in `ps` (trainable); running_mean (0), running_var (1) in `buffers`. */

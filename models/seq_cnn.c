@@ -326,9 +326,12 @@ static maxpool2d_dims pool_dims(const seq_layer *l, int N)
     return pd;
 }
 
-static batchnorm_dims bn_dims(const seq_layer *l, int N)
+/* Training-mode dims: with synchronised batchnorm and a part set, the whole batch's statistics. */
+static batchnorm_dims bn_dims(const seq_cnn *m, const seq_layer *l, int N, int train)
 {
-    return (batchnorm_dims){ .N = N, .C = l->in_c, .HW = l->in_h * l->in_w, .eps = 1e-5f, .momentum = 0.1f };
+    batchnorm_dims d = { .N = N, .C = l->in_c, .HW = l->in_h * l->in_w, .eps = 1e-5f, .momentum = 0.1f };
+    if (train && m->bn_sync.sum && m->part_rows > 0) d.sync = &m->bn_sync;
+    return d;
 }
 
 /* The device's plans, activations and statistics go; the weights stay. */
@@ -428,6 +431,36 @@ void ct_seq_cnn_free(seq_cnn *m)
     ct_params_free(&m->buffers);
 }
 
+void ct_seq_cnn_set_part(seq_cnn *m, int first, int rows, int segments)
+{
+    m->part_first = first;
+    m->part_rows = rows;
+    m->part_segments = segments;
+}
+
+void ct_seq_cnn_sync_batchnorm(seq_cnn *m, int (*sum)(void *ctx, double *buf, int n), void *ctx)
+{
+    m->bn_sync.sum = sum;
+    m->bn_sync.ctx = ctx;
+}
+
+/* Training dropout of the N rows of layer l. A part of a larger batch skips, in each run,
+ * the numbers of the rows before its own and after them (ct_rng_advance), so each element
+ * gets the number it gets in the whole batch. */
+static void dropout_rows(seq_cnn *m, seq_layer *l, const float *in, int N, ct_rng *rng)
+{
+    size_t per = ct_seq_layer_out_size(l);   /* values per row */
+    if (m->part_rows == 0) { m->ops->dropout_forward(l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
+    int S = m->part_segments, n = N / S;
+    CT_ASSERT(n * S == N && m->part_first >= 0 && m->part_first + n <= m->part_rows);
+    for (int s = 0; s < S; s++) {
+        size_t off = (size_t)s * n * per;
+        ct_rng_advance(rng, (uint64_t)m->part_first * per);
+        m->ops->dropout_forward(l->out + off, l->mask + off, in + off, (size_t)n * per, l->p, 1, rng);
+        ct_rng_advance(rng, (uint64_t)(m->part_rows - m->part_first - n) * per);
+    }
+}
+
 const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
@@ -435,6 +468,10 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
     const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
     const float *in = x;
     ct_prof *p = &m->prof;
+    if (m->part_rows > 0) {   /* a part: the whole batch's rows, and this part's weight in its loss */
+        m->bn_sync.total_N = m->part_rows * m->part_segments;
+        m->bn_sync.share = (double)N / m->bn_sync.total_N;
+    }
     ct_prof_start(p, ops);
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
@@ -463,13 +500,13 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
         case SEQ_DROPOUT:
             if (train && l->p > 0) {
                 if (m->given_masks) ops->dropout_apply(l->out, l->mask, in, n_out);
-                else ops->dropout_forward(l->out, l->mask, in, n_out, l->p, 1, dropout_rng);
+                else dropout_rows(m, l, in, N, dropout_rng);
             } else if (l->out != in) {
                 ops->copy(l->out, in, n_out * sizeof *l->out);
             }
             break;
         case SEQ_BATCHNORM: {
-            batchnorm_dims bd = bn_dims(l, N);
+            batchnorm_dims bd = bn_dims(m, l, N, train);
             ops->batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
                                    ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
                                    ct_dparams_data(P, l->bn.beta), &bd, train);
@@ -545,7 +582,7 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
             if (l->p > 0) ops->dropout_backward(cur, cur, l->mask, n_out);
             break;
         case SEQ_BATCHNORM: {
-            batchnorm_dims bd = bn_dims(l, N);
+            batchnorm_dims bd = bn_dims(m, l, N, 1);
             ops->batchnorm_backward(din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), cur, l->xhat,
                                     l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
             cur = dst;

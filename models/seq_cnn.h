@@ -126,6 +126,13 @@ typedef struct {
     /* Testing hook: when set, training-mode dropout applies each dropout layer's
      * current `mask` (filled by the caller) instead of drawing a new one. */
     int given_masks;
+    /* Data-parallel training (ct_seq_cnn_set_part): the batch of the next forward is
+     * part of a larger one, and dropout draws each element's number where the whole
+     * batch would. part_rows = 0: the batch is whole. */
+    int part_first, part_rows, part_segments;
+    /* Synchronised batchnorm (ct_seq_cnn_sync_batchnorm): with a part set, training-mode
+     * batchnorm takes its statistics over the whole batch through bn_sync.sum. */
+    ct_replica_sum bn_sync;
     /* Profiling: with prof.on, forward and backward add each layer's wall seconds to
      * prof.fwd[i] / prof.bwd[i] (the loss goes to the last layer). */
     ct_prof prof;
@@ -152,6 +159,17 @@ ct_status ct_seq_cnn_plan(seq_cnn *m, int max_batch);
 ct_status ct_seq_cnn_to_device(seq_cnn *m);
 ct_status ct_seq_cnn_to_host(seq_cnn *m);
 void      ct_seq_cnn_free(seq_cnn *m);
+
+/* The next training forward's N rows are `segments` runs of N / segments rows, run s
+ * being rows [first, first + N / segments) of a run of `rows` rows of the whole batch
+ * (a siamese stack has 2 runs: the first and the second sides). Dropout draws, for
+ * each element of the part, the number the whole batch would draw for it, and leaves
+ * the stream where the whole batch leaves it (on the CPU; the GPU draws one seed per
+ * run). rows = 0: the batch is whole. */
+void ct_seq_cnn_set_part(seq_cnn *m, int first, int rows, int segments);
+/* Batchnorm over the whole batch of a part (layers/batchnorm.h: ct_replica_sum): sum(ctx,
+ * buf, n) sums host doubles over the replicas. sum NULL: each part's own statistics. CPU only. */
+void ct_seq_cnn_sync_batchnorm(seq_cnn *m, int (*sum)(void *ctx, double *buf, int n), void *ctx);
 
 /* Every pointer below is on the model's device.
  *

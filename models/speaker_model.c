@@ -92,11 +92,25 @@ static size_t cnn_adapter_embed_floats(void *ctx, int T)
     return n + ws;
 }
 
+/* Both towers run as one stack of 2B crops: the part is a run of rows in each half. */
+static void cnn_adapter_set_part(void *ctx, int first, int rows)
+{
+    siamese_cnn *m = ctx;
+    ct_seq_cnn_set_part(&m->enc, first, rows, 2);
+}
+
+static void cnn_adapter_sync_batchnorm(void *ctx, int (*sum)(void *sum_ctx, double *buf, int n), void *sum_ctx)
+{
+    siamese_cnn *m = ctx;
+    ct_seq_cnn_sync_batchnorm(&m->enc, sum, sum_ctx);
+}
+
 speaker_model ct_speaker_model_cnn(siamese_cnn *m)
 {
     return (speaker_model){ .name = "siamese-cnn", .ctx = m, .frames = m->cfg.frames, .n_mels = m->cfg.n_mels,
                             .embed_dim = m->cfg.embed, .ops = m->enc.ops, .params = &m->enc.dev,
                             .buffers = &m->enc.dev_buffers, .prof = &m->enc.prof,
                             .whole_utterances = 0, .forward = cnn_adapter_forward, .backward = cnn_adapter_backward,
-                            .plan_embed = cnn_adapter_plan_embed, .embed = cnn_adapter_embed, .embed_floats = cnn_adapter_embed_floats };
+                            .plan_embed = cnn_adapter_plan_embed, .embed = cnn_adapter_embed, .embed_floats = cnn_adapter_embed_floats,
+                            .set_part = cnn_adapter_set_part, .sync_batchnorm = cnn_adapter_sync_batchnorm };
 }

@@ -52,6 +52,13 @@ typedef struct {
     void (*embed)(void *ctx, float *emb, const float *x, const int *len, int S, int T);
     /* Floats of embedding activations one sequence of T frames needs (to bound a batch's memory). */
     size_t (*embed_floats)(void *ctx, int T);
+    /* Data-parallel training: the next training forward's B pairs are pairs [first, first + B)
+     * of a batch of `rows` pairs, and dropout draws as in that whole batch. NULL: the model
+     * draws no random numbers (the LSTM). */
+    void (*set_part)(void *ctx, int first, int rows);
+    /* Synchronised batchnorm over the ranks (models/seq_cnn.h: ct_seq_cnn_sync_batchnorm).
+     * NULL: the model has no batchnorm to synchronise (the LSTM). */
+    void (*sync_batchnorm)(void *ctx, int (*sum)(void *sum_ctx, double *buf, int n), void *sum_ctx);
 } speaker_model;
 
 /* Adapters: the table for a built model (its params, sizes, functions). */

@@ -13,7 +13,8 @@
 #           -lmp3lame among its private libraries, but libsndfile1-dev does not
 #           depend on libmp3lame-dev; python3-venv: the test that reads ctrain's
 #           TensorBoard files with TensorBoard's own reader installs tensorboard from
-#           PyPI into a virtual environment (tests/tensorboard_venv.sh)
+#           PyPI into a virtual environment (tests/tensorboard_venv.sh); libopenmpi-dev and openmpi-bin, so that the
+#           build has data-parallel training and the tests run it under mpirun -np 2
 #   golden  adds torchaudio, for `make golden`
 #   bench   adds python3-venv and binutils (readelf) to golden's: `make bench` also
 #           times the newest PyTorch from PyPI in a virtual environment
@@ -26,7 +27,7 @@
 set -eu
 
 BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev libyaml-dev espeak-ng sox dataset-fashion-mnist"
-TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv"
+TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv libopenmpi-dev openmpi-bin"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"
 

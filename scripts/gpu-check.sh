@@ -22,6 +22,8 @@
 #             `tensorboard --logdir tensorboard` after unpacking gpu-check.tar.gz)
 #   tf32-*    the same on the GPU with --tf32, when this ctrain has --tf32                  45 each
 #   seed      ctrain time siamese-lstm --protocol seed --epochs 2 --device gpu            150
+#   nccl      mpirun -np 1 ctrain train cnn --device gpu: gradients through NCCL, weights   90
+#             bit-identical to a plain run (needs mpirun and a build with MPI and NCCL)
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
 #             with `python3` from PATH (the same workloads as the time-* steps)          75 each
 #   cpu-tests the whole test suite once (in the background, beside the sanitizers)     240
@@ -398,6 +400,17 @@ for m in siamese-lstm siamese-cnn cnn; do
   fi
 done
 run_step seed 150 "$ctrain" time siamese-lstm --protocol seed --epochs 2 $devflag gpu --threads "$threads" --json "$out/ctrain-siamese-lstm-seed-gpu.json"
+
+# ---- 3b. NCCL: one rank under mpirun sends its gradients through ncclAllReduce (train/dist.c);
+# with one rank and deterministic convolutions it must train exactly as a plain run ----
+if have mpirun && have h5diff && "$ctrain" info 2>/dev/null | grep -q "NCCL"; then
+  nccl_run="$ctrain train cnn --data synthetic --samples 1024 --val-samples 0 --epochs 1 --batch 64 --device gpu --deterministic --threads 4 --no-progress"
+  asroot=""; [ "$(id -u)" = 0 ] && asroot="--allow-run-as-root"
+  run_step nccl 90 sh -c "mpirun -np 1 $asroot $nccl_run --out '$out/nccl-1rank.h5' && $nccl_run --out '$out/nccl-plain.h5' &&
+    h5diff '$out/nccl-1rank.h5' '$out/nccl-plain.h5' model model && echo 'nccl: one rank through NCCL = the plain run, bit for bit'"
+else
+  not_run nccl "needs mpirun, h5diff and a ctrain built with MPI and NCCL (ctrain info: $("$ctrain" info 2>/dev/null | grep '^Data-parallel' || echo '?'))"
+fi
 
 # ---- 4. the PyTorch peers, same workloads ----
 py_ok=0

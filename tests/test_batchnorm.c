@@ -4,9 +4,11 @@
  * N = 1 and C = 1; PyTorch parity of one train step (output, gradients, and the
  * running statistics after the update) and of eval mode with the updated running
  * statistics (tests/golden/batchnorm_*.h5); channels shared by 2 and 3 workers
- * give the same bits as one; parameter registration.
+ * give the same bits as one; synchronised statistics over two replicas (threads standing
+ * for ranks) equal the whole batch's; parameter registration.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,8 +188,103 @@ static void bn_workers(void)
     free(ref); free(x); free(dout); free(g); free(b);
 }
 
+/* ---- synchronised batchnorm (ct_replica_sum) ----
+ * Two threads stand for two ranks: each normalises its rows of one batch, and the sum
+ * over the "replicas" goes through a barrier and a shared buffer. */
+typedef struct {
+    pthread_barrier_t bar;
+    double buf[2][64];
+} fake_replicas;
+
+typedef struct {
+    fake_replicas *all;
+    int id;
+    ct_replica_sum rs;
+    batchnorm_dims d;
+    const float *x, *dout, *gamma, *beta;
+    float *out, *xhat, *mean, *invstd, *rmean, *rvar, *din, *dgamma, *dbeta;
+} replica_job;
+
+static int fake_sum(void *ctx, double *buf, int n)
+{
+    replica_job *j = ctx;
+    memcpy(j->all->buf[j->id], buf, (size_t)n * sizeof *buf);
+    pthread_barrier_wait(&j->all->bar);
+    for (int i = 0; i < n; i++) buf[i] = j->all->buf[0][i] + j->all->buf[1][i];
+    pthread_barrier_wait(&j->all->bar);   /* nobody writes the next sum before both have read this one */
+    return 0;
+}
+
+static void *replica_main(void *arg)
+{
+    replica_job *j = arg;
+    ct_batchnorm_forward(j->out, j->xhat, j->mean, j->invstd, j->rmean, j->rvar, j->x, j->gamma, j->beta, &j->d, 1);
+    ct_batchnorm_backward(j->din, j->dgamma, j->dbeta, j->dout, j->xhat, j->invstd, j->gamma, &j->d);
+    return NULL;
+}
+
+static void bn_synced(void)
+{
+    t_case("batchnorm/synchronised over 2 replicas of 2 and 3 rows = one batch of 5 (forward, running statistics, backward)");
+    enum { N = 5, C = 3, HW = 7, L = N * C * HW };
+    const int lo[2] = { 0, 2 }, hi[2] = { 2, 5 };
+    ct_rng r;
+    ct_rng_seed(&r, 31, 1);
+    float x[L], dout[L], gamma[C], beta[C], out[L], xhat[L], mean[C], invstd[C], rmean[C], rvar[C], din[L], dg[C] = { 0 }, db[C] = { 0 };
+    t_fill_uniform(x, L, -2, 3, &r);
+    t_fill_uniform(dout, L, -1, 1, &r);
+    t_fill_uniform(gamma, C, 0.5f, 1.5f, &r);
+    t_fill_uniform(beta, C, -0.5f, 0.5f, &r);
+    for (int c = 0; c < C; c++) { rmean[c] = 0.1f; rvar[c] = 0.9f; }
+    batchnorm_dims d = { .N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f };
+    ct_batchnorm_forward(out, xhat, mean, invstd, rmean, rvar, x, gamma, beta, &d, 1);   /* the whole batch */
+    ct_batchnorm_backward(din, dg, db, dout, xhat, invstd, gamma, &d);
+
+    fake_replicas all;
+    pthread_barrier_init(&all.bar, NULL, 2);
+    static float p_out[L], p_xhat[L], p_din[L], p_dout[L];
+    float p_mean[2][C], p_invstd[2][C], p_rmean[2][C], p_rvar[2][C], p_dg[2][C], p_db[2][C];
+    replica_job job[2];
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) {
+        size_t off = (size_t)lo[k] * C * HW;
+        int n = hi[k] - lo[k];
+        double share = (double)n / N;
+        /* each replica's dout is the gradient of its own rows' mean loss: the whole batch's times N / n */
+        for (size_t i = off; i < (size_t)hi[k] * C * HW; i++) p_dout[i] = dout[i] / (float)share;
+        for (int c = 0; c < C; c++) { p_rmean[k][c] = 0.1f; p_rvar[k][c] = 0.9f; p_dg[k][c] = p_db[k][c] = 0; }
+        job[k] = (replica_job){ .all = &all, .id = k, .rs = { .sum = fake_sum, .total_N = N, .share = share },
+                                .d = { .N = n, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f },
+                                .x = x + off, .dout = p_dout + off, .gamma = gamma, .beta = beta, .out = p_out + off,
+                                .xhat = p_xhat + off, .mean = p_mean[k], .invstd = p_invstd[k], .rmean = p_rmean[k],
+                                .rvar = p_rvar[k], .din = p_din + off, .dgamma = p_dg[k], .dbeta = p_db[k] };
+        job[k].rs.ctx = &job[k];
+        job[k].d.sync = &job[k].rs;
+    }
+    for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, replica_main, &job[k]);
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&all.bar);
+    t_close("out", p_out, out, L, 1e-5);
+    for (int k = 0; k < 2; k++) {
+        t_close("running mean", p_rmean[k], rmean, C, 1e-5);
+        t_close("running var", p_rvar[k], rvar, C, 1e-5);
+        /* din of a replica's own loss = the whole batch's din times N / n */
+        float want[L];
+        for (int i = lo[k] * C * HW; i < hi[k] * C * HW; i++) want[i] = din[i] * (float)N / (hi[k] - lo[k]);
+        t_close("din", p_din + lo[k] * C * HW, want + lo[k] * C * HW, (size_t)(hi[k] - lo[k]) * C * HW, 1e-5);
+    }
+    float sum_dg[C], sum_db[C];   /* the gradient all-reduce: sum of share x each replica's own */
+    for (int c = 0; c < C; c++) {
+        sum_dg[c] = (float)(0.4 * p_dg[0][c] + 0.6 * p_dg[1][c]);
+        sum_db[c] = (float)(0.4 * p_db[0][c] + 0.6 * p_db[1][c]);
+    }
+    t_close("dgamma", sum_dg, dg, C, 1e-5);
+    t_close("dbeta", sum_db, db, C, 1e-5);
+}
+
 void suite_batchnorm(void)
 {
+    bn_synced();
     bn_workers();
     bn_gradcheck(4, 3, 1, 1);      /* BatchNorm1d after a dense layer */
     bn_gradcheck(3, 1, 1, 2);      /* C = 1, smallest batch where the gradient is not 0 (M = 3) */

@@ -764,7 +764,7 @@ static void case_signals(void)
     t_check(ct_ckpt_verify(ck, &e, &s) == CT_OK, "the checkpoint: %s", ct_last_error());
     if (cmd) {
         char resume[2048];
-        snprintf(resume, sizeof resume, "%.*s 2>&1", (int)strcspn(cmd + 13, "\n"), cmd + 13);
+        snprintf(resume, sizeof resume, "cd '%s' && %.*s 2>&1", t_scratch_dir(), (int)strcspn(cmd + 13, "\n"), cmd + 13);
         FILE *pp = popen(resume, "r");
         size_t got = pp ? fread(out2, 1, sizeof out2 - 1, pp) : 0;
         out2[got] = '\0';

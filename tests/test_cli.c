@@ -108,7 +108,7 @@ static void grammar(const char *weights)
     t_check(rc == 2 && strstr(out, "given twice"), "an output given both ways (exit %d): %s", rc, out);
 
     t_case("cli/the progress bar goes to stderr, only when asked or on a terminal");
-    snprintf(args, sizeof args, "train small-cnn --samples 64 --val-samples 0 --epochs 1 --batch 16 --threads 1 --progress");
+    snprintf(args, sizeof args, "train small-cnn --samples 64 --val-samples 0 --epochs 1 --batch 16 --threads 1 --progress --no-run-dir");
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && strstr(out, "ETA") && strstr(out, "samples/s"), "--progress draws the bar (exit %d): %s", rc, out);
     rc = run_stdout_only(args, out, sizeof out);
@@ -117,7 +117,7 @@ static void grammar(const char *weights)
         const char *bin = getenv("CTRAIN_BIN");
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "/usr/bin/script -qec '%s train small-cnn --samples 64 --val-samples 0 --epochs 1 --batch 16 "
-                 "--threads 1' /dev/null 2>&1", bin ? bin : "bin/ctrain");
+                 "--threads 1 --no-run-dir' /dev/null 2>&1", bin ? bin : "bin/ctrain");
         FILE *p = popen(cmd, "r");
         size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
         out[got] = '\0';

@@ -89,6 +89,19 @@ static void test_rng(void)
         state_ok &= fa.state == fb.state && fa.inc == fb.inc;
     }
     t_check(fill_ok && state_ok, "uniform_fill differs from ct_rng_uniform (%d), or leaves another state (%d)", !fill_ok, !state_ok);
+
+    t_case("core/rng advance(n) leaves the state n draws would");
+    static const uint64_t steps[] = { 0, 1, 2, 3, 16, 17, 1000, 65537, 1u << 20 };
+    int adv_ok = 1;
+    for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+        ct_rng ra, rb;
+        ct_rng_seed(&ra, 123 + k, CT_STREAM_DROPOUT);
+        rb = ra;
+        ct_rng_advance(&ra, steps[k]);
+        for (uint64_t i = 0; i < steps[k]; i++) ct_rng_u32(&rb);
+        adv_ok &= ra.state == rb.state && ra.inc == rb.inc && ct_rng_u32(&ra) == ct_rng_u32(&rb);
+        if (!adv_ok) { t_check(0, "advance(%llu) differs from as many draws", (unsigned long long)steps[k]); break; }
+    }
 }
 
 /* ct_parallel: records which worker ran each task and in which order. */

@@ -145,8 +145,47 @@ static void test_task_determinism(void)
     }
 }
 
+/* Data-parallel training: the parts of a batch that N ranks load (ct_pairs_batch_part) are
+ * the rows of the whole batch, crops included, and leave the crop stream where the whole
+ * batch leaves it. T = 14 < max_frames: most utterances get a random crop. */
+static void test_batch_parts(void)
+{
+    t_case("speaker/pairs_batch_part: 2 and 3 ranks' parts are the whole batch's rows and leave the same crop stream");
+    ct_corpus c;
+    t_check(small_corpus(&c, 10, 4) == CT_OK, "corpus: %s", ct_last_error());
+    enum { B = 7, T = 14, I = 6 };
+    int spk[10];
+    for (int k = 0; k < 10; k++) spk[k] = k;
+    ct_pair p[B];
+    ct_rng r, whole_r;
+    ct_rng_seed(&r, 5, CT_STREAM_DATA);
+    t_check(ct_pairs_draw(p, B, &c, NULL, spk, 10, &r) == CT_OK, "draw: %s", ct_last_error());
+    static float x[2 * B * T * I], xp[2 * B * T * I];
+    int len[2 * B], lenp[2 * B];
+    float y[B], yp[B];
+    ct_rng_seed(&whole_r, 6, 0xc40bULL);
+    ct_rng start = whole_r;
+    ct_pairs_batch(x, len, y, p, B, &c, T, &whole_r);
+    int ok = 1;
+    for (int N = 2; N <= 3; N++)
+        for (int rank = 0; rank < N; rank++) {
+            int lo = B * rank / N, hi = B * (rank + 1) / N, n = hi - lo;
+            ct_rng part_r = start;
+            ct_pairs_batch_part(xp, lenp, yp, p, B, lo, hi, &c, T, &part_r);
+            ok &= part_r.state == whole_r.state;
+            for (int j = 0; j < n; j++) {
+                ok &= yp[j] == y[lo + j] && lenp[j] == len[lo + j] && lenp[n + j] == len[B + lo + j];
+                ok &= !memcmp(xp + (size_t)j * T * I, x + (size_t)(lo + j) * T * I, T * I * sizeof(float));
+                ok &= !memcmp(xp + (size_t)(n + j) * T * I, x + (size_t)(B + lo + j) * T * I, T * I * sizeof(float));
+            }
+        }
+    t_check(ok, "a rank's part differs from the whole batch's rows, or leaves another crop stream");
+    ct_corpus_free(&c);
+}
+
 void suite_speaker(void)
 {
+    test_batch_parts();
     test_pairs();
     test_unusable();
     test_videos();

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "train/image_task.h"
 #include "train/checkpoint.h"
+#include "train/dist.h"
 
 static void begin_epoch(void *ctx, int epoch)
 {
@@ -14,8 +15,11 @@ static void begin_epoch(void *ctx, int epoch)
 static void load(void *ctx, int split, long first, int n)
 {
     image_task *t = ctx;
-    if (split == CT_SPLIT_TRAIN) ct_images_gather(t->x, t->labels, t->train, t->order, first, n);
-    else ct_images_gather(t->x, t->labels, t->val, NULL, first, n);
+    int lo, hi;
+    ct_dist_part(t->dist, n, &lo, &hi);   /* this rank's images of the batch (all of them in one process) */
+    if (split == CT_SPLIT_TRAIN) ct_images_gather(t->x, t->labels, t->train, t->order, first + lo, hi - lo);
+    else ct_images_gather(t->x, t->labels, t->val, NULL, first + lo, hi - lo);
+    ct_seq_cnn_set_part(t->m, lo, t->dist ? n : 0, 1);   /* dropout draws as in the whole batch */
     const float *dev = t->m->ops->ring_put(t->ring, t->block, t->block_bytes);   /* the batch's one copy */
     t->dev_x = dev;
     t->dev_labels = (const int *)(dev + t->labels_off);
@@ -97,7 +101,7 @@ ct_status ct_image_task_init(image_task *t, seq_cnn *m, const ct_images *train, 
 
 ct_task ct_image_task_ops(image_task *t)
 {
-    return (ct_task){ .ctx = t, .state = &t->state, .n_train = t->n_train, .n_val = t->n_val,
+    return (ct_task){ .ctx = t, .state = &t->state, .n_train = t->n_train, .n_val = t->n_val, .dist = t->dist,
                       .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
                       .save_state = save_state, .load_state = load_state };
 }

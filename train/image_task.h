@@ -4,6 +4,9 @@
  * batch (images and labels) gathered into one host block that reaches the
  * model's device with one copy (ops->ring_put; nothing is copied on the CPU).
  *
+ * With several ranks (dist, train/dist.h) each loads only its images of each
+ * batch; the order is drawn alike on every rank.
+ *
  * Exact resume (ct_task.save_state / load_state): /rng/data, /rng/dropout and
  * /data/order, the epoch's order of the training images.
  */
@@ -29,6 +32,7 @@ typedef struct {
     const int *dev_labels;
     ct_rng data, dropout;           /* sample order; dropout masks */
     ct_train_state state;           /* the model's weights and optimizer, for ct_fit */
+    struct ct_dist *dist;           /* data-parallel: each batch's images of this rank (train/dist.h); NULL: all */
 } image_task;
 
 /* The data stream starts from rngs->data, the dropout stream from rngs->dropout. */

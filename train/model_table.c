@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "train/model_table.h"
+#include "train/dist.h"
 
 extern const ct_model_descriptor ct_model_siamese_lstm, ct_model_siamese_cnn, ct_model_small_cnn, ct_model_cnn;
 
@@ -37,6 +38,19 @@ ct_status ct_model_net_open(const ct_model_descriptor *d, void *net, const void 
     if (st == CT_OK) st = d->plan(net, batch);
     if (st != CT_OK) d->free(net);
     return st;
+}
+
+void ct_model_task_set_dist(ct_model_task *t, struct ct_dist *dist, int sync_batchnorm)
+{
+    if (t->open == 1) {
+        t->s.cfg.dist = dist;
+        if (sync_batchnorm && t->s.m.sync_batchnorm) t->s.m.sync_batchnorm(t->s.m.ctx, ct_dist_sum_cb, dist);
+    }
+    if (t->open == 2) {
+        t->c.dist = dist;
+        if (sync_batchnorm) ct_seq_cnn_sync_batchnorm(t->c.m, ct_dist_sum_cb, dist);
+    }
+    t->task.dist = dist;
 }
 
 void ct_model_task_close(ct_model_task *t)

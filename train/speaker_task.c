@@ -5,6 +5,7 @@
 #include "train/speaker_task.h"
 #include "train/verify.h"
 #include "train/checkpoint.h"
+#include "train/dist.h"
 
 /* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread. */
 static void fill(void *ctx, int slot, int split, long first, int n)
@@ -20,7 +21,11 @@ static void fill(void *ctx, int slot, int split, long first, int n)
     }
     for (int k = 0; k < n; k++)
         s->batch_pairs[slot][k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
-    ct_pairs_batch(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, s->c, s->m.frames, crop);
+    int lo, hi;
+    ct_dist_part(s->cfg.dist, n, &lo, &hi);   /* this rank's pairs; every pair's crops are drawn */
+    ct_pairs_batch_part(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, lo, hi, s->c, s->m.frames, crop);
+    s->part_first[slot] = lo;
+    s->part_rows[slot] = n;
 }
 
 /* Wait for every outstanding fill and free both slots. */
@@ -66,6 +71,7 @@ static void load(void *ctx, int split, long first, int n)
 static float forward(void *ctx, int n, int train, int *correct)
 {
     speaker_task *s = ctx;
+    if (s->m.set_part) s->m.set_part(s->m.ctx, s->part_first[s->cur], s->part_rows[s->cur]);   /* dropout as in the whole batch */
     return s->m.forward(s->m.ctx, s->dev_x, s->dev_len, s->len[s->cur], s->dev_y, n, train, &s->dropout, correct);
 }
 
@@ -253,7 +259,7 @@ static void end_epoch(void *ctx, int epoch, ct_epoch_log *log)
 
 ct_task ct_speaker_task_ops(speaker_task *s)
 {
-    return (ct_task){ .ctx = s, .state = &s->state, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs,
+    return (ct_task){ .ctx = s, .state = &s->state, .n_train = s->cfg.pairs, .n_val = s->cfg.val_pairs, .dist = s->cfg.dist,
                       .begin_epoch = begin_epoch, .load = load, .forward = forward, .backward = backward,
                       .save_state = save_state, .load_state = load_state,
                       .end_epoch = s->cfg.trials ? end_epoch : NULL };

@@ -14,7 +14,10 @@
  *
  * Determinism: the pairs, their order and every crop come from the data RNG
  * stream and a crop stream derived from the seed, drawn in batch order, so a
- * run is reproducible bit for bit with the same seed and thread count.
+ * run is reproducible bit for bit with the same seed and thread count. With
+ * several ranks (cfg.dist, train/dist.h) each rank loads only its pairs of each
+ * batch but draws every pair's crops, so together the ranks train on exactly
+ * the batches, crops and dropout masks of one process.
  *
  * Exact resume (ct_task.save_state / load_state): /rng/data, /rng/crop,
  * /rng/val_crop, /rng/dropout (the model's dropout stream), /data/order (this epoch's order) and /data/pairs,
@@ -47,6 +50,7 @@ typedef struct {
     const ct_trial *trials;
     int n_trials;
     int trial_batch, trial_max_frames;   /* utterances (LSTM) or windows (CNN) per embedding batch; frames kept per utterance */
+    struct ct_dist *dist;       /* data-parallel: this rank loads its pairs of each batch (train/dist.h); NULL: all */
 } speaker_task_config;
 
 typedef struct {
@@ -61,6 +65,7 @@ typedef struct {
     int *len[2];                    /* per slot: [2B] */
     size_t y_off, len_off, block_bytes;   /* the block's layout (offsets in floats) */
     int cur;                        /* slot of the batch being trained, -1 none */
+    int part_first[2], part_rows[2];  /* per slot: its first pair within the whole batch of part_rows pairs */
     void *ring;                     /* the device's batch slots (ops->ring_create) */
     const float *dev_x, *dev_y;     /* the current batch on the device */
     const int *dev_len;

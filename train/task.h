@@ -42,17 +42,26 @@ ct_status ct_train_state_to_host(ct_train_state *s);
 ct_status ct_train_state_to_device(ct_train_state *s);
 ct_optim *ct_train_state_host_optim(ct_train_state *s);      /* valid after to_host */
 
+struct ct_dist;   /* train/dist.h */
+
 typedef struct {
     void *ctx;
     ct_train_state *state;               /* the model's weights, gradients and optimizer (see above) */
     long n_train, n_val;                 /* samples per split */
+    /* Data-parallel training (train/dist.h): this process is one rank of several, and
+     * load() prepares only its rows of each batch (ct_dist_part). NULL: one process. */
+    struct ct_dist *dist;
     /* Called at the start of each epoch (0-based), e.g. to reshuffle. May be NULL. */
     void  (*begin_epoch)(void *ctx, int epoch);
-    /* Prepare samples [first, first + n) of `split` as the next batch. */
+    /* Prepare samples [first, first + n) of `split` as the next batch: with `dist`, only
+     * this rank's rows [first + lo, first + hi) of it (ct_dist_part(dist, n, &lo, &hi)),
+     * while every random number of the whole batch is drawn, so the streams stay the same
+     * on every rank. */
     void  (*load)(void *ctx, int split, long first, int n);
-    /* Forward pass on the loaded batch; returns the mean loss, *correct = right predictions. */
+    /* Forward pass on the loaded rows (n of them: hi - lo with dist); returns their mean
+     * loss, *correct = right predictions among them. */
     float (*forward)(void *ctx, int n, int train, int *correct);
-    /* Backward pass: accumulate d(mean loss)/d(params) into the state's gradients. */
+    /* Backward pass on those n rows: accumulate d(their mean loss)/d(params) into the state's gradients. */
     void  (*backward)(void *ctx, int n);
     /* Called after validation with the epoch's numbers; may add metrics such as
      * val_eer (set log->val_eer >= 0 to have it printed). May be NULL. */

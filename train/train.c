@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include "io/tfevents.h"
 #include "train/train.h"
 #include "train/checkpoint.h"
+#include "train/dist.h"
 
 /* The live bar, on stderr: it is redrawn in place and never belongs in a log. */
 static void progress(FILE *out, long done, long total, double elapsed, double loss, double acc)
@@ -23,18 +25,37 @@ static void progress(FILE *out, long done, long total, double elapsed, double lo
     fflush(out);
 }
 
-void ct_evaluate(const ct_task *t, int split, int batch, double *loss, double *accuracy)
+/* The signal that stops training (0: none), the same on every rank of a data-parallel
+ * job: a signal that reached any rank (mpirun forwards it to all, but not at the same
+ * instant) is recorded on all of them at this point, so that they stop after the same
+ * step. One small all-reduce per call under MPI; nothing in one process. */
+static int fit_signal(const ct_dist *d)
+{
+    if (ct_dist_ranks(d) > 1) {
+        int sig = ct_interrupt_signal();
+        double seen[2] = { sig == SIGINT, sig != 0 && sig != SIGINT };   /* [SIGINT, SIGTERM] on how many ranks */
+        if (ct_dist_sum_f64(d, seen, 2, "agreeing on a stop over the ranks") == CT_OK && !sig && (seen[0] > 0 || seen[1] > 0))
+            ct_interrupt_note(seen[1] > 0 ? SIGTERM : SIGINT);
+    }
+    return ct_interrupt_signal();
+}
+
+ct_status ct_evaluate(const ct_task *t, int split, int batch, double *loss, double *accuracy)
 {
     long n = split == CT_SPLIT_TRAIN ? t->n_train : t->n_val;
-    double sl = 0, sc = 0;
-    for (long first = 0; first < n && !ct_interrupt_signal(); first += batch) {   /* a signal abandons it (ct_fit) */
-        int b = (int)(n - first < batch ? n - first : batch), correct = 0;
+    double sums[2] = { 0, 0 };   /* [sum of losses, right predictions] */
+    for (long first = 0; first < n && !fit_signal(t->dist); first += batch) {   /* a signal abandons it (ct_fit) */
+        int b = (int)(n - first < batch ? n - first : batch), correct = 0, lo, hi;
+        ct_dist_part(t->dist, b, &lo, &hi);   /* this rank's rows (all of them in one process) */
         t->load(t->ctx, split, first, b);
-        sl += (double)t->forward(t->ctx, b, 0, &correct) * b;
-        sc += correct;
+        if (hi == lo) continue;
+        sums[0] += (double)t->forward(t->ctx, hi - lo, 0, &correct) * (hi - lo);
+        sums[1] += correct;
     }
-    *loss = n ? sl / n : 0;
-    *accuracy = n ? sc / n : 0;
+    CT_TRY(ct_dist_sum_f64(t->dist, sums, 2, "summing the validation metrics over the ranks"));
+    *loss = n ? sums[0] / n : 0;
+    *accuracy = n ? sums[1] / n : 0;
+    return CT_OK;
 }
 
 
@@ -218,7 +239,7 @@ typedef struct {
     float lr;
 } fit_run;
 
-static ct_status save_to(fit_run *r, const char *path)
+static ct_status save_to_file(fit_run *r, const char *path)
 {
     CT_TRY(ct_train_state_to_host(r->st));
     ct_ckpt c = { .meta = r->cfg->meta, .params = r->params, .state = r->buffers, .opt = ct_train_state_host_optim(r->st),
@@ -230,6 +251,12 @@ static ct_status save_to(fit_run *r, const char *path)
         else snprintf(r->last_good, sizeof r->last_good, "%s (end of epoch %d)", path, r->prog.epoch);
     }
     return CT_OK;
+}
+
+/* Only rank 0 writes files (every rank holds the same state); every rank learns whether it worked. */
+static ct_status save_to(fit_run *r, const char *path)
+{
+    return ct_dist_agree(r->t->dist, ct_dist_is_root(r->t->dist) ? save_to_file(r, path) : CT_OK);
 }
 
 static const char *last_good(const fit_run *r)
@@ -275,7 +302,8 @@ static ct_status fit_resume(fit_run *r)
     ct_ckpt c = { .meta = cfg->meta, .params = r->params, .state = r->buffers, .opt = ct_train_state_host_optim(r->st),
                   .prog = r->prog, .hist = r->hist, .hist_cap = cfg->epochs, .best_params = r->best_p,
                   .best_state = r->best_s, .task = r->t, .rngs = cfg->rngs };
-    CT_TRY(ct_ckpt_load(cfg->resume, &c));
+    CT_TRY(ct_dist_agree(r->t->dist, ct_ckpt_load(cfg->resume, &c)));   /* every rank reads it */
+    CT_TRY(ct_dist_share_state(r->t->dist, r->st));   /* ... and takes rank 0's weights */
     CT_TRY(ct_train_state_to_device(r->st));   /* the loaded weights and optimizer state */
     r->prog = c.prog;
     if (r->prog.monitor != (int)cfg->monitor) {   /* another monitor: its best starts afresh */
@@ -312,11 +340,17 @@ static ct_status fit_start(fit_run *r)
     r->prog.best = NAN;
     r->prog.best_epoch = -1;
     if (cfg->resume) CT_TRY(fit_resume(r));
-    else CT_TRY(ct_train_state_to_device(r->st));   /* the weights as initialised on the host */
+    else {
+        CT_TRY(ct_dist_share_state(r->t->dist, r->st));   /* every rank starts from rank 0's weights */
+        CT_TRY(ct_train_state_to_device(r->st));   /* the weights as initialised on the host */
+    }
     r->epochs_done = r->start_epoch;
     r->steps_per_epoch = (r->t->n_train + cfg->batch - 1) / cfg->batch;
-    if (cfg->csv) CT_TRY(csv_open(&r->csv, cfg->csv, cfg->resume != NULL, r->start_epoch));
-    if (cfg->logdir) CT_TRY(ct_tfevents_open(&r->tb, cfg->logdir, r->start_epoch + 1));
+    if (cfg->csv && ct_dist_is_root(r->t->dist))
+        CT_TRY(ct_dist_agree(r->t->dist, csv_open(&r->csv, cfg->csv, cfg->resume != NULL, r->start_epoch)));
+    else if (cfg->csv)
+        CT_TRY(ct_dist_agree(r->t->dist, CT_OK));   /* rank 0 alone writes the CSV */
+    if (cfg->logdir && ct_dist_is_root(r->t->dist)) CT_TRY(ct_tfevents_open(&r->tb, cfg->logdir, r->start_epoch + 1));
     return CT_OK;
 }
 
@@ -348,10 +382,12 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
     }
     r->trained = t->n_train - step * cfg->batch;
     for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
-        int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0;
+        int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0, lo, hi;
+        ct_dist_part(t->dist, b, &lo, &hi);   /* this rank's rows of the batch (all of them in one process) */
         t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
         ct_train_state_zero_grad(r->st);
-        float loss = t->forward(t->ctx, b, 1, &correct);
+        float loss = t->forward(t->ctx, hi - lo, 1, &correct);
+        CT_TRY(ct_dist_batch_loss(t->dist, &loss, &correct, hi - lo, b));   /* the whole batch's, on every rank */
         int bad = !isfinite(loss);
         if (bad && cfg->on_nan == CT_NAN_STOP) {
             if (r->bar) fprintf(stderr, "\n");
@@ -361,12 +397,14 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
                            isnan(loss) ? "NaN" : "infinite", e + 1, step + 1, first, first + b - 1, last_good(r));
         }
         if (!bad) {
-            t->backward(t->ctx, b);
+            t->backward(t->ctx, hi - lo);
+            CT_TRY(ct_dist_batch_grad(t->dist, r->st, hi - lo, b));   /* the whole batch's gradient, on every rank */
             if (cfg->on_nan == CT_NAN_SKIP_BATCH) bad = !isfinite(ct_train_state_grad_norm(r->st));
         }
         if (bad) r->skipped++;
         else {
             ct_train_state_step(r->st, r->lr);
+            CT_TRY(ct_dist_after_step(t->dist, r->st, (long)e * r->steps_per_epoch + step + 1));
             r->sum_loss += (double)loss * b; r->sum_correct += correct; r->seen += b;
         }
         r->steps_run++;
@@ -380,7 +418,7 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
         long global = (long)e * r->steps_per_epoch + step + 1;
         int last_batch = first + b >= t->n_train;
         int stop_here = cfg->stop_after_steps > 0 && global >= cfg->stop_after_steps;
-        if (ct_interrupt_signal()) {   /* the step is done: stop here (after the last batch, the epoch's close stops it) */
+        if (fit_signal(t->dist)) {   /* the step is done: stop here (after the last batch, the epoch's close stops it) */
             fit_mark(r, e, step + 1);
             *stopped = 2;
             return CT_OK;
@@ -422,10 +460,10 @@ static ct_status fit_close_epoch(fit_run *r, int e, ct_epoch_log *log, int *inte
     const ct_task *t = r->t;
     FILE *out = r->out;
     double t1 = ct_now(), vl = 0, va = 0;
-    if (t->n_val > 0) ct_evaluate(t, CT_SPLIT_VAL, r->cfg->batch, &vl, &va);
+    if (t->n_val > 0) CT_TRY(ct_evaluate(t, CT_SPLIT_VAL, r->cfg->batch, &vl, &va));
     double t2 = ct_now();
     if (r->bar) fprintf(stderr, "\r\033[K");
-    if ((*interrupted = ct_interrupt_signal() != 0)) return CT_OK;
+    if ((*interrupted = fit_signal(r->t->dist) != 0)) return CT_OK;
     if (!isfinite(vl))
         return ct_fail(CT_ENUMERIC, "the validation loss became %s at the end of epoch %d; training stopped. Last good checkpoint: %s. "
                        "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1, last_good(r));
@@ -435,7 +473,7 @@ static ct_status fit_close_epoch(fit_run *r, int e, ct_epoch_log *log, int *inte
     if (t->end_epoch) {
         t->end_epoch(t->ctx, e, log);
         log->seconds = ct_now() - r->t0;   /* the epoch's seconds include whatever end_epoch evaluated */
-        if ((*interrupted = ct_interrupt_signal() != 0)) return CT_OK;
+        if ((*interrupted = fit_signal(r->t->dist) != 0)) return CT_OK;
     }
     fprintf(out, " - ");
     print_seconds(out, log->seconds);
@@ -552,6 +590,8 @@ static ct_status fit_interrupted(fit_run *r)
 ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_out, FILE *out)
 {
     CT_TRY(fit_check(t, cfg));
+    CT_TRY(ct_dist_fit_check(t->dist, t, cfg->batch,
+                             ct_dist_config_hash(t, cfg->epochs, cfg->batch, &cfg->optim, &cfg->sched, cfg->meta)));
     fit_run r;
     memset(&r, 0, sizeof r);
     r.t = t;
@@ -578,7 +618,7 @@ ct_status ct_fit(const ct_task *t, const ct_fit_config *cfg, ct_epoch_log *hist_
         fprintf(out, "Train on %ld samples, validate on %ld samples\n", t->n_train, t->n_val);
     }
     for (int e = r.start_epoch; e < cfg->epochs && !stop; e++) {
-        if (ct_interrupt_signal()) {   /* between epochs (or before the first batch): r.prog is this position */
+        if (fit_signal(r.t->dist)) {   /* between epochs (or before the first batch): r.prog is this position */
             st = fit_interrupted(&r);
             break;
         }

@@ -109,8 +109,9 @@ typedef struct {
  * not applied, and the epoch's count of skipped batches is printed. */
 ct_status ct_fit(const ct_task *task, const ct_fit_config *cfg, ct_epoch_log *hist, FILE *out);
 
-/* Evaluate the whole of a split: mean loss and accuracy. */
-void ct_evaluate(const ct_task *task, int split, int batch, double *loss, double *accuracy);
+/* Evaluate the whole of a split: mean loss and accuracy (over every rank's rows with
+ * task->dist; fails only when the ranks stop answering). */
+ct_status ct_evaluate(const ct_task *task, int split, int batch, double *loss, double *accuracy);
 
 
 #endif

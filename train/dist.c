@@ -1,0 +1,374 @@
+/* dist.c - data-parallel training on MPI and NCCL (see dist.h). Every MPI call of
+ * ctrain is in this file; a build without MPI (no CT_HAVE_MPI) compiles the
+ * one-rank versions at the end, so the rest of ctrain has no #ifdefs.
+ *
+ * Collectives never block without end: each is started non-blocking
+ * (MPI_Iallreduce, MPI_Ibcast, ...) and polled until it completes or until
+ * d->timeout_s seconds have passed, which ends the job (ct_dist_finalize ->
+ * MPI_Abort) with a message saying what was waited for and what to do. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "train/dist.h"
+#include "core/clock.h"
+#ifdef CT_HAVE_MPI
+#include <mpi.h>
+#endif
+#ifdef CT_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"   /* nccl.h declares f() for f(void) */
+#include <nccl.h>
+#pragma GCC diagnostic pop
+#endif
+
+void ct_dist_part(const ct_dist *d, int n, int *lo, int *hi)
+{
+    int r = d ? d->rank : 0, s = d ? d->size : 1;
+    *lo = (int)((long)n * r / s);
+    *hi = (int)((long)n * (r + 1) / s);
+}
+
+uint64_t ct_hash_bytes(uint64_t h, const void *p, size_t bytes)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < bytes; i++) { h ^= c[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+uint64_t ct_hash_floats(const float *x, size_t n)
+{
+    const uint64_t prime = 1099511628211ULL;
+    uint64_t lane[4] = { CT_HASH_INIT, CT_HASH_INIT ^ 1, CT_HASH_INIT ^ 2, CT_HASH_INIT ^ 3 }, w;
+    size_t words = n / 2, i = 0;   /* two floats per 64-bit word */
+    for (; i + 4 <= words; i += 4)
+        for (int k = 0; k < 4; k++) {
+            memcpy(&w, x + 2 * (i + k), sizeof w);
+            lane[k] = (lane[k] ^ w) * prime;
+        }
+    uint64_t h = ct_hash_bytes(CT_HASH_INIT, lane, sizeof lane);
+    return ct_hash_bytes(h, x + 2 * i, (n - 2 * i) * sizeof *x);   /* the floats left over */
+}
+
+int ct_dist_default_threads(const ct_dist *d, int cores)
+{
+    int per = d && d->local_size > 1 ? cores / d->local_size : cores;
+    return per < 1 ? 1 : per;
+}
+
+/* The launcher's view of the job, from its environment (Open MPI, MPICH's Hydra, PMIx):
+ * how many ranks and which one this is, before (or without) MPI. */
+static int env_int(const char *const *names, int dflt)
+{
+    for (int i = 0; names[i]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v) return atoi(v);
+    }
+    return dflt;
+}
+static const char *const SIZE_ENV[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", NULL };
+static const char *const RANK_ENV[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL };
+static const char *const LOCAL_SIZE_ENV[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL };
+static const char *const LOCAL_RANK_ENV[] = { "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", NULL };
+
+static inline int launched_by_mpi(void) { return env_int(SIZE_ENV, 0) > 0 || getenv("PMIX_RANK") != NULL; }
+
+static void init_from_env(ct_dist *d)
+{
+    memset(d, 0, sizeof *d);
+    d->size = env_int(SIZE_ENV, 1);
+    d->rank = env_int(RANK_ENV, 0);
+    d->local_size = env_int(LOCAL_SIZE_ENV, d->size);
+    d->local_rank = env_int(LOCAL_RANK_ENV, d->rank);
+    d->timeout_s = CT_DIST_TIMEOUT_DEFAULT;
+    d->check_every = 1;
+    if (d->size < 1) d->size = 1;
+}
+
+#ifdef CT_HAVE_MPI
+
+/* A collective that timed out leaves MPI unusable: finishing must abort the job. */
+static int dist_broken;
+
+const char *ct_dist_backend(void)
+{
+    static char name[MPI_MAX_LIBRARY_VERSION_STRING + 16];
+    if (!name[0]) {
+        char v[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(v, &len);
+        v[strcspn(v, ",\n")] = '\0';   /* "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4" */
+        snprintf(name, sizeof name, "MPI (%s)", v);
+    }
+    return name;
+}
+int ct_dist_compiled(void) { return 1; }
+
+/* The hash of this program's file: equal on two ranks when they run the same build. */
+static ct_status binary_hash(uint64_t *h)
+{
+    FILE *f = fopen("/proc/self/exe", "rb");
+    if (!f) return ct_fail(CT_EIO, "cannot read /proc/self/exe to compare the ranks' binaries");
+    unsigned char buf[1 << 16];
+    size_t got;
+    *h = CT_HASH_INIT;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) *h = ct_hash_bytes(*h, buf, got);
+    fclose(f);
+    return CT_OK;
+}
+
+ct_status ct_dist_init(ct_dist *d)
+{
+    init_from_env(d);
+    if (!launched_by_mpi()) return CT_OK;   /* a plain run: one rank, MPI never started */
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return ct_fail(CT_EIO, "MPI_Init failed: check the MPI installation (mpirun --version)");
+    d->mpi = 1;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+    MPI_Comm node;   /* the ranks that share this machine's memory */
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &d->local_rank);
+        MPI_Comm_size(node, &d->local_size);
+        MPI_Comm_free(&node);
+    }
+    return CT_OK;
+}
+
+void ct_dist_finalize(ct_dist *d, int failed, int exit_code)
+{
+#ifdef CT_HAVE_NCCL
+    if (d->nccl) { ncclCommDestroy((ncclComm_t)d->nccl); d->nccl = NULL; }
+#endif
+    if (!d->mpi) return;
+    fflush(stdout);
+    fflush(stderr);
+    if (dist_broken || (failed && d->size > 1 && !d->agreed_failure)) MPI_Abort(MPI_COMM_WORLD, exit_code ? exit_code : 1);
+    MPI_Finalize();
+    d->mpi = 0;
+}
+
+
+/* Polls a started collective until it completes, or fails after d->timeout_s. */
+static ct_status wait_for(const ct_dist *d, MPI_Request *req, const char *what)
+{
+    double t0 = ct_now(), now = t0;
+    int done = 0;
+    for (;;) {
+        if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            dist_broken = 1;
+            return ct_fail(CT_EIO, "rank %d: MPI failed in %s: a rank has died; resume from the last checkpoint (--resume)", d->rank, what);
+        }
+        if (done) return CT_OK;
+        now = ct_now();
+        if (now - t0 > d->timeout_s) {
+            dist_broken = 1;
+            return ct_fail(CT_EIO, "rank %d: no answer from the other ranks for %.0f s in %s: a rank has died or hangs, so the "
+                           "job is ended; see the other ranks' messages, then resume from the last checkpoint (--resume), "
+                           "or raise --dist-timeout if a step really takes that long", d->rank, d->timeout_s, what);
+        }
+        if (now - t0 > 1e-3) {   /* after a millisecond of polling, let the other threads have the core */
+            struct timespec ts = { 0, 50000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static ct_status check_count(size_t n, const char *what)
+{
+    if (n > (size_t)0x7fffffff) return ct_fail(CT_EINVAL, "%s: %zu elements are more than one MPI message holds", what, n);
+    return CT_OK;
+}
+
+ct_status ct_dist_sum_f64(const ct_dist *d, double *buf, int n, const char *what)
+{
+    if (!d || d->size == 1) return CT_OK;
+    MPI_Request req;
+    if (MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        return ct_fail(CT_EIO, "rank %d: MPI could not start %s", d->rank, what);
+    return wait_for(d, &req, what);
+}
+
+ct_status ct_dist_sum_f32(const ct_dist *d, float *buf, size_t n, const char *what)
+{
+    if (!d || d->size == 1) return CT_OK;
+    CT_TRY(check_count(n, what));
+    MPI_Request req;
+    if (MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        return ct_fail(CT_EIO, "rank %d: MPI could not start %s", d->rank, what);
+    return wait_for(d, &req, what);
+}
+
+ct_status ct_dist_bcast(const ct_dist *d, void *buf, size_t bytes, const char *what)
+{
+    if (!d || d->size == 1 || bytes == 0) return CT_OK;
+    CT_TRY(check_count(bytes, what));
+    MPI_Request req;
+    if (MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        return ct_fail(CT_EIO, "rank %d: MPI could not start %s", d->rank, what);
+    return wait_for(d, &req, what);
+}
+
+static ct_status bcast_from(const ct_dist *d, void *buf, int bytes, int root, const char *what)
+{
+    MPI_Request req;
+    if (MPI_Ibcast(buf, bytes, MPI_BYTE, root, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        return ct_fail(CT_EIO, "rank %d: MPI could not start %s", d->rank, what);
+    return wait_for(d, &req, what);
+}
+
+ct_status ct_dist_agree(const ct_dist *d, ct_status st)
+{
+    if (!d || d->size == 1 || dist_broken) return st;   /* after a timeout nothing more is asked of MPI */
+    char msg[1024];
+    if (st != CT_OK) snprintf(msg, sizeof msg, "%s", ct_last_error());
+    int mine = st != CT_OK ? d->rank : d->size, first = d->size;
+    MPI_Request req;
+    if (MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        return ct_fail(CT_EIO, "rank %d: MPI could not start the ranks' agreement", d->rank);
+    CT_TRY(wait_for(d, &req, "the ranks' agreement on how the start went"));
+    if (first == d->size) return CT_OK;
+    int code = (int)st;
+    CT_TRY(bcast_from(d, msg, sizeof msg, first, "the failed rank's message"));
+    CT_TRY(bcast_from(d, &code, sizeof code, first, "the failed rank's message"));
+    ((ct_dist *)d)->agreed_failure = 1;   /* every rank knows: each can finish on its own */
+    if (first == 0) return ct_fail((ct_status)code, "%s", msg);   /* rank 0 prints: its own words */
+    return ct_fail((ct_status)code, "rank %d: %s", first, msg);
+}
+
+ct_status ct_dist_check_same(const ct_dist *d, uint64_t hash, const char *what, const char *fix)
+{
+    if (!d || d->size == 1) return CT_OK;
+    uint64_t *all = ct_malloc((size_t)d->size * sizeof *all, "hashes");
+    if (!all) return CT_ENOMEM;
+    MPI_Request req;
+    ct_status st = CT_OK;
+    if (MPI_Iallgather(&hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        st = ct_fail(CT_EIO, "rank %d: MPI could not start comparing %s", d->rank, what);
+    char tag[160];
+    snprintf(tag, sizeof tag, "comparing %s across ranks", what);
+    if (st == CT_OK) st = wait_for(d, &req, tag);
+    for (int r = 1; st == CT_OK && r < d->size; r++)
+        if (all[r] != all[0]) st = ct_fail(CT_EINVAL, "%s differs between rank 0 and rank %d: %s", what, r, fix);
+    if (st != CT_OK && !dist_broken) ((ct_dist *)d)->agreed_failure = 1;   /* every rank saw the same hashes */
+    free(all);
+    return st;
+}
+
+ct_status ct_dist_check_binary(const ct_dist *d)
+{
+    if (!d || d->size == 1) return CT_OK;
+    uint64_t h = 0;
+    ct_status st = binary_hash(&h);
+    CT_TRY(ct_dist_agree(d, st));
+    return ct_dist_check_same(d, h, "the ctrain binary", "run the same build of ctrain on every machine");
+}
+
+/* buf on the device of ops: scale, then the sum over the ranks. */
+ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, float scale, const char *what)
+{
+    if (!d || !d->mpi) return CT_OK;
+#ifdef CT_HAVE_NCCL
+    if (d->nccl) {
+        ncclComm_t comm = (ncclComm_t)d->nccl;
+        ncclRedOp_t op;
+        CT_TRY(ops->sync());   /* the gradients are complete */
+        if (ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat, ncclScalarHostImmediate, comm) != ncclSuccess)
+            return ct_fail(CT_EIO, "rank %d: NCCL could not make its scaled sum for %s", d->rank, what);
+        ncclResult_t r = ncclAllReduce(buf, buf, n, ncclFloat, op, comm, 0);
+        ncclRedOpDestroy(op, comm);
+        if (r != ncclSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: NCCL failed in %s: %s", d->rank, what, ncclGetErrorString(r)); }
+        if (cudaStreamSynchronize(0) != cudaSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: the GPU failed in %s", d->rank, what); }
+        return CT_OK;
+    }
+#endif
+    if (d->size == 1) return CT_OK;
+    if (ops->host_memory) {   /* the CPU: MPI on the buffer itself */
+        if (scale != 1.0f) for (size_t i = 0; i < n; i++) buf[i] *= scale;
+        return ct_dist_sum_f32(d, buf, n, what);
+    }
+    float *host = ct_malloc(n * sizeof *host + 1, "all-reduce staging");   /* a GPU without NCCL: through the host */
+    if (!host) return CT_ENOMEM;
+    ct_status st = ops->download(host, buf, n * sizeof *host);
+    if (st == CT_OK && scale != 1.0f) for (size_t i = 0; i < n; i++) host[i] *= scale;
+    if (st == CT_OK) st = ct_dist_sum_f32(d, host, n, what);
+    if (st == CT_OK) st = ops->upload(buf, host, n * sizeof *host);
+    free(host);
+    return st;
+}
+
+ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, const char *what)
+{
+    if (!d || d->size == 1 || n == 0) return CT_OK;
+#ifdef CT_HAVE_NCCL
+    if (d->nccl) {
+        CT_TRY(ops->sync());
+        ncclResult_t r = ncclBroadcast(buf, buf, n, ncclFloat, 0, (ncclComm_t)d->nccl, 0);
+        if (r != ncclSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: NCCL failed in %s: %s", d->rank, what, ncclGetErrorString(r)); }
+        if (cudaStreamSynchronize(0) != cudaSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: the GPU failed in %s", d->rank, what); }
+        return CT_OK;
+    }
+#endif
+    if (ops->host_memory) return ct_dist_bcast(d, buf, n * sizeof *buf, what);
+    float *host = ct_malloc(n * sizeof *host, "broadcast staging");
+    if (!host) return CT_ENOMEM;
+    ct_status st = ops->download(host, buf, n * sizeof *host);
+    if (st == CT_OK) st = ct_dist_bcast(d, host, n * sizeof *host, what);
+    if (st == CT_OK) st = ops->upload(buf, host, n * sizeof *host);
+    free(host);
+    return st;
+}
+
+#ifdef CT_HAVE_NCCL
+int ct_dist_nccl_compiled(void) { return 1; }
+
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops)
+{
+    if (!d || !d->mpi || ops->host_memory || d->nccl) return CT_OK;
+    ncclUniqueId id;
+    ct_status st = CT_OK;
+    if (d->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) st = ct_fail(CT_EIO, "NCCL could not make its id (ncclGetUniqueId)");
+    CT_TRY(ct_dist_agree(d, st));
+    CT_TRY(ct_dist_bcast(d, &id, sizeof id, "the NCCL id"));
+    ncclComm_t comm;
+    ncclResult_t r = ncclCommInitRank(&comm, d->size, id, d->rank);
+    st = r == ncclSuccess ? CT_OK : ct_fail(CT_EIO, "ncclCommInitRank: %s (is each rank on its own GPU? --device gpu picks the "
+                                                 "rank's GPU on its machine)", ncclGetErrorString(r));
+    if (st == CT_OK) d->nccl = comm;
+    return ct_dist_agree(d, st);
+}
+#else
+int ct_dist_nccl_compiled(void) { return 0; }
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops) { (void)d; (void)ops; return CT_OK; }
+#endif
+
+#else   /* ---- no MPI in this build: one rank ---- */
+
+const char *ct_dist_backend(void) { return "no MPI in this build"; }
+int ct_dist_compiled(void) { return 0; }
+int ct_dist_nccl_compiled(void) { return 0; }
+
+ct_status ct_dist_init(ct_dist *d)
+{
+    init_from_env(d);
+    if (d->size > 1)
+        return ct_fail(CT_EINVAL, "launched as %d ranks, but this ctrain was built without MPI, so each would train alone: "
+                       "install Open MPI (apt-get install libopenmpi-dev openmpi-bin) and rebuild (make MPI=1)", d->size);
+    return CT_OK;
+}
+void ct_dist_finalize(ct_dist *d, int failed, int exit_code) { (void)d; (void)failed; (void)exit_code; }
+ct_status ct_dist_sum_f64(const ct_dist *d, double *buf, int n, const char *what) { (void)d; (void)buf; (void)n; (void)what; return CT_OK; }
+ct_status ct_dist_sum_f32(const ct_dist *d, float *buf, size_t n, const char *what) { (void)d; (void)buf; (void)n; (void)what; return CT_OK; }
+ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, float scale, const char *what)
+{ (void)d; (void)ops; (void)buf; (void)n; (void)scale; (void)what; return CT_OK; }
+ct_status ct_dist_bcast(const ct_dist *d, void *buf, size_t bytes, const char *what) { (void)d; (void)buf; (void)bytes; (void)what; return CT_OK; }
+ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, const char *what)
+{ (void)d; (void)ops; (void)buf; (void)n; (void)what; return CT_OK; }
+ct_status ct_dist_agree(const ct_dist *d, ct_status st) { (void)d; return st; }
+ct_status ct_dist_check_same(const ct_dist *d, uint64_t hash, const char *what, const char *fix)
+{ (void)d; (void)hash; (void)what; (void)fix; return CT_OK; }
+ct_status ct_dist_check_binary(const ct_dist *d) { (void)d; return CT_OK; }
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops) { (void)d; (void)ops; return CT_OK; }
+
+#endif
