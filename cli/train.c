@@ -13,6 +13,7 @@
 #include <string.h>
 #include "cli/common.h"
 #include "core/rng.h"
+#include "io/lock.h"
 
 static void usage(FILE *out)
 {
@@ -95,6 +96,26 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     }
     if (rc != 0) { free(cfg); free(net); return rc < 0 ? 0 : rc; }
 
+    /* The files this run writes are its own until it ends: a second run pointed at
+     * one of them refuses, naming this one (io/lock.h). */
+    ct_path_lock locks[3];
+    const char *outputs[3] = { o.checkpoint, o.out, o.save_best }, *flags[3] = { "--checkpoint", "--out", "--save-best" };
+    char holder[512];
+    int n = snprintf(holder, sizeof holder, "ctrain train %s", d->name);
+    for (int i = 0; i < argc && n > 0 && (size_t)n < sizeof holder; i++) n += snprintf(holder + n, sizeof holder - (size_t)n, " %s", argv[i]);
+    for (int i = 0; i < 3; i++) {
+        locks[i].fd = -1;
+        int dup = 0;
+        for (int k = 0; k < i; k++) dup |= outputs[k] && outputs[i] && !strcmp(outputs[k], outputs[i]);
+        if (st == CT_OK && outputs[i] && !dup) st = ct_path_lock_take(&locks[i], outputs[i], holder, flags[i]);
+    }
+    if (st != CT_OK) {
+        fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        for (int i = 0; i < 3; i++) ct_path_lock_release(&locks[i]);
+        free(cfg); free(net);
+        return 1;
+    }
+
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
@@ -108,8 +129,9 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     ct_model_data_free(&data);
     free(net);
     free(cfg);
-    if (st != CT_OK) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
-    return 0;
+    if (st != CT_OK) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+    for (int i = 0; i < 3; i++) ct_path_lock_release(&locks[i]);
+    return st != CT_OK;
 }
 
 int cmd_train(int argc, char **argv)

@@ -9,6 +9,7 @@
 #include "io/featstore.h"
 #include "io/fbank.h"
 #include "io/h5.h"
+#include "io/lock.h"
 
 #define MAKE_ONE "run `ctrain prep voxceleb --wav DIR --out FILE` to make one"
 
@@ -240,11 +241,20 @@ static ct_status dset_len(hid_t f, const char *name, int cols, hsize_t *len, con
     int rank = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
     hsize_t dims[2] = { 0, 0 };
     int ok = rank == (cols ? 2 : 1) && H5Sget_simple_extent_dims(s, dims, NULL) >= 0 && (!cols || dims[1] == (hsize_t)cols);
+    /* every row it declares must be in the file: a reader allocates for them */
+    unsigned long long per_row = (unsigned long long)(cols ? cols : 1);
+    unsigned long long values = dims[0] > ~0ULL / per_row ? ~0ULL : (unsigned long long)dims[0] * per_row;
+    ct_status stored = ok ? ct_h5_check_stored(d, name, values) : CT_OK;
     if (s >= 0) H5Sclose(s);
     if (d >= 0) H5Dclose(d);
     if (!ok) {
         if (cols) return ct_fail(CT_EFORMAT, "%s: /%s should be [frames, %d] (n_mels columns) but has another shape; the file is damaged: rebuild it", file, name, cols);
         return ct_fail(CT_EFORMAT, "%s: /%s should be a 1-D dataset; the file is damaged: rebuild it", file, name);
+    }
+    if (stored != CT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ct_last_error());
+        return ct_fail(CT_EFORMAT, "%s: %s; rebuild it with `ctrain prep voxceleb`", file, msg);
     }
     *len = dims[0];
     return CT_OK;
@@ -407,6 +417,7 @@ static ct_status index_read(store_index *x, hid_t f, const char *file, int repai
 
 struct ct_featstore {
     hid_t f;
+    ct_path_lock lock;                 /* held while open: two writers never interleave (io/lock.h) */
     char *file;
     int n_mels, broken;
     namelist path, speakers, videos;   /* every utterance / speaker / video, stored or queued */
@@ -421,6 +432,7 @@ struct ct_featstore {
 static void writer_free(ct_featstore *w)
 {
     if (!w) return;
+    ct_path_lock_release(&w->lock);
     names_free(&w->path); names_free(&w->speakers); names_free(&w->videos);
     free(w->q_feats); free(w->q_offset); free(w->q_frames); free(w->q_speaker); free(w->q_video);
     free(w->file);
@@ -476,10 +488,12 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
     ct_featstore *w = ct_calloc(1, sizeof *w, "feature store");
     if (!w) return CT_ENOMEM;
     w->f = -1;
+    w->lock.fd = -1;
     w->n_mels = n_mels;
     if (!(w->file = strdup(path))) { free(w); return ct_fail(CT_ENOMEM, "out of memory"); }
     struct stat sb;
-    ct_status st = CT_OK;
+    ct_status st = ct_path_lock_take(&w->lock, path, NULL, "--out");
+    if (st != CT_OK) { writer_free(w); return st; }
     if (stat(path, &sb) != 0 && errno == ENOENT) {
         st = ct_h5_create(&w->f, path);
         if (st == CT_OK) st = create_store(w->f, n_mels, path);

@@ -66,6 +66,41 @@ ct_status ct_h5_shape(hid_t f, const char *name, int *ndim, size_t dims[CT_H5_DI
     return st;
 }
 
+#define H5_MAX_RATIO 1032ULL   /* deflate's largest compression ratio */
+
+ct_status ct_h5_check_stored(hid_t d, const char *name, unsigned long long elems)
+{
+    if (elems == 0) return CT_OK;
+    hid_t t = H5Dget_type(d), p = H5Dget_create_plist(d), f = H5Iget_file_id(d);
+    hsize_t file_size = 0;
+    if (f < 0 || H5Fget_filesize(f, &file_size) < 0) file_size = 0;
+    unsigned long long per = 1;   /* bytes per element in the file, at least */
+    if (t >= 0) {
+        int vlen = H5Tis_variable_str(t) > 0 || H5Tget_class(t) == H5T_VLEN;
+        size_t size = H5Tget_size(t);
+        per = vlen ? 4 : size > 0 ? size : 1;
+    }
+    int squeezed = 0;   /* a filter that can make the data smaller than it is (any but the checksum) */
+    int nf = p >= 0 ? H5Pget_nfilters(p) : 0;
+    for (int i = 0; i < nf; i++) {
+        unsigned flags;
+        size_t nv = 0;
+        if (H5Pget_filter2(p, (unsigned)i, &flags, &nv, NULL, 0, NULL, NULL) != H5Z_FILTER_FLETCHER32) squeezed = 1;
+    }
+    hsize_t stored = H5Dget_storage_size(d);
+    if (stored > file_size) stored = file_size;
+    if (t >= 0) H5Tclose(t);
+    if (p >= 0) H5Pclose(p);
+    if (f >= 0) H5Fclose(f);
+    unsigned long long need = elems > ~0ULL / per ? ~0ULL : elems * per;
+    unsigned long long can = squeezed ? (stored > ~0ULL / H5_MAX_RATIO ? ~0ULL : stored * H5_MAX_RATIO) : stored;
+    if (need > can)
+        return ct_fail(CT_EFORMAT, "dataset %s declares %llu values (%llu bytes) but the file stores %llu bytes of it%s: "
+                       "the file is damaged or truncated", name, elems, need, (unsigned long long)stored,
+                       squeezed ? ", too few for any compression" : "");
+    return CT_OK;
+}
+
 static ct_status read_typed(hid_t f, const char *name, void *dst, size_t n, hid_t memtype)
 {
     int nd; size_t dims[CT_H5_DIMS_MAX];
@@ -75,6 +110,8 @@ static ct_status read_typed(hid_t f, const char *name, void *dst, size_t n, hid_
     if (count != n) return ct_fail(CT_EFORMAT, "dataset %s holds %zu elements, expected %zu (wrong shape)", name, count, n);
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
     if (d < 0) return ct_fail(CT_EFORMAT, "%s is not a readable dataset", name);
+    ct_status st = ct_h5_check_stored(d, name, n);
+    if (st != CT_OK) { H5Dclose(d); return st; }
     herr_t e = H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst);
     H5Dclose(d);
     if (e < 0) return ct_fail(CT_EFORMAT, "dataset %s could not be read (corrupt file or non-numeric type)", name);

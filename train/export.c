@@ -231,6 +231,8 @@ static ct_status attr_read_strings(hid_t f, const char *obj, const char *attr, c
     if (cnt <= 0) { /* empty: Keras writes an empty float array for a layer without weights */ }
     else if (H5Tget_class(t) != H5T_STRING) st = ct_fail(CT_EFORMAT, "attribute %s of %s is not a list of strings", attr, obj);
     else if (cnt > max) st = ct_fail(CT_EFORMAT, "attribute %s of %s has %lld entries (at most %d)", attr, obj, (long long)cnt, max);
+    else if (H5Tis_variable_str(t) <= 0 && H5Tget_size(t) > CT_KV_STR_MAX)
+        st = ct_fail(CT_EFORMAT, "attribute %s of %s holds strings of %zu bytes (at most %d)", attr, obj, H5Tget_size(t), CT_KV_STR_MAX);
     else if (H5Tis_variable_str(t) > 0) {
         char **p = ct_calloc((size_t)cnt, sizeof *p, "attribute");
         hid_t mt = H5Tcopy(H5T_C_S1);
