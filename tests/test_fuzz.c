@@ -77,7 +77,9 @@ static void replay(const fuzz_target *t)
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
         clear_dir(scratch);
-        if (t->run(path, scratch) != 0 && failed++ < 5) t_check(0, "%s: %s", path, fuzz_why());
+        long open_before = fuzz_h5_open_objects();
+        if ((t->run(path, scratch) != 0 || fuzz_h5_left_open(open_before) != 0) && failed++ < 5)
+            t_check(0, "%s: %s", path, fuzz_why());
         free(list[i]);
     }
     free(list);

@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!f) { perror("fuzz: writing the input"); abort(); }
     if (size && fwrite(data, 1, size, f) != size) abort();
     if (fclose(f) != 0) abort();
-    if (run(input, scratch) != 0) {
+    long open_before = fuzz_h5_open_objects();
+    if (run(input, scratch) != 0 || fuzz_h5_left_open(open_before) != 0) {
         fprintf(stderr, "fuzz %s: broken promise: %s\n", FUZZ_TARGET, fuzz_why());
         abort();
     }

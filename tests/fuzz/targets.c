@@ -45,6 +45,20 @@ int fuzz_check(ct_status st, const char *file)
     return 0;
 }
 
+long fuzz_h5_open_objects(void)
+{
+    ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+    return n > 0 ? (long)n : 0;
+}
+
+int fuzz_h5_left_open(long before)
+{
+    long n = fuzz_h5_open_objects() - before;
+    if (n <= 0) return 0;
+    snprintf(why, sizeof why, "%ld HDF5 object(s) left open after reading", n);
+    return -1;
+}
+
 /* dst = tmp/<the name of src>, a byte-for-byte copy of src. */
 static int copy_file(const char *src, const char *tmp, char *dst, size_t cap)
 {

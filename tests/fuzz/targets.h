@@ -21,7 +21,7 @@
  *
  * What every target promises beyond "no crash, no sanitizer report": a failure
  * comes with a message of one line that names the file (the spec, which is not a
- * file, only one line). fuzz_check reports a broken promise; the fuzzer turns it
+ * file, only one line), and nothing of HDF5 is left open afterwards. fuzz_check reports a broken promise; the fuzzer turns it
  * into a crash, the replay test into a failed case. With FUZZ_VERBOSE set in the
  * environment, fuzz_check prints every result it sees (status and message) on stderr.
  */
@@ -47,6 +47,11 @@ const fuzz_target *fuzz_target_find(const char *name);
  * fuzz_why() returns and returns -1. */
 int fuzz_check(ct_status st, const char *file);
 const char *fuzz_why(void);
+/* HDF5 files, groups, datasets and attributes open now; after a target,
+ * fuzz_h5_left_open(the count before it) is 0 if it left none open (a leaked hid_t,
+ * which LeakSanitizer cannot see), else -1 with why in fuzz_why(). */
+long fuzz_h5_open_objects(void);
+int  fuzz_h5_left_open(long before);
 
 /* The json target (tests/fuzz/json.c, linked with cli/ in the fuzz build only). */
 int fuzz_json(const char *path, const char *tmp);
