@@ -43,6 +43,8 @@ ct_status ct_path_lock_take(ct_path_lock *l, const char *path, const char *holde
      * the lock counts only once the locked file is the one the path names. */
     for (int attempt = 0; attempt < 100; attempt++) {
         int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOENT))
+            return CT_OK;   /* nothing can be written beside `path`: no run can, and the writer reports it */
         if (fd < 0)
             return ct_fail(CT_EIO, "%s: cannot create the lock file %s (%s); check that its directory exists and is writable",
                            path, l->path, strerror(errno));

@@ -27,8 +27,10 @@ typedef struct {
  * option that chose the path ("--checkpoint") in the message. CT_EINVAL when
  * another process holds it: "run.h5 is in use by another run (pid 4242, ctrain
  * train ..., since ...): wait for it to end or choose another --checkpoint";
- * CT_EIO when the lock file cannot be created (its directory is missing or not
- * writable). */
+ * CT_EIO when the lock file cannot be created for another reason than a directory
+ * that is missing, not writable or read-only: there nothing can be written, by this
+ * run or another, so no lock is taken (l->fd stays -1) and the writer's own error
+ * says what is wrong with the path. */
 ct_status ct_path_lock_take(ct_path_lock *l, const char *path, const char *holder, const char *flag);
 /* Removes the lock file and drops the lock (a lock not held is allowed). */
 void      ct_path_lock_release(ct_path_lock *l);

@@ -492,6 +492,7 @@ static ct_status read_entry(const ct_src *s, const char *name, const ct_map *e, 
     float *t = ct_malloc(r.p->numel * sizeof *t + 1, "tensor");
     if (!t) return CT_ENOMEM;
     ct_status st = ct_h5_read_f32(s->f, name, t, r.p->numel);
+    if (st != CT_OK) st = ct_fail(st, "%s: %s", s->path, ct_last_error());   /* h5.c's message names the dataset only */
     if (st == CT_OK) convert(e, r.p->shape, r.v, r.v2, t, r.p->numel, 1);
     free(t);
     return st;
