@@ -219,6 +219,27 @@ static void case_spec_size(void)
     if (st == CT_OK) ct_seq_cnn_free(&m);
 }
 
+static void case_prep_damaged_store(void)
+{
+    t_case("fuzz/limits: prep --out on a damaged store: exit 1, one line naming it, the file unchanged (it used to crash at exit)");
+    /* a damaged store HDF5 could not close once opened for writing: the process crashed in
+     * HDF5's exit handler (status 139) after printing its message */
+    const char *src = CORPUS "/featstore/crash-damaged-store-left-open-for-writing.h5";
+    char store[256], wav[256], cmd[1024], out[4096];
+    snprintf(store, sizeof store, "%s/damaged.h5", tmp);
+    snprintf(wav, sizeof wav, "%s/wav/id10001/vid", tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp " CORPUS "/audio/seed-16k-mono.wav %s/00001.wav && cp %s %s", wav, wav, src, store);
+    t_check(system(cmd) == 0, "setup: %s", cmd);
+    snprintf(cmd, sizeof cmd, "prep voxceleb --wav %s/wav --out %s --min-seconds 0.025", tmp, store);
+    int rc = t_run_ctrain(cmd, out, sizeof out);
+    const char *nl = strchr(out, '\n');
+    t_check(rc == 1 && nl && nl[1] == '\0' && strstr(out, store) && strstr(out, "left as it is"), "exit %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s", src, store);
+    t_check(system(cmd) == 0, "the damaged store was changed");
+    snprintf(cmd, sizeof cmd, "rm -rf %s/wav %s", tmp, store);
+    if (system(cmd) != 0) printf("  could not clean up %s\n", tmp);
+}
+
 void suite_fuzz(void)
 {
     snprintf(tmp, sizeof tmp, "/tmp/ctrain_fuzz_XXXXXX");
@@ -230,6 +251,7 @@ void suite_fuzz(void)
     case_featstore_sizes();
     case_checkpoint_numbers();
     case_spec_size();
+    case_prep_damaged_store();
     char scratch[128];
     snprintf(scratch, sizeof scratch, "%s/scratch", tmp);
     clear_dir(scratch);
