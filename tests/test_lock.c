@@ -1,7 +1,7 @@
 /* test_lock.c - two runs pointed at the same output (io/lock.h): the second
- * `ctrain train` refuses with one line naming the first (its pid and command),
- * writes nothing, and exits 1; a lock left by a run killed with SIGKILL blocks
- * nobody; a run that ends removes its lock file. */
+ * `ctrain train` (or `ctrain prep` on one store) refuses with one line naming the
+ * first (its pid and command), writes nothing, and exits 1; a lock left by a run
+ * killed with SIGKILL blocks nobody; a run that ends removes its lock file. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,12 +92,34 @@ static void case_two_runs(void)
     t_check(!exists(lk), "the run after the kill left its lock file");
 }
 
+static void case_prep(void)
+{
+    t_case("lock/prep refuses a store another run is writing, naming it, and creates nothing");
+    const char *store = tpath("feats.h5");
+    char wav[256], cmd[1024], out[4096];
+    snprintf(wav, sizeof wav, "%s/wav/id10001/vid", tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp tests/fuzz/corpus/audio/seed-16k-mono.wav %s/00001.wav", wav, wav);
+    t_check(system(cmd) == 0, "setup: %s", cmd);
+    ct_path_lock l;
+    t_check(ct_path_lock_take(&l, store, "the test's own writer", "--out") == CT_OK, "take: %s", ct_last_error());
+    snprintf(cmd, sizeof cmd, "prep voxceleb --wav %s/wav --out %s --min-seconds 0.025", tmp, store);
+    int rc = t_run_ctrain(cmd, out, sizeof out);
+    t_check(rc == 1 && one_line(out) && strstr(out, store) && strstr(out, "the test's own writer") && strstr(out, "--out"),
+            "exit %d: %s", rc, out);
+    t_check(!exists(store), "%s was created", store);
+    ct_path_lock_release(&l);
+    rc = t_run_ctrain(cmd, out, sizeof out);
+    t_check(rc == 0 && exists(store), "once released: exit %d: %.400s", rc, out);
+    t_check(!exists(tpath("feats.h5.lock")), "prep left its lock file");
+}
+
 void suite_lock(void)
 {
     snprintf(tmp, sizeof tmp, "/tmp/ctrain_lock_XXXXXX");
     if (!mkdtemp(tmp)) { t_case("lock/setup"); t_check(0, "mkdtemp failed"); return; }
     case_held_here();
     case_two_runs();
+    case_prep();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd) != 0) printf("  could not remove %s\n", tmp);
