@@ -3,6 +3,7 @@
  * written to a file in a private temporary directory and read by the target; a
  * failure whose message breaks the promise (one line naming the file) aborts, so
  * libFuzzer keeps it as a crash like any other. */
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,23 @@ static fuzz_fn run;
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* At exit: the input, whatever the target left in scratch/, and both directories. */
+static void remove_tmp(void)
+{
+    DIR *d = opendir(scratch);
+    struct dirent *e;
+    char p[512];
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", scratch, e->d_name);
+        unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(scratch);
+    unlink(input);
+    rmdir(tmp);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc; (void)argv;
@@ -36,6 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(input, sizeof input, "%s/input-" FUZZ_TARGET, tmp);
     snprintf(scratch, sizeof scratch, "%s/scratch", tmp);
     if (mkdir(scratch, 0700) != 0) { perror("fuzz: mkdir"); exit(2); }
+    atexit(remove_tmp);
     ct_h5_quiet();
     /* what the readers print on success (time --compare's table) is not the fuzzer's business */
     if (!freopen("/dev/null", "w", stdout)) exit(2);
