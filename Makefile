@@ -7,6 +7,8 @@
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli); make test runs it
+#   make fuzz       every reader under libFuzzer with ASan+UBSan (clang, build-fuzz/), FUZZ_SECONDS each
+#                   (default 60); tests/fuzz/targets.h lists the targets, tests/fuzz/run.sh prints the table
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
 #   make bench      FMA and sgemm peaks, both models' training: ctrain vs Debian's and the newest PyTorch (bench/)
 #   make golden     regenerate the PyTorch parity files in tests/golden/ (needs python3-torch)
@@ -46,10 +48,16 @@ ifeq ($(SAN),1)
 CFLAGS   += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS  += -fsanitize=address,undefined
 endif
+# SAN=fuzz: the fuzz build (make fuzz runs it with clang into build-fuzz/): every object
+# instrumented for libFuzzer's coverage and under ASan+UBSan; the fuzzers link -fsanitize=fuzzer.
+ifeq ($(SAN),fuzz)
+CFLAGS   += -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=address,undefined
+endif
 
 LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c models/*.c train/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
-TEST_SRC  := $(wildcard tests/*.c)
+TEST_SRC  := $(wildcard tests/*.c) tests/fuzz/targets.c
 BENCH_SRC := $(wildcard bench/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -156,7 +164,7 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libctrain.so.$(SOMAJOR)
 SHLIB   := $(BUILD)/libctrain.so.$(VERSION)
 
-.PHONY: all build deps test demo bench golden clean detect check-deps dist dist-check gpu-check install install-files uninstall
+.PHONY: all build deps test demo bench golden clean detect check-deps dist dist-check gpu-check install install-files uninstall fuzz fuzz-build
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -220,6 +228,26 @@ test:
 	@sh scripts/check-deps.sh
 	@$(MAKE) --no-print-directory build
 	@sh tests/run.sh $(BUILD) $(CTRAIN)
+
+# ---- make fuzz: every reader under libFuzzer (tests/fuzz/targets.h) ----
+# One fuzzer per target in build-fuzz/fuzz/, built by clang with the library at -O1; each
+# runs FUZZ_SECONDS from the seeds in tests/fuzz/corpus/TARGET (tests/fuzz/run.sh).
+FUZZ_BUILD   := build-fuzz
+FUZZ_TARGETS := audio featstore checkpoint weights keras torch idx trials json arch
+FUZZ_SECONDS ?= 60
+FUZZ_CLI_OBJ := $(filter-out $(BUILD)/cli/ctrain.o,$(CLI_OBJ))
+FUZZ_OBJ     := $(BUILD)/tests/fuzz/targets.o $(BUILD)/tests/fuzz/json.o $(FUZZ_CLI_OBJ)
+
+fuzz:
+	@sh scripts/deps.sh fuzz
+	@$(MAKE) --no-print-directory fuzz-build SAN=fuzz BUILD=$(FUZZ_BUILD) CC=clang CUDA=0 OPT="-O1 -march=native"
+	@sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_main.c $(FUZZ_OBJ) $(BUILD)/libctrain.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET='"$*"' -o $@ $< $(FUZZ_OBJ) $(BUILD)/libctrain.a $(LDLIBS)
 
 demo: deps
 	@$(MAKE) --no-print-directory build
@@ -320,6 +348,6 @@ uninstall:
 	@$(LDCONFIG_RUN)
 
 clean:
-	rm -rf build build-san bin build-dist build-dist-cpu dist
+	rm -rf build build-san build-fuzz bin build-dist build-dist-cpu dist
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tests/fuzz/json.d

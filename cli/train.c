@@ -32,6 +32,7 @@
 #include "core/interrupt.h"
 #include "core/rng.h"
 #include "io/files.h"
+#include "io/lock.h"
 #include "train/run_dir.h"
 
 static void usage(FILE *out)
@@ -263,6 +264,27 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     fitc.interrupt_checkpoint = interrupt_path;
     ct_interrupt_install();
 
+    /* The files this run writes are its own until it ends: a second run pointed at
+     * one of them refuses, naming this one (io/lock.h). */
+    ct_path_lock locks[3];
+    const char *outputs[3] = { o.checkpoint, o.out, o.save_best }, *flags[3] = { "--checkpoint", "--out", "--save-best" };
+    char holder[512];
+    int n = snprintf(holder, sizeof holder, "ctrain train %s", d->name);
+    for (int i = 0; i < argc && n > 0 && (size_t)n < sizeof holder; i++) n += snprintf(holder + n, sizeof holder - (size_t)n, " %s", argv[i]);
+    for (int i = 0; i < 3; i++) {   /* rank 0 alone writes them, so rank 0 alone locks them */
+        locks[i].fd = -1;
+        int dup = 0;
+        for (int k = 0; k < i; k++) dup |= outputs[k] && outputs[i] && !strcmp(outputs[k], outputs[i]);
+        if (st == CT_OK && outputs[i] && !dup && ct_dist_is_root(&cli_dist)) st = ct_path_lock_take(&locks[i], outputs[i], holder, flags[i]);
+    }
+    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);
+    if (st != CT_OK) {
+        if (cli_reports()) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
+        for (int i = 0; i < 3; i++) ct_path_lock_release(&locks[i]);
+        free(cfg); free(net);
+        return 1;
+    }
+
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
@@ -296,6 +318,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     ct_model_data_free(&data);
     free(net);
     free(cfg);
+    for (int i = 0; i < 3; i++) ct_path_lock_release(&locks[i]);
     if (ct_interrupt_signal()) {   /* stopped (its line said how to resume), or finished while stopping */
         if (st != CT_OK && st != CT_EINTR && cli_reports()) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         return st == CT_OK ? 0 : 128 + ct_interrupt_signal();

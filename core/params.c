@@ -26,7 +26,12 @@ int ct_params_add(ct_params *ps, const char *name, int ndim, const int *shape, c
     size_t numel = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] <= 0) { ct_fail(CT_EINVAL, "parameter %s: dimension %d is %d, must be positive", name, i, shape[i]); return -1; }
-        numel *= (size_t)shape[i];
+        numel = numel > CT_PARAMS_MAX ? numel : numel * (size_t)shape[i];   /* stops growing once too large */
+    }
+    if (ps->numel + numel > CT_PARAMS_MAX) {
+        ct_fail(CT_EINVAL, "parameter %s makes the model too large: more than %zu parameters (%zu MiB) in all; "
+                "use smaller layers", name, CT_PARAMS_MAX, CT_PARAMS_MAX * sizeof(float) >> 20);
+        return -1;
     }
     if (ps->n == ps->cap) {
         int cap = ps->cap ? 2 * ps->cap : 16;

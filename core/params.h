@@ -28,6 +28,10 @@
 
 #define CT_NAME_MAX 64
 #define CT_DIMS_MAX 4
+/* The most floats one store may hold (512 MiB each for values and gradients): a
+ * hundred times the largest model here, and a bound on what a size read from a
+ * file (a checkpoint's hidden, a spec's conv65536k9) can make ctrain allocate. */
+#define CT_PARAMS_MAX ((size_t)1 << 27)
 
 typedef enum {
     CT_INIT_ZEROS,
@@ -66,7 +70,8 @@ typedef struct {
 void      ct_params_init(ct_params *ps);
 void      ct_params_free(ct_params *ps);
 /* Register a parameter; returns its handle (index into ps->p), or -1 with
- * ct_last_error set (duplicate name, bad shape, out of memory). */
+ * ct_last_error set (duplicate name, bad shape, more than CT_PARAMS_MAX floats in
+ * all, out of memory). */
 int       ct_params_add(ct_params *ps, const char *name, int ndim, const int *shape, ct_init init);
 ct_status ct_params_alloc(ct_params *ps);            /* both buffers, zeroed */
 float    *ct_params_data(const ct_params *ps, int h);

@@ -73,6 +73,7 @@ extern "C" {
 #include "io/h5.h"
 #include "io/h5atomic.h"
 #include "io/kv.h"
+#include "io/lock.h"
 #include "io/weights.h"
 #include "io/images.h"
 #include "io/idx.h"

@@ -56,6 +56,10 @@ static ct_status wav_check_size(const char *path, long long file_size)
 static ct_status resample(float **x, size_t *n, int rate, const char *path)
 {
     double ratio = (double)CT_AUDIO_RATE / rate;
+    if ((double)*n * ratio > (double)CT_AUDIO_MAX_SAMPLES)
+        return ct_fail(CT_EFORMAT, "%s: %zu frames at %d Hz are %.0f samples at 16 kHz, more than %llu (%.1f hours); a corrupt "
+                       "header, or a recording to cut into utterances first", path, *n, rate, (double)*n * ratio,
+                       (unsigned long long)CT_AUDIO_MAX_SAMPLES, CT_AUDIO_MAX_SAMPLES / 16000.0 / 3600.0);
     size_t cap = (size_t)ceil((double)*n * ratio) + 64;
     float *y = ct_malloc(cap * sizeof *y, "resampled audio");
     if (!y) return CT_ENOMEM;
@@ -109,17 +113,40 @@ ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_sec
         st = ct_fail(CT_EFORMAT, "%s: header says %d channels at %d Hz, which cannot be right (corrupt header)", path, info.channels, info.samplerate);
         goto done;
     }
-    if ((uint64_t)info.frames > (uint64_t)(SIZE_MAX / sizeof(float) / (size_t)info.channels) || info.frames > (sf_count_t)1 << 36) {
-        st = ct_fail(CT_EFORMAT, "%s: header announces %lld frames, too many to be real (corrupt header)", path, (long long)info.frames);
+    if (info.channels > 1024 || (uint64_t)info.frames > CT_AUDIO_MAX_SAMPLES / (uint64_t)info.channels) {
+        st = ct_fail(CT_EFORMAT, "%s: header announces %lld frames of %d channels, more than %llu samples (%.1f hours at "
+                     "16 kHz): a corrupt header, or a recording to cut into utterances first", path, (long long)info.frames,
+                     info.channels, (unsigned long long)CT_AUDIO_MAX_SAMPLES, CT_AUDIO_MAX_SAMPLES / 16000.0 / 3600.0);
+        goto done;
+    }
+    if (info.samplerate != CT_AUDIO_RATE && !src_is_valid_ratio((double)CT_AUDIO_RATE / info.samplerate)) {
+        st = ct_fail(CT_EFORMAT, "%s: header says %d Hz, which cannot be resampled to 16 kHz (63 Hz to 4 MHz can); a corrupt "
+                     "header?", path, info.samplerate);
         goto done;
     }
     size_t frames = (size_t)info.frames, ch = (size_t)info.channels;
-    buf = ct_malloc(frames * ch * sizeof *buf, path);
-    if (!buf) { st = CT_ENOMEM; goto done; }
-    sf_count_t got = sf_readf_float(sf, buf, info.frames);
-    if (got < info.frames) {
-        st = ct_fail(CT_EFORMAT, "%s: truncated audio: the header announces %lld frames but only %lld could be read (%s); "
-                     "fetch the file again or delete it", path, (long long)info.frames, (long long)(got < 0 ? 0 : got),
+    /* Read block by block, growing the buffer with what really arrives: the header's
+     * frame count is a claim, and a short file must not be given memory for it. */
+    size_t cap = 0, got = 0, block = 65536;
+    for (;;) {
+        size_t want = frames - got < block ? frames - got : block;
+        if (want == 0) break;
+        if ((got + want) * ch > cap) {
+            size_t ncap = cap ? 2 * cap : want * ch;
+            if (ncap < (got + want) * ch) ncap = (got + want) * ch;
+            if (ncap > frames * ch) ncap = frames * ch;
+            float *nb = realloc(buf, ncap * sizeof *buf);
+            if (!nb) { st = ct_fail(CT_ENOMEM, "%s: out of memory after %zu frames", path, got); goto done; }
+            buf = nb;
+            cap = ncap;
+        }
+        sf_count_t r = sf_readf_float(sf, buf + got * ch, (sf_count_t)want);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    if (got < frames) {
+        st = ct_fail(CT_EFORMAT, "%s: truncated audio: the header announces %lld frames but only %zu could be read (%s); "
+                     "fetch the file again or delete it", path, (long long)info.frames, got,
                      sf_error(sf) ? sf_strerror(sf) : "end of file");
         goto done;
     }

@@ -17,7 +17,10 @@
  *              truncated (the header promises more than the file holds: for
  *              WAV the data chunk's declared size is checked against the file
  *              size, for every format sf_readf_float must return every frame
- *              sf_info.frames announces), or shorter than min_seconds.
+ *              sf_info.frames announces), or shorter than min_seconds;
+ *              a header announcing more than CT_AUDIO_MAX_SAMPLES samples, or a
+ *              sample rate libsamplerate cannot convert to 16 kHz. Memory grows
+ *              with the samples actually read, never with the header's claim.
  */
 #ifndef CT_AUDIO_H
 #define CT_AUDIO_H
@@ -25,6 +28,9 @@
 #include "core/error.h"
 
 #define CT_AUDIO_RATE 16000   /* the rate every caller receives */
+/* The most samples read from one file, before and after resampling (2^28: 4.7 hours
+ * of 16 kHz mono, 1 GiB of floats); a header announcing more is refused. */
+#define CT_AUDIO_MAX_SAMPLES ((unsigned long long)1 << 28)
 
 /* Reads `path` into a new malloc'd array *out of *n samples at 16 kHz mono
  * (free it with free()). min_seconds > 0 rejects shorter files, measured after

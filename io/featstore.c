@@ -9,6 +9,7 @@
 #include "io/featstore.h"
 #include "io/fbank.h"
 #include "io/h5.h"
+#include "io/lock.h"
 
 #define MAKE_ONE "run `ctrain prep voxceleb --wav DIR --out FILE` to make one"
 
@@ -240,11 +241,20 @@ static ct_status dset_len(hid_t f, const char *name, int cols, hsize_t *len, con
     int rank = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
     hsize_t dims[2] = { 0, 0 };
     int ok = rank == (cols ? 2 : 1) && H5Sget_simple_extent_dims(s, dims, NULL) >= 0 && (!cols || dims[1] == (hsize_t)cols);
+    /* every row it declares must be in the file: a reader allocates for them */
+    unsigned long long per_row = (unsigned long long)(cols ? cols : 1);
+    unsigned long long values = dims[0] > ~0ULL / per_row ? ~0ULL : (unsigned long long)dims[0] * per_row;
+    ct_status stored = ok ? ct_h5_check_stored(d, name, values) : CT_OK;
     if (s >= 0) H5Sclose(s);
     if (d >= 0) H5Dclose(d);
     if (!ok) {
         if (cols) return ct_fail(CT_EFORMAT, "%s: /%s should be [frames, %d] (n_mels columns) but has another shape; the file is damaged: rebuild it", file, name, cols);
         return ct_fail(CT_EFORMAT, "%s: /%s should be a 1-D dataset; the file is damaged: rebuild it", file, name);
+    }
+    if (stored != CT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ct_last_error());
+        return ct_fail(CT_EFORMAT, "%s: %s; rebuild it with `ctrain prep voxceleb`", file, msg);
     }
     *len = dims[0];
     return CT_OK;
@@ -336,10 +346,14 @@ static void index_free(store_index *x)
 static const char *utt_sets[4] = { "utt_offset", "utt_frames", "utt_speaker", "utt_video" };
 
 /* Reads and checks the index of an open store; want_mels > 0 requires that band
- * count. With repair (the file open for writing), utt_* datasets of unequal
+ * count. repair: REPAIR_NONE refuses datasets of unequal length; REPAIR_CHECK accepts
+ * them and checks everything else without writing (on a file open read-only);
+ * REPAIR_TRIM (the file open for writing) also trims: utt_* datasets of unequal
  * length (a batch cut short) are trimmed to the shortest, and feats to the last
  * frame used, once everything else has been checked; without, that is an error.
  * On failure the file is left as it was. */
+enum { REPAIR_NONE, REPAIR_CHECK, REPAIR_TRIM };
+
 static ct_status index_read(store_index *x, hid_t f, const char *file, int repair, int want_mels)
 {
     memset(x, 0, sizeof *x);
@@ -393,9 +407,9 @@ static ct_status index_read(store_index *x, hid_t f, const char *file, int repai
         }
         if (o + fr > end_max) end_max = o + fr;
     }
-    for (int k = 0; k < 5 && st == CT_OK && repair; k++)
+    for (int k = 0; k < 5 && st == CT_OK && repair == REPAIR_TRIM; k++)
         if (len[k] != n) st = set_len(f, k < 4 ? utt_sets[k] : "utt_path", n, 0, file);
-    if (st == CT_OK && repair && (hsize_t)end_max < x->n_frames) {
+    if (st == CT_OK && repair == REPAIR_TRIM && (hsize_t)end_max < x->n_frames) {
         st = set_len(f, "feats", (hsize_t)end_max, x->n_mels, file);
         x->n_frames = (hsize_t)end_max;
     }
@@ -407,6 +421,7 @@ static ct_status index_read(store_index *x, hid_t f, const char *file, int repai
 
 struct ct_featstore {
     hid_t f;
+    ct_path_lock lock;                 /* held while open: two writers never interleave (io/lock.h) */
     char *file;
     int n_mels, broken;
     namelist path, speakers, videos;   /* every utterance / speaker / video, stored or queued */
@@ -421,6 +436,7 @@ struct ct_featstore {
 static void writer_free(ct_featstore *w)
 {
     if (!w) return;
+    ct_path_lock_release(&w->lock);
     names_free(&w->path); names_free(&w->speakers); names_free(&w->videos);
     free(w->q_feats); free(w->q_offset); free(w->q_frames); free(w->q_speaker); free(w->q_video);
     free(w->file);
@@ -476,10 +492,12 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
     ct_featstore *w = ct_calloc(1, sizeof *w, "feature store");
     if (!w) return CT_ENOMEM;
     w->f = -1;
+    w->lock.fd = -1;
     w->n_mels = n_mels;
     if (!(w->file = strdup(path))) { free(w); return ct_fail(CT_ENOMEM, "out of memory"); }
     struct stat sb;
-    ct_status st = CT_OK;
+    ct_status st = ct_path_lock_take(&w->lock, path, NULL, "--out");
+    if (st != CT_OK) { writer_free(w); return st; }
     if (stat(path, &sb) != 0 && errno == ENOENT) {
         st = ct_h5_create(&w->f, path);
         if (st == CT_OK) st = create_store(w->f, n_mels, path);
@@ -488,13 +506,27 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
         if (!probe) st = ct_fail(CT_EIO, "%s: cannot open for appending (%s); check the path and its permissions", path, strerror(errno));
         else {
             fclose(probe);
-            w->f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-            if (w->f < 0)
+            /* Checked read-only first: HDF5 cannot always close a damaged file it opened for
+             * writing (its flush fails, and the file stays open until exit, where HDF5 crashes). */
+            hid_t ro = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+            if (ro < 0)
                 st = ct_fail(CT_EFORMAT, "%s: exists but is not a readable HDF5 file (truncated or corrupt?), so it is not a ctrain "
                              "feature store that can be appended to; delete it or choose another --out", path);
+            else {
+                store_index chk;
+                ct_status cst = index_read(&chk, ro, path, REPAIR_CHECK, n_mels);
+                if (cst == CT_OK) index_free(&chk);
+                H5Fclose(ro);
+                if (cst != CT_OK) {
+                    char msg[1024];
+                    snprintf(msg, sizeof msg, "%s", ct_last_error());
+                    st = ct_fail(cst, "%s (the file was left as it is; choose another --out, or delete it)", msg);
+                } else if ((w->f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)) < 0)
+                    st = ct_fail(CT_EIO, "%s: cannot open the feature store for appending; check its permissions", path);
+            }
         }
         store_index x;
-        ct_status ist = st == CT_OK ? index_read(&x, w->f, path, 1, n_mels) : st;
+        ct_status ist = st == CT_OK ? index_read(&x, w->f, path, REPAIR_TRIM, n_mels) : st;
         if (st == CT_OK && ist != CT_OK) {
             /* keep index_read's message, and say that the file was not touched */
             char msg[1024];
@@ -630,7 +662,7 @@ ct_status ct_featstore_load(ct_corpus *c, const char *path)
         return ct_fail(CT_EFORMAT, "%s: not a readable HDF5 file (truncated or corrupt), so not a ctrain feature store; "
                        "run `ctrain prep voxceleb --wav DIR --out %s` to make one", path, path);
     store_index x;
-    ct_status st = index_read(&x, f, path, 0, 0);
+    ct_status st = index_read(&x, f, path, REPAIR_NONE, 0);
     if (st != CT_OK) { H5Fclose(f); return st; }
     if (x.n_utt == 0) {
         index_free(&x);

@@ -45,9 +45,14 @@ static ct_status read_exact(gzFile g, void *dst, size_t n, const char *path, con
     return CT_OK;
 }
 
+#define GZIP_MAX_RATIO 1032ULL   /* deflate's largest compression ratio */
+
 /* Opens an IDX file, checks its magic (type 0x08, `ndim` dimensions) and reads the
- * dimensions into dims[0..ndim). */
-static ct_status idx_open(gzFile *out, const char *path, int ndim, uint32_t *dims, const char *kind)
+ * dimensions into dims[0..ndim). *room receives the most data bytes the file can
+ * hold after its header: the rest of a plain file, or 1032 times a gzip file's
+ * size (deflate cannot compress more), so that a header promising more than that
+ * is refused before anything is allocated for it. */
+static ct_status idx_open(gzFile *out, const char *path, int ndim, uint32_t *dims, const char *kind, uint64_t *room)
 {
     *out = NULL;
     struct stat sb;
@@ -85,6 +90,8 @@ static ct_status idx_open(gzFile *out, const char *path, int ndim, uint32_t *dim
                            "download it again", path, i, dims[i], IDX_MAX_DIM);
         }
     }
+    uint64_t header = 4 + 4 * (uint64_t)ndim, size = (uint64_t)sb.st_size;
+    *room = gzdirect(g) ? (size > header ? size - header : 0) : size * GZIP_MAX_RATIO;
     *out = g;
     return CT_OK;
 }
@@ -111,14 +118,21 @@ static ct_status idx_close_at_end(gzFile g, const char *path, size_t expected)
 ct_status ct_idx_read_images(ct_images *im, const char *path)
 {
     memset(im, 0, sizeof *im);
-    uint32_t dims[3];
+    uint32_t dims[3] = { 0 };
     gzFile g;
-    CT_TRY(idx_open(&g, path, 3, dims, "images"));
+    uint64_t room = 0;
+    CT_TRY(idx_open(&g, path, 3, dims, "images", &room));
     uint64_t n = dims[0], rows = dims[1], cols = dims[2], bytes = n * rows * cols;
     if (n > INT32_MAX || rows * cols > (1u << 24) || bytes > ((uint64_t)1 << 34)) {
         gzclose(g);
         return ct_fail(CT_EFORMAT, "%s: header says %llu images of %llux%llu pixels, too large to be MNIST-like data; "
                        "check the file", path, (unsigned long long)n, (unsigned long long)rows, (unsigned long long)cols);
+    }
+    if (bytes > room) {
+        gzclose(g);
+        return ct_fail(CT_EFORMAT, "%s: truncated: the header promises %llu images of %llux%llu pixels (%llu bytes) but the "
+                       "file can hold at most %llu; download it again", path, (unsigned long long)n,
+                       (unsigned long long)rows, (unsigned long long)cols, (unsigned long long)bytes, (unsigned long long)room);
     }
     unsigned char *raw = ct_malloc((size_t)bytes, "IDX image bytes");
     float *x = raw ? ct_malloc((size_t)bytes * sizeof *x, "images") : NULL;
@@ -137,10 +151,16 @@ ct_status ct_idx_read_images(ct_images *im, const char *path)
 ct_status ct_idx_read_labels(int **labels, int *n_out, const char *path)
 {
     *labels = NULL; *n_out = 0;
-    uint32_t dims[1];
+    uint32_t dims[1] = { 0 };
     gzFile g;
-    CT_TRY(idx_open(&g, path, 1, dims, "labels"));
+    uint64_t room = 0;
+    CT_TRY(idx_open(&g, path, 1, dims, "labels", &room));
     size_t n = dims[0];
+    if (n > room) {
+        gzclose(g);
+        return ct_fail(CT_EFORMAT, "%s: truncated: the header promises %zu labels but the file can hold at most %llu; "
+                       "download it again", path, n, (unsigned long long)room);
+    }
     unsigned char *raw = ct_malloc(n, "IDX label bytes");
     int *lab = raw ? ct_malloc(n * sizeof *lab, "labels") : NULL;
     if (!raw || !lab) { free(raw); gzclose(g); return CT_ENOMEM; }

@@ -1,4 +1,7 @@
 /* kv.c - configuration as named values, and as the attributes of an HDF5 object (see kv.h). */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +20,23 @@ static ct_kv_entry *kv_slot(ct_kv *kv, const char *key)
 }
 
 void ct_kv_set_int(ct_kv *kv, const char *key, long long v) { ct_kv_entry *e = kv_slot(kv, key); e->type = CT_KV_INT; e->i = v; e->num = (double)v; }
-void ct_kv_set_num(ct_kv *kv, const char *key, double v)    { ct_kv_entry *e = kv_slot(kv, key); e->type = CT_KV_NUM; e->num = v; e->i = (long long)v; }
+/* v as a long long, saturated (NaN reads as LLONG_MIN): a number from a file may be any double,
+ * and converting one outside the range is undefined. */
+static long long sat_llong(double v)
+{
+    if (!(v > (double)LLONG_MIN)) return LLONG_MIN;
+    return v >= (double)LLONG_MAX ? LLONG_MAX : (long long)v;
+}
+
+/* The entry as an int, saturated, so that a value out of range stays out of range (a
+ * file's hidden = 4294967424 must not read as 128). */
+static int sat_int(const ct_kv_entry *e)
+{
+    long long v = e->type == CT_KV_INT ? e->i : sat_llong(e->num);
+    return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+}
+
+void ct_kv_set_num(ct_kv *kv, const char *key, double v)    { ct_kv_entry *e = kv_slot(kv, key); e->type = CT_KV_NUM; e->num = v; e->i = sat_llong(v); }
 void ct_kv_set_str(ct_kv *kv, const char *key, const char *s)
 {
     ct_kv_entry *e = kv_slot(kv, key);
@@ -36,7 +55,7 @@ int ct_kv_int(const ct_kv *kv, const char *key, int *dst)
 {
     const ct_kv_entry *e = ct_kv_get(kv, key);
     if (!e || e->type == CT_KV_STR) return 0;
-    *dst = e->type == CT_KV_INT ? (int)e->i : (int)e->num;
+    *dst = sat_int(e);
     return 1;
 }
 
@@ -44,7 +63,7 @@ int ct_kv_long(const ct_kv *kv, const char *key, long *dst)
 {
     const ct_kv_entry *e = ct_kv_get(kv, key);
     if (!e || e->type == CT_KV_STR) return 0;
-    *dst = e->type == CT_KV_INT ? (long)e->i : (long)e->num;
+    *dst = e->type == CT_KV_INT ? (long)e->i : (long)sat_llong(e->num);
     return 1;
 }
 
@@ -84,7 +103,7 @@ ct_status ct_kv_write_h5(hid_t f, const char *obj, const ct_kv *kv)
     for (int i = 0; i < kv->n; i++) {
         const ct_kv_entry *e = &kv->e[i];
         if (e->type == CT_KV_INT) CT_TRY(attr_int(f, obj, e->key, e->i));
-        else if (e->type == CT_KV_NUM && (double)(float)e->num == e->num) {   /* a float setting: stored as float32, so it reads back as 0.001, not 0.0010000000474974513 */
+        else if (e->type == CT_KV_NUM && fabs(e->num) <= FLT_MAX && (double)(float)e->num == e->num) {   /* a float setting: stored as float32, so it reads back as 0.001, not 0.0010000000474974513 */
             float v = (float)e->num;
             CT_TRY(attr_write(f, obj, e->key, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &v));
         } else if (e->type == CT_KV_NUM) CT_TRY(attr_num(f, obj, e->key, e->num));
@@ -118,6 +137,9 @@ static ct_status attr_read_entry(hid_t a, const char *key, ct_kv *kv)
             else ct_kv_set_str(kv, key, p);
             if (p) H5free_memory(p);
             H5Tclose(mt);
+        } else if (H5Tget_size(t) > CT_KV_STR_MAX) {
+            st = ct_fail(CT_EFORMAT, "attribute %s is a string of %zu bytes, more than a setting can be (%d)", key,
+                         H5Tget_size(t), CT_KV_STR_MAX);
         } else {
             size_t len = H5Tget_size(t);
             char *buf = ct_calloc(len + 1, 1, "attribute");

@@ -17,12 +17,16 @@ typedef struct {
     char str[160];
 } ct_kv_entry;
 typedef struct { int n; ct_kv_entry e[CT_KV_MAX]; } ct_kv;
+/* The longest fixed-length string attribute read (64 KiB; a ct_kv keeps its first
+ * 159 bytes): a longer one is a damaged file, refused before anything is allocated. */
+#define CT_KV_STR_MAX 65536
 
 void ct_kv_set_int(ct_kv *kv, const char *key, long long v);
 void ct_kv_set_num(ct_kv *kv, const char *key, double v);
 void ct_kv_set_str(ct_kv *kv, const char *key, const char *s);
 const ct_kv_entry *ct_kv_get(const ct_kv *kv, const char *key);   /* NULL if absent */
 /* Copy a value into *dst if the key is present (numbers convert); return 1 if copied. */
+/* int and long saturate: a number out of their range reads as their minimum or maximum. */
 int  ct_kv_int(const ct_kv *kv, const char *key, int *dst);
 int  ct_kv_long(const ct_kv *kv, const char *key, long *dst);
 int  ct_kv_float(const ct_kv *kv, const char *key, float *dst);

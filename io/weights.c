@@ -89,7 +89,8 @@ static ct_status read_group(hid_t f, const char *path, const char *group, ct_par
     CT_TRY(ct_params_check_h5(f, path, group, ps, "pass the sizes the model was trained with"));
     for (int i = 0; ps && i < ps->n; i++) {
         snprintf(name, sizeof name, "%s/%s", group, ps->p[i].name);
-        CT_TRY(ct_h5_read_f32(f, name, ps->data + ps->p[i].offset, ps->p[i].numel));
+        ct_status st = ct_h5_read_f32(f, name, ps->data + ps->p[i].offset, ps->p[i].numel);
+        if (st != CT_OK) return ct_fail(st, "%s: %s", path, ct_last_error());   /* h5.c's message names the dataset only */
     }
     return CT_OK;
 }

@@ -205,6 +205,10 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
     if (!encoder && classes < 2) return ct_fail(CT_EINVAL, "cnn: need at least 2 classes (got %d)", classes);
     if (!spec || !*spec) return ct_fail(CT_EINVAL, "spec is empty; write layers separated by commas, e.g. %s", SEQ_CNN_DEFAULT_SPEC);
     if (strlen(spec) >= sizeof m->spec) return ct_fail(CT_EINVAL, "spec is longer than %zu characters", sizeof m->spec - 1);
+    for (const char *c = spec; *c; c++)   /* messages quote the spec: it must be printable, one line */
+        if (*c <= ' ' || *c > '~')
+            return ct_fail(CT_EINVAL, "spec has the byte 0x%02x at position %d; a spec is layers separated by commas, without "
+                           "spaces, e.g. %s", (unsigned char)*c, (int)(c - spec) + 1, SEQ_CNN_DEFAULT_SPEC);
     snprintf(m->spec, sizeof m->spec, "%s", spec);
     m->in_c = C; m->in_h = H; m->in_w = W; m->classes = classes;
     int c = C, h = H, w = W, flat = 0, n_conv = 0, n_dense = 0, n_bn = 0;

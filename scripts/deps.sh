@@ -1,7 +1,7 @@
 #!/bin/sh
 # deps.sh - install the Debian packages ctrain needs, only when they are missing.
 #
-# usage: scripts/deps.sh [build|test|golden|bench|dist]
+# usage: scripts/deps.sh [build|test|golden|bench|dist|fuzz]
 #   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, jansson,
 #           libyaml (--config files), and the tools the demo uses (espeak-ng and sox to
 #           synthesise speech, Fashion-MNIST): enough for `make` and `make demo`
@@ -21,6 +21,8 @@
 #           (bench/torch_venv.sh)
 #   dist    the build set and patchelf, which `make dist` uses to set the shipped
 #           binaries' and libraries' RUNPATH
+#   fuzz    the build set, clang and libclang-rt-14-dev (libclang_rt.fuzzer, which
+#           Debian 12's clang does not pull in): `make fuzz` builds libFuzzer targets
 # Present packages are detected with dpkg-query, so a second run does nothing and
 # takes a fraction of a second. When it cannot install (not root, no sudo, no
 # network) it prints the exact command to run and exits non-zero.
@@ -30,6 +32,7 @@ BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-de
 TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv libopenmpi-dev openmpi-bin"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"
+FUZZ_PKGS="clang libclang-rt-14-dev"
 
 case "${1:-build}" in
   build)  want="$BUILD_PKGS" ;;
@@ -37,7 +40,8 @@ case "${1:-build}" in
   golden) want="$BUILD_PKGS $TEST_PKGS $GOLDEN_PKGS" ;;
   bench|all) want="$BUILD_PKGS $TEST_PKGS $GOLDEN_PKGS $BENCH_PKGS" ;;
   dist)   want="$BUILD_PKGS patchelf" ;;
-  *) echo "deps.sh: unknown set '$1' (use build, test, golden, bench or dist)" >&2; exit 2 ;;
+  fuzz)   want="$BUILD_PKGS $FUZZ_PKGS" ;;
+  *) echo "deps.sh: unknown set '$1' (use build, test, golden, bench, dist or fuzz)" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -526,6 +526,7 @@ static void dir_census(const char *base, int *temps, int *others)
     while (d && (de = readdir(d))) {
         if (de->d_name[0] == '.') continue;
         if (!strncmp(de->d_name, base, nb) && !strncmp(de->d_name + nb, ".tmp-", 5)) (*temps)++;
+        else if (!strncmp(de->d_name, base, nb) && !strcmp(de->d_name + nb, ".lock")) { }   /* a killed run's lock (io/lock.h) */
         else if (strcmp(de->d_name, base) != 0) (*others)++;
     }
     if (d) closedir(d);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -76,6 +77,7 @@ static ct_status read_ds(hid_t f, const char *name, hid_t mtype, void *dst, size
     if (count != n) return ct_fail(CT_EFORMAT, "dataset %s holds %zu values, expected %zu", name, count, n);
     if (n == 0) return CT_OK;
     hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    if (d >= 0 && ct_h5_check_stored(d, name, n) != CT_OK) { H5Dclose(d); return CT_EFORMAT; }   /* its message names the dataset */
     herr_t e = d < 0 ? -1 : H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst);
     if (d >= 0) H5Dclose(d);
     if (e < 0) return ct_fail(CT_EFORMAT, "dataset %s could not be read: checksum mismatch or corrupt file", name);
@@ -341,6 +343,14 @@ ct_status ct_ckpt_load(const char *path, ct_ckpt *c)
         double v[11];
         const char *keys[11] = { "epoch", "step", "lr", "sum_loss", "sum_correct", "seen", "skipped", "best", "best_epoch", "wait", "schedule_t" };
         for (int k = 0; k < 11 && st == CT_OK; k++) st = attr_get(&prog, path, keys[k], &v[k]);
+        /* counters first checked as numbers: converting one out of range would be undefined */
+        static const int counter[] = { 0, 1, 5, 6, 8, 9 };
+        for (int k = 0; k < 6 && st == CT_OK; k++) {
+            double x = v[counter[k]], lo = counter[k] == 8 ? -1 : 0;
+            if (!(x >= lo && x <= 1e15) || (x > (double)INT_MAX && (counter[k] == 0 || counter[k] >= 8)))
+                st = ct_fail(CT_EFORMAT, "%s: /progress attribute %s = %g is not a possible count; the file is damaged", path,
+                             keys[counter[k]], x);
+        }
         if (st == CT_OK) {
             pr.epoch = (int)v[0]; pr.step = (long)v[1]; pr.lr = v[2]; pr.sum_loss = v[3]; pr.sum_correct = v[4];
             pr.seen = (long)v[5]; pr.skipped = (long)v[6]; pr.best = v[7]; pr.best_epoch = (int)v[8]; pr.wait = (int)v[9];
@@ -410,14 +420,25 @@ static herr_t verify_visit(hid_t loc, const char *name, const H5O_info_t *info, 
     hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
     if (d < 0) { v->st = ct_fail(CT_EFORMAT, "%s: dataset %s cannot be opened", v->path, name); return -1; }
     hid_t t = H5Dget_type(d), s = H5Dget_space(d);
+    hid_t mt = t < 0 ? -1 : H5Tget_native_type(t, H5T_DIR_DEFAULT);
     hssize_t n = H5Sget_simple_extent_npoints(s);
-    size_t sz = H5Tget_size(t);
+    size_t sz = mt < 0 ? 0 : H5Tget_size(mt);
     herr_t e = 0;
-    if (n > 0) {
-        void *buf = malloc((size_t)n * sz);
-        e = buf ? H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) : -1;
+    if (n < 0 || mt < 0 || sz == 0) e = -1;
+    else if (n > 0) {
+        /* the values it declares must be in the file before they are given memory */
+        if (ct_h5_check_stored(d, name, (unsigned long long)n) != CT_OK) {
+            v->st = ct_fail(CT_EFORMAT, "%s: %s", v->path, ct_last_error());
+            H5Tclose(mt); H5Sclose(s); H5Tclose(t); H5Dclose(d);
+            return -1;
+        }
+        void *buf = (size_t)n <= SIZE_MAX / sz ? malloc((size_t)n * sz) : NULL;
+        e = buf ? H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) : -1;
+        if (buf && e >= 0 && H5Tdetect_class(mt, H5T_VLEN) > 0) H5Dvlen_reclaim(mt, s, H5P_DEFAULT, buf);
+        else if (buf && e >= 0 && H5Tis_variable_str(mt) > 0) H5Dvlen_reclaim(mt, s, H5P_DEFAULT, buf);
         free(buf);
     }
+    if (mt >= 0) H5Tclose(mt);
     H5Sclose(s); H5Tclose(t); H5Dclose(d);
     if (e < 0) { v->st = ct_fail(CT_EFORMAT, "%s: dataset %s cannot be read (checksum mismatch or corrupt)", v->path, name); return -1; }
     return 0;
@@ -439,6 +460,8 @@ ct_status ct_ckpt_verify(const char *path, int *epoch, long *step)
         else if (r < 0) st = ct_fail(CT_EFORMAT, "%s: the file's structure cannot be read (corrupt)", path);
     }
     ct_h5_close(f);
+    if (st == CT_OK && !(e >= 0 && e <= 10000000 && s >= 0 && s <= 1e15))
+        st = ct_fail(CT_EFORMAT, "%s: /progress holds an impossible position (epoch %g, step %g); the file is damaged", path, e, s);
     if (st != CT_OK) st = fail_in(st, path);
     if (st == CT_OK) {
         if (epoch) *epoch = (int)e;

@@ -231,6 +231,8 @@ static ct_status attr_read_strings(hid_t f, const char *obj, const char *attr, c
     if (cnt <= 0) { /* empty: Keras writes an empty float array for a layer without weights */ }
     else if (H5Tget_class(t) != H5T_STRING) st = ct_fail(CT_EFORMAT, "attribute %s of %s is not a list of strings", attr, obj);
     else if (cnt > max) st = ct_fail(CT_EFORMAT, "attribute %s of %s has %lld entries (at most %d)", attr, obj, (long long)cnt, max);
+    else if (H5Tis_variable_str(t) <= 0 && H5Tget_size(t) > CT_KV_STR_MAX)
+        st = ct_fail(CT_EFORMAT, "attribute %s of %s holds strings of %zu bytes (at most %d)", attr, obj, H5Tget_size(t), CT_KV_STR_MAX);
     else if (H5Tis_variable_str(t) > 0) {
         char **p = ct_calloc((size_t)cnt, sizeof *p, "attribute");
         hid_t mt = H5Tcopy(H5T_C_S1);
@@ -490,6 +492,7 @@ static ct_status read_entry(const ct_src *s, const char *name, const ct_map *e, 
     float *t = ct_malloc(r.p->numel * sizeof *t + 1, "tensor");
     if (!t) return CT_ENOMEM;
     ct_status st = ct_h5_read_f32(s->f, name, t, r.p->numel);
+    if (st != CT_OK) st = ct_fail(st, "%s: %s", s->path, ct_last_error());   /* h5.c's message names the dataset only */
     if (st == CT_OK) convert(e, r.p->shape, r.v, r.v2, t, r.p->numel, 1);
     free(t);
     return st;
