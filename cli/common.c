@@ -8,6 +8,11 @@
 #include "cli/common.h"
 #include "core/threads.h"
 
+/* The process's MPI rank and job (one rank without mpirun), set up by main (cli/ctrain.c). */
+ct_dist cli_dist = { .size = 1, .local_size = 1, .timeout_s = CT_DIST_TIMEOUT_DEFAULT, .check_every = 1 };
+/* argv[0] as the program was run, for the command lines ctrain prints and records. */
+const char *cli_program = "ctrain";
+
 void cli_train_defaults(cli_train_opts *o, const ct_model_descriptor *d)
 {
     *o = (cli_train_opts){ .data = d->train.data, .device = "cpu", .epochs = d->train.epochs, .batch = d->train.batch,

@@ -6,8 +6,6 @@
 #include "core/threads.h"
 #include "cuda/device.h"
 
-ct_dist cli_dist = { .size = 1, .local_size = 1, .timeout_s = CT_DIST_TIMEOUT_DEFAULT, .check_every = 1 };
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -33,8 +31,6 @@ static void usage(FILE *out)
         "terminal. SIGINT (Ctrl-C) or SIGTERM stops train, time and eval cleanly (train writes a checkpoint\n"
         "and says how to resume; exit 130 or 143); a second signal stops at once.\n");
 }
-
-const char *cli_program = "ctrain";
 
 static int run(int argc, char **argv)
 {

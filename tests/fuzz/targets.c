@@ -10,6 +10,7 @@
 #include "io/h5.h"
 #include "io/idx.h"
 #include "io/trials.h"
+#include "io/yamlmap.h"
 #include "models/seq_cnn.h"
 #include "train/checkpoint.h"
 #include "train/export.h"
@@ -238,9 +239,20 @@ static int t_arch(const char *path, const char *tmp)
     return 0;
 }
 
+/* ---- --config files: libyaml's parser and the flat-map rules on top of it ---- */
+static int t_config(const char *path, const char *tmp)
+{
+    ct_yaml_map m;
+    memset(&m, 0, sizeof m);
+    ct_status st = ct_yaml_map_read(path, &m);
+    ct_yaml_map_free(&m);   /* after a failure too: the entries read before it */
+    return fuzz_check(st, path);
+}
+
 const fuzz_target fuzz_targets[] = {
     { "audio", t_audio }, { "featstore", t_featstore }, { "checkpoint", t_checkpoint }, { "weights", t_weights },
     { "keras", t_keras }, { "torch", t_torch }, { "idx", t_idx }, { "trials", t_trials }, { "arch", t_arch },
+    { "config", t_config },
     { NULL, NULL }
 };
 

@@ -16,6 +16,7 @@
  *   trials      ct_trials_load against a small corpus whose paths the seeds use
  *   arch        the architecture spec (the file's text): ct_seq_cnn_build on 1x28x28
  *               images, ct_seq_cnn_build_encoder on 1x100x40 log-mel crops
+ *   config      ct_yaml_map_read: a --config YAML file (libyaml, flat key: value)
  *   json        `ctrain time --compare FILE` (time_compare, in cli/): built into the
  *               fuzzer only; make test replays its corpus through the ctrain binary
  *
