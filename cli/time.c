@@ -218,23 +218,6 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     return CT_OK;
 }
 
-/* --baseline: the scaling efficiency of this run (N ranks) against a run of the same workload,
- * normally one rank on as many cores: this run's samples/s over the baseline's. */
-typedef struct { const char *path; double samples_per_s, ranks, threads; } baseline;
-
-static void print_scaling(const baseline *b, const time_setup *s, const time_run *runs, int n)
-{
-    const char *path = b->path;
-    double base = b->samples_per_s, ranks = b->ranks, threads = b->threads;
-    for (int i = 0; i < n; i++) {
-        if (!runs[i].available || !(base > 0)) continue;
-        printf("%s: scaling efficiency %.2f: %d rank%s x %d thread%s, %.1f %s/s, against %s's %.0f rank%s x %.0f thread%s, %.1f/s%s\n",
-               runs[i].device, runs[i].samples_per_s / base, s->ranks, s->ranks == 1 ? "" : "s", s->threads, s->threads == 1 ? "" : "s",
-               runs[i].samples_per_s, s->sample_name, path, ranks, ranks == 1 ? "" : "s", threads, threads == 1 ? "" : "s", base,
-               ranks * threads == (double)s->ranks * s->threads ? " (the same cores)" : " (NOT the same number of cores)");
-    }
-}
-
 /* ---- the command ---- */
 typedef struct {
     time_opts *o;
@@ -327,7 +310,7 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK && o.logdir && !*o.logdir) st = ct_fail(CT_EINVAL, "--logdir needs a directory name");
     if (st == CT_OK) ct_interrupt_install();   /* from here a signal stops the run cleanly */
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
-    baseline base = { .path = o.baseline };
+    time_baseline base = { .path = o.baseline };
     if (st == CT_OK && o.baseline) st = time_read_baseline(o.baseline, &w.setup, &base.samples_per_s, &base.ranks, &base.threads);
     if (st == CT_OK && cli_dist.size > 1 && w.setup.batch % cli_dist.size != 0)
         st = ct_fail(CT_EINVAL, "--batch %d does not divide evenly over %d ranks: --batch is the global batch, use a multiple of %d",
@@ -365,7 +348,7 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK) {
         time_print_table(s, runs, n_dev);
         for (int i = 0; i < n_dev; i++) time_print_layers(s, &runs[i]);
-        if (o.baseline) print_scaling(&base, s, runs, n_dev);
+        if (o.baseline) time_print_scaling(&base, s, runs, n_dev);
         if (o.json && ct_dist_is_root(&cli_dist)) st = time_write_outputs(o.json, s, runs, n_dev);   /* rank 0 writes */
     }
     for (int i = 0; i < n_dev; i++) free(runs[i].hist);

@@ -76,6 +76,10 @@ ct_status time_write_svg(const char *path, const time_setup *s, const time_run *
 /* --baseline FILE.json: the training samples/s, ranks and threads of a run of the same
  * workload (model, protocol, batch, samples) that `ctrain time --json` wrote. */
 ct_status time_read_baseline(const char *path, const time_setup *s, double *samples_per_s, double *ranks, double *threads);
+/* --baseline: the scaling efficiency of this run (N ranks) against a run of the same
+ * workload, normally one rank on as many cores: one line per device timed. */
+typedef struct { const char *path; double samples_per_s, ranks, threads; } time_baseline;
+void      time_print_scaling(const time_baseline *b, const time_setup *s, const time_run *runs, int n);
 /* `ctrain time --compare A.json B.json ...`: returns the exit status. */
 int       time_compare(int n, char **paths);
 

@@ -441,3 +441,18 @@ int time_compare(int n, char **paths)
     for (int i = 0; i < n; i++) json_decref(rf[i].root);
     return 0;
 }
+
+/* --baseline: this run's samples/s over the baseline's (see time.h). */
+
+void time_print_scaling(const time_baseline *b, const time_setup *s, const time_run *runs, int n)
+{
+    const char *path = b->path;
+    double base = b->samples_per_s, ranks = b->ranks, threads = b->threads;
+    for (int i = 0; i < n; i++) {
+        if (!runs[i].available || !(base > 0)) continue;
+        printf("%s: scaling efficiency %.2f: %d rank%s x %d thread%s, %.1f %s/s, against %s's %.0f rank%s x %.0f thread%s, %.1f/s%s\n",
+               runs[i].device, runs[i].samples_per_s / base, s->ranks, s->ranks == 1 ? "" : "s", s->threads, s->threads == 1 ? "" : "s",
+               runs[i].samples_per_s, s->sample_name, path, ranks, ranks == 1 ? "" : "s", threads, threads == 1 ? "" : "s", base,
+               ranks * threads == (double)s->ranks * s->threads ? " (the same cores)" : " (NOT the same number of cores)");
+    }
+}
