@@ -11,7 +11,7 @@
 #   lib/            every shared library those binaries load, transitively, except
 #                   glibc's own and the CUDA ones (cuDNN, cuBLAS, the CUDA runtime),
 #                   each with RUNPATH $ORIGIN; the binaries have RUNPATH $ORIGIN/../../lib
-#   tests/golden/, tests/fixtures/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
+#   tests/golden/, tests/fixtures/, tests/fuzz/corpus/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
 #                   what the test suite reads and runs
 #   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh   the GPU machine's check
 #   README.md, BUILDINFO
@@ -102,6 +102,7 @@ mkdir -p "$top/tests/golden" || die "mkdir failed"
 cp tests/golden/*.h5 "$top/tests/golden/" || die "copying tests/golden failed"
 cp tests/*.py tests/tensorboard_venv.sh "$top/tests/" || die "copying tests/*.py and tests/tensorboard_venv.sh failed"
 mkdir -p "$top/tests/fixtures" && cp tests/fixtures/* "$top/tests/fixtures/" || die "copying tests/fixtures failed"
+mkdir -p "$top/tests/fuzz" && cp -R tests/fuzz/corpus "$top/tests/fuzz/" || die "copying tests/fuzz/corpus failed"   # replayed by the suite fuzz
 cp examples/make_corpus.py "$top/examples/" || die "copying examples/make_corpus.py failed"
 cp bench/*.py "$top/bench/" || die "copying bench/*.py failed"
 cp scripts/gpu-check.sh scripts/cuda-libs.sh "$top/scripts/" || die "copying scripts/gpu-check.sh failed"
