@@ -3,9 +3,11 @@
  * bench/lstm_torch.py (the same shape in PyTorch).
  *
  *   build/bench/bench_lstm [--threads N] [--batch B] [--steps T] [--input I]
- *                          [--hidden H] [--layers L] [--repeats R]
+ *                          [--hidden H] [--layers L] [--repeats R] [--plain]
  *   defaults: 2 threads, B=256 sequences, T=100 frames, I=40 features, H=128
  *   units, L=1 layer, return last, sigmoid; 2 warm-up steps, median of 10.
+ *   --plain: the forward step as two packed products and a cell loop instead
+ *   of the fused kernel (layers/lstm_fused.h), to measure what fusing gives.
  *
  * FLOPs counted (the matrix products only; the elementwise gate work is not
  * counted, though it is timed):
@@ -25,6 +27,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
+#include "layers/lstm_fused.h"
 
 static double now_s(void)
 {
@@ -35,16 +38,17 @@ static double now_s(void)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_lstm [--threads N] [--batch B] [--steps T] [--input I] [--hidden H] [--layers L] [--repeats R]\n");
+    fprintf(stderr, "usage: bench_lstm [--threads N] [--batch B] [--steps T] [--input I] [--hidden H] [--layers L] [--repeats R] [--plain]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
-    int threads = 2, B = 256, T = 100, I = 40, H = 128, L = 1, repeats = 10, warmup = 2;
+    int threads = 2, B = 256, T = 100, I = 40, H = 128, L = 1, repeats = 10, warmup = 2, plain = 0;
     for (int a = 1; a < argc; a++) {
         int *dst = NULL;
+        if (!strcmp(argv[a], "--plain")) { ct_lstm_set_fused(0); plain = 1; continue; }
         if (!strcmp(argv[a], "--threads")) dst = &threads;
         else if (!strcmp(argv[a], "--batch")) dst = &B;
         else if (!strcmp(argv[a], "--steps")) dst = &T;
@@ -99,8 +103,8 @@ int main(int argc, char **argv)
     }
     double mf = ct_sort_median(tf, repeats), mb = ct_sort_median(tb, repeats), msum = ct_sort_median(ts, repeats);
 
-    printf("ctrain LSTM  B=%d T=%d I=%d H=%d L=%d ret=last sigmoid, %d threads (OpenBLAS: %s)\n",
-           B, T, I, H, L, threads, ct_blas_config());
+    printf("ctrain LSTM  B=%d T=%d I=%d H=%d L=%d ret=last sigmoid, %d threads, %s forward step (OpenBLAS: %s)\n",
+           B, T, I, H, L, threads, plain || !ct_lstm_fused_ok(H) ? "plain" : "fused", ct_blas_config());
     printf("  cache %.1f MB, workspace %.1f MB\n", ncache * 4e-6, nws * 4e-6);
     printf("  forward   %8.2f ms  %6.1f GFLOP/s\n", 1e3 * mf, flops_fwd / mf * 1e-9);
     printf("  backward  %8.2f ms  %6.1f GFLOP/s\n", 1e3 * mb, flops_bwd / mb * 1e-9);

@@ -48,8 +48,8 @@ int ct_gemm_packed_available(void)
  * accumulators live in registers. */
 #define CT_AVX512 __attribute__((target("avx512f")))
 static inline __attribute__((always_inline)) CT_AVX512
-void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak, const float *restrict panel, float *restrict C,
-          int ldc, const __mmask16 *m, int acc)
+void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak, const float *restrict panel, size_t ldp,
+          float *restrict C, int ldc, const __mmask16 *m, int acc)
 {
     __m512 c[MR][NV];
 #pragma GCC unroll 16
@@ -59,7 +59,7 @@ void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak,
     for (int k = 0; k < K; k++) {
         __m512 b[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_ps(panel + (size_t)k * NR + 16 * v);
+        for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_ps(panel + (size_t)k * ldp + 16 * v);
 #pragma GCC unroll 16
         for (int i = 0; i < MROWS; i++) {
             const __m512 a = _mm512_set1_ps(A[(size_t)i * ai + (size_t)k * ak]);
@@ -75,24 +75,27 @@ void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak,
 
 /* The rows that do not fill a whole tile, one instance per count. */
 static CT_AVX512 __attribute__((noinline))
-void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const float *panel, float *C, int ldc, const __mmask16 *m,
-               int acc)
+void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const float *panel, size_t ldp, float *C, int ldc,
+               const __mmask16 *m, int acc)
 {
     switch (rows) {
-#define CASE(r) case r: tile(r, K, A, ai, ak, panel, C, ldc, m, acc); break;
+#define CASE(r) case r: tile(r, K, A, ai, ak, panel, ldp, C, ldc, m, acc); break;
     CASE(1) CASE(2) CASE(3) CASE(4) CASE(5)
 #undef CASE
     default: break;
     }
 }
 
+/* ldb = 0: bp is packed; else B [K, N] row-major read in place (panel p = columns 64p .. 64p+63). */
 static CT_AVX512 __attribute__((noinline))
-void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, float *C, int ldc, int acc)
+void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, int ldb, float *C, int ldc,
+                        int acc)
 {
     const int panels = (N + NR - 1) / NR;
     const size_t ai = trans_a ? 1 : (size_t)lda, ak = trans_a ? (size_t)lda : 1;   /* op(A)[i, k] = A[i ai + k ak] */
+    const size_t ldp = ldb ? (size_t)ldb : NR;                                       /* from one k to the next in a panel */
     for (int p = 0; p < panels; p++) {        /* a panel (K x NR floats) stays in cache over all row tiles */
-        const float *panel = bp + (size_t)p * K * NR;
+        const float *panel = ldb ? bp + (size_t)p * NR : bp + (size_t)p * K * NR;
         const int nv = N - p * NR < NR ? N - p * NR : NR;
         __mmask16 m[NV];                      /* the columns of each register that exist */
         for (int v = 0; v < NV; v++) {
@@ -101,8 +104,8 @@ void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_
         }
         float *Cp = C + (size_t)p * NR;
         int i = 0;
-        for (; i + MR <= M; i += MR) tile(MR, K, A + (size_t)i * ai, ai, ak, panel, Cp + (size_t)i * ldc, ldc, m, acc);
-        if (i < M) tile_rest(M - i, K, A + (size_t)i * ai, ai, ak, panel, Cp + (size_t)i * ldc, ldc, m, acc);
+        for (; i + MR <= M; i += MR) tile(MR, K, A + (size_t)i * ai, ai, ak, panel, ldp, Cp + (size_t)i * ldc, ldc, m, acc);
+        if (i < M) tile_rest(M - i, K, A + (size_t)i * ai, ai, ak, panel, ldp, Cp + (size_t)i * ldc, ldc, m, acc);
     }
 }
 
@@ -111,7 +114,15 @@ void ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, c
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, trans_a, bp, C, ldc, accumulate);
+    gemm_packed_avx512(M, N, K, A, lda, trans_a, bp, 0, C, ldc, accumulate);
+}
+
+void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a, const float *B, int ldb, float *C, int ldc,
+                      int accumulate)
+{
+    CT_ASSERT(ct_gemm_packed_available() && K >= 1 && N % NR == 0 && ldb >= N);
+    if (M < 1 || N < 1) return;
+    gemm_packed_avx512(M, N, K, A, lda, trans_a, B, ldb, C, ldc, accumulate);
 }
 
 #else   /* not x86-64: the callers use cblas_sgemm */
@@ -121,6 +132,12 @@ void ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, c
                     int accumulate)
 {
     (void)M; (void)N; (void)K; (void)A; (void)lda; (void)trans_a; (void)bp; (void)C; (void)ldc; (void)accumulate;
+    CT_ASSERT(0);
+}
+void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a, const float *B, int ldb, float *C, int ldc,
+                      int accumulate)
+{
+    (void)M; (void)N; (void)K; (void)A; (void)lda; (void)trans_a; (void)B; (void)ldb; (void)C; (void)ldc; (void)accumulate;
     CT_ASSERT(0);
 }
 

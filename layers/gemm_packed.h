@@ -41,5 +41,11 @@ void   ct_gemm_pack(float *bp, const float *B, int ldb, int trans, int K, int N)
  * ct_gemm_packed_available(). */
 void   ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, float *C, int ldc,
                       int accumulate);
+/* The same kernel over a B [K, N] that is not packed: row-major with leading dimension ldb,
+ * read in place (row k of panel p is B[k, 64p .. 64p+63], 64 consecutive floats). For a B
+ * used once, where packing would cost a copy: the LSTM's dW_ih^T += x^T dz, whose B is
+ * one step's gate gradients. Needs N a multiple of 64. */
+void   ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a, const float *B, int ldb, float *C,
+                        int ldc, int accumulate);
 
 #endif

@@ -97,6 +97,7 @@
 #include "core/threads.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
 #include "layers/gemm_packed.h"
+#include "layers/lstm_fused.h"
 
 /* ---- scalar math for the fused gate loops ----------------------------------
  * Written branch-free so the compiler vectorises the gate loops (libm's expf and
@@ -160,6 +161,7 @@ typedef struct {
     lstm_layer_cache l[LSTM_MAX_LAYERS];
     float *wp;                                 /* W_hh^T [H, 4H] packed (layers/gemm_packed.h), one layer at a time */
     float *wp_ih;                              /* W_ih^T [I_l, 4H] packed, likewise */
+    float *wpf;                                /* [W_ih | W_hh] packed per unit block (layers/lstm_fused.h), one layer at a time */
 } lstm_cache_view;
 
 /* Carves the cache into its regions; returns the floats used (cache may be NULL to only count). */
@@ -179,6 +181,7 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
     }
     TAKE(v->wp, ct_gemm_pack_floats(d->H, 4 * d->H));
     TAKE(v->wp_ih, ct_gemm_pack_floats(d->I > d->H ? d->I : d->H, 4 * d->H));
+    TAKE(v->wpf, d->H % 16 == 0 ? ct_lstm_fused_pack_floats(d->I > d->H ? d->I : d->H, d->H) : 0);
     return off;
 }
 
@@ -189,7 +192,7 @@ typedef struct {
     float *dc;     /* [B, H] */
     float *db;     /* [CT_MAX_WORKERS, 4H] */
     float *wp;     /* W_hh [4H, H] packed (layers/gemm_packed.h), one layer at a time */
-    float *dw;     /* per worker: its sums of dW_hh [4H, H] then dW_ih [4H, max(H, I)] (the packed kernel's path) */
+    float *dw;     /* per worker: its sums of dW_hh [4H, H] then dW_ih [4H, max(H, I)] or its transpose (the packed kernel's path) */
     float *pk;     /* per worker: one step's h_{t-1} or x_t rows, packed */
     float *dzs;    /* per worker: one step's dz rows, when dz is not kept for dX (it then stays in cache) */
     size_t dw_floats, pk_floats, dzs_floats;   /* per worker */
@@ -275,6 +278,9 @@ void ct_lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, co
 
 /* ---- forward ---------------------------------------------------------------- */
 
+static int lstm_fused_on = 1;
+void ct_lstm_set_fused(int on) { lstm_fused_on = on != 0; }
+
 /* One step's fused loop for one sequence: z (pre-activations without the
  * biases, [4H]) becomes the gates (i, f, g, o); writes c_t, tanh(c_t), h_t. */
 static inline __attribute__((always_inline))
@@ -311,6 +317,17 @@ void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restric
                             const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int H)
 { lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, H, 1); }
 
+/* Padded steps of sequences [b0, b1) at step t (t >= len[b]): the state is carried. */
+static void lstm_step_carry(const lstm_layer_cache *lc, int t, const int *len, int B, int b0, int b1, int H)
+{
+    for (int b = b0; len && b < b1; b++) {
+        if (t < len[b]) continue;
+        size_t row = (size_t)t * B + b;
+        memcpy(lc->h + (row + B) * H, lc->h + row * H, (size_t)H * sizeof(float));
+        memcpy(lc->c + (row + B) * H, lc->c + row * H, (size_t)H * sizeof(float));
+    }
+}
+
 /* The fused loop of step t for sequences [b0, b1). */
 static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len, const lstm_weights *w,
                               int B, int b0, int b1, int H, int hard)
@@ -334,6 +351,7 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
 typedef struct {
     const lstm_layer_cache *lc;
     const lstm_weights *w;
+    const float *wpf;             /* [W_ih | W_hh] packed per unit block: the fused step (layers/lstm_fused.h), or NULL */
     const float *wp;              /* W_hh^T packed, or NULL: cblas_sgemm (and the input projection done before) */
     const float *wp_ih;           /* W_ih^T packed: each step projects its own inputs */
     const float *X;               /* [T*B, Il] the layer's input, time-major */
@@ -351,6 +369,14 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
         /* gate_t [b0:b1, 4H] += h_{t-1} [b0:b1, H] W_hh^T   (h_{-1} = 0: nothing to add at t = 0) */
         const float *hp = j->lc->h + ((size_t)t * B + b0) * H;
         float *gt = j->lc->gate + ((size_t)t * B + b0) * G;
+        if (j->wpf) {  /* products and cell in one pass over the rows; then the padded rows carry their state */
+            const size_t r = (size_t)t * B + b0;
+            ct_lstm_fused_step(b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->lc->c + r * H, j->wpf,
+                               j->w->b_ih, j->w->b_hh, gt, j->lc->c + (r + B) * H, j->lc->tc + r * H,
+                               j->lc->h + (r + B) * H, j->hard);
+            lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
+            continue;
+        }
         if (j->wp) {   /* gate_t = x_t W_ih^T (+ h_{t-1} W_hh^T), while the rows are in cache */
             ct_gemm_packed(b1 - b0, (int)G, j->Il, j->X + ((size_t)t * B + b0) * j->Il, j->Il, 0, j->wp_ih, gt, (int)G, 0);
             if (t > 0) ct_gemm_packed(b1 - b0, (int)G, H, hp, H, 0, j->wp, gt, (int)G, 1);
@@ -392,8 +418,11 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
         /* gate [T*B, 4H] = X [T*B, Il] W_ih^T + h_prev W_hh^T (the biases are added in the cell loop):
          * with the packed kernel each step does both products for its own rows; else the input
          * projection of all steps is one product here, and the steps add theirs */
-        const float *wp = NULL;
-        if (ct_gemm_packed_available()) {
+        const float *wp = NULL, *wpf = NULL;
+        if (lstm_fused_on && ct_lstm_fused_ok(H)) {
+            ct_lstm_fused_pack(cv.wpf, w[l].w_ih, w[l].w_hh, Il, H);
+            wpf = cv.wpf;
+        } else if (ct_gemm_packed_available()) {
             ct_gemm_pack(cv.wp_ih, w[l].w_ih, Il, 1, Il, (int)G);
             ct_gemm_pack(cv.wp, w[l].w_hh, H, 1, H, (int)G);
             wp = cv.wp;
@@ -401,7 +430,7 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
             ct_sgemm(CblasNoTrans, CblasTrans, (int)TB, (int)G, Il, 1.0f, X, Il, w[l].w_ih, Il, 0.0f, lc->gate, (int)G);
         }
         /* the steps, each worker with its share of the sequences */
-        lstm_fwd_job job = { .lc = lc, .w = &w[l], .wp = wp, .wp_ih = cv.wp_ih, .X = X, .len = len, .B = B, .T = T, .H = H,
+        lstm_fwd_job job = { .lc = lc, .w = &w[l], .wpf = wpf, .wp = wp, .wp_ih = cv.wp_ih, .X = X, .len = len, .B = B, .T = T, .H = H,
                              .Il = Il, .hard = hard, .parts = lstm_parts(B) };
         ct_parallel(job.parts, job.parts, lstm_recurrence_forward, &job);
     }
@@ -519,6 +548,7 @@ typedef struct {
     const int *len;
     int B, T, H, hard, top, parts;
     int keep_dz;                  /* dz of every step is needed after the loop (dX); else one step's, in cache */
+    int dwi_t;                    /* the workers sum dW_ih transposed, [Il, 4H] (4H a multiple of 64) */
     lstm_return ret;
 } lstm_bwd_job;
 
@@ -564,9 +594,15 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
                 ct_gemm_pack(pk, j->lc->h + ((size_t)t * B + b0) * H, H, 0, rows, H);
                 ct_gemm_packed((int)G, H, rows, dzt, (int)G, 1, pk, dwh, H, 1);
             }
-            /* dW_ih [4H, Il] += dz_t^T [4H, rows] x_t [rows, Il] */
-            ct_gemm_pack(pk, j->X + ((size_t)t * B + b0) * Il, Il, 0, rows, Il);
-            ct_gemm_packed((int)G, Il, rows, dzt, (int)G, 1, pk, dwi, Il, 1);
+            /* dW_ih [4H, Il] += dz_t^T [4H, rows] x_t [rows, Il]; where 4H is a multiple of 64, as
+             * dW_ih^T [Il, 4H] += x_t^T [Il, rows] dz_t [rows, 4H]: dz_t is read in place, and no
+             * panel is padded (with Il = 40 inputs, 64-column panels of x_t would be 38% zeros) */
+            if (j->dwi_t) {
+                ct_gemm_rowmajor(Il, (int)G, rows, j->X + ((size_t)t * B + b0) * Il, Il, 1, dzt, (int)G, dwi, (int)G, 1);
+            } else {
+                ct_gemm_pack(pk, j->X + ((size_t)t * B + b0) * Il, Il, 0, rows, Il);
+                ct_gemm_packed((int)G, Il, rows, dzt, (int)G, 1, pk, dwi, Il, 1);
+            }
         } else if (t > 0) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, H, (int)G, 1.0f, dzt, (int)G, j->w->w_hh, H,
                         1.0f, wv->dh + (size_t)b0 * H, H);
@@ -600,7 +636,7 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
         const float *X = l == 0 ? cv.x : cv.l[l - 1].h + BH;   /* [TB, Il]: the layer's input */
         lstm_bwd_job job = { .lc = lc, .wv = &wv, .w = &w[l], .wp = wp, .X = X, .Il = Il, .dout = dout, .len = len, .B = B,
                              .T = T, .H = H, .hard = hard, .top = top, .ret = d->ret, .parts = lstm_parts(B),
-                             .keep_dz = !wp || l > 0 || dx != NULL };
+                             .keep_dz = !wp || l > 0 || dx != NULL, .dwi_t = wp && G % CT_GEMM_NR == 0 };
         ct_parallel(job.parts, job.parts, lstm_recurrence_backward, &job);
         float *db = wv.db;                               /* partial sums, in part order */
         for (int p = 1; p < job.parts; p++)
@@ -610,7 +646,11 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
             for (int p = 0; p < job.parts; p++) {
                 const float *dwh = wv.dw + (size_t)p * wv.dw_floats, *dwi = dwh + G * H;
                 for (size_t i = 0; i < G * (size_t)H; i++) g[l].w_hh[i] += dwh[i];
-                for (size_t i = 0; i < G * (size_t)Il; i++) g[l].w_ih[i] += dwi[i];
+                if (job.dwi_t)   /* dwi is dW_ih^T [Il, 4H] */
+                    for (size_t n = 0; n < G; n++)
+                        for (int k = 0; k < Il; k++) g[l].w_ih[n * Il + k] += dwi[(size_t)k * G + n];
+                else
+                    for (size_t i = 0; i < G * (size_t)Il; i++) g[l].w_ih[i] += dwi[i];
             }
         } else {
             /* dW_hh [4H, H] += dz^T [4H, (T-1)B] h_prev [(T-1)B, H]   (step 0's h_prev is 0) */

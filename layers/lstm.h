@@ -10,8 +10,11 @@
  *   h_t = o * tanh(c_t)
  *   h_0 = c_0 = 0
  *
- * The input projection x_t W_ih^T + b_ih of ALL time steps is one sgemm
- * ([B*T, I] x [I, 4H]); only h_{t-1} W_hh^T is computed step by step.
+ * lstm.c explains how the work is organised: on AVX-512 each step's two
+ * products and its cell update are one register-tiled kernel
+ * (layers/lstm_fused.h, for H a multiple of 16) or two packed products and a
+ * cell loop; elsewhere the input projection of all steps is one sgemm and only
+ * h_{t-1} W_hh^T is computed step by step.
  *
  * Layout: x [B, T, I] (batch first, like Keras and batch_first=True), per layer
  * w_ih [4H, I_l] (I_0 = I, I_l = H above), w_hh [4H, H], b_ih [4H], b_hh [4H]
@@ -68,6 +71,10 @@ size_t ct_lstm_cache_floats(const lstm_dims *d);      /* forward state kept for 
 /* Scratch used by backward. It holds one region per worker: size it after the thread
  * count is set (core/threads.h), as every plan does. */
 size_t ct_lstm_workspace_floats(const lstm_dims *d);
+
+/* The forward step fused into one kernel (layers/lstm_fused.h) is used where it runs (AVX-512,
+ * H a multiple of 16) unless turned off here: for tests and benchmarks that compare the two. */
+void ct_lstm_set_fused(int on);
 
 /* out: [B, H] or [B, T, H] (see ret); cache [ct_lstm_cache_floats]; w [L]. */
 void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,

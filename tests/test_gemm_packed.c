@@ -9,22 +9,27 @@
 #include "tests/test.h"
 #include "layers/gemm_packed.h"
 
+/* trans_b = 2: B [K, N] row-major read in place (ct_gemm_rowmajor) instead of packed */
 static void one(int M, int N, int K, int trans_a, int trans_b, int acc, ct_rng *r)
 {
-    int lda = (trans_a ? M : K) + 3, ldb = (trans_b ? K : N) + 5, ldc = N + 2;   /* leading dimensions with slack */
-    float *A = t_alloc((size_t)(trans_a ? K : M) * lda), *B = t_alloc((size_t)(trans_b ? N : K) * ldb);
+    int lda = (trans_a ? M : K) + 3, ldb = (trans_b == 1 ? K : N) + 5, ldc = N + 2;   /* leading dimensions with slack */
+    float *A = t_alloc((size_t)(trans_a ? K : M) * lda), *B = t_alloc((size_t)(trans_b == 1 ? N : K) * ldb);
     float *C = t_alloc((size_t)M * ldc), *ref = t_alloc((size_t)M * ldc), *bp = t_alloc(ct_gemm_pack_floats(K, N));
     t_fill_uniform(A, (size_t)(trans_a ? K : M) * lda, -1, 1, r);
-    t_fill_uniform(B, (size_t)(trans_b ? N : K) * ldb, -1, 1, r);
+    t_fill_uniform(B, (size_t)(trans_b == 1 ? N : K) * ldb, -1, 1, r);
     t_fill_uniform(ref, (size_t)M * ldc, -1, 1, r);
     for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = acc || (int)(i % ldc) >= N ? ref[i] : NAN;   /* slack: untouched */
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda,
-                B, ldb, acc ? 1.0f : 0.0f, ref, ldc);
-    ct_gemm_pack(bp, B, ldb, trans_b, K, N);
-    ct_gemm_packed(M, N, K, A, lda, trans_a, bp, C, ldc, acc);
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b == 1 ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
+                lda, B, ldb, acc ? 1.0f : 0.0f, ref, ldc);
+    if (trans_b == 2) {
+        ct_gemm_rowmajor(M, N, K, A, lda, trans_a, B, ldb, C, ldc, acc);
+    } else {
+        ct_gemm_pack(bp, B, ldb, trans_b, K, N);
+        ct_gemm_packed(M, N, K, A, lda, trans_a, bp, C, ldc, acc);
+    }
     char what[96];
-    snprintf(what, sizeof what, "M %d N %d K %d, A%s B%s, %s", M, N, K, trans_a ? "^T" : "", trans_b ? "^T" : "",
-             acc ? "C +=" : "C =");
+    snprintf(what, sizeof what, "M %d N %d K %d, A%s B%s, %s", M, N, K, trans_a ? "^T" : "",
+             trans_b == 1 ? "^T" : trans_b == 2 ? " in place" : "", acc ? "C +=" : "C =");
     t_close(what, C, ref, (size_t)M * ldc, 2e-6);
     free(A); free(B); free(C); free(ref); free(bp);
 }
@@ -44,4 +49,10 @@ void suite_gemm_packed(void)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
                 for (int acc = 0; acc < 2; acc++) one(shapes[s][0], shapes[s][1], shapes[s][2], ta, tb, acc, &r);
+
+    t_case("gemm_packed/B read in place (ct_gemm_rowmajor) against OpenBLAS: N a multiple of 64, row tails, K of 1");
+    const int shapes_rm[][3] = { { 1, 64, 1 }, { 40, 512, 128 }, { 7, 128, 13 }, { 13, 192, 5 }, { 6, 64, 64 } };
+    for (size_t s = 0; s < sizeof shapes_rm / sizeof shapes_rm[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int acc = 0; acc < 2; acc++) one(shapes_rm[s][0], shapes_rm[s][1], shapes_rm[s][2], ta, 2, acc, &r);
 }

@@ -15,6 +15,7 @@
 #include "tests/test.h"
 #include "core/threads.h"
 #include "layers/lstm.h"
+#include "layers/lstm_fused.h"
 
 static const char *ret_name[] = { "last", "seq", "mean" };
 static const char *recur_name[] = { "sigmoid", "hard_sigmoid" };
@@ -152,7 +153,7 @@ static void suite_gradcheck(void)
     ct_rng rng;
     ct_rng_seed(&rng, 2024, 7);
     /* hand-picked awkward shapes */
-    struct { int B, T, I, H, L; lstm_return ret; lstm_recurrent rec; int len[4]; } fixed[] = {
+    struct { int B, T, I, H, L; lstm_return ret; lstm_recurrent rec; int len[8]; } fixed[] = {
         { 1, 1, 3, 5, 1, LSTM_RETURN_LAST,     LSTM_SIGMOID,      { 0 } },
         { 1, 1, 3, 5, 2, LSTM_RETURN_LAST,     LSTM_HARD_SIGMOID, { 0 } },
         { 1, 1, 2, 3, 1, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID,      { 0 } },
@@ -165,6 +166,11 @@ static void suite_gradcheck(void)
         { 2, 3, 7, 2, 1, LSTM_RETURN_MEAN,     LSTM_SIGMOID,      { 0 } },
         { 2, 4, 3, 4, 3, LSTM_RETURN_SEQUENCE, LSTM_HARD_SIGMOID, { 0 } },
         { 4, 3, 1, 1, 1, LSTM_RETURN_LAST,     LSTM_SIGMOID,      { 3, 1, 2, 3 } },
+        /* H a multiple of 16: the fused forward step on AVX-512 (layers/lstm_fused.h) */
+        { 2, 5, 3, 16, 1, LSTM_RETURN_LAST,     LSTM_SIGMOID,      { 5, 2 } },
+        { 3, 4, 3, 16, 1, LSTM_RETURN_SEQUENCE, LSTM_HARD_SIGMOID, { 4, 1, 3 } },
+        { 2, 4, 3, 16, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID,      { 4, 2 } },
+        { 7, 3, 2, 32, 1, LSTM_RETURN_MEAN,     LSTM_SIGMOID,      { 3, 1, 2, 3, 3, 2, 1 } },
     };
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
         lstm_dims d = { fixed[k].B, fixed[k].T, fixed[k].I, fixed[k].H, fixed[k].L, fixed[k].ret, fixed[k].rec };
@@ -404,8 +410,67 @@ static void suite_workers(void)
     rig_free(&ref);
 }
 
+/* The fused forward step (layers/lstm_fused.h: AVX-512, H a multiple of 16) against
+ * the plain one (two packed products, then the cell loop): out, dx and every
+ * parameter gradient. Batches of 13 and 7 rows leave partial register tiles;
+ * masked lengths, both recurrent activations, every return mode, two layers
+ * (the second layer's input is H wide), 1 and 2 threads. The fused kernel repeats
+ * the plain step's arithmetic operation for operation, so where the scalar cell
+ * code is compiled with FMA (a -march=native build on an FMA machine) the results
+ * must be bit for bit the same; the portable build's scalar code rounds products
+ * before adding them, and there they agree to float rounding. */
+static void suite_fused(void)
+{
+#if defined(__FMA__) && !defined(CT_PORTABLE)
+    const double tol = 0;
+#else
+    const double tol = 1e-5;
+#endif
+    struct { int B, T, I, H, L; lstm_return ret; lstm_recurrent rec; int threads; } cases[] = {
+        { 13, 7, 40, 16,  2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID,      1 },
+        { 13, 7, 40, 32,  1, LSTM_RETURN_LAST,     LSTM_HARD_SIGMOID, 2 },
+        { 7,  9, 5,  128, 1, LSTM_RETURN_MEAN,     LSTM_SIGMOID,      2 },
+        { 7,  5, 3,  48,  2, LSTM_RETURN_LAST,     LSTM_HARD_SIGMOID, 1 },
+    };
+    ct_rng rng;
+    ct_rng_seed(&rng, 4242, 3);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lstm_dims d = { cases[k].B, cases[k].T, cases[k].I, cases[k].H, cases[k].L, cases[k].ret, cases[k].rec };
+        if (!ct_lstm_fused_ok(d.H)) {
+            t_skip("lstm/fused forward step: this CPU has no AVX-512F, the fused step never runs here");
+            return;
+        }
+        t_case("lstm/fused forward step = plain step: B=%d T=%d I=%d H=%d L=%d ret=%s %s, %d thread%s, masked (tolerance %g)",
+               d.B, d.T, d.I, d.H, d.L, ret_name[d.ret], recur_name[d.recur], cases[k].threads,
+               cases[k].threads > 1 ? "s" : "", tol);
+        int len[13];
+        for (int b = 0; b < d.B; b++) len[b] = 1 + (int)ct_rng_below(&rng, (uint32_t)d.T);
+        len[0] = d.T;
+        ct_threads_set(cases[k].threads);   /* before sizing the workspace */
+        rig r;
+        rig_init(&r, &d, len, 0.7f, &rng);
+        size_t no = out_floats(&d), nx = (size_t)d.B * d.T * d.I, np = r.ps.numel;
+        ct_lstm_set_fused(0);
+        rig_backward(&r);
+        float *out0 = t_alloc(no), *dx0 = t_alloc(nx), *g0 = t_alloc(np);
+        memcpy(out0, r.out, no * sizeof *out0);
+        memcpy(dx0, r.dx, nx * sizeof *dx0);
+        memcpy(g0, r.ps.grad, np * sizeof *g0);
+        ct_lstm_set_fused(1);
+        for (size_t i = 0; i < ct_lstm_cache_floats(&d); i++) r.cache[i] = NAN;   /* every value must be written again */
+        rig_backward(&r);
+        ct_threads_set(1);
+        t_close("out", r.out, out0, no, tol);
+        t_close("dx", r.dx, dx0, nx, tol);
+        t_close("param grads", r.ps.grad, g0, np, tol);
+        free(out0); free(dx0); free(g0);
+        rig_free(&r);
+    }
+}
+
 void suite_lstm(void)
 {
+    suite_fused();
     suite_init();
     suite_contract();
     suite_workers();

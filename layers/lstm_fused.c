@@ -1,0 +1,205 @@
+/* lstm_fused.c - one LSTM forward step as a single AVX-512 kernel (see lstm_fused.h). */
+#include <string.h>
+#include "layers/lstm_fused.h"
+#include "layers/gemm_packed.h"
+#include "core/error.h"
+
+#define UB 16   /* hidden units per panel: 4 gates x 16 units = 64 columns = 4 AVX-512 registers */
+#define MR 6    /* rows per tile: 6 x 4 accumulators + 4 panel registers + 1 broadcast <= 32 registers */
+
+int ct_lstm_fused_ok(int H) { return H > 0 && H % UB == 0 && ct_gemm_packed_available(); }
+
+size_t ct_lstm_fused_pack_floats(int Il, int H) { return (size_t)(H / UB) * (size_t)(Il + H) * 4 * UB; }
+
+void ct_lstm_fused_pack(float *wp, const float *w_ih, const float *w_hh, int Il, int H)
+{
+    const int K = Il + H;
+    for (int u = 0; u < H / UB; u++)
+        for (int k = 0; k < K; k++) {
+            float *row = wp + ((size_t)u * K + k) * 4 * UB;          /* [4 gates][16 units] */
+            for (int q = 0; q < 4; q++)
+                for (int l = 0; l < UB; l++) {
+                    size_t n = (size_t)q * H + (size_t)u * UB + l;    /* row of W = [W_ih | W_hh] */
+                    row[q * UB + l] = k < Il ? w_ih[n * Il + k] : w_hh[n * H + (k - Il)];
+                }
+        }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CT_AVX512 __attribute__((target("avx512f,prfchw")))   /* prfchw: prefetch for writing (every AVX-512 CPU has it) */
+#define INLINE static inline __attribute__((always_inline)) CT_AVX512
+
+/* lstm.c's lstm_expf, 16 lanes at a time, operation for operation: clamp to
+ * [-87, 88], k = round(x / ln 2), r = x - k ln 2 (ln 2 in two parts), e^r from
+ * the degree-6 polynomial, times 2^k built in the exponent bits. */
+INLINE __m512 v_exp(__m512 x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);   /* a NaN stays a NaN: max/min return the second operand then */
+    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    __m512 k = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+    __m512 r = _mm512_fmadd_ps(k, _mm512_set1_ps(-0.693359375f), x);
+    r = _mm512_fmadd_ps(k, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(k), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+INLINE __m512 v_neg(__m512 x) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))); }
+/* 1 / (1 + e^-x) */
+INLINE __m512 v_sigmoid(__m512 x)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_div_ps(one, _mm512_add_ps(one, v_exp(v_neg(x))));
+}
+/* 1 - 2 / (1 + e^2x) */
+INLINE __m512 v_tanh(__m512 x)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(one, v_exp(_mm512_mul_ps(_mm512_set1_ps(2.0f), x)))));
+}
+/* Keras 2's hard sigmoid: clamp(0.2 x + 0.5, 0, 1) */
+INLINE __m512 v_hard_sigmoid(__m512 x)
+{
+    __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(0.2f), x, _mm512_set1_ps(0.5f));
+    y = _mm512_max_ps(_mm512_setzero_ps(), y);
+    return _mm512_min_ps(_mm512_set1_ps(1.0f), y);
+}
+
+/* One tile: rows [0, MROWS) of the step, units [16u, 16u + 16) (every pointer already
+ * at the tile's first row and, for gate/c/tc/h/cp/biases, its first unit). MROWS and
+ * HARD are constants at each call, so the 24 accumulators live in registers. */
+INLINE void tile(const int MROWS, const int HARD, int Il, int H, const float *restrict x, const float *restrict hp,
+                 const float *restrict cp, const float *restrict panel, const float *restrict b_ih,
+                 const float *restrict b_hh, float *restrict gate, float *restrict c, float *restrict tc, float *restrict h)
+{
+    __m512 acc[MR][4];
+    /* The tile's outputs are fresh memory (each step writes new rows of the cache): ask for
+     * their 7 cache lines per row now, for writing, so that the stores at the end do not
+     * wait on memory while the products run. */
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++) {
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) __builtin_prefetch(gate + (size_t)i * 4 * H + (size_t)q * H, 1, 3);
+        __builtin_prefetch(c + (size_t)i * H, 1, 3);
+        __builtin_prefetch(tc + (size_t)i * H, 1, 3);
+        __builtin_prefetch(h + (size_t)i * H, 1, 3);
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) acc[i][q] = _mm512_setzero_ps();
+    /* z = x_t W_ih^T: k over the input */
+    for (int k = 0; k < Il; k++) {
+        __m512 b[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) b[q] = _mm512_loadu_ps(panel + (size_t)k * 4 * UB + q * UB);
+#pragma GCC unroll 6
+        for (int i = 0; i < MROWS; i++) {
+            const __m512 a = _mm512_set1_ps(x[(size_t)i * Il + k]);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) acc[i][q] = _mm512_fmadd_ps(a, b[q], acc[i][q]);
+        }
+    }
+    /* z += h_{t-1} W_hh^T: k over the hidden state (nothing at t = 0) */
+    if (hp) {
+        const float *ph = panel + (size_t)Il * 4 * UB;
+        for (int k = 0; k < H; k++) {
+            __m512 b[4];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) b[q] = _mm512_loadu_ps(ph + (size_t)k * 4 * UB + q * UB);
+#pragma GCC unroll 6
+            for (int i = 0; i < MROWS; i++) {
+                const __m512 a = _mm512_set1_ps(hp[(size_t)i * H + k]);
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) acc[i][q] = _mm512_fmadd_ps(a, b[q], acc[i][q]);
+            }
+        }
+    }
+    /* the cell, as lstm.c's lstm_cell_forward: (z + b_ih) + b_hh, gates, c_t = f c_{t-1} + i g
+     * (two products, then their sum), h_t = o tanh(c_t) */
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++) {
+        __m512 z[4], y[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            z[q] = _mm512_add_ps(_mm512_add_ps(acc[i][q], _mm512_loadu_ps(b_ih + (size_t)q * H)), _mm512_loadu_ps(b_hh + (size_t)q * H));
+        y[0] = HARD ? v_hard_sigmoid(z[0]) : v_sigmoid(z[0]);
+        y[1] = HARD ? v_hard_sigmoid(z[1]) : v_sigmoid(z[1]);
+        y[2] = v_tanh(z[2]);
+        y[3] = HARD ? v_hard_sigmoid(z[3]) : v_sigmoid(z[3]);
+        const __m512 ct = _mm512_add_ps(_mm512_mul_ps(y[1], _mm512_loadu_ps(cp + (size_t)i * H)), _mm512_mul_ps(y[0], y[2]));
+        const __m512 tct = v_tanh(ct);
+        float *g = gate + (size_t)i * 4 * H;
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) _mm512_storeu_ps(g + (size_t)q * H, y[q]);
+        _mm512_storeu_ps(c + (size_t)i * H, ct);
+        _mm512_storeu_ps(tc + (size_t)i * H, tct);
+        _mm512_storeu_ps(h + (size_t)i * H, _mm512_mul_ps(y[3], tct));
+    }
+}
+
+/* All tiles of one step, for one recurrent activation (HARD constant per instance). */
+INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
+                 const float *wp, const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
+{
+    const size_t G = 4 * (size_t)H;
+    for (int u = 0; u < H / UB; u++) {   /* one unit block's panel stays in cache over all row tiles */
+        const float *panel = wp + (size_t)u * (size_t)(Il + H) * 4 * UB;
+        const size_t o = (size_t)u * UB;
+        int i = 0;
+#define TILE(R) tile(R, HARD, Il, H, x + (size_t)i * Il, hprev ? hprev + (size_t)i * H : NULL, cprev + (size_t)i * H + o, \
+                     panel, b_ih + o, b_hh + o, gate + (size_t)i * G + o, c + (size_t)i * H + o, tc + (size_t)i * H + o, \
+                     h + (size_t)i * H + o)
+        for (; i + MR <= rows; i += MR) TILE(MR);
+        switch (rows - i) {
+        case 1: TILE(1); break;
+        case 2: TILE(2); break;
+        case 3: TILE(3); break;
+        case 4: TILE(4); break;
+        case 5: TILE(5); break;
+        default: break;
+        }
+#undef TILE
+    }
+}
+
+static CT_AVX512 __attribute__((noinline))
+void step_sigmoid(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
+                  const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
+{ step(0, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
+
+static CT_AVX512 __attribute__((noinline))
+void step_hard(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
+               const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
+{ step(1, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
+
+void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
+                        const float *wp, const float *b_ih, const float *b_hh,
+                        float *gate, float *c, float *tc, float *h, int hard)
+{
+    CT_ASSERT(ct_lstm_fused_ok(H) && Il >= 1);
+    if (rows < 1) return;
+    if (hard) step_hard(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+    else      step_sigmoid(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+}
+
+#else   /* not x86-64: ct_lstm_fused_ok() is 0 (ct_gemm_packed_available() is), lstm.c never calls this */
+
+void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
+                        const float *wp, const float *b_ih, const float *b_hh,
+                        float *gate, float *c, float *tc, float *h, int hard)
+{
+    (void)rows; (void)Il; (void)H; (void)x; (void)hprev; (void)cprev; (void)wp; (void)b_ih; (void)b_hh;
+    (void)gate; (void)c; (void)tc; (void)h; (void)hard;
+    CT_ASSERT(0);
+}
+
+#endif

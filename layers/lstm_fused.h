@@ -1,0 +1,47 @@
+/* lstm_fused.h - one LSTM forward step as a single AVX-512 kernel: both gate
+ * products and the cell update, while the gates are still in registers.
+ *
+ * The plain forward step (layers/lstm.c) is three passes over the step's rows:
+ * z = x_t W_ih^T into the gate rows, z += h_{t-1} W_hh^T (the rows read back and
+ * written again), then the cell loop reads z once more to make i, f, g, o, c_t,
+ * tanh(c_t) and h_t. Here one register tile does it all: 6 rows by the four
+ * gates (i, f, g, o) of 16 hidden units, summed over k = 0 .. Il+H-1 of the
+ * stacked input [x_t | h_{t-1}], then biases, activations and the cell update
+ * applied to the 24 accumulators before anything is stored.
+ *
+ * For the four gates of one unit to land in one tile, the weights are packed
+ * per unit block: panel u (units 16u .. 16u+15) holds, for each k of the
+ * stacked input, the 64 values W[q H + 16u + l][k] for q = 0..3 (i, f, g, o)
+ * and l = 0..15, where W = [W_ih | W_hh] is [4H, Il + H]:
+ * [H/16 panels][Il + H][64]. The gate rows in memory keep lstm.c's layout
+ * (i, f, g, o each H wide), so the backward pass is unchanged.
+ *
+ * Arithmetic: every accumulator sums k in order 0 .. Il-1 then Il .. Il+H-1,
+ * as the two separate products do, and the cell math is lstm.c's, operation
+ * for operation (the same exp polynomial, divisions, fused and unfused
+ * multiply-adds), so on a build whose scalar code uses FMA (-march=native on
+ * any AVX-512 CPU) the results are bit for bit the plain step's. The portable
+ * build's scalar code rounds each product before adding; there the two paths
+ * agree to float rounding (tests/test_lstm.c checks both ways).
+ *
+ * Needs AVX-512F (ct_gemm_packed_available()) and H a multiple of 16.
+ */
+#ifndef CT_LSTM_FUSED_H
+#define CT_LSTM_FUSED_H
+#include <stddef.h>
+
+/* 1 when the fused step runs for hidden size H on this CPU. */
+int    ct_lstm_fused_ok(int H);
+/* Floats of the packed [W_ih | W_hh] of one layer with input size Il. */
+size_t ct_lstm_fused_pack_floats(int Il, int H);
+/* Packs w_ih [4H, Il] and w_hh [4H, H] (row-major, PyTorch's layout) into wp. */
+void   ct_lstm_fused_pack(float *wp, const float *w_ih, const float *w_hh, int Il, int H);
+/* One step for `rows` consecutive sequences (row-major blocks, one row per sequence):
+ *   x [rows, Il], hprev [rows, H] (NULL at t = 0: h_{-1} = 0), cprev [rows, H]
+ *   writes gate [rows, 4H] (i, f, g, o after their activations), c, tc = tanh(c), h [rows, H].
+ * hard: Keras's hard sigmoid for i, f, o instead of the sigmoid. */
+void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
+                          const float *wp, const float *b_ih, const float *b_hh,
+                          float *gate, float *c, float *tc, float *h, int hard);
+
+#endif
