@@ -13,7 +13,7 @@
 #   it on purpose). Then `ctrain time --compare` of the runs and the ratios of
 #   training samples/s; on a machine where Debian's torch.cuda.is_available(),
 #   PyTorch with cuDNN too. Every run writes its JSON under bench/results/ as
-#   HOST-MODEL-DEVICE.json (ctrain; also HOST-MODEL.svg) and
+#   HOST-MODEL-DEVICE.json (ctrain; also HOST-MODEL.svg; HOST is $CTRAIN_BENCH_NAME when set) and
 #   HOST-MODEL-torch-VERSION-cpu.json (PyTorch); the closing table is also
 #   written as HOST-summary.json;
 #   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step, with
@@ -29,7 +29,9 @@ if [ -z "$ctrain" ]; then
   if [ -x "$build/ctrain" ]; then ctrain=$build/ctrain; else ctrain=bin/ctrain; fi
 fi
 results=bench/results
-host=$(hostname -s 2>/dev/null || hostname)
+# the results' file names start with CTRAIN_BENCH_NAME, default the host name: name each kind of
+# machine apart (CTRAIN_BENCH_NAME=zen4) to keep its results beside another's
+host=${CTRAIN_BENCH_NAME:-$(hostname -s 2>/dev/null || hostname)}
 mkdir -p "$results" || exit 1
 
 echo "== FP32 FMA peak and sgemm peak ($threads threads)"

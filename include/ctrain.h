@@ -51,6 +51,7 @@ extern "C" {
 #include "layers/gemm_packed.h"
 #include "layers/loss.h"
 #include "layers/lstm.h"
+#include "layers/lstm_fused.h"
 #include "layers/optim.h"
 #include "layers/pair.h"
 #include "layers/pool.h"
