@@ -39,6 +39,9 @@ ct_status cli_open_device(const char *spec, int tf32, int deterministic, const s
     "  --tf32                GPU: allow TensorFloat-32 matrix products and convolutions (Ampere and newer;\n" \
     "                        faster, about 1e-3 relative error per product; default: pure FP32)\n" \
     "  --deterministic       GPU: deterministic cuDNN convolution algorithms only\n"
+/* Under mpirun, a plain "gpu" (or "cuda") means each rank's own GPU of its machine: gpu:LOCAL_RANK,
+ * written into buf. Any other spec, or one process without MPI: spec itself. */
+const char *cli_rank_device(const char *spec, char *buf, size_t cap);
 /* The folder of a device's TensorBoard files under --logdir: "cpu", "gpu" (gpu:0) or "gpuN". */
 void cli_device_folder(const char *spec, char *out, size_t cap);
 /* `ctrain time --device LIST`: the names (cpu, gpu, gpu:N; cuda is gpu), checked, none twice, at most max. */

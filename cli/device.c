@@ -117,6 +117,13 @@ ct_status cli_device_list(const char *list, char names[][32], int max, int *n)
 
 
 
+const char *cli_rank_device(const char *spec, char *buf, size_t cap)
+{
+    if (!cli_dist.mpi || (strcmp(spec, "gpu") && strcmp(spec, "cuda"))) return spec;
+    snprintf(buf, cap, "gpu:%d", cli_dist.local_rank);
+    return buf;
+}
+
 void cli_device_folder(const char *spec, char *out, size_t cap)
 {
     int index = -1;

@@ -306,6 +306,11 @@ int cmd_time(int argc, char **argv)
     ct_status st = parse_options(&o, &w, argc - 1, argv + 1, &help_asked);
     if (help_asked) { time_help(stdout); free(w.cfg); return 0; }
     if (st == CT_OK) st = cli_device_list(o.devices, devices, MAX_DEVICES, &n_dev);
+    for (int i = 0; st == CT_OK && i < n_dev; i++) {   /* under mpirun, "gpu" is each rank's own GPU: gpu:LOCAL_RANK */
+        char own[32];
+        const char *dev = cli_rank_device(devices[i], own, sizeof own);
+        if (dev == own) memcpy(devices[i], own, sizeof own);
+    }
     if (st == CT_OK && o.json && !*o.json) st = ct_fail(CT_EINVAL, "--json needs a file name");
     if (st == CT_OK && o.logdir && !*o.logdir) st = ct_fail(CT_EINVAL, "--logdir needs a directory name");
     if (st == CT_OK) ct_interrupt_install();   /* from here a signal stops the run cleanly */

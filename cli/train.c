@@ -137,10 +137,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     int rc = parse(d, cfg, &o, &rm, argc, argv), have_net = 0;
     ct_status st = CT_OK;
     static char rank_gpu[32];
-    if (rc == 0 && cli_dist.mpi && o.device && !strcmp(o.device, "gpu")) {   /* each rank on its own GPU of its machine */
-        snprintf(rank_gpu, sizeof rank_gpu, "gpu:%d", cli_dist.local_rank);
-        o.device = rank_gpu;
-    }
+    if (rc == 0 && o.device) o.device = cli_rank_device(o.device, rank_gpu, sizeof rank_gpu);   /* each rank on its own GPU */
     if (rc == 0 && (st = cli_finish_train_opts(&o, &fitc, d->train.optimizer)) != CT_OK) {
         if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;

@@ -281,6 +281,12 @@ void suite_mpi(void)
     t_check(strstr(out, "cpu: scaling efficiency ") && strstr(out, "(the same cores)"), "no scaling efficiency: %s", out);
     t_check(count(out, "Protocol: smoke") == 1, "only rank 0 prints: %s", out);
 
+    t_case("mpi/ctrain time --device gpu under mpirun: each rank asks for its own GPU, gpu:LOCAL_RANK");
+    snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s time cnn --device gpu --protocol smoke --epochs 2 --threads 1", mpirun, bin);
+    rc = run_sh(cmd, out, sizeof out);
+    /* no GPU here: rank 0's row names the device it asked for (rank 1 prints nothing); with a GPU, it trains on it */
+    t_check(strstr(out, "devices gpu") && strstr(out, "gpu:0") && !strstr(out, "gpu:1"), "rank 0 did not ask for gpu:0: %s", out);
+
     t_case("mpi/a diverging loss stops every rank alike, with one line");
     snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s train siamese-lstm --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --epochs 3 "
              "--batch 16 --frames 10 --mels 6 --hidden 8 --embed 4 --threads 1 --optimizer sgd --lr 1000 --no-progress", mpirun, bin);
