@@ -55,6 +55,12 @@ const char *t_scratch_dir(void);
 /* $CTRAIN_BIN (bin/ctrain if unset) as an absolute path, quoted for the shell. */
 const char *t_ctrain_bin(void);
 
+/* A feature store DIR/feats.h5 of 12 synthetic speakers (6 utterances each, 24-40 frames
+ * of 8 mels) with VoxCeleb-style paths, and a trial list DIR/trials.txt of every pair of
+ * the last 4 speakers' utterances; their paths in feats and trials (cap bytes each).
+ * Returns 1, or 0 after a failed check (tests/speaker_fixture.c). */
+int    t_speaker_data(const char *dir, char *feats, char *trials, size_t cap);
+
 /* Helpers for building test inputs from a fixed seed. */
 void   t_fill_uniform(float *x, size_t n, float lo, float hi, ct_rng *r);
 float *t_alloc(size_t n);                         /* zeroed, never NULL */

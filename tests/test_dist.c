@@ -16,6 +16,7 @@
  * them they report SKIP with the reason. mpirun runs with --oversubscribe (2 ranks on
  * any machine) and, as root, --allow-run-as-root. */
 #include <hdf5.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,31 @@ void suite_mpi(void)
     rc = run_sh(cmd, out, sizeof out);
     /* no GPU here: rank 0's row names the device it asked for (rank 1 prints nothing); with a GPU, it trains on it */
     t_check(strstr(out, "devices gpu") && strstr(out, "gpu:0") && !strstr(out, "gpu:1"), "rank 0 did not ask for gpu:0: %s", out);
+
+    t_case("mpi/val_eer on a trial list: the ranks share the utterances, the number is one process's");
+    {
+        /* the 2-rank run's val_eer after its last epoch against `ctrain eval` of the weights it wrote, in one
+         * process: the same trials, the same weights, embedded whole in both */
+        char feats[600], trials[600];
+        if (t_speaker_data(dir, feats, trials, sizeof feats)) {
+            snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s train siamese-lstm --data %s --trials %s --pairs 128 --val-pairs 32 "
+                     "--epochs 2 --batch 16 --hidden 16 --embed 8 --frames 20 --mels 8 --threads 1 --no-progress --no-run-dir "
+                     "--out %s/eer2.h5 --csv %s/eer2.csv > %s/eer2.log 2>&1 && %s eval siamese-lstm --weights %s/eer2.h5 "
+                     "--data %s --trials %s --threads 1 --json %s/eer1.json > %s/eer1.log 2>&1 && tail -1 %s/eer2.csv && "
+                     "grep '\"eer\"' %s/eer1.json || { cat %s/eer2.log %s/eer1.log; exit 1; }", mpirun, bin, feats, trials, dir,
+                     dir, dir, bin, dir, feats, trials, dir, dir, dir, dir, dir, dir);
+            rc = run_sh(cmd, out, sizeof out);
+            t_check(rc == 0, "exit %d: %s", rc, out);
+            /* the CSV's last line: epoch,loss,accuracy,val_loss,val_accuracy,val_eer,...; the JSON: "eer": X */
+            double eer2 = -1, eer1 = -2;
+            const char *line = out, *js = strstr(out, "\"eer\"");
+            for (int f = 0; f < 5 && line; f++) line = strchr(line + 1, ',');
+            if (line) eer2 = atof(line + 1);
+            if (js && (js = strchr(js, ':'))) eer1 = atof(js + 1);
+            t_check(eer2 >= 0 && fabs(eer2 - eer1) < 5e-7, "val_eer of 2 ranks %.6f, eval in one process %.6f: %s", eer2, eer1, out);
+            printf("  val_eer with 2 ranks %.6f, ctrain eval in one process %.6f\n", eer2, eer1);
+        }
+    }
 
     t_case("mpi/a diverging loss stops every rank alike, with one line");
     snprintf(cmd, sizeof cmd, "timeout 120 %s -np 2 %s train siamese-lstm --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --epochs 3 "

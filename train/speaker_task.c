@@ -244,16 +244,17 @@ static ct_status load_state(void *ctx, hid_t f)
 
 /* val_eer on the trial list, after validation. Evaluating embeds utterances
  * with the model's embedding memory (speaker_model.plan_embed), so the training
- * activations and the data pipeline are untouched. */
+ * activations and the data pipeline are untouched. Under mpirun the ranks share
+ * the utterances and every rank gets the whole list's number (train/verify.h). */
 static void end_epoch(void *ctx, int epoch, ct_epoch_log *log)
 {
     speaker_task *s = ctx;
     (void)epoch;
-    double eer = -1;
-    ct_status st = ct_verify_trials(&s->m, s->c, s->cfg.trials, s->cfg.n_trials, s->cfg.trial_batch, s->cfg.trial_max_frames,
-                                    &eer, NULL, NULL);
-    if (st == CT_OK) log->val_eer = eer;
-    else if (st != CT_EINTR)   /* a signal: ct_fit abandons the epoch's close and validates it again on resume */
+    ct_verify_result r;
+    ct_status st = ct_verify_trials_dist(&s->m, s->c, s->cfg.trials, s->cfg.n_trials, s->cfg.trial_batch,
+                                         s->cfg.trial_max_frames, s->cfg.dist, &r, NULL);   /* shared among the ranks */
+    if (st == CT_OK) log->val_eer = r.eer;
+    else if (st != CT_EINTR && ct_dist_is_root(s->cfg.dist))   /* a signal: ct_fit abandons the epoch's close and validates it again on resume */
         fprintf(stderr, "warning: val_eer not computed: %s\n", ct_last_error());
 }
 

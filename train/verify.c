@@ -7,6 +7,7 @@
 #include "train/verify.h"
 #include "core/interrupt.h"
 #include "layers/pair.h"
+#include "train/dist.h"
 #include "train/train.h"
 
 /* ---- the ROC ----------------------------------------------------------------- */
@@ -246,10 +247,45 @@ ct_status ct_embed_utterances(speaker_model *m, const ct_corpus *c, const int *u
     return st;
 }
 
+/* emb [n, D] of utts [n], shared among the ranks of d (see ct_verify_trials_dist). */
+static ct_status embed_shared(speaker_model *m, const ct_corpus *c, const int *utts, int n, int batch, int max_frames,
+                              ct_dist *d, float *emb, int *batch_used)
+{
+    const int ranks = ct_dist_ranks(d);
+    if (ranks <= 1) return ct_embed_utterances(m, c, utts, n, batch, max_frames, emb, batch_used);
+    const size_t D = (size_t)m->embed_dim;
+    utt_len *order = ct_malloc((size_t)n * sizeof *order, "embedding order");
+    int *mine = ct_malloc((size_t)n * sizeof *mine, "embedding order");         /* this rank's utterances */
+    int *pos = ct_malloc((size_t)n * sizeof *pos, "embedding order");           /* and their rows in emb */
+    float *e = ct_malloc(((size_t)n / ranks + 1) * D * sizeof *e, "embeddings"); /* [mine, D] */
+    ct_status st = order && mine && pos && e ? CT_OK : CT_ENOMEM;
+    int k = 0;
+    if (st == CT_OK) {
+        for (int j = 0; j < n; j++) order[j] = (utt_len){ j, c->utt[utts[j]].frames, utts[j] };
+        qsort(order, (size_t)n, sizeof *order, by_len_desc);   /* long and short ones on every rank alike */
+        for (int j = d->rank; j < n; j += ranks) { mine[k] = order[j].utt; pos[k++] = order[j].pos; }
+        st = ct_embed_utterances(m, c, mine, k, batch, max_frames, e, batch_used);
+    }
+    if (st == CT_OK) {
+        memset(emb, 0, (size_t)n * D * sizeof *emb);
+        for (int j = 0; j < k; j++) memcpy(emb + (size_t)pos[j] * D, e + (size_t)j * D, D * sizeof *e);
+    }
+    free(order); free(mine); free(pos); free(e);
+    st = ct_dist_agree(d, st);   /* every rank embedded its share, or every rank stops */
+    if (st == CT_OK) st = ct_dist_sum_f32(d, emb, (size_t)n * D, "the trial list's embeddings");
+    return st;
+}
+
 /* ---- evaluating a trial list ---------------------------------------------------- */
 
 ct_status ct_verify_trials_ex(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
                               ct_verify_result *res, float *scores)
+{
+    return ct_verify_trials_dist(m, c, t, n, batch, max_frames, NULL, res, scores);
+}
+
+ct_status ct_verify_trials_dist(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+                                ct_dist *dist, ct_verify_result *res, float *scores)
 {
     double t0 = ct_now();
     ct_verify_result R = { 0 };
@@ -288,7 +324,7 @@ ct_status ct_verify_trials_ex(speaker_model *m, const ct_corpus *c, const ct_tri
     }
     if (st == CT_OK) {
         emb = ct_malloc((size_t)nu * m->embed_dim * sizeof *emb, "verification embeddings");   /* [nu, D] */
-        st = emb ? ct_embed_utterances(m, c, utts, nu, batch, max_frames, emb, &R.batch_used) : CT_ENOMEM;
+        st = emb ? embed_shared(m, c, utts, nu, batch, max_frames, dist, emb, &R.batch_used) : CT_ENOMEM;
     }
     if (st == CT_OK) {
         int D = m->embed_dim;

@@ -115,5 +115,16 @@ ct_status ct_verify_trials(speaker_model *m, const ct_corpus *c, const ct_trial 
 /* The same with everything it measured; scores [n] (may be NULL) receives each trial's score. */
 ct_status ct_verify_trials_ex(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
                               ct_verify_result *res, float *scores);
+/* ct_verify_trials_ex on the ranks of a data-parallel run (train/dist.h; NULL or one rank:
+ * ct_verify_trials_ex itself). Every rank calls it with the same arguments. The utterances,
+ * in order of decreasing length, are dealt out to the ranks in turn; each rank embeds its
+ * own, a sum over the ranks (every other rank contributes zeros to a row) gives every rank
+ * every embedding, and every rank scores the whole list, so all of them return the same
+ * numbers. An utterance's embedding does not depend on which others share its batch, so
+ * these are the numbers of one process. res->batch_used is this rank's. A failure on any
+ * rank fails every rank, with that rank's message. */
+struct ct_dist;
+ct_status ct_verify_trials_dist(speaker_model *m, const ct_corpus *c, const ct_trial *t, int n, int batch, int max_frames,
+                                struct ct_dist *d, ct_verify_result *res, float *scores);
 
 #endif
