@@ -96,28 +96,21 @@ INLINE void tile(const int MROWS, const int HARD, int Il, int H, const float *re
     for (int i = 0; i < MROWS; i++)
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++) acc[i][q] = _mm512_setzero_ps();
-    /* z = x_t W_ih^T: k over the input */
-    for (int k = 0; k < Il; k++) {
-        __m512 b[4];
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) b[q] = _mm512_loadu_ps(panel + (size_t)k * 4 * UB + q * UB);
-#pragma GCC unroll 6
-        for (int i = 0; i < MROWS; i++) {
-            const __m512 a = _mm512_set1_ps(x[(size_t)i * Il + k]);
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) acc[i][q] = _mm512_fmadd_ps(a, b[q], acc[i][q]);
-        }
-    }
-    /* z += h_{t-1} W_hh^T: k over the hidden state (nothing at t = 0) */
-    if (hp) {
-        const float *ph = panel + (size_t)Il * 4 * UB;
-        for (int k = 0; k < H; k++) {
+    /* z = [x_t | h_{t-1}] [W_ih | W_hh]^T: k over the input, then over the hidden state
+     * (h_{-1} = 0: nothing to add at t = 0); the panel's rows follow the same k */
+    const float *seg[2] = { x, hp };
+    const size_t ld[2] = { (size_t)Il, (size_t)H };
+    const int len[2] = { Il, hp ? H : 0 };
+    const float *pk = panel;
+    for (int sg = 0; sg < 2; sg++) {
+        const float *restrict A = seg[sg];
+        for (int k = 0; k < len[sg]; k++, pk += 4 * UB) {
             __m512 b[4];
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) b[q] = _mm512_loadu_ps(ph + (size_t)k * 4 * UB + q * UB);
+            for (int q = 0; q < 4; q++) b[q] = _mm512_loadu_ps(pk + q * UB);
 #pragma GCC unroll 6
             for (int i = 0; i < MROWS; i++) {
-                const __m512 a = _mm512_set1_ps(hp[(size_t)i * H + k]);
+                const __m512 a = _mm512_set1_ps(A[(size_t)i * ld[sg] + k]);
 #pragma GCC unroll 4
                 for (int q = 0; q < 4; q++) acc[i][q] = _mm512_fmadd_ps(a, b[q], acc[i][q]);
             }
@@ -172,12 +165,12 @@ INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const 
 }
 
 static CT_AVX512 __attribute__((noinline))
-void step_sigmoid(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
+void fused_step_sigmoid(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
                   const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
 { step(0, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
 
 static CT_AVX512 __attribute__((noinline))
-void step_hard(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
+void fused_step_hard(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
                const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
 { step(1, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
 
@@ -187,8 +180,8 @@ void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hp
 {
     CT_ASSERT(ct_lstm_fused_ok(H) && Il >= 1);
     if (rows < 1) return;
-    if (hard) step_hard(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
-    else      step_sigmoid(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+    if (hard) fused_step_hard(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+    else      fused_step_sigmoid(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
 }
 
 #else   /* not x86-64: ct_lstm_fused_ok() is 0 (ct_gemm_packed_available() is), lstm.c never calls this */
