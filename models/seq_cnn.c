@@ -276,6 +276,14 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
         while (owner >= 0 && m->layer[owner].kind == SEQ_FLATTEN) owner--;
         l->in_place = owner >= 0 && !is_activation(m->layer[owner].kind) && m->layer[owner].kind != SEQ_DROPOUT;
     }
+    /* relu, then maxpool: max commutes with relu (relu(max x) = max(relu x); the window's
+     * first maximum gets the gradient either way, and where the maximum is <= 0 every
+     * gradient is 0 either way), so the relu runs after the pool, on a map kH kW times
+     * smaller, with the same numbers. Only for an in-place relu: its input is then the
+     * pool's input as it was. */
+    for (int i = 0; i + 1 < m->n; i++)
+        if (m->layer[i].kind == SEQ_RELU && m->layer[i].in_place && m->layer[i + 1].kind == SEQ_MAXPOOL)
+            m->layer[i].relu_after_pool = m->layer[i + 1].relu_after_pool = 1;
     CT_TRY(ct_params_alloc(&m->params));
     CT_TRY(ct_params_alloc(&m->buffers));
     m->ops = &ct_ops_cpu;
@@ -491,6 +499,11 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
         case SEQ_MAXPOOL: {
             maxpool2d_dims pd = pool_dims(l, N);
             ops->maxpool2d_forward(l->out, l->argmax, in, &pd);
+            if (l->relu_after_pool) {   /* the relu written before this pool (layer i - 1), on the pooled map */
+                ct_prof_lap(p, ops, &p->fwd[i]);
+                ops->relu_forward(l->out, l->out, n_out);
+                ct_prof_lap(p, ops, &p->fwd[i - 1]);
+            }
             break;
         }
         case SEQ_GAP:
@@ -516,7 +529,7 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
                                    ct_dparams_data(P, l->bn.beta), &bd, train);
             break;
         }
-        case SEQ_RELU: ops->relu_forward(l->out, in, n_out); break;
+        case SEQ_RELU: if (!l->relu_after_pool) ops->relu_forward(l->out, in, n_out); break;   /* else: the next layer runs it */
         case SEQ_TANH: ops->tanh_forward(l->out, in, n_out); break;
         case SEQ_SIGMOID: ops->sigmoid_forward(l->out, in, n_out); break;
         }
@@ -568,6 +581,10 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
             break;
         case SEQ_MAXPOOL: {
             maxpool2d_dims pd = pool_dims(l, N);
+            if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
+                ops->relu_backward(cur, cur, l->out, n_out);
+                ct_prof_lap(p, ops, &p->bwd[i - 1]);
+            }
             ops->maxpool2d_backward(dst, cur, l->argmax, &pd);
             cur = dst;
             break;
@@ -592,7 +609,7 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
             cur = dst;
             break;
         }
-        case SEQ_RELU: ops->relu_backward(cur, cur, l->out, n_out); break;
+        case SEQ_RELU: if (!l->relu_after_pool) ops->relu_backward(cur, cur, l->out, n_out); break;   /* else: done by the pool */
         case SEQ_TANH: ops->tanh_backward(cur, cur, l->out, n_out); break;
         case SEQ_SIGMOID: ops->sigmoid_backward(cur, cur, l->out, n_out); break;
         }

@@ -92,6 +92,8 @@ typedef struct {
     int units;                      /* dense */
     float p;                        /* dropout */
     int in_place;                   /* elementwise layer writing over its input */
+    int relu_after_pool;            /* a relu right before a maxpool: it runs after the pool, on the pooled map
+                                     * (relu(max x) = max(relu x), gradients too); on the maxpool: it runs that relu */
     conv2d_ids conv;
     dense_ids dense;
     batchnorm_ids bn;

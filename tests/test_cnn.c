@@ -204,6 +204,43 @@ static void modes(void)
     ct_seq_cnn_free(&m);
 }
 
+/* A relu right before a maxpool runs after it, on the pooled map (models/seq_cnn.c): the
+ * same network with the relu run where the spec puts it must give the same loss, logits
+ * and gradients, bit for bit. Inputs mostly negative, so that some pooling windows hold
+ * no positive value (their gradient is 0 either way) and ties at 0 occur. */
+static void relu_after_pool(void)
+{
+    const char *spec = "conv4k3,relu,maxpool2,conv4k3p1,batchnorm,relu,maxpool2s1,flatten,dense5";
+    t_case("cnn/relu moved after the maxpool it precedes: loss, logits and every gradient bit for bit (%s)", spec);
+    seq_cnn a, b;
+    if (!t_check(ct_seq_cnn_build(&a, spec, 1, 10, 9, 5) == CT_OK && ct_seq_cnn_plan(&a, 6) == CT_OK &&
+                 ct_seq_cnn_build(&b, spec, 1, 10, 9, 5) == CT_OK && ct_seq_cnn_plan(&b, 6) == CT_OK, "build: %s", ct_last_error()))
+        return;
+    int moved = 0;
+    for (int i = 0; i < b.n; i++) { moved += a.layer[i].relu_after_pool; b.layer[i].relu_after_pool = 0; }
+    t_check(moved == 4, "the two relu,maxpool pairs should be marked (%d layers marked)", moved);
+    ct_rng r;
+    ct_rng_seed(&r, 33, 1);
+    ct_seq_cnn_init_weights(&a, &r);
+    memcpy(b.params.data, a.params.data, a.params.numel * sizeof *a.params.data);
+    memcpy(b.buffers.data, a.buffers.data, a.buffers.numel * sizeof *a.buffers.data);
+    float *x = t_alloc(6 * 90);
+    t_fill_uniform(x, 6 * 90, -1.0f, 0.3f, &r);
+    int labels[6] = { 0, 1, 2, 3, 4, 0 };
+    float la = ct_seq_cnn_forward(&a, x, labels, 6, 1, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, 6, 1, NULL, NULL);
+    t_check(la == lb, "loss %.9g with the relu moved, %.9g without", la, lb);
+    t_close("logits", a.logits, b.logits, 30, 0.0);
+    ct_params_zero_grad(&a.params);
+    ct_params_zero_grad(&b.params);
+    ct_seq_cnn_backward(&a, x, labels, 6);
+    ct_seq_cnn_backward(&b, x, labels, 6);
+    t_close("parameter gradients", a.params.grad, b.params.grad, a.params.numel, 0.0);
+    t_close("running statistics", a.buffers.data, b.buffers.data, a.buffers.numel, 0.0);
+    free(x);
+    ct_seq_cnn_free(&a);
+    ct_seq_cnn_free(&b);
+}
+
 /* ---- a short real training run ---- */
 static void train_fashion(void)
 {
@@ -277,5 +314,6 @@ void suite_cnn(void)
     gradcheck(SPEC_MAIN, 4, 2, 10, 9, 5, 21);
     gradcheck(SPEC_GAP, 3, 3, 7, 8, 4, 22);
     modes();
+    relu_after_pool();
     train_fashion();
 }
