@@ -247,19 +247,25 @@ ct_status ct_embed_utterances(speaker_model *m, const ct_corpus *c, const int *u
     return st;
 }
 
-/* emb [n, D] of utts [n], shared among the ranks of d (see ct_verify_trials_dist). */
+/* emb [n, D] of utts [n], shared among the ranks of d (see ct_verify_trials_dist). st: this
+ * rank's status so far; a rank that already failed still takes part in the agreement, so the
+ * others stop with its message instead of waiting for it. */
 static ct_status embed_shared(speaker_model *m, const ct_corpus *c, const int *utts, int n, int batch, int max_frames,
-                              ct_dist *d, float *emb, int *batch_used)
+                              ct_dist *d, float *emb, int *batch_used, ct_status st)
 {
     const int ranks = ct_dist_ranks(d);
-    if (ranks <= 1) return ct_embed_utterances(m, c, utts, n, batch, max_frames, emb, batch_used);
+    if (ranks <= 1) return st == CT_OK ? ct_embed_utterances(m, c, utts, n, batch, max_frames, emb, batch_used) : st;
     const size_t D = (size_t)m->embed_dim;
-    utt_len *order = ct_malloc((size_t)n * sizeof *order, "embedding order");
-    int *mine = ct_malloc((size_t)n * sizeof *mine, "embedding order");         /* this rank's utterances */
-    int *pos = ct_malloc((size_t)n * sizeof *pos, "embedding order");           /* and their rows in emb */
-    float *e = ct_malloc(((size_t)n / ranks + 1) * D * sizeof *e, "embeddings"); /* [mine, D] */
-    ct_status st = order && mine && pos && e ? CT_OK : CT_ENOMEM;
-    int k = 0;
+    utt_len *order = NULL;
+    int *mine = NULL, *pos = NULL, k = 0;
+    float *e = NULL;
+    if (st == CT_OK) {
+        order = ct_malloc((size_t)n * sizeof *order, "embedding order");
+        mine = ct_malloc((size_t)n * sizeof *mine, "embedding order");          /* this rank's utterances */
+        pos = ct_malloc((size_t)n * sizeof *pos, "embedding order");            /* and their rows in emb */
+        e = ct_malloc(((size_t)n / ranks + 1) * D * sizeof *e, "embeddings");    /* [mine, D] */
+        st = order && mine && pos && e ? CT_OK : CT_ENOMEM;
+    }
     if (st == CT_OK) {
         for (int j = 0; j < n; j++) order[j] = (utt_len){ j, c->utt[utts[j]].frames, utts[j] };
         qsort(order, (size_t)n, sizeof *order, by_len_desc);   /* long and short ones on every rank alike */
@@ -324,8 +330,9 @@ ct_status ct_verify_trials_dist(speaker_model *m, const ct_corpus *c, const ct_t
     }
     if (st == CT_OK) {
         emb = ct_malloc((size_t)nu * m->embed_dim * sizeof *emb, "verification embeddings");   /* [nu, D] */
-        st = emb ? embed_shared(m, c, utts, nu, batch, max_frames, dist, emb, &R.batch_used) : CT_ENOMEM;
+        if (!emb) st = CT_ENOMEM;
     }
+    st = embed_shared(m, c, utts, nu, batch, max_frames, dist, emb, &R.batch_used, st);   /* every rank, failed or not */
     if (st == CT_OK) {
         int D = m->embed_dim;
         for (int k = 0; k < n; k++) {
