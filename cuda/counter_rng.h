@@ -16,7 +16,9 @@
  *
  * So a run is reproducible from its seed, any element's mask can be recomputed
  * alone (no state to carry between threads), and the result does not depend on
- * the launch configuration. GPU masks differ from the CPU's (a different but
+ * the launch configuration. A part of a larger batch (data-parallel training) draws the
+ * same seed and numbers its elements by their place in the whole batch, so its masks are
+ * the whole batch's. GPU masks differ from the CPU's (a different but
  * equally seeded scheme); the parity test compares the GPU mask with
  * ct_dropout_mask_ref below.
  */
@@ -72,11 +74,12 @@ static inline uint64_t ct_dropout_seed_draw(ct_rng *r)
     return (hi << 32) | (uint64_t)ct_rng_u32(r);
 }
 
-/* Host reference of the GPU mask: mask[i] = ct_counter_mask(seed, i, p, 1/(1-p)). */
-static inline void ct_dropout_mask_ref(float *mask, size_t n, float p, uint64_t seed)
+/* Host reference of the GPU mask: mask[i] = ct_counter_mask(seed, base + i, p, 1/(1-p)),
+ * base = the index of mask[0] in the whole call (0 but for a part of a larger batch). */
+static inline void ct_dropout_mask_ref(float *mask, size_t n, float p, uint64_t seed, uint64_t base)
 {
     const float scale = 1.0f / (1.0f - p);
-    for (size_t i = 0; i < n; i++) mask[i] = ct_counter_mask(seed, i, p, scale);
+    for (size_t i = 0; i < n; i++) mask[i] = ct_counter_mask(seed, base + i, p, scale);
 }
 
 #endif

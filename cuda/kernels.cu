@@ -160,10 +160,12 @@ extern "C" void ct_softmax_ce_backward_gpu(float *dlogits, const float *prob, co
 
 /* ==== dropout ==== */
 
-__global__ static void dropout_fwd_kernel(float *out, float *mask, const float *in, size_t n, float p, float scale, uint64_t seed)
+/* element i of this call is element base + i of the whole batch's call */
+__global__ static void dropout_fwd_kernel(float *out, float *mask, const float *in, size_t n, float p, float scale, uint64_t seed,
+                                          uint64_t base)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float m = ct_counter_mask(seed, i, p, scale);
+        float m = ct_counter_mask(seed, base + i, p, scale);
         mask[i] = m;
         out[i] = in[i] * m;
     }
@@ -178,7 +180,7 @@ __global__ static void mul_kernel(float *out, const float *a, const float *b, si
 extern "C" void ct_dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed)
 {
     CT_ASSERT(p >= 0.0f && p < 1.0f);
-    dropout_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, mask, in, n, p, 1.0f / (1.0f - p), seed);
+    dropout_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, mask, in, n, p, 1.0f / (1.0f - p), seed, 0);
     CT_LAUNCH_CHECK();
 }
 
@@ -190,6 +192,25 @@ extern "C" void ct_dropout_forward_gpu(float *out, float *mask, const float *in,
         return;
     }
     ct_dropout_forward_seeded_gpu(out, mask, in, n, p, ct_dropout_seed_draw(rng));
+}
+
+/* A part of the whole batch [S * rows, per]: one seed for the whole call, as the whole
+ * batch draws it, and each segment's elements numbered by their place in the whole batch. */
+extern "C" void ct_dropout_forward_part_gpu(float *out, float *mask, const float *in, size_t per, int S, int n, int first, int rows,
+                                            float p, ct_rng *rng)
+{
+    CT_ASSERT(p >= 0.0f && p < 1.0f && S >= 1 && n >= 0 && first >= 0 && first + n <= rows);
+    if (p == 0.0f) { ct_dropout_forward_gpu(out, mask, in, (size_t)S * n * per, p, 1, rng); return; }   /* draws nothing */
+    const uint64_t seed = ct_dropout_seed_draw(rng);
+    const size_t m = (size_t)n * per;
+    if (m == 0) return;
+    for (int s = 0; s < S; s++) {
+        const size_t off = (size_t)s * m;
+        const uint64_t base = ((uint64_t)s * rows + first) * per;
+        dropout_fwd_kernel<<<ct_gpu_blocks(m, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out + off, mask + off, in + off, m, p,
+                                                                                            1.0f / (1.0f - p), seed, base);
+        CT_LAUNCH_CHECK();
+    }
 }
 
 extern "C" void ct_dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n)

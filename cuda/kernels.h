@@ -48,6 +48,11 @@ void ct_softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *la
 void ct_dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
 /* The same with the step seed given (what ct_dropout_forward_gpu does after drawing it). */
 void ct_dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed);
+/* A part of a larger batch (layers/dropout.h: ct_dropout_forward_part): two draws for the
+ * whole call, element j of segment s numbered (s * rows + first) * per + j, so the part's
+ * masks are the whole batch's, as on the CPU. */
+void ct_dropout_forward_part_gpu(float *out, float *mask, const float *in, size_t per, int S, int n, int first, int rows,
+                                 float p, ct_rng *rng);
 void ct_dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n);
 void ct_dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n);
 

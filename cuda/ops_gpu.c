@@ -215,6 +215,7 @@ static const ct_ops gpu_ops = {
     .sigmoid_forward = ct_sigmoid_forward_gpu,
     .sigmoid_backward = ct_sigmoid_backward_gpu,
     .dropout_forward = ct_dropout_forward_gpu,
+    .dropout_forward_part = ct_dropout_forward_part_gpu,
     .dropout_apply = ct_dropout_apply_gpu,
     .dropout_backward = ct_dropout_backward_gpu,
     .euclidean_forward = ct_euclidean_forward_gpu,

@@ -23,6 +23,20 @@ void ct_dropout_forward(float *out, float *mask, const float *in, size_t n, floa
     ct_dropout_apply(out, mask, in, n);
 }
 
+/* out, mask, in [S * n, per]: the rows [first, first + n) of each of S segments of `rows` rows */
+void ct_dropout_forward_part(float *out, float *mask, const float *in, size_t per, int S, int n, int first, int rows,
+                             float p, ct_rng *rng)
+{
+    CT_ASSERT(S >= 1 && n >= 0 && first >= 0 && first + n <= rows);
+    if (p == 0.0f) { ct_dropout_forward(out, mask, in, (size_t)S * n * per, p, 1, rng); return; }   /* draws nothing */
+    for (int s = 0; s < S; s++) {
+        const size_t off = (size_t)s * n * per;
+        ct_rng_advance(rng, (uint64_t)first * per);                 /* the rows before this part's */
+        ct_dropout_forward(out + off, mask + off, in + off, (size_t)n * per, p, 1, rng);
+        ct_rng_advance(rng, (uint64_t)(rows - first - n) * per);    /* and those after them */
+    }
+}
+
 /* out = in * mask */
 void ct_dropout_apply(float *out, const float *mask, const float *in, size_t n)
 {

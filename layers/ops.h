@@ -120,6 +120,11 @@ typedef struct ct_ops {
      * it; the GPU draws one 64-bit seed per call and derives each element's number from
      * (seed, index) (cuda/counter_rng.h): the masks differ, the distribution does not. */
     void (*dropout_forward)(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
+    /* Training dropout of a part of a larger batch (data-parallel training: see
+     * ct_dropout_forward_part): every element gets the mask value the whole batch's
+     * dropout_forward gives it on the same device, so N ranks draw what one process draws. */
+    void (*dropout_forward_part)(float *out, float *mask, const float *in, size_t per, int S, int n, int first, int rows,
+                                 float p, ct_rng *rng);
     void (*dropout_apply)(float *out, const float *mask, const float *in, size_t n);
     void (*dropout_backward)(float *din, const float *dout, const float *mask, size_t n);
 

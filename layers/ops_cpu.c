@@ -187,6 +187,7 @@ const ct_ops ct_ops_cpu = {
     .sigmoid_forward = ct_sigmoid_forward,
     .sigmoid_backward = ct_sigmoid_backward,
     .dropout_forward = ct_dropout_forward,
+    .dropout_forward_part = ct_dropout_forward_part,
     .dropout_apply = ct_dropout_apply,
     .dropout_backward = ct_dropout_backward,
     .euclidean_forward = ct_euclidean_forward,

@@ -456,21 +456,15 @@ void ct_seq_cnn_sync_batchnorm(seq_cnn *m, int (*sum)(void *ctx, double *buf, in
     m->bn_sync.ctx = ctx;
 }
 
-/* Training dropout of the N rows of layer l. A part of a larger batch skips, in each run,
- * the numbers of the rows before its own and after them (ct_rng_advance), so each element
- * gets the number it gets in the whole batch. */
+/* Training dropout of the N rows of layer l. A part of a larger batch draws, on either
+ * device, what the whole batch would draw for its rows (ops->dropout_forward_part). */
 static void dropout_rows(seq_cnn *m, seq_layer *l, const float *in, int N, ct_rng *rng)
 {
     size_t per = ct_seq_layer_out_size(l);   /* values per row */
     if (m->part_rows == 0) { m->ops->dropout_forward(l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
     int S = m->part_segments, n = N / S;
     CT_ASSERT(n * S == N && m->part_first >= 0 && m->part_first + n <= m->part_rows);
-    for (int s = 0; s < S; s++) {
-        size_t off = (size_t)s * n * per;
-        ct_rng_advance(rng, (uint64_t)m->part_first * per);
-        m->ops->dropout_forward(l->out + off, l->mask + off, in + off, (size_t)n * per, l->p, 1, rng);
-        ct_rng_advance(rng, (uint64_t)(m->part_rows - m->part_first - n) * per);
-    }
+    m->ops->dropout_forward_part(l->out, l->mask, in, per, S, n, m->part_first, m->part_rows, l->p, rng);
 }
 
 const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)

@@ -117,6 +117,41 @@ static void test_parity(void)
     H5Fclose(f);
 }
 
+/* A part of a larger batch (data-parallel training) gets the whole batch's masks for its
+ * rows, and leaves the stream where the whole batch's call leaves it. */
+static void test_part(void)
+{
+    t_case("dropout/a part of a batch draws the whole batch's masks for its rows (1 and 2 segments, p = 0)");
+    enum { PER = 37, ROWS = 6 };
+    const float ps[2] = { 0.3f, 0.0f };
+    for (int k = 0; k < 2; k++)
+        for (int S = 1; S <= 2; S++) {
+            const size_t N = (size_t)S * ROWS * PER;
+            float x[2 * ROWS * PER], whole[2 * ROWS * PER], wmask[2 * ROWS * PER];
+            ct_rng r; ct_rng_seed(&r, 5, 1);
+            t_fill_uniform(x, N, -1, 1, &r);
+            ct_rng a; ct_rng_seed(&a, 77, CT_STREAM_DROPOUT);
+            ct_rng start = a;
+            ct_dropout_forward(whole, wmask, x, N, ps[k], 1, &a);
+            const int firsts[3] = { 0, 2, 5 }, ns[3] = { 2, 3, 1 };   /* three parts that tile the rows */
+            for (int q = 0; q < 3; q++) {
+                const int first = firsts[q], n = ns[q];
+                float in[2 * ROWS * PER], out[2 * ROWS * PER], mask[2 * ROWS * PER];
+                for (int s = 0; s < S; s++)
+                    memcpy(in + (size_t)s * n * PER, x + ((size_t)s * ROWS + first) * PER, (size_t)n * PER * sizeof *in);
+                ct_rng b = start;
+                ct_dropout_forward_part(out, mask, in, PER, S, n, first, ROWS, ps[k], &b);
+                t_check(b.state == a.state && b.inc == a.inc, "p %g, %d segments, rows [%d, %d): the stream ends elsewhere",
+                        ps[k], S, first, first + n);
+                for (int s = 0; s < S; s++) {
+                    const size_t at = ((size_t)s * ROWS + first) * PER, m = (size_t)n * PER;
+                    t_close("out", out + (size_t)s * m, whole + at, m, 0);
+                    if (ps[k] > 0) t_close("mask", mask + (size_t)s * m, wmask + at, m, 0);
+                }
+            }
+        }
+}
+
 void suite_dropout(void)
 {
     ct_rng r; ct_rng_seed(&r, 2024, 13);
@@ -124,5 +159,6 @@ void suite_dropout(void)
     gradcheck_dropout(17, 0.3f, &r);
     gradcheck_dropout(256, 0.1f, &r);
     test_statistics();
+    test_part();
     test_parity();
 }

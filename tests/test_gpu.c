@@ -108,7 +108,7 @@ static void test_dropout_counter_rng(void)
     const size_t n = 200000;
     const float p = 0.3f;
     float *mask = t_alloc(n);
-    ct_dropout_mask_ref(mask, n, p, seed);
+    ct_dropout_mask_ref(mask, n, p, seed, 0);
     size_t kept = 0, wrong = 0;
     for (size_t i = 0; i < n; i++) {
         float u = (float)(ref_counter_u32(seed, i) >> 8) / 16777216.0f;
@@ -845,7 +845,7 @@ static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
     gpu->dropout_forward(go, gm, gx, n, p, 1, &s1);
     uint64_t seed = ct_dropout_seed_draw(&s2);
     t_check(s1.state == s2.state, "the GPU call advanced the stream by two draws");
-    ct_dropout_mask_ref(mask, n, p, seed);
+    ct_dropout_mask_ref(mask, n, p, seed, 0);
     for (size_t i = 0; i < n; i++) out[i] = x[i] * mask[i];
     float *h = t_alloc(n);
     CT_ASSERT(gpu->download(h, gm, n * sizeof(float)) == CT_OK);
@@ -854,6 +854,35 @@ static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
     t_close("out", h, out, n, 0);
     dfree(gpu, gx); dfree(gpu, gm); dfree(gpu, go);
     free(x); free(mask); free(out); free(h);
+
+    /* a part of a larger batch (data-parallel training): the whole batch's masks for its
+     * rows, one seed for the whole call (segments s of `rows` rows, this part's rows
+     * [first, first + k) of each) */
+    t_case("gpu/dropout_masks of a part of a batch = the whole batch's");
+    enum { PER = 301, ROWS = 5, S = 2 };
+    const size_t N = (size_t)S * ROWS * PER;
+    x = rnd(N, -1, 1, r);
+    float *whole = t_alloc(N), *part = t_alloc(N);
+    gx = dput(gpu, x, N); gm = dnan(gpu, N); go = dnan(gpu, N);
+    ct_rng_seed(&s1, 7, CT_STREAM_DROPOUT);
+    ct_rng start = s1;
+    gpu->dropout_forward(go, gm, gx, N, p, 1, &s1);
+    CT_ASSERT(gpu->download(whole, gm, N * sizeof(float)) == CT_OK);
+    const int first = 3, k = 2;
+    const size_t m = (size_t)k * PER;
+    float *pin = t_alloc(S * m);
+    for (int sg = 0; sg < S; sg++) memcpy(pin + sg * m, x + ((size_t)sg * ROWS + first) * PER, m * sizeof(float));
+    float *gpin = dput(gpu, pin, S * m), *gpm = dnan(gpu, S * m), *gpo = dnan(gpu, S * m);
+    s2 = start;
+    gpu->dropout_forward_part(gpo, gpm, gpin, PER, S, k, first, ROWS, p, &s2);
+    t_check(s1.state == s2.state, "the part's call advanced the stream as the whole batch's");
+    CT_ASSERT(gpu->download(part, gpm, S * m * sizeof(float)) == CT_OK);
+    for (int sg = 0; sg < S; sg++) t_close("part's mask (exact)", part + sg * m, whole + ((size_t)sg * ROWS + first) * PER, m, 0);
+    CT_ASSERT(gpu->download(part, gpo, S * m * sizeof(float)) == CT_OK);
+    for (size_t i = 0; i < S * m; i++) pin[i] *= whole[(i / m * ROWS + first) * PER + i % m];
+    t_close("part's out", part, pin, S * m, 0);
+    dfree(gpu, gx); dfree(gpu, gm); dfree(gpu, go); dfree(gpu, gpin); dfree(gpu, gpm); dfree(gpu, gpo);
+    free(x); free(whole); free(part); free(pin);
 }
 
 /* Configurations the GPU cannot run, and its memory running out: one clear message. */
@@ -927,7 +956,7 @@ static const char *const gpu_cases[] = {
     "dense", "activation", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
     "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
     "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
-    "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "refusals",
+    "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "dropout_masks of a part of a batch = the whole batch's", "refusals",
     "deterministic/conv2d_im2col", "deterministic/cnn_step", "tf32/dense", "tf32/conv2d_im2col", "tf32/lstm_T100",
     "tf32/siamese_cnn_step", "resume_across_devices",
 };
