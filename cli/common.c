@@ -97,7 +97,7 @@ const char *CLI_TRAIN_HELP =
     "                        Batchnorm normalises with each rank's own rows' statistics, as PyTorch's\n"
     "                        DistributedDataParallel does, and keeps rank 0's running statistics\n"
     "  --sync-batchnorm      batchnorm statistics over the whole batch, summed across the ranks (as\n"
-    "                        PyTorch's SyncBatchNorm): the single-process run's; CPU only\n"
+    "                        PyTorch's SyncBatchNorm): the single-process run's\n"
     "  --dist-timeout S      seconds a rank waits for the others before ending the job (default 300)\n"
     "  --dist-check-every N  compare a hash of the parameters across ranks every N steps (default 1; 0: never)\n";
 
@@ -132,8 +132,6 @@ ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_
     if (o->monitor) CT_TRY(ct_monitor_parse(&fit->monitor, o->monitor));
     if (o->on_nan) CT_TRY(ct_on_nan_parse(&fit->on_nan, o->on_nan));
     if (o->checkpoint_every && !o->checkpoint) return ct_fail(CT_EINVAL, "--checkpoint-every needs --checkpoint FILE.h5");
-    if (o->sync_batchnorm && !o->ops->host_memory)
-        return ct_fail(CT_EINVAL, "--sync-batchnorm runs on the CPU only: leave it out on GPUs (each rank then uses its own statistics)");
     ct_threads_set(o->threads);
     return CT_OK;
 }

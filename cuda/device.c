@@ -89,6 +89,8 @@ static void ct_gpu_close_partial(void)
 {
     if (gpu_ctx.scratch) cudaFree(gpu_ctx.scratch);
     if (gpu_ctx.host_scratch) cudaFreeHost(gpu_ctx.host_scratch);
+    if (gpu_ctx.bn_sync) cudaFree(gpu_ctx.bn_sync);
+    if (gpu_ctx.host_bn_sync) cudaFreeHost(gpu_ctx.host_bn_sync);
     if (gpu_ctx.cudnn) cudnnDestroy(gpu_ctx.cudnn);
     if (gpu_ctx.cublas) cublasDestroy(gpu_ctx.cublas);
     if (gpu_ctx.copy_stream) cudaStreamDestroy(gpu_ctx.copy_stream);
@@ -152,6 +154,8 @@ ct_status ct_gpu_open(int index, const ct_gpu_options *opt)
     gpu_ctx.cudnn_version = cudnnGetVersion();
     CUDA_TRY_OPEN(cudaMalloc((void **)&gpu_ctx.scratch, CT_GPU_SCRATCH * sizeof(double)));
     CUDA_TRY_OPEN(cudaMallocHost((void **)&gpu_ctx.host_scratch, CT_GPU_SCRATCH * sizeof(double)));
+    CUDA_TRY_OPEN(cudaMalloc((void **)&gpu_ctx.bn_sync, CT_GPU_BN_SYNC * sizeof(double)));
+    CUDA_TRY_OPEN(cudaMallocHost((void **)&gpu_ctx.host_bn_sync, CT_GPU_BN_SYNC * sizeof(double)));
     gpu_is_open = 1;
     return CT_OK;
 }

@@ -65,10 +65,13 @@ typedef struct {
     double *scratch;                   /* [CT_GPU_SCRATCH] device doubles for reductions that return a host value
                                           and their partial sums */
     double *host_scratch;              /* [CT_GPU_SCRATCH] pinned host doubles receiving them */
+    double *bn_sync;                   /* [CT_GPU_BN_SYNC] device doubles: synchronised batchnorm's per-channel sums */
+    double *host_bn_sync;              /* [CT_GPU_BN_SYNC] pinned host doubles: the same, summed over the replicas */
 } ct_gpu;
 
 #define CT_GPU_SCRATCH 320          /* doubles: [0, 64) results read back, [64, 320) reduction partial sums */
 #define CT_GPU_SCRATCH_PARTIALS 64
+#define CT_GPU_BN_SYNC (2 * 1024)   /* doubles: two sums per channel, up to 1024 channels a layer */
 
 /* 1 when this ctrain was compiled with the GPU backend. */
 int ct_gpu_compiled(void);

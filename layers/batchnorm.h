@@ -41,7 +41,7 @@ typedef struct {
 
 typedef struct {
     int N, C, HW; float eps, momentum;
-    const ct_replica_sum *sync;   /* NULL: this batch's own statistics (the CPU only: the GPU ignores it) */
+    const ct_replica_sum *sync;   /* NULL: this batch's own statistics (both devices: cuda/batchnorm.cu) */
 } batchnorm_dims;
 typedef struct { int gamma, beta, running_mean, running_var; } batchnorm_ids;
 

@@ -282,9 +282,54 @@ static void bn_synced(void)
     t_close("dbeta", sum_db, db, C, 1e-5);
 }
 
+/* What the GPU suite's synchronised case stands on: R replicas holding the same rows are
+ * one batch of R copies of them, so a sum over the replicas that multiplies by R gives the
+ * statistics and gradients of that batch. */
+static int times_three(void *ctx, double *buf, int n)
+{
+    (void)ctx;
+    for (int i = 0; i < n; i++) buf[i] *= 3.0;
+    return 0;
+}
+
+static void bn_synced_copies(void)
+{
+    t_case("batchnorm/synchronised over 3 replicas holding the same rows = one batch of the 3 copies");
+    enum { N = 4, C = 5, HW = 7, L = N * C * HW };
+    ct_rng r;
+    ct_rng_seed(&r, 41, 1);
+    static float x3[3 * L], dout3[3 * L], out3[3 * L], xhat3[3 * L], din3[3 * L];
+    float x[L], dout[L], gamma[C], beta[C], out[L], xhat[L], mean[C], invstd[C], rmean[C], rvar[C], din[L], dg[C] = { 0 }, db[C] = { 0 };
+    float mean3[C], invstd3[C], rmean3[C], rvar3[C], dg3[C] = { 0 }, db3[C] = { 0 };
+    t_fill_uniform(x, L, -2, 3, &r);
+    t_fill_uniform(dout, L, -1, 1, &r);
+    t_fill_uniform(gamma, C, 0.5f, 1.5f, &r);
+    t_fill_uniform(beta, C, -0.5f, 0.5f, &r);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < L; i++) { x3[k * L + i] = x[i]; dout3[k * L + i] = dout[i] / 3.0f; }   /* the whole batch's mean loss */
+    for (int c = 0; c < C; c++) { rmean[c] = rmean3[c] = 0.1f; rvar[c] = rvar3[c] = 0.9f; }
+    batchnorm_dims d3 = { .N = 3 * N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f };
+    ct_batchnorm_forward(out3, xhat3, mean3, invstd3, rmean3, rvar3, x3, gamma, beta, &d3, 1);
+    ct_batchnorm_backward(din3, dg3, db3, dout3, xhat3, invstd3, gamma, &d3);
+    ct_replica_sum rs = { .sum = times_three, .ctx = NULL, .total_N = 3 * N, .share = 1.0 / 3.0 };
+    batchnorm_dims d = { .N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f, .sync = &rs };
+    ct_batchnorm_forward(out, xhat, mean, invstd, rmean, rvar, x, gamma, beta, &d, 1);
+    ct_batchnorm_backward(din, dg, db, dout, xhat, invstd, gamma, &d);
+    t_close("out", out, out3, L, 1e-6);
+    t_close("mean", mean, mean3, C, 1e-6);
+    t_close("invstd", invstd, invstd3, C, 1e-6);
+    t_close("running mean", rmean, rmean3, C, 1e-6);
+    t_close("running var", rvar, rvar3, C, 1e-6);
+    for (int i = 0; i < L; i++) din[i] /= 3.0f;   /* a replica's din is for its own rows' mean loss */
+    t_close("din", din, din3, L, 1e-5);
+    t_close("dgamma (3 replicas x share 1/3 x own)", dg, dg3, C, 1e-5);
+    t_close("dbeta", db, db3, C, 1e-5);
+}
+
 void suite_batchnorm(void)
 {
     bn_synced();
+    bn_synced_copies();
     bn_workers();
     bn_gradcheck(4, 3, 1, 1);      /* BatchNorm1d after a dense layer */
     bn_gradcheck(3, 1, 1, 2);      /* C = 1, smallest batch where the gradient is not 0 (M = 3) */

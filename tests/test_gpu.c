@@ -549,6 +549,42 @@ static void case_batchnorm(const ct_ops *ops, ct_rng *r, t_outs *o)
     free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(dg); free(dbt);
 }
 
+/* Synchronised batchnorm (data-parallel training: ct_replica_sum) on a stand-in for three
+ * ranks holding the same rows: their sum is three times this one's. Both devices run the
+ * synchronised code (the CPU's is checked against one whole batch in the batchnorm suite). */
+static int three_replicas(void *ctx, double *buf, int n)
+{
+    (void)ctx;
+    for (int i = 0; i < n; i++) buf[i] *= 3.0;
+    return 0;
+}
+
+static void case_batchnorm_synced(const ct_ops *ops, ct_rng *r, t_outs *o)
+{
+    ct_replica_sum rs = { .sum = three_replicas, .ctx = NULL, .total_N = 3 * 4, .share = 1.0 / 3.0 };
+    batchnorm_dims d = { .N = 4, .C = 5, .HW = 7, .eps = 1e-5f, .momentum = 0.1f, .sync = &rs };
+    size_t n = (size_t)d.N * d.C * d.HW;
+    float *x = rnd(n, -2, 2, r), *gam = rnd(d.C, 0.5f, 1.5f, r), *bet = rnd(d.C, -1, 1, r), *dout = rnd(n, -1, 1, r);
+    float *rm = rnd(d.C, -0.1f, 0.1f, r), *rv = rnd(d.C, 0.9f, 1.1f, r), *dg = rnd(d.C, -1, 1, r), *dbt = rnd(d.C, -1, 1, r);
+    float *g_x = dput(ops, x, n), *g_gam = dput(ops, gam, d.C), *g_bet = dput(ops, bet, d.C), *g_dout = dput(ops, dout, n);
+    float *g_rm = dput(ops, rm, d.C), *g_rv = dput(ops, rv, d.C), *g_out = dnan(ops, n), *g_xh = dnan(ops, n);
+    float *g_mean = dnan(ops, d.C), *g_is = dnan(ops, d.C), *g_din = dnan(ops, n), *g_dg = dput(ops, dg, d.C), *g_db = dput(ops, dbt, d.C);
+    ops->batchnorm_forward(g_out, g_xh, g_mean, g_is, g_rm, g_rv, g_x, g_gam, g_bet, &d, 1);
+    keep(o, "out", ops, g_out, n, 1e-6);
+    keep(o, "xhat", ops, g_xh, n, 1e-6);
+    keep(o, "mean", ops, g_mean, d.C, 1e-6);
+    keep(o, "invstd", ops, g_is, d.C, 1e-6);
+    keep(o, "running_mean", ops, g_rm, d.C, 1e-6);
+    keep(o, "running_var", ops, g_rv, d.C, 1e-6);
+    ops->batchnorm_backward(g_din, g_dg, g_db, g_dout, g_xh, g_is, g_gam, &d);
+    keep(o, "din", ops, g_din, n, 1e-5);
+    keep(o, "dgamma (accumulated)", ops, g_dg, d.C, 1e-5);
+    keep(o, "dbeta (accumulated)", ops, g_db, d.C, 1e-5);
+    void *dv[] = { g_x, g_gam, g_bet, g_dout, g_rm, g_rv, g_out, g_xh, g_mean, g_is, g_din, g_dg, g_db };
+    for (size_t i = 0; i < 13; i++) dfree(ops, dv[i]);
+    free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(dg); free(dbt);
+}
+
 /* A convolution planned for N images, run on N and on fewer (another batch size: on the
  * GPU another set of descriptors and algorithms within the same workspace). */
 static conv2d_dims conv_case_dims;
@@ -954,7 +990,7 @@ static void gpu_resume_across_devices(void)
 
 static const char *const gpu_cases[] = {
     "dense", "activation", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
-    "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
+    "batchnorm_synced", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
     "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
     "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "dropout_masks of a part of a batch = the whole batch's", "refusals",
     "deterministic/conv2d_im2col", "deterministic/cnn_step", "tf32/dense", "tf32/conv2d_im2col", "tf32/lstm_T100",
@@ -993,6 +1029,7 @@ static void run_gpu_cases(const ct_ops *gpu)
     compare("clip_grad_norm", case_clip, gpu, 7);
     compare("pool", case_pool, gpu, 8);
     compare("batchnorm", case_batchnorm, gpu, 9);
+    compare("batchnorm_synced", case_batchnorm_synced, gpu, 10);
     conv_cases(gpu, "");
     set_lstm(3, 5, 4, 6, 1, 3, 5, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 0);   /* H = 6: ctrain pads, cuDNN does not -> packed */
     compare("lstm_fallback_layout", case_lstm, gpu, 20);

@@ -170,7 +170,7 @@ ct_status ct_model_net_open(const ct_model_descriptor *d, void *net, const void 
                             ct_rng *init, const ct_ops *ops, int batch);
 void      ct_model_task_close(ct_model_task *t);
 /* Data-parallel training (train/dist.h): the task loads this rank's part of each batch; with
- * sync_batchnorm, batchnorm's training statistics are over the whole batch (CPU only). */
+ * sync_batchnorm, batchnorm's training statistics are over the whole batch (either device). */
 struct ct_dist;
 void      ct_model_task_set_dist(ct_model_task *t, struct ct_dist *dist, int sync_batchnorm);
 /* The `ctrain time --layers` rows of a sequential CNN: each layer, with `per_sample` of its
