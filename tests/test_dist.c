@@ -260,6 +260,16 @@ void suite_mpi(void)
     t_check(err_own > 100 * TOL_CNN, "each rank's own statistics should differ from the whole batch's: %.2e", err_own);
     printf("  cnn with batchnorm, each rank's own statistics: max normalised difference %.2e\n", err_own);
 
+    /* 4 ranks: parts in the middle of the batch skip dropout numbers on both sides */
+    t_case("mpi/cnn with batchnorm and dropout: 4 ranks x 8, --sync-batchnorm = 1 process x 32");
+    snprintf(cmd, sizeof cmd, "%s -np 4 %s %s --sync-batchnorm --out %s/bn4s.h5", mpirun, bin, cnn_bn, dir);
+    rc = run_sh(cmd, out, sizeof out);
+    t_check(rc == 0 && strstr(out, "batch 32 = 4 x 8 per rank"), "exit %d: %s", rc, out);
+    snprintf(a, sizeof a, "%s/bn4s.h5", dir);
+    err = weights_diff(a, b, &ds, 0);
+    t_check(err <= TOL_CNN && ds.tensors >= 8, "4 ranks: normalised max difference %.2e > %.0e (%d tensors)", err, TOL_CNN, ds.tensors);
+    printf("  cnn with batchnorm and dropout, 4 ranks, --sync-batchnorm: max normalised difference %.2e\n", err);
+
     t_case("mpi/siamese-cnn (batchnorm over both towers): --sync-batchnorm makes 2 ranks = 1 process");
     const char *scnn = "train siamese-cnn --speakers 12 --utts 4 --pairs 64 --val-pairs 16 --epochs 1 --batch 16 --frames 16 --mels 8 "
                        "--threads 1 --no-progress --optimizer sgd --lr 0.05";
