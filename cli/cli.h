@@ -40,7 +40,8 @@ ct_status cli_open_device(const char *spec, int tf32, int deterministic, const s
     "                        faster, about 1e-3 relative error per product; default: pure FP32)\n" \
     "  --deterministic       GPU: deterministic cuDNN convolution algorithms only\n"
 /* Under mpirun, a plain "gpu" (or "cuda") means each rank's own GPU of its machine: gpu:LOCAL_RANK,
- * written into buf. Any other spec, or one process without MPI: spec itself. */
+ * or gpu:0 when the launcher left each rank one visible GPU; written into buf. Any other
+ * spec, or one process without MPI: spec itself. */
 const char *cli_rank_device(const char *spec, char *buf, size_t cap);
 /* The folder of a device's TensorBoard files under --logdir: "cpu", "gpu" (gpu:0) or "gpuN". */
 void cli_device_folder(const char *spec, char *out, size_t cap);

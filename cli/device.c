@@ -120,7 +120,9 @@ ct_status cli_device_list(const char *list, char names[][32], int max, int *n)
 const char *cli_rank_device(const char *spec, char *buf, size_t cap)
 {
     if (!cli_dist.mpi || (strcmp(spec, "gpu") && strcmp(spec, "cuda"))) return spec;
-    snprintf(buf, cap, "gpu:%d", cli_dist.local_rank);
+    /* a launcher that gives each rank its own GPU (CUDA_VISIBLE_DEVICES, Slurm's
+     * --gpus-per-task=1) leaves each rank one visible device: that one */
+    snprintf(buf, cap, "gpu:%d", cli_dist.local_size > 1 && ct_gpu_visible() == 1 ? 0 : cli_dist.local_rank);
     return buf;
 }
 

@@ -138,14 +138,26 @@ static ct_status run_device(time_run *r, const workload *w)
 {
     const ct_ops *ops = NULL;
     int gpu = 0;
-    CT_TRY(cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &ops, &gpu));
-    if (!r->available) return CT_OK;
+    ct_status st = cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &ops, &gpu);
+    if (cli_dist.mpi) {   /* every rank runs this device, or none: a rank without it would leave the others waiting */
+        ct_status mine = st != CT_OK ? st : r->available ? CT_OK : ct_fail(CT_ENODEV, "%s", r->why);
+        if (ct_dist_agree(&cli_dist, mine) != CT_OK) {   /* some rank cannot: the device is unavailable to the job */
+            if (st == CT_OK && r->available && gpu) ct_gpu_close();
+            r->available = 0;
+            st = CT_OK;
+            snprintf(r->why, sizeof r->why, "%s", ct_last_error());
+        }
+    }
+    if (st != CT_OK || !r->available) return st;
     int N = w->setup.ranks;
     if (N > 1) {   /* the job's peaks: every rank measured its own with its threads, at the same time */
         r->fma_peak *= N; r->peak *= N;   /* the descriptions below the table stay rank 0's own */
     }
-    ct_status st = fit_model(r, w, ops);
-    if (gpu) ct_gpu_close();
+    st = fit_model(r, w, ops);
+    if (gpu) {
+        ct_dist_nccl_close(&cli_dist, st != CT_OK);   /* its communicator belongs to this GPU */
+        ct_gpu_close();
+    }
     return st;
 }
 

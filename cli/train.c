@@ -137,11 +137,13 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     int rc = parse(d, cfg, &o, &rm, argc, argv), have_net = 0;
     ct_status st = CT_OK;
     static char rank_gpu[32];
+    const char *device_spec = o.device;   /* as given: what the run's config.yaml records */
     if (rc == 0 && o.device) o.device = cli_rank_device(o.device, rank_gpu, sizeof rank_gpu);   /* each rank on its own GPU */
     if (rc == 0 && (st = cli_finish_train_opts(&o, &fitc, d->train.optimizer)) != CT_OK) {
         if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;
     }
+    o.device = device_spec;   /* the device is open; "gpu", not rank 0's gpu:0, so that the config replays under mpirun */
     /* Rank 0 alone makes the run directory. The others take the same code paths with its
      * checkpoint's name (they never write it: train/train.c saves on rank 0 only). */
     const int rank0_run_dir = !o.no_run_dir;

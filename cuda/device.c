@@ -25,6 +25,16 @@ int ct_gpu_compiled(void)
 #endif
 }
 
+int ct_gpu_visible(void)
+{
+#ifdef CT_HAVE_CUDA
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+#else
+    return 0;
+#endif
+}
+
 ct_status ct_gpu_parse_device(const char *spec, int *index)
 {
     static const char forms[] = "expected cpu, gpu, gpu:N or cuda:N (N = 0, 1, ... as nvidia-smi numbers the GPUs)";

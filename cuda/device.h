@@ -75,6 +75,8 @@ typedef struct {
 
 /* 1 when this ctrain was compiled with the GPU backend. */
 int ct_gpu_compiled(void);
+/* How many GPUs this process sees (CUDA_VISIBLE_DEVICES applied); 0 without any or without CUDA. */
+int ct_gpu_visible(void);
 
 /* Parses a --device value: "cpu" -> *index = -1; "gpu", "cuda" -> 0; "gpu:N", "cuda:N" -> N.
  * Anything else is CT_EINVAL with a message naming the accepted forms. Host only: works in

@@ -388,6 +388,25 @@ void suite_mpi(void)
     t_check(strstr(out, "mpirun exit ") && !strstr(out, "mpirun exit 0") && !strstr(out, "mpirun exit 124"), "exit: %s", out);
     t_check(secs >= 4 && secs <= 40, "the job ended %d s after the stop: %s", secs, out);
 
+    /* With --sync-batchnorm a step holds many collectives (two per batchnorm layer forward,
+     * one backward, the loss, the gradients): after the first has timed out, the rest must
+     * fail at once with its message, not each wait out --dist-timeout again. */
+    const char *longbn = "train cnn --data synthetic --samples 8192 --val-samples 64 --batch 32 --epochs 50 --threads 1 "
+                         "--no-progress --optimizer sgd --lr 0.05 --sync-batchnorm --dist-timeout 4 "
+                         "--arch conv8k3,batchnorm,relu,maxpool2,flatten,dense16,batchnorm,relu,dropout0.3,dense10";
+    t_case("mpi/a stopped rank under --sync-batchnorm: one timeout ends the job, the first failure's message");
+    snprintf(cmd, sizeof cmd, "M=%s/stopped_bn.csv; (timeout 120 %s -np 2 %s %s --csv $M; echo \"mpirun exit $?\") & J=$!; %s; "
+             "sleep 2; echo \"stopping rank 1 ($R)\"; kill -STOP $R; S=$(date +%%s); wait $J; echo \"ended $(( $(date +%%s) - S )) s after the stop\"",
+             dir, mpirun, bin, longbn, find_rank1);
+    rc = run_sh(cmd, out, sizeof out);
+    secs = -1;
+    e = strstr(out, "ended ");
+    if (e) secs = atoi(e + 6);
+    t_check(strstr(out, "stopping rank 1 (") && !strstr(out, "stopping rank 1 ()"), "rank 1 not found: %s", out);
+    t_check(strstr(out, "no answer from the other ranks for 4 s") && !strstr(out, "not started"), "message: %s", out);
+    t_check(strstr(out, "mpirun exit ") && !strstr(out, "mpirun exit 0") && !strstr(out, "mpirun exit 124"), "exit: %s", out);
+    t_check(secs >= 3 && secs <= 16, "the job ended %d s after the stop (one timeout is 4 s): %s", secs, out);
+
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
 }

@@ -88,8 +88,17 @@ static void init_from_env(ct_dist *d)
 
 #ifdef CT_HAVE_MPI
 
-/* A collective that timed out leaves MPI unusable: finishing must abort the job. */
+/* A collective that timed out leaves MPI unusable: finishing must abort the job. Its
+ * message is kept: every later collective fails at once with it (refuse_if_broken). */
 static int dist_broken;
+static char broken_msg[1024];
+
+static ct_status mark_broken(ct_status st)
+{
+    dist_broken = 1;
+    snprintf(broken_msg, sizeof broken_msg, "%s", ct_last_error());
+    return st;
+}
 
 const char *ct_dist_backend(void)
 {
@@ -138,9 +147,7 @@ ct_status ct_dist_init(ct_dist *d)
 
 void ct_dist_finalize(ct_dist *d, int failed, int exit_code)
 {
-#ifdef CT_HAVE_NCCL
-    if (d->nccl) { ncclCommDestroy((ncclComm_t)d->nccl); d->nccl = NULL; }
-#endif
+    ct_dist_nccl_close(d, failed);
     if (!d->mpi) return;
     fflush(stdout);
     fflush(stderr);
@@ -149,6 +156,15 @@ void ct_dist_finalize(ct_dist *d, int failed, int exit_code)
     d->mpi = 0;
 }
 
+/* A short pause between two polls, after the first millisecond of polling: the other
+ * threads get the core. */
+static void poll_pause(double t0)
+{
+    if (ct_now() - t0 > 1e-3) {
+        struct timespec ts = { 0, 50000 };
+        nanosleep(&ts, NULL);
+    }
+}
 
 /* Polls a started collective until it completes, or fails after d->timeout_s. */
 static ct_status wait_for(const ct_dist *d, MPI_Request *req, const char *what)
@@ -157,22 +173,26 @@ static ct_status wait_for(const ct_dist *d, MPI_Request *req, const char *what)
     int done = 0;
     for (;;) {
         if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            dist_broken = 1;
-            return ct_fail(CT_EIO, "rank %d: MPI failed in %s: a rank has died; resume from the last checkpoint (--resume)", d->rank, what);
+            return mark_broken(ct_fail(CT_EIO, "rank %d: MPI failed in %s: a rank has died; resume from the last checkpoint (--resume)", d->rank, what));
         }
         if (done) return CT_OK;
         now = ct_now();
         if (now - t0 > d->timeout_s) {
-            dist_broken = 1;
-            return ct_fail(CT_EIO, "rank %d: no answer from the other ranks for %.0f s in %s: a rank has died or hangs, so the "
+            return mark_broken(ct_fail(CT_EIO, "rank %d: no answer from the other ranks for %.0f s in %s: a rank has died or hangs, so the "
                            "job is ended; see the other ranks' messages, then resume from the last checkpoint (--resume), "
-                           "or raise --dist-timeout if a step really takes that long", d->rank, d->timeout_s, what);
+                           "or raise --dist-timeout if a step really takes that long", d->rank, d->timeout_s, what));
         }
-        if (now - t0 > 1e-3) {   /* after a millisecond of polling, let the other threads have the core */
-            struct timespec ts = { 0, 50000 };
-            nanosleep(&ts, NULL);
-        }
+        poll_pause(t0);
     }
+}
+
+/* After a collective timed out or failed, MPI is not asked for anything more: every later
+ * collective fails at once (the job then ends), instead of waiting out another timeout. */
+static ct_status refuse_if_broken(const ct_dist *d, const char *what)
+{
+    (void)d; (void)what;
+    if (!dist_broken) return CT_OK;
+    return ct_fail(CT_EIO, "%s", broken_msg);   /* the first failure's words: what the user needs to read */
 }
 
 static ct_status check_count(size_t n, const char *what)
@@ -184,6 +204,7 @@ static ct_status check_count(size_t n, const char *what)
 ct_status ct_dist_sum_f64(const ct_dist *d, double *buf, int n, const char *what)
 {
     if (!d || d->size == 1) return CT_OK;
+    CT_TRY(refuse_if_broken(d, what));
     MPI_Request req;
     if (MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
         return ct_fail(CT_EIO, "rank %d: MPI could not start %s", d->rank, what);
@@ -193,6 +214,7 @@ ct_status ct_dist_sum_f64(const ct_dist *d, double *buf, int n, const char *what
 ct_status ct_dist_sum_f32(const ct_dist *d, float *buf, size_t n, const char *what)
 {
     if (!d || d->size == 1) return CT_OK;
+    CT_TRY(refuse_if_broken(d, what));
     CT_TRY(check_count(n, what));
     MPI_Request req;
     if (MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
@@ -203,6 +225,7 @@ ct_status ct_dist_sum_f32(const ct_dist *d, float *buf, size_t n, const char *wh
 ct_status ct_dist_bcast(const ct_dist *d, void *buf, size_t bytes, const char *what)
 {
     if (!d || d->size == 1 || bytes == 0) return CT_OK;
+    CT_TRY(refuse_if_broken(d, what));
     CT_TRY(check_count(bytes, what));
     MPI_Request req;
     if (MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
@@ -212,6 +235,7 @@ ct_status ct_dist_bcast(const ct_dist *d, void *buf, size_t bytes, const char *w
 
 static ct_status bcast_from(const ct_dist *d, void *buf, int bytes, int root, const char *what)
 {
+    CT_TRY(refuse_if_broken(d, what));
     MPI_Request req;
     if (MPI_Ibcast(buf, bytes, MPI_BYTE, root, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
         return ct_fail(CT_EIO, "rank %d: MPI could not start %s", d->rank, what);
@@ -240,6 +264,7 @@ ct_status ct_dist_agree(const ct_dist *d, ct_status st)
 ct_status ct_dist_check_same(const ct_dist *d, uint64_t hash, const char *what, const char *fix)
 {
     if (!d || d->size == 1) return CT_OK;
+    CT_TRY(refuse_if_broken(d, what));
     uint64_t *all = ct_malloc((size_t)d->size * sizeof *all, "hashes");
     if (!all) return CT_ENOMEM;
     MPI_Request req;
@@ -265,22 +290,80 @@ ct_status ct_dist_check_binary(const ct_dist *d)
     return ct_dist_check_same(d, h, "the ctrain binary", "run the same build of ctrain on every machine");
 }
 
+#ifdef CT_HAVE_NCCL
+/* ---- NCCL: the same bound on every wait as MPI's ----
+ * The communicator is non-blocking (ncclConfig_t.blocking = 0): a call may return
+ * ncclInProgress and go on in the background (nccl_settle waits for NCCL to take it),
+ * and a collective's kernels then run on the stream (nccl_wait_stream waits for them).
+ * Both poll ncclCommGetAsyncError, where a peer's or the network's failure shows, and give
+ * up after d->timeout_s: ncclCommAbort stops the communicator's kernels, and the job
+ * ends as after an MPI timeout (ct_dist_finalize -> MPI_Abort). */
+static ct_status nccl_fail(ct_dist *d, ncclComm_t comm, const char *what, const char *why)
+{
+    if (comm) ncclCommAbort(comm);
+    if ((ncclComm_t)d->nccl == comm) d->nccl = NULL;
+    return mark_broken(ct_fail(CT_EIO, "rank %d: NCCL failed in %s: %s; resume from the last checkpoint (--resume)", d->rank, what, why));
+}
+
+static ct_status nccl_timeout(ct_dist *d, ncclComm_t comm, const char *what)
+{
+    char why[256];
+    snprintf(why, sizeof why, "no answer from the other ranks for %.0f s (a rank has died or hangs; raise --dist-timeout "
+             "if a step really takes that long)", d->timeout_s);
+    return nccl_fail(d, comm, what, why);
+}
+
+/* r: what an NCCL call on comm returned. */
+static ct_status nccl_settle(ct_dist *d, ncclComm_t comm, ncclResult_t r, double t0, const char *what)
+{
+    while (r == ncclInProgress) {
+        if (ct_now() - t0 > d->timeout_s) return nccl_timeout(d, comm, what);
+        poll_pause(t0);
+        if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) r = ncclInternalError;
+    }
+    return r == ncclSuccess ? CT_OK : nccl_fail(d, comm, what, ncclGetErrorString(r));
+}
+
+/* Waits for the work queued on `stream` so far (the collective's kernels). */
+static ct_status nccl_wait_stream(ct_dist *d, ncclComm_t comm, cudaStream_t stream, double t0, const char *what)
+{
+    cudaEvent_t ev;
+    if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess || cudaEventRecord(ev, stream) != cudaSuccess)
+        return nccl_fail(d, comm, what, "the GPU could not record an event");
+    ct_status st = CT_OK;
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess) break;
+        ncclResult_t a = ncclSuccess;
+        if (e != cudaErrorNotReady) { st = nccl_fail(d, comm, what, cudaGetErrorString(e)); break; }
+        if (ncclCommGetAsyncError(comm, &a) != ncclSuccess || (a != ncclSuccess && a != ncclInProgress)) {
+            st = nccl_fail(d, comm, what, ncclGetErrorString(a));
+            break;
+        }
+        if (ct_now() - t0 > d->timeout_s) { st = nccl_timeout(d, comm, what); break; }
+        poll_pause(t0);
+    }
+    cudaEventDestroy(ev);
+    return st;
+}
+#endif
+
 /* buf on the device of ops: scale, then the sum over the ranks. */
 ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, float scale, const char *what)
 {
     if (!d || !d->mpi) return CT_OK;
 #ifdef CT_HAVE_NCCL
-    if (d->nccl) {
+    if (d->nccl && !ops->host_memory) {
+        CT_TRY(refuse_if_broken(d, what));
         ncclComm_t comm = (ncclComm_t)d->nccl;
         ncclRedOp_t op;
         CT_TRY(ops->sync());   /* the gradients are complete */
-        if (ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat, ncclScalarHostImmediate, comm) != ncclSuccess)
-            return ct_fail(CT_EIO, "rank %d: NCCL could not make its scaled sum for %s", d->rank, what);
-        ncclResult_t r = ncclAllReduce(buf, buf, n, ncclFloat, op, comm, 0);
-        ncclRedOpDestroy(op, comm);
-        if (r != ncclSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: NCCL failed in %s: %s", d->rank, what, ncclGetErrorString(r)); }
-        if (cudaStreamSynchronize(0) != cudaSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: the GPU failed in %s", d->rank, what); }
-        return CT_OK;
+        const double t0 = ct_now();
+        CT_TRY(nccl_settle(d, comm, ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat, ncclScalarHostImmediate, comm), t0, what));
+        ct_status st = nccl_settle(d, comm, ncclAllReduce(buf, buf, n, ncclFloat, op, comm, 0), t0, what);
+        if (st != CT_OK) return st;   /* the communicator is aborted, and its operator with it */
+        CT_TRY(nccl_settle(d, comm, ncclRedOpDestroy(op, comm), t0, what));
+        return nccl_wait_stream(d, comm, 0, t0, what);
     }
 #endif
     if (d->size == 1) return CT_OK;
@@ -302,12 +385,13 @@ ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t
 {
     if (!d || d->size == 1 || n == 0) return CT_OK;
 #ifdef CT_HAVE_NCCL
-    if (d->nccl) {
+    if (d->nccl && !ops->host_memory) {
+        CT_TRY(refuse_if_broken(d, what));
+        ncclComm_t comm = (ncclComm_t)d->nccl;
         CT_TRY(ops->sync());
-        ncclResult_t r = ncclBroadcast(buf, buf, n, ncclFloat, 0, (ncclComm_t)d->nccl, 0);
-        if (r != ncclSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: NCCL failed in %s: %s", d->rank, what, ncclGetErrorString(r)); }
-        if (cudaStreamSynchronize(0) != cudaSuccess) { dist_broken = 1; return ct_fail(CT_EIO, "rank %d: the GPU failed in %s", d->rank, what); }
-        return CT_OK;
+        const double t0 = ct_now();
+        CT_TRY(nccl_settle(d, comm, ncclBroadcast(buf, buf, n, ncclFloat, 0, comm, 0), t0, what));
+        return nccl_wait_stream(d, comm, 0, t0, what);
     }
 #endif
     if (ops->host_memory) return ct_dist_bcast(d, buf, n * sizeof *buf, what);
@@ -326,21 +410,37 @@ int ct_dist_nccl_compiled(void) { return 1; }
 ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops)
 {
     if (!d || !d->mpi || ops->host_memory || d->nccl) return CT_OK;
+    CT_TRY(refuse_if_broken(d, "starting NCCL"));
     ncclUniqueId id;
     ct_status st = CT_OK;
     if (d->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) st = ct_fail(CT_EIO, "NCCL could not make its id (ncclGetUniqueId)");
     CT_TRY(ct_dist_agree(d, st));
     CT_TRY(ct_dist_bcast(d, &id, sizeof id, "the NCCL id"));
-    ncclComm_t comm;
-    ncclResult_t r = ncclCommInitRank(&comm, d->size, id, d->rank);
-    st = r == ncclSuccess ? CT_OK : ct_fail(CT_EIO, "ncclCommInitRank: %s (is each rank on its own GPU? --device gpu picks the "
-                                                 "rank's GPU on its machine)", ncclGetErrorString(r));
+    ncclComm_t comm = NULL;
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;   /* every wait polled, under --dist-timeout (nccl_settle) */
+    ncclResult_t r = ncclCommInitRankConfig(&comm, d->size, id, d->rank, &cfg);
+    if (r == ncclInProgress && comm) st = nccl_settle(d, comm, r, ct_now(), "starting NCCL (ncclCommInitRankConfig)");
+    else if (r != ncclSuccess) st = ct_fail(CT_EIO, "NCCL could not start: %s", ncclGetErrorString(r));
+    if (st != CT_OK)
+        st = ct_fail(st, "%s (is each rank on its own GPU? --device gpu picks the rank's GPU on its machine)", ct_last_error());
     if (st == CT_OK) d->nccl = comm;
     return ct_dist_agree(d, st);
+}
+
+void ct_dist_nccl_close(ct_dist *d, int failed)
+{
+    if (!d || !d->nccl) return;
+    ncclComm_t comm = (ncclComm_t)d->nccl;
+    d->nccl = NULL;
+    if (failed || dist_broken) { ncclCommAbort(comm); return; }   /* a peer may never answer */
+    /* finish the outstanding work, bounded like every other wait (a failure aborts it) */
+    if (nccl_settle(d, comm, ncclCommFinalize(comm), ct_now(), "closing NCCL") == CT_OK) ncclCommDestroy(comm);
 }
 #else
 int ct_dist_nccl_compiled(void) { return 0; }
 ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops) { (void)d; (void)ops; return CT_OK; }
+void ct_dist_nccl_close(ct_dist *d, int failed) { (void)d; (void)failed; }
 #endif
 
 #else   /* ---- no MPI in this build: one rank ---- */
@@ -370,5 +470,6 @@ ct_status ct_dist_check_same(const ct_dist *d, uint64_t hash, const char *what, 
 { (void)d; (void)hash; (void)what; (void)fix; return CT_OK; }
 ct_status ct_dist_check_binary(const ct_dist *d) { (void)d; return CT_OK; }
 ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops) { (void)d; (void)ops; return CT_OK; }
+void ct_dist_nccl_close(ct_dist *d, int failed) { (void)d; (void)failed; }
 
 #endif

@@ -28,9 +28,9 @@
  * DistributedDataParallel does); the running statistics are broadcast from rank
  * 0 after every step, so every rank keeps rank 0's, as DDP does by default.
  *
- * Failures never hang: every collective waits at most `timeout_s` seconds
- * (--dist-timeout) for the other ranks, then says so and ends the whole job
- * (MPI_Abort). A rank that fails before training (its data unreadable, say)
+ * Failures never hang: every collective, MPI's and NCCL's, waits at most `timeout_s`
+ * seconds (--dist-timeout) for the other ranks, then says so and ends the whole job
+ * (MPI_Abort); after one has failed, the others fail at once. A rank that fails before training (its data unreadable, say)
  * tells the others at the first collective (ct_dist_agree), and every rank
  * exits with that rank's one-line message.
  *
@@ -115,8 +115,13 @@ int       ct_dist_sum_cb(void *ctx, double *buf, int n);
 int       ct_dist_default_threads(const ct_dist *d, int cores);
 
 /* Starts NCCL for the GPU of this rank (the NCCL id goes from rank 0 to the others over
- * MPI). A build without NCCL, or one rank: nothing. */
+ * MPI), also for one rank under mpirun. A build without NCCL, the CPU, or a process not
+ * started by mpirun: nothing. The communicator is non-blocking, so that every NCCL wait is
+ * bounded by timeout_s like MPI's (a timeout aborts it and ends the job). */
 ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops);
+/* Ends NCCL (before the GPU closes): its outstanding work finished and the communicator
+ * destroyed, or aborted when `failed` or after a failed collective. */
+void      ct_dist_nccl_close(ct_dist *d, int failed);
 
 /* ---- what the training loop (train/train.c) asks ---- */
 /* Before training: --batch divides evenly over the ranks, the last batch of an epoch
