@@ -406,6 +406,7 @@ void suite_mpi(void)
     t_check(strstr(out, "no answer from the other ranks for 4 s") && !strstr(out, "not started"), "message: %s", out);
     t_check(strstr(out, "mpirun exit ") && !strstr(out, "mpirun exit 0") && !strstr(out, "mpirun exit 124"), "exit: %s", out);
     t_check(secs >= 3 && secs <= 16, "the job ended %d s after the stop (one timeout is 4 s): %s", secs, out);
+    printf("  --sync-batchnorm, rank 1 stopped: the job ended %d s after the stop (--dist-timeout 4)\n", secs);
 
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
