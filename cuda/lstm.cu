@@ -54,9 +54,10 @@ __global__ static void seq_mean_bwd_kernel(float *dy, const float *dout, const i
 /* ---- plan ---- */
 
 /* Sets the data descriptors for a batch of B sequences of up to T steps (lengths len_host,
- * or all T), and - when the shape changed - checks cuDNN's temp sizes for it, growing the
- * work and reserve spaces when this shape needs more (allowed only where no reserve space
- * is in use: grow = 1 in forward). */
+ * or all T), and checks cuDNN's temp sizes for it, growing the work and reserve spaces when
+ * this batch needs more (allowed only where no reserve space is in use: grow = 1 in
+ * forward). The sizes are asked at every call, not once per (B, T): they depend on the
+ * lengths too (the descriptor holds them), and the question is answered on the host. */
 static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int grow)
 {
     const lstm_dims *d = &p->d;
@@ -74,7 +75,6 @@ static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int g
     int dims[3] = { d->L, B, d->H }, strides[3] = { B * d->H, d->H, 1 };
     CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->h_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
     CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->c_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
-    if (B == p->shape_B && T == p->shape_T) return CT_OK;
     size_t work, reserve;
     CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(ct_gpu_ctx()->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc, &work, &reserve));
     if (work > p->work_bytes || reserve > p->reserve_bytes) {
@@ -280,6 +280,9 @@ extern "C" void ct_lstm_backward_gpu(float *dx, float *grads, lstm_gpu *p, const
         CT_LAUNCH_CHECK();
         break;
     }
+    /* dx at padded steps is 0, as on the CPU: cuDNN documents its padding fill for outputs
+     * only, so it is not left to it */
+    if (dx && len) CT_CUDA_CHECK(cudaMemsetAsync(dx, 0, (size_t)B * T * d->I * sizeof(float), g->stream));
     CT_CUDNN_CHECK(cudnnRNNBackwardData_v8(g->cudnn, p->rnn, dev_len, p->y_desc, p->y, dy, p->x_desc, dx ? dx : p->dx,
                                            p->h_desc, NULL, dhy, NULL, p->c_desc, NULL, NULL, NULL,
                                            p->wspace_bytes, w, p->work_bytes, p->work, p->reserve_bytes, p->reserve));

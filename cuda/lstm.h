@@ -51,7 +51,7 @@ typedef struct {
     int *len_full_dev;                    /* [B] all full_T (len == NULL) */
     int *len_full_host;                   /* [B] all full_T */
     int full_T;                           /* the length len_full_* hold */
-    int shape_B, shape_T;                 /* the shape the descriptors and temp sizes are set for (0: none) */
+    int shape_B, shape_T;                 /* the shape the descriptors were last set for (0: none) */
 } lstm_gpu;
 
 /* d: the largest batch and the longest sequence (calls may have fewer of both); ps, ids:
