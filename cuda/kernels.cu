@@ -13,6 +13,7 @@
 #include "cuda/kernels.h"
 
 static_assert(CT_GPU_SCRATCH_PARTIALS + CT_OPTIM_GPU_PARTIALS <= CT_GPU_SCRATCH, "the context's scratch holds the norm's partial sums");
+static_assert(CT_OPTIM_GPU_PARTIALS <= CT_THREADS, "clip_coef reads one partial sum per thread of a block");
 
 
 /* Reads `count` doubles of the context scratch back to the host (synchronises). */
