@@ -6,21 +6,76 @@
 #include "cuda/check.h"
 #include "cuda/reduce.cuh"
 
+/* Where the j-th of channel c's M values lies in [N, C, HW]. */
+__device__ static inline size_t at_of(size_t j, int c, const batchnorm_dims &d)
+{
+    return (size_t)c * d.HW + j / d.HW * ((size_t)d.C * d.HW) + j % d.HW;
+}
+
+/* xhat = (x - mu) is, out = gamma xhat + beta over channel c (the block's threads) */
+__device__ static void normalise_channel(float *out, float *xhat, const float *in, float mu, float is, float gc, float bc,
+                                         int c, const batchnorm_dims &d)
+{
+    const size_t M = (size_t)d.N * d.HW;
+    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
+        size_t at = at_of(j, c, d);
+        float h = (in[at] - mu) * is;
+        xhat[at] = h;
+        out[at] = gc * h + bc;
+    }
+}
+
+/* *sd = sum dout, *sdx = sum dout xhat over channel c, on every thread of the block;
+ * dbeta[c], dgamma[c] += them */
+__device__ static void channel_grad_sums(double *sd, double *sdx, float *dgamma, float *dbeta, const float *dout,
+                                         const float *xhat, int c, const batchnorm_dims &d, double *sh)
+{
+    const size_t M = (size_t)d.N * d.HW;
+    double a = 0.0, b = 0.0;
+    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
+        size_t at = at_of(j, c, d);
+        a += dout[at];
+        b += (double)dout[at] * xhat[at];
+    }
+    *sd = ct_block_sum(a, sh);
+    *sdx = ct_block_sum(b, sh);
+    if (threadIdx.x == 0) { dbeta[c] += (float)*sd; dgamma[c] += (float)*sdx; }
+}
+
+/* din = k (dout - mean_d - xhat mean_dx) over channel c, k = gamma invstd */
+__device__ static void din_channel(float *din, const float *dout, const float *xhat, float k, float mean_d, float mean_dx,
+                                   int c, const batchnorm_dims &d)
+{
+    const size_t M = (size_t)d.N * d.HW;
+    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
+        size_t at = at_of(j, c, d);
+        din[at] = k * (dout[at] - mean_d - xhat[at] * mean_dx);
+    }
+}
+
+/* acc = sum over this batch's part of channel c of x (mean == NULL) or of (x - *mean)^2 */
+__device__ static double channel_sum(const float *in, const double *mean, int c, const batchnorm_dims &d, double *sh)
+{
+    const size_t M = (size_t)d.N * d.HW;
+    double s = 0.0;
+    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
+        double x = in[at_of(j, c, d)];
+        if (mean) { x -= *mean; x *= x; }
+        s += x;
+    }
+    return ct_block_sum(s, sh);
+}
 
 __global__ static void bn_fwd_kernel(float *out, float *xhat, float *mean, float *invstd, float *rmean, float *rvar,
                                      const float *in, const float *gamma, const float *beta, batchnorm_dims d, int train)
 {
     __shared__ double sh[CT_THREADS];
-    const int c = blockIdx.x, HW = d.HW;
-    const size_t M = (size_t)d.N * HW, cstride = (size_t)d.C * HW, off = (size_t)c * HW;
+    const int c = blockIdx.x;
+    const size_t M = (size_t)d.N * d.HW;
     float mu, is;
     if (train) {
-        double s = 0.0;
-        for (size_t j = threadIdx.x; j < M; j += blockDim.x) s += in[off + j / HW * cstride + j % HW];
-        const double m = ct_block_sum(s, sh) / (double)M;
-        double ss = 0.0;
-        for (size_t j = threadIdx.x; j < M; j += blockDim.x) { double t = in[off + j / HW * cstride + j % HW] - m; ss += t * t; }
-        ss = ct_block_sum(ss, sh);
+        const double m = channel_sum(in, NULL, c, d, sh) / (double)M;
+        const double ss = channel_sum(in, &m, c, d, sh);
         const double var = ss / (double)M, var_unb = M > 1 ? ss / (double)(M - 1) : var;
         mu = (float)m;
         is = (float)(1.0 / sqrt(var + (double)d.eps));
@@ -33,37 +88,19 @@ __global__ static void bn_fwd_kernel(float *out, float *xhat, float *mean, float
         is = (float)(1.0 / sqrt((double)rvar[c] + (double)d.eps));
     }
     if (threadIdx.x == 0) { mean[c] = mu; invstd[c] = is; }
-    const float gc = gamma[c], bc = beta[c];
-    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
-        size_t at = off + j / HW * cstride + j % HW;
-        float h = (in[at] - mu) * is;
-        xhat[at] = h;
-        out[at] = gc * h + bc;
-    }
+    normalise_channel(out, xhat, in, mu, is, gamma[c], beta[c], c, d);
 }
 
 __global__ static void bn_bwd_kernel(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                                      const float *invstd, const float *gamma, batchnorm_dims d)
 {
     __shared__ double sh[CT_THREADS];
-    const int c = blockIdx.x, HW = d.HW;
-    const size_t M = (size_t)d.N * HW, cstride = (size_t)d.C * HW, off = (size_t)c * HW;
-    double sd = 0.0, sdx = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
-        size_t at = off + j / HW * cstride + j % HW;
-        sd += dout[at];
-        sdx += (double)dout[at] * xhat[at];
-    }
-    sd = ct_block_sum(sd, sh);
-    sdx = ct_block_sum(sdx, sh);
-    if (threadIdx.x == 0) { dbeta[c] += (float)sd; dgamma[c] += (float)sdx; }
+    const int c = blockIdx.x;
+    const double M = (double)d.N * d.HW;
+    double sd, sdx;
+    channel_grad_sums(&sd, &sdx, dgamma, dbeta, dout, xhat, c, d, sh);
     if (!din) return;
-    const float k = gamma[c] * invstd[c];
-    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
-    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
-        size_t at = off + j / HW * cstride + j % HW;
-        din[at] = k * (dout[at] - mean_d - xhat[at] * mean_dx);
-    }
+    din_channel(din, dout, xhat, gamma[c] * invstd[c], (float)(sd / M), (float)(sdx / M), c, d);
 }
 
 /* ---- synchronised statistics (layers/batchnorm.h: ct_replica_sum) ----
@@ -73,19 +110,12 @@ __global__ static void bn_bwd_kernel(float *din, float *dgamma, float *dbeta, co
  * the whole batch's statistics. The per-channel doubles travel through the context's
  * bn_sync buffers: two round trips of C doubles per forward, one of 2C per backward. */
 
-/* acc[c] = sum over this replica's (n, hw) of x (mean == NULL) or of (x - mean[c])^2 */
+/* acc[c] = channel_sum of this replica's part (mean: the whole batch's means, or NULL) */
 __global__ static void bn_sync_pass_kernel(double *acc, const double *mean, const float *in, batchnorm_dims d)
 {
     __shared__ double sh[CT_THREADS];
-    const int c = blockIdx.x, HW = d.HW;
-    const size_t M = (size_t)d.N * HW, cstride = (size_t)d.C * HW, off = (size_t)c * HW;
-    double s = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
-        double x = in[off + j / HW * cstride + j % HW];
-        if (mean) { x -= mean[c]; x *= x; }
-        s += x;
-    }
-    s = ct_block_sum(s, sh);
+    const int c = blockIdx.x;
+    const double s = channel_sum(in, mean ? mean + c : NULL, c, d, sh);
     if (threadIdx.x == 0) acc[c] = s;
 }
 
@@ -94,8 +124,7 @@ __global__ static void bn_sync_norm_kernel(float *out, float *xhat, float *mean,
                                            const float *in, const float *gamma, const float *beta, const double *stats,
                                            double M, batchnorm_dims d)
 {
-    const int c = blockIdx.x, HW = d.HW;
-    const size_t Mc = (size_t)d.N * HW, cstride = (size_t)d.C * HW, off = (size_t)c * HW;
+    const int c = blockIdx.x;
     const float mu = (float)stats[c];
     const double var = stats[d.C + c] / M, var_unb = M > 1 ? stats[d.C + c] / (M - 1) : var;
     const float is = (float)(1.0 / sqrt(var + (double)d.eps));
@@ -105,13 +134,7 @@ __global__ static void bn_sync_norm_kernel(float *out, float *xhat, float *mean,
         rmean[c] = (1.0f - d.momentum) * rmean[c] + d.momentum * mu;
         rvar[c] = (1.0f - d.momentum) * rvar[c] + d.momentum * (float)var_unb;
     }
-    const float gc = gamma[c], bc = beta[c];
-    for (size_t j = threadIdx.x; j < Mc; j += blockDim.x) {
-        size_t at = off + j / HW * cstride + j % HW;
-        float h = (in[at] - mu) * is;
-        xhat[at] = h;
-        out[at] = gc * h + bc;
-    }
+    normalise_channel(out, xhat, in, mu, is, gamma[c], beta[c], c, d);
 }
 
 /* this replica's own sums: dbeta, dgamma += them; acc [2C] = (sum dout, sum dout xhat) */
@@ -119,30 +142,18 @@ __global__ static void bn_sync_bwd_sums_kernel(double *acc, float *dgamma, float
                                                batchnorm_dims d)
 {
     __shared__ double sh[CT_THREADS];
-    const int c = blockIdx.x, HW = d.HW;
-    const size_t M = (size_t)d.N * HW, cstride = (size_t)d.C * HW, off = (size_t)c * HW;
-    double sd = 0.0, sdx = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
-        size_t at = off + j / HW * cstride + j % HW;
-        sd += dout[at];
-        sdx += (double)dout[at] * xhat[at];
-    }
-    sd = ct_block_sum(sd, sh);
-    sdx = ct_block_sum(sdx, sh);
-    if (threadIdx.x == 0) { dbeta[c] += (float)sd; dgamma[c] += (float)sdx; acc[c] = sd; acc[d.C + c] = sdx; }
+    const int c = blockIdx.x;
+    double sd, sdx;
+    channel_grad_sums(&sd, &sdx, dgamma, dbeta, dout, xhat, c, d, sh);
+    if (threadIdx.x == 0) { acc[c] = sd; acc[d.C + c] = sdx; }
 }
 
 /* din with the whole batch's means: means [2C] = (S_d, S_dx) / (M share) (layers/batchnorm.h) */
 __global__ static void bn_sync_din_kernel(float *din, const float *dout, const float *xhat, const float *invstd, const float *gamma,
                                           const double *means, batchnorm_dims d)
 {
-    const int c = blockIdx.x, HW = d.HW;
-    const size_t M = (size_t)d.N * HW, cstride = (size_t)d.C * HW, off = (size_t)c * HW;
-    const float k = gamma[c] * invstd[c], mean_d = (float)means[c], mean_dx = (float)means[d.C + c];
-    for (size_t j = threadIdx.x; j < M; j += blockDim.x) {
-        size_t at = off + j / HW * cstride + j % HW;
-        din[at] = k * (dout[at] - mean_d - xhat[at] * mean_dx);
-    }
+    const int c = blockIdx.x;
+    din_channel(din, dout, xhat, gamma[c] * invstd[c], (float)means[c], (float)means[d.C + c], c, d);
 }
 
 /* The n doubles at g->bn_sync + at, down to the same place of the pinned host buffer

@@ -136,6 +136,25 @@ static int count(const char *text, const char *what)
 #define TOL_LSTM 1e-6
 #define TOL_CNN  1e-6
 
+/* Starts `mpirun -np 2 ctrain RUN --csv DIR/TAG.csv` in the background, finds rank 1 by the
+ * marker in its command line and its MPI rank, sends it `sig` (-9, -STOP) two seconds after
+ * it appears, and waits for the job. Returns the seconds from the signal to the job's end
+ * (-1 when not found); out gets the output, with "mpirun exit N" and "found rank 1 (PID)". */
+static int signal_rank1(const char *dir, const char *tag, const char *bin, const char *run, const char *sig, char *out, size_t n)
+{
+    static char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "M=%s/%s.csv; (timeout 120 %s -np 2 %s %s --csv $M; echo \"mpirun exit $?\") & J=$!; "
+             "for i in $(seq 100); do sleep 0.2; for p in /proc/[0-9]*; do "
+             "if tr '\\0' ' ' 2>/dev/null < $p/cmdline | grep -q \"$M\" && tr '\\0' '\\n' 2>/dev/null < $p/environ | grep -qx OMPI_COMM_WORLD_RANK=1; "
+             "then R=${p#/proc/}; break 2; fi; done; done; "
+             "sleep 2; echo \"found rank 1 ($R)\"; kill %s $R; S=$(date +%%s); wait $J; echo \"ended $(( $(date +%%s) - S )) s after the signal\"",
+             dir, tag, mpirun, bin, run, sig);
+    run_sh(cmd, out, n);
+    const char *e = strstr(out, "ended ");
+    return e && strstr(out, "found rank 1 (") && !strstr(out, "found rank 1 ()") ? atoi(e + 6) : -1;
+}
+
 void suite_mpi(void)
 {
     static char out[1 << 16];
@@ -360,30 +379,14 @@ void suite_mpi(void)
      * end, not wait: rank 1 is found by the marker in its command line and its MPI rank. */
     const char *longrun = "train siamese-lstm --speakers 12 --utts 4 --pairs 64000 --val-pairs 32 --epochs 50 --batch 16 "
                           "--frames 20 --mels 8 --hidden 16 --embed 8 --threads 1 --no-progress --dist-timeout 5";
-    const char *find_rank1 =
-        "for i in $(seq 100); do sleep 0.2; for p in /proc/[0-9]*; do "
-        "if tr '\\0' ' ' 2>/dev/null < $p/cmdline | grep -q \"$M\" && tr '\\0' '\\n' 2>/dev/null < $p/environ | grep -qx OMPI_COMM_WORLD_RANK=1; "
-        "then R=${p#/proc/}; break 2; fi; done; done";
     t_case("mpi/a rank killed mid-run ends the job (no hang)");
-    snprintf(cmd, sizeof cmd, "M=%s/killed.csv; (timeout 120 %s -np 2 %s %s --csv $M; echo \"mpirun exit $?\") & J=$!; %s; "
-             "sleep 2; echo \"killing rank 1 ($R)\"; kill -9 $R; S=$(date +%%s); wait $J; echo \"ended $(( $(date +%%s) - S )) s after the kill\"",
-             dir, mpirun, bin, longrun, find_rank1);
-    rc = run_sh(cmd, out, sizeof out);
-    int secs = -1;
-    const char *e = strstr(out, "ended ");
-    if (e) secs = atoi(e + 6);
-    t_check(strstr(out, "killing rank 1 (") && !strstr(out, "killing rank 1 ()"), "rank 1 not found: %s", out);
+    int secs = signal_rank1(dir, "killed", bin, longrun, "-9", out, sizeof out);
+    t_check(secs >= 0, "rank 1 not found: %s", out);
     t_check(strstr(out, "mpirun exit ") && !strstr(out, "mpirun exit 0") && !strstr(out, "mpirun exit 124"), "exit: %s", out);
-    t_check(secs >= 0 && secs <= 30, "the job ended %d s after the kill: %s", secs, out);
+    t_check(secs <= 30, "the job ended %d s after the kill: %s", secs, out);
 
     t_case("mpi/a stopped rank: the others give up after --dist-timeout, with one line saying so");
-    snprintf(cmd, sizeof cmd, "M=%s/stopped.csv; (timeout 120 %s -np 2 %s %s --csv $M; echo \"mpirun exit $?\") & J=$!; %s; "
-             "sleep 2; echo \"stopping rank 1 ($R)\"; kill -STOP $R; S=$(date +%%s); wait $J; echo \"ended $(( $(date +%%s) - S )) s after the stop\"",
-             dir, mpirun, bin, longrun, find_rank1);
-    rc = run_sh(cmd, out, sizeof out);
-    secs = -1;
-    e = strstr(out, "ended ");
-    if (e) secs = atoi(e + 6);
+    secs = signal_rank1(dir, "stopped", bin, longrun, "-STOP", out, sizeof out);
     t_check(strstr(out, "no answer from the other ranks for 5 s") && strstr(out, "--dist-timeout"), "message: %s", out);
     t_check(strstr(out, "mpirun exit ") && !strstr(out, "mpirun exit 0") && !strstr(out, "mpirun exit 124"), "exit: %s", out);
     t_check(secs >= 4 && secs <= 40, "the job ended %d s after the stop: %s", secs, out);
@@ -395,15 +398,9 @@ void suite_mpi(void)
                          "--no-progress --optimizer sgd --lr 0.05 --sync-batchnorm --dist-timeout 4 "
                          "--arch conv8k3,batchnorm,relu,maxpool2,flatten,dense16,batchnorm,relu,dropout0.3,dense10";
     t_case("mpi/a stopped rank under --sync-batchnorm: one timeout ends the job, the first failure's message");
-    snprintf(cmd, sizeof cmd, "M=%s/stopped_bn.csv; (timeout 120 %s -np 2 %s %s --csv $M; echo \"mpirun exit $?\") & J=$!; %s; "
-             "sleep 2; echo \"stopping rank 1 ($R)\"; kill -STOP $R; S=$(date +%%s); wait $J; echo \"ended $(( $(date +%%s) - S )) s after the stop\"",
-             dir, mpirun, bin, longbn, find_rank1);
-    rc = run_sh(cmd, out, sizeof out);
-    secs = -1;
-    e = strstr(out, "ended ");
-    if (e) secs = atoi(e + 6);
-    t_check(strstr(out, "stopping rank 1 (") && !strstr(out, "stopping rank 1 ()"), "rank 1 not found: %s", out);
-    t_check(strstr(out, "no answer from the other ranks for 4 s") && !strstr(out, "not started"), "message: %s", out);
+    secs = signal_rank1(dir, "stopped_bn", bin, longbn, "-STOP", out, sizeof out);
+    t_check(secs >= 0, "rank 1 not found: %s", out);
+    t_check(strstr(out, "no answer from the other ranks for 4 s") != NULL, "message: %s", out);
     t_check(strstr(out, "mpirun exit ") && !strstr(out, "mpirun exit 0") && !strstr(out, "mpirun exit 124"), "exit: %s", out);
     t_check(secs >= 3 && secs <= 16, "the job ended %d s after the stop (one timeout is 4 s): %s", secs, out);
     printf("  --sync-batchnorm, rank 1 stopped: the job ended %d s after the stop (--dist-timeout 4)\n", secs);

@@ -523,30 +523,53 @@ static void case_pool(const ct_ops *ops, ct_rng *r, t_outs *o)
     free(x); free(dout);
 }
 
+/* A batchnorm layer's inputs drawn from r and put on the device of ops; outputs start as NaN. */
+typedef struct { float *x, *gam, *bet, *dout, *rm, *rv, *out, *xh, *mean, *is, *din, *dg, *db; } bn_bufs;
+
+static void bn_bufs_make(bn_bufs *g, const ct_ops *ops, ct_rng *r, const batchnorm_dims *d)
+{
+    size_t n = (size_t)d->N * d->C * d->HW;
+    float *x = rnd(n, -2, 2, r), *gam = rnd(d->C, 0.5f, 1.5f, r), *bet = rnd(d->C, -1, 1, r), *dout = rnd(n, -1, 1, r);
+    float *rm = rnd(d->C, -0.1f, 0.1f, r), *rv = rnd(d->C, 0.9f, 1.1f, r), *dg = rnd(d->C, -1, 1, r), *dbt = rnd(d->C, -1, 1, r);
+    *g = (bn_bufs){ .x = dput(ops, x, n), .gam = dput(ops, gam, d->C), .bet = dput(ops, bet, d->C), .dout = dput(ops, dout, n),
+                    .rm = dput(ops, rm, d->C), .rv = dput(ops, rv, d->C), .out = dnan(ops, n), .xh = dnan(ops, n),
+                    .mean = dnan(ops, d->C), .is = dnan(ops, d->C), .din = dnan(ops, n), .dg = dput(ops, dg, d->C),
+                    .db = dput(ops, dbt, d->C) };
+    free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(dg); free(dbt);
+}
+
+static void bn_bufs_free(bn_bufs *g, const ct_ops *ops)
+{
+    void *dv[] = { g->x, g->gam, g->bet, g->dout, g->rm, g->rv, g->out, g->xh, g->mean, g->is, g->din, g->dg, g->db };
+    for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++) dfree(ops, dv[i]);
+}
+
+/* backward, and the three gradients kept */
+static void bn_backward_keep(t_outs *o, const ct_ops *ops, bn_bufs *g, const batchnorm_dims *d)
+{
+    size_t n = (size_t)d->N * d->C * d->HW;
+    ops->batchnorm_backward(g->din, g->dg, g->db, g->dout, g->xh, g->is, g->gam, d);
+    keep(o, "din", ops, g->din, n, 1e-5);
+    keep(o, "dgamma (accumulated)", ops, g->dg, d->C, 1e-5);
+    keep(o, "dbeta (accumulated)", ops, g->db, d->C, 1e-5);
+}
+
 static void case_batchnorm(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
     batchnorm_dims d = { .N = 4, .C = 3, .HW = 5, .eps = 1e-5f, .momentum = 0.1f };
     size_t n = (size_t)d.N * d.C * d.HW;
-    float *x = rnd(n, -2, 2, r), *gam = rnd(d.C, 0.5f, 1.5f, r), *bet = rnd(d.C, -1, 1, r), *dout = rnd(n, -1, 1, r);
-    float *rm = rnd(d.C, -0.1f, 0.1f, r), *rv = rnd(d.C, 0.9f, 1.1f, r), *dg = rnd(d.C, -1, 1, r), *dbt = rnd(d.C, -1, 1, r);
-    float *g_x = dput(ops, x, n), *g_gam = dput(ops, gam, d.C), *g_bet = dput(ops, bet, d.C), *g_dout = dput(ops, dout, n);
-    float *g_rm = dput(ops, rm, d.C), *g_rv = dput(ops, rv, d.C), *g_out = dnan(ops, n), *g_xh = dnan(ops, n);
-    float *g_mean = dnan(ops, d.C), *g_is = dnan(ops, d.C), *g_din = dnan(ops, n), *g_dg = dput(ops, dg, d.C), *g_db = dput(ops, dbt, d.C);
+    bn_bufs g;
+    bn_bufs_make(&g, ops, r, &d);
     for (int train = 0; train <= 1; train++) {
-        ops->batchnorm_forward(g_out, g_xh, g_mean, g_is, g_rm, g_rv, g_x, g_gam, g_bet, &d, train);
-        keep(o, train ? "train out" : "eval out", ops, g_out, n, 1e-6);
-        keep(o, train ? "train xhat" : "eval xhat", ops, g_xh, n, 1e-6);
-        keep(o, train ? "train invstd" : "eval invstd", ops, g_is, d.C, 1e-6);
-        keep(o, train ? "running_mean after train" : "running_mean after eval", ops, g_rm, d.C, 1e-6);
-        keep(o, train ? "running_var after train" : "running_var after eval", ops, g_rv, d.C, 1e-6);
+        ops->batchnorm_forward(g.out, g.xh, g.mean, g.is, g.rm, g.rv, g.x, g.gam, g.bet, &d, train);
+        keep(o, train ? "train out" : "eval out", ops, g.out, n, 1e-6);
+        keep(o, train ? "train xhat" : "eval xhat", ops, g.xh, n, 1e-6);
+        keep(o, train ? "train invstd" : "eval invstd", ops, g.is, d.C, 1e-6);
+        keep(o, train ? "running_mean after train" : "running_mean after eval", ops, g.rm, d.C, 1e-6);
+        keep(o, train ? "running_var after train" : "running_var after eval", ops, g.rv, d.C, 1e-6);
     }
-    ops->batchnorm_backward(g_din, g_dg, g_db, g_dout, g_xh, g_is, g_gam, &d);
-    keep(o, "din", ops, g_din, n, 1e-5);
-    keep(o, "dgamma (accumulated)", ops, g_dg, d.C, 1e-5);
-    keep(o, "dbeta (accumulated)", ops, g_db, d.C, 1e-5);
-    void *dv[] = { g_x, g_gam, g_bet, g_dout, g_rm, g_rv, g_out, g_xh, g_mean, g_is, g_din, g_dg, g_db };
-    for (size_t i = 0; i < 13; i++) dfree(ops, dv[i]);
-    free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(dg); free(dbt);
+    bn_backward_keep(o, ops, &g, &d);
+    bn_bufs_free(&g, ops);
 }
 
 /* Synchronised batchnorm (data-parallel training: ct_replica_sum) on a stand-in for three
@@ -564,25 +587,17 @@ static void case_batchnorm_synced(const ct_ops *ops, ct_rng *r, t_outs *o)
     ct_replica_sum rs = { .sum = three_replicas, .ctx = NULL, .total_N = 3 * 4, .share = 1.0 / 3.0 };
     batchnorm_dims d = { .N = 4, .C = 5, .HW = 7, .eps = 1e-5f, .momentum = 0.1f, .sync = &rs };
     size_t n = (size_t)d.N * d.C * d.HW;
-    float *x = rnd(n, -2, 2, r), *gam = rnd(d.C, 0.5f, 1.5f, r), *bet = rnd(d.C, -1, 1, r), *dout = rnd(n, -1, 1, r);
-    float *rm = rnd(d.C, -0.1f, 0.1f, r), *rv = rnd(d.C, 0.9f, 1.1f, r), *dg = rnd(d.C, -1, 1, r), *dbt = rnd(d.C, -1, 1, r);
-    float *g_x = dput(ops, x, n), *g_gam = dput(ops, gam, d.C), *g_bet = dput(ops, bet, d.C), *g_dout = dput(ops, dout, n);
-    float *g_rm = dput(ops, rm, d.C), *g_rv = dput(ops, rv, d.C), *g_out = dnan(ops, n), *g_xh = dnan(ops, n);
-    float *g_mean = dnan(ops, d.C), *g_is = dnan(ops, d.C), *g_din = dnan(ops, n), *g_dg = dput(ops, dg, d.C), *g_db = dput(ops, dbt, d.C);
-    ops->batchnorm_forward(g_out, g_xh, g_mean, g_is, g_rm, g_rv, g_x, g_gam, g_bet, &d, 1);
-    keep(o, "out", ops, g_out, n, 1e-6);
-    keep(o, "xhat", ops, g_xh, n, 1e-6);
-    keep(o, "mean", ops, g_mean, d.C, 1e-6);
-    keep(o, "invstd", ops, g_is, d.C, 1e-6);
-    keep(o, "running_mean", ops, g_rm, d.C, 1e-6);
-    keep(o, "running_var", ops, g_rv, d.C, 1e-6);
-    ops->batchnorm_backward(g_din, g_dg, g_db, g_dout, g_xh, g_is, g_gam, &d);
-    keep(o, "din", ops, g_din, n, 1e-5);
-    keep(o, "dgamma (accumulated)", ops, g_dg, d.C, 1e-5);
-    keep(o, "dbeta (accumulated)", ops, g_db, d.C, 1e-5);
-    void *dv[] = { g_x, g_gam, g_bet, g_dout, g_rm, g_rv, g_out, g_xh, g_mean, g_is, g_din, g_dg, g_db };
-    for (size_t i = 0; i < 13; i++) dfree(ops, dv[i]);
-    free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(dg); free(dbt);
+    bn_bufs g;
+    bn_bufs_make(&g, ops, r, &d);
+    ops->batchnorm_forward(g.out, g.xh, g.mean, g.is, g.rm, g.rv, g.x, g.gam, g.bet, &d, 1);
+    keep(o, "out", ops, g.out, n, 1e-6);
+    keep(o, "xhat", ops, g.xh, n, 1e-6);
+    keep(o, "mean", ops, g.mean, d.C, 1e-6);
+    keep(o, "invstd", ops, g.is, d.C, 1e-6);
+    keep(o, "running_mean", ops, g.rm, d.C, 1e-6);
+    keep(o, "running_var", ops, g.rv, d.C, 1e-6);
+    bn_backward_keep(o, ops, &g, &d);
+    bn_bufs_free(&g, ops);
 }
 
 /* A convolution planned for N images, run on N and on fewer (another batch size: on the
