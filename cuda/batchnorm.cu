@@ -108,25 +108,29 @@ __global__ static void bn_bwd_kernel(float *din, float *dgamma, float *dbeta, co
  * over the replicas on the host (d->sync->sum), the means back to the device, the squared
  * deviations from them, their sum over the replicas, then every element normalised with
  * the whole batch's statistics. The per-channel doubles travel through the context's
- * bn_sync buffers: two round trips of C doubles per forward, one of 2C per backward. */
+ * bn_sync buffers, up to BN_SYNC_CHUNK channels at a time: two round trips of C doubles per
+ * forward, one of 2C per backward. */
 
-/* acc[c] = channel_sum of this replica's part (mean: the whole batch's means, or NULL) */
-__global__ static void bn_sync_pass_kernel(double *acc, const double *mean, const float *in, batchnorm_dims d)
+/* The synchronised kernels work on a chunk of n channels from c0 (block b: channel c0 + b),
+ * their per-channel doubles at the start of the context's bn_sync buffer. */
+
+/* acc[b] = channel_sum of this replica's part (mean: the whole batch's means, or NULL) */
+__global__ static void bn_sync_pass_kernel(double *acc, const double *mean, const float *in, int c0, batchnorm_dims d)
 {
     __shared__ double sh[CT_THREADS];
-    const int c = blockIdx.x;
-    const double s = channel_sum(in, mean ? mean + c : NULL, c, d, sh);
-    if (threadIdx.x == 0) acc[c] = s;
+    const int b = blockIdx.x;
+    const double s = channel_sum(in, mean ? mean + b : NULL, c0 + b, d, sh);
+    if (threadIdx.x == 0) acc[b] = s;
 }
 
-/* stats [2C] = the whole batch's means and summed squared deviations; M its values per channel */
+/* stats [2n] = the whole batch's means and summed squared deviations; M its values per channel */
 __global__ static void bn_sync_norm_kernel(float *out, float *xhat, float *mean, float *invstd, float *rmean, float *rvar,
                                            const float *in, const float *gamma, const float *beta, const double *stats,
-                                           double M, batchnorm_dims d)
+                                           double M, int c0, int n, batchnorm_dims d)
 {
-    const int c = blockIdx.x;
-    const float mu = (float)stats[c];
-    const double var = stats[d.C + c] / M, var_unb = M > 1 ? stats[d.C + c] / (M - 1) : var;
+    const int b = blockIdx.x, c = c0 + b;
+    const float mu = (float)stats[b];
+    const double var = stats[n + b] / M, var_unb = M > 1 ? stats[n + b] / (M - 1) : var;
     const float is = (float)(1.0 / sqrt(var + (double)d.eps));
     if (threadIdx.x == 0) {
         mean[c] = mu;
@@ -137,23 +141,23 @@ __global__ static void bn_sync_norm_kernel(float *out, float *xhat, float *mean,
     normalise_channel(out, xhat, in, mu, is, gamma[c], beta[c], c, d);
 }
 
-/* this replica's own sums: dbeta, dgamma += them; acc [2C] = (sum dout, sum dout xhat) */
+/* this replica's own sums: dbeta, dgamma += them; acc [2n] = (sum dout, sum dout xhat) */
 __global__ static void bn_sync_bwd_sums_kernel(double *acc, float *dgamma, float *dbeta, const float *dout, const float *xhat,
-                                               batchnorm_dims d)
+                                               int c0, int n, batchnorm_dims d)
 {
     __shared__ double sh[CT_THREADS];
-    const int c = blockIdx.x;
+    const int b = blockIdx.x;
     double sd, sdx;
-    channel_grad_sums(&sd, &sdx, dgamma, dbeta, dout, xhat, c, d, sh);
-    if (threadIdx.x == 0) { acc[c] = sd; acc[d.C + c] = sdx; }
+    channel_grad_sums(&sd, &sdx, dgamma, dbeta, dout, xhat, c0 + b, d, sh);
+    if (threadIdx.x == 0) { acc[b] = sd; acc[n + b] = sdx; }
 }
 
-/* din with the whole batch's means: means [2C] = (S_d, S_dx) / (M share) (layers/batchnorm.h) */
+/* din with the whole batch's means: means [2n] = (S_d, S_dx) / (M share) (layers/batchnorm.h) */
 __global__ static void bn_sync_din_kernel(float *din, const float *dout, const float *xhat, const float *invstd, const float *gamma,
-                                          const double *means, batchnorm_dims d)
+                                          const double *means, int c0, int n, batchnorm_dims d)
 {
-    const int c = blockIdx.x;
-    din_channel(din, dout, xhat, gamma[c] * invstd[c], (float)means[c], (float)means[d.C + c], c, d);
+    const int b = blockIdx.x, c = c0 + b;
+    din_channel(din, dout, xhat, gamma[c] * invstd[c], (float)means[b], (float)means[n + b], c, d);
 }
 
 /* The n doubles at g->bn_sync + at, down to the same place of the pinned host buffer
@@ -173,27 +177,32 @@ static void upload_doubles(int at, int n)
     CT_CUDA_CHECK(cudaMemcpyAsync(g->bn_sync + at, g->host_bn_sync + at, (size_t)n * sizeof(double), cudaMemcpyHostToDevice, g->stream));
 }
 
+/* Channels per chunk: the bn_sync buffers hold two doubles per channel. Every replica has
+ * the same channels, so every replica makes the same sums in the same order. */
+#define BN_SYNC_CHUNK (CT_GPU_BN_SYNC / 2)
+
 static void forward_synced_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
                                const float *in, const float *gamma, const float *beta, const batchnorm_dims *d)
 {
     ct_gpu *g = ct_gpu_ctx();
     const ct_replica_sum *r = d->sync;
-    const int C = d->C;
     const double M = (double)r->total_N * d->HW;   /* the whole batch's values per channel */
-    CT_ASSERT(2 * C <= CT_GPU_BN_SYNC);
-    bn_sync_pass_kernel<<<C, CT_THREADS, 0, g->stream>>>(g->bn_sync, NULL, in, *d);
-    CT_LAUNCH_CHECK();
-    double *h = download_doubles(0, C);
-    r->sum(r->ctx, h, C);
-    for (int c = 0; c < C; c++) h[c] /= M;   /* the whole batch's means */
-    upload_doubles(0, C);
-    bn_sync_pass_kernel<<<C, CT_THREADS, 0, g->stream>>>(g->bn_sync + C, g->bn_sync, in, *d);
-    CT_LAUNCH_CHECK();
-    r->sum(r->ctx, download_doubles(C, C), C);   /* the whole batch's summed squared deviations */
-    upload_doubles(C, C);
-    bn_sync_norm_kernel<<<C, CT_THREADS, 0, g->stream>>>(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta,
-                                                          g->bn_sync, M, *d);
-    CT_LAUNCH_CHECK();
+    for (int c0 = 0; c0 < d->C; c0 += BN_SYNC_CHUNK) {
+        const int n = d->C - c0 < BN_SYNC_CHUNK ? d->C - c0 : BN_SYNC_CHUNK;
+        bn_sync_pass_kernel<<<n, CT_THREADS, 0, g->stream>>>(g->bn_sync, NULL, in, c0, *d);
+        CT_LAUNCH_CHECK();
+        double *h = download_doubles(0, n);
+        r->sum(r->ctx, h, n);
+        for (int c = 0; c < n; c++) h[c] /= M;   /* the whole batch's means */
+        upload_doubles(0, n);
+        bn_sync_pass_kernel<<<n, CT_THREADS, 0, g->stream>>>(g->bn_sync + n, g->bn_sync, in, c0, *d);
+        CT_LAUNCH_CHECK();
+        r->sum(r->ctx, download_doubles(n, n), n);   /* the whole batch's summed squared deviations */
+        upload_doubles(n, n);
+        bn_sync_norm_kernel<<<n, CT_THREADS, 0, g->stream>>>(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta,
+                                                              g->bn_sync, M, c0, n, *d);
+        CT_LAUNCH_CHECK();
+    }
 }
 
 static void backward_synced_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
@@ -201,19 +210,20 @@ static void backward_synced_gpu(float *din, float *dgamma, float *dbeta, const f
 {
     ct_gpu *g = ct_gpu_ctx();
     const ct_replica_sum *r = d->sync;
-    const int C = d->C;
-    CT_ASSERT(2 * C <= CT_GPU_BN_SYNC);
-    bn_sync_bwd_sums_kernel<<<C, CT_THREADS, 0, g->stream>>>(g->bn_sync, dgamma, dbeta, dout, xhat, *d);
-    CT_LAUNCH_CHECK();
-    if (!din) return;
-    double *h = download_doubles(0, 2 * C);
-    for (int i = 0; i < 2 * C; i++) h[i] *= r->share;   /* each replica's weight in the whole batch's loss */
-    r->sum(r->ctx, h, 2 * C);
     const double M = (double)r->total_N * d->HW;
-    for (int i = 0; i < 2 * C; i++) h[i] /= M * r->share;   /* S / (M share): the means this replica's dout needs */
-    upload_doubles(0, 2 * C);
-    bn_sync_din_kernel<<<C, CT_THREADS, 0, g->stream>>>(din, dout, xhat, invstd, gamma, g->bn_sync, *d);
-    CT_LAUNCH_CHECK();
+    for (int c0 = 0; c0 < d->C; c0 += BN_SYNC_CHUNK) {
+        const int n = d->C - c0 < BN_SYNC_CHUNK ? d->C - c0 : BN_SYNC_CHUNK;
+        bn_sync_bwd_sums_kernel<<<n, CT_THREADS, 0, g->stream>>>(g->bn_sync, dgamma, dbeta, dout, xhat, c0, n, *d);
+        CT_LAUNCH_CHECK();
+        if (!din) continue;
+        double *h = download_doubles(0, 2 * n);
+        for (int i = 0; i < 2 * n; i++) h[i] *= r->share;   /* each replica's weight in the whole batch's loss */
+        r->sum(r->ctx, h, 2 * n);
+        for (int i = 0; i < 2 * n; i++) h[i] /= M * r->share;   /* S / (M share): the means this replica's dout needs */
+        upload_doubles(0, 2 * n);
+        bn_sync_din_kernel<<<n, CT_THREADS, 0, g->stream>>>(din, dout, xhat, invstd, gamma, g->bn_sync, c0, n, *d);
+        CT_LAUNCH_CHECK();
+    }
 }
 
 extern "C" void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,

@@ -71,7 +71,7 @@ typedef struct {
 
 #define CT_GPU_SCRATCH 320          /* doubles: [0, 64) results read back, [64, 320) reduction partial sums */
 #define CT_GPU_SCRATCH_PARTIALS 64
-#define CT_GPU_BN_SYNC (2 * 1024)   /* doubles: two sums per channel, up to 1024 channels a layer */
+#define CT_GPU_BN_SYNC (2 * 1024)   /* doubles: two sums per channel, 1024 channels at a time */
 
 /* 1 when this ctrain was compiled with the GPU backend. */
 int ct_gpu_compiled(void);

@@ -139,11 +139,16 @@ static int bn_workers(const batchnorm_dims *d)
 /* ---- synchronised statistics (batchnorm.h: ct_replica_sum) ----
  * The same two passes as one batch, with a sum over the replicas after each: first the
  * channels' sums (-> the mean), then their squared deviations from that mean (-> the
- * variance); then every element is normalised with the whole batch's statistics. */
+ * variance); then every element is normalised with the whole batch's statistics. The
+ * per-channel sums go through a fixed buffer, BN_SYNC_CHUNK channels at a time (every
+ * replica has the same channels, so every replica makes the same sums in the same order). */
+#define BN_SYNC_CHUNK 1024
+
 typedef struct {
     const bn_job *j;
-    double *acc;    /* [C] per channel: the pass's sum */
-    double *mean;   /* [C] the whole batch's means, for the second pass */
+    int c0;         /* the chunk's first channel: worker index c is channel c0 + c */
+    double *acc;    /* [chunk] per channel: the pass's sum */
+    double *mean;   /* [chunk] the whole batch's means, for the second pass */
     int pass;       /* 0: sum x; 1: sum (x - mean)^2 */
 } bn_sync_job;
 
@@ -152,7 +157,7 @@ static void sync_pass_channel(void *ctx, int c, int worker)
     const bn_sync_job *s = ctx;
     const batchnorm_dims *d = s->j->d;
     const size_t cstride = (size_t)d->C * d->HW;
-    const float *xc = s->j->in + (size_t)c * d->HW;
+    const float *xc = s->j->in + (size_t)(s->c0 + c) * d->HW;
     double acc = 0.0;
     (void)worker;
     for (int n = 0; n < d->N; n++)
@@ -182,27 +187,29 @@ static void forward_synced(bn_job *j)
 {
     const batchnorm_dims *d = j->d;
     const ct_replica_sum *r = d->sync;
-    const int C = d->C;
     const size_t M = (size_t)r->total_N * d->HW;   /* the whole batch's values per channel */
-    double acc[2 * 1024], *sums = C <= 1024 ? acc : NULL;
-    CT_ASSERT(sums != NULL);   /* channels per layer are far fewer (the spec's filters) */
-    bn_sync_job s = { .j = j, .acc = sums, .mean = sums + C, .pass = 0 };
-    ct_parallel(C, bn_workers(d), sync_pass_channel, &s);
-    r->sum(r->ctx, sums, C);
-    for (int c = 0; c < C; c++) {
-        s.mean[c] = sums[c] / (double)M;
-        j->mean[c] = (float)s.mean[c];
+    double buf[2 * BN_SYNC_CHUNK];
+    for (int c0 = 0; c0 < d->C; c0 += BN_SYNC_CHUNK) {
+        const int n = d->C - c0 < BN_SYNC_CHUNK ? d->C - c0 : BN_SYNC_CHUNK;
+        bn_sync_job s = { .j = j, .c0 = c0, .acc = buf, .mean = buf + n, .pass = 0 };
+        ct_parallel(n, bn_workers(d), sync_pass_channel, &s);
+        r->sum(r->ctx, buf, n);
+        for (int c = 0; c < n; c++) {
+            s.mean[c] = buf[c] / (double)M;
+            j->mean[c0 + c] = (float)s.mean[c];
+        }
+        s.pass = 1;
+        ct_parallel(n, bn_workers(d), sync_pass_channel, &s);
+        r->sum(r->ctx, buf, n);
+        for (int c = 0; c < n; c++) {
+            const double var = buf[c] / (double)M, var_unb = M > 1 ? buf[c] / (double)(M - 1) : var;
+            const int g = c0 + c;
+            j->invstd_out[g] = (float)(1.0 / sqrt(var + (double)d->eps));
+            j->running_mean[g] = (1.0f - d->momentum) * j->running_mean[g] + d->momentum * j->mean[g];
+            j->running_var[g]  = (1.0f - d->momentum) * j->running_var[g]  + d->momentum * (float)var_unb;
+        }
     }
-    s.pass = 1;
-    ct_parallel(C, bn_workers(d), sync_pass_channel, &s);
-    r->sum(r->ctx, sums, C);
-    for (int c = 0; c < C; c++) {
-        const double var = sums[c] / (double)M, var_unb = M > 1 ? sums[c] / (double)(M - 1) : var;
-        j->invstd_out[c] = (float)(1.0 / sqrt(var + (double)d->eps));
-        j->running_mean[c] = (1.0f - d->momentum) * j->running_mean[c] + d->momentum * j->mean[c];
-        j->running_var[c]  = (1.0f - d->momentum) * j->running_var[c]  + d->momentum * (float)var_unb;
-    }
-    ct_parallel(C, bn_workers(d), normalise_channel, j);
+    ct_parallel(d->C, bn_workers(d), normalise_channel, j);
 }
 
 /* Channels are independent: they are shared by the workers (core/threads.h). */
@@ -239,23 +246,26 @@ static void backward_channel(void *ctx, int c, int worker)
     }
 }
 
-/* Synchronised backward: each channel's own sums first (dgamma, dbeta take them), then
- * the replicas' weighted sums, then din with the whole batch's means. */
+/* Synchronised backward, a chunk of channels at a time: each channel's own sums first
+ * (dgamma, dbeta take them), then the replicas' weighted sums, then din with the whole
+ * batch's means. */
 typedef struct {
     const bn_job *j;
-    double *sd, *sdx;   /* [C] */
+    int c0;             /* the chunk's first channel */
+    double *sd, *sdx;   /* [chunk] */
 } bn_sync_bwd;
 
 static void sync_sums_channel(void *ctx, int c, int worker)
 {
     const bn_sync_bwd *s = ctx;
     const batchnorm_dims *d = s->j->d;
-    const size_t cstride = (size_t)d->C * d->HW, off = (size_t)c * d->HW;
+    const int g = s->c0 + c;
+    const size_t cstride = (size_t)d->C * d->HW, off = (size_t)g * d->HW;
     double sd = 0.0, sdx = 0.0;
     (void)worker;
     for (int n = 0; n < d->N; n++) run_sums2(s->j->dout + off + n * cstride, s->j->xhat + off + n * cstride, d->HW, &sd, &sdx);
-    s->j->dbeta[c] += (float)sd;
-    s->j->dgamma[c] += (float)sdx;
+    s->j->dbeta[g] += (float)sd;
+    s->j->dgamma[g] += (float)sdx;
     s->sd[c] = sd;
     s->sdx[c] = sdx;
 }
@@ -264,14 +274,15 @@ static void sync_din_channel(void *ctx, int c, int worker)
 {
     const bn_sync_bwd *s = ctx;
     const batchnorm_dims *d = s->j->d;
-    const size_t cstride = (size_t)d->C * d->HW, off = (size_t)c * d->HW;
+    const int g = s->c0 + c;
+    const size_t cstride = (size_t)d->C * d->HW, off = (size_t)g * d->HW;
     (void)worker;
-    const float k = s->j->gamma[c] * s->j->invstd[c];
+    const float k = s->j->gamma[g] * s->j->invstd[g];
     const float mean_d = (float)s->sd[c], mean_dx = (float)s->sdx[c];   /* already divided (backward_synced) */
     for (int n = 0; n < d->N; n++) {
-        const float *g = s->j->dout + off + n * cstride, *xh = s->j->xhat + off + n * cstride;
+        const float *gr = s->j->dout + off + n * cstride, *xh = s->j->xhat + off + n * cstride;
         float *dx = s->j->din + off + n * cstride;
-        for (int i = 0; i < d->HW; i++) dx[i] = k * (g[i] - mean_d - xh[i] * mean_dx);
+        for (int i = 0; i < d->HW; i++) dx[i] = k * (gr[i] - mean_d - xh[i] * mean_dx);
     }
 }
 
@@ -279,17 +290,18 @@ static void backward_synced(bn_job *j)
 {
     const batchnorm_dims *d = j->d;
     const ct_replica_sum *r = d->sync;
-    const int C = d->C;
-    double buf[2 * 1024];
-    CT_ASSERT(C <= 1024);
-    bn_sync_bwd s = { .j = j, .sd = buf, .sdx = buf + C };
-    ct_parallel(C, bn_workers(d), sync_sums_channel, &s);
-    if (!j->din) return;
-    for (int i = 0; i < 2 * C; i++) buf[i] *= r->share;   /* each replica's weight in the whole batch's loss */
-    r->sum(r->ctx, buf, 2 * C);
     const double M = (double)r->total_N * d->HW;
-    for (int i = 0; i < 2 * C; i++) buf[i] /= M * r->share;   /* S / (M share): the means this replica's dout needs */
-    ct_parallel(C, bn_workers(d), sync_din_channel, &s);
+    double buf[2 * BN_SYNC_CHUNK];
+    for (int c0 = 0; c0 < d->C; c0 += BN_SYNC_CHUNK) {
+        const int n = d->C - c0 < BN_SYNC_CHUNK ? d->C - c0 : BN_SYNC_CHUNK;
+        bn_sync_bwd s = { .j = j, .c0 = c0, .sd = buf, .sdx = buf + n };
+        ct_parallel(n, bn_workers(d), sync_sums_channel, &s);
+        if (!j->din) continue;
+        for (int i = 0; i < 2 * n; i++) buf[i] *= r->share;   /* each replica's weight in the whole batch's loss */
+        r->sum(r->ctx, buf, 2 * n);
+        for (int i = 0; i < 2 * n; i++) buf[i] /= M * r->share;   /* S / (M share): the means this replica's dout needs */
+        ct_parallel(n, bn_workers(d), sync_din_channel, &s);
+    }
 }
 
 void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,

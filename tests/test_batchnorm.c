@@ -292,22 +292,24 @@ static int times_three(void *ctx, double *buf, int n)
     return 0;
 }
 
-static void bn_synced_copies(void)
+static void bn_synced_copies(int N, int C, int HW)
 {
-    t_case("batchnorm/synchronised over 3 replicas holding the same rows = one batch of the 3 copies");
-    enum { N = 4, C = 5, HW = 7, L = N * C * HW };
+    t_case("batchnorm/synchronised over 3 replicas holding the same rows = one batch of the 3 copies (N=%d C=%d HW=%d)", N, C, HW);
+    const size_t L = (size_t)N * C * HW;
     ct_rng r;
     ct_rng_seed(&r, 41, 1);
-    static float x3[3 * L], dout3[3 * L], out3[3 * L], xhat3[3 * L], din3[3 * L];
-    float x[L], dout[L], gamma[C], beta[C], out[L], xhat[L], mean[C], invstd[C], rmean[C], rvar[C], din[L], dg[C] = { 0 }, db[C] = { 0 };
-    float mean3[C], invstd3[C], rmean3[C], rvar3[C], dg3[C] = { 0 }, db3[C] = { 0 };
+    float *x3 = t_alloc(3 * L), *dout3 = t_alloc(3 * L), *out3 = t_alloc(3 * L), *xhat3 = t_alloc(3 * L), *din3 = t_alloc(3 * L);
+    float *x = t_alloc(L), *dout = t_alloc(L), *out = t_alloc(L), *xhat = t_alloc(L), *din = t_alloc(L);
+    float *gamma = t_alloc(C), *beta = t_alloc(C), *mean = t_alloc(C), *invstd = t_alloc(C), *rmean = t_alloc(C), *rvar = t_alloc(C);
+    float *mean3 = t_alloc(C), *invstd3 = t_alloc(C), *rmean3 = t_alloc(C), *rvar3 = t_alloc(C);
+    float *dg = t_alloc(C), *db = t_alloc(C), *dg3 = t_alloc(C), *db3 = t_alloc(C);
     t_fill_uniform(x, L, -2, 3, &r);
     t_fill_uniform(dout, L, -1, 1, &r);
     t_fill_uniform(gamma, C, 0.5f, 1.5f, &r);
     t_fill_uniform(beta, C, -0.5f, 0.5f, &r);
     for (int k = 0; k < 3; k++)
-        for (int i = 0; i < L; i++) { x3[k * L + i] = x[i]; dout3[k * L + i] = dout[i] / 3.0f; }   /* the whole batch's mean loss */
-    for (int c = 0; c < C; c++) { rmean[c] = rmean3[c] = 0.1f; rvar[c] = rvar3[c] = 0.9f; }
+        for (size_t i = 0; i < L; i++) { x3[k * L + i] = x[i]; dout3[k * L + i] = dout[i] / 3.0f; }   /* the whole batch's mean loss */
+    for (int c = 0; c < C; c++) { rmean[c] = rmean3[c] = 0.1f; rvar[c] = rvar3[c] = 0.9f; dg[c] = db[c] = dg3[c] = db3[c] = 0; }
     batchnorm_dims d3 = { .N = 3 * N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f };
     ct_batchnorm_forward(out3, xhat3, mean3, invstd3, rmean3, rvar3, x3, gamma, beta, &d3, 1);
     ct_batchnorm_backward(din3, dg3, db3, dout3, xhat3, invstd3, gamma, &d3);
@@ -320,16 +322,20 @@ static void bn_synced_copies(void)
     t_close("invstd", invstd, invstd3, C, 1e-6);
     t_close("running mean", rmean, rmean3, C, 1e-6);
     t_close("running var", rvar, rvar3, C, 1e-6);
-    for (int i = 0; i < L; i++) din[i] /= 3.0f;   /* a replica's din is for its own rows' mean loss */
+    for (size_t i = 0; i < L; i++) din[i] /= 3.0f;   /* a replica's din is for its own rows' mean loss */
     t_close("din", din, din3, L, 1e-5);
     t_close("dgamma (3 replicas x share 1/3 x own)", dg, dg3, C, 1e-5);
     t_close("dbeta", db, db3, C, 1e-5);
+    float *all[] = { x3, dout3, out3, xhat3, din3, x, dout, out, xhat, din, gamma, beta, mean, invstd, rmean, rvar,
+                     mean3, invstd3, rmean3, rvar3, dg, db, dg3, db3 };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
 void suite_batchnorm(void)
 {
     bn_synced();
-    bn_synced_copies();
+    bn_synced_copies(4, 5, 7);
+    bn_synced_copies(2, 2500, 3);   /* more channels than one chunk of the replicas' sums (1024) */
     bn_workers();
     bn_gradcheck(4, 3, 1, 1);      /* BatchNorm1d after a dense layer */
     bn_gradcheck(3, 1, 1, 2);      /* C = 1, smallest batch where the gradient is not 0 (M = 3) */

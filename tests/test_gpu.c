@@ -582,10 +582,12 @@ static int three_replicas(void *ctx, double *buf, int n)
     return 0;
 }
 
+static batchnorm_dims bn_synced_dims;   /* N, C, HW of the next case_batchnorm_synced */
 static void case_batchnorm_synced(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    ct_replica_sum rs = { .sum = three_replicas, .ctx = NULL, .total_N = 3 * 4, .share = 1.0 / 3.0 };
-    batchnorm_dims d = { .N = 4, .C = 5, .HW = 7, .eps = 1e-5f, .momentum = 0.1f, .sync = &rs };
+    ct_replica_sum rs = { .sum = three_replicas, .ctx = NULL, .total_N = 3 * bn_synced_dims.N, .share = 1.0 / 3.0 };
+    batchnorm_dims d = { .N = bn_synced_dims.N, .C = bn_synced_dims.C, .HW = bn_synced_dims.HW, .eps = 1e-5f, .momentum = 0.1f,
+                         .sync = &rs };
     size_t n = (size_t)d.N * d.C * d.HW;
     bn_bufs g;
     bn_bufs_make(&g, ops, r, &d);
@@ -1005,7 +1007,7 @@ static void gpu_resume_across_devices(void)
 
 static const char *const gpu_cases[] = {
     "dense", "activation", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
-    "batchnorm_synced", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
+    "batchnorm_synced", "batchnorm_synced_2500_channels", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
     "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
     "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "dropout_masks of a part of a batch = the whole batch's", "refusals",
     "deterministic/conv2d_im2col", "deterministic/cnn_step", "tf32/dense", "tf32/conv2d_im2col", "tf32/lstm_T100",
@@ -1044,7 +1046,10 @@ static void run_gpu_cases(const ct_ops *gpu)
     compare("clip_grad_norm", case_clip, gpu, 7);
     compare("pool", case_pool, gpu, 8);
     compare("batchnorm", case_batchnorm, gpu, 9);
+    bn_synced_dims = (batchnorm_dims){ .N = 4, .C = 5, .HW = 7 };
     compare("batchnorm_synced", case_batchnorm_synced, gpu, 10);
+    bn_synced_dims = (batchnorm_dims){ .N = 2, .C = 2500, .HW = 3 };   /* more channels than one chunk of the sums */
+    compare("batchnorm_synced_2500_channels", case_batchnorm_synced, gpu, 10);
     conv_cases(gpu, "");
     set_lstm(3, 5, 4, 6, 1, 3, 5, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 0);   /* H = 6: ctrain pads, cuDNN does not -> packed */
     compare("lstm_fallback_layout", case_lstm, gpu, 20);
