@@ -421,7 +421,10 @@ ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops)
     cfg.blocking = 0;   /* every wait polled, under --dist-timeout (nccl_settle) */
     ncclResult_t r = ncclCommInitRankConfig(&comm, d->size, id, d->rank, &cfg);
     if (r == ncclInProgress && comm) st = nccl_settle(d, comm, r, ct_now(), "starting NCCL (ncclCommInitRankConfig)");
-    else if (r != ncclSuccess) st = ct_fail(CT_EIO, "NCCL could not start: %s", ncclGetErrorString(r));
+    else if (r != ncclSuccess) {
+        if (comm) ncclCommAbort(comm);   /* a half-made communicator: its resources go */
+        st = ct_fail(CT_EIO, "NCCL could not start: %s", ncclGetErrorString(r));
+    }
     if (st != CT_OK)
         st = ct_fail(st, "%s (is each rank on its own GPU? --device gpu picks the rank's GPU on its machine)", ct_last_error());
     if (st == CT_OK) d->nccl = comm;
