@@ -169,7 +169,9 @@ void suite_cli(void)
         { "train small-cnn --kernel 4", "must be odd" },
         { "info extra", "unexpected argument" },
     };
+    int have_gpu = ct_gpu_visible() > 0;   /* the missing-GPU rows (expect NULL) need a machine without one */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (!bad[i].expect && have_gpu) continue;
         rc = t_run_ctrain(bad[i].args, out, sizeof out);
         t_check(rc > 0 && rc != 134, "`ctrain %s` exited %d", bad[i].args, rc);
         const char *expect = bad[i].expect ? bad[i].expect

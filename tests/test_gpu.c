@@ -346,8 +346,12 @@ static void compare(const char *name, op_case f, const ct_ops *gpu, uint64_t see
     for (int i = 0; i < b.n; i++) free(b.o[i].v);
 }
 
-/* The tolerances of float32 matrix products that sum in another order: FP32, or TF32 when allowed. */
-static double tol_gemm(void) { return ct_gpu_current() && ct_gpu_current()->opt.tf32 ? 5e-3 : 2e-5; }
+/* The tolerances of float32 matrix products that sum in another order: FP32, or TF32 when allowed
+ * (operands rounded to 10-bit mantissas, a relative 4.9e-4 each: a whole model's step measured
+ * 7.9e-4 on an H100, so 5e-3 wherever TF32 may be used). tol_fp32(t): t, or TF32's when allowed. */
+static int tf32_on(void) { return ct_gpu_current() && ct_gpu_current()->opt.tf32; }
+static double tol_gemm(void) { return tf32_on() ? 5e-3 : 2e-5; }
+static double tol_fp32(double t) { return tf32_on() && t < 5e-3 ? 5e-3 : t; }
 
 /* ---- layers ---- */
 
@@ -643,7 +647,7 @@ typedef struct {
     lstm_return ret;
     int masked;
     double tol_f, tol_b;
-    int want_direct;            /* GPU: the flat buffer is cuDNN's weight space */
+    int want_direct;            /* GPU: the flat buffer is cuDNN's weight space (1), is not (0), either (-1) */
 } lstm_case_cfg;
 static lstm_case_cfg lstm_cfg;
 
@@ -682,12 +686,17 @@ static void case_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
         if (!ops->host_memory) {
             char why[256];
             int direct = lstm_plan_direct(plan, why, sizeof why);
-            t_check(direct == c->want_direct, "weight space %s, expected %s (%s)", direct ? "direct" : "packed",
+            t_check(c->want_direct < 0 || direct == c->want_direct, "weight space %s, expected %s (%s)", direct ? "direct" : "packed",
                     c->want_direct ? "direct" : "packed", why);
         }
 #endif
         ops->lstm_forward(gout, plan, gx, glen, len, gp, &d);
         ops->lstm_backward(gdx, gg, plan, gdout, gx, glen, len, gp, &d);
+#ifdef CT_HAVE_CUDA
+        if (!ops->host_memory)   /* the algorithm that ran (cuDNN's persistent kernel refuses masked batches) */
+            printf("  cuDNN LSTM algorithm: %s, weight space %s\n", ct_lstm_gpu_algo(plan),
+                   lstm_plan_direct(plan, (char[256]){ 0 }, 256) ? "direct" : "packed");
+#endif
         keep(o, "out", ops, gout, nout, c->tol_f);
         keep(o, "dx", ops, gdx, nx, c->tol_b);
         keep(o, "parameter gradients", ops, gg, ps.numel, c->tol_b);
@@ -812,19 +821,19 @@ static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
         ct_train_state_zero_grad(&ts);
         losses[s] = ct_siamese_cnn_forward(&m, gx, gy, B, 1, NULL, NULL);
         ct_siamese_cnn_backward(&m, gx, gy, B);
-        if (s == 0) keep(o, "gradients, step 1", ops, m.enc.dev.grad, m.enc.params.numel, 1e-4);
+        if (s == 0) keep(o, "gradients, step 1", ops, m.enc.dev.grad, m.enc.params.numel, tol_fp32(1e-4));
         ct_train_state_step(&ts, oc.lr);
         dfree(ops, gx); dfree(ops, gy);
     }
-    keep_host(o, "losses", losses, 2, 1e-5);
+    keep_host(o, "losses", losses, 2, tol_fp32(1e-5));
     CT_ASSERT(ct_train_state_to_host(&ts) == CT_OK);
-    keep_host(o, "parameters after two steps", m.enc.params.data, m.enc.params.numel, 1e-4);
-    keep_host(o, "batchnorm running statistics", m.enc.buffers.data, m.enc.buffers.numel, 1e-5);
+    keep_host(o, "parameters after two steps", m.enc.params.data, m.enc.params.numel, tol_fp32(1e-4));
+    keep_host(o, "batchnorm running statistics", m.enc.buffers.data, m.enc.buffers.numel, tol_fp32(1e-5));
     const int S = 5;   /* more windows than the training plan holds: the plan grows */
     float *xe = rnd((size_t)S * scnn_cfg.frames * scnn_cfg.n_mels, -1, 1, r), *emb = t_alloc((size_t)S * m.cfg.embed);
     CT_ASSERT(ct_siamese_cnn_plan_embed(&m, 2 * (B + 1) + 1) == CT_OK);
     ct_siamese_cnn_embed(&m, emb, xe, S);
-    keep_host(o, "embeddings (running statistics)", emb, (size_t)S * m.cfg.embed, 1e-4);
+    keep_host(o, "embeddings (running statistics)", emb, (size_t)S * m.cfg.embed, tol_fp32(1e-4));
     ct_train_state_end(&ts);
     ct_siamese_cnn_free(&m);
     free(x); free(xe); free(emb);
@@ -844,7 +853,12 @@ static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
     if (st != CT_OK) { ct_seq_cnn_free(&m); return; }
     m.given_masks = 1;
     ct_train_state ts = ct_train_state_of(&m.dev, &m.dev_buffers);
+    /* Adam with eps 1e-3, not 1e-8: conv6k3p1's bias feeds a batchnorm, so its gradient is 0 in
+     * exact arithmetic and rounding noise (2.6e-8 here against a largest gradient of 1.19) on
+     * either device; with eps 1e-8 the first step turns that noise's sign into a full +-lr move
+     * (the two devices then differ by 2 lr: 3.1e-3 measured on an H100), with 1e-3 into ~3e-8. */
     ct_optim_config oc = ct_optim_defaults(OPT_ADAM);
+    oc.eps = 1e-3f;
     CT_ASSERT(ct_train_state_begin(&ts, &oc) == CT_OK);
     size_t px = 2 * 10 * 9;
     float *x = t_alloc((size_t)N * px), losses[2], corrects[2];
@@ -952,6 +966,8 @@ static void gpu_refusals(const ct_ops *gpu)
     t_check(st == CT_EINVAL && strstr(ct_last_error(), "hard_sigmoid") && strstr(ct_last_error(), "--device cpu"),
             "hard_sigmoid on the GPU: status %d: %s", (int)st, ct_last_error());
     ct_siamese_lstm_free(&m);
+    /* compute-sanitizer reports the failed cudaMalloc as an error: CT_GPU_TEST_NO_OOM=1 leaves it out */
+    if (getenv("CT_GPU_TEST_NO_OOM")) return;
     void *p = NULL;
     st = gpu->mem.alloc(&p, (size_t)1 << 50, "a test buffer");
     t_check(st == CT_ENOMEM && p == NULL && strstr(ct_last_error(), "a test buffer") && strstr(ct_last_error(), "MiB free"),
@@ -1053,13 +1069,15 @@ static void run_gpu_cases(const ct_ops *gpu)
     conv_cases(gpu, "");
     set_lstm(3, 5, 4, 6, 1, 3, 5, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 0);   /* H = 6: ctrain pads, cuDNN does not -> packed */
     compare("lstm_fallback_layout", case_lstm, gpu, 20);
-    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 1);
+    /* two layers: cuDNN 9.14 puts every layer's matrices before the biases, ctrain keeps each
+     * layer's together (packed); another cuDNN may not: either layout is accepted there */
+    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, -1);
     compare("lstm_stacked_masked", case_lstm, gpu, 21);
     set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, 1);   /* the seed's sizes */
     compare("lstm_T100", case_lstm, gpu, 22);
     set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 1);   /* planned for more: cuDNN's sizes re-queried */
     compare("lstm_smaller_batch_and_steps", case_lstm, gpu, 23);
-    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, 1);
+    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, -1);
     compare("lstm_return_sequence", case_lstm, gpu, 24);
     set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, 2e-5, 1e-4, 1);
     compare("lstm_return_mean", case_lstm, gpu, 25);
