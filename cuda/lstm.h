@@ -52,6 +52,7 @@ typedef struct {
     int *len_full_host;                   /* [B] all full_T */
     int full_T;                           /* the length len_full_* hold */
     int shape_B, shape_T;                 /* the shape the descriptors were last set for (0: none) */
+    int algo;                             /* cudnnRNNAlgo_t: persistent small-H, or standard (cuda/lstm.cu) */
 } lstm_gpu;
 
 /* d: the largest batch and the longest sequence (calls may have fewer of both); ps, ids:
@@ -64,6 +65,8 @@ typedef struct {
  * the plan packs once per step and says so on stderr (plan->map.direct == 0). */
 ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev);
 void      ct_lstm_plan_free_gpu(lstm_gpu *p);
+/* the plan's cuDNN algorithm, in words ("persistent (small hidden size)" or "standard") */
+const char *ct_lstm_gpu_algo(const lstm_gpu *p);
 
 /* out: [B, H] or [B, T, H] (d->ret); x [B, T, I]; params: flat device buffer; d->B and d->T
  * <= planned. */
