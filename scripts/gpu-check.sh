@@ -14,6 +14,7 @@
 #             versions), Python/PyTorch, `ctrain info`; refuses a build without CUDA
 #             and stops, saying so, when no GPU can be opened (exit 3)
 #   gpu-tests `ctrain_tests gpu` with CT_REQUIRE_GPU=1 (a case that cannot run fails)   150
+#   memcheck  compute-sanitizer --tool memcheck --leak-check full on `ctrain_tests gpu`   200
 #   peak      bench_sgemm --device gpu: cuBLAS sgemm 8192^3, FP32 and TF32                  60
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
 #             --threads 16 --per-layer (synthetic data)                                90/120/60
@@ -26,8 +27,7 @@
 #             bit-identical to a plain run (needs mpirun and a build with MPI and NCCL)
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
 #             with `python3` from PATH (the same workloads as the time-* steps)          75 each
-#   cpu-tests the whole test suite once (in the background, beside the sanitizers)     240
-#   memcheck  compute-sanitizer --tool memcheck --leak-check full on `ctrain_tests gpu`   200
+#   cpu-tests the whole test suite once (in the background, beside racecheck)          240
 #   racecheck compute-sanitizer --tool racecheck on the same, only ctrain's own kernels   150
 #             (names ending in _kernel or _reduce; cuBLAS and cuDNN run unchecked)
 # Everything goes to OUTDIR: one log per step, the JSON of every timing, summary.txt
@@ -35,7 +35,9 @@
 # every step ran and passed, 1 when a test failed, a sanitizer reported errors or a
 # step did not run to the end, 2 for a build without CUDA or missing CUDA libraries,
 # 3 when no GPU was found. GPU_CHECK_THREADS (default 16) sets the CPU threads.
-# GPU_CHECK_WITHOUT_GPU=1 goes on without a GPU (every GPU step then fails): only
+# GPU_CHECK_STEPS="gpu-tests memcheck ..." runs only the steps named (a name without its
+# model, e.g. time, tf32 or torch, selects all of its models); the others are recorded as
+# not run. GPU_CHECK_WITHOUT_GPU=1 goes on without a GPU (every GPU step then fails): only
 # for testing this script on a machine without one.
 set -u
 
@@ -101,7 +103,7 @@ def text(name):
     except OSError:
         return ""
 
-PREREQ = ("espeak-ng or sox is missing", "Fashion-MNIST not found", "install Debian's python3-torch")
+PREREQ = ("espeak-ng or sox is missing", "Fashion-MNIST not found", "dataset-fashion-mnist", "install Debian's python3-torch")
 bad = []
 lines = []
 def status(name):
@@ -122,12 +124,11 @@ def tests(name, env_ok):
     if not m:
         bad.append(name); return "no summary line (crashed?), " + status(name)
     p, f, s = (int(x or 0) for x in m[-1])
-    env = set()
-    if env_ok:
-        for c, msg in re.findall(r"^  check failed in (.+?): (.*)$", log, re.M):
-            if any(k in msg for k in PREREQ): env.add(c)
     fails = [re.sub(r"\s+max err .*$", "", l[5:]).rstrip() for l in log.splitlines() if l.startswith("FAIL ")]
-    env_fails = [x for x in fails if x in env]
+    # a failure is the machine's (a prerequisite missing) when one of its checks says so; case
+    # names hold ": " themselves, so each is looked up whole
+    checks = [l[len("  check failed in "):] for l in log.splitlines() if l.startswith("  check failed in ")]
+    env_fails = [x for x in fails if env_ok and any(c.startswith(x + ": ") and any(k in c for k in PREREQ) for c in checks)]
     real = f - len(env_fails)
     if real > 0 or steps[name][0] in ("124", "137"):
         bad.append(name)
@@ -264,6 +265,7 @@ abort() {
 # and never past the budget; records "rc seconds" (rc 124: timed out; "skip": not run).
 run_step() {
   name=$1; cap=$2; shift 2
+  if ! selected "$name"; then not_run "$name" "not selected (GPU_CHECK_STEPS=$GPU_CHECK_STEPS)"; return 0; fi
   left=$((budget - ($(now) - start) - 15))
   lim=$cap
   [ "$left" -lt "$lim" ] && lim=$left
@@ -287,6 +289,15 @@ run_step() {
   return 0
 }
 not_run() { echo "skip 0 $2" > "$out/.steps/$1"; say "-- $1: not run: $2"; }
+# selected NAME: true when GPU_CHECK_STEPS is unset or names NAME or NAME's stem (time for time-cnn)
+GPU_CHECK_STEPS=$(printf '%s' "${GPU_CHECK_STEPS:-}" | tr ',' ' ')
+selected() {
+  [ -z "$GPU_CHECK_STEPS" ] && return 0
+  for w in $GPU_CHECK_STEPS; do
+    case $1 in "$w"|"$w"-*) return 0 ;; esac
+  done
+  return 1
+}
 
 # ---- 0. what is here ----
 say "ctrain gpu-check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname 2>/dev/null), from the $layout"
@@ -368,6 +379,20 @@ export CTRAIN_BIN
 cd "$here" || abort 2 "gpu-check: cannot cd to $here"
 run_step gpu-tests 150 env CT_REQUIRE_GPU=1 "$tests" gpu
 
+# ---- 1b. the same GPU tests under compute-sanitizer's memcheck (found early: a bad access
+# found here explains a failure anywhere later) ----
+san=""
+for c in compute-sanitizer /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  if have "$c"; then san=$(command -v "$c"); break; fi
+done
+[ -z "$san" ] && for c in /usr/local/cuda-*/bin/compute-sanitizer; do [ -x "$c" ] && san=$c; done
+if [ -n "$san" ]; then
+  say "compute-sanitizer: $san ($("$san" --version 2>&1 | tail -n 1))"
+  run_step memcheck 200 env CT_REQUIRE_GPU=1 CT_GPU_TEST_NO_OOM=1 "$san" --tool memcheck --leak-check full --error-exitcode 99 "$tests" gpu
+else
+  not_run memcheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
+fi
+
 # ---- 2. the sgemm peak ----
 run_step peak 60 "$sgemm" --device gpu --repeats 10
 
@@ -428,21 +453,13 @@ for tf in "" "--tf32"; do
   fi
 done
 
-# ---- 5. the whole suite (background) beside the sanitizers ----
+# ---- 5. the whole suite (background) beside the race check ----
 run_step cpu-tests 240 "$tests" &
 cpu_pid=$!
-san=""
-for c in compute-sanitizer /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-  if have "$c"; then san=$(command -v "$c"); break; fi
-done
-[ -z "$san" ] && for c in /usr/local/cuda-*/bin/compute-sanitizer; do [ -x "$c" ] && san=$c; done
 if [ -n "$san" ]; then
-  say "compute-sanitizer: $san ($("$san" --version 2>&1 | tail -n 1))"
-  run_step memcheck 200 env CT_REQUIRE_GPU=1 "$san" --tool memcheck --leak-check full --error-exitcode 99 "$tests" gpu
   if "$san" --help 2>&1 | grep -q -e '--kernel-regex'; then kfilter="--kernel-regex kns=_kernel|_reduce"; else kfilter="--kernel-name kns=_kernel"; fi
   run_step racecheck 150 env CT_REQUIRE_GPU=1 "$san" --tool racecheck $kfilter --error-exitcode 99 "$tests" gpu
 else
-  not_run memcheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
   not_run racecheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
 fi
 wait "$cpu_pid"
