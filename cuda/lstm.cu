@@ -82,8 +82,10 @@ static ct_status set_rnn(lstm_gpu *p, int algo)
 /* Sets the data descriptors for a batch of B sequences of up to T steps (lengths len_host,
  * or all T), and checks cuDNN's temp sizes for it, growing the work and reserve spaces when
  * this batch needs more (allowed only where no reserve space is in use: grow = 1 in
- * forward). The sizes are asked at every call, not once per (B, T): they depend on the
- * lengths too (the descriptor holds them), and the question is answered on the host. */
+ * forward). The sizes depend on the lengths too (the descriptor holds them), so the
+ * descriptors and sizes are kept for the last shape and lengths only: a call with the same
+ * B, T and lengths (every training step of fixed-length data, and a backward after its
+ * forward) reuses them without asking cuDNN, whose questions are host time the GPU waits for. */
 static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int grow)
 {
     const lstm_dims *d = &p->d;
@@ -94,6 +96,8 @@ static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int g
         p->full_T = T;
     }
     const int *lens = len_host ? len_host : p->len_full_host;
+    if (B == p->shape_B && T == p->shape_T && !memcmp(lens, p->shape_len, (size_t)B * sizeof(int))) return CT_OK;
+    p->shape_B = 0;   /* set again below; none valid if that fails */
     CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->x_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
                                            T, B, d->I, lens, &fill));
     CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->y_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
@@ -122,6 +126,7 @@ static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int g
             p->reserve_bytes = reserve;
         }
     }
+    memcpy(p->shape_len, lens, (size_t)B * sizeof(int));
     p->shape_B = B;
     p->shape_T = T;
     return CT_OK;
@@ -242,7 +247,8 @@ static ct_status plan_with(lstm_gpu *p, const lstm_dims *d, const ct_params *ps,
     CT_TRY(set_rnn(p, algo));
     /* host and device lengths "all T" for len == NULL */
     p->len_full_host = (int *)ct_malloc((size_t)d->B * sizeof(int), "LSTM sequence lengths");
-    if (!p->len_full_host) return CT_ENOMEM;
+    p->shape_len = (int *)ct_malloc((size_t)d->B * sizeof(int), "LSTM sequence lengths");
+    if (!p->len_full_host || !p->shape_len) return CT_ENOMEM;
     for (int b = 0; b < d->B; b++) p->len_full_host[b] = d->T;
     p->full_T = d->T;
     CT_TRY(ct_gpu_malloc((void **)&p->len_full_dev, (size_t)d->B * sizeof(int), "LSTM sequence lengths"));
@@ -281,6 +287,7 @@ extern "C" void ct_lstm_plan_free_gpu(lstm_gpu *p)
     void *dev[] = { p->work, p->reserve, p->y, p->dy, p->hy, p->dhy, p->dx, p->wpack, p->dwpack, p->segs, p->len_full_dev };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) ct_gpu_free(dev[i]);
     free(p->len_full_host);
+    free(p->shape_len);
     memset(p, 0, sizeof *p);
 }
 
@@ -315,6 +322,7 @@ static void to_standard(lstm_gpu *p, const float *params, const lstm_dims *d, co
     if (!same)
         ct_gpu_fatal(__FILE__, __LINE__, "GPU LSTM", "cuDNN refused its persistent LSTM kernel for this batch and the standard "
                      "algorithm has another weight layout; run with CTRAIN_LSTM_ALGO=standard");
+    p->shape_B = 0;   /* the descriptor changed: the sizes are asked again */
     if (set_shape(p, d->B, d->T, len_host, 1) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_shape", ct_last_error());
     fprintf(stderr, "ctrain: note: cuDNN does not run its persistent LSTM kernel for a batch of %d x %d steps with these "
             "lengths; the standard algorithm runs from now on\n", d->B, d->T);

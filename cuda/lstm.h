@@ -52,6 +52,7 @@ typedef struct {
     int *len_full_host;                   /* [B] all full_T */
     int full_T;                           /* the length len_full_* hold */
     int shape_B, shape_T;                 /* the shape the descriptors were last set for (0: none) */
+    int *shape_len;                       /* [B] host: the lengths they were set for */
     int algo;                             /* cudnnRNNAlgo_t: persistent small-H, or standard (cuda/lstm.cu) */
 } lstm_gpu;
 
