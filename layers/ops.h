@@ -35,6 +35,9 @@
  * Batches reach the device through a ring (ring_create / ring_put): one copy
  * per batch into one of two device slots, from pinned memory, overlapping the
  * compute of the previous batch. On the CPU ring_put returns the host block.
+ * A batch built in a block from host_alloc (pinned on the GPU) is copied from
+ * where it lies; any other host memory goes through the ring's own pinned block
+ * first (one more host copy of the batch).
  */
 #ifndef CT_OPS_H
 #define CT_OPS_H
@@ -66,8 +69,13 @@ typedef struct ct_ops {
     /* Copies `bytes` (<= the ring's) of host memory into the next slot and returns its
      * device address; the copy overlaps work queued before and is ordered before work
      * queued after. A slot is reused two puts later, once the work queued before the
-     * intervening put is done. */
+     * intervening put is done. A `host` block from host_alloc is read by the queued
+     * copy itself: it must not be written again before ring_wait(ring, host). */
     const void *(*ring_put)(void *ring, const void *host, size_t bytes);
+    void        (*ring_wait)(void *ring, const void *host);   /* no queued copy reads `host` any more */
+    /* host memory for batches (64-byte aligned, zeroed): pinned on the GPU, so ring_put copies from it directly */
+    ct_status   (*host_alloc)(void **ptr, size_t bytes, const char *what);
+    void        (*host_free)(void *ptr);
 
     /* ---- layers (layers/dense.h) ---- */
     void (*dense_forward)(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);

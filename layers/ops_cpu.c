@@ -22,6 +22,12 @@ static ct_status cpu_sync(void) { return CT_OK; }
 static ct_status cpu_ring_create(void **ring, size_t bytes) { (void)bytes; *ring = NULL; return CT_OK; }
 static void      cpu_ring_free(void *ring) { (void)ring; }
 static const void *cpu_ring_put(void *ring, const void *host, size_t bytes) { (void)ring; (void)bytes; return host; }
+static void      cpu_ring_wait(void *ring, const void *host) { (void)ring; (void)host; }
+static ct_status cpu_host_alloc(void **ptr, size_t bytes, const char *what)
+{
+    *ptr = ct_alloc_aligned(bytes, what);
+    return *ptr ? CT_OK : CT_ENOMEM;
+}
 
 /* ---- LSTM: the plan holds the forward cache and backward scratch, and where
  * each layer's weights lie in the flat buffer ---- */
@@ -161,6 +167,9 @@ const ct_ops ct_ops_cpu = {
     .ring_create = cpu_ring_create,
     .ring_free = cpu_ring_free,
     .ring_put = cpu_ring_put,
+    .ring_wait = cpu_ring_wait,
+    .host_alloc = cpu_host_alloc,
+    .host_free = free,
     .dense_forward = ct_dense_forward,
     .dense_backward = ct_dense_backward,
     .lstm_plan = cpu_lstm_plan,

@@ -17,6 +17,7 @@ static void load(void *ctx, int split, long first, int n)
     image_task *t = ctx;
     int lo, hi;
     ct_dist_part(t->dist, n, &lo, &hi);   /* this rank's images of the batch (all of them in one process) */
+    t->m->ops->ring_wait(t->ring, t->block);   /* the last batch's copy has left the (pinned) block */
     if (split == CT_SPLIT_TRAIN) ct_images_gather(t->x, t->labels, t->train, t->order, first + lo, hi - lo);
     else ct_images_gather(t->x, t->labels, t->val, NULL, first + lo, hi - lo);
     ct_seq_cnn_set_part(t->m, lo, t->dist ? n : 0, 1);   /* dropout draws as in the whole batch */
@@ -86,7 +87,7 @@ ct_status ct_image_task_init(image_task *t, seq_cnn *m, const ct_images *train, 
     t->labels_off = ((size_t)batch * px + 15) / 16 * 16;
     t->block_bytes = (t->labels_off + (size_t)batch) * sizeof(float);
     t->order = ct_malloc((size_t)n_train * sizeof *t->order, "order");
-    t->block = ct_alloc_aligned(t->block_bytes, "batch");
+    if (m->ops->host_alloc((void **)&t->block, t->block_bytes, "batch") != CT_OK) t->block = NULL;   /* pinned on the GPU */
     ct_status st = t->order && t->block ? CT_OK : CT_ENOMEM;
     if (st == CT_OK) {
         t->x = t->block;
@@ -110,6 +111,6 @@ void ct_image_task_free(image_task *t)
 {
     if (t->ring) t->m->ops->ring_free(t->ring);
     free(t->order);
-    free(t->block);
+    if (t->block) t->m->ops->host_free(t->block);
     memset(t, 0, sizeof *t);
 }

@@ -47,7 +47,11 @@ static void begin_epoch(void *ctx, int epoch)
 static void load(void *ctx, int split, long first, int n)
 {
     speaker_task *s = ctx;
-    if (s->cur >= 0) { ct_prefetch_release(&s->pf, s->cur); s->cur = -1; }   /* the previous batch is done */
+    if (s->cur >= 0) {   /* the previous batch is done, once its copy to the device has left the block */
+        s->m.ops->ring_wait(s->ring, s->block[s->cur]);
+        ct_prefetch_release(&s->pf, s->cur);
+        s->cur = -1;
+    }
     int slot = ct_prefetch_find(&s->pf, split, first, n);
     if (slot < 0) {               /* not prefetched (first batch of a pass): drop stale work, ask now */
         drain(s);
@@ -143,7 +147,8 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         s->block_bytes = (s->len_off + 2 * B) * sizeof(float);
         for (int k = 0; k < 2; k++) {
             s->batch_pairs[k] = ct_malloc(B * sizeof(ct_pair), "batch");
-            s->block[k] = ct_alloc_aligned(s->block_bytes, "batch");
+            /* pinned on the GPU: the batch goes to the device from where the prefetch built it */
+            if (m->ops->host_alloc((void **)&s->block[k], s->block_bytes, "batch") != CT_OK) s->block[k] = NULL;
             if (!s->batch_pairs[k] || !s->block[k]) { st = CT_ENOMEM; continue; }
             s->x[k] = s->block[k];
             s->y[k] = s->block[k] + s->y_off;
@@ -271,6 +276,9 @@ void ct_speaker_task_free(speaker_task *s)
     if (s->pf.running) { drain(s); ct_prefetch_stop(&s->pf); }
     if (s->ring) s->m.ops->ring_free(s->ring);
     free(s->pairs[0]); free(s->pairs[1]); free(s->order);
-    for (int k = 0; k < 2; k++) { free(s->batch_pairs[k]); free(s->block[k]); }
+    for (int k = 0; k < 2; k++) {
+        free(s->batch_pairs[k]);
+        if (s->block[k]) s->m.ops->host_free(s->block[k]);
+    }
     memset(s, 0, sizeof *s);
 }
