@@ -1023,7 +1023,7 @@ static void gpu_resume_across_devices(void)
 
 static const char *const gpu_cases[] = {
     "dense", "activation", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
-    "batchnorm_synced", "batchnorm_synced_2500_channels", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100",
+    "batchnorm_synced", "batchnorm_synced_2500_channels", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100", "lstm_T100_full_length",
     "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
     "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "dropout_masks of a part of a batch = the whole batch's", "refusals",
     "deterministic/conv2d_im2col", "deterministic/cnn_step", "tf32/dense", "tf32/conv2d_im2col", "tf32/lstm_T100",
@@ -1075,6 +1075,8 @@ static void run_gpu_cases(const ct_ops *gpu)
     compare("lstm_stacked_masked", case_lstm, gpu, 21);
     set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, 1);   /* the seed's sizes */
     compare("lstm_T100", case_lstm, gpu, 22);
+    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, 1e-4, 5e-4, 1);   /* unmasked: cuDNN's persistent kernel */
+    compare("lstm_T100_full_length", case_lstm, gpu, 28);
     set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 1);   /* planned for more: cuDNN's sizes re-queried */
     compare("lstm_smaller_batch_and_steps", case_lstm, gpu, 23);
     set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, -1);
