@@ -558,9 +558,10 @@ static void bn_backward_keep(t_outs *o, const ct_ops *ops, bn_bufs *g, const bat
     keep(o, "dbeta (accumulated)", ops, g->db, d->C, 1e-5);
 }
 
+static batchnorm_dims bn_plain_dims;   /* N, C, HW of the next case_batchnorm */
 static void case_batchnorm(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
-    batchnorm_dims d = { .N = 4, .C = 3, .HW = 5, .eps = 1e-5f, .momentum = 0.1f };
+    batchnorm_dims d = { .N = bn_plain_dims.N, .C = bn_plain_dims.C, .HW = bn_plain_dims.HW, .eps = 1e-5f, .momentum = 0.1f };
     size_t n = (size_t)d.N * d.C * d.HW;
     bn_bufs g;
     bn_bufs_make(&g, ops, r, &d);
@@ -1023,7 +1024,8 @@ static void gpu_resume_across_devices(void)
 
 static const char *const gpu_cases[] = {
     "dense", "activation", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
-    "batchnorm_synced", "batchnorm_synced_2500_channels", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100", "lstm_T100_full_length",
+    "batchnorm_synced", "batchnorm_synced_2500_channels", "batchnorm_channel_split_large_maps",
+    "batchnorm_channel_split_small_maps", "batchnorm_1500_channels", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100", "lstm_T100_full_length",
     "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
     "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "dropout_masks of a part of a batch = the whole batch's", "refusals",
     "deterministic/conv2d_im2col", "deterministic/cnn_step", "tf32/dense", "tf32/conv2d_im2col", "tf32/lstm_T100",
@@ -1061,7 +1063,17 @@ static void run_gpu_cases(const ct_ops *gpu)
     compare("optim", case_optim, gpu, 6);
     compare("clip_grad_norm", case_clip, gpu, 7);
     compare("pool", case_pool, gpu, 8);
+    bn_plain_dims = (batchnorm_dims){ .N = 4, .C = 3, .HW = 5 };
     compare("batchnorm", case_batchnorm, gpu, 9);
+    /* each channel split between blocks (cuda/batchnorm.cu): uneven shares of maps larger than a
+     * block (3 blocks per channel), of maps smaller than one (7 per channel, HW = 49), and more
+     * channels than one chunk of partial sums (1,500) */
+    bn_plain_dims = (batchnorm_dims){ .N = 3, .C = 3, .HW = 5000 };
+    compare("batchnorm_channel_split_large_maps", case_batchnorm, gpu, 11);
+    bn_plain_dims = (batchnorm_dims){ .N = 600, .C = 2, .HW = 49 };
+    compare("batchnorm_channel_split_small_maps", case_batchnorm, gpu, 12);
+    bn_plain_dims = (batchnorm_dims){ .N = 2, .C = 1500, .HW = 3 };
+    compare("batchnorm_1500_channels", case_batchnorm, gpu, 13);
     bn_synced_dims = (batchnorm_dims){ .N = 4, .C = 5, .HW = 7 };
     compare("batchnorm_synced", case_batchnorm_synced, gpu, 10);
     bn_synced_dims = (batchnorm_dims){ .N = 2, .C = 2500, .HW = 3 };   /* more channels than one chunk of the sums */
