@@ -169,17 +169,22 @@ __global__ static void bn_bwd_din_kernel(float *din, float *dgamma, float *dbeta
     din_channel(din, dout, xhat, gamma[c] * invstd[c], (float)(sd / (double)M), (float)(sdx / (double)M), c, lo, hi, d);
 }
 
-/* Blocks per channel, and channels per chunk (two sets of partials in the bn_sync buffer):
- * enough blocks to fill the GPU several times over, none with fewer than 4096 values. */
-static void plain_split(const batchnorm_dims *d, int *S, int *chunk)
+/* Calls launch(c0, n, S, grid) for each chunk of n channels from c0, grid = (n, S): S blocks per
+ * channel, enough to fill the GPU several times over, none with fewer than 4096 values, and as
+ * many channels per chunk as two sets of partials in the bn_sync buffer allow. */
+template <class F>
+static void for_chunks(const batchnorm_dims *d, F launch)
 {
     const size_t M = (size_t)d->N * d->HW;
-    int s = 1024 / (d->C > 0 ? d->C : 1);
-    if (s > 32) s = 32;
-    if ((size_t)s > M / 4096) s = (int)(M / 4096);
-    if (s < 1) s = 1;
-    *S = s;
-    *chunk = CT_GPU_BN_SYNC / 2 / s;
+    int S = 1024 / (d->C > 0 ? d->C : 1);
+    if (S > 32) S = 32;
+    if ((size_t)S > M / 4096) S = (int)(M / 4096);
+    if (S < 1) S = 1;
+    const int chunk = CT_GPU_BN_SYNC / 2 / S;
+    for (int c0 = 0; c0 < d->C; c0 += chunk) {
+        const int n = d->C - c0 < chunk ? d->C - c0 : chunk;
+        launch(c0, n, S, dim3((unsigned)n, (unsigned)S));
+    }
 }
 
 /* ---- synchronised statistics (layers/batchnorm.h: ct_replica_sum) ----
@@ -310,11 +315,7 @@ extern "C" void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, f
 {
     if (train && d->sync) { forward_synced_gpu(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta, d); return; }
     ct_gpu *g = ct_gpu_ctx();
-    int S, chunk;
-    plain_split(d, &S, &chunk);
-    for (int c0 = 0; c0 < d->C; c0 += chunk) {
-        const int n = d->C - c0 < chunk ? d->C - c0 : chunk;
-        const dim3 grid((unsigned)n, (unsigned)S);
+    for_chunks(d, [&](int c0, int n, int S, dim3 grid) {
         if (train) {
             bn_stats_kernel<<<grid, CT_THREADS, 0, g->stream>>>(g->bn_sync, in, c0, n, S, 0, *d);
             CT_LAUNCH_CHECK();
@@ -324,7 +325,7 @@ extern "C" void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, f
         bn_norm_kernel<<<grid, CT_THREADS, 0, g->stream>>>(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta,
                                                            g->bn_sync, c0, n, S, *d, train);
         CT_LAUNCH_CHECK();
-    }
+    });
 }
 
 extern "C" void ct_batchnorm_backward_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
@@ -332,14 +333,10 @@ extern "C" void ct_batchnorm_backward_gpu(float *din, float *dgamma, float *dbet
 {
     if (d->sync) { backward_synced_gpu(din, dgamma, dbeta, dout, xhat, invstd, gamma, d); return; }
     ct_gpu *g = ct_gpu_ctx();
-    int S, chunk;
-    plain_split(d, &S, &chunk);
-    for (int c0 = 0; c0 < d->C; c0 += chunk) {
-        const int n = d->C - c0 < chunk ? d->C - c0 : chunk;
-        const dim3 grid((unsigned)n, (unsigned)S);
+    for_chunks(d, [&](int c0, int n, int S, dim3 grid) {
         bn_bwd_sums_kernel<<<grid, CT_THREADS, 0, g->stream>>>(g->bn_sync, dout, xhat, c0, n, S, *d);
         CT_LAUNCH_CHECK();
         bn_bwd_din_kernel<<<grid, CT_THREADS, 0, g->stream>>>(din, dgamma, dbeta, g->bn_sync, dout, xhat, invstd, gamma, c0, n, S, *d);
         CT_LAUNCH_CHECK();
-    }
+    });
 }
