@@ -12,18 +12,20 @@
  * Per call: the RNN data descriptors get this batch's size and lengths (host work,
  * no device sync); the device lengths came with the batch upload.
  *
- * The algorithm: cuDNN's persistent kernel for small hidden sizes
- * (CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H) where cuDNN runs this configuration, else
- * CUDNN_RNN_ALGO_STANDARD. The standard algorithm launches a matrix product and a
+ * The algorithm, chosen per batch: cuDNN's persistent kernel for small hidden sizes
+ * (CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H) for a batch whose sequences all have the call's
+ * length T, where cuDNN runs this configuration; else CUDNN_RNN_ALGO_STANDARD. The standard algorithm launches a matrix product and a
  * pointwise kernel per time step and layer, so at the seed's sizes (256 sequences,
  * 100 steps, H = 128) a step costs launches, not arithmetic; the persistent kernel keeps
  * the recurrent weights on chip and runs all steps of a layer in one launch: on an H100
  * the seed model's LSTM forward fell from 1.75 to 0.65 ms and its backward from 2.27 to
- * 0.86 ms, the losses of 4 epochs the same to 1e-6. The plan tries a forward at its
- * largest shape; cuDNN answers NOT_SUPPORTED for what it cannot run (it did for two
- * stacked layers of H = 16), and a later call that it refuses (other lengths) moves the
- * plan to the standard algorithm for good, with a note. CTRAIN_LSTM_ALGO=standard
- * forces the standard algorithm (for comparisons).
+ * 0.86 ms, the losses of 4 epochs the same to 1e-6. The plan tries a forward and both
+ * backward passes at its largest shape, and checks that both algorithms see the same
+ * weight space; cuDNN answers NOT_SUPPORTED for what it cannot run (it does for batches of
+ * different lengths). A batch's algorithm depends only on its own shape and lengths, never
+ * on the batches before it, so a resumed run computes what an uninterrupted one does; its
+ * backward uses its forward's. CTRAIN_LSTM_ALGO=standard forces the standard algorithm
+ * (for comparisons).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,27 +186,69 @@ static void say_layout(const lstm_gpu *p)
 static ct_status plan_with(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev,
                            int algo);
 
-/* A forward at the planned shape (all sequences T long, zero inputs) to learn whether cuDNN
- * runs the plan's algorithm: 1 yes, 0 NOT_SUPPORTED, -1 another failure (left by ct_fail). */
-static int forward_runs(lstm_gpu *p, const float *params_dev)
+/* A training step's three cuDNN calls at the planned shape (all sequences T long, zero
+ * inputs, the weight gradients into a scratch weight space) to learn whether cuDNN runs the
+ * plan's algorithm: 1 yes, 0 NOT_SUPPORTED, -1 another failure (left by ct_fail). */
+static int step_runs(lstm_gpu *p, const float *params_dev)
 {
     ct_gpu *g = ct_gpu_ctx();
     const float *w = p->map.direct ? params_dev + p->map.base : p->wpack;
-    if (cudaMemsetAsync(p->dx, 0, (size_t)p->d.B * p->d.T * p->d.I * sizeof(float), g->stream) != cudaSuccess ||
+    const size_t BT = (size_t)p->d.B * p->d.T;
+    void *dw = NULL;
+    if (ct_gpu_malloc(&dw, p->wspace_bytes, "LSTM trial weight gradients") != CT_OK) return -1;
+    int r = 1;
+    if (cudaMemsetAsync(p->dx, 0, BT * p->d.I * sizeof(float), g->stream) != cudaSuccess ||
+        cudaMemsetAsync(p->dy, 0, BT * p->d.H * sizeof(float), g->stream) != cudaSuccess ||
         (!p->map.direct && cudaMemsetAsync(p->wpack, 0, p->wspace_bytes, g->stream) != cudaSuccess)) {
         ct_fail(CT_ENODEV, "GPU LSTM plan: cudaMemsetAsync failed: %s", cudaGetErrorString(cudaGetLastError()));
-        return -1;
+        r = -1;
     }
-    cudnnStatus_t e = cudnnRNNForward(g->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->len_full_dev, p->x_desc, p->dx,
-                                      p->y_desc, p->y, p->h_desc, NULL, p->hy, p->c_desc, NULL, NULL, p->wspace_bytes, w,
-                                      p->work_bytes, p->work, p->reserve_bytes, p->reserve);
-    if (e == CUDNN_STATUS_NOT_SUPPORTED) return 0;
-    if (e != CUDNN_STATUS_SUCCESS) {
-        ct_fail(CT_ENODEV, "%s:%d: cudnnRNNForward (%s algorithm, planned shape): %s", __FILE__, __LINE__,
-                algo_name(p->algo), cudnnGetErrorString(e));
-        return -1;
+    const char *call = "cudnnRNNForward";
+    cudnnStatus_t e = CUDNN_STATUS_SUCCESS;
+    if (r == 1)
+        e = cudnnRNNForward(g->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->len_full_dev, p->x_desc, p->dx, p->y_desc, p->y,
+                            p->h_desc, NULL, p->hy, p->c_desc, NULL, NULL, p->wspace_bytes, w,
+                            p->work_bytes, p->work, p->reserve_bytes, p->reserve);
+    if (r == 1 && e == CUDNN_STATUS_SUCCESS) {
+        call = "cudnnRNNBackwardData_v8";
+        e = cudnnRNNBackwardData_v8(g->cudnn, p->rnn, p->len_full_dev, p->y_desc, p->y, p->dy, p->x_desc, p->dx,
+                                    p->h_desc, NULL, NULL, NULL, p->c_desc, NULL, NULL, NULL,
+                                    p->wspace_bytes, w, p->work_bytes, p->work, p->reserve_bytes, p->reserve);
     }
-    return 1;
+    if (r == 1 && e == CUDNN_STATUS_SUCCESS) {
+        call = "cudnnRNNBackwardWeights_v8";
+        e = cudnnRNNBackwardWeights_v8(g->cudnn, p->rnn, CUDNN_WGRAD_MODE_ADD, p->len_full_dev, p->x_desc, p->dx,
+                                       p->h_desc, NULL, p->y_desc, p->y, p->wspace_bytes, dw,
+                                       p->work_bytes, p->work, p->reserve_bytes, p->reserve);
+    }
+    if (r == 1 && e == CUDNN_STATUS_NOT_SUPPORTED) r = 0;
+    else if (r == 1 && e != CUDNN_STATUS_SUCCESS) {
+        ct_fail(CT_ENODEV, "%s:%d: %s (%s algorithm, planned shape): %s", __FILE__, __LINE__, call, algo_name(p->algo),
+                cudnnGetErrorString(e));
+        r = -1;
+    }
+    if (r == 1 && cudaStreamSynchronize(g->stream) != cudaSuccess) {
+        ct_fail(CT_ENODEV, "GPU LSTM plan: the trial step failed: %s", cudaGetErrorString(cudaGetLastError()));
+        r = -1;
+    }
+    ct_gpu_free(dw);
+    return r;
+}
+
+/* 1 when the standard algorithm sees the same weight space as the plan's persistent one (a
+ * batch may run either); the descriptor is left on the persistent algorithm. */
+static int same_weight_space(lstm_gpu *p, const float *params_dev)
+{
+    lstm_wspace_loc a[LSTM_MAX_LAYERS * 8], b[LSTM_MAX_LAYERS * 8];
+    size_t bytes = 0;
+    const int persistent = p->algo;
+    int same = weight_locations(p, a, params_dev) == CT_OK && set_rnn(p, CUDNN_RNN_ALGO_STANDARD) == CT_OK &&
+               cudnnGetRNNWeightSpaceSize(ct_gpu_ctx()->cudnn, p->rnn, &bytes) == CUDNN_STATUS_SUCCESS &&
+               bytes == p->wspace_bytes && weight_locations(p, b, params_dev) == CT_OK &&
+               !memcmp(a, b, (size_t)p->d.L * 8 * sizeof a[0]);
+    if (set_rnn(p, persistent) != CT_OK) same = 0;
+    p->shape_B = 0;   /* the descriptor was changed and changed back: the sizes are asked again */
+    return same;
 }
 
 extern "C" ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev)
@@ -212,11 +256,15 @@ extern "C" ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_
     const char *force = getenv("CTRAIN_LSTM_ALGO");
     if (!(force && !strcmp(force, "standard"))) {
         ct_status st = plan_with(p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);
-        int runs = st == CT_OK ? forward_runs(p, params_dev) : 0;
-        if (runs == 1) { say_layout(p); return CT_OK; }
+        int runs = st == CT_OK ? step_runs(p, params_dev) : 0;
+        if (runs == 1 && same_weight_space(p, params_dev)) {
+            p->persistent_ok = 1;
+            say_layout(p);
+            return CT_OK;
+        }
         ct_lstm_plan_free_gpu(p);
         if (runs < 0) return CT_ENODEV;
-        /* a plan cuDNN refused (at set-up or in the trial forward) is tried with the standard algorithm */
+        /* a plan cuDNN refused (at set-up or in the trial step) is made with the standard algorithm */
     }
     ct_status st = plan_with(p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_STANDARD);
     if (st != CT_OK) ct_lstm_plan_free_gpu(p);
@@ -225,6 +273,20 @@ extern "C" ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_
 }
 
 extern "C" const char *ct_lstm_gpu_algo(const lstm_gpu *p) { return algo_name(p->algo); }
+
+/* This batch's algorithm: the persistent kernel when the plan has it, every sequence is T long
+ * and cuDNN has not refused this shape; the descriptor is set to it (the sizes asked again
+ * when it changes). Depends on the batch alone. */
+static void choose_algo(lstm_gpu *p, const lstm_dims *d, const int *len_host)
+{
+    int full = 1;
+    for (int b = 0; len_host && b < d->B && full; b++) full = len_host[b] == d->T;
+    const int refused = d->B == p->refused_B && d->T == p->refused_T;
+    const int want = p->persistent_ok && full && !refused ? CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H : CUDNN_RNN_ALGO_STANDARD;
+    if (want == p->algo) return;
+    if (set_rnn(p, want) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "cudnnSetRNNDescriptor_v8", ct_last_error());
+    p->shape_B = 0;
+}
 
 static ct_status plan_with(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev,
                            int algo)
@@ -308,24 +370,19 @@ static const float *weights_for(lstm_gpu *p, const float *params)
     return p->wpack;
 }
 
-/* Moves a plan whose persistent algorithm cuDNN refused for this call's shape or lengths to
- * the standard algorithm, for the rest of the run. Both algorithms have had the same weight
- * space (checked: a different one could not be switched to here, and says so). */
-static void to_standard(lstm_gpu *p, const float *params, const lstm_dims *d, const int *len_host)
+/* cuDNN refused its persistent kernel for this full-length shape, which the plan's trial
+ * step did not cover (a smaller batch): this shape runs the standard algorithm from now on,
+ * as it would have from the start (the shape alone decides), said once per plan. */
+static void refuse_shape(lstm_gpu *p, const lstm_dims *d, const int *len_host)
 {
-    lstm_wspace_loc before[LSTM_MAX_LAYERS * 8], after[LSTM_MAX_LAYERS * 8];
-    size_t bytes = 0;
-    int same = weight_locations(p, before, params) == CT_OK && set_rnn(p, CUDNN_RNN_ALGO_STANDARD) == CT_OK &&
-               cudnnGetRNNWeightSpaceSize(ct_gpu_ctx()->cudnn, p->rnn, &bytes) == CUDNN_STATUS_SUCCESS &&
-               bytes == p->wspace_bytes && weight_locations(p, after, params) == CT_OK &&
-               !memcmp(before, after, (size_t)p->d.L * 8 * sizeof before[0]);
-    if (!same)
-        ct_gpu_fatal(__FILE__, __LINE__, "GPU LSTM", "cuDNN refused its persistent LSTM kernel for this batch and the standard "
-                     "algorithm has another weight layout; run with CTRAIN_LSTM_ALGO=standard");
-    p->shape_B = 0;   /* the descriptor changed: the sizes are asked again */
+    if (!p->said_refused)
+        fprintf(stderr, "ctrain: note: cuDNN does not run its persistent LSTM kernel for a batch of %d x %d steps; "
+                "batches of that shape run the standard algorithm\n", d->B, d->T);
+    p->said_refused = 1;
+    p->refused_B = d->B;
+    p->refused_T = d->T;
+    choose_algo(p, d, len_host);
     if (set_shape(p, d->B, d->T, len_host, 1) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_shape", ct_last_error());
-    fprintf(stderr, "ctrain: note: cuDNN does not run its persistent LSTM kernel for a batch of %d x %d steps with these "
-            "lengths; the standard algorithm runs from now on\n", d->B, d->T);
 }
 
 static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const int *len_host, int forward)
@@ -338,6 +395,7 @@ static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const in
 extern "C" void ct_lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const int *len, const int *len_host,
                                  const float *params, const lstm_dims *d)
 {
+    choose_algo(p, d, len_host);   /* backward keeps this batch's choice */
     check_call(p, d, len, len_host, 1);
     ct_gpu *g = ct_gpu_ctx();
     const int B = d->B, T = d->T, H = d->H;
@@ -350,7 +408,7 @@ extern "C" void ct_lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, con
         if (e == CUDNN_STATUS_SUCCESS) break;
         if (e != CUDNN_STATUS_NOT_SUPPORTED || p->algo == CUDNN_RNN_ALGO_STANDARD)
             ct_gpu_fatal(__FILE__, __LINE__, "cudnnRNNForward", cudnnGetErrorString(e));
-        to_standard(p, params, d, len_host);   /* this batch's lengths are refused: the standard algorithm from now on */
+        refuse_shape(p, d, len_host);
     }
     switch (d->ret) {
     case LSTM_RETURN_LAST:   /* the last layer's h at each sequence's last valid step = its hy */

@@ -53,7 +53,10 @@ typedef struct {
     int full_T;                           /* the length len_full_* hold */
     int shape_B, shape_T;                 /* the shape the descriptors were last set for (0: none) */
     int *shape_len;                       /* [B] host: the lengths they were set for */
-    int algo;                             /* cudnnRNNAlgo_t: persistent small-H, or standard (cuda/lstm.cu) */
+    int algo;                             /* cudnnRNNAlgo_t the descriptor holds: the last batch's (cuda/lstm.cu) */
+    int persistent_ok;                    /* the plan's trial step ran cuDNN's persistent kernel */
+    int refused_B, refused_T;             /* a full-length shape cuDNN refused it for (0: none) */
+    int said_refused;                     /* that was said on stderr */
 } lstm_gpu;
 
 /* d: the largest batch and the longest sequence (calls may have fewer of both); ps, ids:

@@ -108,8 +108,9 @@ static const void *gpu_ring_put(void *ring, const void *host, size_t bytes)
      * before the next put: mark it, so that put can reuse slot 1 - s after it */
     CUDA_OR_DIE(cudaEventRecord(r->consumed[1 - s], g->stream));
     struct cudaPointerAttributes at;
-    const int pinned = cudaPointerGetAttributes(&at, host) == cudaSuccess && at.type == cudaMemoryTypeHost;
-    (void)cudaGetLastError();   /* a question about pageable memory must leave no error behind */
+    const cudaError_t asked = cudaPointerGetAttributes(&at, host);
+    if (asked != cudaSuccess) (void)cudaGetLastError();   /* an unanswered question must leave no error behind */
+    const int pinned = asked == cudaSuccess && at.type == cudaMemoryTypeHost;
     const void *src = host;
     if (!pinned) {
         CUDA_OR_DIE(cudaEventSynchronize(r->copied[s]));             /* pinned block s: its last copy is done */
@@ -126,11 +127,14 @@ static const void *gpu_ring_put(void *ring, const void *host, size_t bytes)
     return r->dev[s];
 }
 
+/* The copy stream runs its copies in order: a block no slot names any more was read by a
+ * copy older than the last one, so waiting for the last one covers it. */
 static void gpu_ring_wait(void *ring, const void *host)
 {
     gpu_ring *r = ring;
-    for (int s = 0; r && s < 2; s++)
-        if (r->src[s] == host) CUDA_OR_DIE(cudaEventSynchronize(r->copied[s]));
+    if (!r || !r->puts) return;
+    int s = r->src[0] == host ? 0 : r->src[1] == host ? 1 : 1 - r->next;
+    CUDA_OR_DIE(cudaEventSynchronize(r->copied[s]));
 }
 
 /* ---- the LSTM and conv2d: their plans as the table's opaque plans ---- */

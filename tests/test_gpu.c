@@ -736,6 +736,21 @@ static void case_memory(const ct_ops *ops, ct_rng *r, t_outs *o)
         t_check(!memcmp(o->o[o->n - 1].v, src[k], n * sizeof(float)), "%s: ring batch %d is not the host block", ops->name, k);
     }
     if (!ops->host_memory) t_check(slot[0] == slot[2] && slot[0] != slot[1], "the ring alternates two device slots");
+    /* a block from host_alloc (pinned on the GPU) is copied from where it lies: rewritten
+     * after ring_wait, each batch still arrives whole */
+    float *pin = NULL;
+    CT_ASSERT(ops->host_alloc((void **)&pin, n * sizeof(float), "a test batch") == CT_OK);
+    for (int k = 0; k < 3; k++) {
+        ops->ring_wait(ring, pin);
+        memcpy(pin, src[k], n * sizeof(float));
+        const float *dev = ops->ring_put(ring, pin, n * sizeof(float));
+        char what[40];
+        snprintf(what, sizeof what, "ring batch %d from a pinned block", k);
+        keep(o, what, ops, dev, n, 0);
+        t_check(!memcmp(o->o[o->n - 1].v, src[k], n * sizeof(float)), "%s: pinned ring batch %d is not the host block", ops->name, k);
+    }
+    ops->ring_wait(ring, pin);
+    ops->host_free(pin);
     ops->ring_free(ring);
     dfree(ops, ga); dfree(ops, gb);
     free(a); free(b); free(c);

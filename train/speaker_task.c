@@ -31,6 +31,7 @@ static void fill(void *ctx, int slot, int split, long first, int n)
 /* Wait for every outstanding fill and free both slots. */
 static void drain(speaker_task *s)
 {
+    if (s->cur >= 0 && s->ring) s->m.ops->ring_wait(s->ring, s->block[s->cur]);   /* its copy to the device has left it */
     for (int k = 0; k < 2; k++)
         if (ct_prefetch_busy(&s->pf, k)) { ct_prefetch_wait(&s->pf, k); ct_prefetch_release(&s->pf, k); }
     s->cur = -1;
