@@ -13,7 +13,7 @@
 #                   each with RUNPATH $ORIGIN; the binaries have RUNPATH $ORIGIN/../../lib
 #   tests/golden/, tests/fixtures/, tests/fuzz/corpus/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
 #                   what the test suite reads and runs
-#   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh   the GPU machine's check
+#   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh (with gpu-e2e.sh, e2e_data.py)   the GPU machine's check
 #   README.md, BUILDINFO
 # Needs patchelf (scripts/deps.sh dist installs it), ldd, tar and gzip.
 set -u
@@ -105,7 +105,7 @@ mkdir -p "$top/tests/fixtures" && cp tests/fixtures/* "$top/tests/fixtures/" || 
 mkdir -p "$top/tests/fuzz" && cp -R tests/fuzz/corpus "$top/tests/fuzz/" || die "copying tests/fuzz/corpus failed"   # replayed by the suite fuzz
 cp examples/make_corpus.py "$top/examples/" || die "copying examples/make_corpus.py failed"
 cp bench/*.py "$top/bench/" || die "copying bench/*.py failed"
-cp scripts/gpu-check.sh scripts/cuda-libs.sh "$top/scripts/" || die "copying scripts/gpu-check.sh failed"
+cp scripts/gpu-check.sh scripts/gpu-e2e.sh scripts/e2e_data.py scripts/cuda-libs.sh "$top/scripts/" || die "copying scripts/gpu-check.sh failed"
 sed "s|@VERSION@|$version|g" scripts/dist-README.md > "$top/README.md" || die "writing README.md failed"
 
 # BUILDINFO: where and how it was built, and where each shipped library came from

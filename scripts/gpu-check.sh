@@ -23,6 +23,8 @@
 #             `tensorboard --logdir tensorboard` after unpacking gpu-check.tar.gz)
 #   tf32-*    the same on the GPU with --tf32, when this ctrain has --tf32                  45 each
 #   seed      ctrain time siamese-lstm --protocol seed --epochs 2 --device gpu            150
+#   e2e       scripts/gpu-e2e.sh: each model trained on the GPU and evaluated on the GPU     150
+#             and on the CPU from the same weights, on data made on the spot (needs python3)
 #   nccl      mpirun -np 1 ctrain train cnn --device gpu: gradients through NCCL, weights   90
 #             bit-identical to a plain run (needs mpirun and a build with MPI and NCCL)
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
@@ -211,9 +213,12 @@ if gpu:
     why = re.findall(r"^gpu\S*: unavailable: (.*)$", text("seed.log"), re.M)
     lines.append("%-13s %-22s %10s %12s   %s" % ("siamese-lstm", "seed, 2 epochs, gpu", "%.2f" % s[0] if s else "n/a",
                                                 "%.1f" % s[1] if s else "n/a", status("seed") + ("" if s or not why else ": " + why[-1][:110])))
+    e2e = [l for l in text("e2e.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
+    lines.append("end to end (%s):" % status("e2e"))
+    lines.extend("  " + l for l in (e2e or ["no result lines: see e2e.log"]))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak",
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "e2e",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
     for k in steps:
@@ -425,6 +430,9 @@ for m in siamese-lstm siamese-cnn cnn; do
   fi
 done
 run_step seed 150 "$ctrain" time siamese-lstm --protocol seed --epochs 2 $devflag gpu --threads "$threads" --json "$out/ctrain-siamese-lstm-seed-gpu.json"
+
+# ---- 3a. end to end: train on the GPU, evaluate on both devices ----
+run_step e2e 150 env E2E_THREADS="$threads" sh "$here/scripts/gpu-e2e.sh" "$ctrain" "$out/e2e" gpu gpu cpu
 
 # ---- 3b. NCCL: one rank under mpirun sends its gradients through ncclAllReduce (train/dist.c);
 # with one rank and deterministic convolutions it must train exactly as a plain run ----
