@@ -1,6 +1,6 @@
 #!/bin/sh
 # dist-check.sh - checks a `make dist` tarball the way a machine without ctrain's
-# build dependencies would use it (`make dist-check`; about 4 minutes on 2 cores).
+# build dependencies would use it (`make dist-check`; about 5 minutes on 2 cores).
 #
 #   usage: scripts/dist-check.sh dist/ctrain-VERSION-linux-x86_64.tar.gz
 #
@@ -15,7 +15,9 @@
 #   4. the whole test suite passes from the extracted copy (GPU cases SKIP here);
 #   5. without CUDA libraries the launchers fall back to the CPU-only build, say so
 #      once, and its tests pass (a subset);
-#   6. scripts/gpu-check.sh on a machine without a GPU stops quickly, says so, exits 3.
+#   6. scripts/gpu-check.sh on a machine without a GPU stops quickly, says so, exits 3;
+#   7. its end-to-end step (scripts/gpu-e2e.sh) from the extracted copy, on the CPU: every
+#      model trained and evaluated twice from the same weights, on data it makes.
 # Prints one line per check and exits non-zero if any failed.
 set -u
 tarball=${1:-}
@@ -131,6 +133,15 @@ if [ $rc = 3 ] && grep -q 'NO GPU FOUND' "$tmp/gpu-check.txt" && [ -s "$tmp/gc/s
   ok "scripts/gpu-check.sh without a GPU: exit 3 in ${dt}s: $(grep 'NO GPU FOUND' "$tmp/gpu-check.txt" | head -n 1)"
 else bad "scripts/gpu-check.sh without a GPU: exit $rc in ${dt}s (want 3, 'NO GPU FOUND', summary.txt, gpu-check.tar.gz): $(tail -n 5 "$tmp/gpu-check.txt")"; fi
 }
+
+# 7. the end-to-end step of gpu-check, on the CPU (the GPU machine runs it with gpu, gpu cpu)
+t0=$(date +%s)
+bare E2E_THREADS=2 CTRAIN_CUDA_LIBS=/nonexistent sh "$root/scripts/gpu-e2e.sh" "$root/bin/ctrain" "$tmp/e2e" cpu cpu cpu > "$tmp/e2e.txt" 2>&1
+rc=$?
+dt=$(($(date +%s) - t0))
+if [ $rc = 0 ] && [ "$(grep -c '^ok ' "$tmp/e2e.txt")" = 3 ]; then
+  ok "scripts/gpu-e2e.sh on the CPU, from the extracted copy: three models trained and evaluated (${dt}s)"
+else bad "scripts/gpu-e2e.sh on the CPU: exit $rc in ${dt}s: $(tail -n 4 "$tmp/e2e.txt")"; fi
 
 if [ $fails = 0 ]; then
   echo "dist-check: all checks passed"
