@@ -20,6 +20,9 @@
  * LSTM 2e-5 forward / 1e-4 gradients for T <= 12 and 1e-4 / 5e-4 at T = 100 (BPTT
  * sums 100 steps of differently-ordered products); a model's training step 1e-4;
  * with TF32 allowed 5e-3 (10-bit mantissas); dropout masks exactly.
+ *
+ * CT_GPU_CASES="a,b" runs only the compared cases whose name holds a or b (to narrow
+ * down a failure under a sanitizer); the others are neither run nor counted.
  */
 #include <math.h>
 #include <stdint.h>
@@ -324,8 +327,40 @@ static void keep_ints(t_outs *o, const char *name, const ct_ops *ops, const int 
 }
 
 /* Runs case f on the CPU and on the GPU from the same seed and compares every output. */
+/* 1 when CT_GPU_CASES is unset or one of its comma-separated parts is in name */
+static int case_selected(const char *name)
+{
+    const char *sel = getenv("CT_GPU_CASES");
+    if (!sel || !*sel) return 1;
+    for (const char *p = sel; *p;) {
+        size_t n = strcspn(p, ",");
+        char part[128];
+        snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part - 1 ? n : sizeof part - 1), p);
+        if (*part && strstr(name, part)) return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* the CT_GPU_CASES filter itself (host only; the variable is put back as it was) */
+static void test_case_filter(void)
+{
+    t_case("gpu/CT_GPU_CASES selects cases by parts of their names");
+    const char *was = getenv("CT_GPU_CASES");
+    char *keep = was ? strdup(was) : NULL;
+    setenv("CT_GPU_CASES", "tf32/lstm,batchnorm_1500", 1);
+    t_check(case_selected("tf32/lstm_T100") && case_selected("batchnorm_1500_channels"), "a listed part is not selected");
+    t_check(!case_selected("lstm_T100") && !case_selected("dense"), "an unlisted case is selected");
+    setenv("CT_GPU_CASES", "", 1);
+    t_check(case_selected("dense"), "an empty CT_GPU_CASES selects nothing");
+    if (keep) setenv("CT_GPU_CASES", keep, 1);
+    else unsetenv("CT_GPU_CASES");
+    free(keep);
+}
+
 static void compare(const char *name, op_case f, const ct_ops *gpu, uint64_t seed)
 {
+    if (!case_selected(name)) return;
     t_case("gpu/%s", name);
     t_outs a, b;
     memset(&a, 0, sizeof a);
@@ -1147,6 +1182,7 @@ static void run_gpu_cases(const ct_ops *gpu)
 void suite_gpu(void)
 {
     test_device_parse();
+    test_case_filter();
     test_dropout_counter_rng();
     test_weight_map_direct();
     test_weight_map_fallback();
