@@ -14,9 +14,10 @@
  *
  * The algorithm, chosen per batch: cuDNN's persistent kernel for small hidden sizes
  * (CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H) for a batch whose sequences all have the call's
- * length T, where cuDNN runs this configuration; else CUDNN_RNN_ALGO_STANDARD. The standard algorithm launches a matrix product and a
- * pointwise kernel per time step and layer, so at the seed's sizes (256 sequences,
- * 100 steps, H = 128) a step costs launches, not arithmetic; the persistent kernel keeps
+ * length T, where cuDNN runs this configuration; else CUDNN_RNN_ALGO_STANDARD. The
+ * standard algorithm launches a matrix product and a pointwise kernel per time step and
+ * layer, so at the seed's sizes (256 sequences, 100 steps, H = 128) a step costs
+ * launches, not arithmetic; the persistent kernel keeps
  * the recurrent weights on chip and runs all steps of a layer in one launch: on an H100
  * the seed model's LSTM forward fell from 1.75 to 0.65 ms and its backward from 2.27 to
  * 0.86 ms, the losses of 4 epochs the same to 1e-6. The plan tries a forward and both

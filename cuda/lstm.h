@@ -69,7 +69,8 @@ typedef struct {
  * the plan packs once per step and says so on stderr (plan->map.direct == 0). */
 ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev);
 void      ct_lstm_plan_free_gpu(lstm_gpu *p);
-/* the plan's cuDNN algorithm, in words ("persistent (small hidden size)" or "standard") */
+/* the cuDNN algorithm of the plan's last batch, in words ("persistent (small hidden size)" or
+ * "standard"; chosen per batch, cuda/lstm.cu) */
 const char *ct_lstm_gpu_algo(const lstm_gpu *p);
 
 /* out: [B, H] or [B, T, H] (d->ret); x [B, T, I]; params: flat device buffer; d->B and d->T
