@@ -100,8 +100,9 @@ endif
 # an Open MPI `mpicc` on the PATH; `make MPI=0` builds without it (one rank: a plain
 # process, and a clear error when mpirun starts more), `make MPI=1` insists. Only
 # train/dist.c includes mpi.h; the programs link MPI's library. NCCL is used with the
-# GPU backend and MPI when nccl.h and libnccl.so are under NCCL_HOME (= CUDA_HOME);
-# `make NCCL=0` leaves it out.
+# GPU backend and MPI when nccl.h is under NCCL_HOME (= CUDA_HOME); `make NCCL=0` leaves
+# it out. libnccl is not linked: train/dist.c loads it when a GPU job first needs it
+# (dlopen), trying the folder it is found in here (NCCL_LIBDIR) after the loader's search.
 MPICC     ?= mpicc
 MPI_PC    := $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c)
 MPI_FOUND := $(if $(or $(MPI_PC),$(shell command -v $(MPICC) 2>/dev/null)),1,0)
@@ -118,15 +119,14 @@ endif
 NCCL_HOME   ?= $(CUDA_HOME)
 NCCL_INC    := $(firstword $(foreach d,$(NCCL_HOME)/include /usr/include,$(if $(wildcard $(d)/nccl.h),$(d))))
 NCCL_LIBDIR := $(firstword $(foreach d,$(NCCL_HOME)/lib64 $(NCCL_HOME)/lib /usr/lib/x86_64-linux-gnu,$(if $(wildcard $(d)/libnccl.so),$(d))))
-NCCL_FOUND  := $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(NCCL_INC),$(NCCL_LIBDIR)),1,0)
+NCCL_FOUND  := $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(NCCL_INC)),1,0)
 NCCL ?= $(NCCL_FOUND)
 ifeq ($(NCCL),1)
 ifneq ($(NCCL_FOUND),1)
-$(error NCCL=1 needs the GPU backend (CUDA=1), MPI (MPI=1), and nccl.h and libnccl.so under NCCL_HOME ($(NCCL_HOME)))
+$(error NCCL=1 needs the GPU backend (CUDA=1), MPI (MPI=1), and nccl.h under NCCL_HOME ($(NCCL_HOME)))
 endif
-NCCL_LIBS := -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
-$(BUILD)/train/dist.o: CFLAGS += -DCT_HAVE_NCCL -I$(NCCL_INC) $(addprefix -I,$(CUDA_INC))
-LDLIBS += $(NCCL_LIBS)
+$(BUILD)/train/dist.o: CFLAGS += -DCT_HAVE_NCCL -I$(NCCL_INC) $(addprefix -I,$(CUDA_INC)) $(if $(NCCL_LIBDIR),-DCT_NCCL_LIBDIR='"$(NCCL_LIBDIR)"')
+LDLIBS += -ldl
 endif
 
 CUDA_C_SRC := $(wildcard cuda/*.c)
@@ -137,7 +137,7 @@ CUDA_STAMP  := $(BUILD)/.cuda-config
 BUILD_STAMP := CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH) $(PIC)
 # MPI and NCCL change train/dist.o alone (and the links, through libctrain.a).
 MPI_STAMP   := $(BUILD)/.mpi-config
-MPI_CONFIG  := MPI=$(MPI) $(MPI_CFLAGS) NCCL=$(NCCL) $(NCCL_INC)
+MPI_CONFIG  := MPI=$(MPI) $(MPI_CFLAGS) NCCL=$(NCCL) $(NCCL_INC) $(NCCL_LIBDIR)
 ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD) && { echo "$(BUILD_STAMP)" | cmp -s - $(CUDA_STAMP) || echo "$(BUILD_STAMP)" > $(CUDA_STAMP); })
 $(shell { echo "$(MPI_CONFIG)" | cmp -s - $(MPI_STAMP) || echo "$(MPI_CONFIG)" > $(MPI_STAMP); })

@@ -96,10 +96,11 @@ int cmd_info(int argc, char **argv)
     const char *best = ct_blas_choose(&f, NULL, -1, &why);
     printf("CPU features: %s\n", desc);
     printf("BLAS policy: %s for this CPU (%s)\n", best, why);
-    printf("Data-parallel: %s%s\n", ct_dist_backend(),
-           ct_dist_compiled() ? (ct_dist_nccl_compiled() ? ", NCCL for GPU gradients (mpirun -np N ctrain train ...)"
-                                                        : " (mpirun -np N ctrain train ...)")
-                              : ": one process (make MPI=1 with libopenmpi-dev)");
+    char nccl[700];
+    printf("Data-parallel: %s%s%s%s\n", ct_dist_backend(),
+           ct_dist_compiled() ? " (mpirun -np N ctrain train ...)" : ": one process (make MPI=1 with libopenmpi-dev)",
+           ct_dist_nccl_compiled() ? "; GPU gradients: " : "",
+           ct_dist_nccl_compiled() ? ct_dist_nccl_describe(nccl, sizeof nccl) : "");
     fflush(stdout);
     return peaks ? print_peaks(threads) : 0;
 }

@@ -6,6 +6,7 @@
  * (MPI_Iallreduce, MPI_Ibcast, ...) and polled until it completes or until
  * d->timeout_s seconds have passed, which ends the job (ct_dist_finalize ->
  * MPI_Abort) with a message saying what was waited for and what to do. */
+#define _GNU_SOURCE   /* dladdr: which file the NCCL library was loaded from */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <mpi.h>
 #endif
 #ifdef CT_HAVE_NCCL
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"   /* nccl.h declares f() for f(void) */
@@ -291,6 +293,85 @@ ct_status ct_dist_check_binary(const ct_dist *d)
 }
 
 #ifdef CT_HAVE_NCCL
+/* ---- NCCL, loaded when a job first needs it ----
+ * The build compiles against nccl.h but does not link libnccl (a 200 MB library that
+ * single-GPU work never uses): the functions below are found with dlopen/dlsym when
+ * a GPU rank starts NCCL, so a GPU build runs on machines without NCCL, and a job of
+ * GPU ranks there stops with one line saying what to install. */
+static struct {
+    void *lib;                     /* dlopen's handle (NULL: not loaded) */
+    char path[512];                /* the file it came from */
+    int version;                   /* ncclGetVersion: 22803 for 2.28.3 */
+    __typeof__(ncclGetVersion) *GetVersion;
+    __typeof__(ncclGetErrorString) *GetErrorString;
+    __typeof__(ncclGetUniqueId) *GetUniqueId;
+    __typeof__(ncclCommInitRankConfig) *CommInitRankConfig;
+    __typeof__(ncclCommGetAsyncError) *CommGetAsyncError;
+    __typeof__(ncclCommFinalize) *CommFinalize;
+    __typeof__(ncclCommDestroy) *CommDestroy;
+    __typeof__(ncclCommAbort) *CommAbort;
+    __typeof__(ncclRedOpCreatePreMulSum) *RedOpCreatePreMulSum;
+    __typeof__(ncclRedOpDestroy) *RedOpDestroy;
+    __typeof__(ncclAllReduce) *AllReduce;
+    __typeof__(ncclBroadcast) *Broadcast;
+} nccl;
+
+/* Where libnccl is looked for: $CTRAIN_NCCL alone when set; else the loader's own search
+ * (LD_LIBRARY_PATH, the system's folders), then the folder this build found it in. */
+#ifndef CT_NCCL_LIBDIR
+#define CT_NCCL_LIBDIR "/usr/local/cuda/lib64"
+#endif
+#define NCCL_MIN_VERSION 21400   /* 2.14: ncclCommInitRankConfig, non-blocking communicators, ncclCommFinalize */
+
+ct_status ct_dist_nccl_load(void)
+{
+    if (nccl.lib) return CT_OK;
+    const char *user = getenv("CTRAIN_NCCL");
+    const char *tries[] = { user && *user ? user : "libnccl.so.2", user && *user ? NULL : CT_NCCL_LIBDIR "/libnccl.so.2", NULL };
+    const char *err = "";
+    void *lib = NULL;
+    for (int i = 0; !lib && tries[i]; i++) {
+        lib = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
+        if (!lib && i == 0) err = dlerror();
+    }
+    if (!lib)
+        return ct_fail(CT_ENODEV, "NCCL, which GPU ranks need for their gradients, could not be loaded (%s): install it "
+                       "(Debian: libnccl2; pip: nvidia-nccl-cu13) and put its folder on LD_LIBRARY_PATH, or set "
+                       "CTRAIN_NCCL=/path/to/libnccl.so.2", err);
+    const struct { void **fn; const char *name; } need[] = {
+        { (void **)&nccl.GetVersion, "ncclGetVersion" }, { (void **)&nccl.GetErrorString, "ncclGetErrorString" },
+        { (void **)&nccl.GetUniqueId, "ncclGetUniqueId" }, { (void **)&nccl.CommInitRankConfig, "ncclCommInitRankConfig" },
+        { (void **)&nccl.CommGetAsyncError, "ncclCommGetAsyncError" }, { (void **)&nccl.CommFinalize, "ncclCommFinalize" },
+        { (void **)&nccl.CommDestroy, "ncclCommDestroy" }, { (void **)&nccl.CommAbort, "ncclCommAbort" },
+        { (void **)&nccl.RedOpCreatePreMulSum, "ncclRedOpCreatePreMulSum" }, { (void **)&nccl.RedOpDestroy, "ncclRedOpDestroy" },
+        { (void **)&nccl.AllReduce, "ncclAllReduce" }, { (void **)&nccl.Broadcast, "ncclBroadcast" },
+    };
+    Dl_info info;
+    void *any = dlsym(lib, "ncclGetVersion");
+    snprintf(nccl.path, sizeof nccl.path, "%s", any && dladdr(any, &info) && info.dli_fname ? info.dli_fname : "libnccl.so.2");
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        *need[i].fn = dlsym(lib, need[i].name);
+        if (!*need[i].fn) {
+            dlclose(lib);
+            return ct_fail(CT_ENODEV, "%s has no %s: NCCL 2.14 or newer is needed", nccl.path, need[i].name);
+        }
+    }
+    if (nccl.GetVersion(&nccl.version) != ncclSuccess || nccl.version < NCCL_MIN_VERSION) {
+        dlclose(lib);
+        return ct_fail(CT_ENODEV, "%s is NCCL %d.%d.%d: 2.14 or newer is needed", nccl.path, nccl.version / 10000,
+                       nccl.version / 100 % 100, nccl.version % 100);
+    }
+    nccl.lib = lib;
+    return CT_OK;
+}
+
+const char *ct_dist_nccl_describe(char *buf, size_t n)
+{
+    if (ct_dist_nccl_load() != CT_OK) snprintf(buf, n, "%s", ct_last_error());
+    else snprintf(buf, n, "NCCL %d.%d.%d (%s)", nccl.version / 10000, nccl.version / 100 % 100, nccl.version % 100, nccl.path);
+    return buf;
+}
+
 /* ---- NCCL: the same bound on every wait as MPI's ----
  * The communicator is non-blocking (ncclConfig_t.blocking = 0): a call may return
  * ncclInProgress and go on in the background (nccl_settle waits for NCCL to take it),
@@ -300,7 +381,7 @@ ct_status ct_dist_check_binary(const ct_dist *d)
  * ends as after an MPI timeout (ct_dist_finalize -> MPI_Abort). */
 static ct_status nccl_fail(ct_dist *d, ncclComm_t comm, const char *what, const char *why)
 {
-    if (comm) ncclCommAbort(comm);
+    if (comm) nccl.CommAbort(comm);
     if ((ncclComm_t)d->nccl == comm) d->nccl = NULL;
     return mark_broken(ct_fail(CT_EIO, "rank %d: NCCL failed in %s: %s; resume from the last checkpoint (--resume)", d->rank, what, why));
 }
@@ -319,9 +400,9 @@ static ct_status nccl_settle(ct_dist *d, ncclComm_t comm, ncclResult_t r, double
     while (r == ncclInProgress) {
         if (ct_now() - t0 > d->timeout_s) return nccl_timeout(d, comm, what);
         poll_pause(t0);
-        if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) r = ncclInternalError;
+        if (nccl.CommGetAsyncError(comm, &r) != ncclSuccess) r = ncclInternalError;
     }
-    return r == ncclSuccess ? CT_OK : nccl_fail(d, comm, what, ncclGetErrorString(r));
+    return r == ncclSuccess ? CT_OK : nccl_fail(d, comm, what, nccl.GetErrorString(r));
 }
 
 /* Waits for the work queued on `stream` so far (the collective's kernels). */
@@ -336,8 +417,8 @@ static ct_status nccl_wait_stream(ct_dist *d, ncclComm_t comm, cudaStream_t stre
         if (e == cudaSuccess) break;
         ncclResult_t a = ncclSuccess;
         if (e != cudaErrorNotReady) { st = nccl_fail(d, comm, what, cudaGetErrorString(e)); break; }
-        if (ncclCommGetAsyncError(comm, &a) != ncclSuccess || (a != ncclSuccess && a != ncclInProgress)) {
-            st = nccl_fail(d, comm, what, ncclGetErrorString(a));
+        if (nccl.CommGetAsyncError(comm, &a) != ncclSuccess || (a != ncclSuccess && a != ncclInProgress)) {
+            st = nccl_fail(d, comm, what, nccl.GetErrorString(a));
             break;
         }
         if (ct_now() - t0 > d->timeout_s) { st = nccl_timeout(d, comm, what); break; }
@@ -359,10 +440,10 @@ ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n
         ncclRedOp_t op;
         CT_TRY(ops->sync());   /* the gradients are complete */
         const double t0 = ct_now();
-        CT_TRY(nccl_settle(d, comm, ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat, ncclScalarHostImmediate, comm), t0, what));
-        ct_status st = nccl_settle(d, comm, ncclAllReduce(buf, buf, n, ncclFloat, op, comm, 0), t0, what);
+        CT_TRY(nccl_settle(d, comm, nccl.RedOpCreatePreMulSum(&op, &scale, ncclFloat, ncclScalarHostImmediate, comm), t0, what));
+        ct_status st = nccl_settle(d, comm, nccl.AllReduce(buf, buf, n, ncclFloat, op, comm, 0), t0, what);
         if (st != CT_OK) return st;   /* the communicator is aborted, and its operator with it */
-        CT_TRY(nccl_settle(d, comm, ncclRedOpDestroy(op, comm), t0, what));
+        CT_TRY(nccl_settle(d, comm, nccl.RedOpDestroy(op, comm), t0, what));
         return nccl_wait_stream(d, comm, 0, t0, what);
     }
 #endif
@@ -390,7 +471,7 @@ ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t
         ncclComm_t comm = (ncclComm_t)d->nccl;
         CT_TRY(ops->sync());
         const double t0 = ct_now();
-        CT_TRY(nccl_settle(d, comm, ncclBroadcast(buf, buf, n, ncclFloat, 0, comm, 0), t0, what));
+        CT_TRY(nccl_settle(d, comm, nccl.Broadcast(buf, buf, n, ncclFloat, 0, comm, 0), t0, what));
         return nccl_wait_stream(d, comm, 0, t0, what);
     }
 #endif
@@ -411,19 +492,20 @@ ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops)
 {
     if (!d || !d->mpi || ops->host_memory || d->nccl) return CT_OK;
     CT_TRY(refuse_if_broken(d, "starting NCCL"));
+    CT_TRY(ct_dist_agree(d, ct_dist_nccl_load()));   /* every rank, or none: the others must not wait */
     ncclUniqueId id;
     ct_status st = CT_OK;
-    if (d->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) st = ct_fail(CT_EIO, "NCCL could not make its id (ncclGetUniqueId)");
+    if (d->rank == 0 && nccl.GetUniqueId(&id) != ncclSuccess) st = ct_fail(CT_EIO, "NCCL could not make its id (ncclGetUniqueId)");
     CT_TRY(ct_dist_agree(d, st));
     CT_TRY(ct_dist_bcast(d, &id, sizeof id, "the NCCL id"));
     ncclComm_t comm = NULL;
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0;   /* every wait polled, under --dist-timeout (nccl_settle) */
-    ncclResult_t r = ncclCommInitRankConfig(&comm, d->size, id, d->rank, &cfg);
+    ncclResult_t r = nccl.CommInitRankConfig(&comm, d->size, id, d->rank, &cfg);
     if (r == ncclInProgress && comm) st = nccl_settle(d, comm, r, ct_now(), "starting NCCL (ncclCommInitRankConfig)");
     else if (r != ncclSuccess) {
-        if (comm) ncclCommAbort(comm);   /* a half-made communicator: its resources go */
-        st = ct_fail(CT_EIO, "NCCL could not start: %s", ncclGetErrorString(r));
+        if (comm) nccl.CommAbort(comm);   /* a half-made communicator: its resources go */
+        st = ct_fail(CT_EIO, "NCCL could not start: %s", nccl.GetErrorString(r));
     }
     if (st != CT_OK)
         st = ct_fail(st, "%s (is each rank on its own GPU? --device gpu picks the rank's GPU on its machine)", ct_last_error());
@@ -436,12 +518,14 @@ void ct_dist_nccl_close(ct_dist *d, int failed)
     if (!d || !d->nccl) return;
     ncclComm_t comm = (ncclComm_t)d->nccl;
     d->nccl = NULL;
-    if (failed || dist_broken) { ncclCommAbort(comm); return; }   /* a peer may never answer */
+    if (failed || dist_broken) { nccl.CommAbort(comm); return; }   /* a peer may never answer */
     /* finish the outstanding work, bounded like every other wait (a failure aborts it) */
-    if (nccl_settle(d, comm, ncclCommFinalize(comm), ct_now(), "closing NCCL") == CT_OK) ncclCommDestroy(comm);
+    if (nccl_settle(d, comm, nccl.CommFinalize(comm), ct_now(), "closing NCCL") == CT_OK) nccl.CommDestroy(comm);
 }
 #else
 int ct_dist_nccl_compiled(void) { return 0; }
+ct_status ct_dist_nccl_load(void) { return ct_fail(CT_ENODEV, "this ctrain was built without NCCL (make NCCL=1 with nccl.h)"); }
+const char *ct_dist_nccl_describe(char *buf, size_t n) { snprintf(buf, n, "no NCCL in this build"); return buf; }
 ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops) { (void)d; (void)ops; return CT_OK; }
 void ct_dist_nccl_close(ct_dist *d, int failed) { (void)d; (void)failed; }
 #endif
@@ -451,6 +535,8 @@ void ct_dist_nccl_close(ct_dist *d, int failed) { (void)d; (void)failed; }
 const char *ct_dist_backend(void) { return "no MPI in this build"; }
 int ct_dist_compiled(void) { return 0; }
 int ct_dist_nccl_compiled(void) { return 0; }
+ct_status ct_dist_nccl_load(void) { return ct_fail(CT_ENODEV, "this ctrain was built without MPI, so without NCCL"); }
+const char *ct_dist_nccl_describe(char *buf, size_t n) { snprintf(buf, n, "no NCCL in this build"); return buf; }
 
 ct_status ct_dist_init(ct_dist *d)
 {

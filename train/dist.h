@@ -72,6 +72,13 @@ void      ct_dist_finalize(ct_dist *d, int failed, int exit_code);
 const char *ct_dist_backend(void);
 int       ct_dist_compiled(void);                  /* 1: this build has MPI */
 int       ct_dist_nccl_compiled(void);             /* 1: this build has NCCL */
+/* NCCL is not linked: a build with it loads libnccl.so.2 at run time when a GPU job first
+ * needs it ($CTRAIN_NCCL when set, else the loader's search, else the folder the build
+ * found it in), so a GPU build runs without NCCL installed. CT_ENODEV with what to do
+ * when it is missing or older than 2.14. Loads once; later calls return at once. */
+ct_status ct_dist_nccl_load(void);
+/* "NCCL 2.28.3 (/usr/local/cuda/lib64/libnccl.so.2)", or why it could not be loaded: for ctrain info. */
+const char *ct_dist_nccl_describe(char *buf, size_t n);
 
 /* This rank's rows [*lo, *hi) of a batch of n rows (d NULL: all of them). */
 void      ct_dist_part(const ct_dist *d, int n, int *lo, int *hi);
