@@ -267,16 +267,19 @@ golden:
 # runs on may lack instructions this one has. core/hot.h's CT_HOT (on with
 # CT_PORTABLE) compiles the hot loops for x86-64-v3 and v4 too and picks one at run
 # time. build-dist has the GPU backend (when CUDA is found here), build-dist-cpu
-# does not: the launchers fall back to it where no CUDA libraries are found.
+# does not: the launchers fall back to it where no CUDA libraries are found. Both
+# have MPI when it is found here, and the tarball then carries Open MPI's runtime
+# (bin/mpirun; NCCL comes from the target machine, loaded at run time).
 DIST_OPT    ?= -O3 -march=x86-64-v2 -mtune=generic -DCT_PORTABLE
 DIST_CUDA   ?= $(CUDA_FOUND)
+DIST_MPI    ?= $(MPI_FOUND)
 DIST_TAR    := dist/ctrain-$(VERSION)-linux-x86_64.tar.gz
 OUT         ?= gpu-check-out
 
 dist:
 	@sh scripts/deps.sh dist
-	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 MPI=0 BUILD=build-dist-cpu CTRAIN=build-dist-cpu/ctrain OPT="$(DIST_OPT)"
-	@if [ "$(DIST_CUDA)" = 1 ]; then $(MAKE) --no-print-directory build SAN=0 CUDA=1 MPI=0 BUILD=build-dist CTRAIN=build-dist/ctrain OPT="$(DIST_OPT)"; \
+	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 MPI=$(DIST_MPI) BUILD=build-dist-cpu CTRAIN=build-dist-cpu/ctrain OPT="$(DIST_OPT)"
+	@if [ "$(DIST_CUDA)" = 1 ]; then $(MAKE) --no-print-directory build SAN=0 CUDA=1 MPI=$(DIST_MPI) BUILD=build-dist CTRAIN=build-dist/ctrain OPT="$(DIST_OPT)"; \
 	 else echo "dist: CUDA not found here (make detect): the tarball will be CPU only"; fi
 	@sh scripts/dist.sh $(VERSION) $(DIST_TAR) build-dist-cpu $(if $(filter 1,$(DIST_CUDA)),build-dist)
 

@@ -17,7 +17,10 @@
 #      once, and its tests pass (a subset);
 #   6. scripts/gpu-check.sh on a machine without a GPU stops quickly, says so, exits 3;
 #   7. its end-to-end step (scripts/gpu-e2e.sh) from the extracted copy, on the CPU: every
-#      model trained and evaluated twice from the same weights, on data it makes.
+#      model trained and evaluated twice from the same weights, on data it makes;
+#   8. the tarball's own Open MPI (bin/mpirun) runs the data-parallel suite with the
+#      system's Open MPI hidden (a private mount namespace: root and unshare -m), loading
+#      nothing from the system but glibc and the CUDA libraries (LD_DEBUG=libs).
 # Prints one line per check and exits non-zero if any failed.
 set -u
 tarball=${1:-}
@@ -37,16 +40,18 @@ echo "dist-check: $tarball ($(du -h "$tarball" | cut -f1)) extracted into $root"
 
 # 1. RUNPATH
 runpath_bad=""
-for f in "$root"/libexec/*/* "$root"/lib/*; do
+for f in "$root"/libexec/*/* "$root"/lib/* "$root"/mpi/bin/* "$root"/mpi/lib/*/*.so; do
   case $f in *.sh) continue ;; esac
+  [ -f "$f" ] || continue
   rp=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(\(RPATH\|RUNPATH\)).*\[\(.*\)\]/\1 \2/p')
   case "$f" in
-    "$root"/libexec/*) want='RUNPATH $ORIGIN/../../lib' ;;
+    "$root"/libexec/*|"$root"/mpi/bin/*) want='RUNPATH $ORIGIN/../../lib' ;;
+    "$root"/mpi/lib/*) want='RUNPATH $ORIGIN/../../../lib' ;;
     *) want='RUNPATH $ORIGIN' ;;
   esac
   [ "$rp" = "$want" ] || runpath_bad="$runpath_bad $(basename "$f")=[$rp]"
 done
-if [ -z "$runpath_bad" ]; then ok "RUNPATH: \$ORIGIN/../../lib on the binaries, \$ORIGIN on the $(ls "$root/lib" | wc -l) libraries"
+if [ -z "$runpath_bad" ]; then ok "RUNPATH: \$ORIGIN/../../lib on the binaries, \$ORIGIN on the $(ls "$root/lib" | wc -l) libraries$([ -d "$root/mpi" ] && echo ", \$ORIGIN/../../../lib on Open MPI's $(ls "$root"/mpi/lib/*/*.so | wc -l) plug-ins")"
 else bad "RUNPATH not as expected:$runpath_bad"; fi
 
 # 2. portable instruction set: AVX registers only inside the .arch_x86_64_v3/v4 clones
@@ -77,7 +82,7 @@ foreign() {
     b=$(basename "$p")
     case "$b" in
       ld-linux*|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libresolv.so.*|libmvec.so.*) continue ;;
-      libcuda.so.*|libcudart.so.*|libcublas*.so.*|libcudnn*.so.*|libnvrtc*.so.*|libnvJitLink.so.*|libnvidia-*.so*) continue ;;
+      libcuda.so.*|libcudart.so.*|libcublas*.so.*|libcudnn*.so.*|libnvrtc*.so.*|libnvJitLink.so.*|libnvidia-*.so*|libnccl.so.*) continue ;;
     esac
     echo "$p"
   done
@@ -142,6 +147,40 @@ dt=$(($(date +%s) - t0))
 if [ $rc = 0 ] && [ "$(grep -c '^ok ' "$tmp/e2e.txt")" = 3 ]; then
   ok "scripts/gpu-e2e.sh on the CPU, from the extracted copy: three models trained and evaluated (${dt}s)"
 else bad "scripts/gpu-e2e.sh on the CPU: exit $rc in ${dt}s: $(tail -n 4 "$tmp/e2e.txt")"; fi
+
+# 8. Open MPI's runtime from the tarball, with the system's own hidden: its folders (ompi_info
+#    names them) and PMIx's under empty file systems, its launchers under /dev/null
+if [ ! -x "$root/bin/mpirun" ]; then
+  echo "skip Open MPI from the tarball: it was built without MPI (no bin/mpirun)"
+elif [ "$(id -u)" != 0 ] || ! unshare -m --propagation private true 2>/dev/null; then
+  echo "skip Open MPI from the tarball with the system's hidden: that needs root and unshare -m (a private mount namespace)"
+else
+  hide=""
+  if command -v ompi_info >/dev/null 2>&1; then
+    hide=$(ompi_info --parsable --path all 2>/dev/null | awk -F: '$2 ~ /^(libdir|pkglibdir|pkgdatadir|sysconfdir)$/ { print $3 }' | sort -u | tr '\n' ' ')
+  fi
+  for d in /usr/lib/x86_64-linux-gnu/pmix2 /usr/lib/x86_64-linux-gnu/openmpi /etc/openmpi /usr/share/openmpi; do
+    case " $hide " in *" $d "*) ;; *) hide="$hide $d" ;; esac
+  done
+  t0=$(date +%s)
+  unshare -m --propagation private sh -c '
+    root=$1; tmp=$2; shift 2
+    for d in "$@"; do [ -d "$d" ] && { mount -t tmpfs none "$d" || exit 90; }; done
+    for b in /usr/bin/orterun /usr/bin/orted /usr/bin/mpirun /usr/bin/mpiexec; do [ -e "$b" ] && { mount --bind /dev/null "$b" || exit 90; }; done
+    cd / && exec env -i PATH="$root/bin:/usr/bin:/bin" HOME=/tmp LD_DEBUG=libs LD_DEBUG_OUTPUT="$tmp/mpidebug" "$root/bin/ctrain_tests" mpi
+  ' sh "$root" "$tmp" $hide > "$tmp/mpi-tests.txt" 2>&1
+  rc=$?
+  dt=$(($(date +%s) - t0))
+  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/mpi-tests.txt" | tail -n 1)
+  grep -l "initialize program: $root/" "$tmp"/mpidebug.* 2>/dev/null | xargs cat 2>/dev/null | sed -n 's/.*calling init: //p' | sort -u > "$tmp/mpi-loaded.txt"
+  foreign < "$tmp/mpi-loaded.txt" > "$tmp/mpi-foreign.txt"
+  plugins=$(grep -c "^$root/mpi/lib/" "$tmp/mpi-loaded.txt")
+  if [ $rc != 0 ] || [ -z "$summary" ] || grep -q 'SKIP' "$tmp/mpi-tests.txt"; then
+    bad "bin/mpirun with the system's Open MPI hidden ($hide): exit $rc, ${summary:-no summary}; $(grep -E '^(FAIL|SKIP)' "$tmp/mpi-tests.txt" | head -n 3 | tr '\n' ';') (log: $tmp/mpi-tests.txt)"
+  elif [ -s "$tmp/mpi-foreign.txt" ]; then bad "bin/mpirun: loaded from outside the tarball: $(tr '\n' ' ' < "$tmp/mpi-foreign.txt")"
+  elif [ "$plugins" -lt 5 ]; then bad "bin/mpirun: only $plugins of Open MPI's plug-ins were loaded from the tarball's mpi/lib (LD_DEBUG=libs)"
+  else ok "bin/mpirun (Open MPI from the tarball, the system's hidden): data-parallel suite $summary (${dt}s); $plugins plug-ins from mpi/lib, nothing from the system but glibc and CUDA"; fi
+fi
 
 if [ $fails = 0 ]; then
   echo "dist-check: all checks passed"

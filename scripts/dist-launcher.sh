@@ -7,6 +7,9 @@
 # (through the binaries' $ORIGIN-relative RUNPATH). When the CUDA libraries are
 # not all there, it says so once on stderr and runs the CPU-only build from
 # libexec/cpu/ instead. CTRAIN_CPU_ONLY=1 picks the CPU-only build without a word.
+# Under mpirun it also looks for NCCL (libnccl.so.2, which GPU ranks load at run
+# time: the system, the CUDA toolkit, PyTorch's nvidia/nccl package) and puts its
+# folder on LD_LIBRARY_PATH when found; a job that needs it and lacks it says so.
 # The test runner (ctrain_tests) runs in the tarball's root, where it finds
 # tests/golden/ and the helper scripts, with CTRAIN_BIN set to the same build of ctrain.
 set -u
@@ -30,6 +33,16 @@ if [ -x "$root/libexec/cuda/$tool" ] && [ "${CTRAIN_CPU_ONLY:-0}" = 0 ]; then
       ct_cuda_find "$need"
       if [ -z "$CT_CUDA_MISSING" ]; then
         variant=cuda
+        if [ -n "${OMPI_COMM_WORLD_SIZE:-}${PMI_SIZE:-}${PMIX_RANK:-}" ] && [ -z "${CTRAIN_NCCL:-}" ]; then
+          ct_need_ldpath=$CT_CUDA_LDPATH
+          ct_cuda_find libnccl.so.2   # optional: a rank on the CPU never loads it
+          ct_nccl_dir=$CT_CUDA_LDPATH   # empty when not found or in a system folder
+          CT_CUDA_LDPATH=$ct_need_ldpath
+          case ":$CT_CUDA_LDPATH:" in
+            *":$ct_nccl_dir:"*) ;;
+            *) CT_CUDA_LDPATH=${CT_CUDA_LDPATH:+$CT_CUDA_LDPATH:}$ct_nccl_dir ;;
+          esac
+        fi
         if [ -n "$CT_CUDA_LDPATH" ]; then
           LD_LIBRARY_PATH="$CT_CUDA_LDPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
           export LD_LIBRARY_PATH

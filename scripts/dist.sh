@@ -11,6 +11,10 @@
 #   lib/            every shared library those binaries load, transitively, except
 #                   glibc's own and the CUDA ones (cuDNN, cuBLAS, the CUDA runtime),
 #                   each with RUNPATH $ORIGIN; the binaries have RUNPATH $ORIGIN/../../lib
+#   mpi/            when the builds use MPI: Open MPI's runtime (bin/orterun and orted,
+#                   lib/openmpi/ and lib/pmix/ the plug-ins, RUNPATH $ORIGIN/../../../lib;
+#                   share/ the help texts, etc/ the settings), started by bin/mpirun
+#                   (scripts/dist-mpirun.sh). NCCL is not shipped: ctrain loads it at run time.
 #   tests/golden/, tests/fixtures/, tests/fuzz/corpus/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
 #                   what the test suite reads and runs
 #   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh (with gpu-e2e.sh, e2e_data.py)   the GPU machine's check
@@ -58,10 +62,45 @@ copy_tools() {
 copy_tools "$cpu_build" cpu
 [ -n "$cuda_build" ] && copy_tools "$cuda_build" cuda
 
+# Open MPI's runtime, when the builds link MPI: the launcher (orterun; orted, its daemon
+# on other machines), the plug-ins it and libmpi load at run time (Open MPI's and PMIx's),
+# its help texts and settings. Plug-ins for fabrics this tarball does not carry the
+# libraries of (InfiniBand verbs, UCX, libfabric, PSM) and OpenSHMEM's are left out;
+# between processes on one machine Open MPI uses shared memory (btl vader), across
+# machines TCP.
+mpi_lib=$(ldd "$top/libexec/cpu/ctrain" 2>/dev/null | awk '$1 ~ /^libmpi\.so/ { print $3 }')
+ompi_version=""
+if [ -n "$mpi_lib" ]; then
+  command -v ompi_info >/dev/null 2>&1 || die "the builds link $mpi_lib, but ompi_info is missing: apt-get install openmpi-bin"
+  ompi_path() { ompi_info --parsable --path "$1" 2>/dev/null | awk -F: -v k="$1" '$2 == k { print $3; exit }'; }
+  ompi_version=$(ompi_info --parsable 2>/dev/null | awk -F: '$1 == "ompi" && $2 == "version" && $3 == "full" { print $4; exit }')
+  ompi_bin=$(ompi_path bindir); ompi_plugins=$(ompi_path pkglibdir); ompi_data=$(ompi_path pkgdatadir); ompi_etc=$(ompi_path sysconfdir)
+  for d in "$ompi_bin" "$ompi_plugins" "$ompi_data"; do [ -d "$d" ] || die "Open MPI's folder '$d' (ompi_info --path all) is missing"; done
+  mkdir -p "$top/mpi/bin" "$top/mpi/lib/openmpi" "$top/mpi/lib/pmix" "$top/mpi/share" "$top/mpi/etc" || die "mkdir failed"
+  cp "$ompi_bin/orterun" "$ompi_bin/orted" "$top/mpi/bin/" || die "copying Open MPI's orterun and orted from $ompi_bin failed"
+  unshipped='^(libucp|libuct|libucs|libucm|libpsm|libinfinipath|libibverbs|librdmacm|libfabric|libefa|liboshmem|libmca_common_(ucx|verbs|ofi)|libnl-)'
+  left_out=0
+  for f in "$ompi_plugins"/mca_*.so; do
+    if ldd "$f" 2>/dev/null | awk '{ print $1 }' | grep -Eq "$unshipped"; then left_out=$((left_out + 1)); continue; fi
+    cp "$f" "$top/mpi/lib/openmpi/" || die "copying $f failed"
+  done
+  cp -R "$ompi_data" "$top/mpi/share/openmpi" || die "copying $ompi_data failed"
+  [ -f "$ompi_etc/openmpi-mca-params.conf" ] && { grep -v '^#' "$ompi_etc/openmpi-mca-params.conf" | grep . > "$top/mpi/etc/openmpi-mca-params.conf"; }
+  # PMIx, when Open MPI uses an external one (Debian's libpmix2): its plug-ins and help texts
+  pmix_lib=$(for f in "$top"/mpi/lib/openmpi/*.so; do ldd "$f"; done 2>/dev/null | awk '$1 ~ /^libpmix\.so/ { print $3; exit }')
+  if [ -n "$pmix_lib" ]; then
+    pmix_dir=$(dirname "$(readlink -f "$pmix_lib")")
+    [ -d "$pmix_dir/pmix" ] && { cp "$pmix_dir"/pmix/*.so "$top/mpi/lib/pmix/" || die "copying PMIx's plug-ins from $pmix_dir/pmix failed"; }
+    [ -d "$pmix_dir/../share/pmix" ] && { cp -R "$pmix_dir/../share/pmix" "$top/mpi/share/pmix" || die "copying PMIx's help texts failed"; }
+  fi
+  echo "dist: Open MPI $ompi_version's runtime: $(ls "$top/mpi/lib/openmpi" | wc -l) plug-ins ($left_out left out: fabrics and OpenSHMEM), PMIx's $(ls "$top/mpi/lib/pmix" | wc -l)"
+fi
+
 # The libraries: ldd lists them transitively. Anything not found (other than CUDA's) is an error.
 libs=$work/libs.txt
 : > "$libs"
-for f in "$top"/libexec/*/*; do
+for f in "$top"/libexec/*/* "$top"/mpi/bin/* "$top"/mpi/lib/*/*.so; do
+  [ -f "$f" ] || continue
   ldd "$f" > "$work/ldd.txt" 2>&1 || die "ldd $f failed: $(cat "$work/ldd.txt")"
   awk '$2 == "=>" { print $1, $3 }' "$work/ldd.txt" >> "$libs"
 done
@@ -87,6 +126,12 @@ done
 for f in "$top"/lib/*; do
   patchelf --set-rpath '$ORIGIN' "$f" || die "patchelf --set-rpath on $f failed"
 done
+for f in "$top"/mpi/bin/*; do
+  [ -f "$f" ] && { patchelf --set-rpath '$ORIGIN/../../lib' "$f" || die "patchelf --set-rpath on $f failed"; }
+done
+for f in "$top"/mpi/lib/*/*.so; do
+  [ -f "$f" ] && { patchelf --set-rpath '$ORIGIN/../../../lib' "$f" || die "patchelf --set-rpath on $f failed"; }
+done
 
 # launchers, one per tool of either build
 for f in "$top"/libexec/*/*; do
@@ -96,6 +141,10 @@ for f in "$top"/libexec/*/*; do
   chmod 755 "$top/bin/$t"
 done
 cp scripts/cuda-libs.sh "$top/libexec/cuda-libs.sh" || die "copying scripts/cuda-libs.sh failed"
+if [ -d "$top/mpi" ]; then
+  sed "s|@OMPI_VERSION@|$ompi_version|g" scripts/dist-mpirun.sh > "$top/bin/mpirun" || die "writing bin/mpirun failed"
+  chmod 755 "$top/bin/mpirun"
+fi
 
 # what the test suite reads and runs, the PyTorch peers, the GPU check
 mkdir -p "$top/tests/golden" || die "mkdir failed"
@@ -116,6 +165,8 @@ sed "s|@VERSION@|$version|g" scripts/dist-README.md > "$top/README.md" || die "w
   echo "glibc: $(ldd --version 2>/dev/null | head -n 1) (the target's must be this or newer)"
   echo "instruction set: x86-64-v2 baseline; hot loops also for x86-64-v3 and v4, chosen at run time (core/hot.h)"
   [ -n "$cuda_build" ] && echo "CUDA build: $(cat "$cuda_build/.cuda-config" 2>/dev/null); loads $cuda_libs from the machine"
+  if [ -n "$mpi_lib" ]; then echo "MPI: Open MPI $ompi_version (bin/mpirun, mpi/); NCCL for GPU ranks: loaded from the machine at run time"
+  else echo "MPI: none (built without it: one process)"; fi
   echo "shipped libraries (lib/), from:"
   while read -r soname path; do
     if is_glibc "$soname" || is_cuda "$soname"; then continue; fi

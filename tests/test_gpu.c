@@ -22,7 +22,8 @@
  * with TF32 allowed 5e-3 (10-bit mantissas); dropout masks exactly.
  *
  * CT_GPU_CASES="a,b" runs only the compared cases whose name holds a or b (to narrow
- * down a failure under a sanitizer); the others are neither run nor counted.
+ * down a failure under a sanitizer); the others are neither run nor counted. A part
+ * written "-c" leaves out the cases whose name holds c: "-tf32/lstm" runs all but those.
  */
 #include <math.h>
 #include <stdint.h>
@@ -327,30 +328,43 @@ static void keep_ints(t_outs *o, const char *name, const ct_ops *ops, const int 
 }
 
 /* Runs case f on the CPU and on the GPU from the same seed and compares every output. */
-/* 1 when CT_GPU_CASES is unset or one of its comma-separated parts is in name */
+/* 1 when CT_GPU_CASES is unset, or name holds one of its comma-separated parts (any
+ * name when every part is an exclusion) and none of its "-" parts */
 static int case_selected(const char *name)
 {
     const char *sel = getenv("CT_GPU_CASES");
     if (!sel || !*sel) return 1;
+    int included = 0, includes = 0;
     for (const char *p = sel; *p;) {
         size_t n = strcspn(p, ",");
         char part[128];
         snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part - 1 ? n : sizeof part - 1), p);
-        if (*part && strstr(name, part)) return 1;
         p += n + (p[n] == ',');
+        if (part[0] == '-') {
+            if (part[1] && strstr(name, part + 1)) return 0;
+        } else if (*part) {
+            includes++;
+            if (strstr(name, part)) included = 1;
+        }
     }
-    return 0;
+    return included || !includes;
 }
 
 /* the CT_GPU_CASES filter itself (host only; the variable is put back as it was) */
 static void test_case_filter(void)
 {
-    t_case("gpu/CT_GPU_CASES selects cases by parts of their names");
+    t_case("gpu/CT_GPU_CASES selects cases by parts of their names, and leaves out those of its -parts");
     const char *was = getenv("CT_GPU_CASES");
     char *keep = was ? strdup(was) : NULL;
     setenv("CT_GPU_CASES", "tf32/lstm,batchnorm_1500", 1);
     t_check(case_selected("tf32/lstm_T100") && case_selected("batchnorm_1500_channels"), "a listed part is not selected");
     t_check(!case_selected("lstm_T100") && !case_selected("dense"), "an unlisted case is selected");
+    setenv("CT_GPU_CASES", "-tf32/lstm", 1);
+    t_check(!case_selected("tf32/lstm_T100") && case_selected("lstm_T100") && case_selected("tf32/dense"),
+            "-tf32/lstm should leave out exactly the cases holding tf32/lstm");
+    setenv("CT_GPU_CASES", "lstm,-tf32", 1);
+    t_check(case_selected("lstm_T100") && !case_selected("tf32/lstm_T100") && !case_selected("dense"),
+            "lstm,-tf32 should select the LSTM cases but the TF32 one");
     setenv("CT_GPU_CASES", "", 1);
     t_check(case_selected("dense"), "an empty CT_GPU_CASES selects nothing");
     if (keep) setenv("CT_GPU_CASES", keep, 1);
