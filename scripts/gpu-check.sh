@@ -220,9 +220,11 @@ if gpu:
     e2e = [l for l in text("e2e.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
     lines.append("end to end (%s):" % status("e2e"))
     lines.extend("  " + l for l in (e2e or ["no result lines: see e2e.log"]))
+    said = [l for l in text("nccl.log").splitlines() if l.startswith(("nccl: ", "h5py: ", "ctrain train: "))]
+    lines.append("nccl, one rank through NCCL vs a plain run (%s)%s" % (status("nccl"), ": " + said[-1][:150] if said else ""))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "e2e",
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "e2e", "nccl",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
     for k in steps:
