@@ -185,7 +185,7 @@ detect:
 	  echo "  CUDA : $$($(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $(CUDA_HOME), cuDNN $$(sed -n 's/^#define CUDNN_\(MAJOR\|MINOR\|PATCHLEVEL\) *\([0-9]*\).*/\2/p' $(CUDNN_INC)/cudnn_version.h | paste -sd.) ($(CUDNN_LIBDIR)): GPU backend ON ($(strip $(CUDA_ARCH)))"; \
 	elif [ "$(CUDA_FOUND)" = 1 ]; then echo "  CUDA : found at $(CUDA_HOME) but CUDA=0: CPU only"; \
 	else echo "  CUDA : not found (missing: $(strip $(CUDA_MISSING))): CPU only; set CUDA_HOME / CUDNN_HOME to enable the GPU backend"; fi
-	@if [ "$(MPI)" = 1 ]; then echo "  MPI  : $(if $(MPI_PC),Open MPI $$(pkg-config --modversion ompi-c),$(MPICC)): data-parallel training ON (mpirun -np N bin/ctrain train ...)$(if $(filter 1,$(NCCL)), + NCCL $$(sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' $(NCCL_INC)/nccl.h | paste -sd.) for GPUs,)"; \
+	@if [ "$(MPI)" = 1 ]; then echo "  MPI  : $(if $(MPI_PC),Open MPI $$(pkg-config --modversion ompi-c),$(MPICC)): data-parallel training ON (mpirun -np N bin/ctrain train ...)$(if $(filter 1,$(NCCL)), + NCCL for GPUs (nccl.h $$(sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' $(NCCL_INC)/nccl.h | paste -sd.); libnccl.so.2 loaded at run time),)"; \
 	elif [ "$(MPI_FOUND)" = 1 ]; then echo "  MPI  : found but MPI=0: one process"; \
 	else echo "  MPI  : not found (apt-get install libopenmpi-dev openmpi-bin): one process"; fi
 	@echo "  SAN  : $(if $(filter 1,$(SAN)),address+undefined,off)"
@@ -309,7 +309,7 @@ LDCONFIG   ?= ldconfig
 INSTALL    ?= install
 HDR_DIRS   := core layers io models train cuda
 # ctrain.pc's private libraries: what libctrain.a needs beyond the pkg-config packages
-PC_LIBS_PRIVATE := $(strip $(SYS_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(NCCL_LIBS))
+PC_LIBS_PRIVATE := $(strip $(SYS_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(if $(filter 1,$(NCCL)),-ldl))
 PC_LIBDIR       := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR   := $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 LDCONFIG_RUN = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi
