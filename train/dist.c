@@ -327,17 +327,19 @@ ct_status ct_dist_nccl_load(void)
 {
     if (nccl.lib) return CT_OK;
     const char *user = getenv("CTRAIN_NCCL");
-    const char *tries[] = { user && *user ? user : "libnccl.so.2", user && *user ? NULL : CT_NCCL_LIBDIR "/libnccl.so.2", NULL };
-    const char *err = "";
+    const int chosen = user && *user;
+    const char *tries[] = { chosen ? user : "libnccl.so.2", chosen ? NULL : CT_NCCL_LIBDIR "/libnccl.so.2", NULL };
+    char err[400] = "";
     void *lib = NULL;
     for (int i = 0; !lib && tries[i]; i++) {
         lib = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
-        if (!lib && i == 0) err = dlerror();
+        const char *e = lib ? NULL : dlerror();   /* valid until the next dl call: copied now */
+        if (e && i == 0) snprintf(err, sizeof err, "%s", e);
     }
     if (!lib)
-        return ct_fail(CT_ENODEV, "NCCL, which GPU ranks need for their gradients, could not be loaded (%s): install it "
+        return ct_fail(CT_ENODEV, "NCCL, which GPU ranks need for their gradients, could not be loaded (%s%s): install it "
                        "(Debian: libnccl2; pip: nvidia-nccl-cu13) and put its folder on LD_LIBRARY_PATH, or set "
-                       "CTRAIN_NCCL=/path/to/libnccl.so.2", err);
+                       "CTRAIN_NCCL=/path/to/libnccl.so.2", err, chosen ? "" : "; nor from " CT_NCCL_LIBDIR);
     const struct { void **fn; const char *name; } need[] = {
         { (void **)&nccl.GetVersion, "ncclGetVersion" }, { (void **)&nccl.GetErrorString, "ncclGetErrorString" },
         { (void **)&nccl.GetUniqueId, "ncclGetUniqueId" }, { (void **)&nccl.CommInitRankConfig, "ncclCommInitRankConfig" },
