@@ -44,12 +44,13 @@ int ct_gemm_packed_available(void)
 }
 
 /* One tile: rows [0, MROWS) of C, one panel (masks m keep the columns that exist);
- * op(A)[i, k] is A[i * ai + k * ak]. MROWS is a constant at every call, so the
- * accumulators live in registers. */
+ * op(A)[i, k] is A[i * ai + k * ak]; the panel's row k is at panel + k * ldp, or, with
+ * boff, at panel + boff[k] (read with the masks). MROWS is a constant at every call,
+ * so the accumulators live in registers. */
 #define CT_AVX512 __attribute__((target("avx512f")))
 static inline __attribute__((always_inline)) CT_AVX512
 void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak, const float *restrict panel, size_t ldp,
-          float *restrict C, int ldc, const __mmask16 *m, int acc)
+          const int *restrict boff, float *restrict C, int ldc, const __mmask16 *m, int acc)
 {
     __m512 c[MR][NV];
 #pragma GCC unroll 16
@@ -58,8 +59,12 @@ void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak,
         for (int v = 0; v < NV; v++) c[i][v] = acc ? _mm512_maskz_loadu_ps(m[v], C + (size_t)i * ldc + 16 * v) : _mm512_setzero_ps();
     for (int k = 0; k < K; k++) {
         __m512 b[NV];
+        if (boff)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_ps(panel + (size_t)k * ldp + 16 * v);
+            for (int v = 0; v < NV; v++) b[v] = _mm512_maskz_loadu_ps(m[v], panel + boff[k] + 16 * v);
+        else
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_ps(panel + (size_t)k * ldp + 16 * v);
 #pragma GCC unroll 16
         for (int i = 0; i < MROWS; i++) {
             const __m512 a = _mm512_set1_ps(A[(size_t)i * ai + (size_t)k * ak]);
@@ -75,27 +80,28 @@ void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak,
 
 /* The rows that do not fill a whole tile, one instance per count. */
 static CT_AVX512 __attribute__((noinline))
-void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const float *panel, size_t ldp, float *C, int ldc,
-               const __mmask16 *m, int acc)
+void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const float *panel, size_t ldp, const int *boff,
+               float *C, int ldc, const __mmask16 *m, int acc)
 {
     switch (rows) {
-#define CASE(r) case r: tile(r, K, A, ai, ak, panel, ldp, C, ldc, m, acc); break;
+#define CASE(r) case r: tile(r, K, A, ai, ak, panel, ldp, boff, C, ldc, m, acc); break;
     CASE(1) CASE(2) CASE(3) CASE(4) CASE(5)
 #undef CASE
     default: break;
     }
 }
 
-/* ldb = 0: bp is packed; else B [K, N] row-major read in place (panel p = columns 64p .. 64p+63). */
+/* ldb = 0 and boff NULL: bp is packed; ldb > 0: B [K, N] row-major read in place (panel p =
+ * columns 64p .. 64p+63); boff: row k of B at bp + boff[k]. */
 static CT_AVX512 __attribute__((noinline))
-void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, int ldb, float *C, int ldc,
-                        int acc)
+void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, int ldb,
+                        const int *boff, float *C, int ldc, int acc)
 {
     const int panels = (N + NR - 1) / NR;
     const size_t ai = trans_a ? 1 : (size_t)lda, ak = trans_a ? (size_t)lda : 1;   /* op(A)[i, k] = A[i ai + k ak] */
     const size_t ldp = ldb ? (size_t)ldb : NR;                                       /* from one k to the next in a panel */
     for (int p = 0; p < panels; p++) {        /* a panel (K x NR floats) stays in cache over all row tiles */
-        const float *panel = ldb ? bp + (size_t)p * NR : bp + (size_t)p * K * NR;
+        const float *panel = ldb || boff ? bp + (size_t)p * NR : bp + (size_t)p * K * NR;
         const int nv = N - p * NR < NR ? N - p * NR : NR;
         __mmask16 m[NV];                      /* the columns of each register that exist */
         for (int v = 0; v < NV; v++) {
@@ -104,8 +110,8 @@ void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_
         }
         float *Cp = C + (size_t)p * NR;
         int i = 0;
-        for (; i + MR <= M; i += MR) tile(MR, K, A + (size_t)i * ai, ai, ak, panel, ldp, Cp + (size_t)i * ldc, ldc, m, acc);
-        if (i < M) tile_rest(M - i, K, A + (size_t)i * ai, ai, ak, panel, ldp, Cp + (size_t)i * ldc, ldc, m, acc);
+        for (; i + MR <= M; i += MR) tile(MR, K, A + (size_t)i * ai, ai, ak, panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
+        if (i < M) tile_rest(M - i, K, A + (size_t)i * ai, ai, ak, panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
     }
 }
 
@@ -114,7 +120,7 @@ void ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, c
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, trans_a, bp, 0, C, ldc, accumulate);
+    gemm_packed_avx512(M, N, K, A, lda, trans_a, bp, 0, NULL, C, ldc, accumulate);
 }
 
 void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a, const float *B, int ldb, float *C, int ldc,
@@ -122,7 +128,15 @@ void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a,
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1 && N % NR == 0 && ldb >= N);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, trans_a, B, ldb, C, ldc, accumulate);
+    gemm_packed_avx512(M, N, K, A, lda, trans_a, B, ldb, NULL, C, ldc, accumulate);
+}
+
+void ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const float *B, const int *boff, float *C,
+                        int ldc, int accumulate)
+{
+    CT_ASSERT(ct_gemm_packed_available() && K >= 1 && boff);
+    if (M < 1 || N < 1) return;
+    gemm_packed_avx512(M, N, K, A, lda, 0, B, 0, boff, C, ldc, accumulate);
 }
 
 #else   /* not x86-64: the callers use cblas_sgemm */
@@ -138,6 +152,12 @@ void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a,
                       int accumulate)
 {
     (void)M; (void)N; (void)K; (void)A; (void)lda; (void)trans_a; (void)B; (void)ldb; (void)C; (void)ldc; (void)accumulate;
+    CT_ASSERT(0);
+}
+void ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const float *B, const int *boff, float *C,
+                        int ldc, int accumulate)
+{
+    (void)M; (void)N; (void)K; (void)A; (void)lda; (void)B; (void)boff; (void)C; (void)ldc; (void)accumulate;
     CT_ASSERT(0);
 }
 

@@ -47,5 +47,11 @@ void   ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a,
  * one step's gate gradients. Needs N a multiple of 64. */
 void   ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a, const float *B, int ldb, float *C,
                         int ldc, int accumulate);
+/* The same kernel over a B whose row k is the N consecutive floats at B + boff[k], read in
+ * place: a convolution's column matrix on its wide positions without building it (row k =
+ * tap (c, ky, kx) is a run of the image; layers/conv2d.c). Columns past N are read with
+ * masked loads, so nothing beyond B + boff[k] + N - 1 is touched. A [M, K] row-major. */
+void   ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const float *B, const int *boff, float *C,
+                          int ldc, int accumulate);
 
 #endif

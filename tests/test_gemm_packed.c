@@ -1,7 +1,7 @@
 /* test_gemm_packed.c - the packed-B kernel of layers/gemm_packed.h against OpenBLAS:
  * every tail (rows not a multiple of the tile, columns not of the panel, K of 1), both
  * layouts of A, accumulating and overwriting, and NaN in C's old values when
- * overwriting (they must not be read). */
+ * overwriting (they must not be read); B packed, read in place, or by row offsets. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +34,34 @@ static void one(int M, int N, int K, int trans_a, int trans_b, int acc, ct_rng *
     free(A); free(B); free(C); free(ref); free(bp);
 }
 
+/* ct_gemm_rowoffsets: row k of B is the N floats at src + off[k], runs that overlap as a
+ * convolution's taps do (off = c*HW + ky*W + kx for a k3x3 over c x 9 x 11, N = its wide
+ * positions); the allocation ends where the last run does, so a read past it (a column past
+ * N not masked) shows under the sanitizer build. */
+static void one_offsets(int M, int C, int H, int W, int acc, ct_rng *r)
+{
+    const int K = C * 9, N = (H - 3) * W + (W - 2), lda = K + 1, ldc = N + 3;
+    const size_t nsrc = (size_t)C * H * W;
+    float *A = t_alloc((size_t)M * lda), *src = t_alloc(nsrc), *B = t_alloc((size_t)K * N);
+    float *C_ = t_alloc((size_t)M * ldc), *ref = t_alloc((size_t)M * ldc);
+    int *off = malloc((size_t)K * sizeof *off);
+    t_fill_uniform(A, (size_t)M * lda, -1, 1, r);
+    t_fill_uniform(src, nsrc, -1, 1, r);
+    t_fill_uniform(ref, (size_t)M * ldc, -1, 1, r);
+    for (int k = 0; k < K; k++) {
+        off[k] = (k / 9) * H * W + (k / 3 % 3) * W + k % 3;
+        memcpy(B + (size_t)k * N, src + off[k], (size_t)N * sizeof *B);
+    }
+    t_check(off[K - 1] + N == (int)nsrc, "the last run should end at the end of the allocation");
+    for (size_t i = 0; i < (size_t)M * ldc; i++) C_[i] = acc || (int)(i % ldc) >= N ? ref[i] : NAN;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, N, acc ? 1.0f : 0.0f, ref, ldc);
+    ct_gemm_rowoffsets(M, N, K, A, lda, src, off, C_, ldc, acc);
+    char what[96];
+    snprintf(what, sizeof what, "M %d, B by row offsets over %d x %d x %d (N %d, K %d), %s", M, C, H, W, N, K, acc ? "C +=" : "C =");
+    t_close(what, C_, ref, (size_t)M * ldc, 2e-6);
+    free(A); free(src); free(B); free(C_); free(ref); free(off);
+}
+
 void suite_gemm_packed(void)
 {
     if (!ct_gemm_packed_available()) {
@@ -55,4 +83,9 @@ void suite_gemm_packed(void)
     for (size_t s = 0; s < sizeof shapes_rm / sizeof shapes_rm[0]; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int acc = 0; acc < 2; acc++) one(shapes_rm[s][0], shapes_rm[s][1], shapes_rm[s][2], ta, 2, acc, &r);
+
+    t_case("gemm_packed/B by row offsets (ct_gemm_rowoffsets) against OpenBLAS: overlapping runs, column tails, nothing read past the last run");
+    const int shapes_off[][4] = { { 64, 32, 26, 26 }, { 7, 1, 9, 11 }, { 1, 2, 3, 3 }, { 13, 3, 12, 40 }, { 6, 1, 4, 70 } };
+    for (size_t s = 0; s < sizeof shapes_off / sizeof shapes_off[0]; s++)
+        for (int acc = 0; acc < 2; acc++) one_offsets(shapes_off[s][0], shapes_off[s][1], shapes_off[s][2], shapes_off[s][3], acc, &r);
 }
