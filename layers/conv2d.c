@@ -294,26 +294,14 @@ static size_t packed_worker_floats(const conv2d_dims *d)
     return (size_t)K * OC + (fwd > bwd ? fwd : bwd);
 }
 
-/* col [K, Pw] in panels of `width` columns (as im2col) <- the runs of one image
- * im [C, H, W] on the wide positions: row k = (c*KH + ky)*KW + kx is
- * im[c] + ky W + kx, Pw floats long. */
-static void im2col_wide(float *col, int width, const float *im, const conv2d_dims *d)
+/* run [K] <- where row k = (c*KH + ky)*KW + kx of the column matrix on the wide positions
+ * starts in an image [C, H, W]: at c H W + ky W + kx, Pw floats long. The products read
+ * those runs in place (ct_gemm_rowoffsets, ct_gemm_packed_arows); the matrix is not built. */
+static void wide_runs(int *run, const conv2d_dims *d)
 {
-    const int K = d->C * d->KH * d->KW, Pw = wide_positions(d);
-    const size_t panel = (size_t)K * width;
-    for (int k = 0; k < K; k++) {
-        const int c = k / (d->KH * d->KW), ky = k / d->KW % d->KH, kx = k % d->KW;
-        const float *src = im + (size_t)c * d->H * d->W + (size_t)ky * d->W + kx;
-        for (int p = 0; p < Pw;) {                                  /* the run, cut at panel edges */
-            const int q = p % width, n = width - q < Pw - p ? width - q : Pw - p;
-            memcpy(col + (size_t)(p / width) * panel + (size_t)k * width + q, src + p, (size_t)n * sizeof *col);
-            p += n;
-        }
-    }
-    if (Pw % width)   /* the last panel's columns past Pw */
-        for (int k = 0; k < K; k++)
-            memset(col + (size_t)(Pw / width) * panel + (size_t)k * width + Pw % width, 0,
-                   (size_t)(width - Pw % width) * sizeof *col);
+    const int K = d->C * d->KH * d->KW;
+    for (int k = 0; k < K; k++)
+        run[k] = (k / (d->KH * d->KW)) * d->H * d->W + (k / d->KW % d->KH) * d->W + k % d->KW;
 }
 
 /* dst <- dout_n^T [Pw, OC] in panels of 64 channels ([ceil(OC/64)][Pw][64]), on the
@@ -357,8 +345,7 @@ static void forward_image_packed(void *ctx, int n, int worker)
      * the run of the image at in_n[c] + ky W + kx (not copied); out_n = its columns ox < OW, + b */
     float *wide = colp + ct_gemm_pack_floats(K, Pw);
     int *run = (int *)(void *)colp;   /* [K]: where each row of col starts in in_n (colp is not built here) */
-    for (int k = 0; k < K; k++)
-        run[k] = (k / (d->KH * d->KW)) * d->H * d->W + (k / d->KW % d->KH) * d->W + k % d->KW;
+    wide_runs(run, d);
     ct_gemm_rowoffsets(OC, Pw, K, j->w, K, in_n, run, wide, Pw, 0);
     for (int o = 0; o < OC; o++) {
         const float bo = j->b ? j->b[o] : 0.0f;
@@ -383,11 +370,16 @@ static void backward_image_packed(void *ctx, int n, int worker)
     float *doutT = col + (size_t)K * (Pw > P ? Pw : P);            /* dout_n^T [Pw, OC] in panels of 64 channels */
     float *doutp = doutT + ct_gemm_pack_floats(Pw, OC);            /* dout_n [OC, P] in panels of 64 positions */
     /* dW^T [K, OC] += col [K, Pw] x dout_n^T [Pw, OC]; a worker's first image (n == worker) starts its sum */
-    const float *colr = in_n;
-    if (conv2d_is_wide(d) && !conv2d_is_pointwise(d)) { im2col_wide(col, Pw, in_n, d); colr = col; }
-    else if (!conv2d_is_pointwise(d)) { im2col(col, P, in_n, d); colr = col; }
     pack_dout_transposed(doutT, dout_n, d);
-    ct_gemm_packed(K, OC, Pw, colr, Pw, 0, doutT, dwt, OC, n != worker);
+    if (conv2d_is_wide(d) && !conv2d_is_pointwise(d)) {   /* col's rows read in place: the runs of the image */
+        int *run = (int *)(void *)col;   /* [K] (col is not built) */
+        wide_runs(run, d);
+        ct_gemm_packed_arows(K, OC, Pw, in_n, run, doutT, dwt, OC, n != worker);
+    } else {
+        const float *colr = in_n;
+        if (!conv2d_is_pointwise(d)) { im2col(col, P, in_n, d); colr = col; }
+        ct_gemm_packed(K, OC, Pw, colr, Pw, 0, doutT, dwt, OC, n != worker);
+    }
     if (!j->din) return;
     /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]; for 1x1 kernels dcol is din_n itself */
     float *din_n = j->din + (size_t)n * in_img;

@@ -44,14 +44,19 @@ int ct_gemm_packed_available(void)
 }
 
 /* One tile: rows [0, MROWS) of C, one panel (masks m keep the columns that exist);
- * op(A)[i, k] is A[i * ai + k * ak]; the panel's row k is at panel + k * ldp, or, with
- * boff, at panel + boff[k] (read with the masks). MROWS is a constant at every call,
- * so the accumulators live in registers. */
+ * op(A)[i, k] is A[i * ai + k * ak], or, with aoff, A[aoff[i] + k]; the panel's row k
+ * is at panel + k * ldp, or, with boff, at panel + boff[k] (read with the masks).
+ * MROWS is a constant at every call, so the accumulators live in registers. */
 #define CT_AVX512 __attribute__((target("avx512f")))
 static inline __attribute__((always_inline)) CT_AVX512
-void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak, const float *restrict panel, size_t ldp,
-          const int *restrict boff, float *restrict C, int ldc, const __mmask16 *m, int acc)
+void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak, const int *restrict aoff,
+          const float *restrict panel, size_t ldp, const int *restrict boff, float *restrict C, int ldc,
+          const __mmask16 *m, int acc)
 {
+    const float *arow[MR];   /* row i of op(A) starts at arow[i]; its k-th value at arow[i][k * ak] */
+#pragma GCC unroll 16
+    for (int i = 0; i < MROWS; i++) arow[i] = aoff ? A + aoff[i] : A + (size_t)i * ai;
+    if (aoff) ak = 1;
     __m512 c[MR][NV];
 #pragma GCC unroll 16
     for (int i = 0; i < MROWS; i++)
@@ -67,7 +72,7 @@ void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak,
             for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_ps(panel + (size_t)k * ldp + 16 * v);
 #pragma GCC unroll 16
         for (int i = 0; i < MROWS; i++) {
-            const __m512 a = _mm512_set1_ps(A[(size_t)i * ai + (size_t)k * ak]);
+            const __m512 a = _mm512_set1_ps(arow[i][(size_t)k * ak]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) c[i][v] = _mm512_fmadd_ps(a, b[v], c[i][v]);
         }
@@ -80,11 +85,11 @@ void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak,
 
 /* The rows that do not fill a whole tile, one instance per count. */
 static CT_AVX512 __attribute__((noinline))
-void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const float *panel, size_t ldp, const int *boff,
-               float *C, int ldc, const __mmask16 *m, int acc)
+void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const int *aoff, const float *panel, size_t ldp,
+               const int *boff, float *C, int ldc, const __mmask16 *m, int acc)
 {
     switch (rows) {
-#define CASE(r) case r: tile(r, K, A, ai, ak, panel, ldp, boff, C, ldc, m, acc); break;
+#define CASE(r) case r: tile(r, K, A, ai, ak, aoff, panel, ldp, boff, C, ldc, m, acc); break;
     CASE(1) CASE(2) CASE(3) CASE(4) CASE(5)
 #undef CASE
     default: break;
@@ -92,9 +97,9 @@ void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const floa
 }
 
 /* ldb = 0 and boff NULL: bp is packed; ldb > 0: B [K, N] row-major read in place (panel p =
- * columns 64p .. 64p+63); boff: row k of B at bp + boff[k]. */
+ * columns 64p .. 64p+63); boff: row k of B at bp + boff[k]. aoff: row i of A at A + aoff[i]. */
 static CT_AVX512 __attribute__((noinline))
-void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, int ldb,
+void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_a, const int *aoff, const float *bp, int ldb,
                         const int *boff, float *C, int ldc, int acc)
 {
     const int panels = (N + NR - 1) / NR;
@@ -110,8 +115,10 @@ void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_
         }
         float *Cp = C + (size_t)p * NR;
         int i = 0;
-        for (; i + MR <= M; i += MR) tile(MR, K, A + (size_t)i * ai, ai, ak, panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
-        if (i < M) tile_rest(M - i, K, A + (size_t)i * ai, ai, ak, panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
+#define TILE_A(i) (aoff ? A : A + (size_t)(i) * ai), ai, ak, (aoff ? aoff + (i) : NULL)
+        for (; i + MR <= M; i += MR) tile(MR, K, TILE_A(i), panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
+        if (i < M) tile_rest(M - i, K, TILE_A(i), panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
+#undef TILE_A
     }
 }
 
@@ -120,7 +127,7 @@ void ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, c
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, trans_a, bp, 0, NULL, C, ldc, accumulate);
+    gemm_packed_avx512(M, N, K, A, lda, trans_a, NULL, bp, 0, NULL, C, ldc, accumulate);
 }
 
 void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a, const float *B, int ldb, float *C, int ldc,
@@ -128,7 +135,7 @@ void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a,
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1 && N % NR == 0 && ldb >= N);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, trans_a, B, ldb, NULL, C, ldc, accumulate);
+    gemm_packed_avx512(M, N, K, A, lda, trans_a, NULL, B, ldb, NULL, C, ldc, accumulate);
 }
 
 void ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const float *B, const int *boff, float *C,
@@ -136,7 +143,15 @@ void ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const floa
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1 && boff);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, 0, B, 0, boff, C, ldc, accumulate);
+    gemm_packed_avx512(M, N, K, A, lda, 0, NULL, B, 0, boff, C, ldc, accumulate);
+}
+
+void ct_gemm_packed_arows(int M, int N, int K, const float *A, const int *aoff, const float *bp, float *C, int ldc,
+                          int accumulate)
+{
+    CT_ASSERT(ct_gemm_packed_available() && K >= 1 && aoff);
+    if (M < 1 || N < 1) return;
+    gemm_packed_avx512(M, N, K, A, 0, 0, aoff, bp, 0, NULL, C, ldc, accumulate);
 }
 
 #else   /* not x86-64: the callers use cblas_sgemm */
@@ -158,6 +173,12 @@ void ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const floa
                         int ldc, int accumulate)
 {
     (void)M; (void)N; (void)K; (void)A; (void)lda; (void)B; (void)boff; (void)C; (void)ldc; (void)accumulate;
+    CT_ASSERT(0);
+}
+void ct_gemm_packed_arows(int M, int N, int K, const float *A, const int *aoff, const float *bp, float *C, int ldc,
+                          int accumulate)
+{
+    (void)M; (void)N; (void)K; (void)A; (void)aoff; (void)bp; (void)C; (void)ldc; (void)accumulate;
     CT_ASSERT(0);
 }
 

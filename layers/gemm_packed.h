@@ -53,5 +53,9 @@ void   ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_
  * masked loads, so nothing beyond B + boff[k] + N - 1 is touched. A [M, K] row-major. */
 void   ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const float *B, const int *boff, float *C,
                           int ldc, int accumulate);
+/* ct_gemm_packed with A's row i the K consecutive floats at A + aoff[i], read in place: a
+ * convolution's column matrix as the left operand (its weight gradient), not built. */
+void   ct_gemm_packed_arows(int M, int N, int K, const float *A, const int *aoff, const float *bp, float *C, int ldc,
+                            int accumulate);
 
 #endif

@@ -37,7 +37,8 @@ static void one(int M, int N, int K, int trans_a, int trans_b, int acc, ct_rng *
 /* ct_gemm_rowoffsets: row k of B is the N floats at src + off[k], runs that overlap as a
  * convolution's taps do (off = c*HW + ky*W + kx for a k3x3 over c x 9 x 11, N = its wide
  * positions); the allocation ends where the last run does, so a read past it (a column past
- * N not masked) shows under the sanitizer build. */
+ * N not masked) shows under the sanitizer build. ct_gemm_packed_arows: the same runs as the
+ * rows of A. */
 static void one_offsets(int M, int C, int H, int W, int acc, ct_rng *r)
 {
     const int K = C * 9, N = (H - 3) * W + (W - 2), lda = K + 1, ldc = N + 3;
@@ -59,7 +60,18 @@ static void one_offsets(int M, int C, int H, int W, int acc, ct_rng *r)
     char what[96];
     snprintf(what, sizeof what, "M %d, B by row offsets over %d x %d x %d (N %d, K %d), %s", M, C, H, W, N, K, acc ? "C +=" : "C =");
     t_close(what, C_, ref, (size_t)M * ldc, 2e-6);
-    free(A); free(src); free(B); free(C_); free(ref); free(off);
+    /* the same runs as the left operand: D [K, M] (+)= runs [K, N] x X [N, M], X packed */
+    float *X = t_alloc((size_t)N * M), *xp = t_alloc(ct_gemm_pack_floats(N, M));
+    float *D = t_alloc((size_t)K * M), *dref = t_alloc((size_t)K * M);
+    t_fill_uniform(X, (size_t)N * M, -1, 1, r);
+    t_fill_uniform(dref, (size_t)K * M, -1, 1, r);
+    for (size_t i = 0; i < (size_t)K * M; i++) D[i] = acc ? dref[i] : NAN;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, M, N, 1.0f, B, N, X, M, acc ? 1.0f : 0.0f, dref, M);
+    ct_gemm_pack(xp, X, M, 0, N, M);
+    ct_gemm_packed_arows(K, M, N, src, off, xp, D, M, acc);
+    snprintf(what, sizeof what, "A by row offsets over %d x %d x %d (K %d), N %d, %s", C, H, W, N, M, acc ? "C +=" : "C =");
+    t_close(what, D, dref, (size_t)K * M, 2e-6);
+    free(A); free(src); free(B); free(C_); free(ref); free(off); free(X); free(xp); free(D); free(dref);
 }
 
 void suite_gemm_packed(void)
@@ -84,7 +96,7 @@ void suite_gemm_packed(void)
         for (int ta = 0; ta < 2; ta++)
             for (int acc = 0; acc < 2; acc++) one(shapes_rm[s][0], shapes_rm[s][1], shapes_rm[s][2], ta, 2, acc, &r);
 
-    t_case("gemm_packed/B by row offsets (ct_gemm_rowoffsets) against OpenBLAS: overlapping runs, column tails, nothing read past the last run");
+    t_case("gemm_packed/B or A by row offsets (ct_gemm_rowoffsets, ct_gemm_packed_arows) against OpenBLAS: overlapping runs, tails, nothing read past the last run");
     const int shapes_off[][4] = { { 64, 32, 26, 26 }, { 7, 1, 9, 11 }, { 1, 2, 3, 3 }, { 13, 3, 12, 40 }, { 6, 1, 4, 70 } };
     for (size_t s = 0; s < sizeof shapes_off / sizeof shapes_off[0]; s++)
         for (int acc = 0; acc < 2; acc++) one_offsets(shapes_off[s][0], shapes_off[s][1], shapes_off[s][2], shapes_off[s][3], acc, &r);
