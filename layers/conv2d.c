@@ -266,42 +266,61 @@ static void backward_image(void *ctx, int n, int worker)
 
 /* ---- the packed path (d->packed): the same products on gemm_packed's kernel ----
  *
- * Wide positions. With stride 1 and no padding, tap (c, ky, kx) reads
- * in[c, oy + ky, ox + kx] = in_c[p' + ky W + kx] at p' = oy W + ox: numbered along
- * the input's rows, each row of col is ONE contiguous run of the image. Forward
- * does not build col at all: the kernel reads row k straight from the image, at
- * the run's offset (ct_gemm_rowoffsets; measured on the mnist_cnn's conv64k3, Zen 4:
- * its forward 15.9-16.0 -> 14.6-14.7 ms per batch of 128); backward, which reads col
- * as the left operand, copies the K runs (im2col_wide). The products run over the
- * Pw = (OH-1) W + OW wide positions; the W - OW columns ox >= OW at the end of each
- * row (but the last) are computed and dropped by forward, and carry a zero output
- * gradient in dW. (The last run ends at in_c[(H-1) W + W - 1]: nothing is read past
- * the image.) Other strides and paddings use im2col's positions p = oy OW + ox (Pw = P).
+ * Wide positions. With stride 1, tap (c, ky, kx) reads in[c, oy + ky - p, ox + kx - p]
+ * = inp_c[p' + ky Wp + kx] at p' = oy Wp + ox, where inp is the image with its padding
+ * (the image itself when p = 0, else a copy of it into [C, H + 2p, Wp = W + 2p] with
+ * zeros around): numbered along the padded rows, each row of col is ONE contiguous run
+ * of inp, and col is never built: the kernel reads row k straight from inp, at the
+ * run's offset, as B in forward (ct_gemm_rowoffsets) and as A in the weight gradient
+ * (ct_gemm_packed_arows). Measured on the mnist_cnn's conv64k3 (Zen 4, per batch of 128):
+ * forward 15.9-16.3 -> 14.6-14.8 ms, backward 31.2-32.0 -> 30.4-30.9 ms against building
+ * col from the runs. The products run over the Pw = (OH-1) Wp + OW wide positions; the
+ * Wp - OW columns ox >= OW at the end of each row (but the last) are computed and
+ * dropped by forward, and carry a zero output gradient in dW. (The last run ends at
+ * inp_c[(H+2p-1) Wp + Wp - 1]: nothing is read past inp.) Other strides use im2col's
+ * positions p = oy OW + ox (Pw = P), and din is always dcol on those positions + col2im.
  *
  * Workspace, per worker: a partial dW^T [K, OC], then either forward's column
  * matrix in panels ([ceil(Pw/64)][K][64]; on wide positions only the runs' offsets
  * [K] at its start) and its output on the wide positions [OC, Pw], or backward's
- * col [K, Pw] (reused for dcol [K, P]), dout_n^T in panels ([ceil(OC/64)][Pw][64])
- * and dout_n in panels ([ceil(P/64)][OC][64]). */
-static int conv2d_is_wide(const conv2d_dims *d) { return d->stride == 1 && d->pad == 0; }
-static int wide_positions(const conv2d_dims *d) { return conv2d_is_wide(d) ? (d->OH - 1) * d->W + d->OW : d->OH * d->OW; }
+ * col [K, Pw] (the runs' offsets, or dcol [K, P]), dout_n^T in panels ([ceil(OC/64)][Pw][64])
+ * and dout_n in panels ([ceil(P/64)][OC][64]); then, with padding, inp. */
+static int conv2d_is_wide(const conv2d_dims *d) { return d->stride == 1; }
+static int wide_row(const conv2d_dims *d) { return d->W + 2 * d->pad; }     /* Wp: a row of inp */
+static int wide_positions(const conv2d_dims *d) { return conv2d_is_wide(d) ? (d->OH - 1) * wide_row(d) + d->OW : d->OH * d->OW; }
+static size_t wide_image_floats(const conv2d_dims *d)   /* inp, when it is a copy */
+{
+    return conv2d_is_wide(d) && d->pad > 0 ? (size_t)d->C * (d->H + 2 * d->pad) * wide_row(d) : 0;
+}
 
 static size_t packed_worker_floats(const conv2d_dims *d)
 {
     const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
     const size_t fwd = ct_gemm_pack_floats(K, Pw) + (size_t)OC * Pw;
     const size_t bwd = (size_t)K * (Pw > P ? Pw : P) + ct_gemm_pack_floats(Pw, OC) + ct_gemm_pack_floats(OC, P);
-    return (size_t)K * OC + (fwd > bwd ? fwd : bwd);
+    return (size_t)K * OC + (fwd > bwd ? fwd : bwd) + wide_image_floats(d);
+}
+
+/* inp for image in_n: in_n itself without padding, else its padded copy in the worker's scratch */
+static const float *wide_image(const conv2d_dims *d, const float *in_n, float *scratch)
+{
+    if (d->pad == 0) return in_n;
+    const int p = d->pad, Hp = d->H + 2 * p, Wp = wide_row(d);
+    memset(scratch, 0, wide_image_floats(d) * sizeof *scratch);
+    for (int c = 0; c < d->C; c++)
+        for (int y = 0; y < d->H; y++)
+            memcpy(scratch + ((size_t)c * Hp + y + p) * Wp + p, in_n + ((size_t)c * d->H + y) * d->W, (size_t)d->W * sizeof *scratch);
+    return scratch;
 }
 
 /* run [K] <- where row k = (c*KH + ky)*KW + kx of the column matrix on the wide positions
- * starts in an image [C, H, W]: at c H W + ky W + kx, Pw floats long. The products read
- * those runs in place (ct_gemm_rowoffsets, ct_gemm_packed_arows); the matrix is not built. */
+ * starts in inp [C, H + 2p, Wp]: at c (H + 2p) Wp + ky Wp + kx, Pw floats long. The products
+ * read those runs in place (ct_gemm_rowoffsets, ct_gemm_packed_arows); col is not built. */
 static void wide_runs(int *run, const conv2d_dims *d)
 {
-    const int K = d->C * d->KH * d->KW;
+    const int K = d->C * d->KH * d->KW, Wp = wide_row(d), plane = (d->H + 2 * d->pad) * Wp;
     for (int k = 0; k < K; k++)
-        run[k] = (k / (d->KH * d->KW)) * d->H * d->W + (k / d->KW % d->KH) * d->W + k % d->KW;
+        run[k] = (k / (d->KH * d->KW)) * plane + (k / d->KW % d->KH) * Wp + k % d->KW;
 }
 
 /* dst <- dout_n^T [Pw, OC] in panels of 64 channels ([ceil(OC/64)][Pw][64]), on the
@@ -309,7 +328,7 @@ static void wide_runs(int *run, const conv2d_dims *d)
  * columns ox >= OW and for the channels past OC. */
 static void pack_dout_transposed(float *dst, const float *dout_n, const conv2d_dims *d)
 {
-    const int OC = d->OC, P = d->OH * d->OW, Pw = wide_positions(d), rw = conv2d_is_wide(d) ? d->W : d->OW;
+    const int OC = d->OC, P = d->OH * d->OW, Pw = wide_positions(d), rw = conv2d_is_wide(d) ? wide_row(d) : d->OW;
     const int panels = (OC + CT_GEMM_NR - 1) / CT_GEMM_NR;
     for (int pn = 0; pn < panels; pn++) {
         float *dp = dst + (size_t)pn * Pw * CT_GEMM_NR;             /* [Pw][64] */
@@ -342,15 +361,16 @@ static void forward_image_packed(void *ctx, int n, int worker)
         return;
     }
     /* wide [OC, Pw] = W [OC, K] x col [K, Pw], col's row k = (c*KH + ky)*KW + kx read in place as
-     * the run of the image at in_n[c] + ky W + kx (not copied); out_n = its columns ox < OW, + b */
+     * the run of inp at c (H + 2p) Wp + ky Wp + kx (not copied); out_n = its columns ox < OW, + b */
     float *wide = colp + ct_gemm_pack_floats(K, Pw);
-    int *run = (int *)(void *)colp;   /* [K]: where each row of col starts in in_n (colp is not built here) */
+    int *run = (int *)(void *)colp;   /* [K]: where each row of col starts in inp (colp is not built here) */
+    const float *inp = wide_image(d, in_n, j->ws + (size_t)(worker + 1) * packed_worker_floats(d) - wide_image_floats(d));
     wide_runs(run, d);
-    ct_gemm_rowoffsets(OC, Pw, K, j->w, K, in_n, run, wide, Pw, 0);
+    ct_gemm_rowoffsets(OC, Pw, K, j->w, K, inp, run, wide, Pw, 0);
     for (int o = 0; o < OC; o++) {
         const float bo = j->b ? j->b[o] : 0.0f;
         for (int oy = 0; oy < d->OH; oy++) {
-            const float *src = wide + (size_t)o * Pw + (size_t)oy * d->W;
+            const float *src = wide + (size_t)o * Pw + (size_t)oy * wide_row(d);
             float *dst = out_n + (size_t)o * P + (size_t)oy * d->OW;
             for (int ox = 0; ox < d->OW; ox++) dst[ox] = src[ox] + bo;
         }
@@ -371,10 +391,11 @@ static void backward_image_packed(void *ctx, int n, int worker)
     float *doutp = doutT + ct_gemm_pack_floats(Pw, OC);            /* dout_n [OC, P] in panels of 64 positions */
     /* dW^T [K, OC] += col [K, Pw] x dout_n^T [Pw, OC]; a worker's first image (n == worker) starts its sum */
     pack_dout_transposed(doutT, dout_n, d);
-    if (conv2d_is_wide(d) && !conv2d_is_pointwise(d)) {   /* col's rows read in place: the runs of the image */
+    if (conv2d_is_wide(d) && !conv2d_is_pointwise(d)) {   /* col's rows read in place: the runs of inp */
         int *run = (int *)(void *)col;   /* [K] (col is not built) */
+        const float *inp = wide_image(d, in_n, j->ws + (size_t)(worker + 1) * packed_worker_floats(d) - wide_image_floats(d));
         wide_runs(run, d);
-        ct_gemm_packed_arows(K, OC, Pw, in_n, run, doutT, dwt, OC, n != worker);
+        ct_gemm_packed_arows(K, OC, Pw, inp, run, doutT, dwt, OC, n != worker);
     } else {
         const float *colr = in_n;
         if (!conv2d_is_pointwise(d)) { im2col(col, P, in_n, d); colr = col; }
