@@ -9,8 +9,10 @@
  *    is one cblas_sgemm per image. Backward: dW += dout_n x col^T, dcol = W^T x
  *    dout_n, and col2im scatters dcol back into din.
  *    On CPUs with AVX-512 the three products run on the register-blocked kernel
- *    of gemm_packed.h instead of cblas_sgemm ("packed": im2col writes the column
- *    matrix straight into the kernel's panels; see conv2d.c).
+ *    of gemm_packed.h instead of cblas_sgemm ("packed"; see conv2d.c): with stride
+ *    1 the column matrix is not built at all, its rows are runs of the (padded)
+ *    image that the kernel reads in place; other strides write it straight into
+ *    the kernel's panels.
  *  - Winograd F(2x2, 3x3) (3x3 kernels, stride 1, padding <= 2, enough input
  *    channels): 16 sgemms per chunk of images on transformed 4x4 tiles, 2.25x
  *    fewer multiplications than im2col; see conv2d_winograd.c. Chosen only where
