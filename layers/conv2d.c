@@ -301,26 +301,23 @@ static size_t packed_worker_floats(const conv2d_dims *d)
     return (size_t)K * OC + (fwd > bwd ? fwd : bwd) + wide_image_floats(d);
 }
 
-/* inp for image in_n: in_n itself without padding, else its padded copy in the worker's scratch */
-static const float *wide_image(const conv2d_dims *d, const float *in_n, float *scratch)
+/* The column matrix of image in_n on the wide positions, as the products read it in place
+ * (ct_gemm_rowoffsets, ct_gemm_packed_arows): returns inp (in_n itself without padding, else
+ * its padded copy, made in the last wide_image_floats of the worker's workspace region
+ * `region`) and fills run [K] with where row k = (c*KH + ky)*KW + kx starts in it:
+ * c (H + 2p) Wp + ky Wp + kx, Pw floats long. col itself is never built. */
+static const float *wide_operand(int *run, const conv2d_dims *d, const float *in_n, float *region)
 {
-    if (d->pad == 0) return in_n;
-    const int p = d->pad, Hp = d->H + 2 * p, Wp = wide_row(d);
-    memset(scratch, 0, wide_image_floats(d) * sizeof *scratch);
+    const int K = d->C * d->KH * d->KW, p = d->pad, Hp = d->H + 2 * p, Wp = wide_row(d);
+    for (int k = 0; k < K; k++)
+        run[k] = (k / (d->KH * d->KW)) * Hp * Wp + (k / d->KW % d->KH) * Wp + k % d->KW;
+    if (p == 0) return in_n;
+    float *inp = region + packed_worker_floats(d) - wide_image_floats(d);
+    memset(inp, 0, wide_image_floats(d) * sizeof *inp);
     for (int c = 0; c < d->C; c++)
         for (int y = 0; y < d->H; y++)
-            memcpy(scratch + ((size_t)c * Hp + y + p) * Wp + p, in_n + ((size_t)c * d->H + y) * d->W, (size_t)d->W * sizeof *scratch);
-    return scratch;
-}
-
-/* run [K] <- where row k = (c*KH + ky)*KW + kx of the column matrix on the wide positions
- * starts in inp [C, H + 2p, Wp]: at c (H + 2p) Wp + ky Wp + kx, Pw floats long. The products
- * read those runs in place (ct_gemm_rowoffsets, ct_gemm_packed_arows); col is not built. */
-static void wide_runs(int *run, const conv2d_dims *d)
-{
-    const int K = d->C * d->KH * d->KW, Wp = wide_row(d), plane = (d->H + 2 * d->pad) * Wp;
-    for (int k = 0; k < K; k++)
-        run[k] = (k / (d->KH * d->KW)) * plane + (k / d->KW % d->KH) * Wp + k % d->KW;
+            memcpy(inp + ((size_t)c * Hp + y + p) * Wp + p, in_n + ((size_t)c * d->H + y) * d->W, (size_t)d->W * sizeof *inp);
+    return inp;
 }
 
 /* dst <- dout_n^T [Pw, OC] in panels of 64 channels ([ceil(OC/64)][Pw][64]), on the
@@ -364,8 +361,7 @@ static void forward_image_packed(void *ctx, int n, int worker)
      * the run of inp at c (H + 2p) Wp + ky Wp + kx (not copied); out_n = its columns ox < OW, + b */
     float *wide = colp + ct_gemm_pack_floats(K, Pw);
     int *run = (int *)(void *)colp;   /* [K]: where each row of col starts in inp (colp is not built here) */
-    const float *inp = wide_image(d, in_n, j->ws + (size_t)(worker + 1) * packed_worker_floats(d) - wide_image_floats(d));
-    wide_runs(run, d);
+    const float *inp = wide_operand(run, d, in_n, j->ws + (size_t)worker * packed_worker_floats(d));
     ct_gemm_rowoffsets(OC, Pw, K, j->w, K, inp, run, wide, Pw, 0);
     for (int o = 0; o < OC; o++) {
         const float bo = j->b ? j->b[o] : 0.0f;
@@ -393,8 +389,7 @@ static void backward_image_packed(void *ctx, int n, int worker)
     pack_dout_transposed(doutT, dout_n, d);
     if (conv2d_is_wide(d) && !conv2d_is_pointwise(d)) {   /* col's rows read in place: the runs of inp */
         int *run = (int *)(void *)col;   /* [K] (col is not built) */
-        const float *inp = wide_image(d, in_n, j->ws + (size_t)(worker + 1) * packed_worker_floats(d) - wide_image_floats(d));
-        wide_runs(run, d);
+        const float *inp = wide_operand(run, d, in_n, dwt);
         ct_gemm_packed_arows(K, OC, Pw, inp, run, doutT, dwt, OC, n != worker);
     } else {
         const float *colr = in_n;

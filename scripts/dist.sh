@@ -85,7 +85,10 @@ if [ -n "$mpi_lib" ]; then
     cp "$f" "$top/mpi/lib/openmpi/" || die "copying $f failed"
   done
   cp -R "$ompi_data" "$top/mpi/share/openmpi" || die "copying $ompi_data failed"
-  [ -f "$ompi_etc/openmpi-mca-params.conf" ] && { grep -v '^#' "$ompi_etc/openmpi-mca-params.conf" | grep . > "$top/mpi/etc/openmpi-mca-params.conf"; }
+  if [ -f "$ompi_etc/openmpi-mca-params.conf" ]; then   # its settings without the comments (grep exits 1 when none remain)
+    grep -v '^#' "$ompi_etc/openmpi-mca-params.conf" | grep . > "$top/mpi/etc/openmpi-mca-params.conf"
+    [ $? -le 1 ] && [ -f "$top/mpi/etc/openmpi-mca-params.conf" ] || die "writing mpi/etc/openmpi-mca-params.conf failed"
+  fi
   # PMIx, when Open MPI uses an external one (Debian's libpmix2): its plug-ins and help texts
   pmix_lib=$(for f in "$top"/mpi/lib/openmpi/*.so; do ldd "$f"; done 2>/dev/null | awk '$1 ~ /^libpmix\.so/ { print $3; exit }')
   if [ -n "$pmix_lib" ]; then
