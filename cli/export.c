@@ -145,7 +145,7 @@ static int run(int import, int argc, char **argv)
     /* The model: import's --model, else the one the file records (ctrain export writes it) */
     const ct_model_descriptor *d = import && f.model ? ct_model_find(f.model) : NULL;
     ct_status st = d ? CT_OK : ct_export_model(f.pos[0], &d);
-    if (st == CT_EFORMAT && import) {
+    if (st == CT_EINVAL && import) {   /* whole, but not ctrain's: the model must be named */
         snprintf(msg, sizeof msg, "%s; give --model NAME (one of %s)", ct_last_error(), names);
         return usage_error(cmd, msg);
     }

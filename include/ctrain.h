@@ -73,6 +73,7 @@ extern "C" {
 /* io: HDF5 files, weights, images, audio and features, trial lists, JSON, SVG, TensorBoard events, YAML */
 #include "io/h5.h"
 #include "io/h5atomic.h"
+#include "io/h5probe.h"
 #include "io/kv.h"
 #include "io/lock.h"
 #include "io/weights.h"

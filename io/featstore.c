@@ -9,6 +9,7 @@
 #include "io/featstore.h"
 #include "io/fbank.h"
 #include "io/h5.h"
+#include "io/h5probe.h"
 #include "io/lock.h"
 
 #define MAKE_ONE "run `ctrain prep voxceleb --wav DIR --out FILE` to make one"
@@ -484,6 +485,15 @@ static ct_status names_load(namelist *l, hid_t f, const char *name, size_t n, co
     return st;
 }
 
+/* The last error's message, with the promise that the store was not touched: for the
+ * failures found before it is opened for writing. */
+static ct_status left_as_is(ct_status st)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ct_last_error());
+    return ct_fail(st, "%s (the file was left as it is; choose another --out, or delete it)", msg);
+}
+
 ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
 {
     *out = NULL;
@@ -508,8 +518,10 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
             fclose(probe);
             /* Checked read-only first: HDF5 cannot always close a damaged file it opened for
              * writing (its flush fails, and the file stays open until exit, where HDF5 crashes). */
-            hid_t ro = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-            if (ro < 0)
+            hid_t ro = (st = ct_h5_probe(path)) == CT_OK ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+            if (st != CT_OK)
+                st = left_as_is(st);
+            else if (ro < 0)
                 st = ct_fail(CT_EFORMAT, "%s: exists but is not a readable HDF5 file (truncated or corrupt?), so it is not a ctrain "
                              "feature store that can be appended to; delete it or choose another --out", path);
             else {
@@ -517,21 +529,16 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
                 ct_status cst = index_read(&chk, ro, path, REPAIR_CHECK, n_mels);
                 if (cst == CT_OK) index_free(&chk);
                 H5Fclose(ro);
-                if (cst != CT_OK) {
-                    char msg[1024];
-                    snprintf(msg, sizeof msg, "%s", ct_last_error());
-                    st = ct_fail(cst, "%s (the file was left as it is; choose another --out, or delete it)", msg);
-                } else if ((w->f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)) < 0)
+                if (cst != CT_OK)
+                    st = left_as_is(cst);
+                else if ((w->f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)) < 0)
                     st = ct_fail(CT_EIO, "%s: cannot open the feature store for appending; check its permissions", path);
             }
         }
         store_index x;
         ct_status ist = st == CT_OK ? index_read(&x, w->f, path, REPAIR_TRIM, n_mels) : st;
         if (st == CT_OK && ist != CT_OK) {
-            /* keep index_read's message, and say that the file was not touched */
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-            st = ct_fail(ist, "%s (the file was left as it is; choose another --out, or delete it)", msg);
+            st = left_as_is(ist);
         } else if (st == CT_OK) {
             st = names_load(&w->path, w->f, "utt_path", (size_t)x.n_utt, path);
             if (st == CT_OK) st = names_load(&w->speakers, w->f, "speakers", (size_t)x.n_speakers, path);
@@ -627,6 +634,7 @@ ct_status ct_featstore_read_settings(const char *path, ct_featstore_settings *s)
     FILE *probe = fopen(path, "rb");
     if (!probe) return ct_fail(CT_EIO, "%s: cannot open the feature store (%s); check the path, or " MAKE_ONE, path, strerror(errno));
     fclose(probe);
+    CT_TRY(ct_h5_probe(path));   /* damage that crashes or hangs libhdf5 itself (io/h5probe.h) */
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0)
         return ct_fail(CT_EFORMAT, "%s: not a readable HDF5 file (truncated or corrupt), so not a ctrain feature store; " MAKE_ONE, path);
@@ -657,6 +665,7 @@ ct_status ct_featstore_load(ct_corpus *c, const char *path)
     FILE *probe = fopen(path, "rb");
     if (!probe) return ct_fail(CT_EIO, "%s: cannot open the feature store (%s); check the path, or " MAKE_ONE, path, strerror(errno));
     fclose(probe);
+    CT_TRY(ct_h5_probe(path));
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0)
         return ct_fail(CT_EFORMAT, "%s: not a readable HDF5 file (truncated or corrupt), so not a ctrain feature store; "

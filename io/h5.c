@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "io/h5.h"
+#include "io/h5probe.h"
 
 void ct_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
@@ -13,6 +14,7 @@ ct_status ct_h5_open(hid_t *f, const char *path)
     FILE *probe = fopen(path, "rb");
     if (!probe) return ct_fail(CT_EIO, "%s: cannot open (%s); check the path", path, strerror(errno));
     fclose(probe);
+    CT_TRY(ct_h5_probe(path));   /* damage that crashes or hangs libhdf5 itself: one line (io/h5probe.h) */
     *f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*f < 0) return ct_fail(CT_EFORMAT, "%s: not a readable HDF5 file (truncated or corrupt)", path);
     return CT_OK;

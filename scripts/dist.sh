@@ -15,7 +15,7 @@
 #                   lib/openmpi/ and lib/pmix/ the plug-ins, RUNPATH $ORIGIN/../../../lib;
 #                   share/ the help texts, etc/ the settings), started by bin/mpirun
 #                   (scripts/dist-mpirun.sh). NCCL is not shipped: ctrain loads it at run time.
-#   tests/golden/, tests/fixtures/, tests/fuzz/corpus/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
+#   tests/golden/, tests/fixtures/, tests/fuzz/corpus/ and hdf5/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
 #                   what the test suite reads and runs
 #   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh (with gpu-e2e.sh, e2e_data.py)   the GPU machine's check
 #   README.md, BUILDINFO
@@ -154,7 +154,8 @@ mkdir -p "$top/tests/golden" || die "mkdir failed"
 cp tests/golden/*.h5 "$top/tests/golden/" || die "copying tests/golden failed"
 cp tests/*.py tests/tensorboard_venv.sh "$top/tests/" || die "copying tests/*.py and tests/tensorboard_venv.sh failed"
 mkdir -p "$top/tests/fixtures" && cp tests/fixtures/* "$top/tests/fixtures/" || die "copying tests/fixtures failed"
-mkdir -p "$top/tests/fuzz" && cp -R tests/fuzz/corpus "$top/tests/fuzz/" || die "copying tests/fuzz/corpus failed"   # replayed by the suite fuzz
+mkdir -p "$top/tests/fuzz" && cp -R tests/fuzz/corpus tests/fuzz/hdf5 "$top/tests/fuzz/" ||
+    die "copying tests/fuzz/corpus and tests/fuzz/hdf5 failed"   # replayed by the suite fuzz; hdf5/: the file that hangs libhdf5
 cp examples/make_corpus.py "$top/examples/" || die "copying examples/make_corpus.py failed"
 cp bench/*.py "$top/bench/" || die "copying bench/*.py failed"
 cp scripts/gpu-check.sh scripts/gpu-e2e.sh scripts/e2e_data.py scripts/cuda-libs.sh "$top/scripts/" || die "copying scripts/gpu-check.sh failed"

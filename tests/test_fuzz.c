@@ -15,6 +15,7 @@
  * CT_PARAMS_MAX. */
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "tests/fuzz/targets.h"
 #include "io/featstore.h"
 #include "io/h5.h"
+#include "io/h5probe.h"
 #include "io/idx.h"
 #include "io/kv.h"
 #include "models/seq_cnn.h"
@@ -240,6 +242,55 @@ static void case_prep_damaged_store(void)
     if (system(cmd) != 0) printf("  could not clean up %s\n", tmp);
 }
 
+/* Stand-ins for libhdf5 reading a damaged file: one dies, one never ends. */
+static void walk_killed(const char *path) { (void)path; raise(SIGKILL); }
+static void walk_forever(const char *path) { (void)path; for (;;) pause(); }
+
+static void case_h5_probe(void)
+{
+    t_case("fuzz/limits: an HDF5 file that makes libhdf5 loop forever: one line after CTRAIN_H5_TIMEOUT s, exit 1 (it used to hang)");
+    /* a global heap whose free-space object has size 0: H5HG_read walks it forever when a
+     * variable-length string attribute is read (docs/robustness.md) */
+    const char *hang = tpath("hang-H5HG_read-zero-size-free-object.h5");   /* the commands run elsewhere: an absolute path */
+    char cmd[512], out[4096];
+    snprintf(cmd, sizeof cmd, "cp tests/fuzz/hdf5/hang-H5HG_read-zero-size-free-object.h5 %s", hang);
+    t_check(system(cmd) == 0, "setup: %s", cmd);
+    setenv("CTRAIN_H5_TIMEOUT", "2", 1);
+    snprintf(cmd, sizeof cmd, "train siamese-lstm --data %s --epochs 1", hang);
+    int rc = t_run_ctrain(cmd, out, sizeof out);
+    const char *nl = strchr(out, '\n');
+    t_check(rc == 1 && nl && nl[1] == '\0' && strstr(out, hang) && strstr(out, "did not finish") && strstr(out, "in 2 s"),
+            "exit %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "import --format torch %s --model cnn --out %s", hang, tpath("imported.h5"));
+    rc = t_run_ctrain(cmd, out, sizeof out);
+    t_check(rc == 1 && strstr(out, "did not finish"), "import: exit %d: %s", rc, out);
+
+    t_case("h5probe: a reader that dies or overruns in the child is one line naming the file; the caller goes on otherwise");
+    const char *good = tpath("probe-good.h5");
+    hid_t f;
+    t_check(ct_h5_create(&f, good) == CT_OK, "create %s", good);
+    ct_h5_close(f);
+    ct_status st = ct_h5_probe_run(good, walk_killed);
+    t_check(st == CT_EFORMAT && strstr(ct_last_error(), good) && strstr(ct_last_error(), "crashed") && strstr(ct_last_error(), "signal 9"),
+            "killed: status %s, message: %s", ct_status_name(st), ct_last_error());
+    setenv("CTRAIN_H5_TIMEOUT", "1", 1);
+    st = ct_h5_probe_run(good, walk_forever);
+    t_check(st == CT_EFORMAT && strstr(ct_last_error(), "did not finish") && strstr(ct_last_error(), "in 1 s"),
+            "overrun: status %s, message: %s", ct_status_name(st), ct_last_error());
+    t_check(ct_h5_probe(good) == CT_OK, "a whole file: %s", ct_last_error());
+    const char *text = tpath("probe-not-hdf5.h5");
+    FILE *tf = fopen(text, "w");
+    if (tf) { fputs("not HDF5\n", tf); fclose(tf); }
+    t_check(ct_h5_probe(text) == CT_OK, "a file that is not HDF5 is left to the caller: %s", ct_last_error());
+    setenv("CTRAIN_H5_TIMEOUT", "soon", 1);
+    st = ct_h5_probe(good);
+    t_check(st == CT_EINVAL && strstr(ct_last_error(), "CTRAIN_H5_TIMEOUT=soon"), "status %s, message: %s", ct_status_name(st), ct_last_error());
+    unsetenv("CTRAIN_H5_TIMEOUT");
+    unlink(good);
+    unlink(text);
+    unlink(hang);
+}
+
 void suite_fuzz(void)
 {
     snprintf(tmp, sizeof tmp, "/tmp/ctrain_fuzz_XXXXXX");
@@ -252,6 +303,7 @@ void suite_fuzz(void)
     case_checkpoint_numbers();
     case_spec_size();
     case_prep_damaged_store();
+    case_h5_probe();
     char scratch[128];
     snprintf(scratch, sizeof scratch, "%s/scratch", tmp);
     clear_dir(scratch);

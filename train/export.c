@@ -445,10 +445,10 @@ ct_status ct_export_model(const char *src, const ct_model_descriptor **d)
     char model[64] = "";
     ct_status st = CT_OK;
     if (H5Aexists_by_name(f, "/", "model", H5P_DEFAULT) <= 0 || ct_h5_attr_read_str(f, "/", "model", model, sizeof model) != CT_OK)
-        st = ct_fail(CT_EFORMAT, "%s: not a ctrain checkpoint or weights file (no 'model' attribute)", src);
+        st = ct_fail(CT_EINVAL, "%s: not a ctrain checkpoint or weights file (no 'model' attribute)", src);
     ct_h5_close(f);
     CT_TRY(st);
-    if (!(*d = ct_model_find(model))) return ct_fail(CT_EFORMAT, "%s holds a model '%s' this ctrain does not know", src, model);
+    if (!(*d = ct_model_find(model))) return ct_fail(CT_EINVAL, "%s holds a model '%s' this ctrain does not know", src, model);
     return CT_OK;
 }
 

@@ -94,7 +94,9 @@ int ct_src_dims(const ct_src *s, const char *name, size_t dims[4]);
  * weights file `src` holds (its "model" attribute); the caller fills a configuration
  * of that model (cfg_size bytes) from its defaults and the command line (given: bit i
  * set when option i of d->opts was given); ct_model_export rebuilds the network from
- * the file and writes its weights to `dst` as `format`. */
+ * the file and writes its weights to `dst` as `format`. ct_export_model: CT_EINVAL when
+ * the file is whole but records no model this ctrain knows (`import` then asks for
+ * --model), CT_EIO or CT_EFORMAT when it cannot be read. */
 ct_status ct_export_model(const char *src, const ct_model_descriptor **d);
 ct_status ct_model_export(const ct_model_descriptor *d, void *cfg, unsigned long long given, const char *src, ct_format format,
                           const char *dst);

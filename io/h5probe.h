@@ -1,0 +1,38 @@
+/* h5probe.h - read an HDF5 file's whole structure in a child process before ctrain
+ * opens it, so that a file damaged in one of the ways that crash or hang libhdf5
+ * itself ends in one line and exit status 1 instead of a segmentation fault or a run
+ * that never starts.
+ *
+ * ctrain checks what it reads (sizes against the file, shapes, types: io/h5.h), but
+ * some damage is met inside libhdf5 before any of that can look: a link table whose
+ * decoding frees a wild pointer, a global heap whose free space has size 0 and is
+ * walked forever (docs/robustness.md lists the inputs). The probe forks; the child
+ * opens the file read-only and walks what the readers may touch - every group's
+ * links, every object's attributes (read in full), every dataset's layout and the
+ * contents of its variable-length strings, but not the bulk numbers of the other
+ * datasets - and reports back through a pipe. A child that crashed or ran past the
+ * time limit (CTRAIN_H5_TIMEOUT seconds, default 60) makes the probe fail, naming
+ * the file; anything else, an ordinary HDF5 error included, lets the caller go on
+ * and report it in its own words.
+ *
+ * The child never returns into ctrain (it ends with _exit, so nothing of the
+ * parent's - open files, stdio buffers, GPU or MPI state - is flushed or closed
+ * twice), writes nothing to the terminal, and the parent's threads are not copied.
+ * Where fork is not possible, the probe is skipped.
+ */
+#ifndef CT_H5PROBE_H
+#define CT_H5PROBE_H
+#include "core/error.h"
+
+/* CT_OK, or CT_EFORMAT when libhdf5 crashed or hung reading path's structure. */
+ct_status ct_h5_probe(const char *path);
+
+/* The machinery with the reading given: walk(path) runs in the child, under the
+ * same time limit, and its crash or overrun is reported as the probe's. */
+ct_status ct_h5_probe_run(const char *path, void (*walk)(const char *path));
+
+/* On by default. The fuzz targets switch it off: they run the readers on hostile
+ * files in their own process on purpose, to find what the readers do. */
+void ct_h5_probe_enable(int on);
+
+#endif
