@@ -141,6 +141,9 @@ ct_status ct_h5_probe_run(const char *path, void (*walk)(const char *path))
     if (st != CT_OK) return st;
     int fd[2];
     if (pipe(fd) != 0) return CT_OK;   /* no probe: the caller reads the file as before */
+    /* a program another thread starts must not hold the write end open: the read below waits for its last holder */
+    fcntl(fd[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fd[1], F_SETFD, FD_CLOEXEC);
     pid_t pid = fork();
     if (pid < 0) { close(fd[0]); close(fd[1]); return CT_OK; }
     if (pid == 0) { close(fd[0]); child(path, walk, fd[1], seconds); }
