@@ -518,7 +518,8 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
             fclose(probe);
             /* Checked read-only first: HDF5 cannot always close a damaged file it opened for
              * writing (its flush fails, and the file stays open until exit, where HDF5 crashes). */
-            hid_t ro = (st = ct_h5_probe(path)) == CT_OK ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+            st = ct_h5_probe(path);
+            hid_t ro = st == CT_OK ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
             if (st != CT_OK)
                 st = left_as_is(st);
             else if (ro < 0)
