@@ -37,12 +37,14 @@ def main():
         if summary["host"] is None:
             h = mine["host"]
             summary["host"] = {"cpu": h.get("cpu"), "cpu_features": h.get("cpu_features"), "logical_cores": h.get("logical_cores"),
-                               "ctrain_blas": h.get("blas"), "ctrain_blas_core": h.get("blas_core"), "threads": mine["threads"],
+                               "ctrain_blas": h.get("blas"), "ctrain_blas_core": h.get("blas_core"),
+                               "ctrain_kernels": h.get("kernels"), "threads": mine["threads"],
                                "fma_peak_gflops": mine.get("fma_peak_gflops"), "sgemm_peak_gflops": mine.get("peak_gflops"),
                                "pytorch": [d.get("pytorch", {"version": d["framework"]}) for d in peers]}
             print(f"CPU: {h.get('cpu')}, {h.get('logical_cores')} logical cores ({h.get('cpu_features', '')}); "
                   f"{mine['threads']} threads")
-            print(f"ctrain: BLAS core {h.get('blas_core', h.get('blas'))}; FP32 FMA peak "
+            print(f"ctrain: own kernels {h.get('kernels', 'AVX-512 where the CPU has it')}; "
+                  f"BLAS core {h.get('blas_core', h.get('blas'))}; FP32 FMA peak "
                   f"{mine.get('fma_peak_gflops') or 0:.1f} GFLOP/s, sgemm peak {mine.get('peak_gflops') or 0:.1f} GFLOP/s "
                   f"(measured in the {model} run; each model's fractions use its own run's peaks)")
             for d in peers:

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "core/blas_select.h"
+#include "layers/gemm_packed.h"
 #include "core/threads.h"
 #include "cuda/device.h"
 
@@ -36,6 +37,7 @@ static int run(int argc, char **argv)
 {
     if (argc > 0 && argv[0] && argv[0][0]) cli_program = argv[0];
     ct_blas_select(argv);   /* may execute the program again, with OpenBLAS on better kernels */
+    if (ct_kernels_init() != CT_OK) { fprintf(stderr, "ctrain: %s\n", ct_last_error()); return 2; }
     if (argc < 2) { usage(stderr); return 2; }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/blas_select.h"
+#include "layers/gemm_packed.h"
 #include "core/peak.h"
 #include "core/threads.h"
 #include "cuda/device.h"
@@ -41,7 +42,9 @@ void cli_print_header(FILE *out, int threads)
     const ct_gpu *g = ct_gpu_current();
     if (g) fprintf(out, "ctrain %s | device: gpu:%d\n", CTRAIN_VERSION, g->index);
     else fprintf(out, "ctrain %s | device: cpu\n", CTRAIN_VERSION);
-    fprintf(out, "CPU: %s, %d logical cores, %d thread%s used\n", cpu, ct_cpu_count(), threads, threads == 1 ? "" : "s");
+    fprintf(out, "CPU: %s, %d logical cores, %d thread%s used; ctrain's own kernels: %s%s\n", cpu, ct_cpu_count(), threads,
+            threads == 1 ? "" : "s", ct_kernels_name(ct_kernels_get()),
+            ct_kernels_get() < ct_kernels_cpu() ? " (CTRAIN_CPU_KERNELS; the CPU runs wider ones)" : "");
     fprintf(out, "BLAS: %s, core %s\n", ct_blas_config(), ct_blas_select_note());
     fprintf(out, "HDF5: %u.%u.%u\n", maj, min, rel);
     cli_print_gpu_line(out);
@@ -75,9 +78,15 @@ int cmd_info(int argc, char **argv)
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) {
             printf("usage: ctrain info [--threads N] [--no-peak]\n\n"
-                   "Prints the CPU (model, cores, the vector instructions it has), the BLAS library with the kernels it\n"
-                   "runs and who chose them, the HDF5 version and the GPU; then measures the CPU's FP32 FMA peak (1\n"
-                   "thread and N threads, default all cores) and OpenBLAS's sgemm peak (N threads), about 2 seconds.\n");
+                   "Prints the CPU (model, cores, the vector instructions it has, which of ctrain's own kernels run:\n"
+                   "AVX-512, AVX2 or none), the BLAS library with the kernels it runs and who chose them, the HDF5\n"
+                   "version and the GPU; then measures the CPU's FP32 FMA peak (1 thread and N threads, default all\n"
+                   "cores) and OpenBLAS's sgemm peak (N threads), about 2 seconds.\n\n"
+                   "environment (every command):\n"
+                   "  OPENBLAS_CORETYPE=CORE     OpenBLAS's kernels, instead of the core ctrain or OpenBLAS chooses\n"
+                   "  CTRAIN_CPU_KERNELS=SET     ctrain's own kernels (the LSTM's and the convolutions' products):\n"
+                   "                             avx512, avx2 or blas (none: OpenBLAS for every product); default\n"
+                   "                             the widest the CPU runs, a narrower set for comparisons\n");
             return 0;
         }
         if (ct_args_end(&a)) continue;

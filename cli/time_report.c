@@ -36,6 +36,7 @@
 #include "cli/cli.h"
 #include "cli/time.h"
 #include "core/blas_select.h"
+#include "layers/gemm_packed.h"
 #include "core/threads.h"
 #include "cuda/device.h"
 #include "io/json.h"
@@ -64,6 +65,7 @@ static void write_host(ct_json_writer *w)
     ct_json_int(w, "logical_cores", ct_cpu_count());
     ct_json_str(w, "blas", ct_blas_config());
     ct_json_str(w, "blas_core", ct_blas_select_note());
+    ct_json_str(w, "kernels", ct_kernels_name(ct_kernels_get()));
     ct_json_str(w, "hdf5", hdf5);
     ct_json_str(w, "gpu", ct_gpu_compiled() ? "CUDA backend compiled in" : "not compiled in (CPU-only build)");
     ct_json_object_end(w);

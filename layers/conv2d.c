@@ -67,7 +67,7 @@ ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC
                        "more than 2^31 elements in one buffer; use a smaller batch or input", N, C, OC, H, W, KH, KW);
     *d = (conv2d_dims){ .N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = KH, .KW = KW,
                         .stride = stride, .pad = pad, .OH = OH, .OW = OW };
-    d->packed = ct_gemm_packed_available() && C * KH * KW >= CONV2D_PACKED_MIN_K;
+    d->packed = ct_kernels_get() == CT_KERNELS_AVX512 && C * KH * KW >= CONV2D_PACKED_MIN_K;   /* AVX2 CPUs: Winograd, below */
     d->winograd = !d->packed && ct_conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
     d->workers = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
     if (d->workers > N) d->workers = N;

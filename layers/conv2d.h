@@ -16,7 +16,7 @@
  *  - Winograd F(2x2, 3x3) (3x3 kernels, stride 1, padding <= 2, enough input
  *    channels): 16 sgemms per chunk of images on transformed 4x4 tiles, 2.25x
  *    fewer multiplications than im2col; see conv2d_winograd.c. Chosen only where
- *    the packed kernel is not available: on a Zen 5 core packed im2col does the
+ *    the AVX-512 packed kernel is not: on a Zen 5 core packed im2col does the
  *    mnist_cnn's conv64k3 in about 0.75x Winograd's time (its transforms and
  *    small sgemms run far below the FMA peak; the 6x64 kernel near it).
  * Init: Glorot-uniform (fan_in C*KH*KW, fan_out OC*KH*KW, as Keras), zero bias.
@@ -35,10 +35,12 @@ typedef struct {
                               ct_conv2d_dims_make for 3x3 stride-1 kernels with padding <= 2 and at
                               least CONV2D_WINOGRAD_MIN_C input channels when `packed` is 0;
                               0: im2col + sgemm. Either may be set by hand (tests compare them). */
-    int packed;            /* with winograd 0: 1 runs im2col's products on the AVX-512 kernel of
-                              gemm_packed.h (chosen by ct_conv2d_dims_make when the CPU has it
-                              and C*KH*KW >= CONV2D_PACKED_MIN_K),
-                              0 on cblas_sgemm. May be cleared by hand, not set without AVX-512. */
+    int packed;            /* with winograd 0: 1 runs im2col's products on the packed kernel of
+                              gemm_packed.h (chosen by ct_conv2d_dims_make where its AVX-512 version
+                              runs and C*KH*KW >= CONV2D_PACKED_MIN_K; its AVX2 version, not faster
+                              than Winograd on the mnist_cnn's conv64k3, is not chosen), 0 on
+                              cblas_sgemm. May be cleared by hand, set only where
+                              ct_gemm_packed_available(). */
     int workers;           /* threads sharing the layer's work (ct_parallel), set by ct_conv2d_dims_make
                               from ct_threads_get(); the workspace size depends on it */
 } conv2d_dims;

@@ -1,4 +1,5 @@
 /* gemm_packed.c - C += A op(B) over a B packed once (see gemm_packed.h). */
+#include <stdlib.h>
 #include <string.h>
 #include "layers/gemm_packed.h"
 #include "core/error.h"
@@ -30,18 +31,59 @@ void ct_gemm_pack(float *bp, const float *B, int ldb, int trans, int K, int N)
     }
 }
 
+/* ---- which kernels run ---- */
+
+static const char *const KERNEL_NAMES[] = { "none (OpenBLAS)", "AVX2", "AVX-512" };
+static int kernels_in_use = -1;   /* a ct_kernels, or -1 before the first question */
+
+const char *ct_kernels_name(ct_kernels k) { return k >= CT_KERNELS_BLAS && k <= CT_KERNELS_AVX512 ? KERNEL_NAMES[k] : "?"; }
+
+ct_kernels ct_kernels_cpu(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();   /* libgcc's answers include the OS's saving of the registers */
+    if (__builtin_cpu_supports("avx512f")) return CT_KERNELS_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CT_KERNELS_AVX2;
+#endif
+    return CT_KERNELS_BLAS;
+}
+
+ct_status ct_kernels_init(void)
+{
+    const ct_kernels cpu = ct_kernels_cpu();
+    kernels_in_use = cpu;
+    const char *e = getenv("CTRAIN_CPU_KERNELS");
+    if (!e || !*e) return CT_OK;
+    static const char *const words[] = { "blas", "avx2", "avx512" };
+    for (int k = CT_KERNELS_BLAS; k <= CT_KERNELS_AVX512; k++)
+        if (!strcmp(e, words[k])) {
+            if (k > (int)cpu)
+                return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: this CPU cannot run them (its widest are %s): unset it or "
+                               "choose a narrower set", e, ct_kernels_name(cpu));
+            kernels_in_use = k;
+            return CT_OK;
+        }
+    return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: use avx512, avx2 or blas (or unset it: the widest this CPU runs)", e);
+}
+
+ct_kernels ct_kernels_get(void)
+{
+    if (kernels_in_use < 0) (void)ct_kernels_init();   /* a bad value was reported by whoever called init first */
+    return (ct_kernels)kernels_in_use;
+}
+
+ct_kernels ct_kernels_set(ct_kernels k)
+{
+    const ct_kernels before = ct_kernels_get();
+    CT_ASSERT(k >= CT_KERNELS_BLAS && k <= ct_kernels_cpu());
+    kernels_in_use = k;
+    return before;
+}
+
+int ct_gemm_packed_available(void) { return ct_kernels_get() != CT_KERNELS_BLAS; }
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-
-int ct_gemm_packed_available(void)
-{
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    }
-    return known;
-}
 
 /* One tile: rows [0, MROWS) of C, one panel (masks m keep the columns that exist);
  * op(A)[i, k] is A[i * ai + k * ak], or, with aoff, A[aoff[i] + k]; the panel's row k
@@ -122,12 +164,128 @@ void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_
     }
 }
 
+/* ---- the same kernel for AVX2 with FMA ----
+ * 16 registers of 8 floats: a tile is 6 rows by a strip of 16 columns (12 accumulators,
+ * 2 panel registers, 1 broadcast), and each 64-column panel is four strips. Per element of
+ * C the same operations in the same order as above. (A build for -march=native on an
+ * AVX-512 CPU may give these functions its 32 registers; the portable build of `make
+ * dist` compiles them for AVX2 and FMA alone, as an AVX2 CPU runs them.) */
+#define CT_AVX2 __attribute__((target("avx2,fma")))
+#define MR2 6   /* rows per AVX2 tile: 6 x 2 accumulators + 2 panel registers + 1 broadcast <= 16 */
+
+/* The columns of a strip that exist: 8 lanes each of two registers, all ones for a whole one. */
+static inline __attribute__((always_inline)) CT_AVX2 __m256i lanes(int have)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(have), idx);   /* lane j: -1 where j < have */
+}
+
+/* One tile: rows [0, MROWS) of C, one strip of 16 columns (WHOLE: all 16 exist; else the
+ * masks m[0], m[1] keep those that do); A, the panel and boff as tile() above. */
+static inline __attribute__((always_inline)) CT_AVX2
+void tile2(const int MROWS, const int WHOLE, int K, const float *restrict A, size_t ai, size_t ak, const int *restrict aoff,
+           const float *restrict panel, size_t ldp, const int *restrict boff, float *restrict C, int ldc, const __m256i *m,
+           int acc)
+{
+    const float *arow[MR2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++) arow[i] = aoff ? A + aoff[i] : A + (size_t)i * ai;
+    if (aoff) ak = 1;
+    __m256 c[MR2][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++)
+            c[i][v] = !acc ? _mm256_setzero_ps() : WHOLE ? _mm256_loadu_ps(C + (size_t)i * ldc + 8 * v)
+                                                         : _mm256_maskload_ps(C + (size_t)i * ldc + 8 * v, m[v]);
+    for (int k = 0; k < K; k++) {
+        __m256 b[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++)
+            b[v] = !boff ? _mm256_loadu_ps(panel + (size_t)k * ldp + 8 * v)
+                 : WHOLE ? _mm256_loadu_ps(panel + boff[k] + 8 * v) : _mm256_maskload_ps(panel + boff[k] + 8 * v, m[v]);
+#pragma GCC unroll 6
+        for (int i = 0; i < MROWS; i++) {
+            const __m256 a = _mm256_set1_ps(arow[i][(size_t)k * ak]);
+#pragma GCC unroll 2
+            for (int v = 0; v < 2; v++) c[i][v] = _mm256_fmadd_ps(a, b[v], c[i][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++) {
+            if (WHOLE) _mm256_storeu_ps(C + (size_t)i * ldc + 8 * v, c[i][v]);
+            else       _mm256_maskstore_ps(C + (size_t)i * ldc + 8 * v, m[v], c[i][v]);
+        }
+}
+
+/* All row tiles of one strip, WHOLE constant per instance. */
+static inline __attribute__((always_inline)) CT_AVX2
+void strip2(const int WHOLE, int M, int K, const float *A, size_t ai, size_t ak, const int *aoff, const float *panel,
+            size_t ldp, const int *boff, float *C, int ldc, const __m256i *m, int acc)
+{
+    int i = 0;
+#define TILE2(r) tile2(r, WHOLE, K, aoff ? A : A + (size_t)i * ai, ai, ak, aoff ? aoff + i : NULL, panel, ldp, boff, \
+                       C + (size_t)i * ldc, ldc, m, acc)
+    for (; i + MR2 <= M; i += MR2) TILE2(MR2);
+    switch (M - i) {
+    case 1: TILE2(1); break;
+    case 2: TILE2(2); break;
+    case 3: TILE2(3); break;
+    case 4: TILE2(4); break;
+    case 5: TILE2(5); break;
+    default: break;
+    }
+#undef TILE2
+}
+
+static CT_AVX2 __attribute__((noinline))
+void strip2_whole(int M, int K, const float *A, size_t ai, size_t ak, const int *aoff, const float *panel, size_t ldp,
+                  const int *boff, float *C, int ldc, int acc)
+{ strip2(1, M, K, A, ai, ak, aoff, panel, ldp, boff, C, ldc, NULL, acc); }
+
+static CT_AVX2 __attribute__((noinline))
+void strip2_part(int M, int K, const float *A, size_t ai, size_t ak, const int *aoff, const float *panel, size_t ldp,
+                 const int *boff, float *C, int ldc, int have, int acc)
+{
+    const __m256i m[2] = { lanes(have), lanes(have - 8) };
+    strip2(0, M, K, A, ai, ak, aoff, panel, ldp, boff, C, ldc, m, acc);
+}
+
+/* gemm_packed_avx512's arguments and work, strip by strip. */
+static void gemm_packed_avx2(int M, int N, int K, const float *A, int lda, int trans_a, const int *aoff, const float *bp,
+                             int ldb, const int *boff, float *C, int ldc, int acc)
+{
+    const int panels = (N + NR - 1) / NR;
+    const size_t ai = trans_a ? 1 : (size_t)lda, ak = trans_a ? (size_t)lda : 1;
+    const size_t ldp = ldb ? (size_t)ldb : NR;
+    for (int p = 0; p < panels; p++) {
+        const float *panel = ldb || boff ? bp + (size_t)p * NR : bp + (size_t)p * K * NR;
+        for (int s = 0; s < NR / 16; s++) {   /* columns 64p + 16s .. 64p + 16s + 15 */
+            const int have = N - p * NR - 16 * s;
+            if (have <= 0) break;
+            float *Cs = C + (size_t)p * NR + 16 * s;
+            if (have >= 16) strip2_whole(M, K, A, ai, ak, aoff, panel + 16 * s, ldp, boff, Cs, ldc, acc);
+            else            strip2_part(M, K, A, ai, ak, aoff, panel + 16 * s, ldp, boff, Cs, ldc, have, acc);
+        }
+    }
+}
+
+/* The kernel of the set in use. */
+static void gemm_any(int M, int N, int K, const float *A, int lda, int trans_a, const int *aoff, const float *bp, int ldb,
+                     const int *boff, float *C, int ldc, int acc)
+{
+    if (ct_kernels_get() == CT_KERNELS_AVX512) gemm_packed_avx512(M, N, K, A, lda, trans_a, aoff, bp, ldb, boff, C, ldc, acc);
+    else                                        gemm_packed_avx2(M, N, K, A, lda, trans_a, aoff, bp, ldb, boff, C, ldc, acc);
+}
+
 void ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, float *C, int ldc,
                     int accumulate)
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, trans_a, NULL, bp, 0, NULL, C, ldc, accumulate);
+    gemm_any(M, N, K, A, lda, trans_a, NULL, bp, 0, NULL, C, ldc, accumulate);
 }
 
 void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a, const float *B, int ldb, float *C, int ldc,
@@ -135,7 +293,7 @@ void ct_gemm_rowmajor(int M, int N, int K, const float *A, int lda, int trans_a,
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1 && N % NR == 0 && ldb >= N);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, trans_a, NULL, B, ldb, NULL, C, ldc, accumulate);
+    gemm_any(M, N, K, A, lda, trans_a, NULL, B, ldb, NULL, C, ldc, accumulate);
 }
 
 void ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const float *B, const int *boff, float *C,
@@ -143,7 +301,7 @@ void ct_gemm_rowoffsets(int M, int N, int K, const float *A, int lda, const floa
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1 && boff);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, lda, 0, NULL, B, 0, boff, C, ldc, accumulate);
+    gemm_any(M, N, K, A, lda, 0, NULL, B, 0, boff, C, ldc, accumulate);
 }
 
 void ct_gemm_packed_arows(int M, int N, int K, const float *A, const int *aoff, const float *bp, float *C, int ldc,
@@ -151,12 +309,11 @@ void ct_gemm_packed_arows(int M, int N, int K, const float *A, const int *aoff, 
 {
     CT_ASSERT(ct_gemm_packed_available() && K >= 1 && aoff);
     if (M < 1 || N < 1) return;
-    gemm_packed_avx512(M, N, K, A, 0, 0, aoff, bp, 0, NULL, C, ldc, accumulate);
+    gemm_any(M, N, K, A, 0, 0, aoff, bp, 0, NULL, C, ldc, accumulate);
 }
 
-#else   /* not x86-64: the callers use cblas_sgemm */
+#else   /* not x86-64: ct_kernels_cpu() is CT_KERNELS_BLAS, the callers use cblas_sgemm */
 
-int ct_gemm_packed_available(void) { return 0; }
 void ct_gemm_packed(int M, int N, int K, const float *A, int lda, int trans_a, const float *bp, float *C, int ldc,
                     int accumulate)
 {

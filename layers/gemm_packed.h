@@ -19,16 +19,38 @@
  * packing 70-85%). Every element of C is summed over k in order, in one
  * place, so the result does not depend on how rows are shared among threads.
  *
- * The kernel needs AVX-512F; ct_gemm_packed_available() says whether this CPU
- * has it. Where it does not, the callers keep calling cblas_sgemm.
+ * The same kernel is written twice: for AVX-512F as above, and for AVX2 with FMA
+ * (16 registers of 8 floats: each 64-column panel is worked through as four strips
+ * of 6 rows by 16 columns, 12 accumulators). Both sum every element of C over k in
+ * the same order with the same fused multiply-adds, so they give the same bits.
+ * ct_kernels_get() says which one runs (the widest the CPU has); on a CPU with
+ * neither, ct_gemm_packed_available() is 0 and the callers call cblas_sgemm.
  */
 #ifndef CT_GEMM_PACKED_H
 #define CT_GEMM_PACKED_H
 #include <stddef.h>
+#include "core/error.h"
 
 #define CT_GEMM_NR 64   /* columns per packed panel */
 
-/* 1 when the packed kernel runs on this CPU (AVX-512F, and the OS saves its registers). */
+/* ctrain's own CPU kernels (these products, the LSTM step of layers/lstm_fused.h): which
+ * instruction set they run on. Chosen once, the widest the CPU has (and the OS saves the
+ * registers of); CTRAIN_CPU_KERNELS=avx2 or blas in the environment asks for a narrower set,
+ * to compare them (blas: none of ctrain's kernels, OpenBLAS for every product). */
+typedef enum { CT_KERNELS_BLAS = 0, CT_KERNELS_AVX2 = 1, CT_KERNELS_AVX512 = 2 } ct_kernels;
+/* The set in use. */
+ct_kernels  ct_kernels_get(void);
+/* The widest set this CPU runs. */
+ct_kernels  ct_kernels_cpu(void);
+/* Reads CTRAIN_CPU_KERNELS: CT_EINVAL naming the variable when its value is not avx512, avx2 or
+ * blas, or asks for a set this CPU lacks (ct_kernels_get() then keeps the CPU's widest). */
+ct_status   ct_kernels_init(void);
+/* Runs set k from now on (the tests: the AVX2 kernels on an AVX-512 CPU); k must be one the CPU
+ * runs. Returns the set before. Not while other threads run products. */
+ct_kernels  ct_kernels_set(ct_kernels k);
+/* "AVX-512", "AVX2" or "none (OpenBLAS)". */
+const char *ct_kernels_name(ct_kernels k);
+/* 1 when the packed kernel runs on this CPU (ct_kernels_get() is AVX-512 or AVX2). */
 int    ct_gemm_packed_available(void);
 /* Floats of a packed op(B) [K, N]. */
 size_t ct_gemm_pack_floats(int K, int N);

@@ -18,11 +18,12 @@
  *   2. for t = 0 .. T-1:  Z_t += h_{t-1} W_hh^T                    [B, 4H]
  *                         one fused loop: gates, c_t, tanh(c_t), h_t
  * Only step 2's small product is sequential; it is what makes an RNN slow.
- * On AVX-512 CPUs each step instead does its own input projection next to
- * the recurrent product, both on weights packed once per batch
- * (layers/gemm_packed.h); where H is a multiple of 16 the two products and the
- * cell loop are one kernel whose register tile holds the four gates of 16
- * units (layers/lstm_fused.h), bit for bit the same numbers.
+ * On CPUs with AVX-512 or AVX2 each step instead does its own input projection
+ * next to the recurrent product, both on weights packed once per batch
+ * (layers/gemm_packed.h: the same sums on either, bit for bit); with AVX-512 and
+ * H a multiple of 16 the two products and the cell loop are one kernel whose
+ * register tile holds the four gates of 16 units (layers/lstm_fused.h), bit for
+ * bit the same numbers.
  * Sequences never interact, so step 2 is split by sequence across the
  * threads (core/threads.h: ct_parallel): each worker runs all T steps for its
  * own share of the batch - its own small gemm, its own fused loop - with no

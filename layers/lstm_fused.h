@@ -24,7 +24,8 @@
  * build's scalar code rounds each product before adding; there the two paths
  * agree to float rounding (tests/test_lstm.c checks both ways).
  *
- * Needs AVX-512F (ct_gemm_packed_available()) and H a multiple of 16.
+ * Needs ctrain's AVX-512 kernels (ct_kernels_get(), layers/gemm_packed.h) and H a
+ * multiple of 16; elsewhere lstm.c runs the plain step.
  */
 #ifndef CT_LSTM_FUSED_H
 #define CT_LSTM_FUSED_H

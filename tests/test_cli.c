@@ -11,6 +11,7 @@
 #include "tests/test.h"
 #include "io/h5.h"
 #include "cuda/device.h"
+#include "layers/gemm_packed.h"
 
 static int matches(const char *text, const char *pattern)
 {
@@ -179,6 +180,36 @@ void suite_cli(void)
         t_check(strstr(out, expect) != NULL, "`ctrain %s`: message lacks \"%s\": %s", bad[i].args, expect, out);
     }
 
+    t_case("cli/CTRAIN_CPU_KERNELS: the set in use is in the header; a bad value is one line and exit 2");
+    const char *had = getenv("CTRAIN_CPU_KERNELS");
+    char kernels_before[64];
+    snprintf(kernels_before, sizeof kernels_before, "%s", had ? had : "");
+    setenv("CTRAIN_CPU_KERNELS", "sse", 1);
+    rc = t_run_ctrain("info --no-peak", out, sizeof out);
+    t_check(rc == 2 && strstr(out, "CTRAIN_CPU_KERNELS=sse: use avx512, avx2 or blas") && strchr(out, '\n') == out + strlen(out) - 1,
+            "CTRAIN_CPU_KERNELS=sse ctrain info (exit %d): %s", rc, out);
+    setenv("CTRAIN_CPU_KERNELS", "blas", 1);
+    rc = t_run_ctrain("info --no-peak", out, sizeof out);
+    t_check(rc == 0 && strstr(out, "ctrain's own kernels: none (OpenBLAS)"), "CTRAIN_CPU_KERNELS=blas ctrain info (exit %d): %s", rc, out);
+    unsetenv("CTRAIN_CPU_KERNELS");
+    rc = t_run_ctrain("info --no-peak", out, sizeof out);
+    const char *widest = ct_kernels_name(ct_kernels_cpu());
+    char line[96];
+    snprintf(line, sizeof line, "ctrain's own kernels: %s\n", widest);
+    t_check(rc == 0 && strstr(out, line), "ctrain info should name %s (exit %d): %s", widest, rc, out);
+    if (ct_kernels_cpu() == CT_KERNELS_AVX512) {
+        setenv("CTRAIN_CPU_KERNELS", "avx2", 1);
+        rc = t_run_ctrain("info --no-peak", out, sizeof out);
+        t_check(rc == 0 && strstr(out, "ctrain's own kernels: AVX2 (CTRAIN_CPU_KERNELS; the CPU runs wider ones)"),
+                "CTRAIN_CPU_KERNELS=avx2 ctrain info (exit %d): %s", rc, out);
+    } else if (ct_kernels_cpu() < CT_KERNELS_AVX512) {
+        setenv("CTRAIN_CPU_KERNELS", "avx512", 1);
+        rc = t_run_ctrain("info --no-peak", out, sizeof out);
+        t_check(rc == 2 && strstr(out, "this CPU cannot run them"), "CTRAIN_CPU_KERNELS=avx512 on a narrower CPU (exit %d): %s", rc, out);
+    }
+    if (kernels_before[0]) setenv("CTRAIN_CPU_KERNELS", kernels_before, 1);
+    else unsetenv("CTRAIN_CPU_KERNELS");
+
     t_case("cli/train siamese-lstm prints the Keras log and writes readable weights");
     char path[] = "/tmp/ctrain_cli_XXXXXX";
     int fd = mkstemp(path);
@@ -194,7 +225,7 @@ void suite_cli(void)
                          "val_loss: [0-9]\\.[0-9]{4} - val_accuracy: [0-9]\\.[0-9]{4}$"),
             "no Keras epoch line with one decimal below 10 s and the time per step: %s", out);
     t_check(!strchr(out, '\r') && !strstr(out, "ETA"), "a progress bar was drawn although stderr is not a terminal: %s", out);
-    t_check(matches(out, "^CPU: .*threads? used$") && matches(out, "^BLAS: "), "no hardware header: %s", out);
+    t_check(matches(out, "^CPU: .*threads? used; ctrain's own kernels: [A-Za-z0-9 ()-]+$") && matches(out, "^BLAS: "), "no hardware header: %s", out);
     hid_t f;
     int nd = 0;
     size_t dims[CT_H5_DIMS_MAX];

@@ -74,13 +74,11 @@ static void one_offsets(int M, int C, int H, int W, int acc, ct_rng *r)
     free(A); free(src); free(B); free(C_); free(ref); free(off); free(X); free(xp); free(D); free(dref);
 }
 
-void suite_gemm_packed(void)
+/* Every case with one set of kernels. */
+static void cases(ct_kernels set)
 {
-    if (!ct_gemm_packed_available()) {
-        t_skip("gemm_packed/against OpenBLAS: this CPU has no AVX-512F; the LSTM uses cblas_sgemm here instead");
-        return;
-    }
-    t_case("gemm_packed/against OpenBLAS: tails, layouts, accumulate and overwrite");
+    const char *isa = ct_kernels_name(set);
+    t_case("gemm_packed/%s against OpenBLAS: tails, layouts, accumulate and overwrite", isa);
     ct_rng r;
     ct_rng_seed(&r, 4242, 1);
     const int shapes[][3] = { { 1, 1, 1 }, { 5, 7, 3 }, { 6, 64, 40 }, { 7, 65, 17 }, { 13, 127, 128 }, { 128, 512, 128 },
@@ -90,14 +88,56 @@ void suite_gemm_packed(void)
             for (int tb = 0; tb < 2; tb++)
                 for (int acc = 0; acc < 2; acc++) one(shapes[s][0], shapes[s][1], shapes[s][2], ta, tb, acc, &r);
 
-    t_case("gemm_packed/B read in place (ct_gemm_rowmajor) against OpenBLAS: N a multiple of 64, row tails, K of 1");
+    t_case("gemm_packed/%s, B read in place (ct_gemm_rowmajor) against OpenBLAS: N a multiple of 64, row tails, K of 1", isa);
     const int shapes_rm[][3] = { { 1, 64, 1 }, { 40, 512, 128 }, { 7, 128, 13 }, { 13, 192, 5 }, { 6, 64, 64 } };
     for (size_t s = 0; s < sizeof shapes_rm / sizeof shapes_rm[0]; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int acc = 0; acc < 2; acc++) one(shapes_rm[s][0], shapes_rm[s][1], shapes_rm[s][2], ta, 2, acc, &r);
 
-    t_case("gemm_packed/B or A by row offsets (ct_gemm_rowoffsets, ct_gemm_packed_arows) against OpenBLAS: overlapping runs, tails, nothing read past the last run");
+    t_case("gemm_packed/%s, B or A by row offsets (ct_gemm_rowoffsets, ct_gemm_packed_arows) against OpenBLAS: overlapping "
+           "runs, tails, nothing read past the last run", isa);
     const int shapes_off[][4] = { { 64, 32, 26, 26 }, { 7, 1, 9, 11 }, { 1, 2, 3, 3 }, { 13, 3, 12, 40 }, { 6, 1, 4, 70 } };
     for (size_t s = 0; s < sizeof shapes_off / sizeof shapes_off[0]; s++)
         for (int acc = 0; acc < 2; acc++) one_offsets(shapes_off[s][0], shapes_off[s][1], shapes_off[s][2], shapes_off[s][3], acc, &r);
+}
+
+/* The two sets sum every element in the same order with the same operations: the same bits. */
+static void same_bits(void)
+{
+    t_case("gemm_packed/AVX2 = AVX-512 bit for bit (packed, in place, by offsets; tails)");
+    ct_rng r;
+    ct_rng_seed(&r, 77, 2);
+    const int M = 13, N = 130, K = 37;
+    float *A = t_alloc((size_t)M * K), *B = t_alloc((size_t)K * N), *bp = t_alloc(ct_gemm_pack_floats(K, N));
+    float *C[2] = { t_alloc((size_t)M * N), t_alloc((size_t)M * N) };
+    t_fill_uniform(A, (size_t)M * K, -1, 1, &r);
+    t_fill_uniform(B, (size_t)K * N, -1, 1, &r);
+    ct_gemm_pack(bp, B, N, 0, K, N);
+    int off[37];
+    for (int k = 0; k < K; k++) off[k] = 3 * k;   /* overlapping runs of B's first rows */
+    for (int s = 0; s < 2; s++) {
+        ct_kernels_set(s ? CT_KERNELS_AVX2 : CT_KERNELS_AVX512);
+        for (size_t i = 0; i < (size_t)M * N; i++) C[s][i] = 0.25f;
+        ct_gemm_packed(M, N, K, A, K, 0, bp, C[s], N, 1);
+        ct_gemm_rowmajor(M, 128, K, A, K, 0, B, N, C[s], N, 1);
+        ct_gemm_rowoffsets(M, N - 40, K, A, K, B, off, C[s], N, 1);
+    }
+    ct_kernels_set(CT_KERNELS_AVX512);
+    t_close("C", C[1], C[0], (size_t)M * N, 0);
+    free(A); free(B); free(bp); free(C[0]); free(C[1]);
+}
+
+void suite_gemm_packed(void)
+{
+    const ct_kernels widest = ct_kernels_get();
+    if (widest == CT_KERNELS_BLAS) {
+        t_skip("gemm_packed/against OpenBLAS: this CPU has neither AVX-512F nor AVX2 with FMA; the callers use cblas_sgemm here");
+        return;
+    }
+    for (int set = widest; set >= CT_KERNELS_AVX2; set--) {   /* on an AVX-512 CPU the AVX2 kernels too */
+        ct_kernels_set((ct_kernels)set);
+        cases((ct_kernels)set);
+    }
+    ct_kernels_set(widest);
+    if (widest == CT_KERNELS_AVX512) same_bits();
 }

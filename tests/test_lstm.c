@@ -16,6 +16,7 @@
 #include "core/threads.h"
 #include "layers/lstm.h"
 #include "layers/lstm_fused.h"
+#include "layers/gemm_packed.h"
 
 static const char *ret_name[] = { "last", "seq", "mean" };
 static const char *recur_name[] = { "sigmoid", "hard_sigmoid" };
@@ -412,7 +413,9 @@ static void suite_workers(void)
 
 /* The fused forward step (layers/lstm_fused.h: AVX-512, H a multiple of 16) against
  * the plain one (two packed products, then the cell loop): out, dx and every
- * parameter gradient. Batches of 13 and 7 rows leave partial register tiles;
+ * parameter gradient; and the plain step on the AVX2 kernels (what an AVX2 CPU runs,
+ * forward and backward) against the same reference: the two sets of kernels sum in
+ * the same order, so they must agree as the two steps do. Batches of 13 and 7 rows leave partial register tiles;
  * masked lengths, both recurrent activations, every return mode, two layers
  * (the second layer's input is H wide), 1 and 2 threads. The fused kernel repeats
  * the plain step's arithmetic operation for operation, so where the scalar cell
@@ -440,9 +443,10 @@ static void suite_fused(void)
             t_skip("lstm/fused forward step: this CPU has no AVX-512F, the fused step never runs here");
             return;
         }
-        t_case("lstm/fused forward step = plain step: B=%d T=%d I=%d H=%d L=%d ret=%s %s, %d thread%s, masked (tolerance %g)",
-               d.B, d.T, d.I, d.H, d.L, ret_name[d.ret], recur_name[d.recur], cases[k].threads,
-               cases[k].threads > 1 ? "s" : "", tol);
+        const ct_kernels widest = ct_kernels_get();
+        t_case("lstm/fused forward step and the AVX2 kernels' plain step = plain step: B=%d T=%d I=%d H=%d L=%d ret=%s %s, "
+               "%d thread%s, masked (tolerance %g)", d.B, d.T, d.I, d.H, d.L, ret_name[d.ret], recur_name[d.recur],
+               cases[k].threads, cases[k].threads > 1 ? "s" : "", tol);
         int len[13];
         for (int b = 0; b < d.B; b++) len[b] = 1 + (int)ct_rng_below(&rng, (uint32_t)d.T);
         len[0] = d.T;
@@ -456,13 +460,24 @@ static void suite_fused(void)
         memcpy(out0, r.out, no * sizeof *out0);
         memcpy(dx0, r.dx, nx * sizeof *dx0);
         memcpy(g0, r.ps.grad, np * sizeof *g0);
+        for (int set = widest; set >= CT_KERNELS_AVX2; set--)
+            for (int fused = 1; fused >= 0; fused--) {
+                ct_kernels_set((ct_kernels)set);
+                if ((fused && !ct_lstm_fused_ok(d.H)) || (!fused && set == (int)widest)) continue;   /* the reference */
+                ct_lstm_set_fused(fused);
+                for (size_t i = 0; i < ct_lstm_cache_floats(&d); i++) r.cache[i] = NAN;   /* every value must be written again */
+                rig_backward(&r);
+                char what[64];
+                snprintf(what, sizeof what, "%s %s: out", ct_kernels_name((ct_kernels)set), fused ? "fused" : "plain");
+                t_close(what, r.out, out0, no, tol);
+                snprintf(what, sizeof what, "%s %s: dx", ct_kernels_name((ct_kernels)set), fused ? "fused" : "plain");
+                t_close(what, r.dx, dx0, nx, tol);
+                snprintf(what, sizeof what, "%s %s: param grads", ct_kernels_name((ct_kernels)set), fused ? "fused" : "plain");
+                t_close(what, r.ps.grad, g0, np, tol);
+            }
+        ct_kernels_set(widest);
         ct_lstm_set_fused(1);
-        for (size_t i = 0; i < ct_lstm_cache_floats(&d); i++) r.cache[i] = NAN;   /* every value must be written again */
-        rig_backward(&r);
         ct_threads_set(1);
-        t_close("out", r.out, out0, no, tol);
-        t_close("dx", r.dx, dx0, nx, tol);
-        t_close("param grads", r.ps.grad, g0, np, tol);
         free(out0); free(dx0); free(g0);
         rig_free(&r);
     }
