@@ -11,6 +11,7 @@
 #                   (default 60); tests/fuzz/targets.h lists the targets, tests/fuzz/run.sh prints the table
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
 #   make bench      FMA and sgemm peaks, both models' training: ctrain vs Debian's and the newest PyTorch (bench/)
+#   make bench-avx2 the same with this CPU playing one without AVX-512 (AVX2 and FMA) on both sides
 #   make golden     regenerate the PyTorch parity files in tests/golden/ (needs python3-torch)
 #   make dist       the relocatable tarball dist/ctrain-VERSION-linux-x86_64.tar.gz: portable
 #                   x86-64 builds (CUDA and CPU-only) with every library they load but glibc's
@@ -164,7 +165,7 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libctrain.so.$(SOMAJOR)
 SHLIB   := $(BUILD)/libctrain.so.$(VERSION)
 
-.PHONY: all build deps test demo bench golden clean detect check-deps dist dist-check gpu-check install install-files uninstall fuzz fuzz-build
+.PHONY: all build deps test demo bench bench-avx2 golden clean detect check-deps dist dist-check gpu-check install install-files uninstall fuzz fuzz-build
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -257,6 +258,13 @@ bench: deps
 	@sh scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build
 	@sh bench/run.sh $(BUILD)
+
+# The same runs with this CPU playing one that has AVX2 and FMA but no AVX-512 (bench/run.sh):
+# ctrain built for x86-64-v3 in build-avx2 (CPU only), both sides limited to AVX2.
+bench-avx2: deps
+	@sh scripts/deps.sh bench
+	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 BUILD=build-avx2 CTRAIN=build-avx2/ctrain OPT="-O3 -march=x86-64-v3"
+	@CTRAIN_BENCH_ISA=avx2 sh bench/run.sh build-avx2
 
 golden:
 	@sh scripts/deps.sh golden
@@ -351,6 +359,6 @@ uninstall:
 	@$(LDCONFIG_RUN)
 
 clean:
-	rm -rf build build-san build-fuzz bin build-dist build-dist-cpu dist
+	rm -rf build build-san build-fuzz build-avx2 bin build-dist build-dist-cpu dist
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tests/fuzz/json.d

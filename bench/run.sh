@@ -19,6 +19,11 @@
 #   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step, with
 #   every PyTorch found (CTRAIN_BENCH_STEPS=0 leaves them out).
 #
+#   With CTRAIN_BENCH_ISA=avx2 (`make bench-avx2`) this CPU plays one with AVX2 and FMA but no
+#   AVX-512, on both sides: ctrain (which that target builds for -march=x86-64-v3) on its AVX2
+#   kernels and OpenBLAS's Haswell ones, PyTorch's own kernels, oneDNN and MKL limited to AVX2;
+#   the results are named HOST-avx2-*. The FMA peak stays the CPU's own.
+#
 #   usage: bench/run.sh BUILD_DIR [THREADS] [CTRAIN_BINARY]
 #   (CTRAIN_BINARY defaults to BUILD_DIR/ctrain when it exists, else bin/ctrain)
 set -u
@@ -33,6 +38,15 @@ results=bench/results
 # machine apart (CTRAIN_BENCH_NAME=zen4) to keep its results beside another's
 host=${CTRAIN_BENCH_NAME:-$(hostname -s 2>/dev/null || hostname)}
 mkdir -p "$results" || exit 1
+case "${CTRAIN_BENCH_ISA:-}" in
+  "") ;;
+  avx2)
+    export CTRAIN_CPU_KERNELS=avx2 OPENBLAS_CORETYPE=Haswell
+    export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+    host=$host-avx2
+    echo "== this CPU plays an AVX2 one: ctrain's AVX2 kernels, OpenBLAS's Haswell kernels, PyTorch limited to AVX2" ;;
+  *) echo "CTRAIN_BENCH_ISA=${CTRAIN_BENCH_ISA}: use avx2, or leave it unset (the CPU's widest on both sides)" >&2; exit 2 ;;
+esac
 
 echo "== FP32 FMA peak and sgemm peak ($threads threads)"
 "$build/bench/bench_sgemm" --threads "$threads" | tee /tmp/ctrain-sgemm.txt || exit 1
