@@ -6,8 +6,10 @@
  * JSON schema "ctrain-time/1" (one object; numbers that are not finite are null):
  *   schema, framework ("ctrain 0.1.0"; bench/torch_timing.py writes "pytorch ..."), ctrain_version,
  *   date (UTC, ISO 8601), command
- *   host: { hostname, os, cpu, cpu_features, logical_cores, blas, blas_core, hdf5, gpu }
- *                                            blas_core: the kernels OpenBLAS ran and who chose them
+ *   host: { hostname, os, cpu, cpu_features, logical_cores, blas, blas_core, kernels, hdf5, gpu }
+ *                                            blas_core: the kernels OpenBLAS ran and who chose them;
+ *                                            kernels: ctrain's own (AVX-512, AVX2 or none; absent in
+ *                                            files written before they were recorded)
  *   model, model_desc, protocol, data, data_desc, device, device_desc
  *   threads, batch, seed, n_train, n_val     samples per epoch (pairs or images)
  *   ranks                                    data-parallel ranks (mpirun -np N), each with `threads`
@@ -219,6 +221,7 @@ typedef struct {
     double threads, ranks, batch, n_train, n_val;
     double sec_median, sec_min, sec_max, samples_per_s, gflops, peak, fma_peak;
     const char *blas;                      /* host.blas_core (else host.blas), "" when absent */
+    const char *kernels;                   /* host.kernels, "" when absent (older files, PyTorch's) */
     int n_epochs;
     double loss, val_loss, val_accuracy;   /* of the last epoch */
 } result_file;
@@ -324,6 +327,8 @@ static ct_status read_result(result_file *rf)
     if (!json_is_string(blas)) blas = json_object_get(host, "blas");
     rf->fma_peak = json_is_number(fma) ? json_number_value(fma) : NAN;
     rf->blas = json_is_string(blas) ? json_string_value(blas) : "";
+    const json_t *kernels = json_object_get(host, "kernels");
+    rf->kernels = json_is_string(kernels) ? json_string_value(kernels) : "";
     return need_num(rf, r, "", "peak_gflops", &rf->peak);
 }
 
@@ -404,6 +409,7 @@ int time_compare(int n, char **paths)
     STR_ROW("protocol", protocol);
     STR_ROW("software", framework);
     STR_ROW("blas", blas);
+    STR_ROW("ctrain's kernels", kernels);
     STR_ROW("date", date);
     NUM_ROW("ranks", "%.0f", rf[i].ranks);
     NUM_ROW("threads (per rank)", "%.0f", rf[i].threads);

@@ -57,9 +57,9 @@ else bad "RUNPATH not as expected:$runpath_bad"; fi
 # 2. portable instruction set: AVX registers only inside the .arch_x86_64_v3/v4 clones
 #    and the functions written for one instruction set with target("..."), which run
 #    only after a cpuid check: the FMA peak loops (core/peak.c, ct_fma_isa_best), the
-#    packed kernel (layers/gemm_packed.c, ct_gemm_packed_available) and the LSTM's fused
-#    step (layers/lstm_fused.c, ct_lstm_fused_ok)
-avx_dispatched='fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|fused_step_sigmoid|fused_step_hard'
+#    packed kernel's AVX-512 and AVX2 versions (layers/gemm_packed.c, ct_kernels_get) and
+#    the LSTM's fused step (layers/lstm_fused.c, ct_lstm_fused_ok)
+avx_dispatched='fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|strip2_whole|strip2_part|fused_step_sigmoid|fused_step_hard'
 avx_bad=""
 for f in "$root"/libexec/*/*; do
   case $f in *.sh) continue ;; esac

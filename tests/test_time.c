@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "tests/test.h"
+#include "layers/gemm_packed.h"
 #include "io/json.h"
 #include "io/svg.h"
 #include "cuda/device.h"
@@ -332,8 +333,8 @@ static void test_command(void)
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0, "exit %d: %s", rc, out);
     const char *rows[] = { "file", "host", "device", "model", "s/epoch median", "train samples/s", "GFLOP/s", "speed vs first",
-                           "FMA peak GFLOP/s", "of FMA peak", "sgemm peak GFLOP/s", "of sgemm peak", "blas" };
-    for (int i = 0; i < 13; i++) t_check(table_line(out, rows[i]) != NULL, "--compare lacks the row %s: %s", rows[i], out);
+                           "FMA peak GFLOP/s", "of FMA peak", "sgemm peak GFLOP/s", "of sgemm peak", "blas", "ctrain's kernels" };
+    for (int i = 0; i < 14; i++) t_check(table_line(out, rows[i]) != NULL, "--compare lacks the row %s: %s", rows[i], out);
     char model[512];
     line_of(model, sizeof model, table_line(out, "model"));
     t_check(strstr(model, "siamese-lstm") && strstr(model, "cnn"), "both models side by side: %s", out);
@@ -354,6 +355,9 @@ static void test_command(void)
     t_check(strstr(row, "n/a") != NULL, "the old file has no FMA peak: n/a expected: %s", out);
     line_of(row, sizeof row, table_line(out, "train samples/s"));
     t_check(strstr(row, "1491.3") != NULL, "the old file's samples/s (1491.3): %s", out);
+    line_of(row, sizeof row, table_line(out, "ctrain's kernels"));
+    t_check(strstr(row, ct_kernels_name(ct_kernels_get())) != NULL, "today's file names ctrain's kernels (%s), the old one none: %s",
+            ct_kernels_name(ct_kernels_get()), out);
 
     t_case("time/--compare on a missing, corrupt or foreign file fails naming it");
     char bad[300];
