@@ -1,6 +1,7 @@
 /* gemm_packed.c - C += A op(B) over a B packed once (see gemm_packed.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "layers/gemm_packed.h"
 #include "core/error.h"
 
@@ -56,7 +57,7 @@ ct_status ct_kernels_init(void)
     if (!e || !*e) return CT_OK;
     static const char *const words[] = { "blas", "avx2", "avx512" };
     for (int k = CT_KERNELS_BLAS; k <= CT_KERNELS_AVX512; k++)
-        if (!strcmp(e, words[k])) {
+        if (!strcasecmp(e, words[k])) {
             if (k > (int)cpu)
                 return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: this CPU cannot run them (its widest are %s): unset it or "
                                "choose a narrower set", e, ct_kernels_name(cpu));
@@ -229,12 +230,10 @@ void strip2(const int WHOLE, int M, int K, const float *A, size_t ai, size_t ak,
 #define TILE2(r) tile2(r, WHOLE, K, aoff ? A : A + (size_t)i * ai, ai, ak, aoff ? aoff + i : NULL, panel, ldp, boff, \
                        C + (size_t)i * ldc, ldc, m, acc)
     for (; i + MR2 <= M; i += MR2) TILE2(MR2);
-    switch (M - i) {
-    case 1: TILE2(1); break;
-    case 2: TILE2(2); break;
-    case 3: TILE2(3); break;
-    case 4: TILE2(4); break;
-    case 5: TILE2(5); break;
+    switch (M - i) {   /* the rows that do not fill a whole tile, one instance per count */
+#define CASE(r) case r: TILE2(r); break;
+    CASE(1) CASE(2) CASE(3) CASE(4) CASE(5)
+#undef CASE
     default: break;
     }
 #undef TILE2

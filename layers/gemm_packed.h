@@ -35,8 +35,8 @@
 
 /* ctrain's own CPU kernels (these products, the LSTM step of layers/lstm_fused.h): which
  * instruction set they run on. Chosen once, the widest the CPU has (and the OS saves the
- * registers of); CTRAIN_CPU_KERNELS=avx2 or blas in the environment asks for a narrower set,
- * to compare them (blas: none of ctrain's kernels, OpenBLAS for every product). */
+ * registers of); CTRAIN_CPU_KERNELS=avx2 or blas in the environment (any case) asks for a
+ * narrower set, to compare them (blas: none of ctrain's kernels, OpenBLAS for every product). */
 typedef enum { CT_KERNELS_BLAS = 0, CT_KERNELS_AVX2 = 1, CT_KERNELS_AVX512 = 2 } ct_kernels;
 /* The set in use. */
 ct_kernels  ct_kernels_get(void);
