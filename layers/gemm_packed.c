@@ -1,4 +1,5 @@
 /* gemm_packed.c - C += A op(B) over a B packed once (see gemm_packed.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -69,7 +70,10 @@ ct_status ct_kernels_init(void)
 
 ct_kernels ct_kernels_get(void)
 {
-    if (kernels_in_use < 0) (void)ct_kernels_init();   /* a bad value was reported by whoever called init first */
+    /* a program that did not call ct_kernels_init first (the CLI does, and stops on a bad value):
+     * a bad value is said once, and the CPU's widest set runs */
+    if (kernels_in_use < 0 && ct_kernels_init() != CT_OK)
+        fprintf(stderr, "ctrain: warning: %s; running %s\n", ct_last_error(), ct_kernels_name((ct_kernels)kernels_in_use));
     return (ct_kernels)kernels_in_use;
 }
 

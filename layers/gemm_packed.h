@@ -38,7 +38,8 @@
  * registers of); CTRAIN_CPU_KERNELS=avx2 or blas in the environment (any case) asks for a
  * narrower set, to compare them (blas: none of ctrain's kernels, OpenBLAS for every product). */
 typedef enum { CT_KERNELS_BLAS = 0, CT_KERNELS_AVX2 = 1, CT_KERNELS_AVX512 = 2 } ct_kernels;
-/* The set in use. */
+/* The set in use (the first call reads CTRAIN_CPU_KERNELS when ct_kernels_init has not:
+ * a bad value is one warning on stderr, and the CPU's widest set runs). */
 ct_kernels  ct_kernels_get(void);
 /* The widest set this CPU runs. */
 ct_kernels  ct_kernels_cpu(void);
