@@ -18,6 +18,7 @@
 #   6. scripts/gpu-check.sh on a machine without a GPU stops quickly, says so, exits 3;
 #   7. its end-to-end step (scripts/gpu-e2e.sh) from the extracted copy, on the CPU: every
 #      model trained and evaluated twice from the same weights, on data it makes;
+#      and its exact-resume step (scripts/gpu-resume.sh) on the CPU on the same data;
 #   8. the tarball's own Open MPI (bin/mpirun) runs the data-parallel suite with the
 #      system's Open MPI hidden (a private mount namespace: root and unshare -m), loading
 #      nothing from the system but glibc and the CUDA libraries (LD_DEBUG=libs).
@@ -148,6 +149,16 @@ dt=$(($(date +%s) - t0))
 if [ $rc = 0 ] && [ "$(grep -c '^ok ' "$tmp/e2e.txt")" = 3 ]; then
   ok "scripts/gpu-e2e.sh on the CPU, from the extracted copy: three models trained and evaluated (${dt}s)"
 else bad "scripts/gpu-e2e.sh on the CPU: exit $rc in ${dt}s: $(tail -n 4 "$tmp/e2e.txt")"; fi
+
+# 7b. its exact-resume step (scripts/gpu-resume.sh), on the CPU, on the end-to-end step's data
+t0=$(date +%s)
+bare RESUME_THREADS=2 CTRAIN_CUDA_LIBS=/nonexistent sh "$root/scripts/gpu-resume.sh" "$root/bin/ctrain" "$tmp/resume" cpu \
+  "$tmp/e2e/data/feats.h5" "$tmp/e2e/data/images" > "$tmp/resume.txt" 2>&1
+rc=$?
+dt=$(($(date +%s) - t0))
+if [ $rc = 0 ] && [ "$(grep -c '^ok ' "$tmp/resume.txt")" = 2 ]; then
+  ok "scripts/gpu-resume.sh on the CPU, from the extracted copy: two models stopped, resumed, bit-identical (${dt}s)"
+else bad "scripts/gpu-resume.sh on the CPU: exit $rc in ${dt}s: $(tail -n 4 "$tmp/resume.txt")"; fi
 
 # 8. Open MPI's runtime from the tarball, with the system's own hidden: its folders (ompi_info
 #    names them) and PMIx's under empty file systems, its launchers under /dev/null

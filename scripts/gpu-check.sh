@@ -29,6 +29,8 @@
 #             bit-identical to a plain run (a build with MPI; the tarball's bin/mpirun or the
 #             machine's; NCCL found as the launcher finds it, e.g. PyTorch's nvidia/nccl;
 #             compared with h5diff, or h5py where HDF5's tools are missing)
+#   resume    scripts/gpu-resume.sh: siamese-lstm and cnn on the GPU, stopped inside an epoch     120
+#             and resumed from the checkpoint, weights bit-identical to the uninterrupted run
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
 #             with `python3` from PATH (the same workloads as the time-* steps)          75 each
 #   cpu-tests the whole test suite once (in the background, beside racecheck)          240
@@ -42,7 +44,8 @@
 # 3 when no GPU was found. GPU_CHECK_THREADS (default 16) sets the CPU threads.
 # GPU_CHECK_STEPS="gpu-tests memcheck ..." runs only the steps named (a name without its
 # model, e.g. time, tf32 or torch, selects all of its models); the others are recorded as
-# not run. GPU_CHECK_WITHOUT_GPU=1 goes on without a GPU (every GPU step then fails): only
+# not run. GPU_CHECK_SUITES="mpi checkpoint" limits cpu-tests to those suites of the test runner.
+# GPU_CHECK_WITHOUT_GPU=1 goes on without a GPU (every GPU step then fails): only
 # for testing this script on a machine without one.
 set -u
 
@@ -140,6 +143,10 @@ def tests(name, env_ok):
     r = "%d passed, %d failed, %d skipped" % (p, f, s)
     if env_fails:
         r += " (%d of the failures: a prerequisite missing on this machine, not ctrain: %s)" % (len(env_fails), "; ".join(env_fails))
+    others = [x for x in fails if x not in env_fails]
+    if others:   # ctrain's own failures, each with the first check that failed in it
+        why = lambda x: next((c[len(x) + 2:][:160] for c in checks if c.startswith(x + ": ")), "")
+        r += "; FAILED: " + "; ".join(("%s (%s)" % (x, why(x)) if why(x) else x)[:240] for x in others)
     if steps[name][0] in ("124", "137"):
         r += ", " + status(name)
     return r
@@ -222,9 +229,12 @@ if gpu:
     lines.extend("  " + l for l in (e2e or ["no result lines: see e2e.log"]))
     said = [l for l in text("nccl.log").splitlines() if l.startswith(("nccl: ", "h5py: ", "ctrain train: "))]
     lines.append("nccl, one rank through NCCL vs a plain run (%s)%s" % (status("nccl"), ": " + said[-1][:150] if said else ""))
+    res = [l for l in text("resume.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
+    lines.append("resume on the GPU (%s):" % status("resume"))
+    lines.extend("  " + l[:200] for l in (res or ["no result lines: see resume.log"]))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "e2e", "nccl",
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
     for k in steps:
@@ -256,7 +266,8 @@ finish() {
     if [ "$(cat "$out/.steps/verdict" 2>/dev/null)" = ok ]; then st=0; else st=1; fi
   fi
   tmp=$(mktemp /tmp/gpu-check.XXXXXX) || exit "$st"
-  if tar -C "$(dirname "$out")" --exclude=.steps -czf "$tmp" "$(basename "$out")" 2>>"$log"; then
+  # the logs, JSON and TensorBoard files; not the made-up data and trained weights (tens of MB)
+  if tar -C "$(dirname "$out")" --exclude=.steps --exclude=data --exclude="*.h5" -czf "$tmp" "$(basename "$out")" 2>>"$log"; then
     chmod 644 "$tmp"; mv "$tmp" "$out/gpu-check.tar.gz" && echo "everything is in $out/gpu-check.tar.gz (summary: $out/summary.txt)"
   else
     rm -f "$tmp"; echo "gpu-check: could not bundle $out into gpu-check.tar.gz (see $log)"
@@ -470,6 +481,13 @@ else
   not_run nccl "needs mpirun (${mpirun:-none}), h5diff or h5py (${same_weights:+found}), and a ctrain with MPI that finds NCCL (ctrain info: $("$ctrain" info 2>/dev/null | grep '^Data-parallel' || echo '?'))"
 fi
 
+# ---- 3c. exact resume on the GPU: stopped inside an epoch and resumed = the uninterrupted run,
+# bit for bit (scripts/gpu-resume.sh), on the end-to-end step's data where it made some ----
+rfeats=synthetic; rimages=synthetic
+[ -f "$out/e2e/data/feats.h5" ] && rfeats=$out/e2e/data/feats.h5
+[ -d "$out/e2e/data/images" ] && rimages=$out/e2e/data/images
+run_step resume 120 env RESUME_THREADS=4 sh "$here/scripts/gpu-resume.sh" "$ctrain" "$out/resume" gpu "$rfeats" "$rimages"
+
 # ---- 4. the PyTorch peers, same workloads ----
 py_ok=0
 if have python3 && tmo 120 python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' > "$out/torch-probe.log" 2>&1; then py_ok=1; fi
@@ -487,7 +505,7 @@ for tf in "" "--tf32"; do
 done
 
 # ---- 5. the whole suite (background) beside the race check ----
-run_step cpu-tests 240 "$tests" &
+run_step cpu-tests 240 "$tests" ${GPU_CHECK_SUITES:-} &
 cpu_pid=$!
 if [ -n "$san" ]; then
   if "$san" --help 2>&1 | grep -q -e '--kernel-regex'; then kfilter="--kernel-regex kns=_kernel|_reduce"; else kfilter="--kernel-name kns=_kernel"; fi
