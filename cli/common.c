@@ -7,6 +7,7 @@
 #include <string.h>
 #include "cli/common.h"
 #include "core/threads.h"
+#include "cuda/device.h"
 
 /* The process's MPI rank and job (one rank without mpirun), set up by main (cli/ctrain.c). */
 ct_dist cli_dist = { .size = 1, .local_size = 1, .timeout_s = CT_DIST_TIMEOUT_DEFAULT, .check_every = 1 };
@@ -65,7 +66,8 @@ const char *CLI_TRAIN_HELP =
     "  --checkpoint FILE.h5  write a checkpoint (weights, optimizer, RNG and data state) after every epoch\n"
     "  --checkpoint-every N  ... and after every N batches\n"
     "  --resume FILE.h5      continue a run exactly where its checkpoint stopped; the model and training\n"
-    "                        settings come from the file (flags given override them, e.g. --epochs)\n"
+    "                        settings come from the file (flags given override them, e.g. --epochs);\n"
+    "                        resumed on a GPU, its --tf32 and --deterministic too\n"
     "  --save-best FILE.h5   checkpoint of the best epoch so far by --monitor\n"
     "  --monitor NAME        val_loss (default), val_accuracy, val_eer, loss or accuracy\n"
     "  --early-stopping N    stop after N epochs without improvement of --monitor; the best weights\n"
@@ -104,6 +106,15 @@ const char *CLI_TRAIN_HELP =
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt)
 {
     memset(fit, 0, sizeof *fit);
+    /* A resumed run computes what the uninterrupted one would: on a GPU it keeps the checkpoint's
+     * precision and algorithm choice (without --deterministic, cuDNN may pick convolution
+     * algorithms that sum in a different order every run); on the CPU they mean nothing. */
+    int gpu_index = -1;
+    CT_TRY(ct_gpu_parse_device(o->device, &gpu_index));
+    if (gpu_index >= 0) {
+        o->tf32 |= o->ckpt_tf32;
+        o->deterministic |= o->ckpt_deterministic;
+    }
     CT_TRY(cli_open_device(o->device, o->tf32, o->deterministic, &o->ops));
     ct_optim_kind kind = default_opt;
     if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
@@ -159,6 +170,8 @@ void cli_train_to_meta(ct_kv *kv, const cli_train_opts *o, const ct_fit_config *
     ct_kv_set_int(kv, "epochs", o->epochs);
     ct_kv_set_int(kv, "seed", o->seed);
     ct_kv_set_str(kv, "data", o->data);
+    ct_kv_set_int(kv, "tf32", o->tf32);
+    ct_kv_set_int(kv, "deterministic", o->deterministic);
 }
 
 void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
@@ -174,6 +187,8 @@ void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
     ct_kv_int(kv, "epochs", &o->epochs);
     ct_kv_long(kv, "seed", &o->seed);
     ct_kv_str(kv, "data", &o->data);
+    ct_kv_int(kv, "tf32", &o->ckpt_tf32);   /* older checkpoints have neither: 0 */
+    ct_kv_int(kv, "deterministic", &o->ckpt_deterministic);
 }
 
 /* With --resume anywhere on the command line, read the checkpoint's configuration

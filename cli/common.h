@@ -13,6 +13,7 @@
 typedef struct {
     const char *data, *out, *device, *optimizer, *schedule;
     int tf32, deterministic;             /* GPU precision and algorithm choice (cuda/device.h) */
+    int ckpt_tf32, ckpt_deterministic;   /* the same, recorded in a --resume checkpoint: taken on a GPU */
     const ct_ops *ops;                   /* the device opened by cli_finish_train_opts */
     int epochs, batch, threads, progress;
     long seed;

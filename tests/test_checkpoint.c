@@ -516,6 +516,39 @@ static void case_resume(const char *model, const char *base, int threads)
     t_check(!strcmp(la, lb), "log lines differ:\none run:\n%sstopped and resumed:\n%s", la, lb);
 }
 
+/* The checkpoint records the GPU's options (--tf32, --deterministic) so that a run resumed on a
+ * GPU sums as the uninterrupted one did (cli/common.c; run on a GPU by scripts/gpu-resume.sh);
+ * resumed on the CPU, a checkpoint that has them set is taken as it is, not refused. */
+static void case_gpu_options_recorded(void)
+{
+    const char *ck = tpath("gpuopts.h5");
+    char args[1024];
+    unlink(ck);
+    t_case("checkpoint/--tf32 and --deterministic recorded (0 on the CPU); set in a checkpoint, its CPU resume goes on");
+    snprintf(args, sizeof args, "%s --epochs 2 --stop-after-steps 3 --threads 1 --checkpoint %s", CNN, ck);
+    int rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "first part exit %d: %s", rc, out1);
+    hid_t f = H5Fopen(ck, H5F_ACC_RDWR, H5P_DEFAULT);
+    const char *keys[] = { "tf32", "deterministic" };
+    for (int k = 0; k < 2; k++) {
+        long long v = -1, one = 1;
+        hid_t a = f >= 0 ? H5Aopen_by_name(f, "training", keys[k], H5P_DEFAULT, H5P_DEFAULT) : -1;
+        t_check(a >= 0 && H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0 && v == 0, "/training attribute %s: %lld (want 0)", keys[k], v);
+        if (a >= 0) H5Aclose(a);
+        /* replaced, not rewritten: HDF5 1.10 fails to rewrite an attribute kept in dense storage */
+        hid_t s = H5Screate(H5S_SCALAR);
+        a = f >= 0 && H5Adelete_by_name(f, "training", keys[k], H5P_DEFAULT) >= 0
+            ? H5Acreate_by_name(f, "training", keys[k], H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
+        t_check(a >= 0 && H5Awrite(a, H5T_NATIVE_LLONG, &one) >= 0, "cannot set /training attribute %s", keys[k]);
+        if (a >= 0) H5Aclose(a);
+        H5Sclose(s);
+    }
+    if (f >= 0) H5Fclose(f);
+    snprintf(args, sizeof args, "train small-cnn --resume %s --threads 1 --no-progress", ck);
+    rc = run(args, out2, sizeof out2);
+    t_check(rc == 0 && strstr(out2, "Resuming from") && strstr(out2, "Epoch 2/2"), "the CPU resume of a checkpoint with the GPU options set: exit %d: %s", rc, out2);
+}
+
 /* Count "<base>.tmp-*" files and other files in tdir. */
 static void dir_census(const char *base, int *temps, int *others)
 {
@@ -1468,6 +1501,7 @@ void suite_checkpoint(void)
     case_resume("cnn", FCNN, 1);
     case_resume("siamese-lstm", SIAM, 2);
     case_resume("small-cnn", CNN, 2);
+    case_gpu_options_recorded();
     case_kill_loop();
     case_signal_in_fit();
     case_signals();
