@@ -22,6 +22,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"   /* nccl.h declares f() for f(void) */
 #include <nccl.h>
+#include "cuda/device.h"
 #pragma GCC diagnostic pop
 #endif
 
@@ -490,11 +491,38 @@ ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t
 #ifdef CT_HAVE_NCCL
 int ct_dist_nccl_compiled(void) { return 1; }
 
+/* NCCL takes one GPU per rank (two ranks on one GPU: "invalid usage" at its start, naming
+ * nothing): the ranks compare their GPUs' UUIDs first, and a shared one is one line naming
+ * the ranks and the fix, on every rank alike. */
+static ct_status check_gpus_distinct(ct_dist *d)
+{
+    const ct_gpu *g = ct_gpu_current();
+    unsigned char mine[16] = { 0 };
+    if (g) memcpy(mine, g->uuid, sizeof mine);
+    unsigned char *all = ct_malloc((size_t)d->size * sizeof mine, "GPU ids");   /* [size][16] */
+    if (!all) return CT_ENOMEM;
+    MPI_Request req;
+    ct_status st = CT_OK;
+    if (MPI_Iallgather(mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        st = ct_fail(CT_EIO, "rank %d: MPI could not start comparing the ranks' GPUs", d->rank);
+    if (st == CT_OK) st = wait_for(d, &req, "comparing the ranks' GPUs");
+    for (int i = 0; st == CT_OK && i < d->size; i++)
+        for (int j = i + 1; st == CT_OK && j < d->size; j++)
+            if (!memcmp(all + (size_t)i * sizeof mine, all + (size_t)j * sizeof mine, sizeof mine))
+                st = ct_fail(CT_EINVAL, "ranks %d and %d are on one GPU%s%s: NCCL needs a GPU of its own for each rank; start at "
+                             "most as many ranks on a machine as it has GPUs, or give each rank its own with CUDA_VISIBLE_DEVICES",
+                             i, j, g ? ", " : "", g ? g->name : "");
+    if (st != CT_OK && !dist_broken) d->agreed_failure = 1;   /* every rank saw the same ids */
+    free(all);
+    return st;
+}
+
 ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops)
 {
     if (!d || !d->mpi || ops->host_memory || d->nccl) return CT_OK;
     CT_TRY(refuse_if_broken(d, "starting NCCL"));
     CT_TRY(ct_dist_agree(d, ct_dist_nccl_load()));   /* every rank, or none: the others must not wait */
+    CT_TRY(check_gpus_distinct(d));
     ncclUniqueId id;
     ct_status st = CT_OK;
     if (d->rank == 0 && nccl.GetUniqueId(&id) != ncclSuccess) st = ct_fail(CT_EIO, "NCCL could not make its id (ncclGetUniqueId)");
