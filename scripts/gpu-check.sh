@@ -106,6 +106,9 @@ for p in glob.glob(os.path.join(out, ".steps", "*")):
     steps[os.path.basename(p)] = (f[0], int(f[1]), f[2].strip() if len(f) > 2 else "")
 
 def text(name):
+    # the log of a step not run this time is an earlier run's, when OUTDIR is used again
+    if name.endswith(".log") and steps.get(name[:-4], ("",))[0] == "skip":
+        return ""
     try:
         return open(os.path.join(out, name), errors="replace").read()
     except OSError:
@@ -226,12 +229,12 @@ if gpu:
                                                 "%.1f" % s[1] if s else "n/a", status("seed") + ("" if s or not why else ": " + why[-1][:110])))
     e2e = [l for l in text("e2e.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
     lines.append("end to end (%s):" % status("e2e"))
-    lines.extend("  " + l for l in (e2e or ["no result lines: see e2e.log"]))
+    lines.extend("  " + l for l in (e2e or ([] if status("e2e").startswith("not run") else ["no result lines: see e2e.log"])))
     said = [l for l in text("nccl.log").splitlines() if l.startswith(("nccl: ", "h5py: ", "ctrain train: "))]
     lines.append("nccl, one rank through NCCL vs a plain run (%s)%s" % (status("nccl"), ": " + said[-1][:150] if said else ""))
     res = [l for l in text("resume.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
     lines.append("resume on the GPU (%s):" % status("resume"))
-    lines.extend("  " + l[:200] for l in (res or ["no result lines: see resume.log"]))
+    lines.extend("  " + l[:200] for l in (res or ([] if status("resume").startswith("not run") else ["no result lines: see resume.log"])))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
     for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "e2e", "nccl", "resume",
