@@ -135,7 +135,6 @@ ct_status ct_gpu_open(int index, const ct_gpu_options *opt)
     struct cudaDeviceProp prop;
     CUDA_TRY_OPEN(cudaGetDeviceProperties(&prop, index));
     snprintf(gpu_ctx.name, sizeof gpu_ctx.name, "%s", prop.name);
-    memcpy(gpu_ctx.uuid, prop.uuid.bytes, sizeof gpu_ctx.uuid);
     gpu_ctx.total_mem = prop.totalGlobalMem;
     gpu_ctx.cc_major = prop.major;
     gpu_ctx.cc_minor = prop.minor;

@@ -57,7 +57,6 @@ typedef struct {
     struct cudnnContext *cudnn;
     /* what ct_gpu_describe prints */
     char name[256];
-    unsigned char uuid[16];            /* the device's UUID (cudaDeviceProp.uuid): the same GPU seen by two processes */
     size_t total_mem;                  /* bytes */
     int cc_major, cc_minor;            /* compute capability */
     int driver_version, runtime_version; /* CUDA versions as 1000 * major + 10 * minor */

@@ -22,7 +22,6 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"   /* nccl.h declares f() for f(void) */
 #include <nccl.h>
-#include "cuda/device.h"
 #pragma GCC diagnostic pop
 #endif
 
@@ -496,22 +495,30 @@ int ct_dist_nccl_compiled(void) { return 1; }
  * the ranks and the fix, on every rank alike. */
 static ct_status check_gpus_distinct(ct_dist *d)
 {
-    const ct_gpu *g = ct_gpu_current();
-    unsigned char mine[16] = { 0 };
-    if (g) memcpy(mine, g->uuid, sizeof mine);
-    unsigned char *all = ct_malloc((size_t)d->size * sizeof mine, "GPU ids");   /* [size][16] */
-    if (!all) return CT_ENOMEM;
-    MPI_Request req;
+    /* the rank's GPU, as the CUDA runtime has it current (cuda/device.c opened it) */
+    struct cudaDeviceProp prop;
+    int dev = -1;
     ct_status st = CT_OK;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        cudaGetLastError();
+        st = ct_fail(CT_ENODEV, "rank %d: the CUDA runtime names no current GPU", d->rank);
+    }
+    unsigned char mine[16];
+    unsigned char *all = st == CT_OK ? ct_malloc((size_t)d->size * sizeof mine, "GPU ids") : NULL;   /* [size][16] */
+    if (st == CT_OK && !all) st = CT_ENOMEM;
+    st = ct_dist_agree(d, st);   /* every rank goes on to the gather, or none */
+    if (st != CT_OK) { free(all); return st; }
+    memcpy(mine, prop.uuid.bytes, sizeof mine);
+    MPI_Request req;
     if (MPI_Iallgather(mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, MPI_COMM_WORLD, &req) != MPI_SUCCESS)
         st = ct_fail(CT_EIO, "rank %d: MPI could not start comparing the ranks' GPUs", d->rank);
     if (st == CT_OK) st = wait_for(d, &req, "comparing the ranks' GPUs");
     for (int i = 0; st == CT_OK && i < d->size; i++)
         for (int j = i + 1; st == CT_OK && j < d->size; j++)
             if (!memcmp(all + (size_t)i * sizeof mine, all + (size_t)j * sizeof mine, sizeof mine))
-                st = ct_fail(CT_EINVAL, "ranks %d and %d are on one GPU%s%s: NCCL needs a GPU of its own for each rank; start at "
+                st = ct_fail(CT_EINVAL, "ranks %d and %d are on one GPU, %s: NCCL needs a GPU of its own for each rank; start at "
                              "most as many ranks on a machine as it has GPUs, or give each rank its own with CUDA_VISIBLE_DEVICES",
-                             i, j, g ? ", " : "", g ? g->name : "");
+                             i, j, prop.name);
     if (st != CT_OK && !dist_broken) d->agreed_failure = 1;   /* every rank saw the same ids */
     free(all);
     return st;
