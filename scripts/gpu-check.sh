@@ -230,7 +230,7 @@ if gpu:
     e2e = [l for l in text("e2e.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
     lines.append("end to end (%s):" % status("e2e"))
     lines.extend("  " + l for l in (e2e or ([] if status("e2e").startswith("not run") else ["no result lines: see e2e.log"])))
-    said = [l for l in text("nccl.log").splitlines() if l.startswith(("nccl: ", "h5py: ", "ctrain train: "))]
+    said = [l for l in text("nccl.log").splitlines() if l.startswith(("nccl: ", "h5py: ", "h5diff: ", "ctrain train: "))]
     lines.append("nccl, one rank through NCCL vs a plain run (%s)%s" % (status("nccl"), ": " + said[-1][:150] if said else ""))
     res = [l for l in text("resume.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
     lines.append("resume on the GPU (%s):" % status("resume"))
@@ -464,16 +464,9 @@ run_step e2e 150 env E2E_THREADS="$threads" sh "$here/scripts/gpu-e2e.sh" "$ctra
 # weights are compared with h5diff, or with h5py where HDF5's tools are not installed
 mpirun=""
 if [ -x "$here/bin/mpirun" ]; then mpirun=$here/bin/mpirun; elif have mpirun; then mpirun=mpirun; fi
-same_weights=""
-if have h5diff; then same_weights="h5diff '$out/nccl-1rank.h5' '$out/nccl-plain.h5' model model"
-elif have python3 && python3 -c 'import h5py, numpy' 2>/dev/null; then
-  same_weights="python3 -c 'import sys, h5py, numpy as np
-a, b = h5py.File(sys.argv[1], \"r\"), h5py.File(sys.argv[2], \"r\")
-names = []
-a[\"model\"].visit(lambda n: names.append(n) if isinstance(a[\"model\"][n], h5py.Dataset) else None)
-bad = [n for n in names if n not in b[\"model\"] or not np.array_equal(a[\"model\"][n][()], b[\"model\"][n][()])]
-print(\"h5py: %d tensors compared, %d differ %s\" % (len(names), len(bad), bad[:5]))
-sys.exit(1 if bad or not names else 0)' '$out/nccl-1rank.h5' '$out/nccl-plain.h5'"
+same_weights=""   # scripts/same-weights.sh needs h5diff, or h5py and numpy
+if have h5diff || { have python3 && python3 -c 'import h5py, numpy' 2>/dev/null; }; then
+  same_weights="sh '$here/scripts/same-weights.sh' '$out/nccl-1rank.h5' '$out/nccl-plain.h5'"
 fi
 if [ -n "$mpirun" ] && [ -n "$same_weights" ] && "$ctrain" info 2>/dev/null | grep -q "GPU gradients: NCCL 2"; then
   nccl_run="$ctrain train cnn --data synthetic --samples 1024 --val-samples 0 --epochs 1 --batch 64 --device gpu --deterministic --threads 4 --no-progress"

@@ -11,43 +11,19 @@
 # shorter sequences, which the GPU LSTM runs on cuDNN's standard algorithm, alternate with
 # full-length ones, which it runs on the persistent kernel: the resumed run must choose the
 # same algorithm for each batch as the uninterrupted one); cnn (the Keras mnist_cnn: dropout,
-# deterministic convolutions) on IMAGES_DIR. Weights compared with h5diff, else h5py.
+# deterministic convolutions) on IMAGES_DIR. Weights compared by scripts/same-weights.sh.
 # Prints one line per model and exits 1 if any check failed. RESUME_THREADS sets the CPU threads.
 set -u
 [ $# -ge 2 ] || { echo "usage: scripts/gpu-resume.sh CTRAIN OUTDIR [DEVICE [FEATS.h5 [IMAGES_DIR]]]" >&2; exit 2; }
 ctrain=$1; out=$2; dev=${3:-gpu}; feats=${4:-synthetic}; images=${5:-synthetic}
 threads=${RESUME_THREADS:-4}
+here=$(cd "$(dirname -- "$0")" && pwd -P) || exit 2
 stop=21
 mkdir -p "$out" || exit 2
 fail=0
 
 # same A B: the weights under /model of two files equal bit for bit (prints how they compare)
-same() {
-  if command -v h5diff >/dev/null 2>&1; then
-    h5diff "$1" "$2" model model > /dev/null 2>&1 && { echo "h5diff: equal"; return 0; }
-    echo "h5diff: the weights differ"; return 1
-  fi
-  for py in python3 /usr/bin/python3; do
-    command -v "$py" >/dev/null 2>&1 && "$py" -c 'import h5py, numpy' 2>/dev/null || continue
-    "$py" - "$1" "$2" <<'EOF'
-import sys, h5py, numpy as np
-a, b = h5py.File(sys.argv[1], "r")["model"], h5py.File(sys.argv[2], "r")["model"]
-names = []
-a.visit(lambda n: names.append(n) if isinstance(a[n], h5py.Dataset) else None)
-bad, worst = [], 0.0
-for n in names:
-    if n not in b or a[n].shape != b[n].shape:
-        bad.append(n); continue
-    x, y = np.asarray(a[n][()], np.float64), np.asarray(b[n][()], np.float64)
-    if not np.array_equal(x, y):
-        bad.append(n); worst = max(worst, float(np.max(np.abs(x - y))))
-print("h5py: %d tensors compared, %d differ%s" % (len(names), len(bad), " (largest difference %.3g, in %s)" % (worst, bad[:3]) if bad else ""))
-sys.exit(1 if bad or not names else 0)
-EOF
-    return $?
-  done
-  echo "neither h5diff nor python3 with h5py to compare the weights"; return 1
-}
+same() { sh "$here/same-weights.sh" "$1" "$2"; }
 
 for m in siamese-lstm cnn; do
   case $m in
