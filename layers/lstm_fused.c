@@ -79,7 +79,9 @@ INLINE __m512 v_hard_sigmoid(__m512 x)
 
 /* One tile: rows [0, MROWS) of the step, units [16u, 16u + 16) (every pointer already
  * at the tile's first row and, for gate/c/tc/h/cp/biases, its first unit). MROWS and
- * HARD are constants at each call, so the 24 accumulators live in registers. */
+ * HARD are constants at each call, so the 24 accumulators live in registers.
+ * HARD = PRODUCTS_ONLY stores the sums as they are (ct_lstm_fused_products). */
+#define PRODUCTS_ONLY 2
 INLINE void tile(const int MROWS, const int HARD, int Il, int H, const float *restrict x, const float *restrict hp,
                  const float *restrict cp, const float *restrict panel, const float *restrict b_ih,
                  const float *restrict b_hh, float *restrict gate, float *restrict c, float *restrict tc, float *restrict h)
@@ -92,6 +94,7 @@ INLINE void tile(const int MROWS, const int HARD, int Il, int H, const float *re
     for (int i = 0; i < MROWS; i++) {
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++) __builtin_prefetch(gate + (size_t)i * 4 * H + (size_t)q * H, 1, 3);
+        if (HARD == PRODUCTS_ONLY) continue;
         __builtin_prefetch(c + (size_t)i * H, 1, 3);
         __builtin_prefetch(tc + (size_t)i * H, 1, 3);
         __builtin_prefetch(h + (size_t)i * H, 1, 3);
@@ -119,6 +122,13 @@ INLINE void tile(const int MROWS, const int HARD, int Il, int H, const float *re
                 for (int q = 0; q < 4; q++) acc[i][q] = _mm512_fmadd_ps(a, b[q], acc[i][q]);
             }
         }
+    }
+    if (HARD == PRODUCTS_ONLY) {
+#pragma GCC unroll 6
+        for (int i = 0; i < MROWS; i++)
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) _mm512_storeu_ps(gate + (size_t)i * 4 * H + (size_t)q * H, acc[i][q]);
+        return;
     }
     /* the cell, as lstm.c's lstm_cell_forward: (z + b_ih) + b_hh, gates, c_t = f c_{t-1} + i g
      * (two products, then their sum), h_t = o tanh(c_t) */
@@ -152,9 +162,10 @@ INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const 
         const float *panel = wp + (size_t)u * (size_t)(Il + H) * 4 * UB;
         const size_t o = (size_t)u * UB;
         int i = 0;
-#define TILE(R) tile(R, HARD, Il, H, x + (size_t)i * Il, hprev ? hprev + (size_t)i * H : NULL, cprev + (size_t)i * H + o, \
-                     panel, b_ih + o, b_hh + o, gate + (size_t)i * G + o, c + (size_t)i * H + o, tc + (size_t)i * H + o, \
-                     h + (size_t)i * H + o)
+#define AT(p, n) ((p) ? (p) + (n) : NULL)   /* hprev at t = 0, and the cell's operands with PRODUCTS_ONLY, are NULL */
+#define TILE(R) tile(R, HARD, Il, H, x + (size_t)i * Il, AT(hprev, (size_t)i * H), AT(cprev, (size_t)i * H + o), \
+                     panel, AT(b_ih, o), AT(b_hh, o), gate + (size_t)i * G + o, AT(c, (size_t)i * H + o), \
+                     AT(tc, (size_t)i * H + o), AT(h, (size_t)i * H + o))
         for (; i + MR <= rows; i += MR) TILE(MR);
         switch (rows - i) {
         case 1: TILE(1); break;
@@ -165,6 +176,7 @@ INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const 
         default: break;
         }
 #undef TILE
+#undef AT
     }
 }
 
@@ -177,6 +189,16 @@ static CT_AVX512 __attribute__((noinline))
 void fused_step_hard(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
                const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
 { step(1, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
+
+static CT_AVX512 __attribute__((noinline))
+void fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
+{ step(PRODUCTS_ONLY, rows, Il, H, x, hprev, NULL, wp, NULL, NULL, z, NULL, NULL, NULL); }
+
+void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
+{
+    CT_ASSERT(ct_lstm_fused_ok(H) && Il >= 1);
+    if (rows >= 1) fused_products(rows, Il, H, x, hprev, wp, z);
+}
 
 void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                         const float *wp, const float *b_ih, const float *b_hh,
@@ -196,6 +218,12 @@ void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hp
 {
     (void)rows; (void)Il; (void)H; (void)x; (void)hprev; (void)cprev; (void)wp; (void)b_ih; (void)b_hh;
     (void)gate; (void)c; (void)tc; (void)h; (void)hard;
+    CT_ASSERT(0);
+}
+
+void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
+{
+    (void)rows; (void)Il; (void)H; (void)x; (void)hprev; (void)wp; (void)z;
     CT_ASSERT(0);
 }
 

@@ -44,5 +44,10 @@ void   ct_lstm_fused_pack(float *wp, const float *w_ih, const float *w_hh, int I
 void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                           const float *wp, const float *b_ih, const float *b_hh,
                           float *gate, float *c, float *tc, float *h, int hard);
+/* The same step's products alone: z [rows, 4H] = [x | hprev] [W_ih | W_hh]^T in the
+ * same tiles, order and sums, stored where the step stores its gates, with no bias,
+ * activation or cell update. Not part of training: bench_lstm --ceiling times it
+ * beside the step to show what the cell costs and what the products alone reach. */
+void   ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z);
 
 #endif

@@ -483,9 +483,52 @@ static void suite_fused(void)
     }
 }
 
+/* The fused step's products alone (ct_lstm_fused_products, what bench_lstm --ceiling
+ * times): z = [x | h_{t-1}] [W_ih | W_hh]^T must equal the packed product over the
+ * stacked rows [x | h_{t-1}] bit for bit (both sum k in order with fused multiply-adds
+ * from 0), and at t = 0 (no h_{t-1}) the product over x alone. z is NaN before, so
+ * every value must be written; 13 rows leave a partial tile, H = 48 three unit blocks. */
+static void suite_fused_products(void)
+{
+    if (!ct_lstm_fused_ok(16) || !ct_gemm_packed_available()) {
+        t_skip("lstm/fused products alone: this CPU has no AVX-512F, the fused step never runs here");
+        return;
+    }
+    const int cases[][3] = { { 13, 40, 48 }, { 6, 5, 16 }, { 1, 3, 32 } };   /* rows, Il, H */
+    ct_rng rng;
+    ct_rng_seed(&rng, 77, 3);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int rows = cases[c][0], Il = cases[c][1], H = cases[c][2], K = Il + H, G = 4 * H;
+        t_case("lstm/fused products alone = the packed product over [x | h]: rows=%d Il=%d H=%d, and at t = 0", rows, Il, H);
+        float *x = t_alloc((size_t)rows * Il), *h = t_alloc((size_t)rows * H), *wi = t_alloc((size_t)G * Il);
+        float *wh = t_alloc((size_t)G * H), *A = t_alloc((size_t)rows * K), *W = t_alloc((size_t)G * K);
+        float *wp = t_alloc(ct_lstm_fused_pack_floats(Il, H)), *bp = t_alloc(ct_gemm_pack_floats(K, G));
+        float *z = t_alloc((size_t)rows * G), *ref = t_alloc((size_t)rows * G);
+        for (int i = 0; i < rows * Il; i++) x[i] = ct_rng_uniform(&rng) - 0.5f;
+        for (int i = 0; i < rows * H; i++) h[i] = ct_rng_uniform(&rng) - 0.5f;
+        for (int i = 0; i < G * Il; i++) wi[i] = ct_rng_uniform(&rng) - 0.5f;
+        for (int i = 0; i < G * H; i++) wh[i] = ct_rng_uniform(&rng) - 0.5f;
+        for (int r = 0; r < rows; r++)
+            for (int k = 0; k < K; k++) A[(size_t)r * K + k] = k < Il ? x[(size_t)r * Il + k] : h[(size_t)r * H + k - Il];
+        for (int n = 0; n < G; n++)
+            for (int k = 0; k < K; k++) W[(size_t)n * K + k] = k < Il ? wi[(size_t)n * Il + k] : wh[(size_t)n * H + k - Il];
+        ct_lstm_fused_pack(wp, wi, wh, Il, H);
+        for (int t0 = 0; t0 < 2; t0++) {   /* t > 0, then t = 0 */
+            int Kt = t0 ? Il : K;
+            ct_gemm_pack(bp, W, K, 1, Kt, G);   /* the first Kt columns of W, transposed */
+            ct_gemm_packed(rows, G, Kt, A, K, 0, bp, ref, G, 0);
+            for (int i = 0; i < rows * G; i++) z[i] = NAN;
+            ct_lstm_fused_products(rows, Il, H, x, t0 ? NULL : h, wp, z);
+            t_close(t0 ? "z at t = 0" : "z", z, ref, (size_t)rows * G, 0);
+        }
+        free(x); free(h); free(wi); free(wh); free(A); free(W); free(wp); free(bp); free(z); free(ref);
+    }
+}
+
 void suite_lstm(void)
 {
     suite_fused();
+    suite_fused_products();
     suite_init();
     suite_contract();
     suite_workers();
