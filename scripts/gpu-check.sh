@@ -16,6 +16,9 @@
 #   gpu-tests `ctrain_tests gpu` with CT_REQUIRE_GPU=1 (a case that cannot run fails)   150
 #   memcheck  compute-sanitizer --tool memcheck --leak-check full on `ctrain_tests gpu`   200
 #   peak      bench_sgemm --device gpu: cuBLAS sgemm 8192^3, FP32 and TF32                  60
+#   ceiling   bench_lstm --ceiling --threads 2: the machine's CPU on 2 threads, the LSTM      60
+#             step as training runs it beside its matrix products alone, against the
+#             CPU's FP32 FMA peak (what the cell costs there; bench/RESULTS.md)
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
 #             --threads 16 --per-layer (synthetic data)                                90/120/60
 #             and, when this ctrain has --logdir, TensorBoard files of the CPU and
@@ -89,6 +92,8 @@ ctrain=$bindir/ctrain
 tests=$bindir/ctrain_tests
 sgemm=$bindir/bench_sgemm
 [ -x "$sgemm" ] || sgemm=$bindir/bench/bench_sgemm
+blstm=$bindir/bench_lstm
+[ -x "$blstm" ] || blstm=$bindir/bench/bench_lstm
 
 # ---- summary ----
 summarize() {
@@ -202,6 +207,9 @@ if gpu:
     t32 = re.findall(r"^cuBLAS sgemm TF32 +N= *(\d+) +median +([\d.]+)", pk, re.M)
     lines.append("peak: cuBLAS sgemm %s: FP32 %s GFLOP/s, TF32 %s GFLOP/s (%s)" % (
         "%s^3" % f32[0][0] if f32 else "?", f32[0][1] if f32 else "?", t32[0][1] if t32 else "?", status("peak")))
+    cl = re.findall(r"^  (step, .*|the cell .*)$", text("ceiling.log"), re.M)
+    lines.append("CPU LSTM on 2 threads, as trained and its products alone (%s):" % status("ceiling"))
+    lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in cl)
     lines.append("")
     lines.append("%-13s %-22s %10s %12s   %s" % ("model", "run", "s/epoch", "samples/s", "step"))
     ratio = []
@@ -237,7 +245,7 @@ if gpu:
     lines.extend("  " + l[:200] for l in (res or ([] if status("resume").startswith("not run") else ["no result lines: see resume.log"])))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "e2e", "nccl", "resume",
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
     for k in steps:
@@ -422,8 +430,13 @@ else
   not_run memcheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
 fi
 
-# ---- 2. the sgemm peak ----
+# ---- 2. the sgemm peak; the CPU's LSTM against its products alone ----
 run_step peak 60 "$sgemm" --device gpu --repeats 10
+if grep -q -w avx512f /proc/cpuinfo 2>/dev/null; then
+  run_step ceiling 60 "$blstm" --ceiling --threads 2
+else
+  not_run ceiling "this CPU has no AVX-512F: the fused LSTM step it compares does not run here"
+fi
 
 # ---- 3. ctrain's timings ----
 devflag=--devices
