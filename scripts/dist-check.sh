@@ -59,8 +59,8 @@ else bad "RUNPATH not as expected:$runpath_bad"; fi
 #    and the functions written for one instruction set with target("..."), which run
 #    only after a cpuid check: the FMA peak loops (core/peak.c, ct_fma_isa_best), the
 #    packed kernel's AVX-512 and AVX2 versions (layers/gemm_packed.c, ct_kernels_get) and
-#    the LSTM's fused step (layers/lstm_fused.c, ct_lstm_fused_ok)
-avx_dispatched='fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|strip2_whole|strip2_part|fused_step_sigmoid|fused_step_hard'
+#    the LSTM's fused step and its products alone (layers/lstm_fused.c, ct_lstm_fused_ok)
+avx_dispatched='fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|strip2_whole|strip2_part|fused_step_sigmoid|fused_step_hard|fused_products'
 avx_bad=""
 for f in "$root"/libexec/*/*; do
   case $f in *.sh) continue ;; esac
