@@ -12,8 +12,9 @@
  *   --ceiling: then the same step as training runs it (no dx: the model's
  *   first layer needs none) beside its matrix products alone, timed the same
  *   way on the same workers and shapes: the forward's [x_t | h_{t-1}] W^T in
- *   the packed kernel's 6 x 64 tile with a fresh output per step, as the
- *   fused step writes its gates; the backward's dz_t W_hh, dz_t^T h_{t-1} and
+ *   the fused step's own tiles with the cell left out (ct_lstm_fused_products),
+ *   a fresh output per step as the fused step writes its gates; the
+ *   backward's dz_t W_hh, dz_t^T h_{t-1} and
  *   x_t^T dz_t per step, as lstm.c calls them. What is left between the two
  *   is the cell (activations, the cell update and their derivatives) and the
  *   traffic of the forward's saved rows: work that counts no FLOP. The
@@ -66,7 +67,7 @@ typedef struct {
     const float *X;     /* [T][B][Il] */
     const float *Hs;    /* [T][B][H] h_{t-1} of each step */
     const float *wh;    /* W_hh packed as the backward packs it: [4H, H] */
-    float *dz;          /* [parts][B/parts + 1][4H] one step's gate gradients per worker */
+    float *dz;          /* [parts][ceil(B/parts)][4H] one step's gate gradients per worker */
     float *dh;          /* [B][H] */
     float *dw;          /* [parts][4H * H + Il * 4H] each worker's dW_hh and dW_ih^T */
     float *pk;          /* [parts][packed h_{t-1} of its rows] */
@@ -171,6 +172,10 @@ static int run_ceiling(const lstm_dims *d, const lstm_weights *w, const lstm_gra
         ct_gemm_pack(wh, w->w_hh, H, 0, G, H);
         j.wf = wf; j.Z = Z; j.X = X; j.Hs = Hs; j.wh = wh; j.dz = dz; j.dh = dh; j.dw = dw; j.pk = pk;
         double pf = ceiling_time(&j, ceiling_forward, repeats, warmup), pb = ceiling_time(&j, ceiling_backward, repeats, warmup);
+        if (pf < 0 || pb < 0) {
+            fprintf(stderr, "bench_lstm: out of memory for the timings\n");
+            goto done;
+        }
         double ff = 2.0 * B * T * G * K, fb = 2.0 * B * T * G * K + 2.0 * B * (T - 1) * G * H;   /* backward: dW_ih, dW_hh, dh; no dx */
         printf("\nThe step as training runs it (no dx) against its matrix products alone; %d threads, FP32 FMA peak %.1f GFLOP/s (%s, best of %d):\n",
                ct_threads_get(), fr.peak, ct_fma_isa_name(fr.isa), fr.repeats);
@@ -186,6 +191,7 @@ static int run_ceiling(const lstm_dims *d, const lstm_weights *w, const lstm_gra
     } else {
         fprintf(stderr, "bench_lstm: %s\n", ct_last_error());
     }
+done:
     free(wf); free(Z); free(X); free(Hs); free(wh); free(dz); free(dh); free(dw); free(pk);
     return st;
 }
