@@ -130,9 +130,14 @@ static void ceiling_row(const char *name, double s, double flops, double peak, i
 static int run_ceiling(const lstm_dims *d, const lstm_weights *w, const lstm_grads *g, const float *x, float *out,
                        const float *dout, float *cache, float *ws, int repeats, int warmup, double fwd_s)
 {
-    if (d->L != 1 || !ct_lstm_fused_ok(d->H)) {
-        fprintf(stderr, "bench_lstm --ceiling: needs one layer and the fused forward step (AVX-512, H a multiple of 16)\n");
-        return 1;
+    if (d->L != 1) {
+        fprintf(stderr, "bench_lstm --ceiling: measures one layer: leave out --layers or give 1\n");
+        return 2;
+    }
+    if (!ct_lstm_fused_ok(d->H)) {   /* the CPU's kernels, not the user's input: said, and not a failure */
+        printf("\nThe step against its products alone: not measured here (it compares the fused forward step, which runs with "
+               "ctrain's AVX-512 kernels and H a multiple of 16; kernels in use: %s, H = %d)\n", ct_kernels_name(ct_kernels_get()), d->H);
+        return 0;
     }
     const int B = d->B, T = d->T, Il = d->I, H = d->H, K = Il + H, G = 4 * H, parts = B < ct_threads_get() ? B : ct_threads_get();
     const size_t TB = (size_t)T * B;
@@ -141,7 +146,7 @@ static int run_ceiling(const lstm_dims *d, const lstm_weights *w, const lstm_gra
 
     /* the step as trained: the forward (timed above), the backward without dx */
     double *v = malloc((size_t)repeats * sizeof *v);
-    if (!v) return 1;
+    if (!v) { fprintf(stderr, "bench_lstm: out of memory for the timings\n"); return 1; }
     for (int r = -warmup; r < repeats; r++) {
         ct_lstm_forward(out, cache, x, NULL, w, d);
         double t0 = now_s();
@@ -248,6 +253,7 @@ int main(int argc, char **argv)
 
     double *tf = malloc((size_t)repeats * sizeof *tf), *tb = malloc((size_t)repeats * sizeof *tb);
     double *ts = malloc((size_t)repeats * sizeof *ts);
+    if (!tf || !tb || !ts) { fprintf(stderr, "bench_lstm: out of memory for the timings\n"); return 1; }
     for (int r = -warmup; r < repeats; r++) {
         double t0 = now_s();
         ct_lstm_forward(out, cache, x, NULL, w, &d);

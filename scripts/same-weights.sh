@@ -18,11 +18,14 @@ for py in python3 /usr/bin/python3; do
   "$py" - "$1" "$2" <<'EOF'
 import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1], "r")["model"], h5py.File(sys.argv[2], "r")["model"]
-names = []
-a.visit(lambda n: names.append(n) if isinstance(a[n], h5py.Dataset) else None)
-bad, worst = [], 0.0
+def tensors(g):
+    found = []
+    g.visit(lambda n: found.append(n) if isinstance(g[n], h5py.Dataset) else None)
+    return found
+names, names_b = tensors(a), tensors(b)
+bad, worst = sorted(set(names_b) - set(names)), 0.0   # a tensor only B holds differs too
 for n in names:
-    if n not in b or a[n].shape != b[n].shape:
+    if n not in names_b or a[n].shape != b[n].shape:
         bad.append(n); continue
     x, y = np.asarray(a[n][()], np.float64), np.asarray(b[n][()], np.float64)
     if not np.array_equal(x, y):

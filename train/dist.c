@@ -277,8 +277,10 @@ ct_status ct_dist_check_same(const ct_dist *d, uint64_t hash, const char *what, 
     snprintf(tag, sizeof tag, "comparing %s across ranks", what);
     if (st == CT_OK) st = wait_for(d, &req, tag);
     for (int r = 1; st == CT_OK && r < d->size; r++)
-        if (all[r] != all[0]) st = ct_fail(CT_EINVAL, "%s differs between rank 0 and rank %d: %s", what, r, fix);
-    if (st != CT_OK && !dist_broken) ((ct_dist *)d)->agreed_failure = 1;   /* every rank saw the same hashes */
+        if (all[r] != all[0]) {
+            st = ct_fail(CT_EINVAL, "%s differs between rank 0 and rank %d: %s", what, r, fix);
+            ((ct_dist *)d)->agreed_failure = 1;   /* every rank gathered the same hashes and stops on the same rank */
+        }
     free(all);
     return st;
 }
@@ -515,11 +517,12 @@ static ct_status check_gpus_distinct(ct_dist *d)
     if (st == CT_OK) st = wait_for(d, &req, "comparing the ranks' GPUs");
     for (int i = 0; st == CT_OK && i < d->size; i++)
         for (int j = i + 1; st == CT_OK && j < d->size; j++)
-            if (!memcmp(all + (size_t)i * sizeof mine, all + (size_t)j * sizeof mine, sizeof mine))
+            if (!memcmp(all + (size_t)i * sizeof mine, all + (size_t)j * sizeof mine, sizeof mine)) {
                 st = ct_fail(CT_EINVAL, "ranks %d and %d are on one GPU, %s: NCCL needs a GPU of its own for each rank; start at "
                              "most as many ranks on a machine as it has GPUs, or give each rank its own with CUDA_VISIBLE_DEVICES",
                              i, j, prop.name);
-    if (st != CT_OK && !dist_broken) d->agreed_failure = 1;   /* every rank saw the same ids */
+                d->agreed_failure = 1;   /* every rank gathered the same ids and stops on the same pair */
+            }
     free(all);
     return st;
 }
