@@ -19,6 +19,7 @@
  * Exit status: 0 evaluated, 2 bad options, 1 a failure (its one-line message on
  * stderr), 128 + the signal when one stopped it (130 for SIGINT, 143 for SIGTERM).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,9 @@ static void help(const ct_model_descriptor *d, int speaker)
     snprintf(text, sizeof text, "%s embedded at once%s (default %d)", speaker ? "utterances (LSTM) or windows (CNN)" : "images",
              speaker ? ", sorted by length" : "", d->eval_batch);
     cli_help_line(stdout, "--batch N", text);
-    if (speaker) cli_help_line(stdout, "--max-frames N", "longer utterances are cut to their first N frames (default 3000 = 30 s)");
+    if (speaker) cli_help_line(stdout, "--max-frames N", "cut longer utterances to their first N frames (default: none; every\n"
+                                                         "utterance is embedded whole: by the LSTM in one pass, by the CNN\n"
+                                                         "as windows averaged)");
     printf("  --threads N           CPU threads for OpenBLAS (default: all cores)\n" CLI_DEVICE_HELP);
 }
 
@@ -90,8 +93,8 @@ static ct_status eval_trials(const ct_model_descriptor *d, void *net, const char
     if (st == CT_OK) {
         cli_print_header(stdout, o->threads);
         printf("Model: %s\n", line);
-        printf("Data: %s, %d utterances of %d speakers (loaded in %.1fs); trials: %s\n", o->data, c->n_utt, c->n_speakers,
-               load_s, o->trials);
+        printf("Data: %s, %d utterances of %d speakers (index read in %.1fs; the trials' utterances are read as they are "
+               "embedded); trials: %s\n", o->data, c->n_utt, c->n_speakers, load_s, o->trials);
         fflush(stdout);
         st = ct_verify_trials_ex(&sm, c, t, n, o->batch, o->max_frames, &r, scores);
     }
@@ -193,7 +196,8 @@ static ct_status evaluate(const ct_model_descriptor *d, void *cfg, void *flags, 
     if (st == CT_OK && note[0]) fprintf(stderr, "ctrain eval: note: %s\n", note);
     if (st == CT_OK) {
         load_s = ct_now();
-        st = speaker ? ct_featstore_load(&data.corpus, o->data) : ct_image_load_test(&data, o->data);
+        /* a feature store is streamed: only the utterances the trials name are read */
+        st = speaker ? ct_featstore_stream(&data.corpus, o->data) : ct_image_load_test(&data, o->data);
         load_s = ct_now() - load_s;
     }
     if (st == CT_OK && (st = d->build(net, cfg, &data)) == CT_OK) built = 1;
@@ -217,7 +221,7 @@ static ct_status evaluate(const ct_model_descriptor *d, void *cfg, void *flags, 
 static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
 {
     int speaker = d->task == CT_TASK_SPEAKER;
-    eval_opts o = { .data = speaker ? NULL : "fashion-mnist", .device = "cpu", .batch = d->eval_batch, .max_frames = 3000,
+    eval_opts o = { .data = speaker ? NULL : "fashion-mnist", .device = "cpu", .batch = d->eval_batch, .max_frames = INT_MAX,
                     .threads = ct_cpu_count() };
     unsigned long long given = 0;
     void *cfg = ct_calloc(1, d->cfg_size, "configuration"), *flags = ct_calloc(1, d->eval_flags_size + 1, "flags");

@@ -57,6 +57,8 @@ static void prep_usage(FILE *out)
         "  --threads N        worker threads reading audio and computing features\n"
         "                     (default: the number of cores)\n"
         "  --mels N           mel bands (default 40; must match an existing FILE)\n"
+        "  --dtype T          float32 (default) or float16: half the bytes, each value\n"
+        "                     kept to 11 significant bits (an existing FILE keeps its own)\n"
         "  --min-seconds X    reject shorter recordings (default 1.025: a 1 s training\n"
         "                     crop plus one 25 ms window)\n"
         "  --progress, --no-progress\n"
@@ -291,7 +293,8 @@ int cmd_prep(int argc, char **argv)
         fprintf(stderr, "ctrain prep: unknown corpus '%s' (only 'voxceleb'; see ctrain prep --help)\n", argv[0]);
         return 2;
     }
-    const char *wav = NULL, *out = NULL;
+    const char *wav = NULL, *out = NULL, *dtype_name = NULL;
+    ct_feat_dtype dtype = CT_FEAT_DEFAULT;
     int threads = ct_cpu_count(), mels = 40, show = isatty(2);
     float min_s = 1.025f;
     ct_status st = CT_OK;
@@ -301,6 +304,10 @@ int cmd_prep(int argc, char **argv)
         if (ct_args_end(&a)) continue;
         if (ct_args_flag(&a, "--progress")) { show = 1; continue; }
         if (ct_args_flag(&a, "--no-progress")) { show = 0; continue; }
+        if (ct_args_str(&a, "--dtype", &dtype_name, &st)) {
+            if (st == CT_OK) st = ct_feat_dtype_parse(&dtype, dtype_name);
+            continue;
+        }
         if (ct_args_str(&a, "--wav", &wav, &st) || ct_args_str(&a, "--out", &out, &st)
             || ct_args_int(&a, "--threads", &threads, 1, 1024, &st) || ct_args_int(&a, "--mels", &mels, 4, 256, &st)
             || ct_args_float(&a, "--min-seconds", &min_s, 0.025f, 3600.0f, &st))
@@ -321,7 +328,7 @@ int cmd_prep(int argc, char **argv)
     ct_fbank_config_default(&fc);
     fc.n_mels = mels;
     ct_fbank *fb = NULL;
-    if ((st = ct_fbank_create(&fb, &fc)) != CT_OK || (st = ct_featstore_open(&w, out, mels)) != CT_OK) {
+    if ((st = ct_fbank_create(&fb, &fc)) != CT_OK || (st = ct_featstore_open_dtype(&w, out, mels, dtype)) != CT_OK) {
         fprintf(stderr, "ctrain prep: %s\n", ct_last_error());
         ct_fbank_free(fb);
         pathlist_free(&all);

@@ -1,5 +1,5 @@
-/* corpus.c - the in-memory utterance corpus, its synthetic generator and the
- * pair sampler (see corpus.h). */
+/* corpus.c - the utterance corpus (frames in memory or read from a source), its
+ * synthetic generator and the pair sampler (see corpus.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,16 @@ void ct_corpus_free(ct_corpus *c)
     free(c->video);
     free(c->utt);
     free(c->feats);
+    if (c->source) c->source->close(c->source);
     memset(c, 0, sizeof *c);
+}
+
+ct_status ct_corpus_frames(const ct_corpus *c, int u, int first, int n, float *dst)
+{
+    if (n <= 0) return CT_OK;
+    if (!c->feats) return c->source->read(c->source, u, first, n, dst);
+    memcpy(dst, c->feats + c->utt[u].offset + (size_t)first * c->n_mels, (size_t)n * c->n_mels * sizeof *dst);
+    return CT_OK;
 }
 
 /* A synthetic "speaker" is a spectral envelope env[I] (a few random Gaussian
@@ -189,40 +198,39 @@ done:
     return st;
 }
 
-/* dst NULL: only draws the crop's random start, as a copy would. */
-static void crop(float *dst, int *len, const ct_corpus *c, int u, int T, ct_rng *r)
+/* The crop of utterance u: its first frame and length (T, or the whole
+ * utterance when it is shorter: then zero-padded). Draws one number from r when
+ * the utterance is at least T frames long, none otherwise. */
+static void crop_place(const ct_corpus *c, int u, int T, ct_rng *r, int *first, int *len)
 {
-    const ct_utt *ut = &c->utt[u];
-    int I = c->n_mels;
-    if (!dst) {
-        if (ut->frames >= T) ct_rng_below(r, (uint32_t)(ut->frames - T + 1));
-        return;
-    }
-    if (ut->frames >= T) {
-        int s = (int)ct_rng_below(r, (uint32_t)(ut->frames - T + 1));
-        memcpy(dst, c->feats + ut->offset + (size_t)s * I, (size_t)T * I * sizeof *dst);
-        *len = T;
-    } else {
-        memcpy(dst, c->feats + ut->offset, (size_t)ut->frames * I * sizeof *dst);
-        memset(dst + (size_t)ut->frames * I, 0, (size_t)(T - ut->frames) * I * sizeof *dst);
-        *len = ut->frames;
-    }
+    int frames = c->utt[u].frames;
+    *first = frames >= T ? (int)ct_rng_below(r, (uint32_t)(frames - T + 1)) : 0;
+    *len = frames >= T ? T : frames;
 }
 
-void ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *r)
+ct_status ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *r)
 {
-    ct_pairs_batch_part(x, len, y, p, B, 0, B, c, T, r);
+    return ct_pairs_batch_part(x, len, y, p, B, 0, B, c, T, r);
 }
 
-void ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
-                         ct_rng *r)
+ct_status ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
+                              ct_rng *r)
 {
     size_t row = (size_t)T * c->n_mels;
     int n = hi - lo;   /* the part's pairs: x [2n, T, I], len [2n], y [n] */
+    ct_status st = CT_OK;
     for (int k = 0; k < B; k++) {
         int mine = k >= lo && k < hi, j = k - lo;
-        crop(mine ? x + (size_t)j * row : NULL, mine ? &len[j] : NULL, c, p[k].a, T, r);
-        crop(mine ? x + (size_t)(n + j) * row : NULL, mine ? &len[n + j] : NULL, c, p[k].b, T, r);
+        for (int side = 0; side < 2; side++) {   /* a, then b: the order the starts are drawn in */
+            int u = side ? p[k].b : p[k].a, first, l;
+            crop_place(c, u, T, r, &first, &l);
+            if (!mine || st != CT_OK) continue;   /* another rank's pair, or a read already failed: draw only */
+            float *dst = x + (size_t)(side ? n + j : j) * row;
+            st = ct_corpus_frames(c, u, first, l, dst);
+            if (l < T) memset(dst + (size_t)l * c->n_mels, 0, (size_t)(T - l) * c->n_mels * sizeof *dst);
+            len[side ? n + j : j] = l;
+        }
         if (mine) y[j] = p[k].y;
     }
+    return st;
 }

@@ -1,8 +1,11 @@
-/* corpus.h - utterances of known speakers held in memory as feature matrices,
- * and the pairs the siamese model trains on.
+/* corpus.h - utterances of known speakers as feature matrices, and the pairs
+ * the siamese model trains on.
  *
- * A corpus is one float array of frames [total_frames, n_mels] plus, per
- * utterance, its speaker and where its frames are. The synthetic generator here
+ * A corpus is, per utterance, its speaker and where its frames are, and the
+ * frames themselves: either one float array [total_frames, n_mels] in memory
+ * (`feats`), or a frame source that reads them on demand from a file (`source`:
+ * a feature store too large for memory, io/featstore.h). Everything that needs
+ * frames asks ct_corpus_frames, which serves both the same floats. The synthetic generator here
  * makes one from a seed (speaker = a characteristic spectral envelope and
  * modulation, utterance = that plus noise), so the engine can train and be
  * tested with no audio at all; real audio features fill the same struct.
@@ -25,10 +28,20 @@ typedef struct {
     size_t offset;     /* first frame in feats, in floats */
 } ct_utt;
 
+/* Frames read on demand. read() copies frames [first, first + n) of utterance u
+ * into dst [n, n_mels] as float32; it may be called from any thread (a source
+ * serialises its own reads). close() frees the source. */
+typedef struct ct_frame_source ct_frame_source;
+struct ct_frame_source {
+    ct_status (*read)(ct_frame_source *src, int u, int first, int n, float *dst);
+    void      (*close)(ct_frame_source *src);
+};
+
 typedef struct {
     int n_utt, n_speakers, n_mels;
     ct_utt *utt;       /* [n_utt] */
-    float *feats;      /* [sum of frames, n_mels] */
+    float *feats;      /* [sum of frames, n_mels], or NULL when `source` reads them */
+    ct_frame_source *source;   /* NULL when the frames are in feats; owned: ct_corpus_free closes it */
     /* Optional (NULL for synthetic corpora), all malloc'd and freed by ct_corpus_free: */
     char **path;           /* [n_utt] path relative to wav/, e.g. "id10270/x6uYqmx31kE/00001.wav" */
     char **speaker_name;   /* [n_speakers] e.g. "id10270" */
@@ -45,6 +58,10 @@ typedef struct {
 
 ct_status ct_corpus_synthetic(ct_corpus *c, const ct_synth_config *cfg);
 void      ct_corpus_free(ct_corpus *c);
+
+/* Frames [first, first + n) of utterance u into dst [n, n_mels], from memory or
+ * from the source (whose errors name the file and the utterance). */
+ct_status ct_corpus_frames(const ct_corpus *c, int u, int first, int n, float *dst);
 
 /* Split the speakers: a seeded shuffle, the first n_train for training, the rest
  * for validation (disjoint speakers: open-set verification). train/val receive
@@ -74,13 +91,15 @@ const char *ct_speaker_label(const ct_corpus *c, int s);
 
 /* Fill x [2B, T, I] (rows [0,B) a-crops, [B,2B) b-crops) and y [B] from pairs
  * p[0..B). Utterances shorter than T are zero-padded and their length recorded
- * in len [2B] (T otherwise); longer ones give a random crop. */
-void ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *crop);
+ * in len [2B] (T otherwise); longer ones give a random crop. The crops' starts
+ * are drawn before any frame is read, so `crop` ends in the same state whether
+ * the frames come from memory or from a source, and whether a read failed. */
+ct_status ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, const ct_corpus *c, int T, ct_rng *crop);
 /* Pairs [lo, hi) of that batch only (one rank's part in data-parallel training):
  * x [2n, T, I] (rows [0,n) a-crops, [n,2n) b-crops), len [2n], y [n], n = hi - lo.
  * The crops of all B pairs are drawn, so `crop` ends where ct_pairs_batch leaves it
  * and each pair gets the crop it gets in the whole batch. */
-void ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
+ct_status ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
                          ct_rng *crop);
 
 #endif

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include "core/bytes.h"
+#include "core/half.h"
 #include "io/featstore.h"
 #include "io/fbank.h"
 #include "io/h5.h"
@@ -107,6 +111,61 @@ static hid_t str_type(void)
     H5Tset_size(t, H5T_VARIABLE);
     H5Tset_cset(t, H5T_CSET_UTF8);
     return t;
+}
+
+/* IEEE binary16, little-endian (core/half.h): a float32 with its fields moved, as
+ * HDF5 describes any floating-point format; h5py and NumPy write float16 the same way. */
+static hid_t half_type(void)
+{
+    hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    if (t < 0) return -1;
+    if (H5Tset_fields(t, 15, 10, 5, 0, 10) < 0 || H5Tset_size(t, 2) < 0 || H5Tset_ebias(t, 15) < 0) { H5Tclose(t); return -1; }
+    return t;
+}
+
+/* How /feats is stored: 1 when it is binary16 in the layout above (read raw and widened
+ * by core/half.h), 0 when it is float32 or any other float HDF5 converts to float32.
+ * CT_EFORMAT when it is not a floating-point dataset. */
+static ct_status feats_is_half(hid_t d, int *half, const char *file)
+{
+    hid_t t = H5Dget_type(d);
+    if (t < 0 || H5Tget_class(t) != H5T_FLOAT) {
+        if (t >= 0) H5Tclose(t);
+        return ct_fail(CT_EFORMAT, "%s: /feats does not hold floating-point numbers; the file is damaged or not a ctrain "
+                       "feature store: rebuild it with `ctrain prep voxceleb`", file);
+    }
+    size_t spos, epos, esize, mpos, msize;
+    *half = H5Tget_size(t) == 2 && H5Tget_order(t) == H5T_ORDER_LE && H5Tget_ebias(t) == 15
+            && H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) >= 0
+            && spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10;
+    H5Tclose(t);
+    return CT_OK;
+}
+
+const char *ct_feat_dtype_name(ct_feat_dtype t) { return t == CT_FEAT_FLOAT16 ? "float16" : "float32"; }
+
+ct_status ct_feat_dtype_parse(ct_feat_dtype *t, const char *name)
+{
+    if (!strcmp(name, "float32")) *t = CT_FEAT_FLOAT32;
+    else if (!strcmp(name, "float16")) *t = CT_FEAT_FLOAT16;
+    else return ct_fail(CT_EINVAL, "--dtype %s: use float32 (4 bytes a value) or float16 (2 bytes: half the store)", name);
+    return CT_OK;
+}
+
+/* Reads rows [row, row + n) of /feats (d, its dataspace fs) into dst [n, M] as float32.
+ * A binary16 store is read raw into stage (>= n * M values) and widened here; any other
+ * float is converted by HDF5. Rows only: with the chunk cache off (the streamed reader),
+ * HDF5 reads just these bytes from each chunk. */
+static herr_t read_rows(hid_t d, hid_t fs, hsize_t row, hsize_t n, int M, int half, uint16_t *stage, float *dst)
+{
+    hsize_t start[2] = { row, 0 }, count[2] = { n, (hsize_t)M };
+    hid_t ms = H5Screate_simple(2, count, NULL), ht = half ? half_type() : -1;
+    herr_t e = ms < 0 || (half && ht < 0) ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+    if (e >= 0) e = H5Dread(d, half ? ht : H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, half ? (void *)stage : (void *)dst);
+    if (e >= 0 && half) ct_floats_from_halves(dst, stage, (size_t)n * (size_t)M);
+    if (ht >= 0) H5Tclose(ht);
+    if (ms >= 0) H5Sclose(ms);
+    return e;
 }
 
 /* An empty dataset, chunked, unlimited along axis 0; cols = 0 for 1-D. */
@@ -425,11 +484,13 @@ struct ct_featstore {
     ct_path_lock lock;                 /* held while open: two writers never interleave (io/lock.h) */
     char *file;
     int n_mels, broken;
+    int half;                          /* /feats holds binary16: the queue is narrowed at each flush */
     namelist path, speakers, videos;   /* every utterance / speaker / video, stored or queued */
     int64_t n_frames;                  /* rows in feats, stored + queued */
     /* the queue: utterances path.written .. path.n-1 */
     float *q_feats;
-    size_t q_rows, q_rows_cap, q_cap;
+    uint16_t *q_half;                  /* [q_rows, n_mels] the queue as binary16, when half */
+    size_t q_rows, q_rows_cap, q_half_cap, q_cap;
     int64_t *q_offset;
     int *q_frames, *q_speaker, *q_video;
 };
@@ -439,12 +500,12 @@ static void writer_free(ct_featstore *w)
     if (!w) return;
     ct_path_lock_release(&w->lock);
     names_free(&w->path); names_free(&w->speakers); names_free(&w->videos);
-    free(w->q_feats); free(w->q_offset); free(w->q_frames); free(w->q_speaker); free(w->q_video);
+    free(w->q_feats); free(w->q_half); free(w->q_offset); free(w->q_frames); free(w->q_speaker); free(w->q_video);
     free(w->file);
     free(w);
 }
 
-static ct_status create_store(hid_t f, int n_mels, const char *file)
+static ct_status create_store(hid_t f, int n_mels, int half, const char *file)
 {
     CT_TRY(ct_h5_attr_write_str(f, "/", "format", CT_FEATSTORE_FORMAT));
     CT_TRY(attr_write_int(f, "format_version", CT_FEATSTORE_VERSION, file));
@@ -453,9 +514,10 @@ static ct_status create_store(hid_t f, int n_mels, const char *file)
     CT_TRY(attr_write_int(f, "frame_shift_ms", CT_FBANK_FRAME_SHIFT_MS, file));
     CT_TRY(attr_write_int(f, "frame_length_ms", CT_FBANK_FRAME_LENGTH_MS, file));
     CT_TRY(ct_h5_attr_write_str(f, "/", "normalization", CT_FEATSTORE_NORMALIZATION));
-    hid_t s = str_type();
+    CT_TRY(ct_h5_attr_write_str(f, "/", "dtype", half ? "float16" : "float32"));   /* for people; /feats's type is what counts */
+    hid_t s = str_type(), ft = half ? half_type() : H5Tcopy(H5T_IEEE_F32LE);
     ct_status st = CT_OK;
-    if ((st = create_ext(f, "feats", H5T_IEEE_F32LE, n_mels, 1024, file)) != CT_OK
+    if ((st = create_ext(f, "feats", ft, n_mels, CT_FEATSTORE_CHUNK_FRAMES, file)) != CT_OK
         || (st = create_ext(f, "utt_offset", H5T_STD_I64LE, 0, 4096, file)) != CT_OK
         || (st = create_ext(f, "utt_frames", H5T_STD_I32LE, 0, 4096, file)) != CT_OK
         || (st = create_ext(f, "utt_speaker", H5T_STD_I32LE, 0, 4096, file)) != CT_OK
@@ -464,6 +526,7 @@ static ct_status create_store(hid_t f, int n_mels, const char *file)
         || (st = create_ext(f, "speakers", s, 0, 1024, file)) != CT_OK
         || (st = create_ext(f, "videos", s, 0, 1024, file)) != CT_OK) { }
     H5Tclose(s);
+    if (ft >= 0) H5Tclose(ft);
     if (st == CT_OK && H5Fflush(f, H5F_SCOPE_LOCAL) < 0) st = ct_fail(CT_EIO, "%s: cannot write the new store (disk full?)", file);
     return st;
 }
@@ -496,6 +559,23 @@ static ct_status left_as_is(ct_status st)
 
 ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
 {
+    return ct_featstore_open_dtype(out, path, n_mels, CT_FEAT_DEFAULT);
+}
+
+/* The element type of an existing store's /feats: float16 or float32. */
+static ct_status store_dtype(hid_t f, ct_feat_dtype *t, const char *file)
+{
+    hid_t d = H5Dopen2(f, "feats", H5P_DEFAULT);
+    if (d < 0) return ct_fail(CT_EFORMAT, "%s: dataset /feats cannot be opened; the file is damaged: rebuild it", file);
+    int half = 0;
+    ct_status st = feats_is_half(d, &half, file);
+    H5Dclose(d);
+    *t = half ? CT_FEAT_FLOAT16 : CT_FEAT_FLOAT32;
+    return st;
+}
+
+ct_status ct_featstore_open_dtype(ct_featstore **out, const char *path, int n_mels, ct_feat_dtype dtype)
+{
     *out = NULL;
     ct_h5_quiet();
     if (n_mels < 1 || n_mels > 4096) return ct_fail(CT_EINVAL, "feature store: n_mels = %d out of range", n_mels);
@@ -509,8 +589,9 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
     ct_status st = ct_path_lock_take(&w->lock, path, NULL, "--out");
     if (st != CT_OK) { writer_free(w); return st; }
     if (stat(path, &sb) != 0 && errno == ENOENT) {
+        w->half = dtype == CT_FEAT_FLOAT16;
         st = ct_h5_create(&w->f, path);
-        if (st == CT_OK) st = create_store(w->f, n_mels, path);
+        if (st == CT_OK) st = create_store(w->f, n_mels, w->half, path);
     } else {
         FILE *probe = fopen(path, "r+b");
         if (!probe) st = ct_fail(CT_EIO, "%s: cannot open for appending (%s); check the path and its permissions", path, strerror(errno));
@@ -527,8 +608,13 @@ ct_status ct_featstore_open(ct_featstore **out, const char *path, int n_mels)
                              "feature store that can be appended to; delete it or choose another --out", path);
             else {
                 store_index chk;
+                ct_feat_dtype have = CT_FEAT_FLOAT32;
                 ct_status cst = index_read(&chk, ro, path, REPAIR_CHECK, n_mels);
-                if (cst == CT_OK) index_free(&chk);
+                if (cst == CT_OK) { index_free(&chk); cst = store_dtype(ro, &have, path); }
+                if (cst == CT_OK && dtype != CT_FEAT_DEFAULT && have != dtype)
+                    cst = ct_fail(CT_EINVAL, "%s: this store holds %s features, not %s: use --dtype %s to add to it, or another --out",
+                                  path, ct_feat_dtype_name(have), ct_feat_dtype_name(dtype), ct_feat_dtype_name(have));
+                w->half = have == CT_FEAT_FLOAT16;
                 H5Fclose(ro);
                 if (cst != CT_OK)
                     st = left_as_is(cst);
@@ -595,9 +681,17 @@ ct_status ct_featstore_flush(ct_featstore *w)
 {
     if (w->broken) return ct_fail(CT_EIO, "%s: an earlier write failed; the store cannot take more utterances", w->file);
     size_t q = w->path.n - w->path.written;
-    hid_t s = str_type();
+    hid_t s = str_type(), ht = -1;
     ct_status st = CT_OK;
-    if ((st = ext_append(w->f, "feats", H5T_NATIVE_FLOAT, w->q_feats, w->q_rows, w->n_mels, w->file)) != CT_OK
+    const void *rows = w->q_feats;
+    if (w->half && w->q_rows > 0) {   /* narrowed here, rounding to nearest even (core/half.h), and written as they are */
+        size_t nv = w->q_rows * (size_t)w->n_mels;
+        st = grow((void **)&w->q_half, &w->q_half_cap, nv, sizeof *w->q_half);
+        if (st == CT_OK) { ct_halves_from_floats(w->q_half, w->q_feats, nv); rows = w->q_half; }
+        if (st == CT_OK && (ht = half_type()) < 0) st = ct_fail(CT_EIO, "%s: HDF5 cannot make the float16 type", w->file);
+    }
+    if (st != CT_OK
+        || (st = ext_append(w->f, "feats", w->half ? ht : H5T_NATIVE_FLOAT, rows, w->q_rows, w->n_mels, w->file)) != CT_OK
         || (st = ext_append(w->f, "speakers", s, w->speakers.name + w->speakers.written, w->speakers.n - w->speakers.written, 0, w->file)) != CT_OK
         || (st = ext_append(w->f, "videos", s, w->videos.name + w->videos.written, w->videos.n - w->videos.written, 0, w->file)) != CT_OK
         || (st = ext_append(w->f, "utt_offset", H5T_NATIVE_INT64, w->q_offset, q, 0, w->file)) != CT_OK
@@ -606,6 +700,7 @@ ct_status ct_featstore_flush(ct_featstore *w)
         || (st = ext_append(w->f, "utt_video", H5T_NATIVE_INT, w->q_video, q, 0, w->file)) != CT_OK
         || (st = ext_append(w->f, "utt_path", s, w->path.name + w->path.written, q, 0, w->file)) != CT_OK) { }
     H5Tclose(s);
+    if (ht >= 0) H5Tclose(ht);
     if (st == CT_OK && H5Fflush(w->f, H5F_SCOPE_LOCAL) < 0)
         st = ct_fail(CT_EIO, "%s: cannot flush the feature store to disk (disk full?)", w->file);
     if (st != CT_OK) { w->broken = 1; return st; }
@@ -659,9 +754,13 @@ ct_status ct_featstore_read_settings(const char *path, ct_featstore_settings *s)
     return st;
 }
 
-ct_status ct_featstore_load(ct_corpus *c, const char *path)
+/* Opens the store at `path` read-only and fills everything of *c but the frames:
+ * utt[] (offsets in floats, as in memory), video[], path[], speaker_name[]. *f
+ * stays open for the frames; *half says how they are stored. On failure c is empty. */
+static ct_status open_index(ct_corpus *c, const char *path, hid_t *fout, int *half, hsize_t *n_frames)
 {
     memset(c, 0, sizeof *c);
+    *fout = -1;
     ct_h5_quiet();
     FILE *probe = fopen(path, "rb");
     if (!probe) return ct_fail(CT_EIO, "%s: cannot open the feature store (%s); check the path, or " MAKE_ONE, path, strerror(errno));
@@ -679,16 +778,16 @@ ct_status ct_featstore_load(ct_corpus *c, const char *path)
         H5Fclose(f);
         return ct_fail(CT_EFORMAT, "%s: the feature store holds no utterances; run `ctrain prep voxceleb` on a directory with audio", path);
     }
+    hid_t d = H5Dopen2(f, "feats", H5P_DEFAULT);
+    st = d < 0 ? ct_fail(CT_EFORMAT, "%s: dataset /feats cannot be opened; the file is damaged: rebuild it", path) : feats_is_half(d, half, path);
+    if (d >= 0) H5Dclose(d);
     int M = x.n_mels, n = (int)x.n_utt;
     c->n_utt = n;
     c->n_mels = M;
     c->n_speakers = (int)x.n_speakers;
-    size_t total = (size_t)x.n_frames * (size_t)M;
     c->utt = ct_calloc((size_t)n, sizeof *c->utt, "corpus utterances");
     c->video = ct_malloc((size_t)n * sizeof *c->video, "corpus videos");
-    c->feats = ct_malloc((total ? total : 1) * sizeof *c->feats, "features (the whole store is loaded into memory)");
-    if (!c->utt || !c->video || !c->feats) st = CT_ENOMEM;
-    if (st == CT_OK && total > 0) st = read_prefix(f, "feats", H5T_NATIVE_FLOAT, c->feats, 0, path);
+    if (st == CT_OK && (!c->utt || !c->video)) st = CT_ENOMEM;
     if (st == CT_OK) st = read_strings(f, "utt_path", (size_t)n, &c->path, path);
     if (st == CT_OK) {
         st = read_strings(f, "speakers", x.n_speakers, &c->speaker_name, path);
@@ -702,12 +801,224 @@ ct_status ct_featstore_load(ct_corpus *c, const char *path)
             c->video[u] = x.video[u];
         }
     }
+    *n_frames = x.n_frames;
     index_free(&x);
-    H5Fclose(f);
     if (st != CT_OK) {
         if (!c->path) c->n_utt = 0;   /* ct_corpus_free walks path[0..n_utt) */
         ct_corpus_free(c);
         memset(c, 0, sizeof *c);
+        H5Fclose(f);
+        return st;
     }
+    *fout = f;
+    return CT_OK;
+}
+
+#define LOAD_BLOCK_ROWS 65536   /* rows read (and, for float16, widened) at a time while loading */
+
+/* Reads every frame of the open store into c->feats. */
+static ct_status load_frames(ct_corpus *c, hid_t f, int half, hsize_t n_frames, const char *path)
+{
+    size_t M = (size_t)c->n_mels, total = (size_t)n_frames * M;
+    c->feats = ct_malloc((total ? total : 1) * sizeof *c->feats, "features (the whole store is loaded into memory; "
+                         "--data-memory smaller than the store streams it instead)");
+    uint16_t *stage = half ? ct_malloc((size_t)LOAD_BLOCK_ROWS * M * sizeof *stage, "feature store reader") : NULL;
+    if (!c->feats || (half && !stage)) { free(stage); return CT_ENOMEM; }
+    hid_t d = H5Dopen2(f, "feats", H5P_DEFAULT), fs = d < 0 ? -1 : H5Dget_space(d);
+    herr_t e = fs < 0 ? -1 : 0;
+    for (hsize_t row = 0; e >= 0 && row < n_frames; row += LOAD_BLOCK_ROWS) {
+        hsize_t n = n_frames - row < LOAD_BLOCK_ROWS ? n_frames - row : LOAD_BLOCK_ROWS;
+        e = read_rows(d, fs, row, n, (int)M, half, stage, c->feats + (size_t)row * M);
+    }
+    if (fs >= 0) H5Sclose(fs);
+    if (d >= 0) H5Dclose(d);
+    free(stage);
+    if (e < 0) return ct_fail(CT_EFORMAT, "%s: dataset /feats cannot be read (a truncated or corrupt file); rebuild it", path);
+    return CT_OK;
+}
+
+ct_status ct_featstore_load(ct_corpus *c, const char *path)
+{
+    hid_t f;
+    int half;
+    hsize_t n_frames;
+    CT_TRY(open_index(c, path, &f, &half, &n_frames));
+    ct_status st = load_frames(c, f, half, n_frames, path);
+    H5Fclose(f);
+    if (st != CT_OK) ct_corpus_free(c);
     return st;
+}
+
+/* ---- the streamed reader: frames read from the file as batches ask for them ---- */
+
+typedef struct {
+    ct_frame_source base;        /* first member: the corpus holds &base */
+    pthread_mutex_t mu;          /* one read at a time: the dataspace and the stage are shared */
+    hid_t f, d, fs;              /* the store; /feats opened without a chunk cache; its dataspace */
+    int n_mels, half;
+    const ct_utt *utt;           /* the corpus's utterances [n_utt] (offsets in floats) */
+    char *const *path;           /* and their paths, for messages */
+    uint16_t *stage;             /* [stage_cap] float16 values read raw, before widening */
+    size_t stage_cap;
+    char *file;
+    int fd;                      /* HDF5's descriptor of the file, -1 if unknown */
+    long long size;              /* the file's size when it was opened */
+    ct_featstore_stats stats;
+} store_source;
+
+/* 1 when the file is now shorter than when it was opened (cut while training ran: HDF5
+ * would read the missing bytes as zeros). */
+static int source_shrank(const store_source *s, long long *now)
+{
+    struct stat sb;
+    if (s->fd < 0 || fstat(s->fd, &sb) != 0) return 0;
+    *now = (long long)sb.st_size;
+    return *now < s->size;
+}
+
+static ct_status source_read(ct_frame_source *src, int u, int first, int n, float *dst)
+{
+    store_source *s = (store_source *)src;
+    const ct_utt *ut = &s->utt[u];
+    if (first < 0 || n < 0 || first + n > ut->frames)
+        return ct_fail(CT_EINVAL, "%s: frames %d-%d of %s asked for, but it has %d", s->file, first, first + n - 1, s->path[u], ut->frames);
+    size_t M = (size_t)s->n_mels, values = (size_t)n * M;
+    ct_status st = CT_OK;
+    pthread_mutex_lock(&s->mu);
+    if (s->half && values > s->stage_cap) {
+        uint16_t *g = realloc(s->stage, values * sizeof *g);
+        if (g) { s->stage = g; s->stage_cap = values; }
+        else st = ct_fail(CT_ENOMEM, "out of memory reading %s", s->file);
+    }
+    long long now = 0;
+    if (st == CT_OK && source_shrank(s, &now))
+        st = ct_fail(CT_EIO, "%s: cannot read utterance %s (frames %d-%d): the file was truncated from %lld to %lld bytes while "
+                     "it was read; rebuild it with `ctrain prep voxceleb`", s->file, s->path[u], first, first + n - 1, s->size, now);
+    else if (st == CT_OK && read_rows(s->d, s->fs, (hsize_t)(ut->offset / M) + (hsize_t)first, (hsize_t)n, s->n_mels, s->half,
+                                 s->stage, dst) < 0)
+        st = ct_fail(CT_EIO, "%s: cannot read utterance %s (frames %d-%d): the file is damaged, truncated or gone; "
+                     "rebuild it with `ctrain prep voxceleb`", s->file, s->path[u], first, first + n - 1);
+    if (st == CT_OK) { s->stats.reads++; s->stats.bytes += values * (s->half ? 2 : 4); }
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+static void source_close(ct_frame_source *src)
+{
+    store_source *s = (store_source *)src;
+    if (s->fs >= 0) H5Sclose(s->fs);
+    if (s->d >= 0) H5Dclose(s->d);
+    if (s->f >= 0) H5Fclose(s->f);
+    pthread_mutex_destroy(&s->mu);
+    free(s->stage);
+    free(s->file);
+    free(s);
+}
+
+/* Makes c's frames read from the open store f (which the source takes over). */
+static ct_status stream_frames(ct_corpus *c, hid_t f, int half, const char *path)
+{
+    store_source *s = ct_calloc(1, sizeof *s, "feature store reader");
+    if (!s) { H5Fclose(f); return CT_ENOMEM; }
+    s->base = (ct_frame_source){ source_read, source_close };
+    s->f = f;
+    s->d = s->fs = -1;
+    s->n_mels = c->n_mels;
+    s->half = half;
+    s->utt = c->utt;
+    s->path = c->path;
+    pthread_mutex_init(&s->mu, NULL);
+    /* No chunk cache: a read of a few rows then moves exactly those bytes (HDF5 reads the
+     * part of an uncompressed chunk it needs when the chunk does not fit its cache);
+     * with the default cache each crop would read its whole chunk. */
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl >= 0 && H5Pset_chunk_cache(dapl, 0, 0, 1.0) >= 0) s->d = H5Dopen2(f, "feats", dapl);
+    if (dapl >= 0) H5Pclose(dapl);
+    if (s->d >= 0) s->fs = H5Dget_space(s->d);
+    s->file = strdup(path);
+    if (s->fs < 0 || !s->file) {
+        source_close(&s->base);
+        return ct_fail(CT_EFORMAT, "%s: dataset /feats cannot be opened for reading; the file is damaged: rebuild it", path);
+    }
+    /* Crops are read at random places: tell the kernel not to read ahead of them. */
+    int *fd = NULL;
+    struct stat sb;
+    s->fd = -1;
+    if (H5Fget_vfd_handle(f, H5P_DEFAULT, (void **)&fd) >= 0 && fd && fstat(*fd, &sb) == 0) {
+        s->fd = *fd;
+        s->size = (long long)sb.st_size;
+        posix_fadvise(s->fd, 0, 0, POSIX_FADV_RANDOM);
+    }
+    c->source = &s->base;
+    return CT_OK;
+}
+
+ct_status ct_featstore_stream(ct_corpus *c, const char *path)
+{
+    hid_t f;
+    int half;
+    hsize_t n_frames;
+    CT_TRY(open_index(c, path, &f, &half, &n_frames));
+    ct_status st = stream_frames(c, f, half, path);
+    if (st != CT_OK) ct_corpus_free(c);
+    return st;
+}
+
+int ct_featstore_stats_of(const ct_corpus *c, ct_featstore_stats *out)
+{
+    if (!c->source || c->source->read != source_read) return 0;
+    store_source *s = (store_source *)c->source;
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->mu);
+    return 1;
+}
+
+/* What streaming keeps in memory per utterance: its ct_utt, video, path (a pointer and
+ * the string, about 40 bytes in VoxCeleb), and what HDF5 keeps of the index. */
+#define STREAM_BYTES_PER_UTT (sizeof(ct_utt) + sizeof(int) + sizeof(char *) + 48)
+
+ct_status ct_featstore_open_corpus(ct_corpus *c, const char *path, size_t budget, size_t batch_bytes, ct_featstore_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->budget_given = budget > 0;
+    plan->budget = budget > 0 ? budget : ct_mem_available() / 2;
+    hid_t f;
+    int half;
+    hsize_t n_frames;
+    CT_TRY(open_index(c, path, &f, &half, &n_frames));
+    plan->dtype = half ? CT_FEAT_FLOAT16 : CT_FEAT_FLOAT32;
+    plan->feat_bytes = (unsigned long long)n_frames * (unsigned long long)c->n_mels * sizeof(float);
+    plan->index_bytes = (unsigned long long)c->n_utt * STREAM_BYTES_PER_UTT;
+    plan->streamed = plan->feat_bytes + plan->index_bytes > plan->budget;
+    ct_status st = CT_OK;
+    if (plan->streamed && plan->index_bytes + batch_bytes > plan->budget) {
+        char b[32], i[32], t[32], g[32];
+        st = ct_fail(CT_EINVAL, "--data-memory %s is too small to stream %s: its index takes %s and the loader's batches %s; "
+                     "give at least %s", ct_bytes_format(b, sizeof b, (double)plan->budget), path,
+                     ct_bytes_format(i, sizeof i, (double)plan->index_bytes), ct_bytes_format(t, sizeof t, (double)batch_bytes),
+                     ct_bytes_format(g, sizeof g, (double)(plan->index_bytes + batch_bytes) * 1.01 + 1));
+        H5Fclose(f);
+    } else if (plan->streamed) {
+        st = stream_frames(c, f, half, path);
+    } else {
+        st = load_frames(c, f, half, n_frames, path);
+        H5Fclose(f);
+    }
+    if (st != CT_OK) ct_corpus_free(c);
+    return st;
+}
+
+const char *ct_featstore_plan_line(const ct_featstore_plan *p, char *buf, size_t cap)
+{
+    char fb[32], bb[32], ib[32];
+    ct_bytes_format(fb, sizeof fb, (double)p->feat_bytes);
+    ct_bytes_format(bb, sizeof bb, (double)p->budget);
+    if (p->streamed)
+        snprintf(buf, cap, "streamed from the file (%s features, more than the %s budget of --data-memory%s; %s index in memory)",
+                 fb, bb, p->budget_given ? "" : ", half the memory available", ct_bytes_format(ib, sizeof ib, (double)p->index_bytes));
+    else
+        snprintf(buf, cap, "loaded into memory (%s, within the %s budget of --data-memory%s)", fb, bb,
+                 p->budget_given ? "" : ", half the memory available");
+    return buf;
 }

@@ -8,13 +8,19 @@
  *   sample_rate     int32  16000
  *   frame_shift_ms  int32  10
  *   frame_length_ms int32  25
+ *   dtype           string "float32" or "float16": the type of /feats, for people (readers look
+ *                          at the dataset's own type; stores without it are float32)
  *   normalization   string "utterance_mean_var": every band normalised to zero mean and unit
  *                          variance over each utterance's frames (ct_fbank_normalize). Stores
  *                          written before this attribute existed lack it; they were made the
  *                          same way, and ct_featstore_read_settings reports them so.
  * Datasets (all 1-D or 2-D, chunked, unlimited along the first axis so that
  * prep can append):
- *   feats        float32 [total_frames, n_mels]  every utterance's frames, one after another
+ *   feats        float32 [total_frames, n_mels]  every utterance's frames, one after another;
+ *                float16 (IEEE binary16, core/half.h) with `prep --dtype float16`: half the
+ *                bytes, each value rounded to 11 significant bits and widened exactly on reading.
+ *                Chunks of CT_FEATSTORE_CHUNK_FRAMES frames (stores by older ctrain: 1024;
+ *                both read the same)
  *   utt_offset   int64   [n_utt]   first row of utterance u in feats
  *   utt_frames   int32   [n_utt]   its number of frames (>= 1)
  *   utt_speaker  int32   [n_utt]   index into speakers
@@ -79,7 +85,15 @@
  *     others, ct_featstore_open trims them back to the last complete utterance
  *     before appending (ct_featstore_load refuses such a file, saying so).
  *
- * Reading: ct_featstore_load fills a ct_corpus entirely. A file that is not a
+ * Reading: ct_featstore_load fills a ct_corpus entirely; ct_featstore_open_corpus
+ * loads it when the features fit a memory budget and otherwise streams them: the
+ * corpus then holds the index alone, and a frame source (io/corpus.h) reads each
+ * crop or utterance from the file when a batch asks for it. That reader opens
+ * /feats without HDF5's chunk cache, so a crop of 100 frames reads those 100 rows
+ * and no more (bytes read / bytes used = 1.00, against about 11 through the
+ * default cache with 1024-frame chunks), and it tells the kernel the reads are
+ * random (no read-ahead). A file damaged while it is read gives CT_EIO naming
+ * the file, the utterance and the frames. A file that is not a
  * store, another format_version, or sizes that do not agree (an offset beyond
  * feats, lengths that differ, an index out of range) give CT_EFORMAT with a
  * message naming the file and what is wrong.
@@ -92,6 +106,16 @@
 #define CT_FEATSTORE_FORMAT  "ctrain-features"
 #define CT_FEATSTORE_VERSION 1
 #define CT_FEATSTORE_NORMALIZATION "utterance_mean_var"   /* what `ctrain prep` does: see above */
+/* Frames per chunk of /feats in new stores. Measured on a 3.4 GB store (bench/RESULTS.md,
+ * "Streaming a feature store"): the chunk size does not change the bytes a crop reads
+ * (the reader moves only its rows), only HDF5's cost of finding the chunks. */
+#define CT_FEATSTORE_CHUNK_FRAMES 1024
+
+/* The element type of /feats. CT_FEAT_DEFAULT: float32 for a new store, and whatever
+ * an existing store holds when appending. */
+typedef enum { CT_FEAT_DEFAULT, CT_FEAT_FLOAT32, CT_FEAT_FLOAT16 } ct_feat_dtype;
+const char *ct_feat_dtype_name(ct_feat_dtype t);             /* "float32", "float16" */
+ct_status   ct_feat_dtype_parse(ct_feat_dtype *t, const char *name);
 
 /* How a store's features were made (its root attributes). */
 typedef struct {
@@ -105,6 +129,9 @@ typedef struct ct_featstore ct_featstore;
 /* Opens `path` for appending, creating it when it does not exist. An existing
  * file must be a version-1 store with n_mels mel bands. */
 ct_status ct_featstore_open(ct_featstore **w, const char *path, int n_mels);
+/* The same with the element type of /feats: a new store is made with it (float32 for
+ * CT_FEAT_DEFAULT); an existing store holding another type is refused (CT_EINVAL). */
+ct_status ct_featstore_open_dtype(ct_featstore **w, const char *path, int n_mels, ct_feat_dtype dtype);
 /* Utterances in the store, flushed or queued. */
 int       ct_featstore_n_utt(const ct_featstore *w);
 /* 1 if an utterance with this path (relative to wav/) is stored or queued. */
@@ -126,5 +153,32 @@ ct_status ct_featstore_read_settings(const char *path, ct_featstore_settings *s)
 /* Reads the store at `path` into *c (feats, utt[], n_speakers, n_mels, path[],
  * speaker_name[], video[]); free it with ct_corpus_free. On failure *c is empty. */
 ct_status ct_featstore_load(ct_corpus *c, const char *path);
+
+/* How a store was opened by ct_featstore_open_corpus. */
+typedef struct {
+    int streamed;                     /* 1: read from the file as needed; 0: loaded into memory */
+    size_t budget;                    /* the memory budget, bytes */
+    int budget_given;                 /* 1: --data-memory; 0: the default, half the memory available */
+    unsigned long long feat_bytes;    /* the features as float32: what loading takes */
+    unsigned long long index_bytes;   /* about what streaming keeps in memory: the index and the paths */
+    ct_feat_dtype dtype;              /* what the file holds */
+} ct_featstore_plan;
+
+/* Opens the store for training or evaluation within `budget` bytes of memory (0: half
+ * the memory available): loaded as ct_featstore_load does when its features and index
+ * fit, else streamed (c->feats NULL, c->source reading from the file; ct_corpus_free
+ * closes it). batch_bytes: what the loader's batches take besides; a budget too small
+ * to stream with them is refused (CT_EINVAL with the size needed). Either way the
+ * frames read are the same floats. */
+ct_status ct_featstore_open_corpus(ct_corpus *c, const char *path, size_t budget, size_t batch_bytes, ct_featstore_plan *plan);
+/* Always streamed (what `eval` does: it reads only the utterances its trials name). */
+ct_status ct_featstore_stream(ct_corpus *c, const char *path);
+/* "loaded into memory (6.27 GB, ...)" or "streamed from the file (...)" into buf. */
+const char *ct_featstore_plan_line(const ct_featstore_plan *p, char *buf, size_t cap);
+
+/* What a streamed corpus's reader has read: reads, and bytes of frames as stored. */
+typedef struct { unsigned long long reads, bytes; } ct_featstore_stats;
+/* 1 and *s filled when c streams from a feature store, else 0. */
+int ct_featstore_stats_of(const ct_corpus *c, ct_featstore_stats *s);
 
 #endif

@@ -236,13 +236,13 @@ typedef struct {
 } toy;
 
 static void toy_begin(void *ctx, int e) { toy *t = ctx; t->epoch = e; ct_rng_shuffle_int(&t->data, t->order, TOY_N); }
-static void toy_load(void *ctx, int split, long first, int n)
+static ct_status toy_load(void *ctx, int split, long first, int n)
 {
     toy *t = ctx;
     (void)first; (void)n;
     if (split != CT_SPLIT_TRAIN) {
         if (t->sigterm_val == t->epoch + 1) raise(SIGTERM);
-        return;
+        return CT_OK;
     }
     t->counter++;
     if (t->sigterm_at == t->counter) raise(SIGTERM);
@@ -251,7 +251,9 @@ static void toy_load(void *ctx, int split, long first, int n)
         if (t->nan_loss[k] == t->counter) t->bad_loss = 1;
         if (t->nan_grad[k] == t->counter) t->bad_grad = 1;
     }
+    return CT_OK;
 }
+
 static float toy_loss(toy *t)
 {
     double s = 0;

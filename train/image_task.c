@@ -12,7 +12,7 @@ static void begin_epoch(void *ctx, int epoch)
     ct_rng_shuffle_int(&t->data, t->order, (int)t->n_train);
 }
 
-static void load(void *ctx, int split, long first, int n)
+static ct_status load(void *ctx, int split, long first, int n)
 {
     image_task *t = ctx;
     int lo, hi;
@@ -24,6 +24,7 @@ static void load(void *ctx, int split, long first, int n)
     const float *dev = t->m->ops->ring_put(t->ring, t->block, t->block_bytes);   /* the batch's one copy */
     t->dev_x = dev;
     t->dev_labels = (const int *)(dev + t->labels_off);
+    return CT_OK;
 }
 
 static float forward(void *ctx, int n, int train, int *correct)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "train/model_speaker.h"
+#include "core/bytes.h"
 #include "io/featstore.h"
 
 const ct_opt_choice ct_val_split_choices[] = { { "speakers", CT_VAL_SPEAKERS }, { "videos", CT_VAL_VIDEOS }, { NULL, 0 } };
@@ -32,6 +33,8 @@ void ct_speaker_opts_from_meta(ct_speaker_opts *o, const ct_kv *t)
 
 ct_status ct_speaker_opts_check(const ct_speaker_opts *o)
 {
+    size_t bytes;
+    if (o->data_memory) CT_TRY(ct_bytes_parse(o->data_memory, &bytes, "--data-memory"));
     if (!ct_opt_choice_name(ct_val_split_choices, o->val_split)) return ct_fail(CT_EINVAL, "--val-split: use speakers or videos");
     return CT_OK;
 }
@@ -80,7 +83,14 @@ ct_status ct_speaker_load(ct_model_data *d, const ct_speaker_opts *o, const char
     if (sc.min_frames < frames) sc.min_frames = frames;
     if (sc.max_frames < sc.min_frames) sc.max_frames = sc.min_frames;
     if (!strcmp(source, "synthetic")) CT_TRY(ct_corpus_synthetic(&d->corpus, &sc));
-    else CT_TRY(ct_featstore_load(&d->corpus, source));   /* a feature store written by `ctrain prep voxceleb` */
+    else {   /* a feature store written by `ctrain prep voxceleb`: loaded, or streamed when larger than the budget */
+        size_t budget = 0;
+        if (o->data_memory) CT_TRY(ct_bytes_parse(o->data_memory, &budget, "--data-memory"));
+        if (o->data_memory && budget == 0) return ct_fail(CT_EINVAL, "--data-memory 0: give the memory the data may take, such as 512M");
+        /* the loader's two batch slots: crops x [2B, T, I], lengths [2B] and labels [B] each */
+        size_t batch_bytes = 2 * ((size_t)2 * batch * frames * n_mels * sizeof(float) + (size_t)3 * batch * sizeof(int));
+        CT_TRY(ct_featstore_open_corpus(&d->corpus, source, budget, batch_bytes, &d->store_plan));
+    }
     if (!o->trials) return CT_OK;
     d->trials_path = o->trials;
     CT_TRY(ct_trials_load(&d->trials, &d->n_trials, o->trials, &d->corpus));
@@ -99,6 +109,10 @@ void ct_speaker_data_line(const ct_model_data *d, const ct_model_task *t, const 
             "%s lr %g, batch %d pairs\n", d->source, d->corpus.n_utt, d->corpus.n_speakers,
             d->tc.val_split == CT_VAL_SPEAKERS ? (d->trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
             s ? s->n_train_speakers : 0, s ? s->n_val_speakers : 0, ct_optim_name(fit->optim.kind), fit->optim.lr, fit->batch);
+    if (strcmp(d->source, "synthetic")) {
+        char how[256];
+        fprintf(out, "Features: %s, %s\n", ct_feat_dtype_name(d->store_plan.dtype), ct_featstore_plan_line(&d->store_plan, how, sizeof how));
+    }
     if (d->trials) fprintf(out, "Trials: %s, %d trials; val_eer after every epoch\n", d->trials_path, d->n_trials);
 }
 

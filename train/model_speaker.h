@@ -14,6 +14,7 @@ typedef struct {
     int val_split;               /* ct_val_split */
     float val_fraction;
     const char *trials;          /* --trials FILE, or NULL */
+    const char *data_memory;     /* --data-memory SIZE, or NULL: half the memory available */
 } ct_speaker_opts;
 
 extern const ct_opt_choice ct_val_split_choices[];   /* speakers, videos */
@@ -34,6 +35,9 @@ extern const ct_opt_choice ct_val_split_choices[];   /* speakers, videos */
     { CT_OPT_HEADING, "data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL }, \
     { CT_OPT_NOTE, "--data", "FEATS.h5", 0, 0, 0, 0, NULL, CT_CMD_TRAIN, \
       "a feature store written by `ctrain prep voxceleb`, or `synthetic`" }, \
+    { CT_OPT_STR, "--data-memory", "SIZE", offsetof(T, M.data_memory), 0, 0, 0, NULL, CT_CMD_TRAIN, \
+      "memory for the feature store (512M, 8G; default half the memory\navailable): a store that fits is loaded, a larger one is streamed\n" \
+      "from the file as batches need it (the same crops and weights)" }, \
     { CT_OPT_HEADING, "synthetic data (--data synthetic):", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL }, \
     { CT_OPT_INT, "--speakers", "N", offsetof(T, M.synth.speakers), 0, 4, 1000000, NULL, CT_CMD_TRAIN, "speakers" }, \
     { CT_OPT_INT, "--utts", "N", offsetof(T, M.synth.utts_per_speaker), 0, 2, 100000, NULL, CT_CMD_TRAIN, "utterances per speaker" }, \

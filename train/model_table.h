@@ -30,6 +30,7 @@
 #include "core/params.h"
 #include "core/rng.h"
 #include "io/corpus.h"
+#include "io/featstore.h"
 #include "io/images.h"
 #include "io/kv.h"
 #include "io/trials.h"
@@ -59,6 +60,7 @@ typedef struct {
     const char *source;                /* --data as given */
     /* speaker models (train/model_speaker.c) */
     ct_corpus corpus;
+    ct_featstore_plan store_plan;      /* how a feature store was opened (loaded or streamed); unused for synthetic data */
     const char *trials_path;           /* --trials, or NULL */
     ct_trial *trials;
     int n_trials, *trial_speakers;

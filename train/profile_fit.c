@@ -17,10 +17,10 @@ static void prof_begin_epoch(void *ctx, int epoch)
     if (p->inner.begin_epoch) p->inner.begin_epoch(p->inner.ctx, epoch);
 }
 
-static void prof_load(void *ctx, int split, long first, int n)
+static ct_status prof_load(void *ctx, int split, long first, int n)
 {
     profiled_task *p = ctx;
-    p->inner.load(p->inner.ctx, split, first, n);
+    return p->inner.load(p->inner.ctx, split, first, n);
 }
 
 static float prof_forward(void *ctx, int n, int train, int *correct)

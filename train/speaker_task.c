@@ -7,7 +7,9 @@
 #include "train/checkpoint.h"
 #include "train/dist.h"
 
-/* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread. */
+/* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread;
+ * a read error is kept with the slot (its message too: messages are per thread) for
+ * load() to return on the training thread. */
 static void fill(void *ctx, int slot, int split, long first, int n)
 {
     speaker_task *s = ctx;
@@ -23,7 +25,9 @@ static void fill(void *ctx, int slot, int split, long first, int n)
         s->batch_pairs[slot][k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
     int lo, hi;
     ct_dist_part(s->cfg.dist, n, &lo, &hi);   /* this rank's pairs; every pair's crops are drawn */
-    ct_pairs_batch_part(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, lo, hi, s->c, s->m.frames, crop);
+    s->fill_status[slot] = ct_pairs_batch_part(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, lo, hi, s->c,
+                                               s->m.frames, crop);
+    if (s->fill_status[slot] != CT_OK) snprintf(s->fill_error[slot], sizeof s->fill_error[slot], "%s", ct_last_error());
     s->part_first[slot] = lo;
     s->part_rows[slot] = n;
 }
@@ -45,7 +49,7 @@ static void begin_epoch(void *ctx, int epoch)
     ct_rng_shuffle_int(&s->data, s->order, (int)s->cfg.pairs);
 }
 
-static void load(void *ctx, int split, long first, int n)
+static ct_status load(void *ctx, int split, long first, int n)
 {
     speaker_task *s = ctx;
     if (s->cur >= 0) {   /* the previous batch is done, once its copy to the device has left the block */
@@ -66,11 +70,13 @@ static void load(void *ctx, int split, long first, int n)
     }
     ct_prefetch_wait(&s->pf, slot);
     s->cur = slot;
+    if (s->fill_status[slot] != CT_OK) return ct_fail(s->fill_status[slot], "%s", s->fill_error[slot]);
     /* the batch to the model's device: one copy of the whole block */
     const float *dev = s->m.ops->ring_put(s->ring, s->block[slot], s->block_bytes);
     s->dev_x = dev;
     s->dev_y = dev + s->y_off;
     s->dev_len = (const int *)(dev + s->len_off);
+    return CT_OK;
 }
 
 static float forward(void *ctx, int n, int train, int *correct)

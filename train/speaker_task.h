@@ -66,6 +66,8 @@ typedef struct {
     size_t y_off, len_off, block_bytes;   /* the block's layout (offsets in floats) */
     int cur;                        /* slot of the batch being trained, -1 none */
     int part_first[2], part_rows[2];  /* per slot: its first pair within the whole batch of part_rows pairs */
+    ct_status fill_status[2];       /* per slot: how reading its frames went */
+    char fill_error[2][512];        /*   and the loader thread's message when it failed */
     void *ring;                     /* the device's batch slots (ops->ring_create) */
     const float *dev_x, *dev_y;     /* the current batch on the device */
     const int *dev_len;

@@ -56,8 +56,9 @@ typedef struct {
     /* Prepare samples [first, first + n) of `split` as the next batch: with `dist`, only
      * this rank's rows [first + lo, first + hi) of it (ct_dist_part(dist, n, &lo, &hi)),
      * while every random number of the whole batch is drawn, so the streams stay the same
-     * on every rank. */
-    void  (*load)(void *ctx, int split, long first, int n);
+     * on every rank. An error (a feature store that cannot be read) stops training with
+     * its message; the ranks agree on it before any of them steps. */
+    ct_status (*load)(void *ctx, int split, long first, int n);
     /* Forward pass on the loaded rows (n of them: hi - lo with dist); returns their mean
      * loss, *correct = right predictions among them. */
     float (*forward)(void *ctx, int n, int train, int *correct);

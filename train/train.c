@@ -47,7 +47,7 @@ ct_status ct_evaluate(const ct_task *t, int split, int batch, double *loss, doub
     for (long first = 0; first < n && !fit_signal(t->dist); first += batch) {   /* a signal abandons it (ct_fit) */
         int b = (int)(n - first < batch ? n - first : batch), correct = 0, lo, hi;
         ct_dist_part(t->dist, b, &lo, &hi);   /* this rank's rows (all of them in one process) */
-        t->load(t->ctx, split, first, b);
+        CT_TRY(ct_dist_agree(t->dist, t->load(t->ctx, split, first, b)));
         if (hi == lo) continue;
         sums[0] += (double)t->forward(t->ctx, hi - lo, 0, &correct) * (hi - lo);
         sums[1] += correct;
@@ -384,7 +384,13 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
     for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
         int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0, lo, hi;
         ct_dist_part(t->dist, b, &lo, &hi);   /* this rank's rows of the batch (all of them in one process) */
-        t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
+        ct_status ls = ct_dist_agree(t->dist, t->load(t->ctx, CT_SPLIT_TRAIN, first, b));
+        if (ls != CT_OK) {   /* the data cannot be read: stop before this batch changes the weights */
+            if (r->bar) fprintf(stderr, "\n");
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            return ct_fail(ls, "%s; training stopped at epoch %d, batch %ld. Last good checkpoint: %s", msg, e + 1, step + 1, last_good(r));
+        }
         ct_train_state_zero_grad(r->st);
         float loss = t->forward(t->ctx, hi - lo, 1, &correct);
         CT_TRY(ct_dist_batch_loss(t->dist, &loss, &correct, hi - lo, b));   /* the whole batch's, on every rank */

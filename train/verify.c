@@ -159,10 +159,11 @@ static ct_status embed_whole(speaker_model *m, const ct_corpus *c, const int *ut
         int B = n - first < S ? n - first : S;
         int T = order[first].frames;   /* the longest of this batch: sorted by decreasing length */
         memset(x, 0, (size_t)B * T * I * sizeof *x);
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < B && st == CT_OK; b++) {
             len[b] = order[first + b].frames;
-            memcpy(x + (size_t)b * T * I, c->feats + c->utt[order[first + b].utt].offset, (size_t)len[b] * I * sizeof *x);
+            st = ct_corpus_frames(c, order[first + b].utt, 0, len[b], x + (size_t)b * T * I);
         }
+        if (st != CT_OK) break;
         m->embed(m->ctx, e, x, len, B, T);
         for (int b = 0; b < B; b++) memcpy(emb + (size_t)order[first + b].pos * D, e + (size_t)b * D, D * sizeof *e);
         if (ct_interrupt_signal()) st = ct_fail(CT_EINTR, "interrupted by %s", ct_interrupt_name(ct_interrupt_signal()));
@@ -197,7 +198,7 @@ static ct_status embed_windows(speaker_model *m, const ct_corpus *c, const int *
         int f = u->frames < max_frames ? u->frames : max_frames, nw = ct_utt_windows(f, T);
         int start = w == nw - 1 ? (f > T ? f - T : 0) : w * hop, l = f < T ? f : T;
         float *xb = x + (size_t)B * T * I;
-        memcpy(xb, c->feats + u->offset + (size_t)start * I, (size_t)l * I * sizeof *x);
+        if ((st = ct_corpus_frames(c, utts[k], start, l, xb)) != CT_OK) break;
         if (l < T) memset(xb + (size_t)l * I, 0, (size_t)(T - l) * I * sizeof *x);
         len[B] = l;
         owner[B++] = k;
