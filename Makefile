@@ -11,6 +11,8 @@
 #                   (default 60); tests/fuzz/targets.h lists the targets, tests/fuzz/run.sh prints the table
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
 #   make bench      FMA and sgemm peaks, both models' training: ctrain vs Debian's and the newest PyTorch (bench/)
+#   make bench-scale a store of 1.5x this machine's memory trained from (bench/scale.sh): pairs/s,
+#                   resident memory and read amplification, streamed against in memory
 #   make bench-avx2 the same with this CPU playing one without AVX-512 (AVX2 and FMA) on both sides
 #   make golden     regenerate the PyTorch parity files in tests/golden/ (needs python3-torch)
 #   make dist       the relocatable tarball dist/ctrain-VERSION-linux-x86_64.tar.gz: portable
@@ -165,7 +167,7 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 SONAME  := libctrain.so.$(SOMAJOR)
 SHLIB   := $(BUILD)/libctrain.so.$(VERSION)
 
-.PHONY: all build deps test demo bench bench-avx2 golden clean detect check-deps dist dist-check gpu-check install install-files uninstall fuzz fuzz-build
+.PHONY: all build deps test demo bench bench-scale bench-avx2 golden clean detect check-deps dist dist-check gpu-check install install-files uninstall fuzz fuzz-build
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -261,6 +263,12 @@ bench: deps
 
 # The same runs with this CPU playing one that has AVX2 and FMA but no AVX-512 (bench/run.sh):
 # ctrain built for x86-64-v3 in build-avx2 (CPU only), both sides limited to AVX2.
+# A store of 1.5x this machine's memory (in /var/tmp/ctrain-scale, or SCALE_DIR), trained
+# from one seed-protocol epoch: pairs/s, resident memory, bytes read per byte used (bench/scale.sh).
+bench-scale: deps
+	@$(MAKE) --no-print-directory build
+	@sh bench/scale.sh $(abspath $(CTRAIN)) $(abspath $(BUILD))/bench/scale_store $(or $(SCALE_DIR),/var/tmp/ctrain-scale) $(or $(SCALE_PAIRS),300000)
+
 bench-avx2: deps
 	@sh scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 BUILD=build-avx2 CTRAIN=build-avx2/ctrain OPT="-O3 -march=x86-64-v3"

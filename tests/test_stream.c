@@ -4,7 +4,7 @@
  * loaded store, the same batches and crop stream, a store truncated while it is
  * read named in one error), the memory budget's choice and its refusal, and
  * `ctrain train` streamed against loaded: bit-identical weights, also after a
- * resume, and `ctrain eval` on a streamed store. */
+ * resume, and `ctrain eval` on a streamed store, a 3-minute utterance embedded whole. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +262,82 @@ static void cli_cases(void)
     t_check(rc == 0 && strstr(out, "read as they are embedded") && strstr(out, "EER: "), "exit %d: %s", rc, out);
 }
 
+/* A store of 4 speakers x 4 utterances of 30 frames, plus a 3-minute utterance (18,000
+ * frames, a speaker's utterances repeated) of speaker 0, and trials of every pair. */
+static int long_store(const char *feats, const char *trials)
+{
+    enum { SPK = 4, UTT = 4, LONG = 18000 };
+    ct_corpus c = { 0 };
+    ct_synth_config sc = { .speakers = SPK, .utts_per_speaker = UTT, .min_frames = 30, .max_frames = 30, .n_mels = 8, .noise = 0.5f, .seed = 6 };
+    if (!t_check(ct_corpus_synthetic(&c, &sc) == CT_OK, "synthetic: %s", ct_last_error())) return 0;
+    float *big = t_alloc((size_t)LONG * 8);
+    for (int t = 0; t < LONG; t++) memcpy(big + (size_t)t * 8, c.feats + c.utt[(t / 30) % UTT].offset + (size_t)(t % 30) * 8, 8 * sizeof *big);
+    unlink(feats);
+    ct_featstore *w = NULL;
+    ct_status st = ct_featstore_open(&w, feats, 8);
+    char path[SPK * UTT + 1][64];
+    for (int u = 0; st == CT_OK && u <= SPK * UTT; u++) {
+        int s = u < SPK * UTT ? c.utt[u].speaker : 0;
+        char spk[16], vid[16];
+        snprintf(spk, sizeof spk, "id1%04d", s);
+        snprintf(vid, sizeof vid, "vid%d", u % 2);
+        snprintf(path[u], sizeof path[u], "%s/%s/%05d.wav", spk, vid, u);
+        st = u < SPK * UTT ? ct_featstore_append(w, path[u], spk, vid, c.feats + c.utt[u].offset, c.utt[u].frames)
+                           : ct_featstore_append(w, path[u], spk, vid, big, LONG);
+    }
+    if (w && ct_featstore_close(w) != CT_OK && st == CT_OK) st = CT_EIO;
+    FILE *f = st == CT_OK ? fopen(trials, "w") : NULL;
+    for (int a = 0; f && a <= SPK * UTT; a++)
+        for (int b = a + 1; b <= SPK * UTT; b++)
+            fprintf(f, "%d %s %s\n", (a < SPK * UTT ? c.utt[a].speaker : 0) == (b < SPK * UTT ? c.utt[b].speaker : 0), path[a], path[b]);
+    int ok = f && fclose(f) == 0;
+    free(big);
+    ct_corpus_free(&c);
+    return t_check(st == CT_OK && ok, "long store: %s", ct_last_error());
+}
+
+/* The scores file's score of each line, [n]. */
+static int read_scores(const char *file, double *score, int cap)
+{
+    char p[512], line[512];
+    snprintf(p, sizeof p, "%s/%s", t_scratch_dir(), file);
+    FILE *f = fopen(p, "r");
+    int n = 0;
+    while (f && n < cap && fgets(line, sizeof line, f)) score[n++] = atof(line);
+    if (f) fclose(f);
+    return n;
+}
+
+static void long_cases(void)
+{
+    char feats[512], trials[512], args[2048];
+    static char out[1 << 16];
+    snprintf(feats, sizeof feats, "%s/long.h5", t_scratch_dir());
+    snprintf(trials, sizeof trials, "%s/long_trials.txt", t_scratch_dir());
+    t_case("stream/cli: eval embeds a 3-minute utterance whole by default; --max-frames cuts it only when asked");
+    if (!long_store(feats, trials)) return;
+    snprintf(args, sizeof args, "eval siamese-lstm --weights st_loaded.h5 --data %s --trials %s --mels 8 --hidden 8 --layers 1 "
+             "--embed 4 --threads 1 --scores long_whole.txt", feats, trials);
+    int rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && strstr(out, "Embedded 17 utterances") && !strstr(out, "cut"), "whole: exit %d: %s", rc, out);
+    snprintf(args, sizeof args, "eval siamese-lstm --weights st_loaded.h5 --data %s --trials %s --mels 8 --hidden 8 --layers 1 "
+             "--embed 4 --threads 1 --max-frames 3000 --scores long_cut.txt", feats, trials);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0 && strstr(out, "1 longer than 3000 frames cut to that"), "cut: exit %d: %s", rc, out);
+    double whole[200], cut[200];
+    int n = read_scores("long_whole.txt", whole, 200), m = read_scores("long_cut.txt", cut, 200), same_short = 1, long_differs = 0;
+    /* trials are every pair (a, b), a < b, of 17 utterances; the long one is the last: it is in trials with b = 16 */
+    int k = 0;
+    for (int a = 0; a < 17; a++)
+        for (int b = a + 1; b < 17; b++, k++) {
+            if (k >= n || k >= m) break;
+            if (b == 16) long_differs += whole[k] != cut[k];
+            else same_short &= whole[k] == cut[k];
+        }
+    t_check(n == 136 && m == 136, "%d and %d scores, want 136", n, m);
+    t_check(same_short && long_differs == 16, "the short utterances' scores must agree and the long one's 16 differ (%d differ)", long_differs);
+}
+
 void suite_stream(void)
 {
     half_cases();
@@ -270,4 +346,5 @@ void suite_stream(void)
     store_cases(dir);
     rmdir(dir);
     cli_cases();
+    long_cases();
 }
