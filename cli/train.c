@@ -188,6 +188,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
 
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
+    data.ranks_here = cli_dist.mpi ? cli_dist.local_size : 1;   /* they share the machine's memory */
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
     if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);

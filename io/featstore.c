@@ -978,11 +978,13 @@ int ct_featstore_stats_of(const ct_corpus *c, ct_featstore_stats *out)
  * the string, about 40 bytes in VoxCeleb), and what HDF5 keeps of the index. */
 #define STREAM_BYTES_PER_UTT (sizeof(ct_utt) + sizeof(int) + sizeof(char *) + 48)
 
-ct_status ct_featstore_open_corpus(ct_corpus *c, const char *path, size_t budget, size_t batch_bytes, ct_featstore_plan *plan)
+ct_status ct_featstore_open_corpus(ct_corpus *c, const char *path, size_t budget, int ranks_here, size_t batch_bytes,
+                                   ct_featstore_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
     plan->budget_given = budget > 0;
-    plan->budget = budget > 0 ? budget : ct_mem_available() / 2;
+    plan->ranks_here = ranks_here > 1 ? ranks_here : 1;
+    plan->budget = budget > 0 ? budget : ct_mem_available() / 2 / (size_t)plan->ranks_here;
     hid_t f;
     int half;
     hsize_t n_frames;
@@ -1014,11 +1016,13 @@ const char *ct_featstore_plan_line(const ct_featstore_plan *p, char *buf, size_t
     char fb[32], bb[32], ib[32];
     ct_bytes_format(fb, sizeof fb, (double)p->feat_bytes);
     ct_bytes_format(bb, sizeof bb, (double)p->budget);
+    char dflt[96] = "";
+    if (!p->budget_given && p->ranks_here > 1) snprintf(dflt, sizeof dflt, ", half the memory available over %d ranks", p->ranks_here);
+    else if (!p->budget_given) snprintf(dflt, sizeof dflt, ", half the memory available");
     if (p->streamed)
         snprintf(buf, cap, "streamed from the file (%s features, more than the %s budget of --data-memory%s; %s index in memory)",
-                 fb, bb, p->budget_given ? "" : ", half the memory available", ct_bytes_format(ib, sizeof ib, (double)p->index_bytes));
+                 fb, bb, dflt, ct_bytes_format(ib, sizeof ib, (double)p->index_bytes));
     else
-        snprintf(buf, cap, "loaded into memory (%s, within the %s budget of --data-memory%s)", fb, bb,
-                 p->budget_given ? "" : ", half the memory available");
+        snprintf(buf, cap, "loaded into memory (%s, within the %s budget of --data-memory%s)", fb, bb, dflt);
     return buf;
 }

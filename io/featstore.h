@@ -165,18 +165,20 @@ typedef struct {
     int streamed;                     /* 1: read from the file as needed; 0: loaded into memory */
     size_t budget;                    /* the memory budget, bytes */
     int budget_given;                 /* 1: --data-memory; 0: the default, half the memory available */
+    int ranks_here;                   /* ranks of an MPI job on this machine: the default is shared among them */
     unsigned long long feat_bytes;    /* the features as float32: what loading takes */
     unsigned long long index_bytes;   /* about what streaming keeps in memory: the index and the paths */
     ct_feat_dtype dtype;              /* what the file holds */
 } ct_featstore_plan;
 
 /* Opens the store for training or evaluation within `budget` bytes of memory (0: half
- * the memory available): loaded as ct_featstore_load does when its features and index
+ * the memory available, divided among the ranks_here ranks of a job on this machine): loaded as ct_featstore_load does when its features and index
  * fit, else streamed (c->feats NULL, c->source reading from the file; ct_corpus_free
  * closes it). batch_bytes: what the loader's batches take besides; a budget too small
  * to stream with them is refused (CT_EINVAL with the size needed). Either way the
  * frames read are the same floats. */
-ct_status ct_featstore_open_corpus(ct_corpus *c, const char *path, size_t budget, size_t batch_bytes, ct_featstore_plan *plan);
+ct_status ct_featstore_open_corpus(ct_corpus *c, const char *path, size_t budget, int ranks_here, size_t batch_bytes,
+                                   ct_featstore_plan *plan);
 /* Always streamed (what `eval` does: it reads only the utterances its trials name). */
 ct_status ct_featstore_stream(ct_corpus *c, const char *path);
 /* "loaded into memory (6.27 GB, ...)" or "streamed from the file (...)" into buf. */

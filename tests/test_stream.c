@@ -113,7 +113,7 @@ static void store_cases(const char *dir)
                 "appending float32 to a float16 store: %s", ct_last_error());
         if (w) ct_featstore_close(w);
         ct_featstore_plan plan;
-        if (t_check(ct_featstore_open_corpus(&b, f16, 8000, 0, &plan) == CT_OK && plan.streamed && plan.dtype == CT_FEAT_FLOAT16,
+        if (t_check(ct_featstore_open_corpus(&b, f16, 8000, 1, 0, &plan) == CT_OK && plan.streamed && plan.dtype == CT_FEAT_FLOAT16,
                     "stream the float16 store: %s", ct_last_error())) {
             float *x = t_alloc(90 * 8);
             int diff = 0;
@@ -193,15 +193,15 @@ static void store_cases(const char *dir)
 
     t_case("stream/the budget: loaded when it fits, streamed when not, refused with the size needed when a batch does not fit");
     ct_featstore_plan plan;
-    if (t_check(ct_featstore_open_corpus(&a, f32, (size_t)1 << 30, 4096, &plan) == CT_OK, "%s", ct_last_error())) {
+    if (t_check(ct_featstore_open_corpus(&a, f32, (size_t)1 << 30, 1, 4096, &plan) == CT_OK, "%s", ct_last_error())) {
         t_check(!plan.streamed && a.feats && !a.source, "1 GB: loaded");
         ct_corpus_free(&a);
     }
-    if (t_check(ct_featstore_open_corpus(&a, f32, 20000, 4096, &plan) == CT_OK, "%s", ct_last_error())) {
+    if (t_check(ct_featstore_open_corpus(&a, f32, 20000, 1, 4096, &plan) == CT_OK, "%s", ct_last_error())) {
         t_check(plan.streamed && !a.feats && a.source && plan.feat_bytes > 20000, "20 kB: streamed");
         ct_corpus_free(&a);
     }
-    t_check(ct_featstore_open_corpus(&a, f32, 20000, 100000, &plan) == CT_EINVAL && strstr(ct_last_error(), "give at least")
+    t_check(ct_featstore_open_corpus(&a, f32, 20000, 1, 100000, &plan) == CT_EINVAL && strstr(ct_last_error(), "give at least")
             && strstr(ct_last_error(), "--data-memory") && !a.utt, "a batch larger than the budget: %s", ct_last_error());
     if (src.feats) ct_corpus_free(&src);
     unlink(f32); unlink(f16); unlink(cut);

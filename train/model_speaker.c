@@ -70,7 +70,9 @@ static ct_status hold_out_trial_speakers(ct_model_data *d)
 
 ct_status ct_speaker_load(ct_model_data *d, const ct_speaker_opts *o, const char *source, long seed, int batch, int n_mels, int frames)
 {
+    int ranks_here = d->ranks_here;   /* the caller's; everything else starts empty */
     memset(d, 0, sizeof *d);
+    d->ranks_here = ranks_here;
     d->source = source;
     speaker_task_config *tc = &d->tc;
     *tc = (speaker_task_config){ .pairs = o->pairs, .val_pairs = o->val_pairs, .batch = batch, .val_split = (ct_val_split)o->val_split,
@@ -89,7 +91,7 @@ ct_status ct_speaker_load(ct_model_data *d, const ct_speaker_opts *o, const char
         if (o->data_memory && budget == 0) return ct_fail(CT_EINVAL, "--data-memory 0: give the memory the data may take, such as 512M");
         /* the loader's two batch slots: crops x [2B, T, I], lengths [2B] and labels [B] each */
         size_t batch_bytes = 2 * ((size_t)2 * batch * frames * n_mels * sizeof(float) + (size_t)3 * batch * sizeof(int));
-        CT_TRY(ct_featstore_open_corpus(&d->corpus, source, budget, batch_bytes, &d->store_plan));
+        CT_TRY(ct_featstore_open_corpus(&d->corpus, source, budget, ranks_here, batch_bytes, &d->store_plan));
     }
     if (!o->trials) return CT_OK;
     d->trials_path = o->trials;

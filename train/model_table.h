@@ -61,6 +61,7 @@ typedef struct {
     /* speaker models (train/model_speaker.c) */
     ct_corpus corpus;
     ct_featstore_plan store_plan;      /* how a feature store was opened (loaded or streamed); unused for synthetic data */
+    int ranks_here;                    /* set before load_data: ranks of this job on this machine (0 or 1: one process) */
     const char *trials_path;           /* --trials, or NULL */
     ct_trial *trials;
     int n_trials, *trial_speakers;
