@@ -94,6 +94,8 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
     if (!(o->lr > 0) && d->train.lr > 0 && (!o->optimizer || !strcmp(o->optimizer, ct_optim_name(d->train.optimizer))))
         o->lr = d->train.lr;
     if (st == CT_OK) st = d->finish(cfg, o->checkpoint || o->save_best || !o->no_run_dir);
+    if (st == CT_OK && o->fixed_pairs && d->task != CT_TASK_SPEAKER)
+        st = ct_fail(CT_EINVAL, "--fixed-pairs is for the speaker models' pairs; %s trains on images", d->name);
     if (st != CT_OK) {
         if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* ranks: see train_model */
         return 2;
@@ -189,6 +191,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     ct_rngs rngs;
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
+    data.tc.fixed_pairs = o.fixed_pairs;
     if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
     if (cli_dist.mpi) {   /* one of several ranks: each trains on its part of every batch */
