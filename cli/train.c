@@ -214,7 +214,9 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     }
     if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs, rf.dir);
     if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* a stop every rank made alike (a NaN loss): one message */
-    if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist)) st = d->save(net, o.out, &meta.model_cfg);   /* rank 0 writes */
+    const speaker_task *s = d->task == CT_TASK_SPEAKER && task.open ? &task.s : NULL;   /* the speakers trained on */
+    if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist))   /* rank 0 writes */
+        st = d->save(net, o.out, &meta.model_cfg, s ? s->train_names : NULL, s ? s->n_train_speakers : 0);
     if (cli_dist.mpi && o.out) st = ct_dist_agree(&cli_dist, st);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
     ct_model_task_close(&task);

@@ -79,13 +79,19 @@ ct_status ct_corpus_synthetic(ct_corpus *c, const ct_synth_config *g)
 
 ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const ct_corpus *c, double val_fraction, ct_rng *r)
 {
-    int S = c->n_speakers, nv = (int)lround(S * val_fraction);
+    return ct_speakers_split(train, n_train, val, n_val, NULL, c->n_speakers, val_fraction, r);
+}
+
+ct_status ct_speakers_split(int *train, int *n_train, int *val, int *n_val, const int *speakers, int S, double val_fraction,
+                            ct_rng *r)
+{
+    int nv = (int)lround(S * val_fraction);
     if (nv < 2 || S - nv < 2)
         return ct_fail(CT_EINVAL, "%d speakers cannot be split into >= 2 training and >= 2 validation speakers "
                        "with validation fraction %.2f; use more speakers", S, val_fraction);
-    int *order = ct_malloc((size_t)S * sizeof *order, "speaker split");
+    int *order = ct_malloc((size_t)S * sizeof *order + 1, "speaker split");
     if (!order) return CT_ENOMEM;
-    for (int s = 0; s < S; s++) order[s] = s;
+    for (int s = 0; s < S; s++) order[s] = speakers ? speakers[s] : s;
     ct_rng_shuffle_int(r, order, S);
     *n_train = S - nv; *n_val = nv;
     memcpy(train, order, (size_t)(S - nv) * sizeof *order);

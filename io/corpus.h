@@ -52,6 +52,10 @@ void      ct_corpus_free(ct_corpus *c);
  * for validation (disjoint speakers: open-set verification). train/val receive
  * speaker ids; each needs room for n_speakers. */
 ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const ct_corpus *c, double val_fraction, ct_rng *r);
+/* The same over the S speakers speakers[0..S) (NULL: 0..S-1, which is ct_corpus_split); speakers
+ * may be train or val: it is read before they are written. */
+ct_status ct_speakers_split(int *train, int *n_train, int *val, int *n_val, const int *speakers, int S, double val_fraction,
+                            ct_rng *r);
 
 typedef struct { int a, b; float y; } ct_pair;   /* utterance indices; y = 1 same speaker */
 

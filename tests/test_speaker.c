@@ -10,7 +10,9 @@
 #include "tests/test.h"
 #include "core/clock.h"
 #include "io/corpus.h"
+#include "io/trials.h"
 #include "train/speaker_task.h"
+#include <unistd.h>
 
 static ct_status small_corpus(ct_corpus *c, int speakers, int utts)
 {
@@ -248,6 +250,64 @@ static void test_epoch_pairs(void)
     ct_corpus_free(&c);
 }
 
+static void test_excluded(void)
+{
+    t_case("speaker/excluded speakers (a test list's): in no training pair of any epoch, no validation pair, not recorded");
+    ct_corpus c;
+    t_check(small_corpus(&c, 12, 6) == CT_OK, "corpus: %s", ct_last_error());
+    c.speaker_name = calloc(12, sizeof *c.speaker_name);
+    for (int k = 0; k < 12; k++) { char b[16]; snprintf(b, sizeof b, "id1%04d", k); c.speaker_name[k] = strdup(b); }
+    char path[] = "/tmp/ctrain_excl_trials_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (f) { fputs("1 id10002/v/00001.wav id10002/v/00002.wav\n0 id10005/v/00001.wav id10011/w/00003.wav\n"
+                   "0 id10005/v/00001.wav id19999/x/00001.wav\n", f); fclose(f); }
+    unsigned char named[12];
+    int n_named = -1;
+    t_check(ct_trials_speakers(named, &n_named, path, &c) == CT_OK && n_named == 3 && named[2] && named[5] && named[11],
+            "the list names id10002, id10005, id10011 (and id19999, not in the corpus): %d named: %s", n_named, ct_last_error());
+    unlink(path);
+    for (int split = 0; split < 2; split++) {
+        if (split == CT_VAL_VIDEOS) {
+            c.video = malloc((size_t)c.n_utt * sizeof *c.video);
+            for (int u = 0; u < c.n_utt; u++) c.video[u] = c.utt[u].speaker * 2 + (u % 2);
+        }
+        siamese_lstm_config mc = ct_siamese_lstm_defaults();
+        mc.n_mels = 6; mc.frames = 10; mc.hidden = 8; mc.embed = 4;
+        siamese_lstm m;
+        speaker_task s;
+        ct_rngs rngs;
+        ct_rngs_seed(&rngs, 5);
+        speaker_task_config tc = { .pairs = 300, .val_pairs = 100, .batch = 16, .val_split = (ct_val_split)split,
+                                   .val_fraction = 0.25, .seed = 5, .excluded = named };
+        t_check(ct_siamese_lstm_build(&m, &mc) == CT_OK, "build");
+        speaker_model sm = ct_speaker_model_lstm(&m);
+        t_check(ct_speaker_task_init(&s, &tc, &c, &sm, &rngs, NULL) == CT_OK, "task: %s", ct_last_error());
+        ct_task t = ct_speaker_task_ops(&s);
+        int bad = 0, seen[12] = { 0 };
+        for (int ep = 0; ep < 3; ep++) {
+            t.begin_epoch(t.ctx, ep);
+            for (int i = 0; i < 300; i++) {
+                int sa = c.utt[s.pairs[0][i].a].speaker, sb = c.utt[s.pairs[0][i].b].speaker;
+                bad += named[sa] + named[sb];
+                seen[sa] = seen[sb] = 1;
+            }
+        }
+        for (int i = 0; i < 100; i++) bad += named[c.utt[s.pairs[1][i].a].speaker] + named[c.utt[s.pairs[1][i].b].speaker];
+        int listed_ok = s.train_names != NULL && s.n_train_speakers == (split == CT_VAL_SPEAKERS ? 7 : 9);
+        for (int k = 0; listed_ok && k < s.n_train_speakers; k++) {
+            int id = atoi(s.train_names[k] + 3);
+            listed_ok = !named[id] && seen[id] && !strcmp(s.train_names[k], c.speaker_name[s.sampler.speakers[k]]);
+        }
+        t_check(bad == 0, "split %d: %d pair sides on an excluded speaker", split, bad);
+        t_check(listed_ok, "split %d: the recorded names are not the %d training speakers (%d recorded)", split,
+                split == CT_VAL_SPEAKERS ? 7 : 9, s.n_train_speakers);
+        ct_speaker_task_free(&s);
+        ct_siamese_lstm_free(&m);
+    }
+    ct_corpus_free(&c);
+}
+
 /* One epoch through the speaker task and the training loop; returns the weights. */
 static float *train_once(ct_val_split split, size_t *n)
 {
@@ -340,6 +400,7 @@ void suite_speaker(void)
     test_pairs();
     test_sampler();
     test_epoch_pairs();
+    test_excluded();
     test_unusable();
     test_videos();
     test_task_determinism();

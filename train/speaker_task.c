@@ -142,8 +142,10 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         }
         for (int k = 0; st == CT_OK && k < S; k++) { if (held[k]) spk_va[nva++] = k; else spk_tr[ntr++] = k; }
         free(held);
-    } else if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS) {
-        st = ct_corpus_split(spk_tr, &ntr, spk_va, &nva, c, cfg->val_fraction, &s->data);
+    } else if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS) {   /* the speakers left after exclusion, split */
+        int n = 0;
+        for (int k = 0; k < S; k++) if (!cfg->excluded || !cfg->excluded[k]) spk_va[n++] = k;
+        st = ct_speakers_split(spk_tr, &ntr, spk_va, &nva, spk_va, n, cfg->val_fraction, &s->data);
     } else if (st == CT_OK) {
         val_utt = ct_malloc((size_t)c->n_utt, "video split");
         tr_utt = ct_malloc((size_t)c->n_utt, "video split");
@@ -151,6 +153,14 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         for (int u = 0; st == CT_OK && u < c->n_utt; u++) tr_utt[u] = !val_utt[u];
         for (int k = 0; k < S; k++) spk_tr[k] = spk_va[k] = k;
         ntr = nva = S;
+    }
+    if (st == CT_OK && cfg->excluded) {   /* a test list's speakers: in neither split */
+        int kept = 0;
+        for (int k = 0; k < ntr; k++) if (!cfg->excluded[spk_tr[k]]) spk_tr[kept++] = spk_tr[k];
+        ntr = kept;
+        kept = 0;
+        for (int k = 0; k < nva; k++) if (!cfg->excluded[spk_va[k]]) spk_va[kept++] = spk_va[k];
+        nva = kept;
     }
     if (st == CT_OK) {
         ct_usable_speakers(spk_tr, &ntr, c, tr_utt, warn);
@@ -184,6 +194,11 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         if (!s->pairs[0] || !s->pairs[1] || !s->order) st = CT_ENOMEM;
     }
     if (st == CT_OK) st = ct_pair_sampler_init(&s->sampler, c, tr_utt, spk_tr, ntr);
+    if (st == CT_OK && c->speaker_name) {
+        s->train_names = ct_malloc((size_t)ntr * sizeof *s->train_names, "speaker names");
+        if (!s->train_names) st = CT_ENOMEM;
+        for (int k = 0; st == CT_OK && k < ntr; k++) s->train_names[k] = c->speaker_name[spk_tr[k]];
+    }
     if (st == CT_OK && cfg->fixed_pairs) ct_pairs_sample(s->pairs[0], (int)cfg->pairs, &s->sampler, &s->data);
     if (st == CT_OK && cfg->val_pairs > 0) st = ct_pairs_draw(s->pairs[1], (int)cfg->val_pairs, c, val_utt, spk_va, nva, &s->data);
     if (st == CT_OK && !cfg->fixed_pairs) draw_epoch_pairs(s, s->pairs[0], 0);   /* a valid state before the first epoch begins */
@@ -240,6 +255,7 @@ static ct_status save_state(void *ctx, hid_t f)
     CT_TRY(write_pairs(f, "data/pairs", s->pairs[0], s->cfg.pairs));
     size_t one = 1;
     if (!s->cfg.fixed_pairs) CT_TRY(ct_ckpt_write_i32(f, "data/pairs_epoch", &s->pairs_epoch, 1, &one));
+    if (s->train_names) CT_TRY(ct_h5_write_names(f, "train_speakers", s->train_names, s->n_train_speakers));
     return write_pairs(f, "data/val_pairs", s->pairs[1], s->cfg.val_pairs);
 }
 
@@ -327,6 +343,7 @@ void ct_speaker_task_free(speaker_task *s)
     if (s->ring) s->m.ops->ring_free(s->ring);
     free(s->pairs[0]); free(s->pairs[1]); free(s->order);
     ct_pair_sampler_free(&s->sampler);
+    free(s->train_names);
     for (int k = 0; k < 2; k++) {
         free(s->batch_pairs[k]);
         if (s->block[k]) s->m.ops->host_free(s->block[k]);

@@ -33,7 +33,8 @@
  * Exact resume (ct_task.save_state / load_state): /rng/data, /rng/crop,
  * /rng/val_crop, /rng/dropout (the model's dropout stream), /data/order (this epoch's order) and /data/pairs,
  * /data/val_pairs ([n, 2] utterance indices, checked on resume against the pairs
- * drawn from the same data and seed). With pairs drawn every epoch, /data/pairs
+ * drawn from the same data and seed), and /train_speakers (the training speakers' names,
+ * when the corpus has names; ct_h5_write_names). With pairs drawn every epoch, /data/pairs
  * are the pairs of epoch /data/pairs_epoch ([1]), drawn again from the seed and
  * that epoch on resume and checked the same way; a checkpoint without
  * /data/pairs_epoch was made with fixed pairs (--fixed-pairs, or a ctrain that
@@ -59,6 +60,7 @@ typedef struct {
     double val_fraction;        /* speakers held out for validation (CT_VAL_SPEAKERS) */
     const int *val_speakers;    /* if not NULL: exactly these speakers are held out for validation */
     int n_val_speakers;         /*   (e.g. the speakers of a trial list, so no trial speaker is trained on) */
+    const unsigned char *excluded;   /* [corpus speakers] 1: neither trained nor validated on (a test list's); NULL: none */
     uint64_t seed;
     /* Optional trial list over the corpus (io/trials.h): val_eer is computed on it at
      * every epoch's end (whole utterances, train/verify.h). Its speakers should be the
@@ -93,6 +95,8 @@ typedef struct {
                                        from it (the state "as of the batch boundary" a checkpoint saves) */
     ct_prefetch pf;
     int n_train_speakers, n_val_speakers;
+    const char **train_names;       /* [n_train_speakers] the training speakers' names (the corpus's
+                                       strings), recorded in checkpoints and weights; NULL: no names */
 } speaker_task;
 
 /* Splits the corpus, draws the pairs (warnings about unusable speakers go to
