@@ -42,6 +42,7 @@ int cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st)
         || ct_args_float(a, "--dist-timeout", &o->dist_timeout, 1, 1e6f, st)
         || ct_args_long(a, "--dist-check-every", &o->dist_check_every, 0, 0x7fffffffL, st)
         || (ct_args_flag(a, "--sync-batchnorm") && (o->sync_batchnorm = 1))
+        || (ct_args_flag(a, "--fixed-pairs") && (o->fixed_pairs = 1))
         || (ct_args_flag(a, "--progress") && (o->progress = 1)) || (ct_args_flag(a, "--no-progress") && !(o->progress = 0))
         || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1));
 }
@@ -60,6 +61,9 @@ const char *CLI_TRAIN_HELP =
     "  --seed S              seed of every random stream (default 1)\n"
     CLI_DEVICE_HELP
     "  --out FILE.h5         write the trained weights (HDF5, replaced atomically)\n"
+    "  --fixed-pairs         speaker models: draw the training pairs once and reshuffle them every epoch\n"
+    "                        (the seed experiment's protocol); default: new pairs every epoch, a function\n"
+    "                        of --seed and the epoch\n"
     "  --progress, --no-progress   force the live progress bar (on stderr) on or off (default: when stderr\n"
     "                        is a terminal)\n"
     "checkpoints and callbacks:\n"
@@ -172,6 +176,7 @@ void cli_train_to_meta(ct_kv *kv, const cli_train_opts *o, const ct_fit_config *
     ct_kv_set_str(kv, "data", o->data);
     ct_kv_set_int(kv, "tf32", o->tf32);
     ct_kv_set_int(kv, "deterministic", o->deterministic);
+    ct_kv_set_int(kv, "fixed_pairs", o->fixed_pairs);
 }
 
 void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
@@ -189,6 +194,8 @@ void cli_train_from_meta(const ct_kv *kv, cli_train_opts *o)
     ct_kv_str(kv, "data", &o->data);
     ct_kv_int(kv, "tf32", &o->ckpt_tf32);   /* older checkpoints have neither: 0 */
     ct_kv_int(kv, "deterministic", &o->ckpt_deterministic);
+    /* a speaker model's checkpoint (it records pairs) without fixed_pairs predates pairs drawn every epoch */
+    if (!ct_kv_int(kv, "fixed_pairs", &o->fixed_pairs) && ct_kv_get(kv, "pairs")) o->fixed_pairs = 1;
 }
 
 /* With --resume anywhere on the command line, read the checkpoint's configuration

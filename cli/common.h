@@ -31,6 +31,8 @@ typedef struct {
     float dist_timeout;                  /* seconds a collective waits for the other ranks */
     long dist_check_every;               /* parameter hash compared across ranks every N steps; 0: never */
     int sync_batchnorm;                  /* batchnorm statistics over the whole batch, across the ranks */
+    /* speaker models' pairs (train/speaker_task.h) */
+    int fixed_pairs;                     /* --fixed-pairs: drawn once per run and reshuffled, not drawn every epoch */
 } cli_train_opts;
 
 /* `ctrain train`'s values of the shared options for model d (its epochs, batch, data, schedule). */

@@ -13,6 +13,7 @@ const cli_bool_key CLI_TRAIN_BOOLS[] = {
     { "tf32", "--tf32", NULL },
     { "deterministic", "--deterministic", NULL },
     { "progress", "--progress", "--no-progress" },
+    { "fixed-pairs", "--fixed-pairs", NULL },
     { NULL, NULL, NULL }
 };
 
@@ -159,6 +160,7 @@ ct_status cli_train_config_write(const char *path, const char *comment, const cl
     put(&s, "device", "%s", o->device);
     if (o->tf32) put(&s, "tf32", "true");
     if (o->deterministic) put(&s, "deterministic", "true");
+    if (o->fixed_pairs) put(&s, "fixed-pairs", "true");
     put(&s, "threads", "%d", o->threads);
     put(&s, "seed", "%ld", o->seed);
     put(&s, "epochs", "%d", o->epochs);

@@ -7,7 +7,8 @@
  *                   mean of its windows' embeddings), each trial scored as minus the distance, and
  *                   the trials, EER and minDCF at p_target 0.01 and 0.05 printed (train/verify.h);
  *                   --scores, --det and --json write the scores, the DET curve and the metrics
- *                   (train/verify_report.h)
+ *                   (train/verify_report.h); a warning line counts the list's speakers that the
+ *                   weights file records as trained on (/train_speakers), whose EER is no test result
  *   image models    ctrain eval cnn --weights cnn.h5 --data fashion-mnist
  *                   loss, accuracy and the confusion matrix on the test set
  *
@@ -27,6 +28,7 @@
 #include "core/interrupt.h"
 #include "core/threads.h"
 #include "io/featstore.h"
+#include "io/h5.h"
 #include "io/idx.h"
 #include "io/weights.h"
 #include "train/model_image.h"
@@ -80,6 +82,29 @@ static void help(const ct_model_descriptor *d, int speaker)
 }
 
 /* ---- speaker models: a trial list ---- */
+static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* How many of the speakers the trials t[n] name are among those the weights file records as
+ * trained on (/train_speakers); 0 when it records none. */
+static ct_status trained_speakers_in_trials(int *count, const char *weights, const ct_trial *t, int n, const ct_corpus *c)
+{
+    char **trained = NULL;
+    int n_trained = 0;
+    *count = 0;
+    CT_TRY(ct_weights_read_speakers(weights, &trained, &n_trained));
+    unsigned char *named = n_trained && c->speaker_name ? ct_calloc((size_t)c->n_speakers, 1, "trial speakers") : NULL;
+    if (named) {
+        qsort(trained, (size_t)n_trained, sizeof *trained, compare_names);
+        for (int k = 0; k < n; k++) named[c->utt[t[k].a].speaker] = named[c->utt[t[k].b].speaker] = 1;
+        for (int s = 0; s < c->n_speakers; s++)
+            *count += named[s] && bsearch(&c->speaker_name[s], trained, (size_t)n_trained, sizeof *trained, compare_names);
+    }
+    ct_status st = n_trained && c->speaker_name && !named ? CT_ENOMEM : CT_OK;
+    free(named);
+    ct_h5_names_free(trained, n_trained);
+    return st;
+}
+
 static ct_status eval_trials(const ct_model_descriptor *d, void *net, const char *line, const ct_corpus *c, double load_s,
                              const eval_opts *o)
 {
@@ -88,7 +113,12 @@ static ct_status eval_trials(const ct_model_descriptor *d, void *net, const char
     float *scores = NULL;
     int n = 0;
     ct_verify_result r;
+    int trained = 0;
     ct_status st = ct_trials_load(&t, &n, o->trials, c);
+    if (st == CT_OK) st = trained_speakers_in_trials(&trained, o->weights, t, n, c);
+    if (st == CT_OK && trained)
+        fprintf(stderr, "warning: the trial list names %d speaker%s this model was trained on; its EER is not a test result\n",
+                trained, trained == 1 ? "" : "s");
     if (st == CT_OK && !(scores = ct_malloc((size_t)n * sizeof *scores, "trial scores"))) st = CT_ENOMEM;
     if (st == CT_OK) {
         cli_print_header(stdout, o->threads);

@@ -94,6 +94,8 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
     if (!(o->lr > 0) && d->train.lr > 0 && (!o->optimizer || !strcmp(o->optimizer, ct_optim_name(d->train.optimizer))))
         o->lr = d->train.lr;
     if (st == CT_OK) st = d->finish(cfg, o->checkpoint || o->save_best || !o->no_run_dir);
+    if (st == CT_OK && o->fixed_pairs && d->task != CT_TASK_SPEAKER)
+        st = ct_fail(CT_EINVAL, "--fixed-pairs is for the speaker models' pairs; %s trains on images", d->name);
     if (st != CT_OK) {
         if (!cli_dist.mpi || cli_dist.rank == 0) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* ranks: see train_model */
         return 2;
@@ -190,6 +192,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     ct_rngs_seed(&rngs, (uint64_t)o.seed);
     data.ranks_here = cli_dist.mpi ? cli_dist.local_size : 1;   /* they share the machine's memory */
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
+    data.tc.fixed_pairs = o.fixed_pairs;
     if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
     if (cli_dist.mpi) {   /* one of several ranks: each trains on its part of every batch */
@@ -212,7 +215,9 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     }
     if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs, rf.dir);
     if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* a stop every rank made alike (a NaN loss): one message */
-    if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist)) st = d->save(net, o.out, &meta.model_cfg);   /* rank 0 writes */
+    const speaker_task *s = d->task == CT_TASK_SPEAKER && task.open ? &task.s : NULL;   /* the speakers trained on */
+    if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist))   /* rank 0 writes */
+        st = d->save(net, o.out, &meta.model_cfg, s ? s->train_names : NULL, s ? s->n_train_speakers : 0);
     if (cli_dist.mpi && o.out) st = ct_dist_agree(&cli_dist, st);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
     ct_model_task_close(&task);

@@ -88,13 +88,19 @@ ct_status ct_corpus_synthetic(ct_corpus *c, const ct_synth_config *g)
 
 ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const ct_corpus *c, double val_fraction, ct_rng *r)
 {
-    int S = c->n_speakers, nv = (int)lround(S * val_fraction);
+    return ct_speakers_split(train, n_train, val, n_val, NULL, c->n_speakers, val_fraction, r);
+}
+
+ct_status ct_speakers_split(int *train, int *n_train, int *val, int *n_val, const int *speakers, int S, double val_fraction,
+                            ct_rng *r)
+{
+    int nv = (int)lround(S * val_fraction);
     if (nv < 2 || S - nv < 2)
         return ct_fail(CT_EINVAL, "%d speakers cannot be split into >= 2 training and >= 2 validation speakers "
                        "with validation fraction %.2f; use more speakers", S, val_fraction);
-    int *order = ct_malloc((size_t)S * sizeof *order, "speaker split");
+    int *order = ct_malloc((size_t)S * sizeof *order + 1, "speaker split");
     if (!order) return CT_ENOMEM;
-    for (int s = 0; s < S; s++) order[s] = s;
+    for (int s = 0; s < S; s++) order[s] = speakers ? speakers[s] : s;
     ct_rng_shuffle_int(r, order, S);
     *n_train = S - nv; *n_val = nv;
     memcpy(train, order, (size_t)(S - nv) * sizeof *order);
@@ -161,30 +167,50 @@ ct_status ct_corpus_split_videos(unsigned char *val, const ct_corpus *c, ct_rng 
     return CT_OK;
 }
 
-ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const unsigned char *allowed,
-                        const int *speakers, int n_speakers, ct_rng *r)
+ct_status ct_pair_sampler_init(ct_pair_sampler *ps, const ct_corpus *c, const unsigned char *allowed,
+                               const int *speakers, int n_speakers)
 {
+    memset(ps, 0, sizeof *ps);
     if (n_speakers < 2) return ct_fail(CT_EINVAL, "pairs need at least 2 speakers with 2 or more utterances each (got %d)", n_speakers);
-    /* allowed utterances of each speaker, as one list with per-speaker starts */
-    int *count = count_allowed(c, allowed);
-    int *start = ct_calloc((size_t)c->n_speakers + 1, sizeof *start, "pair sampler");
-    int *list = ct_malloc(((size_t)c->n_utt + 1) * sizeof *list, "pair sampler");
-    int *fill = ct_calloc((size_t)c->n_speakers, sizeof *fill, "pair sampler");
+    int S = c->n_speakers;
+    ps->n_speakers = n_speakers;
+    ps->speakers = ct_malloc((size_t)n_speakers * sizeof *ps->speakers, "pair sampler");
+    ps->count = count_allowed(c, allowed);
+    ps->start = ct_calloc((size_t)S + 1, sizeof *ps->start, "pair sampler");
+    ps->list = ct_malloc(((size_t)c->n_utt + 1) * sizeof *ps->list, "pair sampler");
+    int *fill = ct_calloc((size_t)S + 1, sizeof *fill, "pair sampler");
     ct_status st = CT_OK;
-    if (!count || !start || !list || !fill) { st = CT_ENOMEM; goto done; }
-    for (int s = 0; s < c->n_speakers; s++) start[s + 1] = start[s] + count[s];
+    if (!ps->speakers || !ps->count || !ps->start || !ps->list || !fill) { st = CT_ENOMEM; goto done; }
+    memcpy(ps->speakers, speakers, (size_t)n_speakers * sizeof *speakers);
+    for (int s = 0; s < S; s++) ps->start[s + 1] = ps->start[s] + ps->count[s];
     for (int u = 0; u < c->n_utt; u++)
-        if (!allowed || allowed[u]) { int s = c->utt[u].speaker; list[start[s] + fill[s]++] = u; }
+        if (!allowed || allowed[u]) { int s = c->utt[u].speaker; ps->list[ps->start[s] + fill[s]++] = u; }
     for (int k = 0; k < n_speakers; k++)
-        if (count[speakers[k]] < 2) {
+        if (ps->count[speakers[k]] < 2) {
             st = ct_fail(CT_EINVAL, "%s has %d usable utterance(s); same-speaker pairs need at least 2 "
-                         "(remove the speaker or add utterances)", ct_speaker_label(c, speakers[k]), count[speakers[k]]);
+                         "(remove the speaker or add utterances)", ct_speaker_label(c, speakers[k]), ps->count[speakers[k]]);
             goto done;
         }
+done:
+    free(fill);
+    if (st != CT_OK) ct_pair_sampler_free(ps);
+    return st;
+}
+
+void ct_pair_sampler_free(ct_pair_sampler *ps)
+{
+    free(ps->speakers); free(ps->count); free(ps->start); free(ps->list);
+    memset(ps, 0, sizeof *ps);
+}
+
+void ct_pairs_sample(ct_pair *out, int n, const ct_pair_sampler *ps, ct_rng *r)
+{
+    const int *speakers = ps->speakers, *count = ps->count, *start = ps->start, *list = ps->list;
+    uint32_t S = (uint32_t)ps->n_speakers;
     for (int i = 0; i < n; i++) {
-        int sa = speakers[ct_rng_below(r, (uint32_t)n_speakers)], sb = sa;
+        int sa = speakers[ct_rng_below(r, S)], sb = sa;
         int same = (i % 2) == 0;
-        if (!same) while (sb == sa) sb = speakers[ct_rng_below(r, (uint32_t)n_speakers)];
+        if (!same) while (sb == sa) sb = speakers[ct_rng_below(r, S)];
         int ua = (int)ct_rng_below(r, (uint32_t)count[sa]), ub = (int)ct_rng_below(r, (uint32_t)count[sb]);
         if (same) while (ub == ua) ub = (int)ct_rng_below(r, (uint32_t)count[sb]);
         out[i] = (ct_pair){ list[start[sa] + ua], list[start[sb] + ub], same ? 1.0f : 0.0f };
@@ -193,9 +219,16 @@ ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const unsigned 
         int j = (int)ct_rng_below(r, (uint32_t)i + 1);
         ct_pair t = out[i]; out[i] = out[j]; out[j] = t;
     }
-done:
-    free(count); free(start); free(list); free(fill);
-    return st;
+}
+
+ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const unsigned char *allowed,
+                        const int *speakers, int n_speakers, ct_rng *r)
+{
+    ct_pair_sampler ps;
+    CT_TRY(ct_pair_sampler_init(&ps, c, allowed, speakers, n_speakers));
+    ct_pairs_sample(out, n, &ps, r);
+    ct_pair_sampler_free(&ps);
+    return CT_OK;
 }
 
 /* The crop of utterance u: its first frame and length (T, or the whole

@@ -13,7 +13,9 @@
  * Pairs are drawn deterministically from an RNG: half same-speaker, half
  * different. A batch takes a random crop of T frames from each utterance of
  * each pair, drawn again whenever the batch is built (so every epoch sees new
- * crops of the same pairs).
+ * crops). A pair sampler (ct_pair_sampler) groups the utterances by speaker
+ * once, so that new pairs can be drawn every epoch in time proportional to
+ * the pairs alone (train/speaker_task.h).
  */
 #ifndef CT_CORPUS_H
 #define CT_CORPUS_H
@@ -67,6 +69,10 @@ ct_status ct_corpus_frames(const ct_corpus *c, int u, int first, int n, float *d
  * for validation (disjoint speakers: open-set verification). train/val receive
  * speaker ids; each needs room for n_speakers. */
 ct_status ct_corpus_split(int *train, int *n_train, int *val, int *n_val, const ct_corpus *c, double val_fraction, ct_rng *r);
+/* The same over the S speakers speakers[0..S) (NULL: 0..S-1, which is ct_corpus_split); speakers
+ * may be train or val: it is read before they are written. */
+ct_status ct_speakers_split(int *train, int *n_train, int *val, int *n_val, const int *speakers, int S, double val_fraction,
+                            ct_rng *r);
 
 typedef struct { int a, b; float y; } ct_pair;   /* utterance indices; y = 1 same speaker */
 
@@ -76,6 +82,24 @@ typedef struct { int a, b; float y; } ct_pair;   /* utterance indices; y = 1 sam
  * utterances (else CT_EINVAL naming the speaker): filter with ct_usable_speakers. */
 ct_status ct_pairs_draw(ct_pair *out, int n, const ct_corpus *c, const unsigned char *allowed,
                         const int *speakers, int n_speakers, ct_rng *r);
+
+/* The same draws in two steps, for drawing again and again from the same speakers:
+ * ct_pair_sampler_init groups the allowed utterances by speaker once, in O(utterances)
+ * (with ct_pairs_draw's checks and errors); ct_pairs_sample then costs O(n) and reads
+ * only the sampler, never the corpus. init, sample, free makes exactly the pairs of
+ * ct_pairs_draw and leaves r where it does. */
+typedef struct {
+    int n_speakers;
+    int *speakers;     /* [n_speakers] the corpus's ids of the speakers drawn from */
+    int *count;        /* [corpus speakers] allowed utterances of each speaker */
+    int *start;        /* [corpus speakers + 1] where each speaker's utterances begin in list */
+    int *list;         /* [allowed utterances] utterance indices, grouped by speaker, in corpus order */
+} ct_pair_sampler;
+
+ct_status ct_pair_sampler_init(ct_pair_sampler *ps, const ct_corpus *c, const unsigned char *allowed,
+                               const int *speakers, int n_speakers);
+void      ct_pairs_sample(ct_pair *out, int n, const ct_pair_sampler *ps, ct_rng *r);
+void      ct_pair_sampler_free(ct_pair_sampler *ps);
 
 /* Keeps, in place, the speakers of speakers[0..*n) that have at least 2 allowed
  * utterances; prints one warning line per dropped speaker to `warn` (if not NULL). */

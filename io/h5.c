@@ -175,6 +175,68 @@ static ct_status write_typed(hid_t f, const char *name, const void *src, int ndi
     return CT_OK;
 }
 
+ct_status ct_h5_write_names(hid_t f, const char *name, const char *const *names, int n)
+{
+    size_t width = 2;   /* the longest name and its NUL */
+    for (int k = 0; k < n; k++) if (strlen(names[k]) + 1 > width) width = strlen(names[k]) + 1;
+    if (width > CT_H5_NAME_MAX) return ct_fail(CT_EINVAL, "dataset %s: a name of %zu bytes is too long", name, width - 1);
+    char *buf = ct_calloc((size_t)n * width + 1, 1, "names");   /* [n, width] */
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (!buf || t < 0 || H5Tset_size(t, width) < 0 || H5Tset_strpad(t, H5T_STR_NULLPAD) < 0) {
+        free(buf);
+        if (t >= 0) H5Tclose(t);
+        return buf ? ct_fail(CT_EIO, "dataset %s: cannot make its string type", name) : CT_ENOMEM;
+    }
+    for (int k = 0; k < n; k++) memcpy(buf + (size_t)k * width, names[k], strlen(names[k]));
+    size_t dims[1] = { (size_t)n };
+    ct_status st = write_typed(f, name, buf, 1, dims, t, t);
+    H5Tclose(t);
+    free(buf);
+    return st;
+}
+
+void ct_h5_names_free(char **names, int n)
+{
+    for (int k = 0; names && k < n; k++) free(names[k]);
+    free(names);
+}
+
+ct_status ct_h5_read_names(hid_t f, const char *name, char ***names, int *n)
+{
+    *names = NULL;
+    *n = 0;
+    int nd; size_t dims[CT_H5_DIMS_MAX];
+    CT_TRY(ct_h5_shape(f, name, &nd, dims));
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT), t = d < 0 ? -1 : H5Dget_type(d);
+    size_t width = t < 0 ? 0 : H5Tget_size(t);
+    ct_status st = CT_OK;
+    if (nd != 1 || dims[0] > 0x7fffffff || t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0
+        || width < 1 || width > CT_H5_NAME_MAX)
+        st = ct_fail(CT_EFORMAT, "dataset %s is not a list of fixed-length names", name);
+    if (st == CT_OK) st = ct_h5_check_stored(d, name, dims[0]);
+    char *buf = NULL, **out = NULL;
+    if (st == CT_OK && (!(buf = ct_malloc(dims[0] * width + 1, "names")) || !(out = ct_calloc(dims[0] + 1, sizeof *out, "names"))))
+        st = CT_ENOMEM;
+    hid_t mt = st == CT_OK ? H5Tcopy(H5T_C_S1) : -1;
+    if (st == CT_OK && (mt < 0 || H5Tset_size(mt, width) < 0 || H5Tset_strpad(mt, H5T_STR_NULLPAD) < 0
+                        || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+        st = ct_fail(CT_EFORMAT, "dataset %s could not be read (corrupt file)", name);
+    for (size_t k = 0; st == CT_OK && k < dims[0]; k++) {
+        out[k] = ct_malloc(width + 1, "names");
+        if (!out[k]) { st = CT_ENOMEM; break; }
+        memcpy(out[k], buf + k * width, width);
+        out[k][width] = '\0';
+    }
+    if (mt >= 0) H5Tclose(mt);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    free(buf);
+    if (st != CT_OK) { ct_h5_names_free(out, (int)dims[0]); return st; }
+    *names = out;
+    *n = (int)dims[0];
+    return CT_OK;
+}
+
 ct_status ct_h5_write_f32(hid_t f, const char *name, const float *src, int ndim, const size_t *dims)
 { return write_typed(f, name, src, ndim, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT); }
 ct_status ct_h5_write_i32(hid_t f, const char *name, const int *src, int ndim, const size_t *dims)

@@ -40,6 +40,13 @@ ct_status ct_h5_read_i32(hid_t f, const char *name, int *dst, size_t n);
 /* Write a dataset, creating the intermediate groups of `name` ("a/b/c"). */
 ct_status ct_h5_write_f32(hid_t f, const char *name, const float *src, int ndim, const size_t *dims);
 ct_status ct_h5_write_i32(hid_t f, const char *name, const int *src, int ndim, const size_t *dims);
+/* A list of names as a 1-D dataset of fixed-length, NUL-padded strings [n] (h5py reads
+ * bytes), each at most CT_H5_NAME_MAX - 1 bytes. Read back malloc'd: *names [*n], each
+ * string and the array freed with ct_h5_names_free. */
+#define CT_H5_NAME_MAX 4096
+ct_status ct_h5_write_names(hid_t f, const char *name, const char *const *names, int n);
+ct_status ct_h5_read_names(hid_t f, const char *name, char ***names, int *n);
+void      ct_h5_names_free(char **names, int n);
 /* Scalar attributes on the object at `obj` ("/" for the file). */
 ct_status ct_h5_attr_read_double(hid_t f, const char *obj, const char *attr, double *v);
 ct_status ct_h5_attr_write_double(hid_t f, const char *obj, const char *attr, double v);

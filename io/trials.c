@@ -10,9 +10,9 @@
 #include "io/trials.h"
 
 typedef struct {
-    int *slot;        /* [cap] utterance index, -1 = empty */
+    int *slot;        /* [cap] index into key, -1 = empty */
     size_t mask;      /* cap - 1, cap a power of two */
-    const ct_corpus *c;
+    char *const *key; /* [n] the strings indexed: the corpus's paths, or its speakers' names */
 } path_index;
 
 static uint64_t fnv1a(const char *s)
@@ -22,20 +22,20 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-static ct_status index_build(path_index *ix, const ct_corpus *c)
+static ct_status index_build(path_index *ix, char *const *key, int n)
 {
     size_t cap = 16;
-    while (cap < 2 * (size_t)c->n_utt) cap *= 2;
+    while (cap < 2 * (size_t)n) cap *= 2;
     ix->slot = ct_malloc(cap * sizeof *ix->slot, "trial list path index");
     if (!ix->slot) return CT_ENOMEM;
     for (size_t i = 0; i < cap; i++) ix->slot[i] = -1;
     ix->mask = cap - 1;
-    ix->c = c;
-    for (int u = 0; u < c->n_utt; u++) {
-        if (!c->path[u]) continue;
-        size_t h = (size_t)fnv1a(c->path[u]) & ix->mask;
-        while (ix->slot[h] >= 0 && strcmp(c->path[ix->slot[h]], c->path[u]) != 0) h = (h + 1) & ix->mask;
-        if (ix->slot[h] < 0) ix->slot[h] = u;   /* a duplicate path keeps its first utterance */
+    ix->key = key;
+    for (int u = 0; u < n; u++) {
+        if (!key[u]) continue;
+        size_t h = (size_t)fnv1a(key[u]) & ix->mask;
+        while (ix->slot[h] >= 0 && strcmp(key[ix->slot[h]], key[u]) != 0) h = (h + 1) & ix->mask;
+        if (ix->slot[h] < 0) ix->slot[h] = u;   /* a duplicate keeps its first index */
     }
     return CT_OK;
 }
@@ -44,7 +44,7 @@ static int index_find(const path_index *ix, const char *p)
 {
     size_t h = (size_t)fnv1a(p) & ix->mask;
     while (ix->slot[h] >= 0) {
-        if (strcmp(ix->c->path[ix->slot[h]], p) == 0) return ix->slot[h];
+        if (strcmp(ix->key[ix->slot[h]], p) == 0) return ix->slot[h];
         h = (h + 1) & ix->mask;
     }
     return -1;
@@ -76,7 +76,7 @@ ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corp
     FILE *f = fopen(path, "r");
     if (!f) return ct_fail(CT_EIO, "%s: cannot open the trial list: %s", path, strerror(errno));
     path_index ix = { 0 };
-    ct_status st = index_build(&ix, c);
+    ct_status st = index_build(&ix, c->path, c->n_utt);
     ct_trial *t = NULL;
     int count = 0, cap = 0;
     long lineno = 0;
@@ -131,4 +131,49 @@ ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corp
     *out = t;
     *n = count;
     return CT_OK;
+}
+
+ct_status ct_trials_speakers(unsigned char *named, int *n_named, const char *path, const ct_corpus *c)
+{
+    memset(named, 0, (size_t)c->n_speakers);
+    *n_named = 0;
+    if (!c->speaker_name)
+        return ct_fail(CT_EINVAL, "%s: the corpus has no speaker names (a synthetic corpus?); a trial list needs a feature "
+                       "store made by `ctrain prep voxceleb`", path);
+    FILE *f = fopen(path, "r");
+    if (!f) return ct_fail(CT_EIO, "%s: cannot open the trial list: %s", path, strerror(errno));
+    path_index ix = { 0 };
+    ct_status st = index_build(&ix, c->speaker_name, c->n_speakers);
+    long lineno = 0, trials = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    while (st == CT_OK) {
+        errno = 0;
+        ssize_t got = getline(&line, &line_cap, f);
+        if (got < 0) {
+            if (ferror(f)) st = ct_fail(CT_EIO, "%s:%ld: read error: %s", path, lineno + 1, strerror(errno ? errno : EIO));
+            break;
+        }
+        lineno++;
+        char *fld[4];
+        int nf = split_fields(line, fld);
+        if (nf == 0) continue;
+        if (nf != 3 || (strcmp(fld[0], "0") != 0 && strcmp(fld[0], "1") != 0)) {
+            st = ct_fail(CT_EFORMAT, "%s:%ld: expected 'LABEL PATH1 PATH2' (label 1 same speaker, 0 different)", path, lineno);
+            break;
+        }
+        trials++;
+        for (int k = 1; k <= 2; k++) {
+            char *slash = strchr(fld[k], '/');   /* the speaker: the path's first component */
+            if (slash) *slash = '\0';
+            int s = index_find(&ix, fld[k]);
+            if (s >= 0 && !named[s]) { named[s] = 1; (*n_named)++; }
+        }
+    }
+    free(line);
+    free(ix.slot);
+    fclose(f);
+    if (st == CT_OK && trials == 0) st = ct_fail(CT_EFORMAT, "%s: no trials; expected lines 'LABEL PATH1 PATH2'", path);
+    if (st != CT_OK) { memset(named, 0, (size_t)c->n_speakers); *n_named = 0; }
+    return st;
 }

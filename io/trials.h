@@ -34,4 +34,11 @@ typedef struct {
  * receives *n >= 1 trials in file order. On failure *out = NULL, *n = 0. */
 ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corpus *c);
 
+/* The corpus's speakers that the list at `path` names: a path's speaker is its first
+ * component (idNNNNN). named [c->n_speakers] receives 1 for each, *n_named their count.
+ * The paths need not be in the corpus (a list over utterances it does not hold names none
+ * of its speakers, or some); the corpus must have speaker names (a feature store).
+ * Errors: CT_EIO, CT_EFORMAT (a bad line, no trial) naming the file and line. */
+ct_status ct_trials_speakers(unsigned char *named, int *n_named, const char *path, const ct_corpus *c);
+
 #endif

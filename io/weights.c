@@ -37,6 +37,23 @@ ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_pa
 ct_status ct_weights_save_kv(const char *path, const char *model, const ct_params *params, const ct_params *state,
                              const ct_kv *desc, const char *const *str_attrs)
 {
+    return ct_weights_save_speakers(path, model, params, state, desc, str_attrs, NULL, 0);
+}
+
+ct_status ct_weights_read_speakers(const char *path, char ***speakers, int *n)
+{
+    hid_t f;
+    *speakers = NULL;
+    *n = 0;
+    CT_TRY(ct_h5_open(&f, path));
+    ct_status st = ct_h5_exists(f, "train_speakers") ? ct_h5_read_names(f, "train_speakers", speakers, n) : CT_OK;
+    ct_h5_close(f);
+    return st == CT_OK ? CT_OK : ct_fail(st, "%s: %s", path, ct_last_error());
+}
+
+ct_status ct_weights_save_speakers(const char *path, const char *model, const ct_params *params, const ct_params *state,
+                                   const ct_kv *desc, const char *const *str_attrs, const char *const *speakers, int n_speakers)
+{
     hid_t f = ct_h5_mem_create();   /* built in memory, then written and renamed in one go */
     if (f < 0) return CT_ENOMEM;
     ct_kv d = { 0 };
@@ -54,6 +71,7 @@ ct_status ct_weights_save_kv(const char *path, const char *model, const ct_param
         st = ct_h5_attr_write_str(f, "/", str_attrs[k], str_attrs[k + 1]);
     if (st == CT_OK) st = write_group(f, "model", params);
     if (st == CT_OK && state && state->n) st = write_group(f, "state", state);
+    if (st == CT_OK && speakers) st = ct_h5_write_names(f, "train_speakers", speakers, n_speakers);
     return ct_h5_mem_commit(f, st, path, "weights file");
 }
 

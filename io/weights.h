@@ -8,6 +8,9 @@
  *   /model/<name>      one float32 dataset per parameter, with its shape
  *                      (e.g. /model/lstm_1/w_ih_l0 [512, 40], /model/dense_1/w [64, 128])
  *   /state/<name>      non-trainable state (batchnorm running statistics), if any
+ *   /train_speakers    speaker models: the names of the speakers trained on [n] (fixed-length
+ *                      strings, io/h5.h's names), so `ctrain eval` can tell a trial list that
+ *                      names them; files written before it have none
  *
  * The file is built in memory and written through io/h5atomic.h: a temporary
  * file in the same directory, fsync'ed, renamed over `path`, directory fsync'ed.
@@ -29,6 +32,13 @@ ct_status ct_weights_save_attrs(const char *path, const char *model, const ct_pa
  * str_attrs (may be NULL) as above, for strings longer than a ct_kv holds. */
 ct_status ct_weights_save_kv(const char *path, const char *model, const ct_params *params, const ct_params *state,
                              const ct_kv *desc, const char *const *str_attrs);
+/* The same, with the names of the speakers the model was trained on as /train_speakers
+ * (none when speakers is NULL). */
+ct_status ct_weights_save_speakers(const char *path, const char *model, const ct_params *params, const ct_params *state,
+                                   const ct_kv *desc, const char *const *str_attrs, const char *const *speakers, int n_speakers);
+/* The names /train_speakers records (malloc'd; ct_h5_names_free): *n = 0 and *speakers = NULL
+ * when the file has no record. */
+ct_status ct_weights_read_speakers(const char *path, char ***speakers, int *n);
 /* Load parameters by name; every parameter of `params` must be present with its shape.
  * A file whose root attribute "model" names another model is refused with a message
  * saying which; nothing is changed unless everything was read. */

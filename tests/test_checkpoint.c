@@ -551,6 +551,48 @@ static void case_gpu_options_recorded(void)
     t_check(rc == 0 && strstr(out2, "Resuming from") && strstr(out2, "Epoch 2/2"), "the CPU resume of a checkpoint with the GPU options set: exit %d: %s", rc, out2);
 }
 
+/* Pairs drawn every epoch (the default) or once (--fixed-pairs): a checkpoint records which,
+ * resumes only that way, and one from before the choice (no fixed_pairs attribute, no
+ * /data/pairs_epoch) resumes with its pairs drawn once, bit-identical to one run. */
+static void case_pair_modes(void)
+{
+    char args[1024], why[256] = "";
+    const char *full = tpath("fixed-full.h5"), *old = tpath("fixed-old.h5"), *fresh = tpath("fresh-mid.h5");
+    unlink(full); unlink(old); unlink(fresh);
+    t_case("checkpoint/siamese-lstm: a checkpoint from before --fixed-pairs resumes with its pairs drawn once; a mode "
+           "the checkpoint was not made with is one line");
+    snprintf(args, sizeof args, "%s --fixed-pairs --epochs 3 --threads 1 --checkpoint %s", SIAM, full);
+    int rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "full run exit %d: %s", rc, out1);
+    snprintf(args, sizeof args, "%s --fixed-pairs --epochs 3 --checkpoint-every 3 --stop-after-steps 6 --threads 1 --checkpoint %s", SIAM, old);
+    rc = run(args, out2, sizeof out2);
+    t_check(rc == 0, "first part exit %d: %s", rc, out2);
+    hid_t f = H5Fopen(old, H5F_ACC_RDWR, H5P_DEFAULT);
+    t_check(f >= 0 && H5Adelete_by_name(f, "training", "fixed_pairs", H5P_DEFAULT) >= 0 && !ct_h5_exists(f, "data/pairs_epoch"),
+            "cannot make the checkpoint look older (no /training fixed_pairs), or it has /data/pairs_epoch");
+    if (f >= 0) H5Fclose(f);
+    snprintf(args, sizeof args, "train siamese-lstm --resume %s --threads 1 --no-progress --checkpoint %s", old, old);
+    rc = run(args, out3, sizeof out3);
+    t_check(rc == 0 && strstr(out3, "after batch 2"), "resuming the older checkpoint: exit %d: %s", rc, out3);
+    t_check(ckpt_same(full, old, why, sizeof why), "the older checkpoint's resume differs from one run: %s", why);
+
+    snprintf(args, sizeof args, "%s --epochs 3 --checkpoint-every 3 --stop-after-steps 6 --threads 1 --checkpoint %s", SIAM, fresh);
+    rc = run(args, out2, sizeof out2);
+    t_check(rc == 0, "first part exit %d: %s", rc, out2);
+    snprintf(args, sizeof args, "train siamese-lstm --resume %s --fixed-pairs --threads 1 --no-progress", fresh);
+    rc = run(args, out3, sizeof out3);
+    t_check(rc == 1 && strstr(out3, "resume it without --fixed-pairs"), "resuming per-epoch pairs with --fixed-pairs: exit %d: %s", rc, out3);
+    f = H5Fopen(fresh, H5F_ACC_RDWR, H5P_DEFAULT);
+    t_check(f >= 0 && H5Ldelete(f, "data/pairs_epoch", H5P_DEFAULT) >= 0, "cannot delete /data/pairs_epoch");
+    if (f >= 0) H5Fclose(f);
+    snprintf(args, sizeof args, "train siamese-lstm --resume %s --threads 1 --no-progress", fresh);
+    rc = run(args, out3, sizeof out3);
+    t_check(rc == 1 && strstr(out3, "resume it with --fixed-pairs"), "per-epoch pairs without /data/pairs_epoch: exit %d: %s", rc, out3);
+    snprintf(args, sizeof args, "%s --fixed-pairs --epochs 1", CNN);
+    rc = run(args, out3, sizeof out3);
+    t_check(rc == 2 && strstr(out3, "--fixed-pairs is for the speaker models"), "small-cnn --fixed-pairs: exit %d: %s", rc, out3);
+}
+
 /* Count "<base>.tmp-*" files and other files in tdir. */
 static void dir_census(const char *base, int *temps, int *others)
 {
@@ -1501,6 +1543,8 @@ void suite_checkpoint(void)
     case_resume("siamese-lstm", SIAM, 1);
     case_resume("small-cnn", CNN, 1);
     case_resume("cnn", FCNN, 1);
+    case_resume("siamese-lstm", SIAM " --fixed-pairs", 1);
+    case_pair_modes();
     case_resume("siamese-lstm", SIAM, 2);
     case_resume("small-cnn", CNN, 2);
     case_gpu_options_recorded();

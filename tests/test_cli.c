@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "tests/test.h"
 #include "io/h5.h"
+#include "io/weights.h"
 #include "cuda/device.h"
 #include "layers/gemm_packed.h"
 
@@ -130,6 +131,85 @@ static void grammar(const char *weights)
     unlink(a); unlink(b);
 }
 
+/* How many of names[n] are "id1NNNN" with NNNN in [lo, hi]; -1 if one is not such a name or repeats. */
+static int count_ids(char **names, int n, int lo, int hi)
+{
+    int count = 0, seen[10000] = { 0 };
+    for (int k = 0; k < n; k++) {
+        int id = -1;
+        if (sscanf(names[k], "id1%4d", &id) != 1 || id < 0 || id > 9999 || seen[id]++) return -1;
+        count += id >= lo && id <= hi;
+    }
+    return count;
+}
+
+/* --exclude-trials keeps a test list's speakers out of training and validation; the weights and
+ * the checkpoint record the training speakers; eval warns when its list names one of them. The
+ * data: 12 speakers id10000..id10011, the trial list over id10008..id10011 (t_speaker_data). */
+static void exclude_trials(char *out, size_t cap)
+{
+    char dir[] = "/tmp/ctrain_excl_XXXXXX", feats[256], trials[256], none[300], w1[300], w2[300], ck[300], args[2048];
+    if (!t_check(mkdtemp(dir) != NULL, "mkdtemp") || !t_speaker_data(dir, feats, trials, sizeof feats)) return;
+    snprintf(none, sizeof none, "%s/other.txt", dir);
+    snprintf(w1, sizeof w1, "%s/w1.h5", dir);
+    snprintf(w2, sizeof w2, "%s/w2.h5", dir);
+    snprintf(ck, sizeof ck, "%s/ck.h5", dir);
+    const char *base = "train siamese-lstm --mels 8 --frames 20 --hidden 8 --embed 4 --pairs 64 --val-pairs 32 --batch 16 "
+                       "--epochs 1 --threads 1 --no-run-dir --no-progress";
+
+    t_case("cli/train --exclude-trials: the list's speakers in neither split; the weights and checkpoint record the training speakers");
+    snprintf(args, sizeof args, "%s --data %s --exclude-trials %s --out %s --checkpoint %s", base, feats, trials, w1, ck);
+    int rc = t_run_ctrain(args, out, cap), ntr = -1, nva = -1;
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    t_check(strstr(out, "Excluded: 4 speakers (24 utterances) named by") != NULL, "no line saying what was excluded: %s", out);
+    const char *d = strstr(out, "validation speakers)");
+    while (d && d > out && d[-1] != '(') d--;
+    t_check(d && sscanf(d, "%d training, %d validation", &ntr, &nva) == 2 && ntr + nva == 8,
+            "training + validation speakers should be the 8 not excluded (%d + %d): %s", ntr, nva, out);
+    char **names = NULL;
+    int n = 0;
+    t_check(ct_weights_read_speakers(w1, &names, &n) == CT_OK && n == ntr && count_ids(names, n, 0, 7) == ntr,
+            "the weights should record the %d training speakers, all of id10000..id10007, once each (%d recorded): %s",
+            ntr, n, ct_last_error());
+    char **ck_names = NULL;
+    int nck = 0;
+    t_check(ct_weights_read_speakers(ck, &ck_names, &nck) == CT_OK && nck == n, "the checkpoint records %d speakers, the weights %d", nck, n);
+    for (int k = 0; k < n && k < nck; k++) t_check(!strcmp(names[k], ck_names[k]), "checkpoint and weights differ: %s, %s", names[k], ck_names[k]);
+    ct_h5_names_free(names, n);
+    ct_h5_names_free(ck_names, nck);
+
+    t_case("cli/eval warns, with the count, when its trial list names speakers the model was trained on; silent otherwise");
+    snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", w1, feats, trials);
+    rc = t_run_ctrain(args, out, cap);
+    t_check(rc == 0 && strstr(out, "EER: ") && !strstr(out, "warning"), "eval of a model that never saw the list's speakers: exit %d: %s", rc, out);
+    snprintf(args, sizeof args, "%s --data %s --out %s", base, feats, w2);
+    rc = t_run_ctrain(args, out, cap);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    int trained = -1;
+    if (ct_weights_read_speakers(w2, &names, &n) == CT_OK) trained = count_ids(names, n, 8, 11);
+    t_check(trained > 0,
+            "without --exclude-trials some of the list's 4 speakers are trained on (%d of %d recorded)", trained, n);
+    ct_h5_names_free(names, n);
+    snprintf(args, sizeof args, "eval siamese-lstm --weights %s --data %s --trials %s --threads 1", w2, feats, trials);
+    rc = t_run_ctrain(args, out, cap);
+    char want[160];
+    snprintf(want, sizeof want, "warning: the trial list names %d speaker%s this model was trained on; its EER is not a test result",
+             trained, trained == 1 ? "" : "s");
+    t_check(rc == 0 && strstr(out, want) && strstr(out, "EER: "), "eval should say \"%s\": exit %d: %s", want, rc, out);
+
+    t_case("cli/train --exclude-trials: a list naming no speaker of the store is one warning; without names, one error");
+    FILE *f = fopen(none, "w");
+    if (f) { fputs("1 id19998/a/00001.wav id19998/b/00002.wav\n0 id19998/a/00001.wav id19999/c/00001.wav\n", f); fclose(f); }
+    snprintf(args, sizeof args, "%s --data %s --exclude-trials %s", base, feats, none);
+    rc = t_run_ctrain(args, out, cap);
+    t_check(rc == 0 && strstr(out, "names no speaker of") && !strstr(out, "Excluded:"), "exit %d: %s", rc, out);
+    snprintf(args, sizeof args, "%s --speakers 12 --utts 4 --mels 8 --exclude-trials %s", base, trials);
+    rc = t_run_ctrain(args, out, cap);
+    t_check(rc == 1 && strstr(out, "no speaker names"), "synthetic data with --exclude-trials: exit %d: %s", rc, out);
+    unlink(feats); unlink(trials); unlink(none); unlink(w1); unlink(w2); unlink(ck);
+    rmdir(dir);
+}
+
 void suite_cli(void)
 {
     static char out[1 << 16];
@@ -239,6 +319,7 @@ void suite_cli(void)
     }
 
     grammar(path);
+    exclude_trials(out, sizeof out);
 
     t_case("cli/an unwritable --out fails clearly and leaves no temp file");
     rc = t_run_ctrain("train small-cnn --samples 64 --val-samples 0 --epochs 1 --threads 1 --out /nonexistent-dir/w.h5", out, sizeof out);

@@ -235,6 +235,7 @@ void suite_eval(void)
                  "--threads 1 --batch 4", wpath, fpath, tpath);
         int rc = t_run_ctrain(args, out, sizeof out);
         t_check(rc == 0, "`ctrain %s` exited %d: %s", args, rc, out);
+        t_check(!strstr(out, "warning"), "weights without a record of their training speakers: a warning: %s", out);
         char want[64];
         snprintf(want, sizeof want, "Trials: %d scored (40 same speaker, %d different)", n, n - 40);
         t_check(strstr(out, want) != NULL, "output lacks \"%s\": %s", want, out);

@@ -574,7 +574,7 @@ ct_status ct_model_import(const ct_model_descriptor *d, void *cfg, unsigned long
     if (st == CT_OK) st = net_open(&n, d, cfg, given, &s, format);
     if (st == CT_OK) st = format == CT_FORMAT_KERAS ? read_keras(&s, &n, fix) : read_torch(&s, &n, fix);
     src_close(&s);
-    if (st == CT_OK) st = d->save(n.net, dst, &n.desc);
+    if (st == CT_OK) st = d->save(n.net, dst, &n.desc, NULL, 0);   /* an import: no record of the training speakers */
     net_close(&n);
     return st;
 }

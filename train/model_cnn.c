@@ -151,7 +151,7 @@ static void train_line(const void *net, char *buf, size_t cap)
 
 static void layer_rows(const void *net, ct_row_fn row, void *ctx) { ct_model_seq_rows(net, 1, row, ctx); }
 
-static ct_status save(void *net, const char *path, const ct_kv *desc)
+static ct_status save(void *net, const char *path, const ct_kv *desc, const char *const *speakers, int n_speakers)
 {
     seq_cnn *m = net;
     const char *attrs[] = { "arch", m->spec, NULL };   /* eval rebuilds the network from it */

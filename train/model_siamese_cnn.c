@@ -141,13 +141,13 @@ static void train_line(const void *net, char *buf, size_t cap)
 
 static void layer_rows(const void *net, ct_row_fn row, void *ctx) { ct_model_seq_rows(&((const siamese_cnn *)net)->enc, 2, row, ctx); }
 
-static ct_status save(void *net, const char *path, const ct_kv *desc)
+static ct_status save(void *net, const char *path, const ct_kv *desc, const char *const *speakers, int n_speakers)
 {
     /* eval rebuilds the tower from "arch" and embeds windows of "frames" frames; the spec is written
      * whole besides the description (a ct_kv string holds 159 characters) */
     siamese_cnn *m = net;
     const char *attrs[] = { "arch", m->cfg.spec, NULL };
-    return ct_weights_save_kv(path, "siamese-cnn", &m->enc.params, &m->enc.buffers, desc, attrs);
+    return ct_weights_save_speakers(path, "siamese-cnn", &m->enc.params, &m->enc.buffers, desc, attrs, speakers, n_speakers);
 }
 
 static ct_status eval_config(void *vc, const char *weights, const void *vflags, unsigned long long given, const char *data,

@@ -144,10 +144,10 @@ static void layer_rows(const void *net, ct_row_fn row, void *ctx)
             ct_siamese_lstm_part_flops(&m->cfg, (siamese_lstm_part)p, 1));
 }
 
-static ct_status save(void *net, const char *path, const ct_kv *desc)
+static ct_status save(void *net, const char *path, const ct_kv *desc, const char *const *speakers, int n_speakers)
 {
     /* the model's description (train/model_desc.h) beside the weights: eval rebuilds the model from it */
-    return ct_weights_save_kv(path, "siamese-lstm", &((siamese_lstm *)net)->params, NULL, desc, NULL);
+    return ct_weights_save_speakers(path, "siamese-lstm", &((siamese_lstm *)net)->params, NULL, desc, NULL, speakers, n_speakers);
 }
 
 static ct_status eval_config(void *vc, const char *weights, const void *vflags, unsigned long long given, const char *data,

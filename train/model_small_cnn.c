@@ -129,7 +129,7 @@ static void train_line(const void *net, char *buf, size_t cap)
     snprintf(buf, cap, "%s, %zu parameters", a, ct_params_count(&((const seq_cnn *)net)->params));
 }
 
-static ct_status save(void *net, const char *path, const ct_kv *desc)
+static ct_status save(void *net, const char *path, const ct_kv *desc, const char *const *speakers, int n_speakers)
 {
     seq_cnn *m = net;
     return ct_weights_save(path, "small-cnn", &m->params, &m->buffers);

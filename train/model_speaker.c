@@ -2,6 +2,7 @@
  * utterances from a feature store or a synthetic corpus, validation speakers
  * (or videos), an optional trial list whose speakers are held out and whose
  * EER is reported every epoch (see model_speaker.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "train/model_speaker.h"
@@ -29,6 +30,7 @@ void ct_speaker_opts_from_meta(ct_speaker_opts *o, const ct_kv *t)
     if (ct_kv_str(t, "val_split", &split)) ct_opt_choice_value(ct_val_split_choices, split, &o->val_split);
     ct_kv_float(t, "val_fraction", &o->val_fraction);
     ct_kv_str(t, "trials", &o->trials);
+    ct_kv_str(t, "exclude_trials", &o->exclude_trials);
 }
 
 ct_status ct_speaker_opts_check(const ct_speaker_opts *o)
@@ -48,6 +50,7 @@ ct_status ct_speaker_to_meta(const ct_speaker_opts *o, const ct_model_data *data
     ct_kv_set_str(kt, "val_split", ct_opt_choice_name(ct_val_split_choices, o->val_split));
     ct_kv_set_num(kt, "val_fraction", o->val_fraction);
     if (o->trials) ct_kv_set_str(kt, "trials", o->trials);
+    if (o->exclude_trials) ct_kv_set_str(kt, "exclude_trials", o->exclude_trials);
     return CT_OK;
 }
 
@@ -65,6 +68,22 @@ static ct_status hold_out_trial_speakers(ct_model_data *d)
         if (in_trials[sp]) d->trial_speakers[tc->n_val_speakers++] = sp;
     free(in_trials);
     if (tc->val_split == CT_VAL_SPEAKERS) tc->val_speakers = d->trial_speakers;
+    return CT_OK;
+}
+
+/* The speakers a test list names leave training and validation (tc.excluded); a list that
+ * names none of the store's speakers is a warning: nothing of it was in the data. */
+static ct_status exclude_trial_speakers(ct_model_data *d, const char *path)
+{
+    const ct_corpus *c = &d->corpus;
+    d->exclude_path = path;
+    d->excluded = ct_malloc((size_t)c->n_speakers + 1, "excluded speakers");
+    if (!d->excluded) return CT_ENOMEM;
+    CT_TRY(ct_trials_speakers(d->excluded, &d->n_excluded, path, c));
+    for (int u = 0; u < c->n_utt; u++) d->n_excluded_utts += d->excluded[c->utt[u].speaker];
+    if (d->n_excluded == 0)
+        fprintf(stderr, "warning: --exclude-trials %s names no speaker of %s: nothing is excluded\n", path, d->source);
+    d->tc.excluded = d->excluded;
     return CT_OK;
 }
 
@@ -93,6 +112,7 @@ ct_status ct_speaker_load(ct_model_data *d, const ct_speaker_opts *o, const char
         size_t batch_bytes = 2 * ((size_t)2 * batch * frames * n_mels * sizeof(float) + (size_t)3 * batch * sizeof(int));
         CT_TRY(ct_featstore_open_corpus(&d->corpus, source, budget, ranks_here, batch_bytes, &d->store_plan));
     }
+    if (o->exclude_trials) CT_TRY(exclude_trial_speakers(d, o->exclude_trials));
     if (!o->trials) return CT_OK;
     d->trials_path = o->trials;
     CT_TRY(ct_trials_load(&d->trials, &d->n_trials, o->trials, &d->corpus));
@@ -116,6 +136,9 @@ void ct_speaker_data_line(const ct_model_data *d, const ct_model_task *t, const 
         fprintf(out, "Features: %s, %s\n", ct_feat_dtype_name(d->store_plan.dtype), ct_featstore_plan_line(&d->store_plan, how, sizeof how));
     }
     if (d->trials) fprintf(out, "Trials: %s, %d trials; val_eer after every epoch\n", d->trials_path, d->n_trials);
+    if (d->n_excluded)
+        fprintf(out, "Excluded: %d speaker%s (%d utterances) named by %s, from training and validation\n", d->n_excluded,
+                d->n_excluded == 1 ? "" : "s", d->n_excluded_utts, d->exclude_path);
 }
 
 void ct_speaker_data_summary(const ct_model_data *d, char *buf, size_t cap)

@@ -15,6 +15,7 @@ typedef struct {
     float val_fraction;
     const char *trials;          /* --trials FILE, or NULL */
     const char *data_memory;     /* --data-memory SIZE, or NULL: half the memory available */
+    const char *exclude_trials;  /* --exclude-trials FILE, or NULL */
 } ct_speaker_opts;
 
 extern const ct_opt_choice ct_val_split_choices[];   /* speakers, videos */
@@ -32,6 +33,9 @@ extern const ct_opt_choice ct_val_split_choices[];   /* speakers, videos */
     { CT_OPT_STR, "--trials", "FILE", offsetof(T, M.trials), 0, 0, 0, NULL, CT_CMD_TRAIN, \
       "a trial list in the VoxCeleb format over the feature store: its\nspeakers become the validation speakers (never trained on) and the\n" \
       "equal error rate on it is reported as val_eer after every epoch" }, \
+    { CT_OPT_STR, "--exclude-trials", "FILE", offsetof(T, M.exclude_trials), 0, 0, 0, NULL, CT_CMD_TRAIN, \
+      "a trial list in the VoxCeleb format (a test list): every speaker it\nnames (a path's first component, idNNNNN) is left out of training\n" \
+      "and validation; its utterances need not be in the feature store" }, \
     { CT_OPT_HEADING, "data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL }, \
     { CT_OPT_NOTE, "--data", "FEATS.h5", 0, 0, 0, 0, NULL, CT_CMD_TRAIN, \
       "a feature store written by `ctrain prep voxceleb`, or `synthetic`" }, \

@@ -76,8 +76,10 @@ void ct_model_data_free(ct_model_data *d)
     ct_corpus_free(&d->corpus);
     free(d->trials);
     free(d->trial_speakers);
+    free(d->excluded);
     ct_images_free(&d->train);
     ct_images_free(&d->val);
     d->trials = NULL;
     d->trial_speakers = NULL;
+    d->excluded = NULL;
 }

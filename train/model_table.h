@@ -65,6 +65,9 @@ typedef struct {
     const char *trials_path;           /* --trials, or NULL */
     ct_trial *trials;
     int n_trials, *trial_speakers;
+    const char *exclude_path;          /* --exclude-trials, or NULL */
+    unsigned char *excluded;           /* [corpus speakers] 1: a speaker that list names (tc.excluded) */
+    int n_excluded, n_excluded_utts;   /* how many speakers, and their utterances */
     speaker_task_config tc;
     /* image models (train/model_image.c) */
     const char *dir;                   /* the IDX directory; NULL for synthetic images */
@@ -137,8 +140,9 @@ struct ct_model_descriptor {
     const char *sample_name;                                           /* "pairs" or "images" */
     const char *flops_counted;                                         /* what step_flops counts, in words */
     void      (*layer_rows)(const void *net, ct_row_fn row, void *ctx);   /* `ctrain time --layers` */
-    /* Weights file: the parameters, buffers and the description `desc` (may be NULL). */
-    ct_status (*save)(void *net, const char *path, const ct_kv *desc);
+    /* Weights file: the parameters, buffers and the description `desc` (may be NULL); a speaker
+     * model also records the names of the speakers it was trained on (speakers NULL: none). */
+    ct_status (*save)(void *net, const char *path, const ct_kv *desc, const char *const *speakers, int n_speakers);
 
     /* ---- evaluation (NULL eval_config: `ctrain eval` does not take the model) ---- */
     const char *eval_about;            /* `ctrain eval NAME --help` */

@@ -6,6 +6,10 @@
 #include "train/verify.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
+#include "io/h5.h"
+
+/* The first of the epochs' pair streams (epoch e: this + e); far from the other streams' numbers. */
+#define PAIRS_STREAM_BASE (0x9a125ULL << 32)
 
 /* Fill slot `slot` with batch [first, first+n) of `split`. Runs on the loader thread;
  * a read error is kept with the slot (its message too: messages are per thread) for
@@ -41,12 +45,33 @@ static void drain(speaker_task *s)
     s->cur = -1;
 }
 
+/* The stream of epoch e's training pairs: one PCG stream per epoch from the run's seed, a
+ * function of (seed, epoch) alone. A stream per epoch, not seed + epoch as the seed: that
+ * would give seed 1's second epoch the pairs of seed 2's first. */
+static ct_rng epoch_pairs_stream(uint64_t seed, int epoch)
+{
+    ct_rng r;
+    ct_rng_seed(&r, seed, PAIRS_STREAM_BASE + (uint64_t)epoch);
+    return r;
+}
+
+/* Epoch e's training pairs into out [pairs]. */
+static void draw_epoch_pairs(const speaker_task *s, ct_pair *out, int epoch)
+{
+    ct_rng r = epoch_pairs_stream(s->cfg.seed, epoch);
+    ct_pairs_sample(out, (int)s->cfg.pairs, &s->sampler, &r);
+}
+
 static void begin_epoch(void *ctx, int epoch)
 {
     speaker_task *s = ctx;
-    (void)epoch;
-    drain(s);   /* nothing may read the order while it is shuffled */
-    ct_rng_shuffle_int(&s->data, s->order, (int)s->cfg.pairs);
+    drain(s);   /* nothing may read the pairs or the order while they change */
+    if (s->cfg.fixed_pairs) {
+        ct_rng_shuffle_int(&s->data, s->order, (int)s->cfg.pairs);
+        return;
+    }
+    if (epoch != s->pairs_epoch) draw_epoch_pairs(s, s->pairs[0], epoch);   /* drawn in order: already shuffled */
+    s->pairs_epoch = epoch;
 }
 
 static ct_status load(void *ctx, int split, long first, int n)
@@ -100,6 +125,7 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
     s->m = *m;
     s->c = c;
     s->cur = -1;
+    s->pairs_epoch = 0;
     s->data = rngs->data;
     s->dropout = rngs->dropout;
     ct_rng_seed(&s->crop, cfg->seed, 0xc40bULL);
@@ -122,8 +148,10 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         }
         for (int k = 0; st == CT_OK && k < S; k++) { if (held[k]) spk_va[nva++] = k; else spk_tr[ntr++] = k; }
         free(held);
-    } else if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS) {
-        st = ct_corpus_split(spk_tr, &ntr, spk_va, &nva, c, cfg->val_fraction, &s->data);
+    } else if (st == CT_OK && cfg->val_split == CT_VAL_SPEAKERS) {   /* the speakers left after exclusion, split */
+        int n = 0;
+        for (int k = 0; k < S; k++) if (!cfg->excluded || !cfg->excluded[k]) spk_va[n++] = k;
+        st = ct_speakers_split(spk_tr, &ntr, spk_va, &nva, spk_va, n, cfg->val_fraction, &s->data);
     } else if (st == CT_OK) {
         val_utt = ct_malloc((size_t)c->n_utt, "video split");
         tr_utt = ct_malloc((size_t)c->n_utt, "video split");
@@ -131,6 +159,14 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         for (int u = 0; st == CT_OK && u < c->n_utt; u++) tr_utt[u] = !val_utt[u];
         for (int k = 0; k < S; k++) spk_tr[k] = spk_va[k] = k;
         ntr = nva = S;
+    }
+    if (st == CT_OK && cfg->excluded) {   /* a test list's speakers: in neither split */
+        int kept = 0;
+        for (int k = 0; k < ntr; k++) if (!cfg->excluded[spk_tr[k]]) spk_tr[kept++] = spk_tr[k];
+        ntr = kept;
+        kept = 0;
+        for (int k = 0; k < nva; k++) if (!cfg->excluded[spk_va[k]]) spk_va[kept++] = spk_va[k];
+        nva = kept;
     }
     if (st == CT_OK) {
         ct_usable_speakers(spk_tr, &ntr, c, tr_utt, warn);
@@ -163,8 +199,15 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         }
         if (!s->pairs[0] || !s->pairs[1] || !s->order) st = CT_ENOMEM;
     }
-    if (st == CT_OK) st = ct_pairs_draw(s->pairs[0], (int)cfg->pairs, c, tr_utt, spk_tr, ntr, &s->data);
+    if (st == CT_OK) st = ct_pair_sampler_init(&s->sampler, c, tr_utt, spk_tr, ntr);
+    if (st == CT_OK && c->speaker_name) {
+        s->train_names = ct_malloc((size_t)ntr * sizeof *s->train_names, "speaker names");
+        if (!s->train_names) st = CT_ENOMEM;
+        for (int k = 0; st == CT_OK && k < ntr; k++) s->train_names[k] = c->speaker_name[spk_tr[k]];
+    }
+    if (st == CT_OK && cfg->fixed_pairs) ct_pairs_sample(s->pairs[0], (int)cfg->pairs, &s->sampler, &s->data);
     if (st == CT_OK && cfg->val_pairs > 0) st = ct_pairs_draw(s->pairs[1], (int)cfg->val_pairs, c, val_utt, spk_va, nva, &s->data);
+    if (st == CT_OK && !cfg->fixed_pairs) draw_epoch_pairs(s, s->pairs[0], 0);   /* a valid state before the first epoch begins */
     for (long i = 0; st == CT_OK && i < cfg->pairs; i++) s->order[i] = (int)i;
     free(spk_tr); free(spk_va); free(val_utt); free(tr_utt);
     if (st == CT_OK) st = m->ops->ring_create(&s->ring, s->block_bytes);
@@ -216,6 +259,9 @@ static ct_status save_state(void *ctx, hid_t f)
     CT_TRY(ct_ckpt_write_rng(f, "dropout", &s->dropout));
     CT_TRY(ct_ckpt_write_i32(f, "data/order", s->order, 1, &n));
     CT_TRY(write_pairs(f, "data/pairs", s->pairs[0], s->cfg.pairs));
+    size_t one = 1;
+    if (!s->cfg.fixed_pairs) CT_TRY(ct_ckpt_write_i32(f, "data/pairs_epoch", &s->pairs_epoch, 1, &one));
+    if (s->train_names) CT_TRY(ct_h5_write_names(f, "train_speakers", s->train_names, s->n_train_speakers));
     return write_pairs(f, "data/val_pairs", s->pairs[1], s->cfg.val_pairs);
 }
 
@@ -239,16 +285,35 @@ static ct_status load_state(void *ctx, hid_t f)
         if (order[i] < 0 || order[i] >= n || seen[order[i]]) st = ct_fail(CT_EFORMAT, "/data/order is not a permutation of the %ld pairs", n);
         else seen[order[i]] = 1;
     }
-    if (st == CT_OK) st = check_pairs(f, "data/pairs", s->pairs[0], s->cfg.pairs);
+    /* the training pairs the checkpoint trained on: the run's one draw, or its epoch's */
+    int epoch = 0, per_epoch = ct_h5_exists(f, "data/pairs_epoch");
+    ct_pair *pairs = s->pairs[0];
+    if (st == CT_OK && per_epoch && s->cfg.fixed_pairs)
+        st = ct_fail(CT_EINVAL, "this checkpoint draws new training pairs every epoch: resume it without --fixed-pairs");
+    else if (st == CT_OK && !per_epoch && !s->cfg.fixed_pairs)
+        st = ct_fail(CT_EINVAL, "this checkpoint has no /data/pairs_epoch: its training pairs were drawn once for the run; "
+                     "resume it with --fixed-pairs");
+    if (st == CT_OK && per_epoch) {
+        st = ct_ckpt_read_i32(f, "data/pairs_epoch", &epoch, 1);
+        if (st == CT_OK && epoch < 0) st = ct_fail(CT_EFORMAT, "/data/pairs_epoch is %d, not an epoch", epoch);
+        if (st == CT_OK && !(pairs = ct_malloc((size_t)n * sizeof *pairs, "pairs"))) st = CT_ENOMEM;
+        if (st == CT_OK) draw_epoch_pairs(s, pairs, epoch);
+    }
+    if (st == CT_OK) st = check_pairs(f, "data/pairs", pairs, s->cfg.pairs);
     if (st == CT_OK) st = check_pairs(f, "data/val_pairs", s->pairs[1], s->cfg.val_pairs);
     if (st == CT_OK) {
         drain(s);   /* nothing prepared from the old state may be used */
+        if (per_epoch) {
+            memcpy(s->pairs[0], pairs, (size_t)n * sizeof *pairs);
+            s->pairs_epoch = epoch;
+        }
         memcpy(s->order, order, (size_t)n * sizeof(int));
         s->data = data;
         s->crop = crop;
         s->val_crop = val_crop;
         s->dropout = dropout;
     }
+    if (pairs != s->pairs[0]) free(pairs);
     free(order);
     free(seen);
     return st;
@@ -283,6 +348,8 @@ void ct_speaker_task_free(speaker_task *s)
     if (s->pf.running) { drain(s); ct_prefetch_stop(&s->pf); }
     if (s->ring) s->m.ops->ring_free(s->ring);
     free(s->pairs[0]); free(s->pairs[1]); free(s->order);
+    ct_pair_sampler_free(&s->sampler);
+    free(s->train_names);
     for (int k = 0; k < 2; k++) {
         free(s->batch_pairs[k]);
         if (s->block[k]) s->m.ops->host_free(s->block[k]);
