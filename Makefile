@@ -234,7 +234,7 @@ test:
 # One fuzzer per target in build-fuzz/fuzz/, built by clang with the library at -O1; each
 # runs FUZZ_SECONDS from the seeds in tests/fuzz/corpus/TARGET (tests/fuzz/run.sh).
 FUZZ_BUILD   := build-fuzz
-FUZZ_TARGETS := audio featstore checkpoint weights keras torch idx trials json arch config
+FUZZ_TARGETS := audio m4a featstore checkpoint weights keras torch idx trials json arch config
 FUZZ_SECONDS ?= 60
 FUZZ_CLI_OBJ := $(filter-out $(BUILD)/cli/ctrain.o,$(CLI_OBJ))
 FUZZ_OBJ     := $(BUILD)/tests/fuzz/targets.o $(BUILD)/tests/fuzz/json.o $(FUZZ_CLI_OBJ)
