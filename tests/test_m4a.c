@@ -11,8 +11,9 @@
  * cut); prep finds the same utterances in the aac/ tree as in the wav/ tree, with
  * the same frame counts and features close to the WAV's; a mixed tree stores both;
  * a truncated, a garbage, an empty and an index-less .m4a are each reported in
- * one line while prep stores the rest; a trial list naming .wav resolves
- * against the .m4a store and the other way round, with one line saying so. */
+ * one line while prep stores the rest; --wav on the parent of wav/ and aac/
+ * names both; a trial list naming .wav resolves against the .m4a store and the
+ * other way round, with one line saying so. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -307,6 +308,14 @@ void suite_m4a(void)
         t_check(bad == 0, "%d utterances of the mixed tree differ from the single-format stores", bad);
     }
     ct_corpus_free(&cm);
+
+    t_case("m4a/--wav on the parent of wav/ and aac/ points to both");
+    unlink(P("e.h5"));
+    snprintf(args, sizeof args, "prep voxceleb --wav %s --out %s", root, P("e.h5"));
+    rc = t_run_ctrain(args, out, sizeof out);
+    char hint[512];
+    snprintf(hint, sizeof hint, "did you mean --wav %s/wav or --wav %s/aac?", root, root);
+    t_check(rc == 1 && strstr(out, hint) && access(P("e.h5"), F_OK) != 0, "exit %d: %s", rc, out);
 
     t_case("m4a/ct_audio_read_m4a reads MP4 whatever the name, and refuses a WAV in one line");
     snprintf(cmd, sizeof cmd, "cp '%s/aac/%s.m4a' '%s/renamed.bin'", root, UTT[1], root);
