@@ -141,7 +141,9 @@ static ct_status sink_add(sink *s, const AVFrame *fr)
         return ct_fail(CT_EFORMAT, "%s: the audio changes its sample rate or channels part way (%d Hz, %d channels at first; "
                        "%d Hz, %d channels at sample %zu); convert the file to WAV", s->path, s->rate,
                        s->layout.nb_channels, fr->sample_rate, fr->ch_layout.nb_channels, s->n);
-    size_t room = (size_t)swr_get_out_samples(s->swr, fr->nb_samples);
+    int out = swr_get_out_samples(s->swr, fr->nb_samples);
+    if (out < 0) return ct_fail(CT_EFORMAT, "%s: converting the decoded audio to mono failed", s->path);
+    size_t room = (size_t)out;
     if (s->n + room > CT_AUDIO_MAX_SAMPLES)
         return ct_fail(CT_EFORMAT, "%s: more than %llu samples (%.1f hours at 16 kHz): a corrupt file, or a recording to "
                        "cut into utterances first", s->path, (unsigned long long)CT_AUDIO_MAX_SAMPLES,
