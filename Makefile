@@ -33,7 +33,7 @@ SAN      ?= 0
 CC       ?= cc
 OPT      ?= -O3 -march=native
 BUILD    := build$(if $(filter 1,$(SAN)),-san,)
-PKGS     := openblas hdf5 sndfile samplerate fftw3f jansson yaml-0.1
+PKGS     := openblas hdf5 sndfile samplerate fftw3f jansson yaml-0.1 libavformat libavcodec libswresample libavutil
 CUDA_HOME ?= /usr/local/cuda
 # The version, defined once (CTRAIN_VERSION in cli/cli.h): the tarball's name, the shared
 # library's file name and soname (libctrain.so.MAJOR), ctrain.pc and the man page.
@@ -182,7 +182,7 @@ detect:
 	@echo "  BLAS : $$(pkg-config --modversion openblas 2>/dev/null | sed 's/^/OpenBLAS /' || echo 'NOT FOUND: run make deps')"
 	@echo "  HDF5 : $$(pkg-config --modversion hdf5 2>/dev/null || echo 'NOT FOUND: run make deps')"
 	@echo "  YAML : libyaml $$(pkg-config --modversion yaml-0.1 2>/dev/null || echo 'NOT FOUND: run make deps')"
-	@echo "  audio: libsndfile $$(pkg-config --modversion sndfile 2>/dev/null || echo 'NOT FOUND'), libsamplerate $$(pkg-config --modversion samplerate 2>/dev/null || echo 'NOT FOUND'), FFTW $$(pkg-config --modversion fftw3f 2>/dev/null || echo 'NOT FOUND')"
+	@echo "  audio: libsndfile $$(pkg-config --modversion sndfile 2>/dev/null || echo 'NOT FOUND'), libsamplerate $$(pkg-config --modversion samplerate 2>/dev/null || echo 'NOT FOUND'), FFTW $$(pkg-config --modversion fftw3f 2>/dev/null || echo 'NOT FOUND'), FFmpeg libavcodec $$(pkg-config --modversion libavcodec 2>/dev/null || echo 'NOT FOUND') (.m4a)"
 	@echo "  JSON : jansson $$(pkg-config --modversion jansson 2>/dev/null || echo 'NOT FOUND: run make deps')"
 	@if [ "$(CUDA)" = 1 ]; then \
 	  echo "  CUDA : $$($(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p') at $(CUDA_HOME), cuDNN $$(sed -n 's/^#define CUDNN_\(MAJOR\|MINOR\|PATCHLEVEL\) *\([0-9]*\).*/\2/p' $(CUDNN_INC)/cudnn_version.h | paste -sd.) ($(CUDNN_LIBDIR)): GPU backend ON ($(strip $(CUDA_ARCH)))"; \
@@ -236,7 +236,7 @@ test:
 # One fuzzer per target in build-fuzz/fuzz/, built by clang with the library at -O1; each
 # runs FUZZ_SECONDS from the seeds in tests/fuzz/corpus/TARGET (tests/fuzz/run.sh).
 FUZZ_BUILD   := build-fuzz
-FUZZ_TARGETS := audio featstore checkpoint weights keras torch idx trials json arch config
+FUZZ_TARGETS := audio m4a featstore checkpoint weights keras torch idx trials json arch config
 FUZZ_SECONDS ?= 60
 FUZZ_CLI_OBJ := $(filter-out $(BUILD)/cli/ctrain.o,$(CLI_OBJ))
 FUZZ_OBJ     := $(BUILD)/tests/fuzz/targets.o $(BUILD)/tests/fuzz/json.o $(FUZZ_CLI_OBJ)
@@ -324,8 +324,13 @@ MANDIR     ?= $(PREFIX)/share/man
 LDCONFIG   ?= ldconfig
 INSTALL    ?= install
 HDR_DIRS   := core layers io models train cuda
-# ctrain.pc's private libraries: what libctrain.a needs beyond the pkg-config packages
-PC_LIBS_PRIVATE := $(strip $(SYS_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(if $(filter 1,$(NCCL)),-ldl))
+# ctrain.pc's private libraries: what libctrain.a needs beyond the pkg-config packages.
+# FFmpeg's four are named here by their -l flags, not in Requires.private: `pkg-config
+# --static` would then list every codec library Debian's FFmpeg was built with (x264,
+# libvpx, ... some 40, most without their -dev package here), while libctrain.a needs
+# only these four, which link against their shared libraries.
+FFMPEG_PKGS     := libavformat libavcodec libswresample libavutil
+PC_LIBS_PRIVATE := $(strip $(shell pkg-config --libs $(FFMPEG_PKGS) 2>/dev/null) $(SYS_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(if $(filter 1,$(NCCL)),-ldl))
 PC_LIBDIR       := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR   := $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 LDCONFIG_RUN = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi

@@ -2,6 +2,11 @@
  * a feature store (io/featstore.h) that training reads.
  *
  *   DIR/idNNNNN/<video id>/NNNNN.wav     (also .flac and .ogg)
+ *   DIR/idNNNNN/<video id>/NNNNN.m4a     (AAC: VoxCeleb2's aac/ tree)
+ *
+ * DIR is VoxCeleb1's wav/ or VoxCeleb2's aac/ directory, and a tree may mix the
+ * formats. Each utterance is stored under its path relative to DIR, extension and
+ * all (io/trials.c matches a list naming .wav against a store of .m4a).
  *
  * The paths are sorted, so the store's order never depends on the file system.
  * Worker threads (--threads N) read the audio and compute the log-mel features
@@ -33,7 +38,7 @@
 #include "io/featstore.h"
 
 #define FLUSH_EVERY 16
-#define LAYOUT "DIR/idNNNNN/VIDEO_ID/NNNNN.wav (or .flac, .ogg)"
+#define LAYOUT "DIR/idNNNNN/VIDEO_ID/NNNNN.wav (or .flac, .ogg, .m4a)"
 
 static void prep_usage(FILE *out)
 {
@@ -43,16 +48,17 @@ static void prep_usage(FILE *out)
         "Computes log-mel features of every utterance under DIR and stores them in the HDF5\n"
         "feature store FILE, which `ctrain train` reads. DIR has the VoxCeleb layout\n"
         "  " LAYOUT "\n"
-        "(VoxCeleb's wav/ directory). Audio of any rate and channel count is converted to\n"
-        "16 kHz mono; features are 25 ms Hamming windows every 10 ms, log mel filterbanks,\n"
-        "normalised per utterance.\n"
+        "(VoxCeleb1's wav/ directory, or VoxCeleb2's aac/ of AAC .m4a files, read through\n"
+        "FFmpeg; a tree may mix the formats). Audio of any rate and channel count is\n"
+        "converted to 16 kHz mono; features are 25 ms Hamming windows every 10 ms, log mel\n"
+        "filterbanks, normalised per utterance.\n"
         "\n"
         "If FILE exists, utterances already in it are skipped and new ones added, so an\n"
         "interrupted run can simply be started again. A file that cannot be used\n"
         "(unreadable, not audio, empty, truncated, too short) is reported and skipped.\n"
         "\n"
         "options:\n"
-        "  --wav DIR          the directory of speaker directories (required)\n"
+        "  --wav DIR          the directory of speaker directories, wav/ or aac/ (required)\n"
         "  --out FILE         the feature store to create or add to (required)\n"
         "  --threads N        worker threads reading audio and computing features\n"
         "                     (default: the number of cores)\n"
@@ -75,7 +81,7 @@ static int has_audio_ext(const char *name)
     if (!dot) return 0;
     char e[8] = { 0 };
     for (size_t i = 0; dot[i] && i < sizeof e - 1; i++) e[i] = (char)tolower((unsigned char)dot[i]);
-    return !strcmp(e, ".wav") || !strcmp(e, ".flac") || !strcmp(e, ".ogg");
+    return !strcmp(e, ".wav") || !strcmp(e, ".flac") || !strcmp(e, ".ogg") || !strcmp(e, ".m4a");
 }
 
 static int is_dir(const char *path)
@@ -178,10 +184,14 @@ static ct_status scan_voxceleb(pathlist *out, const char *dir)
     }
     free(p);
     free_names(spk, n_spk);
-    if (st == CT_OK && out->n == 0) {
-        char wav[4096];
+    if (st == CT_OK && out->n == 0) {   /* the parent of VoxCeleb1's wav/ or VoxCeleb2's aac/? */
+        char wav[4096], aac[4096];
         snprintf(wav, sizeof wav, "%s/wav", dir);
-        if (is_dir(wav)) st = ct_fail(CT_EINVAL, "--wav %s: no audio files in the VoxCeleb layout; did you mean --wav %s?", dir, wav);
+        snprintf(aac, sizeof aac, "%s/aac", dir);
+        int has_wav = is_dir(wav), has_aac = is_dir(aac);
+        if (has_wav || has_aac)
+            st = ct_fail(CT_EINVAL, "--wav %s: no audio files in the VoxCeleb layout; did you mean --wav %s%s%s?", dir,
+                         has_wav ? wav : aac, has_wav && has_aac ? " or --wav " : "", has_wav && has_aac ? aac : "");
         else st = ct_fail(CT_EINVAL, "--wav %s: no audio files in the VoxCeleb layout " LAYOUT "%s", dir,
                           elsewhere ? " (there are audio files, but not two directory levels down)" : "");
     }

@@ -80,6 +80,7 @@ extern "C" {
 #include "io/images.h"
 #include "io/idx.h"
 #include "io/audio.h"
+#include "io/audio_m4a.h"
 #include "io/fbank.h"
 #include "io/featstore.h"
 #include "io/corpus.h"

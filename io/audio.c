@@ -1,4 +1,6 @@
-/* audio.c - 16 kHz mono float samples from any file libsndfile reads (see audio.h). */
+/* audio.c - 16 kHz mono float samples from any file libsndfile reads, and from
+ * AAC in .m4a through FFmpeg (audio_m4a.c) (see audio.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -10,6 +12,7 @@
 #include <samplerate.h>
 #include <sndfile.h>
 #include "io/audio.h"
+#include "io/audio_m4a.h"
 
 /* libsndfile reports a failed sf_open through one global error slot
  * (sf_strerror(NULL)); opening under a lock keeps each thread's reason its own. */
@@ -78,10 +81,10 @@ static ct_status resample(float **x, size_t *n, int rate, const char *path)
     return CT_OK;
 }
 
-ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_seconds)
+/* The checks every reader shares: the path exists, is a file, can be opened and
+ * is not empty. *size receives its size in bytes. */
+static ct_status check_file(const char *path, long long *size)
 {
-    *out = NULL;
-    *n = 0;
     struct stat sb;
     if (stat(path, &sb) != 0)
         return ct_fail(CT_EIO, "%s: cannot open (%s); check the path", path, strerror(errno));
@@ -91,8 +94,14 @@ ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_sec
     fclose(probe);
     if (sb.st_size == 0)
         return ct_fail(CT_EFORMAT, "%s: empty file (0 bytes), not audio; fetch the file again or delete it", path);
-    CT_TRY(wav_check_size(path, (long long)sb.st_size));
+    *size = (long long)sb.st_size;
+    return CT_OK;
+}
 
+/* Mono samples from libsndfile at the file's rate: *buf (malloc'd) of *n, *rate. */
+static ct_status read_sndfile(float **out, size_t *n, int *rate, const char *path, long long file_size)
+{
+    CT_TRY(wav_check_size(path, file_size));
     SF_INFO info;
     memset(&info, 0, sizeof info);
     char why[256] = "";
@@ -100,7 +109,7 @@ ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_sec
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
     if (!sf) snprintf(why, sizeof why, "%s", sf_strerror(NULL));
     pthread_mutex_unlock(&open_lock);
-    if (!sf) return ct_fail(CT_EFORMAT, "%s: not audio that libsndfile can read (%s); use WAV, FLAC or OGG", path, why);
+    if (!sf) return ct_fail(CT_EFORMAT, "%s: not audio that libsndfile can read (%s); use WAV, FLAC, OGG or AAC in .m4a", path, why);
     ct_status st = CT_OK;
     float *buf = NULL;
     if (info.frames <= 0 || info.frames == SF_COUNT_MAX) {
@@ -157,21 +166,61 @@ ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_sec
             buf[t] = (float)(s / (double)ch);
         }
     }
-    *n = frames;
-    if (info.samplerate != CT_AUDIO_RATE) {
-        st = resample(&buf, n, info.samplerate, path);
-        if (st != CT_OK) goto done;
-    }
-    if (min_seconds > 0 && (double)*n < min_seconds * CT_AUDIO_RATE) {
-        st = ct_fail(CT_EFORMAT, "%s: too short: %.3f s of audio, at least %.3f s needed (lower --min-seconds to keep it)",
-                     path, (double)*n / CT_AUDIO_RATE, min_seconds);
-        goto done;
-    }
     *out = buf;
+    *n = frames;
+    *rate = info.samplerate;
     buf = NULL;
 done:
     free(buf);
-    if (st != CT_OK) *n = 0;
     sf_close(sf);
     return st;
 }
+
+/* What every reader's samples go through: resampled to 16 kHz (the same
+ * converter for every format), then held against min_seconds. */
+static ct_status finish(float **out, size_t *n, float *buf, size_t frames, int rate, const char *path, double min_seconds)
+{
+    ct_status st = CT_OK;
+    if (rate != CT_AUDIO_RATE && !src_is_valid_ratio((double)CT_AUDIO_RATE / rate))
+        st = ct_fail(CT_EFORMAT, "%s: %d Hz cannot be resampled to 16 kHz (63 Hz to 4 MHz can); a corrupt header?", path, rate);
+    if (st == CT_OK && rate != CT_AUDIO_RATE) st = resample(&buf, &frames, rate, path);
+    if (st == CT_OK && min_seconds > 0 && (double)frames < min_seconds * CT_AUDIO_RATE)
+        st = ct_fail(CT_EFORMAT, "%s: too short: %.3f s of audio, at least %.3f s needed (lower --min-seconds to keep it)",
+                     path, (double)frames / CT_AUDIO_RATE, min_seconds);
+    if (st != CT_OK) { free(buf); return st; }
+    *out = buf;
+    *n = frames;
+    return CT_OK;
+}
+
+/* ".m4a" in any case: VoxCeleb2's AAC files, read through FFmpeg. */
+static int is_m4a(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot && !strchr(dot, '/') && strlen(dot) == 4 && tolower((unsigned char)dot[1]) == 'm'
+        && dot[2] == '4' && tolower((unsigned char)dot[3]) == 'a';
+}
+
+static ct_status read_any(float **out, size_t *n, const char *path, double min_seconds, int m4a)
+{
+    *out = NULL;
+    *n = 0;
+    long long size = 0;
+    CT_TRY(check_file(path, &size));
+    float *buf = NULL;
+    size_t frames = 0;
+    int rate = 0;
+    CT_TRY(m4a ? ct_audio_decode_m4a(&buf, &frames, &rate, path, size) : read_sndfile(&buf, &frames, &rate, path, size));
+    return finish(out, n, buf, frames, rate, path, min_seconds);
+}
+
+ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_seconds)
+{
+    return read_any(out, n, path, min_seconds, is_m4a(path));
+}
+
+ct_status ct_audio_read_m4a(float **out, size_t *n, const char *path, double min_seconds)
+{
+    return read_any(out, n, path, min_seconds, 1);
+}
+

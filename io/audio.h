@@ -1,6 +1,7 @@
 /* audio.h - reading speech audio for feature extraction: any file libsndfile
- * reads (WAV, FLAC, OGG/Vorbis, ...) comes back as 16 kHz mono float samples
- * in [-1, 1].
+ * reads (WAV, FLAC, OGG/Vorbis, ...), and AAC in an MP4 file named .m4a
+ * (VoxCeleb2's format) through FFmpeg (io/audio_m4a.h), comes back as 16 kHz
+ * mono float samples in [-1, 1].
  *
  *   - several channels are downmixed by averaging them, frame by frame;
  *   - another sample rate is resampled to 16 kHz with libsamplerate's
@@ -8,7 +9,10 @@
  *     several times faster than SRC_SINC_BEST_QUALITY; VoxCeleb is already at
  *     16 kHz, so it is not resampled at all);
  *   - 8-bit, 24-bit, float and every other sample format go through
- *     sf_readf_float, which scales integer formats to [-1, 1).
+ *     sf_readf_float, which scales integer formats to [-1, 1);
+ *   - .m4a: FFmpeg decodes and libswresample averages the channels to mono
+ *     float at the file's rate; the encoder's priming and padding samples are
+ *     dropped; the same libsamplerate converter then makes 16 kHz.
  *
  * Failures return a ct_status with a message that names the path, the reason
  * and what to do:
@@ -21,6 +25,10 @@
  *              a header announcing more than CT_AUDIO_MAX_SAMPLES samples, or a
  *              sample rate libsamplerate cannot convert to 16 kHz. Memory grows
  *              with the samples actually read, never with the header's claim.
+ *              For .m4a also: an MP4 box running past the end of the file or
+ *              no 'moov' box (truncated), bytes the MP4 demuxer refuses, no audio
+ *              stream, a packet the decoder refuses, or fewer samples than the
+ *              file's index announces.
  */
 #ifndef CT_AUDIO_H
 #define CT_AUDIO_H
@@ -37,5 +45,8 @@
  * resampling (n < min_seconds * 16000). Thread-safe (sf_open runs under a lock, as libsndfile
  * keeps its open errors in one global slot). */
 ct_status ct_audio_read(float **out, size_t *n, const char *path, double min_seconds);
+/* The same for a file read as MP4/M4A through FFmpeg whatever its name (ct_audio_read
+ * does this for names ending in .m4a, in any case). */
+ct_status ct_audio_read_m4a(float **out, size_t *n, const char *path, double min_seconds);
 
 #endif

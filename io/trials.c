@@ -1,6 +1,8 @@
 /* trials.c - read a VoxCeleb trial list and resolve its paths against a
  * corpus (see trials.h). Paths are found through an open-addressing hash table
- * (FNV-1a, linear probing, at most half full) over the corpus's path[]. */
+ * (FNV-1a, linear probing, at most half full) over the corpus's path[]; a path
+ * not found there is looked up again without its extension in a second table,
+ * built on first need, over the store's paths without theirs. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,16 +15,33 @@ typedef struct {
     int *slot;        /* [cap] index into key, -1 = empty */
     size_t mask;      /* cap - 1, cap a power of two */
     char *const *key; /* [n] the strings indexed: the corpus's paths, or its speakers' names */
+    int stems;        /* 1: keyed on the strings without their extension */
 } path_index;
 
-static uint64_t fnv1a(const char *s)
+/* The length of p without its extension ("id1/v/00001.wav" -> 12): the last '.'
+ * after the last '/', if any, and not the name's first character. */
+static size_t stem_len(const char *p)
+{
+    const char *slash = strrchr(p, '/'), *name = slash ? slash + 1 : p, *dot = strrchr(name, '.');
+    return dot && dot > name ? (size_t)(dot - p) : strlen(p);
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ULL; }
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ULL; }
     return h;
 }
 
-static ct_status index_build(path_index *ix, char *const *key, int n)
+/* The key of string p: all of it, or its stem. */
+static size_t key_len(const path_index *ix, const char *p) { return ix->stems ? stem_len(p) : strlen(p); }
+
+static int key_eq(const path_index *ix, const char *stored, const char *p, size_t n)
+{
+    return key_len(ix, stored) == n && memcmp(stored, p, n) == 0;
+}
+
+static ct_status index_build(path_index *ix, char *const *key, int n, int stems)
 {
     size_t cap = 16;
     while (cap < 2 * (size_t)n) cap *= 2;
@@ -31,23 +50,58 @@ static ct_status index_build(path_index *ix, char *const *key, int n)
     for (size_t i = 0; i < cap; i++) ix->slot[i] = -1;
     ix->mask = cap - 1;
     ix->key = key;
+    ix->stems = stems;
     for (int u = 0; u < n; u++) {
         if (!key[u]) continue;
-        size_t h = (size_t)fnv1a(key[u]) & ix->mask;
-        while (ix->slot[h] >= 0 && strcmp(key[ix->slot[h]], key[u]) != 0) h = (h + 1) & ix->mask;
-        if (ix->slot[h] < 0) ix->slot[h] = u;   /* a duplicate keeps its first index */
+        size_t len = key_len(ix, key[u]), h = (size_t)fnv1a(key[u], len) & ix->mask;
+        while (ix->slot[h] >= 0 && !key_eq(ix, key[ix->slot[h]], key[u], len)) h = (h + 1) & ix->mask;
+        if (ix->slot[h] < 0) ix->slot[h] = u;   /* a duplicate key keeps its first index */
     }
     return CT_OK;
 }
 
-static int index_find(const path_index *ix, const char *p)
+/* The utterance whose key is the first n characters of p, or -1. */
+static int index_find(const path_index *ix, const char *p, size_t n)
 {
-    size_t h = (size_t)fnv1a(p) & ix->mask;
+    size_t h = (size_t)fnv1a(p, n) & ix->mask;
     while (ix->slot[h] >= 0) {
-        if (strcmp(ix->key[ix->slot[h]], p) == 0) return ix->slot[h];
+        if (key_eq(ix, ix->key[ix->slot[h]], p, n)) return ix->slot[h];
         h = (h + 1) & ix->mask;
     }
     return -1;
+}
+
+/* Paths matched with another extension, counted per pair of extensions for the note. */
+#define EXT_PAIRS 8
+typedef struct {
+    char list[EXT_PAIRS][16], store[EXT_PAIRS][16];
+    long count[EXT_PAIRS];
+    int n;
+    long other;   /* pairs beyond EXT_PAIRS */
+} ext_swaps;
+
+static void swaps_add(ext_swaps *w, const char *listed, const char *stored)
+{
+    const char *a = listed + stem_len(listed), *b = stored + stem_len(stored);
+    for (int k = 0; k < w->n; k++)
+        if (!strcmp(w->list[k], a) && !strcmp(w->store[k], b)) { w->count[k]++; return; }
+    if (w->n == EXT_PAIRS || strlen(a) >= sizeof w->list[0] || strlen(b) >= sizeof w->store[0]) { w->other++; return; }
+    snprintf(w->list[w->n], sizeof w->list[0], "%s", a);
+    snprintf(w->store[w->n], sizeof w->store[0], "%s", b);
+    w->count[w->n++] = 1;
+}
+
+/* One line: "trials: 1234 paths end in .wav but the store has .m4a; matched by path without extension". */
+static void swaps_note(const ext_swaps *w, FILE *note)
+{
+    if (!note || (w->n == 0 && w->other == 0)) return;
+    fprintf(note, "trials:");
+    for (int k = 0; k < w->n; k++)
+        fprintf(note, "%s %ld path%s end%s in %s but the store has %s", k ? "," : "", w->count[k], w->count[k] == 1 ? "" : "s",
+                w->count[k] == 1 ? "s" : "", *w->list[k] ? w->list[k] : "no extension", *w->store[k] ? w->store[k] : "none");
+    if (w->other) fprintf(note, "%s %ld more with other extensions", w->n ? "," : "", w->other);
+    fprintf(note, "; matched by path without extension\n");
+    fflush(note);
 }
 
 /* Splits line into at most 4 whitespace-separated fields (in place); returns the count (4 = "more than 3"). */
@@ -68,6 +122,11 @@ static int split_fields(char *line, char *f[4])
 
 ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corpus *c)
 {
+    return ct_trials_load_note(out, n, path, c, stderr);
+}
+
+ct_status ct_trials_load_note(ct_trial **out, int *n, const char *path, const ct_corpus *c, FILE *note)
+{
     *out = NULL;
     *n = 0;
     if (!c->path)
@@ -75,8 +134,9 @@ ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corp
                        "store made by `ctrain prep voxceleb`", path);
     FILE *f = fopen(path, "r");
     if (!f) return ct_fail(CT_EIO, "%s: cannot open the trial list: %s", path, strerror(errno));
-    path_index ix = { 0 };
-    ct_status st = index_build(&ix, c->path, c->n_utt);
+    path_index ix = { 0 }, stems = { 0 };
+    ext_swaps swaps = { 0 };
+    ct_status st = index_build(&ix, c->path, c->n_utt, 0);
     ct_trial *t = NULL;
     int count = 0, cap = 0;
     long lineno = 0;
@@ -104,7 +164,13 @@ ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corp
         }
         int u[2];
         for (int k = 0; k < 2 && st == CT_OK; k++) {
-            u[k] = index_find(&ix, fld[1 + k]);
+            u[k] = index_find(&ix, fld[1 + k], strlen(fld[1 + k]));
+            size_t sl = stem_len(fld[1 + k]);
+            if (u[k] < 0 && fld[1 + k][sl]) {   /* not there: the same path with another extension? */
+                if (!stems.slot) st = index_build(&stems, c->path, c->n_utt, 1);
+                if (st != CT_OK) break;
+                if ((u[k] = index_find(&stems, fld[1 + k], sl)) >= 0) swaps_add(&swaps, fld[1 + k], c->path[u[k]]);
+            }
             if (u[k] < 0)
                 st = ct_fail(CT_EINVAL, "%s:%ld: '%.300s' is not in the feature store (%d utterances); run `ctrain prep "
                              "voxceleb` on the directory that contains it", path, lineno, fld[1 + k], c->n_utt);
@@ -122,12 +188,14 @@ ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corp
     }
     free(line);
     free(ix.slot);
+    free(stems.slot);
     fclose(f);
     if (st == CT_OK && count == 0)
         st = lineno == 0 ? ct_fail(CT_EFORMAT, "%s: no trials: the file is empty; expected lines 'LABEL PATH1 PATH2'", path)
                          : ct_fail(CT_EFORMAT, "%s:1-%ld: no trials: all %ld lines are blank; expected lines 'LABEL PATH1 PATH2'",
                                    path, lineno, lineno);
     if (st != CT_OK) { free(t); return st; }
+    swaps_note(&swaps, note);
     *out = t;
     *n = count;
     return CT_OK;
@@ -143,7 +211,7 @@ ct_status ct_trials_speakers(unsigned char *named, int *n_named, const char *pat
     FILE *f = fopen(path, "r");
     if (!f) return ct_fail(CT_EIO, "%s: cannot open the trial list: %s", path, strerror(errno));
     path_index ix = { 0 };
-    ct_status st = index_build(&ix, c->speaker_name, c->n_speakers);
+    ct_status st = index_build(&ix, c->speaker_name, c->n_speakers, 0);
     long lineno = 0, trials = 0;
     char *line = NULL;
     size_t line_cap = 0;
@@ -166,7 +234,7 @@ ct_status ct_trials_speakers(unsigned char *named, int *n_named, const char *pat
         for (int k = 1; k <= 2; k++) {
             char *slash = strchr(fld[k], '/');   /* the speaker: the path's first component */
             if (slash) *slash = '\0';
-            int s = index_find(&ix, fld[k]);
+            int s = index_find(&ix, fld[k], strlen(fld[k]));
             if (s >= 0 && !named[s]) { named[s] = 1; (*n_named)++; }
         }
     }

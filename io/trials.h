@@ -10,7 +10,10 @@
  * Blank lines and trailing whitespace (CR of DOS line ends included) are
  * allowed. Each path is looked up in the corpus's path[] through a hash table
  * built once per call (VoxCeleb1's test list: 37,720 trials over 4,874 files;
- * the whole corpus: 153,516 utterances).
+ * the whole corpus: 153,516 utterances). A path that is not there exactly is
+ * matched by the path without its extension, so a list naming .wav finds the
+ * utterances of a store made from VoxCeleb2's .m4a (and the other way round);
+ * one line says how many were matched so.
  *
  * Errors name the file and the line (1-based):
  *   CT_EIO     the file cannot be read;
@@ -22,6 +25,7 @@
  */
 #ifndef CT_TRIALS_H
 #define CT_TRIALS_H
+#include <stdio.h>
 #include "core/error.h"
 #include "io/corpus.h"
 
@@ -31,8 +35,12 @@ typedef struct {
 } ct_trial;
 
 /* Reads `path` and resolves it against c: *out (malloc'd, free with free())
- * receives *n >= 1 trials in file order. On failure *out = NULL, *n = 0. */
+ * receives *n >= 1 trials in file order. On failure *out = NULL, *n = 0.
+ * Paths matched with another extension are told in one line on stderr:
+ *   trials: 1234 paths end in .wav but the store has .m4a; matched by path without extension */
 ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corpus *c);
+/* The same with that line written to `note` (NULL: not written). */
+ct_status ct_trials_load_note(ct_trial **out, int *n, const char *path, const ct_corpus *c, FILE *note);
 
 /* The corpus's speakers that the list at `path` names: a path's speaker is its first
  * component (idNNNNN). named [c->n_speakers] receives 1 for each, *n_named their count.

@@ -3,8 +3,10 @@
 #
 # usage: scripts/deps.sh [build|test|golden|bench|dist|fuzz]
 #   build   compiler, OpenBLAS, HDF5, zlib, libsndfile, libsamplerate, FFTW3, jansson,
-#           libyaml (--config files), and the tools the demo uses (espeak-ng and sox to
-#           synthesise speech, Fashion-MNIST): enough for `make` and `make demo`
+#           libyaml (--config files), FFmpeg's libavformat, libavcodec, libswresample and
+#           libavutil (prep reads VoxCeleb2's AAC .m4a files), and the tools the demo uses
+#           (espeak-ng and sox to synthesise speech, Fashion-MNIST): enough for `make`
+#           and `make demo`
 #   test    adds Debian's python3-torch and python3-h5py: one test loads ctrain's
 #           PyTorch export into torch and compares outputs (`make test`);
 #           python3-sklearn: one test scores `eval --scores` with scikit-learn's ROC; and
@@ -14,7 +16,8 @@
 #           depend on libmp3lame-dev; python3-venv: the test that reads ctrain's
 #           TensorBoard files with TensorBoard's own reader installs tensorboard from
 #           PyPI into a virtual environment (tests/tensorboard_venv.sh); libopenmpi-dev and openmpi-bin, so that the
-#           build has data-parallel training and the tests run it under mpirun -np 2
+#           build has data-parallel training and the tests run it under mpirun -np 2; ffmpeg,
+#           the command-line tool, which the .m4a tests encode their AAC files with
 #   golden  adds torchaudio, for `make golden`
 #   bench   adds python3-venv and binutils (readelf) to golden's: `make bench` also
 #           times the newest PyTorch from PyPI in a virtual environment
@@ -28,8 +31,8 @@
 # network) it prints the exact command to run and exits non-zero.
 set -eu
 
-BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev libyaml-dev espeak-ng sox dataset-fashion-mnist"
-TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv libopenmpi-dev openmpi-bin"
+BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev libyaml-dev libavformat-dev libavcodec-dev libswresample-dev libavutil-dev espeak-ng sox dataset-fashion-mnist"
+TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv libopenmpi-dev openmpi-bin ffmpeg"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"
 FUZZ_PKGS="clang libclang-rt-14-dev"

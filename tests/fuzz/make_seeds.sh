@@ -3,13 +3,13 @@
 # and the known bad cases), which are committed; the inputs fuzzers crashed on are
 # committed beside them by hand (crash-*), and this script leaves those alone.
 #   usage: tests/fuzz/make_seeds.sh [CTRAIN_BINARY]   (from the source tree, after make)
-# Needs sox (make deps) and Debian's /usr/bin/python3 with h5py and numpy (make test's packages).
+# Needs sox (make deps), ffmpeg and Debian's /usr/bin/python3 with h5py and numpy (make test's packages).
 set -eu
 ctrain=${1:-bin/ctrain}
 c=tests/fuzz/corpus
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
-mkdir -p $c/audio $c/featstore $c/checkpoint $c/weights $c/keras $c/torch $c/idx $c/trials $c/arch $c/json
+mkdir -p $c/audio $c/m4a $c/featstore $c/checkpoint $c/weights $c/keras $c/torch $c/idx $c/trials $c/arch $c/json
 
 # ---- audio: what libsndfile reads, short ----
 sox -n -r 16000 -c 1 -b 16 $c/audio/seed-16k-mono.wav synth 0.05 sine 440
@@ -20,6 +20,15 @@ sox -n -r 16000 -c 1 $c/audio/seed-16k.ogg synth 0.1 sine 440
 head -c 60 $c/audio/seed-16k-mono.wav > $c/audio/bad-truncated.wav
 : > $c/audio/bad-empty.wav
 printf 'not audio at all\n' > $c/audio/bad-text.wav
+
+# ---- m4a: AAC in MP4 (ffmpeg's encoder, moov last and first), short; cut and bad ----
+sox -n -r 16000 -c 1 -b 16 $t/tone.wav synth 0.1 sine 440
+ffmpeg -nostdin -loglevel error -y -i $t/tone.wav -c:a aac -b:a 32k $c/m4a/seed-16k-mono.m4a
+sox -n -r 22050 -c 2 -b 16 $t/stereo.wav synth 0.1 sine 300 sine 500
+ffmpeg -nostdin -loglevel error -y -i $t/stereo.wav -c:a aac -b:a 32k -movflags +faststart $c/m4a/seed-22k-stereo-faststart.m4a
+head -c 300 $c/m4a/seed-16k-mono.m4a > $c/m4a/bad-truncated.m4a
+: > $c/m4a/bad-empty.m4a
+printf 'not audio at all\n' > $c/m4a/bad-text.m4a
 
 # ---- IDX: 3 images of 4x4 and their labels, plain and gzip; bad headers ----
 /usr/bin/python3 - "$c/idx" <<'PY'

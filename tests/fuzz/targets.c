@@ -84,6 +84,16 @@ static int t_audio(const char *path, const char *tmp)
     return fuzz_check(st, path);
 }
 
+/* ---- AAC in MP4 (.m4a, VoxCeleb2) through FFmpeg, whatever the input's name ---- */
+static int t_m4a(const char *path, const char *tmp)
+{
+    float *x = NULL;
+    size_t n = 0;
+    ct_status st = ct_audio_read_m4a(&x, &n, path, 0);
+    free(x);
+    return fuzz_check(st, path);
+}
+
 /* ---- the feature store ---- */
 static int t_featstore(const char *path, const char *tmp)
 {
@@ -250,7 +260,7 @@ static int t_config(const char *path, const char *tmp)
 }
 
 const fuzz_target fuzz_targets[] = {
-    { "audio", t_audio }, { "featstore", t_featstore }, { "checkpoint", t_checkpoint }, { "weights", t_weights },
+    { "audio", t_audio }, { "m4a", t_m4a }, { "featstore", t_featstore }, { "checkpoint", t_checkpoint }, { "weights", t_weights },
     { "keras", t_keras }, { "torch", t_torch }, { "idx", t_idx }, { "trials", t_trials }, { "arch", t_arch },
     { "config", t_config },
     { NULL, NULL }

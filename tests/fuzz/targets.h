@@ -4,6 +4,7 @@
  *
  * Every target takes a file and reads it the way a command does:
  *   audio       ct_audio_read                     (prep: WAV, FLAC, OGG, anything libsndfile opens)
+ *   m4a         ct_audio_read_m4a                 (prep: AAC in MP4/M4A through FFmpeg)
  *   featstore   ct_featstore_read_settings, ct_featstore_load, ct_featstore_open
  *               (on a copy: open repairs a store cut short, and appends)
  *   checkpoint  ct_ckpt_read_meta, ct_ckpt_verify, then --resume's path: the model's
