@@ -33,7 +33,19 @@ SAN      ?= 0
 CC       ?= cc
 OPT      ?= -O3 -march=native
 BUILD    := build$(if $(filter 1,$(SAN)),-san,)
-PKGS     := openblas hdf5 sndfile samplerate fftw3f jansson yaml-0.1 libavformat libavcodec libswresample libavutil
+PKGS     := openblas hdf5 sndfile samplerate fftw3f jansson yaml-0.1
+# FFmpeg's libraries read AAC .m4a files (io/audio_m4a.c): found by pkg-config, `make
+# FFMPEG=0` leaves them out (.m4a is then refused in one line; `make dist` does this, so the
+# tarball does not carry FFmpeg and the codec libraries it loads), FFMPEG=1 insists.
+FFMPEG_PKGS  := libavformat libavcodec libswresample libavutil
+FFMPEG_FOUND := $(shell pkg-config --exists $(FFMPEG_PKGS) 2>/dev/null && echo 1 || echo 0)
+FFMPEG ?= $(FFMPEG_FOUND)
+ifeq ($(FFMPEG),1)
+ifneq ($(FFMPEG_FOUND),1)
+$(error FFMPEG=1 but FFmpeg's libraries were not found by pkg-config ($(FFMPEG_PKGS)): run scripts/deps.sh build, or build with FFMPEG=0)
+endif
+PKGS     += $(FFMPEG_PKGS)
+endif
 CUDA_HOME ?= /usr/local/cuda
 # The version, defined once (CTRAIN_VERSION in cli/cli.h): the tarball's name, the shared
 # library's file name and soname (libctrain.so.MAJOR), ctrain.pc and the man page.
@@ -44,7 +56,8 @@ VERSION  := $(shell sed -n 's/^\#define CTRAIN_VERSION "\(.*\)".*/\1/p' cli/cli.
 # alternating runs: siamese-lstm 1320 pairs/s without, 1322 with; cnn 1061 and 1070 images/s).
 PIC      := -fPIC
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
-CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(PIC) -fno-math-errno -g $(WARN) -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CFLAGS   += -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(PIC) -fno-math-errno -g $(WARN) -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+            $(if $(filter 1,$(FFMPEG)),-DCT_HAVE_FFMPEG)
 SYS_LIBS := -lz -lpthread -lm
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(SYS_LIBS)
 ifeq ($(SAN),1)
@@ -137,7 +150,7 @@ LIB_OBJ    += $(CUDA_C_SRC:%.c=$(BUILD)/%.o) $(CUDA_CU_SRC:%.cu=$(BUILD)/%.o)
 # Objects built with and without CT_HAVE_CUDA must not mix: a change of CUDA rebuilds
 # (and so does a build folder from before every object was built with $(PIC)).
 CUDA_STAMP  := $(BUILD)/.cuda-config
-BUILD_STAMP := CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH) $(PIC)
+BUILD_STAMP := CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH) $(PIC) FFMPEG=$(FFMPEG)
 # MPI and NCCL change train/dist.o alone (and the links, through libctrain.a).
 MPI_STAMP   := $(BUILD)/.mpi-config
 MPI_CONFIG  := MPI=$(MPI) $(MPI_CFLAGS) NCCL=$(NCCL) $(NCCL_INC) $(NCCL_LIBDIR)
@@ -294,8 +307,8 @@ OUT         ?= gpu-check-out
 
 dist:
 	@sh scripts/deps.sh dist
-	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 MPI=$(DIST_MPI) BUILD=build-dist-cpu CTRAIN=build-dist-cpu/ctrain OPT="$(DIST_OPT)"
-	@if [ "$(DIST_CUDA)" = 1 ]; then $(MAKE) --no-print-directory build SAN=0 CUDA=1 MPI=$(DIST_MPI) BUILD=build-dist CTRAIN=build-dist/ctrain OPT="$(DIST_OPT)"; \
+	@$(MAKE) --no-print-directory build SAN=0 CUDA=0 MPI=$(DIST_MPI) FFMPEG=0 BUILD=build-dist-cpu CTRAIN=build-dist-cpu/ctrain OPT="$(DIST_OPT)"
+	@if [ "$(DIST_CUDA)" = 1 ]; then $(MAKE) --no-print-directory build SAN=0 CUDA=1 MPI=$(DIST_MPI) FFMPEG=0 BUILD=build-dist CTRAIN=build-dist/ctrain OPT="$(DIST_OPT)"; \
 	 else echo "dist: CUDA not found here (make detect): the tarball will be CPU only"; fi
 	@sh scripts/dist.sh $(VERSION) $(DIST_TAR) build-dist-cpu $(if $(filter 1,$(DIST_CUDA)),build-dist)
 
@@ -329,8 +342,7 @@ HDR_DIRS   := core layers io models train cuda
 # --static` would then list every codec library Debian's FFmpeg was built with (x264,
 # libvpx, ... some 40, most without their -dev package here), while libctrain.a needs
 # only these four, which link against their shared libraries.
-FFMPEG_PKGS     := libavformat libavcodec libswresample libavutil
-PC_LIBS_PRIVATE := $(strip $(shell pkg-config --libs $(FFMPEG_PKGS) 2>/dev/null) $(SYS_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(if $(filter 1,$(NCCL)),-ldl))
+PC_LIBS_PRIVATE := $(strip $(if $(filter 1,$(FFMPEG)),$(shell pkg-config --libs $(FFMPEG_PKGS) 2>/dev/null)) $(SYS_LIBS) $(CUDA_LIBS) $(MPI_LIBS) $(if $(filter 1,$(NCCL)),-ldl))
 PC_LIBDIR       := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 PC_INCLUDEDIR   := $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 LDCONFIG_RUN = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi

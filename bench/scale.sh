@@ -10,6 +10,9 @@
 #        warm:     SMALL streamed (--data-memory 64M) with the file in the page cache;
 #        big-cold: BIG streamed under the default budget after the page cache is
 #                  dropped (as root; otherwise the line says it could not drop it);
+#      in-RAM and warm alternate ROUNDS times (SCALE_ROUNDS, default 2), so that a
+#      machine's drift falls on both; their median ratio closes the report.
+#      SCALE_BIG=0 leaves the big store's run out;
 #   3. for each run: training pairs/s of the epoch, the peak resident memory, and
 #      the bytes the process read (rchar: through read(2); read_bytes: from the
 #      disk) per byte of crop the batches used (PAIRS x 2 crops x 100 x 40 x 4 B).
@@ -39,8 +42,9 @@ crop_bytes=$(( pairs * 2 * 100 * 40 * 4 ))
 run() {
   name=$1; store=$2; shift 2
   log=$dir/$name.log
+  rm -rf "$dir/runs/$name" "$dir/$name-weights.h5"
   /usr/bin/time -f "maxrss_kb %M" "$ctrain" train siamese-lstm --data "$store" --pairs "$pairs" --val-pairs 0 --epochs 1 \
-      --threads 2 --seed 1 --no-progress --out "$dir/$name-weights.h5" --run-dir "$dir/runs" "$@" > "$log" 2>&1 &
+      --threads 2 --seed 1 --no-progress --out "$dir/$name-weights.h5" --run-dir "$dir/runs/$name" "$@" > "$log" 2>&1 &
   tpid=$!
   sleep 1
   pid=$(pgrep -P "$tpid" -x ctrain | head -n 1)
@@ -65,9 +69,21 @@ run() {
   echo "stores: $(du -h "$big" | cut -f1) $big, $(du -h "$small" | cut -f1) $small; $pairs pairs, one epoch, 2 threads"
 } > "$out"
 cat "$small" > /dev/null
-run in-RAM "$small"
-run warm "$small" --data-memory 64M
-sync
-if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then run big-cold "$big"
-else echo "big-cold: the page cache could not be dropped (not root); the big store was run as it was cached" >> "$out"; run big "$big"; fi
+rounds=${SCALE_ROUNDS:-2}
+r=1
+while [ $r -le "$rounds" ]; do
+  run in-RAM "$small"
+  run warm "$small" --data-memory 64M
+  r=$((r + 1))
+done
+awk '$1 == "in-RAM" { a[++n] = $2 } $1 == "warm" { b[++m] = $2 }
+     END { k = 0; for (i = 1; i <= n && i <= m; i++) if (a[i] > 0) r[++k] = b[i] / a[i];
+           for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+           if (k) printf "warm / in-RAM, round by round: median %.3f (of %d rounds)\n", (k % 2 ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2), k }' \
+    "$out" >> "$out"
+if [ "${SCALE_BIG:-1}" = 1 ]; then
+  sync
+  if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then run big-cold "$big"
+  else echo "big-cold: the page cache could not be dropped (not root); the big store was run as it was cached" >> "$out"; run big "$big"; fi
+fi
 cat "$out"

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 #include "cli/cli.h"
 #include "core/threads.h"
 #include "io/audio.h"
+#include "io/audio_m4a.h"
 #include "io/fbank.h"
 #include "io/featstore.h"
 
@@ -331,6 +333,17 @@ int cmd_prep(int argc, char **argv)
 
     pathlist all;
     if ((st = scan_voxceleb(&all, wav)) != CT_OK) { fprintf(stderr, "ctrain prep: %s\n", ct_last_error()); return 1; }
+    size_t n_m4a = 0;
+    for (size_t i = 0; i < all.n; i++) {
+        const char *dot = strrchr(all.rel[i], '.');
+        n_m4a += dot && !strcasecmp(dot, ".m4a");
+    }
+    if (n_m4a > 0 && !ct_audio_m4a_built()) {   /* one line for the tree, not one per file */
+        fprintf(stderr, "ctrain prep: %zu of the files under %s are AAC .m4a, and this ctrain was built without FFmpeg: build "
+                "ctrain from source with FFmpeg's libraries (scripts/deps.sh build, then make), or convert them to WAV\n", n_m4a, wav);
+        pathlist_free(&all);
+        return 1;
+    }
     struct stat sb;
     int existed = stat(out, &sb) == 0;
     ct_featstore *w = NULL;

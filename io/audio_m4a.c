@@ -1,5 +1,7 @@
 /* audio_m4a.c - AAC in MP4/M4A files decoded through FFmpeg to mono float
- * samples at the file's rate (see audio_m4a.h). */
+ * samples at the file's rate (see audio_m4a.h). A build without FFmpeg
+ * (`make FFMPEG=0`, the relocatable tarball) refuses them in one line. */
+#ifdef CT_HAVE_FFMPEG
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -284,3 +286,21 @@ done:
     avformat_close_input(&fmt);
     return st;
 }
+
+int ct_audio_m4a_built(void) { return 1; }
+
+#else   /* built without FFmpeg */
+
+int ct_audio_m4a_built(void) { return 0; }
+
+#include "io/audio_m4a.h"
+
+ct_status ct_audio_decode_m4a(float **out, size_t *n, int *rate, const char *path, long long file_size)
+{
+    (void)n; (void)rate; (void)file_size;
+    *out = NULL;
+    return ct_fail(CT_EFORMAT, "%s: this ctrain was built without FFmpeg, so it reads no AAC .m4a; build ctrain from source "
+                   "with FFmpeg's libraries (scripts/deps.sh build, then make), or convert the files to WAV", path);
+}
+
+#endif

@@ -23,5 +23,7 @@
  * undecodable, more than CT_AUDIO_MAX_SAMPLES samples; CT_ENOMEM) name the path in
  * one line, and leave *out NULL. Thread-safe. */
 ct_status ct_audio_decode_m4a(float **out, size_t *n, int *rate, const char *path, long long file_size);
+/* 1 when this build reads .m4a (it was built with FFmpeg: CT_HAVE_FFMPEG), else 0. */
+int       ct_audio_m4a_built(void);
 
 #endif

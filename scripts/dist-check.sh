@@ -18,7 +18,8 @@
 #   6. scripts/gpu-check.sh on a machine without a GPU stops quickly, says so, exits 3;
 #   7. its end-to-end step (scripts/gpu-e2e.sh) from the extracted copy, on the CPU: every
 #      model trained and evaluated twice from the same weights, on data it makes;
-#      and its exact-resume step (scripts/gpu-resume.sh) on the CPU on the same data;
+#      and its exact-resume step (scripts/gpu-resume.sh) on the CPU on the same data, and its
+#      store step (scripts/gpu-store.sh) on a small store;
 #   8. the tarball's own Open MPI (bin/mpirun) runs the data-parallel suite with the
 #      system's Open MPI hidden (a private mount namespace: root and unshare -m), loading
 #      nothing from the system but glibc and the CUDA libraries (LD_DEBUG=libs).
@@ -159,6 +160,16 @@ dt=$(($(date +%s) - t0))
 if [ $rc = 0 ] && [ "$(grep -c '^ok ' "$tmp/resume.txt")" = 2 ]; then
   ok "scripts/gpu-resume.sh on the CPU, from the extracted copy: two models stopped, resumed, bit-identical (${dt}s)"
 else bad "scripts/gpu-resume.sh on the CPU: exit $rc in ${dt}s: $(tail -n 4 "$tmp/resume.txt")"; fi
+
+# 7c. its store step (scripts/gpu-store.sh), on the CPU: a 64 MiB store, 512 pairs a run
+t0=$(date +%s)
+bare GPU_STORE_DIR="$tmp/store-data" GPU_STORE_GIB=0.0625 GPU_STORE_SPEAKERS=50 CTRAIN_CUDA_LIBS=/nonexistent sh "$root/scripts/gpu-store.sh" \
+  "$root/bin/ctrain" "$root/bin/scale_store" "$tmp/store" cpu 2 2 512 > "$tmp/store.txt" 2>&1
+rc=$?
+dt=$(($(date +%s) - t0))
+if [ $rc = 0 ] && grep -q '^store-warm .* of synthetic' "$tmp/store.txt"; then
+  ok "scripts/gpu-store.sh on the CPU, from the extracted copy: the seed protocol fed from a store, streamed (${dt}s)"
+else bad "scripts/gpu-store.sh on the CPU: exit $rc in ${dt}s: $(tail -n 4 "$tmp/store.txt")"; fi
 
 # 8. Open MPI's runtime from the tarball, with the system's own hidden: its folders (ompi_info
 #    names them) and PMIx's under empty file systems, its launchers under /dev/null

@@ -26,6 +26,9 @@
 #             `tensorboard --logdir tensorboard` after unpacking gpu-check.tar.gz)
 #   tf32-*    the same on the GPU with --tf32, when this ctrain has --tf32                  45 each
 #   seed      ctrain time siamese-lstm --protocol seed --epochs 2 --device gpu            150
+#   store     scripts/gpu-store.sh: the seed protocol's 2 epochs on the GPU fed from a feature   240
+#             store on this machine's disk (8 GiB, written once by scale_store into
+#             GPU_STORE_DIR), streamed, warm and cold page cache, against synthetic data
 #   e2e       scripts/gpu-e2e.sh: each model trained on the GPU and evaluated on the GPU     150
 #             and on the CPU from the same weights, on data made on the spot (needs python3)
 #   nccl      mpirun -np 1 ctrain train cnn --device gpu: gradients through NCCL, weights   90
@@ -94,6 +97,8 @@ sgemm=$bindir/bench_sgemm
 [ -x "$sgemm" ] || sgemm=$bindir/bench/bench_sgemm
 blstm=$bindir/bench_lstm
 [ -x "$blstm" ] || blstm=$bindir/bench/bench_lstm
+smaker=$bindir/scale_store
+[ -x "$smaker" ] || smaker=$bindir/bench/scale_store
 
 # ---- summary ----
 summarize() {
@@ -240,12 +245,15 @@ if gpu:
     lines.extend("  " + l for l in (e2e or ([] if status("e2e").startswith("not run") else ["no result lines: see e2e.log"])))
     said = [l for l in text("nccl.log").splitlines() if l.startswith(("nccl: ", "h5py: ", "h5diff: ", "ctrain train: "))]
     lines.append("nccl, one rank through NCCL vs a plain run (%s)%s" % (status("nccl"), ": " + said[-1][:150] if said else ""))
+    st = [l for l in text("store.log").splitlines() if l.startswith(("synthetic ", "store-warm ", "store-cold ", "gpu-store: "))]
+    lines.append("seed protocol fed from a feature store (%s):" % status("store"))
+    lines.extend("  " + l[:200] for l in st)
     res = [l for l in text("resume.log").splitlines() if l.startswith(("ok   ", "FAIL "))]
     lines.append("resume on the GPU (%s):" % status("resume"))
     lines.extend("  " + l[:200] for l in (res or ([] if status("resume").startswith("not run") else ["no result lines: see resume.log"])))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "e2e", "nccl", "resume",
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "store", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
     for k in steps:
@@ -467,6 +475,12 @@ for m in siamese-lstm siamese-cnn cnn; do
   fi
 done
 run_step seed 150 "$ctrain" time siamese-lstm --protocol seed --epochs 2 $devflag gpu --threads "$threads" --json "$out/ctrain-siamese-lstm-seed-gpu.json"
+
+if [ -x "$smaker" ]; then
+  run_step store 240 sh "$here/scripts/gpu-store.sh" "$ctrain" "$smaker" "$out/store" gpu "$threads"
+else
+  not_run store "scale_store is missing under $bindir"
+fi
 
 # ---- 3a. end to end: train on the GPU, evaluate on both devices ----
 run_step e2e 150 env E2E_THREADS="$threads" sh "$here/scripts/gpu-e2e.sh" "$ctrain" "$out/e2e" gpu gpu cpu

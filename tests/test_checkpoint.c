@@ -233,6 +233,7 @@ typedef struct {
     int order[TOY_N];
     long sigterm_at;        /* raise SIGTERM while loading this training batch (1-based over the run; 0: never) */
     int sigterm_val;        /* ... or while validating this epoch (1-based; 0: never) */
+    long fail_load_at;      /* loading this training batch fails, as a damaged feature store does (1-based; 0: never) */
 } toy;
 
 static void toy_begin(void *ctx, int e) { toy *t = ctx; t->epoch = e; ct_rng_shuffle_int(&t->data, t->order, TOY_N); }
@@ -246,6 +247,8 @@ static ct_status toy_load(void *ctx, int split, long first, int n)
     }
     t->counter++;
     if (t->sigterm_at == t->counter) raise(SIGTERM);
+    if (t->fail_load_at == t->counter)
+        return ct_fail(CT_EIO, "toy.h5: cannot read utterance id1/v/00001.wav (frames 0-99): the file was truncated");
     t->bad_loss = t->bad_grad = 0;
     for (int k = 0; k < 4; k++) {
         if (t->nan_loss[k] == t->counter) t->bad_loss = 1;
@@ -1094,6 +1097,23 @@ static void case_on_nan(void)
             "status %d: %s", st, msg);
     int e = -1; long s = -1;
     t_check(ct_ckpt_verify(ck, &e, &s) == CT_OK && e == 1 && s == 1, "the last good checkpoint is not whole at (epoch 2, batch 1): %s", ct_last_error());
+    ct_params_free(&t.ps); ct_params_free(&t.st);
+
+    t_case("checkpoint/data that cannot be read stops training before that batch: its message, the epoch and batch, the last good checkpoint kept");
+    toy_init(&t, 0.5f);
+    t.fail_load_at = 7;   /* epoch 2, batch 2 */
+    task = toy_task(&t);
+    c = toy_fit(3);
+    ck = tpath("readfail.h5");
+    c.checkpoint = ck;
+    c.checkpoint_every = 2;
+    st = fit_capture(&task, &c, out, sizeof out);
+    msg = ct_last_error();
+    t_check(st == CT_EIO && strstr(msg, "id1/v/00001.wav") && strstr(msg, "training stopped at epoch 2, batch 2") && strstr(msg, ck)
+            && strstr(msg, "epoch 2, after batch 1") && !strchr(msg, '\n'), "status %d: %s", st, msg);
+    e = -1; s = -1;
+    t_check(ct_ckpt_verify(ck, &e, &s) == CT_OK && e == 1 && s == 1, "the last good checkpoint is not whole at (epoch 2, batch 1): %s", ct_last_error());
+    t_check(t.counter == 7, "%ld batches loaded: training went on after the failed one", t.counter);
     ct_params_free(&t.ps); ct_params_free(&t.st);
 
     t_case("checkpoint/--on-nan skip-batch skips non-finite batches, counts and reports them");

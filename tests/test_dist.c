@@ -7,7 +7,8 @@
  *     tolerance (the order of the gradient sums is the only difference), for the
  *     siamese LSTM and the CNN (whose dropout masks must match too);
  *   - a run resumed under 2 ranks is the straight 2-rank run bit for bit, and a
- *     2-rank checkpoint resumes in one process;
+ *     2-rank checkpoint resumes in one process; a feature store streamed by 2 ranks
+ *     (each reading its own pairs' crops) trains the weights it does loaded;
  *   - bad situations end every rank with one line, never a hang: a batch that does
  *     not divide, a rank that cannot read its data, different settings or binaries
  *     on two ranks, a rank killed or stopped in the middle of a run.
@@ -270,6 +271,22 @@ void suite_mpi(void)
     snprintf(b, sizeof b, "%s/two.h5", dir);
     err = weights_diff(a, b, &ds, 0);
     t_check(!ds.bad && ds.tensors >= 4 && ds.exact == ds.tensors, "%d of %d tensors bit-identical (max err %.2e)", ds.exact, ds.tensors, err);
+
+    t_case("mpi/siamese-lstm from a feature store: 2 ranks streaming it (each reads its own pairs' crops) = 2 ranks loading it, bit for bit");
+    char fs_feats[600], fs_trials[600];
+    if (t_speaker_data(dir, fs_feats, fs_trials, sizeof fs_feats)) {
+        const char *fs = "train siamese-lstm --pairs 128 --val-pairs 32 --epochs 2 --batch 16 --frames 20 --mels 8 --hidden 16 "
+                         "--embed 8 --threads 1 --no-progress";
+        snprintf(cmd, sizeof cmd, "%s -np 2 %s %s --data %s --out %s/fs_loaded.h5 && %s -np 2 %s %s --data %s --data-memory 60K "
+                 "--out %s/fs_streamed.h5", mpirun, bin, fs, fs_feats, dir, mpirun, bin, fs, fs_feats, dir);
+        rc = run_sh(cmd, out, sizeof out);
+        t_check(rc == 0 && strstr(out, "loaded into memory") && strstr(out, "half the memory available over 2 ranks")
+                && strstr(out, "streamed from the file"), "exit %d: %s", rc, out);
+        snprintf(a, sizeof a, "%s/fs_loaded.h5", dir);
+        snprintf(b, sizeof b, "%s/fs_streamed.h5", dir);
+        err = weights_diff(a, b, &ds, 0);
+        t_check(!ds.bad && ds.tensors >= 4 && ds.exact == ds.tensors, "%d of %d tensors bit-identical (max err %.2e)", ds.exact, ds.tensors, err);
+    }
 
     t_case("mpi/siamese-lstm: a 2-rank checkpoint resumes in one process");
     snprintf(cmd, sizeof cmd, "%s %s --resume %s/part_sgd.h5 --out %s/resumed1.h5", bin, lstm_sgd, dir, dir);

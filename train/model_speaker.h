@@ -39,7 +39,7 @@ extern const ct_opt_choice ct_val_split_choices[];   /* speakers, videos */
     { CT_OPT_HEADING, "data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL }, \
     { CT_OPT_NOTE, "--data", "FEATS.h5", 0, 0, 0, 0, NULL, CT_CMD_TRAIN, \
       "a feature store written by `ctrain prep voxceleb`, or `synthetic`" }, \
-    { CT_OPT_STR, "--data-memory", "SIZE", offsetof(T, M.data_memory), 0, 0, 0, NULL, CT_CMD_TRAIN, \
+    { CT_OPT_STR, "--data-memory", "SIZE", offsetof(T, M.data_memory), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME, \
       "memory for the feature store (512M, 8G; default half the memory\navailable): a store that fits is loaded, a larger one is streamed\n" \
       "from the file as batches need it (the same crops and weights)" }, \
     { CT_OPT_HEADING, "synthetic data (--data synthetic):", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL }, \

@@ -104,6 +104,18 @@ static int t_featstore(const char *path, const char *tmp)
     st = ct_featstore_load(&c, path);
     if (fuzz_check(st, path)) return -1;
     if (st == CT_OK) ct_corpus_free(&c);
+    /* the streamed reader, as training and eval use it: every utterance read whole */
+    st = ct_featstore_stream(&c, path);
+    if (fuzz_check(st, path)) return -1;
+    if (st == CT_OK) {
+        int longest = 1;
+        for (int u = 0; u < c.n_utt; u++) if (c.utt[u].frames > longest) longest = c.utt[u].frames;
+        float *x = (size_t)longest * (size_t)c.n_mels <= ((size_t)1 << 26) ? malloc((size_t)longest * (size_t)c.n_mels * sizeof *x) : NULL;
+        for (int u = 0; x && u < c.n_utt && st == CT_OK; u++) st = ct_corpus_frames(&c, u, 0, c.utt[u].frames, x);
+        free(x);
+        ct_corpus_free(&c);
+        if (fuzz_check(st, path)) return -1;
+    }
     /* prep's append: opening repairs a store cut short, so it works on a copy */
     char copy[512];
     if (copy_file(path, tmp, copy, sizeof copy) != 0) return 0;
