@@ -37,6 +37,8 @@ extern "C" {
 #include "core/clock.h"
 #include "core/peak.h"
 #include "core/interrupt.h"
+#include "core/bytes.h"
+#include "core/half.h"
 
 /* layers: forward and backward of each layer on the CPU, the losses, the optimizers,
  * and the per-device table of operations every model calls (ct_ops_cpu) */

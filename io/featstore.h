@@ -107,8 +107,8 @@
 #define CT_FEATSTORE_VERSION 1
 #define CT_FEATSTORE_NORMALIZATION "utterance_mean_var"   /* what `ctrain prep` does: see above */
 /* Frames per chunk of /feats in new stores (81.92 s of audio; 1.25 MiB at 40 mels).
- * Measured on 500 MB stores of 3,000 utterances (bench/RESULTS.md, "Streaming a feature
- * store"): the chunk size does not change the bytes a crop reads (the streamed reader
+ * Measured on 500 MB stores of 3,000 utterances (bench/RESULTS.md, "training from a
+ * feature store larger than memory"): the chunk size does not change the bytes a crop reads (the streamed reader
  * moves only the crop's rows: 1.00 bytes per byte used with 128, 1024 or 8192 frames),
  * only HDF5's cost of finding the chunks: 35 us per 100-frame crop with 8192-frame
  * chunks, 60-67 with 1024, 95-120 with 128, on the same busy 2-core machine; writing

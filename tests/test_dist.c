@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "tests/test.h"
@@ -273,8 +274,9 @@ void suite_mpi(void)
     t_check(!ds.bad && ds.tensors >= 4 && ds.exact == ds.tensors, "%d of %d tensors bit-identical (max err %.2e)", ds.exact, ds.tensors, err);
 
     t_case("mpi/siamese-lstm from a feature store: 2 ranks streaming it (each reads its own pairs' crops) = 2 ranks loading it, bit for bit");
-    char fs_feats[600], fs_trials[600];
-    if (t_speaker_data(dir, fs_feats, fs_trials, sizeof fs_feats)) {
+    char fs_dir[600], fs_feats[600], fs_trials[600];
+    snprintf(fs_dir, sizeof fs_dir, "%s/fs", dir);   /* its own store: a later case makes dir/feats.h5 */
+    if (t_check(mkdir(fs_dir, 0700) == 0, "mkdir %s", fs_dir) && t_speaker_data(fs_dir, fs_feats, fs_trials, sizeof fs_feats)) {
         const char *fs = "train siamese-lstm --pairs 128 --val-pairs 32 --epochs 2 --batch 16 --frames 20 --mels 8 --hidden 16 "
                          "--embed 8 --threads 1 --no-progress";
         snprintf(cmd, sizeof cmd, "%s -np 2 %s %s --data %s --out %s/fs_loaded.h5 && %s -np 2 %s %s --data %s --data-memory 60K "

@@ -143,8 +143,14 @@ void ct_speaker_data_line(const ct_model_data *d, const ct_model_task *t, const 
 
 void ct_speaker_data_summary(const ct_model_data *d, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s: %d utterances of %d speakers, %g%% of the speakers held out for validation", d->source,
-             d->corpus.n_utt, d->corpus.n_speakers, 100 * d->tc.val_fraction);
+    char how[256] = "";
+    if (strcmp(d->source, "synthetic")) {   /* a store: say whether it is in memory or read from the file */
+        how[0] = ';';
+        how[1] = ' ';
+        ct_featstore_plan_line(&d->store_plan, how + 2, sizeof how - 2);
+    }
+    snprintf(buf, cap, "%s: %d utterances of %d speakers, %g%% of the speakers held out for validation%s", d->source,
+             d->corpus.n_utt, d->corpus.n_speakers, 100 * d->tc.val_fraction, how);
 }
 
 ct_status ct_speaker_task_open(ct_model_task *t, speaker_model sm, ct_model_data *d, const ct_rngs *rngs)

@@ -122,7 +122,10 @@ static int by_len_desc(const void *pa, const void *pb)
     return (a->utt > b->utt) - (a->utt < b->utt);   /* ties by index: deterministic */
 }
 
-#define VERIFY_MEM_BUDGET ((size_t)512 << 20)   /* bytes of embedding activations at most */
+/* Bytes of embedding activations at most: a batch of whole utterances shrinks to fit (down to
+ * one utterance; the default LSTM keeps about 3.8 KB per frame, 68 MB for 3 minutes, so any
+ * utterance under about 23 minutes fits alone; a longer one takes 3.8 KB per frame beyond). */
+#define VERIFY_MEM_BUDGET ((size_t)512 << 20)
 
 /* Sequences of T frames that fit the memory budget, at most `batch` and at least 1. */
 static int fit_batch(speaker_model *m, int batch, int T)
