@@ -837,17 +837,22 @@ static ct_status load_frames(ct_corpus *c, hid_t f, int half, hsize_t n_frames, 
     return CT_OK;
 }
 
-ct_status ct_featstore_load(ct_corpus *c, const char *path)
+static ct_status stream_frames(ct_corpus *c, hid_t f, int half, const char *path);
+
+/* The store at `path` into *c, its frames loaded (stream 0) or streamed (stream 1). */
+static ct_status open_store(ct_corpus *c, const char *path, int stream)
 {
     hid_t f;
     int half;
     hsize_t n_frames;
     CT_TRY(open_index(c, path, &f, &half, &n_frames));
-    ct_status st = load_frames(c, f, half, n_frames, path);
-    H5Fclose(f);
+    ct_status st = stream ? stream_frames(c, f, half, path) : load_frames(c, f, half, n_frames, path);
+    if (!stream) H5Fclose(f);   /* a streamed corpus's source keeps it open (and closes it on failure) */
     if (st != CT_OK) ct_corpus_free(c);
     return st;
 }
+
+ct_status ct_featstore_load(ct_corpus *c, const char *path) { return open_store(c, path, 0); }
 
 /* ---- the streamed reader: frames read from the file as batches ask for them ---- */
 
@@ -953,16 +958,7 @@ static ct_status stream_frames(ct_corpus *c, hid_t f, int half, const char *path
     return CT_OK;
 }
 
-ct_status ct_featstore_stream(ct_corpus *c, const char *path)
-{
-    hid_t f;
-    int half;
-    hsize_t n_frames;
-    CT_TRY(open_index(c, path, &f, &half, &n_frames));
-    ct_status st = stream_frames(c, f, half, path);
-    if (st != CT_OK) ct_corpus_free(c);
-    return st;
-}
+ct_status ct_featstore_stream(ct_corpus *c, const char *path) { return open_store(c, path, 1); }
 
 int ct_featstore_stats_of(const ct_corpus *c, ct_featstore_stats *out)
 {

@@ -125,6 +125,31 @@ ct_status ct_trials_load(ct_trial **out, int *n, const char *path, const ct_corp
     return ct_trials_load_note(out, n, path, c, stderr);
 }
 
+/* The next trial line of f: *got = 1 with fld[0..2] its label and two paths (pointing into
+ * *line), or *got = 0 at the end of the file. Blank lines are skipped; a line that is not
+ * 'LABEL PATH1 PATH2' with a label of 0 or 1 is CT_EFORMAT naming the file and the line. */
+static ct_status next_trial(FILE *f, const char *path, char **line, size_t *line_cap, long *lineno, char *fld[4], int *got)
+{
+    *got = 0;
+    for (;;) {
+        errno = 0;
+        if (getline(line, line_cap, f) < 0) {
+            if (ferror(f)) return ct_fail(CT_EIO, "%s:%ld: read error: %s", path, *lineno + 1, strerror(errno ? errno : EIO));
+            return CT_OK;
+        }
+        ++*lineno;
+        int nf = split_fields(*line, fld);
+        if (nf == 0) continue;   /* blank line */
+        if (nf != 3)
+            return ct_fail(CT_EFORMAT, "%s:%ld: expected 3 fields 'LABEL PATH1 PATH2' (label 1 same speaker, 0 different), "
+                           "found %s%d", path, *lineno, nf == 4 ? "more than " : "", nf == 4 ? 3 : nf);
+        if (strcmp(fld[0], "0") != 0 && strcmp(fld[0], "1") != 0)
+            return ct_fail(CT_EFORMAT, "%s:%ld: label '%.40s' is not 0 (different speakers) or 1 (same speaker)", path, *lineno, fld[0]);
+        *got = 1;
+        return CT_OK;
+    }
+}
+
 ct_status ct_trials_load_note(ct_trial **out, int *n, const char *path, const ct_corpus *c, FILE *note)
 {
     *out = NULL;
@@ -143,25 +168,9 @@ ct_status ct_trials_load_note(ct_trial **out, int *n, const char *path, const ct
     char *line = NULL;
     size_t line_cap = 0;
     while (st == CT_OK) {
-        errno = 0;
-        ssize_t got = getline(&line, &line_cap, f);
-        if (got < 0) {
-            if (ferror(f)) st = ct_fail(CT_EIO, "%s:%ld: read error: %s", path, lineno + 1, strerror(errno ? errno : EIO));
-            break;
-        }
-        lineno++;
         char *fld[4];
-        int nf = split_fields(line, fld);
-        if (nf == 0) continue;   /* blank line */
-        if (nf != 3) {
-            st = ct_fail(CT_EFORMAT, "%s:%ld: expected 3 fields 'LABEL PATH1 PATH2' (label 1 same speaker, 0 different), "
-                         "found %s%d", path, lineno, nf == 4 ? "more than " : "", nf == 4 ? 3 : nf);
-            break;
-        }
-        if (strcmp(fld[0], "0") != 0 && strcmp(fld[0], "1") != 0) {
-            st = ct_fail(CT_EFORMAT, "%s:%ld: label '%.40s' is not 0 (different speakers) or 1 (same speaker)", path, lineno, fld[0]);
-            break;
-        }
+        int more = 0;
+        if ((st = next_trial(f, path, &line, &line_cap, &lineno, fld, &more)) != CT_OK || !more) break;
         int u[2];
         for (int k = 0; k < 2 && st == CT_OK; k++) {
             u[k] = index_find(&ix, fld[1 + k], strlen(fld[1 + k]));
@@ -216,20 +225,9 @@ ct_status ct_trials_speakers(unsigned char *named, int *n_named, const char *pat
     char *line = NULL;
     size_t line_cap = 0;
     while (st == CT_OK) {
-        errno = 0;
-        ssize_t got = getline(&line, &line_cap, f);
-        if (got < 0) {
-            if (ferror(f)) st = ct_fail(CT_EIO, "%s:%ld: read error: %s", path, lineno + 1, strerror(errno ? errno : EIO));
-            break;
-        }
-        lineno++;
         char *fld[4];
-        int nf = split_fields(line, fld);
-        if (nf == 0) continue;
-        if (nf != 3 || (strcmp(fld[0], "0") != 0 && strcmp(fld[0], "1") != 0)) {
-            st = ct_fail(CT_EFORMAT, "%s:%ld: expected 'LABEL PATH1 PATH2' (label 1 same speaker, 0 different)", path, lineno);
-            break;
-        }
+        int more = 0;
+        if ((st = next_trial(f, path, &line, &line_cap, &lineno, fld, &more)) != CT_OK || !more) break;
         trials++;
         for (int k = 1; k <= 2; k++) {
             char *slash = strchr(fld[k], '/');   /* the speaker: the path's first component */
