@@ -5,10 +5,12 @@
  * frames themselves: either one float array [total_frames, n_mels] in memory
  * (`feats`), or a frame source that reads them on demand from a file (`source`:
  * a feature store too large for memory, io/featstore.h). Everything that needs
- * frames asks ct_corpus_frames, which serves both the same floats. The synthetic generator here
- * makes one from a seed (speaker = a characteristic spectral envelope and
- * modulation, utterance = that plus noise), so the engine can train and be
- * tested with no audio at all; real audio features fill the same struct.
+ * frames asks ct_corpus_frames, which serves both the same floats.
+ *
+ * The synthetic generator here makes one from a seed (speaker = a
+ * characteristic spectral envelope and modulation, utterance = that plus
+ * noise), so the engine can train and be tested with no audio at all; real
+ * audio features fill the same struct.
  *
  * Pairs are drawn deterministically from an RNG: half same-speaker, half
  * different. A batch takes a random crop of T frames from each utterance of
@@ -27,7 +29,7 @@
 typedef struct {
     int speaker;       /* 0 .. n_speakers-1 */
     int frames;        /* length of this utterance */
-    size_t offset;     /* first frame in feats, in floats */
+    size_t offset;     /* first frame in feats (or in the store's /feats when streamed), in floats */
 } ct_utt;
 
 /* Frames read on demand. read() copies frames [first, first + n) of utterance u
