@@ -291,9 +291,9 @@ int ct_audio_m4a_built(void) { return 1; }
 
 #else   /* built without FFmpeg */
 
-int ct_audio_m4a_built(void) { return 0; }
-
 #include "io/audio_m4a.h"
+
+int ct_audio_m4a_built(void) { return 0; }
 
 ct_status ct_audio_decode_m4a(float **out, size_t *n, int *rate, const char *path, long long file_size)
 {

@@ -153,17 +153,17 @@ ct_status ct_feat_dtype_parse(ct_feat_dtype *t, const char *name)
 }
 
 /* Reads rows [row, row + n) of /feats (d, its dataspace fs) into dst [n, M] as float32.
- * A binary16 store is read raw into stage (>= n * M values) and widened here; any other
- * float is converted by HDF5. Rows only: with the chunk cache off (the streamed reader),
- * HDF5 reads just these bytes from each chunk. */
-static herr_t read_rows(hid_t d, hid_t fs, hsize_t row, hsize_t n, int M, int half, uint16_t *stage, float *dst)
+ * A binary16 store (ht: half_type(), made once by the caller) is read raw into stage
+ * (>= n * M values) and widened here; with ht = -1 any other float is converted by HDF5.
+ * Rows only: with the chunk cache off (the streamed reader), HDF5 reads just these bytes
+ * from each chunk. */
+static herr_t read_rows(hid_t d, hid_t fs, hsize_t row, hsize_t n, int M, hid_t ht, uint16_t *stage, float *dst)
 {
     hsize_t start[2] = { row, 0 }, count[2] = { n, (hsize_t)M };
-    hid_t ms = H5Screate_simple(2, count, NULL), ht = half ? half_type() : -1;
-    herr_t e = ms < 0 || (half && ht < 0) ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-    if (e >= 0) e = H5Dread(d, half ? ht : H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, half ? (void *)stage : (void *)dst);
-    if (e >= 0 && half) ct_floats_from_halves(dst, stage, (size_t)n * (size_t)M);
-    if (ht >= 0) H5Tclose(ht);
+    hid_t ms = H5Screate_simple(2, count, NULL);
+    herr_t e = ms < 0 ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+    if (e >= 0) e = H5Dread(d, ht >= 0 ? ht : H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, ht >= 0 ? (void *)stage : (void *)dst);
+    if (e >= 0 && ht >= 0) ct_floats_from_halves(dst, stage, (size_t)n * (size_t)M);
     if (ms >= 0) H5Sclose(ms);
     return e;
 }
@@ -824,12 +824,13 @@ static ct_status load_frames(ct_corpus *c, hid_t f, int half, hsize_t n_frames, 
                          "--data-memory smaller than the store streams it instead)");
     uint16_t *stage = half ? ct_malloc((size_t)LOAD_BLOCK_ROWS * M * sizeof *stage, "feature store reader") : NULL;
     if (!c->feats || (half && !stage)) { free(stage); return CT_ENOMEM; }
-    hid_t d = H5Dopen2(f, "feats", H5P_DEFAULT), fs = d < 0 ? -1 : H5Dget_space(d);
-    herr_t e = fs < 0 ? -1 : 0;
+    hid_t d = H5Dopen2(f, "feats", H5P_DEFAULT), fs = d < 0 ? -1 : H5Dget_space(d), ht = half ? half_type() : -1;
+    herr_t e = fs < 0 || (half && ht < 0) ? -1 : 0;
     for (hsize_t row = 0; e >= 0 && row < n_frames; row += LOAD_BLOCK_ROWS) {
         hsize_t n = n_frames - row < LOAD_BLOCK_ROWS ? n_frames - row : LOAD_BLOCK_ROWS;
-        e = read_rows(d, fs, row, n, (int)M, half, stage, c->feats + (size_t)row * M);
+        e = read_rows(d, fs, row, n, (int)M, ht, stage, c->feats + (size_t)row * M);
     }
+    if (ht >= 0) H5Tclose(ht);
     if (fs >= 0) H5Sclose(fs);
     if (d >= 0) H5Dclose(d);
     free(stage);
@@ -860,7 +861,8 @@ typedef struct {
     ct_frame_source base;        /* first member: the corpus holds &base */
     pthread_mutex_t mu;          /* one read at a time: the dataspace and the stage are shared */
     hid_t f, d, fs;              /* the store; /feats opened without a chunk cache; its dataspace */
-    int n_mels, half;
+    hid_t ht;                    /* the binary16 type when /feats holds float16 (made once), else -1 */
+    int n_mels;
     const ct_utt *utt;           /* the corpus's utterances [n_utt] (offsets in floats) */
     char *const *path;           /* and their paths, for messages */
     uint16_t *stage;             /* [stage_cap] float16 values read raw, before widening */
@@ -890,7 +892,7 @@ static ct_status source_read(ct_frame_source *src, int u, int first, int n, floa
     size_t M = (size_t)s->n_mels, values = (size_t)n * M;
     ct_status st = CT_OK;
     pthread_mutex_lock(&s->mu);
-    if (s->half && values > s->stage_cap) {
+    if (s->ht >= 0 && values > s->stage_cap) {
         uint16_t *g = realloc(s->stage, values * sizeof *g);
         if (g) { s->stage = g; s->stage_cap = values; }
         else st = ct_fail(CT_ENOMEM, "out of memory reading %s", s->file);
@@ -899,11 +901,11 @@ static ct_status source_read(ct_frame_source *src, int u, int first, int n, floa
     if (st == CT_OK && source_shrank(s, &now))
         st = ct_fail(CT_EIO, "%s: cannot read utterance %s (frames %d-%d): the file was truncated from %lld to %lld bytes while "
                      "it was read; rebuild it with `ctrain prep voxceleb`", s->file, s->path[u], first, first + n - 1, s->size, now);
-    else if (st == CT_OK && read_rows(s->d, s->fs, (hsize_t)(ut->offset / M) + (hsize_t)first, (hsize_t)n, s->n_mels, s->half,
+    else if (st == CT_OK && read_rows(s->d, s->fs, (hsize_t)(ut->offset / M) + (hsize_t)first, (hsize_t)n, s->n_mels, s->ht,
                                  s->stage, dst) < 0)
         st = ct_fail(CT_EIO, "%s: cannot read utterance %s (frames %d-%d): the file is damaged, truncated or gone; "
                      "rebuild it with `ctrain prep voxceleb`", s->file, s->path[u], first, first + n - 1);
-    if (st == CT_OK) { s->stats.reads++; s->stats.bytes += values * (s->half ? 2 : 4); }
+    if (st == CT_OK) { s->stats.reads++; s->stats.bytes += values * (s->ht >= 0 ? 2 : 4); }
     pthread_mutex_unlock(&s->mu);
     return st;
 }
@@ -911,6 +913,7 @@ static ct_status source_read(ct_frame_source *src, int u, int first, int n, floa
 static void source_close(ct_frame_source *src)
 {
     store_source *s = (store_source *)src;
+    if (s->ht >= 0) H5Tclose(s->ht);
     if (s->fs >= 0) H5Sclose(s->fs);
     if (s->d >= 0) H5Dclose(s->d);
     if (s->f >= 0) H5Fclose(s->f);
@@ -927,9 +930,8 @@ static ct_status stream_frames(ct_corpus *c, hid_t f, int half, const char *path
     if (!s) { H5Fclose(f); return CT_ENOMEM; }
     s->base = (ct_frame_source){ source_read, source_close };
     s->f = f;
-    s->d = s->fs = -1;
+    s->d = s->fs = s->ht = -1;
     s->n_mels = c->n_mels;
-    s->half = half;
     s->utt = c->utt;
     s->path = c->path;
     pthread_mutex_init(&s->mu, NULL);
@@ -940,8 +942,9 @@ static ct_status stream_frames(ct_corpus *c, hid_t f, int half, const char *path
     if (dapl >= 0 && H5Pset_chunk_cache(dapl, 0, 0, 1.0) >= 0) s->d = H5Dopen2(f, "feats", dapl);
     if (dapl >= 0) H5Pclose(dapl);
     if (s->d >= 0) s->fs = H5Dget_space(s->d);
+    if (half) s->ht = half_type();
     s->file = strdup(path);
-    if (s->fs < 0 || !s->file) {
+    if (s->fs < 0 || (half && s->ht < 0) || !s->file) {
         source_close(&s->base);
         return ct_fail(CT_EFORMAT, "%s: dataset /feats cannot be opened for reading; the file is damaged: rebuild it", path);
     }
