@@ -8,7 +8,8 @@
  * formats. Each utterance is stored under its path relative to DIR, extension and
  * all (io/trials.c matches a list naming .wav against a store of .m4a).
  *
- * The paths are sorted, so the store's order never depends on the file system.
+ * The paths are found and sorted by the tree walk (cli/prep_tree.h), so the
+ * store's order never depends on the file system.
  * Worker threads (--threads N) read the audio and compute the log-mel features
  * (io/audio.h, io/fbank.h); the main thread alone writes to HDF5, in path order,
  * so the file is the same bit for bit whatever N is. At most 4 N utterances are
@@ -20,9 +21,6 @@
  * stderr with its path and reason, counted and skipped; one bad file never stops
  * the run. The exit status is 0 when the store holds at least one utterance.
  */
-#include <ctype.h>
-#include <dirent.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +31,7 @@
 #include <unistd.h>
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/prep_tree.h"
 #include "core/threads.h"
 #include "io/audio.h"
 #include "io/audio_m4a.h"
@@ -40,7 +39,6 @@
 #include "io/featstore.h"
 
 #define FLUSH_EVERY 16
-#define LAYOUT "DIR/idNNNNN/VIDEO_ID/NNNNN.wav (or .flac, .ogg, .m4a)"
 
 static void prep_usage(FILE *out)
 {
@@ -49,7 +47,7 @@ static void prep_usage(FILE *out)
         "\n"
         "Computes log-mel features of every utterance under DIR and stores them in the HDF5\n"
         "feature store FILE, which `ctrain train` reads. DIR has the VoxCeleb layout\n"
-        "  " LAYOUT "\n"
+        "  " CLI_VOXCELEB_LAYOUT "\n"
         "(VoxCeleb1's wav/ directory, or VoxCeleb2's aac/ of AAC .m4a files, read through\n"
         "FFmpeg; a tree may mix the formats). Audio of any rate and channel count is\n"
         "converted to 16 kHz mono; features are 25 ms Hamming windows every 10 ms, log mel\n"
@@ -71,135 +69,6 @@ static void prep_usage(FILE *out)
         "                     crop plus one 25 ms window)\n"
         "  --progress, --no-progress\n"
         "                     show a progress bar on stderr (default: only when stderr is a terminal)\n");
-}
-
-/* ---- scanning the tree ---- */
-
-typedef struct { char **rel; size_t n, cap; } pathlist;
-
-static int has_audio_ext(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    if (!dot) return 0;
-    char e[8] = { 0 };
-    for (size_t i = 0; dot[i] && i < sizeof e - 1; i++) e[i] = (char)tolower((unsigned char)dot[i]);
-    return !strcmp(e, ".wav") || !strcmp(e, ".flac") || !strcmp(e, ".ogg") || !strcmp(e, ".m4a");
-}
-
-static int is_dir(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-static ct_status pathlist_add(pathlist *l, const char *a, const char *b, const char *c)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 1024;
-        char **r = realloc(l->rel, cap * sizeof *r);
-        if (!r) return ct_fail(CT_ENOMEM, "out of memory listing the audio files");
-        l->rel = r;
-        l->cap = cap;
-    }
-    size_t n = strlen(a) + strlen(b) + strlen(c) + 3;
-    char *s = malloc(n);
-    if (!s) return ct_fail(CT_ENOMEM, "out of memory listing the audio files");
-    snprintf(s, n, "%s/%s/%s", a, b, c);
-    l->rel[l->n++] = s;
-    return CT_OK;
-}
-
-static void pathlist_free(pathlist *l)
-{
-    for (size_t i = 0; i < l->n; i++) free(l->rel[i]);
-    free(l->rel);
-    memset(l, 0, sizeof *l);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Entry names of a directory (no "." entries), sorted; *n = count. */
-static ct_status list_dir(char ***names, size_t *n, const char *path)
-{
-    *names = NULL;
-    *n = 0;
-    DIR *d = opendir(path);
-    if (!d) return ct_fail(CT_EIO, "%s: cannot open the directory (%s)", path, strerror(errno));
-    size_t cap = 0;
-    struct dirent *e;
-    ct_status st = CT_OK;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **r = realloc(*names, cap * sizeof *r);
-            if (!r) { st = ct_fail(CT_ENOMEM, "out of memory listing %s", path); break; }
-            *names = r;
-        }
-        if (!((*names)[*n] = strdup(e->d_name))) { st = ct_fail(CT_ENOMEM, "out of memory listing %s", path); break; }
-        (*n)++;
-    }
-    closedir(d);
-    if (st == CT_OK && *n > 1) qsort(*names, *n, sizeof **names, cmp_str);
-    return st;
-}
-
-static void free_names(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
-}
-
-/* Every DIR/speaker/video/file with an audio extension, as "speaker/video/file", sorted. */
-static ct_status scan_voxceleb(pathlist *out, const char *dir)
-{
-    memset(out, 0, sizeof *out);
-    struct stat sb;
-    if (stat(dir, &sb) != 0)
-        return ct_fail(CT_EIO, "--wav %s: %s; give the directory that holds the speaker directories (" LAYOUT ")", dir, strerror(errno));
-    if (!S_ISDIR(sb.st_mode)) return ct_fail(CT_EINVAL, "--wav %s: not a directory; give the directory that holds the speaker directories", dir);
-    char **spk;
-    size_t n_spk, elsewhere = 0;
-    CT_TRY(list_dir(&spk, &n_spk, dir));
-    if (n_spk == 0) { free_names(spk, n_spk); return ct_fail(CT_EINVAL, "--wav %s: the directory is empty; expected " LAYOUT, dir); }
-    ct_status st = CT_OK;
-    size_t plen = strlen(dir) + 3 * 256 + 8;
-    char *p = malloc(plen);
-    if (!p) { free_names(spk, n_spk); return ct_fail(CT_ENOMEM, "out of memory"); }
-    for (size_t s = 0; s < n_spk && st == CT_OK; s++) {
-        snprintf(p, plen, "%s/%s", dir, spk[s]);
-        if (!is_dir(p)) { elsewhere += has_audio_ext(spk[s]); continue; }
-        char **vid;
-        size_t n_vid;
-        if ((st = list_dir(&vid, &n_vid, p)) != CT_OK) break;
-        for (size_t v = 0; v < n_vid && st == CT_OK; v++) {
-            snprintf(p, plen, "%s/%s/%s", dir, spk[s], vid[v]);
-            if (!is_dir(p)) { elsewhere += has_audio_ext(vid[v]); continue; }
-            char **fil;
-            size_t n_fil;
-            if ((st = list_dir(&fil, &n_fil, p)) != CT_OK) break;
-            for (size_t k = 0; k < n_fil && st == CT_OK; k++)
-                if (has_audio_ext(fil[k])) st = pathlist_add(out, spk[s], vid[v], fil[k]);
-            free_names(fil, n_fil);
-        }
-        free_names(vid, n_vid);
-    }
-    free(p);
-    free_names(spk, n_spk);
-    if (st == CT_OK && out->n == 0) {   /* the parent of VoxCeleb1's wav/ or VoxCeleb2's aac/? */
-        char wav[4096], aac[4096];
-        snprintf(wav, sizeof wav, "%s/wav", dir);
-        snprintf(aac, sizeof aac, "%s/aac", dir);
-        int has_wav = is_dir(wav), has_aac = is_dir(aac);
-        if (has_wav || has_aac)
-            st = ct_fail(CT_EINVAL, "--wav %s: no audio files in the VoxCeleb layout; did you mean --wav %s%s%s?", dir,
-                         has_wav ? wav : aac, has_wav && has_aac ? " or --wav " : "", has_wav && has_aac ? aac : "");
-        else st = ct_fail(CT_EINVAL, "--wav %s: no audio files in the VoxCeleb layout " LAYOUT "%s", dir,
-                          elsewhere ? " (there are audio files, but not two directory levels down)" : "");
-    }
-    if (st != CT_OK) pathlist_free(out);
-    else qsort(out->rel, out->n, sizeof *out->rel, cmp_str);   /* "a/b/c" order == the nested sorted order, but be sure */
-    return st;
 }
 
 /* ---- the worker pool ---- */
@@ -331,8 +200,8 @@ int cmd_prep(int argc, char **argv)
     if (st != CT_OK) { fprintf(stderr, "ctrain prep: %s\n", ct_last_error()); return 2; }
     if (threads < 1) threads = 1;
 
-    pathlist all;
-    if ((st = scan_voxceleb(&all, wav)) != CT_OK) { fprintf(stderr, "ctrain prep: %s\n", ct_last_error()); return 1; }
+    cli_audio_paths all;
+    if ((st = cli_audio_tree_scan(&all, wav)) != CT_OK) { fprintf(stderr, "ctrain prep: %s\n", ct_last_error()); return 1; }
     size_t n_m4a = 0;
     for (size_t i = 0; i < all.n; i++) {
         const char *dot = strrchr(all.rel[i], '.');
@@ -341,7 +210,7 @@ int cmd_prep(int argc, char **argv)
     if (n_m4a > 0 && !ct_audio_m4a_built()) {   /* one line for the tree, not one per file */
         fprintf(stderr, "ctrain prep: %zu of the files under %s are AAC .m4a, and this ctrain was built without FFmpeg: build "
                 "ctrain from source with FFmpeg's libraries (scripts/deps.sh build, then make), or convert them to WAV\n", n_m4a, wav);
-        pathlist_free(&all);
+        cli_audio_paths_free(&all);
         return 1;
     }
     struct stat sb;
@@ -354,7 +223,7 @@ int cmd_prep(int argc, char **argv)
     if ((st = ct_fbank_create(&fb, &fc)) != CT_OK || (st = ct_featstore_open_dtype(&w, out, mels, dtype)) != CT_OK) {
         fprintf(stderr, "ctrain prep: %s\n", ct_last_error());
         ct_fbank_free(fb);
-        pathlist_free(&all);
+        cli_audio_paths_free(&all);
         return 1;
     }
     /* the jobs: every path not stored yet */
@@ -364,7 +233,7 @@ int cmd_prep(int argc, char **argv)
     pthread_t *th = calloc((size_t)threads, sizeof *th);
     if (!p.rel || !p.res || !th) {
         fprintf(stderr, "ctrain prep: out of memory\n");
-        free(p.rel); free(p.res); free(th); ct_featstore_close(w); ct_fbank_free(fb); pathlist_free(&all);
+        free(p.rel); free(p.res); free(th); ct_featstore_close(w); ct_fbank_free(fb); cli_audio_paths_free(&all);
         return 1;
     }
     size_t skipped = 0;
@@ -455,7 +324,7 @@ int cmd_prep(int argc, char **argv)
     free(p.res);
     free(p.rel);
     ct_fbank_free(fb);
-    pathlist_free(&all);
+    cli_audio_paths_free(&all);
     if (st != CT_OK) return 1;
     if (n_store == 0) {
         if (!existed) unlink(out);   /* do not leave an empty store behind */
