@@ -324,8 +324,9 @@ gpu-check: deps
 #   bin/ctrain
 #   lib/libctrain.a, lib/libctrain.so.VERSION, its links libctrain.so.MAJOR (the soname)
 #     and libctrain.so
-#   include/ctrain/ctrain.h (include/ctrain.h: the whole API) beside core/ layers/ io/
-#     models/ train/ cuda/ as in the source, which include each other as "core/params.h"
+#   include/ctrain/ctrain.h (include/ctrain.h: the public API) beside the headers it
+#     reaches, as in the source (core/params.h, ...): scripts/public-headers.sh lists them
+#     (the closure of its includes); the internals (scripts/private-headers.txt) stay out
 #   lib/pkgconfig/ctrain.pc (from scripts/ctrain.pc.in): Cflags -I${includedir}/ctrain
 #   share/man/man1/ctrain.1, made from ctrain's help (scripts/manpage.sh)
 # With no DESTDIR, as root, ldconfig runs after both (LDCONFIG=true skips it).
@@ -336,7 +337,6 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 LDCONFIG   ?= ldconfig
 INSTALL    ?= install
-HDR_DIRS   := core layers io models train cuda
 # ctrain.pc's private libraries: what libctrain.a needs beyond the pkg-config packages.
 # FFmpeg's four are named here by their -l flags, not in Requires.private: `pkg-config
 # --static` would then list every codec library Debian's FFmpeg was built with (x264,
@@ -360,7 +360,7 @@ install: deps
 $(BUILD)/ctrain.1: $(CTRAIN) scripts/manpage.sh
 	sh scripts/manpage.sh $(CTRAIN) $(VERSION) > $@.tmp && mv $@.tmp $@
 
-install-files: $(CTRAIN) $(BUILD)/libctrain.a $(SHLIB) $(BUILD)/ctrain.1 include/ctrain.h scripts/ctrain.pc.in
+install-files: $(CTRAIN) $(BUILD)/libctrain.a $(SHLIB) $(BUILD)/ctrain.1 include/ctrain.h scripts/public-headers.sh scripts/ctrain.pc.in
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)/pkgconfig" "$(DESTDIR)$(INCLUDEDIR)/ctrain" "$(DESTDIR)$(MANDIR)/man1"
 	$(INSTALL) -m 755 $(CTRAIN) "$(DESTDIR)$(BINDIR)/ctrain"
 	$(INSTALL) -m 644 $(BUILD)/libctrain.a "$(DESTDIR)$(LIBDIR)/libctrain.a"
@@ -368,8 +368,9 @@ install-files: $(CTRAIN) $(BUILD)/libctrain.a $(SHLIB) $(BUILD)/ctrain.1 include
 	ln -sf $(notdir $(SHLIB)) "$(DESTDIR)$(LIBDIR)/$(SONAME)"
 	ln -sf $(SONAME) "$(DESTDIR)$(LIBDIR)/libctrain.so"
 	$(INSTALL) -m 644 include/ctrain.h "$(DESTDIR)$(INCLUDEDIR)/ctrain/ctrain.h"
-	for d in $(HDR_DIRS); do $(INSTALL) -d "$(DESTDIR)$(INCLUDEDIR)/ctrain/$$d" && \
-	  $(INSTALL) -m 644 $$d/*.h "$(DESTDIR)$(INCLUDEDIR)/ctrain/$$d/" || exit 1; done
+	hdrs=$$(sh scripts/public-headers.sh) || exit 1; \
+	for h in $$hdrs; do $(INSTALL) -d "$(DESTDIR)$(INCLUDEDIR)/ctrain/$${h%/*}" && \
+	  $(INSTALL) -m 644 $$h "$(DESTDIR)$(INCLUDEDIR)/ctrain/$$h" || exit 1; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(PC_LIBDIR)|' -e 's|@INCLUDEDIR@|$(PC_INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' scripts/ctrain.pc.in > "$(DESTDIR)$(LIBDIR)/pkgconfig/ctrain.pc"
 	$(INSTALL) -m 644 $(BUILD)/ctrain.1 "$(DESTDIR)$(MANDIR)/man1/ctrain.1"

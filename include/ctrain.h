@@ -1,24 +1,47 @@
-/* ctrain.h - the whole public API of libctrain in one include, in layer order:
- *
- *   core  <-  layers  <-  models  <-  train        io on core only; cuda beside layers
- *
- * `make install` puts it at PREFIX/include/ctrain/ctrain.h, beside the headers it
- * includes (core/, layers/, io/, models/, train/, cuda/, as in the source tree), and
- * `pkg-config --cflags ctrain` gives -IPREFIX/include/ctrain, so a program writes
+/* ctrain.h - the public API of libctrain: what a program needs to train a model.
  *
  *   #include <ctrain.h>
+ *   cc prog.c $(pkg-config --cflags --libs ctrain)
  *
- * and builds with `cc prog.c $(pkg-config --cflags --libs ctrain)`
- * (examples/train_small.c; README.md, "Installing the library"). A program may also
- * include single headers ("core/params.h") with the same flags.
+ * (examples/train_small.c; README.md, "Installing the library"). In layer order,
+ * core <- layers <- models <- train, io on core only, cuda beside layers:
  *
- * Installed but not included here: core/hot.h (a compiler attribute for ctrain's own
- * hot loops), cuda/check.h (error macros for .cu files; needs CUDA's headers) and
- * cuda/counter_rng.h (the dropout kernel's random numbers). Every other installed
- * header is, and `make test` checks that none is missing.
+ *   errors         ct_status, ct_last_error                     core/error.h
+ *   set-up         threads, random streams, SIGINT/SIGTERM      core/threads.h, core/rng.h, core/interrupt.h
+ *   parameters     one buffer of named views; activation arena  core/params.h, core/arena.h
+ *   devices        the table of operations a model runs on:     layers/ops.h (ct_ops_cpu),
+ *                  the CPU's, or the GPU's after ct_gpu_open    cuda/device.h, cuda/ops_gpu.h
+ *   optimizers     SGD, Adam, ..., clipping, lr schedules       layers/optim.h
+ *   models         cnn from a spec (seq_cnn), small-cnn,        models/seq_cnn.h, models/small_cnn.h,
+ *                  siamese-lstm, siamese-cnn, and the           models/siamese_lstm.h, models/siamese_cnn.h,
+ *                  speaker-model table they share               models/speaker_model.h
+ *   data           images: synthetic or IDX (MNIST);            io/images.h, io/idx.h,
+ *                  speakers: a feature store, its corpus,       io/featstore.h, io/corpus.h,
+ *                  pairs, trial lists                           io/trials.h
+ *   training       the task a model plugs in, ct_fit and its    train/task.h, train/train.h,
+ *                  configuration, the image and speaker tasks   train/image_task.h, train/speaker_task.h
+ *   files          checkpoints (exact resume), weights files    train/checkpoint.h, io/weights.h
+ *   metrics        EER, minDCF, scoring a trial list            train/verify.h
  *
- * Naming: every exported function and variable starts with ct_; the types of models
- * and tasks keep their short names (seq_cnn, image_task, siamese_lstm, ...).
+ * The headers these include are public too, as far as they reach (the layers'
+ * dimension structs in layers/ops.h's signatures, io/kv.h's named values,
+ * models/profile.h, io/prefetch.h held by the speaker task): `make install`
+ * installs exactly that closure beside this file (scripts/public-headers.sh
+ * computes it) under PREFIX/include/ctrain, and `pkg-config --cflags ctrain`
+ * gives -IPREFIX/include/ctrain, so a program may also include one of them
+ * ("core/params.h") with the same flags.
+ *
+ * Everything else is private to libctrain and not installed: the kernels inside
+ * layers (layers/gemm_packed.h, ...), the GPU twins of the layers (reached only
+ * through ct_ops_gpu()), cuDNN's weight map (cuda/lstm_map.h), HDF5's child-process
+ * probe (io/h5probe.h), and what only the commands use (the table of models,
+ * options, run directories, export, data-parallel ranks, reports).
+ * scripts/private-headers.txt lists them; scripts/check-deps.sh (make check-deps,
+ * make test) fails when this header reaches one of them, or when a header of the
+ * tree is neither reached nor listed there.
+ *
+ * Naming: every exported function and variable starts with ct_; the types of
+ * models and tasks keep their short names (seq_cnn, image_task, siamese_lstm, ...).
  */
 #ifndef CTRAIN_H
 #define CTRAIN_H
@@ -27,101 +50,45 @@
 extern "C" {
 #endif
 
-/* core: errors, memory, parameters, random numbers, threads, clocks, peaks, SIGINT/SIGTERM */
+/* core: errors, parameters, activation memory, random streams, threads, SIGINT/SIGTERM */
 #include "core/error.h"
-#include "core/arena.h"
 #include "core/params.h"
+#include "core/arena.h"
 #include "core/rng.h"
 #include "core/threads.h"
-#include "core/blas_select.h"
-#include "core/clock.h"
-#include "core/peak.h"
 #include "core/interrupt.h"
-#include "core/bytes.h"
-#include "core/half.h"
 
-/* layers: forward and backward of each layer on the CPU, the losses, the optimizers,
- * and the per-device table of operations every model calls (ct_ops_cpu) */
+/* layers: the per-device table of operations every model calls (ct_ops_cpu), the optimizers */
 #include "layers/ops.h"
-#include "layers/activation.h"
-#include "layers/batchnorm.h"
-#include "layers/conv2d.h"
-#include "layers/conv2d_winograd.h"
-#include "layers/dense.h"
-#include "layers/dropout.h"
-#include "layers/flatten.h"
-#include "layers/gemm_packed.h"
-#include "layers/loss.h"
-#include "layers/lstm.h"
-#include "layers/lstm_fused.h"
 #include "layers/optim.h"
-#include "layers/pair.h"
-#include "layers/pool.h"
 
-/* cuda: the GPU backend. ct_gpu_open and ct_ops_gpu() are in every build (one without
- * CUDA fails with CT_ENODEV and says so); the GPU twins of the layers, which models
- * reach through ct_ops_gpu(), are linked in only when libctrain was built with CUDA */
+/* cuda: opening the GPU and its table of operations. In every build: one without CUDA
+ * fails with CT_ENODEV and says so */
 #include "cuda/device.h"
 #include "cuda/ops_gpu.h"
-#include "cuda/activation.h"
-#include "cuda/batchnorm.h"
-#include "cuda/conv2d.h"
-#include "cuda/dense.h"
-#include "cuda/kernels.h"
-#include "cuda/lstm.h"
-#include "cuda/lstm_map.h"
-#include "cuda/pool.h"
 
-/* io: HDF5 files, weights, images, audio and features, trial lists, JSON, SVG, TensorBoard events, YAML */
-#include "io/h5.h"
-#include "io/h5atomic.h"
-#include "io/h5probe.h"
-#include "io/kv.h"
-#include "io/lock.h"
-#include "io/weights.h"
+/* io: training data and weights files */
 #include "io/images.h"
 #include "io/idx.h"
-#include "io/audio.h"
-#include "io/audio_m4a.h"
-#include "io/fbank.h"
-#include "io/featstore.h"
 #include "io/corpus.h"
-#include "io/prefetch.h"
+#include "io/featstore.h"
 #include "io/trials.h"
-#include "io/json.h"
-#include "io/svg.h"
-#include "io/files.h"
-#include "io/tfevents.h"
-#include "io/yamlmap.h"
+#include "io/weights.h"
 
 /* models: written once for every device, each layer called through the table */
-#include "models/profile.h"
 #include "models/seq_cnn.h"
 #include "models/small_cnn.h"
-#include "models/siamese_head.h"
 #include "models/siamese_lstm.h"
 #include "models/siamese_cnn.h"
 #include "models/speaker_model.h"
 
-/* train: the training loop (ct_fit), the tasks that plug models into it,
- * checkpoints, speaker-verification metrics, and the table of models the
- * commands use (descriptors, their options, Keras/PyTorch export) */
+/* train: the training loop and what plugs into it, checkpoints, speaker-verification metrics */
 #include "train/task.h"
 #include "train/train.h"
-#include "train/checkpoint.h"
 #include "train/image_task.h"
 #include "train/speaker_task.h"
-#include "train/model_desc.h"
+#include "train/checkpoint.h"
 #include "train/verify.h"
-#include "train/verify_report.h"
-#include "train/options.h"
-#include "train/model_table.h"
-#include "train/model_image.h"
-#include "train/model_speaker.h"
-#include "train/export.h"
-#include "train/profile_fit.h"
-#include "train/run_dir.h"
-#include "train/dist.h"
 
 #ifdef __cplusplus
 }

@@ -2,17 +2,20 @@
 # install_check.sh - `make install` as a library user meets it, end to end:
 #
 #   1. make install DESTDIR=TMP/stage PREFIX=/usr: exactly the files README.md lists
-#      (every header of core/ layers/ io/ models/ train/ cuda/, the umbrella ctrain.h,
-#      both libraries, ctrain.pc, the man page, bin/ctrain); the shared library's
-#      soname and links; one version everywhere (ctrain --version, ctrain.pc, the
-#      file name); ctrain.pc valid; the man page has a section for every command
-#      `ctrain --help` lists and groff has nothing to say about it; ctrain.h
-#      includes every installed header but the three it names as left out;
+#      (the public headers: ctrain.h and what it reaches, scripts/public-headers.sh;
+#      both libraries, ctrain.pc, the man page, bin/ctrain); no private header
+#      (scripts/private-headers.txt: layers/gemm_packed.h, cuda/lstm_map.h,
+#      io/h5probe.h, ...); the installed ctrain.h reaches every installed header and
+#      nothing missing; the shared library's soname and links; one version
+#      everywhere (ctrain --version, ctrain.pc, the file name); ctrain.pc valid; the
+#      man page has a section for every command `ctrain --help` lists and groff has
+#      nothing to say about it;
 #   2. make uninstall with the same variables leaves no file or link behind;
-#   3. make install PREFIX=TMP/prefix, then examples/train_small.c compiled with
-#      `pkg-config --cflags --libs ctrain` (-Wall -Wextra -Werror), linked to
-#      libctrain.so (with an rpath) and to libctrain.a (`--static`), each run: it
-#      trains a small CNN through the library and must learn (exit 0).
+#   3. make install PREFIX=TMP/prefix, then every installed header compiled on its
+#      own with `pkg-config --cflags ctrain` (-std=c11 -Wall -Wextra -Werror), and
+#      examples/train_small.c compiled with `pkg-config --cflags --libs ctrain`,
+#      linked to libctrain.so (with an rpath) and to libctrain.a (`--static`), each
+#      run: it trains a small CNN through the library and must learn (exit 0).
 #
 #   usage: tests/install_check.sh CUDA      (CUDA: 1 or 0, as the build being tested)
 # Run from the source root; the test case install/... (tests/test_install.c) runs it.
@@ -46,7 +49,7 @@ if mk install DESTDIR="$stage" PREFIX=/usr; then
   { echo bin/ctrain
     for f in libctrain.a libctrain.so "libctrain.so.$major" "libctrain.so.$version" pkgconfig/ctrain.pc; do echo "lib/$f"; done
     echo include/ctrain/ctrain.h
-    for h in core/*.h layers/*.h io/*.h models/*.h train/*.h cuda/*.h; do echo "include/ctrain/$h"; done
+    sh scripts/public-headers.sh | sed 's|^|include/ctrain/|'
     echo share/man/man1/ctrain.1
   } | sort > "$tmp/want"
   (cd "$root" && find . ! -type d | sed 's|^\./||' | sort) > "$tmp/got"
@@ -76,10 +79,18 @@ if mk install DESTDIR="$stage" PREFIX=/usr; then
   elif command -v groff > /dev/null && [ -n "$(groff -man -Tutf8 -ww -z "$man" 2>&1)" ]; then bad "groff warns about the man page: $(groff -man -Tutf8 -ww -z "$man" 2>&1 | head -n 3)"
   else ok "man page: $(grep -c '^\.SS' "$man") sections, one for every command of ctrain --help$(command -v groff > /dev/null && echo ', no groff warnings')"; fi
 
-  # every installed header is in the umbrella, but those it says it leaves out
-  (cd "$root/include/ctrain" && ls */*.h) | grep -v -x -e core/hot.h -e cuda/check.h -e cuda/counter_rng.h > "$tmp/headers"
-  notin=$(while read -r h; do grep -q "^#include \"$h\"" "$root/include/ctrain/ctrain.h" || echo "$h"; done < "$tmp/headers" | tr '\n' ' ')
-  [ -z "$notin" ] && ok "ctrain.h includes all $(wc -l < "$tmp/headers") public headers" || bad "ctrain.h does not include: $notin(add them, or name them as left out in include/ctrain.h and here)"
+  # the public API only: no internal header installed, and the installed ctrain.h
+  # reaches exactly the installed headers (none missing, none extra)
+  inc=$root/include/ctrain
+  leaked=$(sed -e 's/#.*//' scripts/private-headers.txt | awk 'NF { print $1 }' | while read -r h; do
+    [ -e "$inc/$h" ] && echo "$h"; done | tr '\n' ' ')
+  [ -z "$leaked" ] && ok "no private header installed ($(sed -e 's/#.*//' scripts/private-headers.txt | awk 'NF' | wc -l) listed in scripts/private-headers.txt)" \
+    || bad "private headers installed: $leaked"
+  (cd "$inc" && find . -name '*.h' ! -name ctrain.h | sed 's|^\./||' | sort) > "$tmp/headers"
+  if sh scripts/public-headers.sh "$inc/ctrain.h" "$inc" > "$tmp/reached" 2> "$tmp/reached.err"; then
+    cmp -s "$tmp/headers" "$tmp/reached" && ok "the installed ctrain.h reaches all $(wc -l < "$tmp/headers") installed headers and no other" \
+      || bad "installed headers (<) against those the installed ctrain.h reaches (>): $(diff "$tmp/headers" "$tmp/reached" | grep '^[<>]' | head -n 10 | tr '\n' ' ')"
+  else bad "the installed ctrain.h includes a header that was not installed: $(cat "$tmp/reached.err")"; fi
 
   # ---- 2. uninstall ----
   if mk uninstall DESTDIR="$stage" PREFIX=/usr; then
@@ -95,6 +106,17 @@ if mk install PREFIX="$prefix" LDCONFIG=true; then
   export PKG_CONFIG_PATH
   libdir=$(pkg-config --variable=libdir ctrain)
   cflags="-std=c11 -O2 -Wall -Wextra -Werror $(pkg-config --cflags ctrain)"
+  # each installed header compiles on its own (it includes what it uses), with only pkg-config's flags
+  includedir=$(pkg-config --variable=includedir ctrain)/ctrain
+  alone=$(cd "$includedir" && find . -name '*.h' | sed 's|^\./||' | sort)
+  failed_alone=""
+  for h in $alone; do
+    printf '#include "%s"\nint main(void) { return 0; }\n' "$h" > "$tmp/alone.c"
+    ${CC:-cc} $cflags -c -o "$tmp/alone.o" "$tmp/alone.c" > "$tmp/alone.log" 2>&1 \
+      || failed_alone="$failed_alone $h: $(grep -m 1 'error' "$tmp/alone.log")"
+  done
+  [ -n "$alone" ] && [ -z "$failed_alone" ] && ok "each of the $(echo $alone | wc -w) installed headers compiles on its own with pkg-config --cflags ctrain" \
+    || bad "installed headers that do not compile on their own:${failed_alone:- none installed}"
   run_example() {   # run_example NAME: runs TMP/NAME, checks it learned
     if "$tmp/$1" > "$tmp/$1.log" 2>&1; then ok "$1: $(tail -n 1 "$tmp/$1.log")"
     else bad "$1 exited $?: $(tail -n 4 "$tmp/$1.log" | tr '\n' ' ')"; fi
