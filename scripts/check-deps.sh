@@ -1,13 +1,27 @@
 #!/bin/sh
-# check-deps.sh - the layers of ctrain, checked on every #include:
+# check-deps.sh - the layers of ctrain, checked on every #include, and the line
+# between the public API and the internals.
+#
+# 1. The layers:
 #
 #   core  <-  layers  <-  models  <-  train  <-  cli
 #   io    on core only;   cuda beside layers (core, layers)
 #
 # A file may include its own directory and the directories its layer may see;
 # anything else (an include that goes upward or sideways) is printed with its
-# file and line, and the script exits 1. tests/, bench/ and examples/ may use
-# everything. `make check-deps` runs it, and so does `make test`.
+# file and line. Quoted includes count, and so do angle-bracket ones that name
+# a folder of ctrain (<core/params.h>). tests/, bench/ and examples/ may use
+# everything.
+#
+# 2. The public API: include/ctrain.h and every header it reaches
+# (scripts/public-headers.sh, which `make install` installs) must not reach a
+# header listed as private in scripts/private-headers.txt, nor one of cli/;
+# each private one is printed with the chain of includes that reaches it.
+# Every header of core/ layers/ io/ models/ train/ cuda/ must be one or the
+# other, and every listed one must exist.
+#
+# Anything found is printed and the script exits 1. `make check-deps` runs it,
+# and so does `make test`.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 allowed() {   # allowed LAYER: the directories a layer may include
@@ -26,8 +40,8 @@ for layer in core io layers cuda models train cli; do
   ok=$(allowed "$layer")
   for f in "$layer"/*.c "$layer"/*.h "$layer"/*.cu "$layer"/*.cuh; do
     [ -f "$f" ] || continue
-    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]*/' "$f" | while IFS= read -r line; do
-      dir=$(printf '%s\n' "$line" | sed 's/^[0-9]*:[^"]*"\([a-z_]*\)\/.*/\1/')
+    grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("[a-z_]+/|<(core|layers|io|models|train|cuda|cli)/)' "$f" | while IFS= read -r line; do
+      dir=$(printf '%s\n' "$line" | sed -E 's/^[0-9]+:[^"<]*["<]([a-z_]+)\/.*/\1/')
       case " $ok " in *" $dir "*) ;; *) echo "$f:${line%%:*}: $layer may not include $dir/ ($(printf '%s' "${line#*:}" | tr -s ' '))" ;; esac
     done
   done
@@ -38,6 +52,42 @@ if [ -s /tmp/ctrain-check-deps.$$ ]; then
   bad=1
 else
   echo "check-deps: every include follows the layers (core <- layers <- models <- train <- cli; io on core; cuda beside layers)"
+fi
+
+# ---- 2. the public API reaches no private header ----
+list=scripts/private-headers.txt
+private=$(sed -e 's/#.*//' "$list" | awk 'NF { print $1 }')
+private_words=" $(echo $private) "
+if ! public=$(sh scripts/public-headers.sh -v); then   # it said which include is missing
+  echo "check-deps: the public headers cannot be listed (above)"
+  rm -f /tmp/ctrain-check-deps.$$
+  exit 1
+fi
+chain() {   # chain HEADER: HEADER <- the header that includes it <- ... <- ctrain.h
+  printf '%s\n' "$public" | awk -v h="$1" '{ up[$1] = $2 } END { s = h; while (h in up) { h = up[h]; s = s " <- " h } print s }'
+}
+is_public() { printf '%s\n' "$public" | awk -v h="$1" '$1 == h { found = 1 } END { exit !found }'; }
+{
+  for h in $private; do
+    [ -f "$h" ] || echo "$list: $h is not in the tree (remove it from the list)"
+    is_public "$h" && echo "include/ctrain.h reaches the private header $h: $(chain "$h")"
+  done
+  printf '%s\n' "$public" | awk '$1 ~ /^cli\// { print $1 }' | while read -r h; do
+    echo "include/ctrain.h reaches $h, the command line's own header: $(chain "$h")"
+  done
+  for h in core/*.h layers/*.h io/*.h models/*.h train/*.h cuda/*.h cuda/*.cuh; do
+    [ -f "$h" ] || continue
+    is_public "$h" && continue
+    case "$private_words" in *" $h "*) continue ;; esac
+    echo "$h is neither public (reached from include/ctrain.h) nor listed in $list: list it there, saying why, or include it from a public header"
+  done
+} > /tmp/ctrain-check-deps.$$
+if [ -s /tmp/ctrain-check-deps.$$ ]; then
+  cat /tmp/ctrain-check-deps.$$
+  echo "check-deps: $(wc -l < /tmp/ctrain-check-deps.$$) problem(s) with the public API (include/ctrain.h and what it reaches against $list)"
+  bad=1
+else
+  echo "check-deps: include/ctrain.h reaches $(printf '%s\n' "$public" | grep -c .) public headers and none of the $(echo $private | wc -w) private ones"
 fi
 rm -f /tmp/ctrain-check-deps.$$
 exit $bad
