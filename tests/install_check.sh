@@ -15,7 +15,9 @@
 #      own with `pkg-config --cflags ctrain` (-std=c11 -Wall -Wextra -Werror), and
 #      examples/train_small.c compiled with `pkg-config --cflags --libs ctrain`,
 #      linked to libctrain.so (with an rpath) and to libctrain.a (`--static`), each
-#      run: it trains a small CNN through the library and must learn (exit 0).
+#      run: it trains a small CNN through the library and must learn (exit 0); and
+#      examples/train_speakers.c against libctrain.so: the siamese LSTM on synthetic
+#      speakers must learn, write its checkpoint and read its weights file back.
 #
 #   usage: tests/install_check.sh CUDA      (CUDA: 1 or 0, as the build being tested)
 # Run from the source root; the test case install/... (tests/test_install.c) runs it.
@@ -117,9 +119,11 @@ if mk install PREFIX="$prefix" LDCONFIG=true; then
   done
   [ -n "$alone" ] && [ -z "$failed_alone" ] && ok "each of the $(echo $alone | wc -w) installed headers compiles on its own with pkg-config --cflags ctrain" \
     || bad "installed headers that do not compile on their own:${failed_alone:- none installed}"
-  run_example() {   # run_example NAME: runs TMP/NAME, checks it learned
-    if "$tmp/$1" > "$tmp/$1.log" 2>&1; then ok "$1: $(tail -n 1 "$tmp/$1.log")"
-    else bad "$1 exited $?: $(tail -n 4 "$tmp/$1.log" | tr '\n' ' ')"; fi
+  run_example() {   # run_example NAME [ARG...]: runs TMP/NAME, checks it learned (exit 0)
+    name=$1
+    shift
+    if "$tmp/$name" "$@" > "$tmp/$name.log" 2>&1; then ok "$name: $(tail -n 1 "$tmp/$name.log")"
+    else bad "$name exited $?: $(tail -n 4 "$tmp/$name.log" | tr '\n' ' ')"; fi
   }
   # shared: -lctrain finds libctrain.so; the rpath lets it run without LD_LIBRARY_PATH
   if ${CC:-cc} $cflags -o "$tmp/train_small-shared" examples/train_small.c $(pkg-config --libs ctrain) -Wl,-rpath,"$libdir" > "$tmp/cc.log" 2>&1; then
@@ -143,6 +147,14 @@ if mk install PREFIX="$prefix" LDCONFIG=true; then
     cmp -s "$tmp/shared.numbers" "$tmp/static.numbers" && ok "both links print the same losses and accuracies" \
       || bad "the shared and static examples print different numbers: $(diff "$tmp/shared.numbers" "$tmp/static.numbers" | head -n 4 | tr '\n' ' ')"
   fi
+  # the speaker model with a checkpoint and a weights file, through the same API
+  if ${CC:-cc} $cflags -o "$tmp/train_speakers" examples/train_speakers.c $(pkg-config --libs ctrain) -Wl,-rpath,"$libdir" > "$tmp/cc.log" 2>&1; then
+    ok "examples/train_speakers.c built with pkg-config --cflags --libs ctrain"
+    mkdir -p "$tmp/speakers"
+    run_example train_speakers "$tmp/speakers"
+    [ -s "$tmp/speakers/checkpoint.h5" ] && [ -s "$tmp/speakers/weights.h5" ] && ok "train_speakers wrote checkpoint.h5 and weights.h5" \
+      || bad "train_speakers left no checkpoint.h5 or weights.h5 in $tmp/speakers"
+  else bad "compiling examples/train_speakers.c against libctrain.so: $(head -n 8 "$tmp/cc.log")"; fi
   mk uninstall PREFIX="$prefix" LDCONFIG=true
 fi
 

@@ -1,8 +1,9 @@
 /* test_install.c - the installed library as another program meets it: runs
- * tests/install_check.sh (make install into temporary folders, the tree, the
- * soname, ctrain.pc, the man page, make uninstall, and examples/train_small.c
- * built with pkg-config against libctrain.so and libctrain.a, trained, learning)
- * and shows its lines; the case fails when the script does.
+ * tests/install_check.sh (make install into temporary folders, the tree with the
+ * public headers only, each compiling on its own, the soname, ctrain.pc, the man
+ * page, make uninstall, and examples/train_small.c built with pkg-config against
+ * libctrain.so and libctrain.a, examples/train_speakers.c against libctrain.so,
+ * each trained, learning) and shows its lines; the case fails when the script does.
  *
  * It runs from the source tree only (it calls make), so it is skipped, saying
  * why, where there is none (the tarball of `make dist`) and in a SAN=1 build:
@@ -14,7 +15,7 @@
 #include <unistd.h>
 #include "tests/test.h"
 
-#define CASE "install/make install and uninstall; examples/train_small.c built with pkg-config, shared and static, learns"
+#define CASE "install/make install (the public headers only) and uninstall; examples/train_small.c (shared and static) and train_speakers.c built with pkg-config learn"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SAN_BUILD 1
