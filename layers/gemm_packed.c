@@ -136,13 +136,13 @@ ct_status ct_kernels_init(void)
             if (k == CT_KERNELS_AMX && cpu == CT_KERNELS_AVX512BF16 && ct_kernels_amx_refusal()[0])
                 return ct_fail(CT_ENODEV, "CTRAIN_CPU_KERNELS=%s: %s: unset it or choose avx512bf16", e, ct_kernels_amx_refusal());
             if (k > (int)cpu)
-                return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: this CPU lacks %s (its widest are %s): unset it or "
-                               "choose a narrower set", e, ct_kernels_name((ct_kernels)k), ct_kernels_name(cpu));
+                return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: this CPU cannot run them: it lacks %s (its widest are %s): "
+                               "unset it or choose a narrower set", e, ct_kernels_name((ct_kernels)k), ct_kernels_name(cpu));
             kernels_in_use = k;
             return CT_OK;
         }
-    return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: use amx, avx512bf16, avx512, avx2 or blas (or unset it: the widest this "
-                   "CPU runs)", e);
+    return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: use avx512, avx2 or blas, or amx or avx512bf16 to add bf16 products (or "
+                   "unset it: the widest this CPU runs)", e);
 }
 
 ct_kernels ct_kernels_get_all(void)
