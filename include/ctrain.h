@@ -39,6 +39,7 @@ extern "C" {
 #include "core/interrupt.h"
 #include "core/bytes.h"
 #include "core/half.h"
+#include "core/bf16.h"
 
 /* layers: forward and backward of each layer on the CPU, the losses, the optimizers,
  * and the per-device table of operations every model calls (ct_ops_cpu) */
@@ -51,6 +52,7 @@ extern "C" {
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/gemm_packed.h"
+#include "layers/gemm_bf16.h"
 #include "layers/loss.h"
 #include "layers/lstm.h"
 #include "layers/lstm_fused.h"
