@@ -1,4 +1,6 @@
 /* gemm_packed.c - C += A op(B) over a B packed once (see gemm_packed.h). */
+/* syscall() for arch_prctl (not in POSIX) */
+#define _DEFAULT_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,40 +37,115 @@ void ct_gemm_pack(float *bp, const float *B, int ldb, int trans, int K, int N)
 
 /* ---- which kernels run ---- */
 
-static const char *const KERNEL_NAMES[] = { "none (OpenBLAS)", "AVX2", "AVX-512" };
-static int kernels_in_use = -1;   /* a ct_kernels, or -1 before the first question */
+static const char *const KERNEL_NAMES[] = { "none (OpenBLAS)", "AVX2", "AVX-512", "AVX512-BF16", "AMX-BF16" };
+static const char *const KERNEL_WORDS[] = { "blas", "avx2", "avx512", "avx512bf16", "amx" };
+static int kernels_in_use = -1;   /* a ct_kernels over the whole chain, or -1 before the first question */
+static char amx_refusal[200];     /* ct_kernels_amx_refusal() */
 
-const char *ct_kernels_name(ct_kernels k) { return k >= CT_KERNELS_BLAS && k <= CT_KERNELS_AVX512 ? KERNEL_NAMES[k] : "?"; }
+const char *ct_kernels_name(ct_kernels k) { return k >= CT_KERNELS_BLAS && k <= CT_KERNELS_AMX ? KERNEL_NAMES[k] : "?"; }
+const char *ct_kernels_amx_refusal(void) { (void)ct_kernels_cpu_all(); return amx_refusal; }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* CPUID leaf 7 sub-leaf s: ebx, ecx, edx, eax of the structured extended features. */
+static int cpuid7(unsigned s, unsigned *a, unsigned *b, unsigned *c, unsigned *d)
+{
+    return __get_cpuid_count(7, s, a, b, c, d);
+}
+
+/* XCR0, the state components the OS saves and restores (0 when XGETBV is not enabled). */
+static unsigned long long xcr0(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;   /* OSXSAVE */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+/* AVX512-BF16: CPUID.(7,1):EAX[5]; the ZMM state is the OS's, as for AVX-512F (asked first). */
+static int cpu_avx512bf16(void)
+{
+    unsigned a, b, c, d;
+    return cpuid7(1, &a, &b, &c, &d) && (a & (1u << 5));
+}
+
+/* AMX-BF16 usable by this process: CPUID.(7,0):EDX[24] AMX-TILE and EDX[22] AMX-BF16; XCR0
+ * bits 17 (XTILECFG) and 18 (XTILEDATA), the OS saving the tiles; and Linux's permission:
+ * since 5.16 the 8 KiB of tile data are first disabled in every process (XFD) and a tile
+ * instruction without the permission is a SIGILL, so it is asked for here, once, for the
+ * whole process. A refusal is recorded in amx_refusal. */
+static int cpu_amx(void)
+{
+    unsigned a, b, c, d;
+    if (!cpuid7(0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return 0;
+    if ((xcr0() & (3ull << 17)) != (3ull << 17)) {
+        snprintf(amx_refusal, sizeof amx_refusal, "the CPU has AMX-BF16 but the OS does not enable its tile state (XCR0 bits 17, 18)");
+        return 0;
+    }
+#ifdef SYS_arch_prctl
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
+        snprintf(amx_refusal, sizeof amx_refusal, "Linux refused this process the AMX tile data (arch_prctl(ARCH_REQ_XCOMP_PERM, "
+                 "XFEATURE_XTILEDATA): %s; Linux 5.16 or newer grants it)", strerror(errno));
+        return 0;
+    }
+    return 1;
+#else
+    snprintf(amx_refusal, sizeof amx_refusal, "no arch_prctl system call here to ask for the AMX tile data");
+    return 0;
+#endif
+}
+#endif
+
+ct_kernels ct_kernels_cpu_all(void)
+{
+    static int known = -1;   /* asked once: the permission is the process's (the same answer if two threads race) */
+    if (known >= 0) return (ct_kernels)known;
+    int k = CT_KERNELS_BLAS;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();   /* libgcc's answers include the OS's saving of the registers */
+    if (__builtin_cpu_supports("avx512f")) {
+        k = CT_KERNELS_AVX512;
+        if (cpu_avx512bf16()) k = cpu_amx() ? CT_KERNELS_AMX : CT_KERNELS_AVX512BF16;
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        k = CT_KERNELS_AVX2;
+#endif
+    known = k;
+    return (ct_kernels)k;
+}
 
 ct_kernels ct_kernels_cpu(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();   /* libgcc's answers include the OS's saving of the registers */
-    if (__builtin_cpu_supports("avx512f")) return CT_KERNELS_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CT_KERNELS_AVX2;
-#endif
-    return CT_KERNELS_BLAS;
+    const ct_kernels k = ct_kernels_cpu_all();
+    return k > CT_KERNELS_AVX512 ? CT_KERNELS_AVX512 : k;
 }
 
 ct_status ct_kernels_init(void)
 {
-    const ct_kernels cpu = ct_kernels_cpu();
+    const ct_kernels cpu = ct_kernels_cpu_all();
     kernels_in_use = cpu;
     const char *e = getenv("CTRAIN_CPU_KERNELS");
     if (!e || !*e) return CT_OK;
-    static const char *const words[] = { "blas", "avx2", "avx512" };
-    for (int k = CT_KERNELS_BLAS; k <= CT_KERNELS_AVX512; k++)
-        if (!strcasecmp(e, words[k])) {
+    for (int k = CT_KERNELS_BLAS; k <= CT_KERNELS_AMX; k++)
+        if (!strcasecmp(e, KERNEL_WORDS[k])) {
+            if (k == CT_KERNELS_AMX && cpu == CT_KERNELS_AVX512BF16 && ct_kernels_amx_refusal()[0])
+                return ct_fail(CT_ENODEV, "CTRAIN_CPU_KERNELS=%s: %s: unset it or choose avx512bf16", e, ct_kernels_amx_refusal());
             if (k > (int)cpu)
-                return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: this CPU cannot run them (its widest are %s): unset it or "
-                               "choose a narrower set", e, ct_kernels_name(cpu));
+                return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: this CPU cannot run them: it lacks %s (its widest are %s): "
+                               "unset it or choose a narrower set", e, ct_kernels_name((ct_kernels)k), ct_kernels_name(cpu));
             kernels_in_use = k;
             return CT_OK;
         }
-    return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: use avx512, avx2 or blas (or unset it: the widest this CPU runs)", e);
+    return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: use avx512, avx2 or blas, or amx or avx512bf16 to add bf16 products (or "
+                   "unset it: the widest this CPU runs)", e);
 }
 
-ct_kernels ct_kernels_get(void)
+ct_kernels ct_kernels_get_all(void)
 {
     /* a program that did not call ct_kernels_init first (the CLI does, and stops on a bad value):
      * a bad value is said once, and the CPU's widest set runs */
@@ -77,10 +154,16 @@ ct_kernels ct_kernels_get(void)
     return (ct_kernels)kernels_in_use;
 }
 
+ct_kernels ct_kernels_get(void)
+{
+    const ct_kernels k = ct_kernels_get_all();
+    return k > CT_KERNELS_AVX512 ? CT_KERNELS_AVX512 : k;
+}
+
 ct_kernels ct_kernels_set(ct_kernels k)
 {
-    const ct_kernels before = ct_kernels_get();
-    CT_ASSERT(k >= CT_KERNELS_BLAS && k <= ct_kernels_cpu());
+    const ct_kernels before = ct_kernels_get_all();
+    CT_ASSERT(k >= CT_KERNELS_BLAS && k <= ct_kernels_cpu_all());
     kernels_in_use = k;
     return before;
 }

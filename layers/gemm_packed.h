@@ -36,20 +36,42 @@
 /* ctrain's own CPU kernels (these products, the LSTM step of layers/lstm_fused.h): which
  * instruction set they run on. Chosen once, the widest the CPU has (and the OS saves the
  * registers of); CTRAIN_CPU_KERNELS=avx2 or blas in the environment (any case) asks for a
- * narrower set, to compare them (blas: none of ctrain's kernels, OpenBLAS for every product). */
-typedef enum { CT_KERNELS_BLAS = 0, CT_KERNELS_AVX2 = 1, CT_KERNELS_AVX512 = 2 } ct_kernels;
-/* The set in use (the first call reads CTRAIN_CPU_KERNELS when ct_kernels_init has not:
- * a bad value is one warning on stderr, and the CPU's widest set runs). */
+ * narrower set, to compare them (blas: none of ctrain's kernels, OpenBLAS for every product).
+ *
+ * The sets form a chain, each one the one before plus something: AVX2 with FMA; AVX-512F;
+ * AVX-512 plus AVX512-BF16 (vdpbf16ps); all that plus AMX-BF16 (the tiles; every CPU with
+ * AMX has AVX512-BF16). The two bf16 sets add the bf16 products of layers/gemm_bf16.h and
+ * change nothing in float32: ct_kernels_get() and ct_kernels_cpu() tell the set of the FP32
+ * kernels, never above CT_KERNELS_AVX512, and ct_kernels_get_all() / ct_kernels_cpu_all()
+ * the whole chain. CTRAIN_CPU_KERNELS=amx, avx512bf16, avx512, avx2 or blas cuts the chain
+ * where it says: avx512 on an AMX CPU keeps the FP32 kernels and refuses bf16 products. */
+typedef enum {
+    CT_KERNELS_BLAS = 0, CT_KERNELS_AVX2 = 1, CT_KERNELS_AVX512 = 2,
+    CT_KERNELS_AVX512BF16 = 3,   /* + vdpbf16ps (Cooper Lake, Zen 4 and later) */
+    CT_KERNELS_AMX = 4           /* + AMX-BF16 tiles (Xeon 4th/5th generation and later), the OS permitting */
+} ct_kernels;
+/* The FP32 kernels' set in use (the first call reads CTRAIN_CPU_KERNELS when ct_kernels_init
+ * has not: a bad value is one warning on stderr, and the CPU's widest set runs). */
 ct_kernels  ct_kernels_get(void);
-/* The widest set this CPU runs. */
+/* The widest FP32 set this CPU runs. */
 ct_kernels  ct_kernels_cpu(void);
-/* Reads CTRAIN_CPU_KERNELS: CT_EINVAL naming the variable when its value is not avx512, avx2 or
- * blas, or asks for a set this CPU lacks (ct_kernels_get() then keeps the CPU's widest). */
+/* The same two over the whole chain: up to CT_KERNELS_AMX. */
+ct_kernels  ct_kernels_get_all(void);
+ct_kernels  ct_kernels_cpu_all(void);
+/* Why AMX is not in ct_kernels_cpu_all() on a CPU whose CPUID has it ("" when it is, or the
+ * CPU lacks it): the OS does not enable the tile state, or Linux refused this process the
+ * permission to use it (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), Linux 5.16+). */
+const char *ct_kernels_amx_refusal(void);
+/* Reads CTRAIN_CPU_KERNELS: CT_EINVAL naming the variable when its value is not amx,
+ * avx512bf16, avx512, avx2 or blas, or asks for a set this CPU lacks (naming the missing
+ * instruction set); CT_ENODEV when it asks for amx on a CPU with AMX whose OS refuses the
+ * tiles to this process (ct_kernels_get() then keeps the CPU's widest). */
 ct_status   ct_kernels_init(void);
-/* Runs set k from now on (the tests: the AVX2 kernels on an AVX-512 CPU); k must be one the CPU
- * runs. Returns the set before. Not while other threads run products. */
+/* Runs set k from now on (the tests: the AVX2 kernels on an AVX-512 CPU; bf16 refused on an
+ * AMX CPU); k must be one the CPU runs (k <= ct_kernels_cpu_all()). Returns the set before,
+ * over the whole chain. Not while other threads run products. */
 ct_kernels  ct_kernels_set(ct_kernels k);
-/* "AVX-512", "AVX2" or "none (OpenBLAS)". */
+/* "AMX-BF16", "AVX512-BF16", "AVX-512", "AVX2" or "none (OpenBLAS)". */
 const char *ct_kernels_name(ct_kernels k);
 /* 1 when the packed kernel runs on this CPU (ct_kernels_get() is AVX-512 or AVX2). */
 int    ct_gemm_packed_available(void);

@@ -1,0 +1,358 @@
+/* gemm_bf16.c - bf16 products with float32 accumulation (see gemm_bf16.h): packing, the
+ * C model of the AMX tiles, the AMX kernel written once over the tile operations, the
+ * AVX512-BF16 kernel, and the dispatch. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "layers/gemm_bf16.h"
+#include "layers/gemm_packed.h"
+#include "core/bf16.h"
+#include "core/error.h"
+
+#define KB CT_BF16_KB
+#define NB CT_BF16_NB
+#define MB CT_BF16_MB
+
+static int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+/* ---- packing ---- */
+
+size_t ct_gemm_bf16_pack_elems(int K, int N) { return (size_t)round_up(N, 2 * NB) * (size_t)round_up(K, KB); }
+size_t ct_gemm_bf16_work_elems(int M, int K) { return (size_t)round_up(M, MB) * (size_t)round_up(K, KB); }
+
+/* op(B) [K, N] -> [P][Kp/2][16][2]: element (p, q, j, h) = bf16(op(B)[2q + h, 16p + j]), zeros past K and N. */
+void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
+{
+    const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
+    for (int p = 0; p < P; p++)
+        for (int q = 0; q < Kp / 2; q++) {
+            uint16_t *row = bp + ((size_t)p * (Kp / 2) + q) * (NB * 2);   /* [16][2]: one tile row, 64 bytes */
+            for (int j = 0; j < NB; j++)
+                for (int h = 0; h < 2; h++) {
+                    const int k = 2 * q + h, n = p * NB + j;
+                    row[2 * j + h] = k < K && n < N ? ct_bf16_from_float(trans ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]) : 0;
+                }
+        }
+}
+
+/* op(A) [M, K] -> work [Mp][Kp] bf16, rounded as it goes; zeros past M and K. */
+static void pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int K)
+{
+    const int Mp = round_up(M, MB), Kp = round_up(K, KB);
+    for (int i = 0; i < Mp; i++) {
+        uint16_t *row = w + (size_t)i * Kp;
+        if (i >= M) { memset(row, 0, (size_t)Kp * sizeof *row); continue; }
+        if (!trans_a) ct_bf16s_from_floats(row, A + (size_t)i * lda, (size_t)K);
+        else for (int k = 0; k < K; k++) row[k] = ct_bf16_from_float(A[(size_t)k * lda + i]);
+        memset(row + K, 0, (size_t)(Kp - K) * sizeof *row);
+    }
+}
+
+/* ---- the tile machine in C (gemm_bf16.h: "What TDPBF16PS computes") ---- */
+
+static ct_tile_order model_order = CT_TILE_ORDER_SDM;
+
+ct_tile_order ct_gemm_bf16_model_order(ct_tile_order o)
+{
+    const ct_tile_order before = model_order;
+    model_order = o;
+    return before;
+}
+
+ct_status ct_tile_model_config(ct_tile_model *tm, const ct_tile_config *cfg)
+{
+    if (cfg->palette != 1 || cfg->start_row != 0) return ct_fail(CT_EINVAL, "tile configuration: palette %d, start row %d (need 1, 0)", cfg->palette, cfg->start_row);
+    for (int i = 0; i < 14; i++)
+        if (cfg->reserved[i]) return ct_fail(CT_EINVAL, "tile configuration: reserved byte %d is not zero", 2 + i);
+    for (int t = 0; t < 16; t++) {
+        if (t >= 8 && (cfg->rows[t] || cfg->colsb[t])) return ct_fail(CT_EINVAL, "tile configuration: palette 1 has 8 tiles, tile %d configured", t);
+        if (cfg->rows[t] > 16 || cfg->colsb[t] > 64)
+            return ct_fail(CT_EINVAL, "tile configuration: tile %d of %d rows x %d bytes (at most 16 x 64)", t, cfg->rows[t], cfg->colsb[t]);
+    }
+    tm->cfg = *cfg;
+    memset(tm->t, 0, sizeof tm->t);   /* LDTILECFG zeroes every tile */
+    tm->order = model_order;
+    return CT_OK;
+}
+
+/* TILELOADD: rows x colsb bytes from base, rows stride bytes apart; the rest of the tile zeroed. */
+void ct_tile_model_load(ct_tile_model *tm, int t, const void *base, size_t stride)
+{
+    memset(tm->t[t], 0, sizeof tm->t[t]);
+    for (int r = 0; r < tm->cfg.rows[t]; r++) memcpy(tm->t[t][r], (const uint8_t *)base + r * stride, tm->cfg.colsb[t]);
+}
+
+void ct_tile_model_store(const ct_tile_model *tm, int t, void *base, size_t stride)
+{
+    for (int r = 0; r < tm->cfg.rows[t]; r++) memcpy((uint8_t *)base + r * stride, tm->t[t][r], tm->cfg.colsb[t]);
+}
+
+void ct_tile_model_zero(ct_tile_model *tm, int t) { memset(tm->t[t], 0, sizeof tm->t[t]); }
+
+static float f32_bits(uint32_t x) { float f; memcpy(&f, &x, sizeof f); return f; }
+static uint32_t bits_f32(float f) { uint32_t x; memcpy(&x, &f, sizeof x); return x; }
+/* denormals as zero (input), flushed to zero (output): a zero exponent field keeps only the sign */
+static float dz(float f) { const uint32_t x = bits_f32(f); return (x & 0x7f800000u) ? f : f32_bits(x & 0x80000000u); }
+/* the k-th bf16 of a tile row, widened (make_fp32: the 16 bits on top), denormal as zero */
+static float bf16_at(const uint8_t *row, int k) { uint16_t b; memcpy(&b, row + 2 * k, 2); return dz(f32_bits((uint32_t)b << 16)); }
+static float f32_at(const uint8_t *row, int n) { float f; memcpy(&f, row + 4 * n, 4); return f; }
+/* c + a b rounded once to nearest even, DAZ on c (a, b come DAZ'd), FTZ on the result */
+static float fma_dz(float a, float b, float c) { return dz(fmaf(a, b, dz(c))); }
+static float add_dz(float x, float y) { return dz(dz(x) + dz(y)); }
+
+void ct_tile_model_dpbf16ps(ct_tile_model *tm, int c, int a, int b)
+{
+    const ct_tile_config *g = &tm->cfg;
+    CT_ASSERT(c != a && c != b && a != b);
+    CT_ASSERT(g->rows[c] == g->rows[a] && g->colsb[c] == g->colsb[b] && g->colsb[a] / 4 == g->rows[b]);
+    const int rows = g->rows[c], pairs = g->colsb[a] / 4, cols = g->colsb[c] / 4;
+    for (int m = 0; m < rows; m++) {
+        uint8_t *crow = tm->t[c][m];
+        const uint8_t *arow = tm->t[a][m];
+        float out[16];
+        if (tm->order == CT_TILE_ORDER_SDM) {
+            float temp[32] = { 0 };   /* temp[2n], temp[2n+1]: the even and the odd products of column n */
+            for (int q = 0; q < pairs; q++) {
+                const uint8_t *brow = tm->t[b][q];
+                const float a0 = bf16_at(arow, 2 * q), a1 = bf16_at(arow, 2 * q + 1);
+                for (int n = 0; n < cols; n++) {
+                    temp[2 * n]     = fma_dz(a0, bf16_at(brow, 2 * n),     temp[2 * n]);
+                    temp[2 * n + 1] = fma_dz(a1, bf16_at(brow, 2 * n + 1), temp[2 * n + 1]);
+                }
+            }
+            for (int n = 0; n < cols; n++) out[n] = add_dz(f32_at(crow, n), add_dz(temp[2 * n], temp[2 * n + 1]));
+        } else {                      /* the intrinsics guide: C's element takes both products of each pair, even first */
+            for (int n = 0; n < cols; n++) out[n] = f32_at(crow, n);
+            for (int q = 0; q < pairs; q++) {
+                const uint8_t *brow = tm->t[b][q];
+                const float a0 = bf16_at(arow, 2 * q), a1 = bf16_at(arow, 2 * q + 1);
+                for (int n = 0; n < cols; n++) {
+                    out[n] = fma_dz(a0, bf16_at(brow, 2 * n), out[n]);
+                    out[n] = fma_dz(a1, bf16_at(brow, 2 * n + 1), out[n]);
+                }
+            }
+        }
+        memset(crow, 0, 64);          /* the row written, bytes past colsb zeroed */
+        memcpy(crow, out, (size_t)cols * 4);
+    }
+    for (int m = rows; m < 16; m++) memset(tm->t[c][m], 0, 64);   /* rows past the configured ones zeroed */
+}
+
+/* ---- the AMX kernel, once, over the tile operations ----
+ * The instructions as inline assembly (GNU syntax: sources first, the destination last);
+ * a tile is named by its number, a literal. Inline assembly needs no compiler support for
+ * AMX, only an assembler that knows the mnemonics (binutils 2.36+). */
+#define AMX_LDTILECFG(cfg)              __asm__ volatile("ldtilecfg %0" ::"m"(*(const ct_tile_config *)(cfg)))
+#define AMX_TILERELEASE()               __asm__ volatile("tilerelease" ::: "memory")
+#define AMX_TILEZERO(t)                 __asm__ volatile("tilezero %%tmm" #t ::)
+#define AMX_TILELOADD(t, base, stride)  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"((long)(stride)) : "memory")
+#define AMX_TILESTORED(t, base, stride) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"((long)(stride)) : "memory")
+#define AMX_TDPBF16PS(c, a, b)          __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+/* The seam: REAL is a constant at each of the two call sites of amx_blocks (1: the tiles,
+ * 0: the model tm), so each instance keeps only its own branch. */
+#define T_ZERO(t)                do { if (REAL) AMX_TILEZERO(t); else ct_tile_model_zero(tm, t); } while (0)
+#define T_LOAD(t, base, stride)  do { if (REAL) AMX_TILELOADD(t, base, stride); else ct_tile_model_load(tm, t, base, stride); } while (0)
+#define T_STORE(t, base, stride) do { if (REAL) AMX_TILESTORED(t, base, stride); else ct_tile_model_store(tm, t, base, stride); } while (0)
+#define T_DP(c, a, b)            do { if (REAL) AMX_TDPBF16PS(c, a, b); else ct_tile_model_dpbf16ps(tm, c, a, b); } while (0)
+
+/* All eight tiles 16 rows x 64 bytes. */
+static const ct_tile_config TILES_16x64 = {
+    .palette = 1, .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 }, .rows = { 16, 16, 16, 16, 16, 16, 16, 16 } };
+
+/* The part of C [16, 16] at (r0, c0) that exists (rows below M, columns below N) to or from
+ * a full 16 x 16 buffer (zeros where C has no element). */
+static void edge_in(float buf[16][16], const float *C, int ldc, int r0, int c0, int M, int N)
+{
+    memset(buf, 0, 16 * 16 * sizeof(float));
+    for (int r = 0; r < 16 && r0 + r < M; r++)
+        for (int j = 0; j < 16 && c0 + j < N; j++) buf[r][j] = C[(size_t)(r0 + r) * ldc + c0 + j];
+}
+static void edge_out(float *C, int ldc, float buf[16][16], int r0, int c0, int M, int N)
+{
+    for (int r = 0; r < 16 && r0 + r < M; r++)
+        for (int j = 0; j < 16 && c0 + j < N; j++) C[(size_t)(r0 + r) * ldc + c0 + j] = buf[r][j];
+}
+
+/* C tile t <- C at (r0, c0), or zero; and back. Whole tiles go straight to and from C. */
+#define C_TILE_IN(t, r0, c0) do {                                                                   \
+        if (!acc) T_ZERO(t);                                                                      \
+        else if ((r0) + 16 <= M && (c0) + 16 <= N) T_LOAD(t, C + (size_t)(r0) * ldc + (c0), cstride); \
+        else { edge_in(edge[t], C, ldc, r0, c0, M, N); T_LOAD(t, edge[t], 64); }                  \
+    } while (0)
+#define C_TILE_OUT(t, r0, c0) do {                                                                  \
+        if ((r0) + 16 <= M && (c0) + 16 <= N) T_STORE(t, C + (size_t)(r0) * ldc + (c0), cstride); \
+        else if ((r0) < M && (c0) < N) { T_STORE(t, edge[t], 64); edge_out(C, ldc, edge[t], r0, c0, M, N); } \
+    } while (0)
+
+/* C [M, N] (+)= A B: ap packed A [Mp][Kp], bp packed B [P][Kp/2][16][2] (gemm_bf16.h). */
+static inline __attribute__((always_inline))
+void amx_blocks(const int REAL, ct_tile_model *tm, int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C,
+                int ldc, int acc)
+{
+    const int Kp = round_up(K, KB), Mp = round_up(M, MB), Np = round_up(N, 2 * NB);
+    const size_t astride = (size_t)Kp * 2, cstride = (size_t)ldc * 4;   /* bytes from row to row */
+    const size_t panel = (size_t)(Kp / 2) * NB * 2;                     /* elements of one packed panel */
+    float edge[4][16][16];                                              /* C tiles at the edges of C */
+    for (int n0 = 0; n0 < Np; n0 += 2 * NB) {           /* two panels: 32 columns of C */
+        const uint16_t *b0 = bp + (size_t)(n0 / NB) * panel, *b1 = b0 + panel;
+        for (int i0 = 0; i0 < Mp; i0 += MB) {           /* 32 rows of C */
+            const uint16_t *a0 = ap + (size_t)i0 * Kp, *a1 = a0 + (size_t)16 * Kp;
+            C_TILE_IN(0, i0, n0);      C_TILE_IN(1, i0, n0 + 16);
+            C_TILE_IN(2, i0 + 16, n0); C_TILE_IN(3, i0 + 16, n0 + 16);
+            for (int kb = 0; kb < Kp / KB; kb++) {
+                T_LOAD(4, a0 + (size_t)kb * KB, astride);                 /* A rows i0 .. i0+15, k 32kb .. 32kb+31 */
+                T_LOAD(5, a1 + (size_t)kb * KB, astride);                 /* A rows i0+16 .. i0+31 */
+                T_LOAD(6, b0 + (size_t)kb * (KB / 2) * NB * 2, 64);       /* B pairs 16kb .. 16kb+15, columns n0 .. n0+15 */
+                T_LOAD(7, b1 + (size_t)kb * (KB / 2) * NB * 2, 64);       /* columns n0+16 .. n0+31 */
+                T_DP(0, 4, 6); T_DP(1, 4, 7);
+                T_DP(2, 5, 6); T_DP(3, 5, 7);
+            }
+            C_TILE_OUT(0, i0, n0);      C_TILE_OUT(1, i0, n0 + 16);
+            C_TILE_OUT(2, i0 + 16, n0); C_TILE_OUT(3, i0 + 16, n0 + 16);
+        }
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The real tiles: configure, run, release (the next LDTILECFG or a thread switch finds them free). */
+static __attribute__((target("amx-tile,amx-bf16"), noinline))
+void amx_tiles(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int acc)
+{
+    AMX_LDTILECFG(&TILES_16x64);
+    amx_blocks(1, NULL, M, N, K, ap, bp, C, ldc, acc);
+    AMX_TILERELEASE();
+}
+#endif
+
+/* The same code over the model. */
+static __attribute__((noinline))
+void amx_model(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int acc)
+{
+    ct_tile_model tm;
+    CT_ASSERT(ct_tile_model_config(&tm, &TILES_16x64) == CT_OK);
+    amx_blocks(0, &tm, M, N, K, ap, bp, C, ldc, acc);
+}
+
+/* ---- the AVX512-BF16 kernel ----
+ * gemm_packed's register blocking with vdpbf16ps for the FMA: 6 rows by 4 panels (64
+ * columns) of C in 24 registers; per pair q of k, four loads of the panels' row q (16
+ * columns x 2 bf16 each), one 32-bit broadcast of A's pair (A[i, 2q], A[i, 2q+1]) per row,
+ * four vdpbf16ps per row. vdpbf16ps adds, per lane, the odd product then the even one to
+ * the float32 (SDM: each an FMA, DAZ, FTZ, round to nearest even): one chain per element
+ * over all pairs in order, bound (1) of gemm_bf16.h. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CT_AVX512BF16 __attribute__((target("avx512f,avx512bf16")))
+#define MR 6
+#define NV 4
+
+static inline __attribute__((always_inline)) CT_AVX512BF16
+void bf16_tile(const int MROWS, int pairs, const uint16_t *restrict a, size_t Kp, const uint16_t *restrict b, size_t panel,
+               const __mmask16 *pm, const __mmask16 *m, float *restrict C, int ldc, int acc)
+{
+    __m512 c[MR][NV];
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) c[i][v] = acc ? _mm512_maskz_loadu_ps(m[v], C + (size_t)i * ldc + 16 * v) : _mm512_setzero_ps();
+    for (int q = 0; q < pairs; q++) {
+        __m512i bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)   /* a panel past the packed ones (pm[v] = 0) reads nothing */
+            bv[v] = _mm512_maskz_loadu_epi32(pm[v], b + (pm[v] ? (size_t)v * panel : 0) + (size_t)q * NB * 2);
+#pragma GCC unroll 6
+        for (int i = 0; i < MROWS; i++) {
+            int32_t pair;
+            memcpy(&pair, a + (size_t)i * Kp + 2 * q, sizeof pair);
+            const __m512i av = _mm512_set1_epi32(pair);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) c[i][v] = _mm512_dpbf16_ps(c[i][v], (__m512bh)av, (__m512bh)bv[v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MROWS; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16 * v, m[v], c[i][v]);
+}
+
+static CT_AVX512BF16 __attribute__((noinline))
+void gemm_avx512bf16(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int acc)
+{
+    const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB, pairs = (K + 1) / 2;
+    const size_t panel = (size_t)(Kp / 2) * NB * 2;
+    for (int p0 = 0; p0 < P; p0 += NV) {            /* 4 panels: 64 columns of C */
+        __mmask16 pm[NV], m[NV];
+        for (int v = 0; v < NV; v++) {
+            const int have = N - (p0 + v) * NB;     /* columns of panel p0 + v that exist in C */
+            pm[v] = p0 + v < P ? (__mmask16)0xFFFF : 0;
+            m[v] = have >= 16 ? (__mmask16)0xFFFF : have > 0 ? (__mmask16)((1u << have) - 1) : 0;
+        }
+        const uint16_t *b = bp + (size_t)p0 * panel;
+        float *Cp = C + (size_t)p0 * NB;
+        int i = 0;
+        for (; i + MR <= M; i += MR) bf16_tile(MR, pairs, ap + (size_t)i * Kp, Kp, b, panel, pm, m, Cp + (size_t)i * ldc, ldc, acc);
+        switch (M - i) {   /* the rows that do not fill a whole tile, one instance per count */
+#define CASE(r) case r: bf16_tile(r, pairs, ap + (size_t)i * Kp, Kp, b, panel, pm, m, Cp + (size_t)i * ldc, ldc, acc); break;
+        CASE(1) CASE(2) CASE(3) CASE(4) CASE(5)
+#undef CASE
+        default: break;
+        }
+    }
+}
+#endif
+
+/* ---- dispatch ---- */
+
+static const char *const BF16_NAMES[] = { "none", "C model of the AMX tiles", "AVX512-BF16", "AMX-BF16" };
+
+const char *ct_bf16_kernels_name(ct_bf16_kernels k) { return k >= CT_BF16_NONE && k <= CT_BF16_AMX ? BF16_NAMES[k] : "?"; }
+
+ct_bf16_kernels ct_kernels_bf16(void)
+{
+    const ct_kernels k = ct_kernels_get_all();
+    return k == CT_KERNELS_AMX ? CT_BF16_AMX : k == CT_KERNELS_AVX512BF16 ? CT_BF16_AVX512BF16 : CT_BF16_NONE;
+}
+
+ct_status ct_bf16_check(void)
+{
+    if (ct_kernels_bf16() != CT_BF16_NONE) return CT_OK;
+    const ct_kernels cpu = ct_kernels_cpu_all(), use = ct_kernels_get_all();
+    if (cpu >= CT_KERNELS_AVX512BF16)
+        return ct_fail(CT_ENODEV, "bf16 products need AMX-BF16 or AVX512-BF16, which this CPU has (%s) but the kernels in use "
+                       "(%s: CTRAIN_CPU_KERNELS or ct_kernels_set) leave out: unset CTRAIN_CPU_KERNELS or choose amx or avx512bf16",
+                       ct_kernels_name(cpu), ct_kernels_name(use));
+    const char *amx = ct_kernels_amx_refusal();
+    return ct_fail(CT_ENODEV, "bf16 products need AMX-BF16 (TDPBF16PS) or AVX512-BF16 (VDPBF16PS), and this CPU has neither "
+                   "(its widest are %s%s%s): use float32", ct_kernels_name(cpu), amx[0] ? "; " : "", amx);
+}
+
+void ct_gemm_bf16_on(ct_bf16_kernels which, int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp,
+                     uint16_t *work, float *C, int ldc, int accumulate)
+{
+    CT_ASSERT(K >= 1 && bp && work && C);
+    if (M < 1 || N < 1) return;
+    pack_a(work, A, lda, trans_a, M, K);
+    switch (which) {
+    case CT_BF16_MODEL: amx_model(M, N, K, work, bp, C, ldc, accumulate); return;
+#if defined(__x86_64__) && defined(__GNUC__)
+    case CT_BF16_AMX:
+        CT_ASSERT(ct_kernels_cpu_all() >= CT_KERNELS_AMX);
+        amx_tiles(M, N, K, work, bp, C, ldc, accumulate);
+        return;
+    case CT_BF16_AVX512BF16:
+        CT_ASSERT(ct_kernels_cpu_all() >= CT_KERNELS_AVX512BF16);
+        gemm_avx512bf16(M, N, K, work, bp, C, ldc, accumulate);
+        return;
+#endif
+    default: CT_ASSERT(!"a bf16 kernel this CPU runs (ct_bf16_check)");
+    }
+}
+
+void ct_gemm_bf16(int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp, uint16_t *work, float *C,
+                  int ldc, int accumulate)
+{
+    const ct_bf16_kernels k = ct_kernels_bf16();
+    CT_ASSERT(k != CT_BF16_NONE);
+    ct_gemm_bf16_on(k, M, N, K, A, lda, trans_a, bp, work, C, ldc, accumulate);
+}
