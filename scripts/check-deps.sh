@@ -2,7 +2,7 @@
 # check-deps.sh - the layers of ctrain, checked on every #include:
 #
 #   core  <-  layers  <-  models  <-  train  <-  cli
-#   io    on core only;   cuda beside layers (core, layers)
+#   io    on core only;   comm on core only;   cuda beside layers (core, layers, comm)
 #
 # A file may include its own directory and the directories its layer may see;
 # anything else (an include that goes upward or sideways) is printed with its
@@ -14,15 +14,16 @@ allowed() {   # allowed LAYER: the directories a layer may include
   case "$1" in
     core)   echo "core" ;;
     io)     echo "core io" ;;
+    comm)   echo "core comm" ;;
     layers) echo "core layers" ;;
-    cuda)   echo "core layers cuda" ;;
+    cuda)   echo "core layers comm cuda" ;;
     models) echo "core layers models" ;;
-    train)  echo "core io layers models train" ;;
-    cli)    echo "core io layers cuda models train cli" ;;
+    train)  echo "core io layers comm models train" ;;
+    cli)    echo "core io layers comm cuda models train cli" ;;
   esac
 }
 bad=0
-for layer in core io layers cuda models train cli; do
+for layer in core io comm layers cuda models train cli; do
   ok=$(allowed "$layer")
   for f in "$layer"/*.c "$layer"/*.h "$layer"/*.cu "$layer"/*.cuh; do
     [ -f "$f" ] || continue
@@ -34,10 +35,10 @@ for layer in core io layers cuda models train cli; do
 done > /tmp/ctrain-check-deps.$$
 if [ -s /tmp/ctrain-check-deps.$$ ]; then
   cat /tmp/ctrain-check-deps.$$
-  echo "check-deps: $(wc -l < /tmp/ctrain-check-deps.$$) include(s) against the layers (core <- layers <- models <- train <- cli; io on core; cuda beside layers)"
+  echo "check-deps: $(wc -l < /tmp/ctrain-check-deps.$$) include(s) against the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers)"
   bad=1
 else
-  echo "check-deps: every include follows the layers (core <- layers <- models <- train <- cli; io on core; cuda beside layers)"
+  echo "check-deps: every include follows the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers)"
 fi
 rm -f /tmp/ctrain-check-deps.$$
 exit $bad

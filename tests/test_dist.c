@@ -157,11 +157,11 @@ static int signal_rank1(const char *dir, const char *tag, const char *bin, const
     return e && strstr(out, "found rank 1 (") && !strstr(out, "found rank 1 ()") ? atoi(e + 6) : -1;
 }
 
-/* NCCL is loaded at run time (ct_dist_nccl_load): a missing or wrong library is one
+/* NCCL is loaded at run time (ct_comm_nccl_load): a missing or wrong library is one
  * line naming CTRAIN_NCCL, and the real one loads where the CUDA toolkit has it. */
 static void nccl_loading(void)
 {
-    if (!ct_dist_nccl_compiled()) {
+    if (!ct_comm_nccl_compiled()) {
         t_skip("mpi/NCCL: this build has no NCCL (it needs MPI, the GPU backend and nccl.h)");
         return;
     }
@@ -169,12 +169,12 @@ static void nccl_loading(void)
     const char *real = "/usr/local/cuda/lib64/libnccl.so.2";
     t_case("mpi/NCCL: a missing library is one line saying where to point CTRAIN_NCCL");
     setenv("CTRAIN_NCCL", "/nonexistent/libnccl.so.2", 1);
-    ct_status st = ct_dist_nccl_load();
+    ct_status st = ct_comm_nccl_load();
     t_check(st == CT_ENODEV && strstr(ct_last_error(), "/nonexistent/libnccl.so.2") && strstr(ct_last_error(), "CTRAIN_NCCL=")
             && !strchr(ct_last_error(), '\n'), "status %d: %s", (int)st, ct_last_error());
     t_case("mpi/NCCL: a library that is not NCCL is refused, naming the function it lacks");
     setenv("CTRAIN_NCCL", "libz.so.1", 1);
-    st = ct_dist_nccl_load();
+    st = ct_comm_nccl_load();
     t_check(st == CT_ENODEV && strstr(ct_last_error(), "has no ncclGetVersion") && strstr(ct_last_error(), "2.14"),
             "status %d: %s", (int)st, ct_last_error());
     unsetenv("CTRAIN_NCCL");
@@ -183,9 +183,9 @@ static void nccl_loading(void)
         return;
     }
     t_case("mpi/NCCL: the toolkit's libnccl loads, 2.14 or newer, and ctrain info names it");
-    st = ct_dist_nccl_load();
+    st = ct_comm_nccl_load();
     t_check(st == CT_OK, "%s", ct_last_error());
-    ct_dist_nccl_describe(buf, sizeof buf);
+    ct_comm_nccl_describe(buf, sizeof buf);
     t_check(strncmp(buf, "NCCL 2.", 7) == 0 && atoi(buf + 7) >= 14 && strstr(buf, "libnccl.so.2"), "%s", buf);
 }
 
