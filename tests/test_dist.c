@@ -11,7 +11,8 @@
  *     (each reading its own pairs' crops) trains the weights it does loaded;
  *   - bad situations end every rank with one line, never a hang: a batch that does
  *     not divide, a rank that cannot read its data, different settings or binaries
- *     on two ranks, a rank killed or stopped in the middle of a run.
+ *     on two ranks, a rank killed or stopped in the middle of a run;
+ *   - first, the communicator interface itself on 2 ranks (tests/test_comm.c).
  *
  * The cases need a build with MPI (ct_dist_compiled) and Open MPI's mpirun; without
  * them they report SKIP with the reason. mpirun runs with --oversubscribe (2 ranks on
@@ -193,8 +194,10 @@ void suite_mpi(void)
 {
     static char out[1 << 16];
     char cmd[8192], dir[] = "/tmp/ctrain_mpi_XXXXXX";
+    if (t_comm_rank()) return;   /* this process is a rank of t_comm_cases' job: it ran its own cases */
     nccl_loading();
     if (!ct_dist_compiled()) {
+        t_comm_without_mpi();
         /* what mpirun -np 2 would start: two copies told their rank by the launcher's variables */
         t_case("mpi/a build without MPI, launched as 2 ranks, says so in one line and exits");
         snprintf(cmd, sizeof cmd, "OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 %s train small-cnn --samples 64 --epochs 1; echo \"rank 0 exit $?\"; "
@@ -223,6 +226,7 @@ void suite_mpi(void)
     }
     snprintf(env, sizeof env, "%s%sfast_unwind_on_malloc=0", asan ? asan : "", asan && *asan ? ":" : "");
     setenv("ASAN_OPTIONS", env, 1);
+    t_comm_cases(mpirun);   /* the communicator interface itself, under the same mpirun */
     const char *bin = ctrain_bin();
     /* 16 steps of the siamese LSTM (128 pairs, batch 16, 2 epochs): with its RMSprop for the
      * exactness cases, with SGD where 2 ranks are compared with 1 process (see TOL_LSTM) */
