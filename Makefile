@@ -6,7 +6,8 @@
 #                   MPI (data-parallel training) when found, MPI=0 without, MPI=1 insists
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli); make test runs it
+#   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli), and only
+#                   their owners include CUDA, NCCL, HDF5 and MPI; make test runs it
 #   make fuzz       every reader under libFuzzer with ASan+UBSan (clang, build-fuzz/), FUZZ_SECONDS each
 #                   (default 60); tests/fuzz/targets.h lists the targets, tests/fuzz/run.sh prints the table
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds

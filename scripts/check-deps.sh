@@ -6,10 +6,27 @@
 #
 # A file may include its own directory and the directories its layer may see;
 # anything else (an include that goes upward or sideways) is printed with its
-# file and line, and the script exits 1. tests/, bench/ and examples/ may use
-# everything. `make check-deps` runs it, and so does `make test`.
+# file and line, and the script exits 1.
+#
+# The libraries' headers, included with angle brackets, have owners too: only the
+# folder that wraps a library includes its headers, and everything else goes
+# through that folder's interface.
+#
+#   CUDA, cuBLAS, cuDNN, NVML  <cuda*.h> <cublas*.h> <cudnn*.h> <nvml*.h>   cuda/
+#   NCCL                       <nccl*.h>                                   cuda/ (cuda/nccl.c)
+#   MPI                        <mpi.h>                                     comm/ (comm/mpi.c)
+#   HDF5                       <hdf5*.h> <H5*.h>                           io/, and train/ and cli/
+#
+# HDF5's types are part of io/'s interface (io/h5.h hands out hid_t), so train/
+# (checkpoints, exports, a task's own state) and cli/ (the library's version in
+# `ctrain info` and `ctrain time`) use them too; the other layers may not.
+# A library header outside its owners is printed with its file, line and owners.
+#
+# tests/, bench/ and examples/ may use everything. `make check-deps` runs it, and
+# so does `make test`.
 set -u
 cd "$(dirname "$0")/.." || exit 2
+LAYERS="core io comm layers cuda models train cli"
 allowed() {   # allowed LAYER: the directories a layer may include
   case "$1" in
     core)   echo "core" ;;
@@ -22,23 +39,43 @@ allowed() {   # allowed LAYER: the directories a layer may include
     cli)    echo "core io layers comm cuda models train cli" ;;
   esac
 }
-bad=0
-for layer in core io comm layers cuda models train cli; do
+owners() {   # owners HEADER: "LIBRARY: the folders that may include it", or nothing for other headers
+  case "$1" in
+    cuda*.h|cublas*.h|cudnn*.h|nvml*.h) echo "CUDA: cuda" ;;
+    nccl*.h)                            echo "NCCL: cuda" ;;
+    mpi.h)                              echo "MPI: comm" ;;
+    hdf5*.h|H5*.h)                      echo "HDF5: io train cli" ;;
+  esac
+}
+report=/tmp/ctrain-check-deps.$$
+for layer in $LAYERS; do
   ok=$(allowed "$layer")
   for f in "$layer"/*.c "$layer"/*.h "$layer"/*.cu "$layer"/*.cuh; do
     [ -f "$f" ] || continue
+    # "dir/file.h": the layers
     grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]*/' "$f" | while IFS= read -r line; do
       dir=$(printf '%s\n' "$line" | sed 's/^[0-9]*:[^"]*"\([a-z_]*\)\/.*/\1/')
       case " $ok " in *" $dir "*) ;; *) echo "$f:${line%%:*}: $layer may not include $dir/ ($(printf '%s' "${line#*:}" | tr -s ' '))" ;; esac
     done
+    # <header.h>: the libraries' owners
+    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*<' "$f" | while IFS= read -r line; do
+      hdr=$(printf '%s\n' "$line" | sed 's/^[0-9]*:[^<]*<\([^>]*\)>.*/\1/')
+      own=$(owners "$hdr")
+      [ -n "$own" ] || continue
+      dirs=${own#*: }
+      case " $dirs " in *" $layer "*) ;; *)
+        echo "$f:${line%%:*}: <$hdr> is ${own%%:*}'s, which only $(printf '%s/ ' $dirs | sed 's/ $//; s/ /, /g') may include" ;;
+      esac
+    done
   done
-done > /tmp/ctrain-check-deps.$$
-if [ -s /tmp/ctrain-check-deps.$$ ]; then
-  cat /tmp/ctrain-check-deps.$$
-  echo "check-deps: $(wc -l < /tmp/ctrain-check-deps.$$) include(s) against the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers)"
+done > $report
+if [ -s $report ]; then
+  cat $report
+  echo "check-deps: $(wc -l < $report) include(s) against the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers) or the libraries' owners"
   bad=1
 else
-  echo "check-deps: every include follows the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers)"
+  echo "check-deps: every include follows the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers) and the libraries' owners (CUDA, NCCL in cuda/; MPI in comm/; HDF5 in io/, train/, cli/)"
+  bad=0
 fi
-rm -f /tmp/ctrain-check-deps.$$
+rm -f $report
 exit $bad
