@@ -68,7 +68,7 @@ typedef struct ct_comm_fns {
 struct ct_comm {
     const ct_comm_fns *fns;
     int rank, size;            /* this process, of `size` ranks */
-    int local_rank, local_size;   /* the same on this machine (the ranks sharing its memory) */
+    int local_rank, local_size;   /* the same among the ranks on this machine (sharing its memory) */
     const double *timeout_s;   /* how long a wait may last, in seconds: read at every wait, so its
                                   owner (--dist-timeout, set after the start) may change it */
     int agreed_failure;        /* a failure every rank knows of (ct_comm_agree, ct_comm_check_same):

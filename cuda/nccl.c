@@ -181,8 +181,8 @@ static ct_status nccl_sum_f32(ct_comm *c, float *buf, size_t n, float scale, con
     ncclRedOp_t op;
     const double t0 = ct_now();
     CT_TRY(nccl_settle(c, nccl.RedOpCreatePreMulSum(&op, &scale, ncclFloat, ncclScalarHostImmediate, s->comm), t0, what));
-    CT_TRY(nccl_settle(c, nccl.AllReduce(buf, buf, n, ncclFloat, op, s->comm, s->stream), t0, what));   /* a failure aborts
-                                                                                    the communicator, and its operator with it */
+    /* a failure aborts the communicator, and its operator with it */
+    CT_TRY(nccl_settle(c, nccl.AllReduce(buf, buf, n, ncclFloat, op, s->comm, s->stream), t0, what));
     CT_TRY(nccl_settle(c, nccl.RedOpDestroy(op, s->comm), t0, what));
     return nccl_wait_stream(c, t0, what);
 }
