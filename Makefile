@@ -327,7 +327,7 @@ gpu-check: deps
 #   lib/libctrain.a, lib/libctrain.so.VERSION, its links libctrain.so.MAJOR (the soname)
 #     and libctrain.so
 #   include/ctrain/ctrain.h (include/ctrain.h: the whole API) beside core/ layers/ io/
-#     models/ train/ cuda/ as in the source, which include each other as "core/params.h"
+#     comm/ models/ train/ cuda/ as in the source, which include each other as "core/params.h"
 #   lib/pkgconfig/ctrain.pc (from scripts/ctrain.pc.in): Cflags -I${includedir}/ctrain
 #   share/man/man1/ctrain.1, made from ctrain's help (scripts/manpage.sh)
 # With no DESTDIR, as root, ldconfig runs after both (LDCONFIG=true skips it).

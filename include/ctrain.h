@@ -1,9 +1,9 @@
 /* ctrain.h - the whole public API of libctrain in one include, in layer order:
  *
- *   core  <-  layers  <-  models  <-  train        io on core only; cuda beside layers
+ *   core  <-  layers  <-  models  <-  train        io and comm on core only; cuda beside layers
  *
  * `make install` puts it at PREFIX/include/ctrain/ctrain.h, beside the headers it
- * includes (core/, layers/, io/, models/, train/, cuda/, as in the source tree), and
+ * includes (core/, layers/, io/, comm/, models/, train/, cuda/, as in the source tree), and
  * `pkg-config --cflags ctrain` gives -IPREFIX/include/ctrain, so a program writes
  *
  *   #include <ctrain.h>
@@ -93,6 +93,9 @@ extern "C" {
 #include "io/files.h"
 #include "io/tfevents.h"
 #include "io/yamlmap.h"
+
+/* comm: the collectives of data-parallel training (MPI; NCCL for the GPUs) */
+#include "comm/comm.h"
 
 /* models: written once for every device, each layer called through the table */
 #include "models/profile.h"

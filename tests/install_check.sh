@@ -2,7 +2,7 @@
 # install_check.sh - `make install` as a library user meets it, end to end:
 #
 #   1. make install DESTDIR=TMP/stage PREFIX=/usr: exactly the files README.md lists
-#      (every header of core/ layers/ io/ models/ train/ cuda/, the umbrella ctrain.h,
+#      (every header of core/ layers/ io/ comm/ models/ train/ cuda/, the umbrella ctrain.h,
 #      both libraries, ctrain.pc, the man page, bin/ctrain); the shared library's
 #      soname and links; one version everywhere (ctrain --version, ctrain.pc, the
 #      file name); ctrain.pc valid; the man page has a section for every command
@@ -46,7 +46,7 @@ if mk install DESTDIR="$stage" PREFIX=/usr; then
   { echo bin/ctrain
     for f in libctrain.a libctrain.so "libctrain.so.$major" "libctrain.so.$version" pkgconfig/ctrain.pc; do echo "lib/$f"; done
     echo include/ctrain/ctrain.h
-    for h in core/*.h layers/*.h io/*.h models/*.h train/*.h cuda/*.h; do echo "include/ctrain/$h"; done
+    for h in core/*.h layers/*.h io/*.h comm/*.h models/*.h train/*.h cuda/*.h; do echo "include/ctrain/$h"; done
     echo share/man/man1/ctrain.1
   } | sort > "$tmp/want"
   (cd "$root" && find . ! -type d | sed 's|^\./||' | sort) > "$tmp/got"
