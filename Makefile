@@ -6,8 +6,9 @@
 #                   MPI (data-parallel training) when found, MPI=0 without, MPI=1 insists
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli), and
-#                   include/ctrain.h reaches no private header; make test runs it
+#   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli), only
+#                   their owners include CUDA, NCCL, HDF5 and MPI, and include/ctrain.h reaches no
+#                   private header; make test runs it
 #   make fuzz       every reader under libFuzzer with ASan+UBSan (clang, build-fuzz/), FUZZ_SECONDS each
 #                   (default 60); tests/fuzz/targets.h lists the targets, tests/fuzz/run.sh prints the table
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
@@ -72,7 +73,7 @@ CFLAGS   += -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=al
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c models/*.c train/*.c)
+LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c comm/*.c models/*.c train/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 TEST_SRC  := $(wildcard tests/*.c) tests/fuzz/targets.c
 BENCH_SRC := $(wildcard bench/*.c)
@@ -112,14 +113,15 @@ LDLIBS   += $(CUDA_LIBS)
 $(BUILD)/cuda/%.o: CFLAGS += $(addprefix -I,$(sort $(CUDA_INC) $(CUDNN_INC)))
 endif
 
-# ---- data-parallel training (train/dist.c): MPI, and NCCL for the GPUs ----
+# ---- data-parallel training (train/dist.c on comm/comm.h): MPI, and NCCL for the GPUs ----
 # MPI is detected by pkg-config's ompi-c (Debian's libopenmpi-dev) or, failing that,
 # an Open MPI `mpicc` on the PATH; `make MPI=0` builds without it (one rank: a plain
 # process, and a clear error when mpirun starts more), `make MPI=1` insists. Only
-# train/dist.c includes mpi.h; the programs link MPI's library. NCCL is used with the
+# comm/mpi.c includes mpi.h; the programs link MPI's library. NCCL is used with the
 # GPU backend and MPI when nccl.h is under NCCL_HOME (= CUDA_HOME); `make NCCL=0` leaves
-# it out. libnccl is not linked: train/dist.c loads it when a GPU job first needs it
-# (dlopen), trying the folder it is found in here (NCCL_LIBDIR) after the loader's search.
+# it out. Only cuda/nccl.c includes nccl.h. libnccl is not linked: cuda/nccl.c loads it
+# when a GPU job first needs it (dlopen), trying the folder it is found in here
+# (NCCL_LIBDIR) after the loader's search.
 MPICC     ?= mpicc
 MPI_PC    := $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c)
 MPI_FOUND := $(if $(or $(MPI_PC),$(shell command -v $(MPICC) 2>/dev/null)),1,0)
@@ -130,7 +132,7 @@ $(error MPI=1 but MPI was not found (neither pkg-config ompi-c nor $(MPICC)): ap
 endif
 MPI_CFLAGS := $(if $(MPI_PC),$(shell pkg-config --cflags ompi-c),$(shell $(MPICC) --showme:compile))
 MPI_LIBS   := $(if $(MPI_PC),$(shell pkg-config --libs ompi-c),$(shell $(MPICC) --showme:link))
-$(BUILD)/train/dist.o: CFLAGS += -DCT_HAVE_MPI $(MPI_CFLAGS)
+$(BUILD)/comm/mpi.o: CFLAGS += -DCT_HAVE_MPI $(MPI_CFLAGS)
 LDLIBS += $(MPI_LIBS)
 endif
 NCCL_HOME   ?= $(CUDA_HOME)
@@ -142,7 +144,7 @@ ifeq ($(NCCL),1)
 ifneq ($(NCCL_FOUND),1)
 $(error NCCL=1 needs the GPU backend (CUDA=1), MPI (MPI=1), and nccl.h under NCCL_HOME ($(NCCL_HOME)))
 endif
-$(BUILD)/train/dist.o: CFLAGS += -DCT_HAVE_NCCL -I$(NCCL_INC) $(addprefix -I,$(CUDA_INC)) $(if $(NCCL_LIBDIR),-DCT_NCCL_LIBDIR='"$(NCCL_LIBDIR)"')
+$(BUILD)/cuda/nccl.o: CFLAGS += -DCT_HAVE_NCCL -I$(NCCL_INC) $(if $(NCCL_LIBDIR),-DCT_NCCL_LIBDIR='"$(NCCL_LIBDIR)"')
 LDLIBS += -ldl
 endif
 
@@ -152,14 +154,14 @@ LIB_OBJ    += $(CUDA_C_SRC:%.c=$(BUILD)/%.o) $(CUDA_CU_SRC:%.cu=$(BUILD)/%.o)
 # (and so does a build folder from before every object was built with $(PIC)).
 CUDA_STAMP  := $(BUILD)/.cuda-config
 BUILD_STAMP := CUDA=$(CUDA) $(CUDA_HOME) $(CUDA_ARCH) $(PIC) FFMPEG=$(FFMPEG)
-# MPI and NCCL change train/dist.o alone (and the links, through libctrain.a).
+# MPI and NCCL change comm/mpi.o and cuda/nccl.o alone (and the links, through libctrain.a).
 MPI_STAMP   := $(BUILD)/.mpi-config
 MPI_CONFIG  := MPI=$(MPI) $(MPI_CFLAGS) NCCL=$(NCCL) $(NCCL_INC) $(NCCL_LIBDIR)
 ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD) && { echo "$(BUILD_STAMP)" | cmp -s - $(CUDA_STAMP) || echo "$(BUILD_STAMP)" > $(CUDA_STAMP); })
 $(shell { echo "$(MPI_CONFIG)" | cmp -s - $(MPI_STAMP) || echo "$(MPI_CONFIG)" > $(MPI_STAMP); })
 endif
-$(BUILD)/train/dist.o: $(MPI_STAMP)
+$(BUILD)/comm/mpi.o $(BUILD)/cuda/nccl.o: $(MPI_STAMP)
 
 # `make` alone is `make all`, whatever rule comes first below.
 .DEFAULT_GOAL := all

@@ -108,8 +108,8 @@ int cmd_info(int argc, char **argv)
     char nccl[700];
     printf("Data-parallel: %s%s%s%s\n", ct_dist_backend(),
            ct_dist_compiled() ? " (mpirun -np N ctrain train ...)" : ": one process (make MPI=1 with libopenmpi-dev)",
-           ct_dist_nccl_compiled() ? "; GPU gradients: " : "",
-           ct_dist_nccl_compiled() ? ct_dist_nccl_describe(nccl, sizeof nccl) : "");
+           ct_comm_nccl_compiled() ? "; GPU gradients: " : "",
+           ct_comm_nccl_compiled() ? ct_comm_nccl_describe(nccl, sizeof nccl) : "");
     fflush(stdout);
     return peaks ? print_peaks(threads) : 0;
 }

@@ -109,7 +109,7 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
     if (cli_dist.mpi) {   /* under mpirun: each rank trains on its part of every batch */
         if (st == CT_OK) ct_model_task_set_dist(&t, &cli_dist, 0);
         st = ct_dist_agree(&cli_dist, st);
-        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, ops);
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, ops, ops->host_memory ? NULL : ct_gpu_current()->stream);
     }
     FILE *log = w->verbose ? stdout : fopen("/dev/null", "w");
     if (st == CT_OK && !log) st = ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");

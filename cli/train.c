@@ -30,6 +30,7 @@
 #include "cli/run_files.h"
 #include "core/interrupt.h"
 #include "core/rng.h"
+#include "cuda/device.h"
 #include "io/files.h"
 #include "io/lock.h"
 #include "train/run_dir.h"
@@ -203,7 +204,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
         uint64_t h = ct_hash_bytes(ct_hash_bytes(CT_HASH_INIT, &o.sync_batchnorm, sizeof o.sync_batchnorm),
                                    &o.dist_check_every, sizeof o.dist_check_every);   /* they decide which collectives run */
         if (st == CT_OK) st = ct_dist_check_same(&cli_dist, h, "--sync-batchnorm or --dist-check-every", "give every rank the same options");
-        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.ops);
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.ops, o.ops->host_memory ? NULL : ct_gpu_current()->stream);
     }
     rf.has_val = task.task.n_val > 0;
     if (st == CT_OK) st = cli_run_files_open(&rf, d, cfg, &o, &fitc, argc, argv);

@@ -485,7 +485,7 @@ fi
 # ---- 3a. end to end: train on the GPU, evaluate on both devices ----
 run_step e2e 150 env E2E_THREADS="$threads" sh "$here/scripts/gpu-e2e.sh" "$ctrain" "$out/e2e" gpu gpu cpu
 
-# ---- 3b. NCCL: one rank under mpirun sends its gradients through ncclAllReduce (train/dist.c);
+# ---- 3b. NCCL: one rank under mpirun sends its gradients through ncclAllReduce (cuda/nccl.c);
 # with one rank and deterministic convolutions it must train exactly as a plain run ----
 # mpirun: the tarball's own Open MPI (bin/mpirun) where it has one, else the machine's; the
 # weights are compared with h5diff, or with h5py where HDF5's tools are not installed

@@ -80,4 +80,13 @@ double t_gradcheck(const char *what, t_objective f, void *ctx, float *x, const f
                    size_t n, float h, double tol, int max_coords, int kinks);
 double t_dot(const float *a, const float *b, size_t n);   /* sum a_i b_i in double */
 
+/* The communicator interface (comm/comm.h) on 2 ranks (tests/test_comm.c), run by the mpi
+ * suite: t_comm_rank runs a rank's cases and returns 1 when this process was started as
+ * one of those ranks (CT_COMM_TEST set), else 0; t_comm_cases starts them with `mpirun`
+ * (its command line) and checks what they report; t_comm_without_mpi is for a build
+ * without MPI. */
+int    t_comm_rank(void);
+void   t_comm_cases(const char *mpirun);
+void   t_comm_without_mpi(void);
+
 #endif

@@ -11,7 +11,8 @@
  *     (each reading its own pairs' crops) trains the weights it does loaded;
  *   - bad situations end every rank with one line, never a hang: a batch that does
  *     not divide, a rank that cannot read its data, different settings or binaries
- *     on two ranks, a rank killed or stopped in the middle of a run.
+ *     on two ranks, a rank killed or stopped in the middle of a run;
+ *   - first, the communicator interface itself on 2 ranks (tests/test_comm.c).
  *
  * The cases need a build with MPI (ct_dist_compiled) and Open MPI's mpirun; without
  * them they report SKIP with the reason. mpirun runs with --oversubscribe (2 ranks on
@@ -157,11 +158,11 @@ static int signal_rank1(const char *dir, const char *tag, const char *bin, const
     return e && strstr(out, "found rank 1 (") && !strstr(out, "found rank 1 ()") ? atoi(e + 6) : -1;
 }
 
-/* NCCL is loaded at run time (ct_dist_nccl_load): a missing or wrong library is one
+/* NCCL is loaded at run time (ct_comm_nccl_load): a missing or wrong library is one
  * line naming CTRAIN_NCCL, and the real one loads where the CUDA toolkit has it. */
 static void nccl_loading(void)
 {
-    if (!ct_dist_nccl_compiled()) {
+    if (!ct_comm_nccl_compiled()) {
         t_skip("mpi/NCCL: this build has no NCCL (it needs MPI, the GPU backend and nccl.h)");
         return;
     }
@@ -169,12 +170,12 @@ static void nccl_loading(void)
     const char *real = "/usr/local/cuda/lib64/libnccl.so.2";
     t_case("mpi/NCCL: a missing library is one line saying where to point CTRAIN_NCCL");
     setenv("CTRAIN_NCCL", "/nonexistent/libnccl.so.2", 1);
-    ct_status st = ct_dist_nccl_load();
+    ct_status st = ct_comm_nccl_load();
     t_check(st == CT_ENODEV && strstr(ct_last_error(), "/nonexistent/libnccl.so.2") && strstr(ct_last_error(), "CTRAIN_NCCL=")
             && !strchr(ct_last_error(), '\n'), "status %d: %s", (int)st, ct_last_error());
     t_case("mpi/NCCL: a library that is not NCCL is refused, naming the function it lacks");
     setenv("CTRAIN_NCCL", "libz.so.1", 1);
-    st = ct_dist_nccl_load();
+    st = ct_comm_nccl_load();
     t_check(st == CT_ENODEV && strstr(ct_last_error(), "has no ncclGetVersion") && strstr(ct_last_error(), "2.14"),
             "status %d: %s", (int)st, ct_last_error());
     unsetenv("CTRAIN_NCCL");
@@ -183,9 +184,9 @@ static void nccl_loading(void)
         return;
     }
     t_case("mpi/NCCL: the toolkit's libnccl loads, 2.14 or newer, and ctrain info names it");
-    st = ct_dist_nccl_load();
+    st = ct_comm_nccl_load();
     t_check(st == CT_OK, "%s", ct_last_error());
-    ct_dist_nccl_describe(buf, sizeof buf);
+    ct_comm_nccl_describe(buf, sizeof buf);
     t_check(strncmp(buf, "NCCL 2.", 7) == 0 && atoi(buf + 7) >= 14 && strstr(buf, "libnccl.so.2"), "%s", buf);
 }
 
@@ -193,8 +194,10 @@ void suite_mpi(void)
 {
     static char out[1 << 16];
     char cmd[8192], dir[] = "/tmp/ctrain_mpi_XXXXXX";
+    if (t_comm_rank()) return;   /* this process is a rank of t_comm_cases' job: it ran its own cases */
     nccl_loading();
     if (!ct_dist_compiled()) {
+        t_comm_without_mpi();
         /* what mpirun -np 2 would start: two copies told their rank by the launcher's variables */
         t_case("mpi/a build without MPI, launched as 2 ranks, says so in one line and exits");
         snprintf(cmd, sizeof cmd, "OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 %s train small-cnn --samples 64 --epochs 1; echo \"rank 0 exit $?\"; "
@@ -223,6 +226,7 @@ void suite_mpi(void)
     }
     snprintf(env, sizeof env, "%s%sfast_unwind_on_malloc=0", asan ? asan : "", asan && *asan ? ":" : "");
     setenv("ASAN_OPTIONS", env, 1);
+    t_comm_cases(mpirun);   /* the communicator interface itself, under the same mpirun */
     const char *bin = ctrain_bin();
     /* 16 steps of the siamese LSTM (128 pairs, batch 16, 2 epochs): with its RMSprop for the
      * exactness cases, with SGD where 2 ranks are compared with 1 process (see TOL_LSTM) */

@@ -28,6 +28,11 @@
  * DistributedDataParallel does); the running statistics are broadcast from rank
  * 0 after every step, so every rank keeps rank 0's, as DDP does by default.
  *
+ * The ranks talk through communicators (comm/comm.h): MPI's for everything on the
+ * host, NCCL's for the GPU's buffers when the ranks train on GPUs (the gradient
+ * all-reduce, the batchnorm statistics' broadcast). This file and train/dist.c see
+ * only that interface: no MPI, NCCL or CUDA header.
+ *
  * Failures never hang: every collective, MPI's and NCCL's, waits at most `timeout_s`
  * seconds (--dist-timeout) for the other ranks, then says so and ends the whole job
  * (MPI_Abort); after one has failed, the others fail at once. A rank that fails before training (its data unreadable, say)
@@ -43,6 +48,7 @@
 #define CT_DIST_H
 #include <stddef.h>
 #include <stdint.h>
+#include "comm/comm.h"
 #include "core/error.h"
 #include "layers/ops.h"
 #include "train/task.h"
@@ -56,7 +62,8 @@ typedef struct ct_dist {
     int mpi;                     /* MPI was started by ct_dist_init */
     int agreed_failure;          /* every rank knows of the failure (ct_dist_agree): each may finish alone */
     long check_every;            /* compare a hash of the parameters across ranks every N steps (0: never) */
-    void *nccl;                  /* the NCCL communicator for GPU gradients (NULL: none) */
+    ct_comm *comm;               /* the ranks over MPI (NULL: one process, MPI not started) */
+    ct_comm *gpu_comm;           /* the ranks' GPUs over NCCL (NULL: none; GPU buffers then go through the host) */
 } ct_dist;
 
 /* Default of --dist-timeout, in seconds. */
@@ -65,20 +72,13 @@ typedef struct ct_dist {
 /* Starts MPI when launched by mpirun (or another MPI launcher) and fills d; one rank
  * otherwise. Fails in a build without MPI launched with N > 1 ranks. */
 ct_status ct_dist_init(ct_dist *d);
-/* Ends MPI: MPI_Finalize, or MPI_Abort(exit_code) when a collective timed out or
- * `failed` (a rank that fails alone must not leave the others waiting). */
+/* Ends NCCL (ct_dist_nccl_close), then MPI: MPI_Finalize, or MPI_Abort(exit_code) when
+ * a collective failed or `failed` (a rank that fails alone must not leave the others
+ * waiting). */
 void      ct_dist_finalize(ct_dist *d, int failed, int exit_code);
-/* "MPI (Open MPI 4.1.4)", "no MPI in this build", ... for headers and --help. */
+/* "MPI (Open MPI v4.1.4)", "no MPI in this build", ... for headers and --help. */
 const char *ct_dist_backend(void);
 int       ct_dist_compiled(void);                  /* 1: this build has MPI */
-int       ct_dist_nccl_compiled(void);             /* 1: this build has NCCL */
-/* NCCL is not linked: a build with it loads libnccl.so.2 at run time when a GPU job first
- * needs it ($CTRAIN_NCCL when set, else the loader's search, else the folder the build
- * found it in), so a GPU build runs without NCCL installed. CT_ENODEV with what to do
- * when it is missing or older than 2.14. Loads once; later calls return at once. */
-ct_status ct_dist_nccl_load(void);
-/* "NCCL 2.28.3 (/usr/local/cuda/lib64/libnccl.so.2)", or why it could not be loaded: for ctrain info. */
-const char *ct_dist_nccl_describe(char *buf, size_t n);
 
 /* This rank's rows [*lo, *hi) of a batch of n rows (d NULL: all of them). */
 void      ct_dist_part(const ct_dist *d, int n, int *lo, int *hi);
@@ -121,11 +121,12 @@ int       ct_dist_sum_cb(void *ctx, double *buf, int n);
 /* Threads each rank should use by default: the machine's cores over the ranks on it. */
 int       ct_dist_default_threads(const ct_dist *d, int cores);
 
-/* Starts NCCL for the GPU of this rank (the NCCL id goes from rank 0 to the others over
- * MPI), also for one rank under mpirun. A build without NCCL, the CPU, or a process not
- * started by mpirun: nothing. The communicator is non-blocking, so that every NCCL wait is
- * bounded by timeout_s like MPI's (a timeout aborts it and ends the job). */
-ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops);
+/* Starts NCCL for this rank's GPU, over d->comm (comm/comm.h: ct_comm_nccl_open), also
+ * for one rank under mpirun; its collectives are queued on `stream`, the GPU's compute
+ * stream. Nothing (CT_OK) for the CPU (ops->host_memory), a process not started by
+ * mpirun, or a build without NCCL: the GPU's buffers then go through the host. Every
+ * wait is bounded by timeout_s like MPI's (a timeout aborts it and ends the job). */
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops, struct CUstream_st *stream);
 /* Ends NCCL (before the GPU closes): its outstanding work finished and the communicator
  * destroyed, or aborted when `failed` or after a failed collective. */
 void      ct_dist_nccl_close(ct_dist *d, int failed);
