@@ -34,10 +34,11 @@
  *   batchnorm := per channel on feature maps, per feature on flat input
  *   save      := opens a residual block: keeps the activation at this point (its input, unchanged)
  *   add       := closes the innermost open block: out = input + the activation its save kept
- *                (layers/add.h); both must have the same shape, so the block keeps its input's
+ *                (layers/add.h); both must have the same shape: a block keeps its input's
  *
  * Residual blocks nest like parentheses, at most SEQ_CNN_MAX_DEPTH open at once, and every
- * save needs its add. A ResNet basic block (two 3x3 convolutions around an identity skip):
+ * save needs its add. A stem convolution, then a ResNet basic block (two 3x3 convolutions
+ * around an identity skip, relu after the sum):
  *
  *   conv16k3p1,batchnorm,relu,save,conv16k3p1,batchnorm,relu,conv16k3p1,batchnorm,add,relu,gap,dense10
  *
@@ -54,7 +55,9 @@
  * its spec word and the functions that parse its options, infer its output shape,
  * register its parameters, plan its memory, run it forward and backward, and the
  * description of its weights in Keras's and PyTorch's files (train/export.c reads it).
- * A new kind is a row, its functions, and its enum value: nothing else switches on kinds.
+ * A new kind is a row, its functions, and its enum value: nothing else switches on kinds
+ * (the one rule across two kinds left is an optimisation: a relu right before a maxpool
+ * runs after it, see plan_in_place).
  *
  * Parameters (one flat store, core/params.h) are named Keras-style, numbered per
  * layer type: conv2d_1/w [F, C, K, K], conv2d_1/b [F], dense_1/w [U, in],
@@ -121,7 +124,7 @@ typedef struct {
     batchnorm_ids bn;
     void *conv_plan;                /* conv: the device's plan for max_batch images (ops->conv2d_plan) */
     /* activations on the device, planned for max_batch samples */
-    float *out;                     /* [N, out] (aliases the input for flatten and in-place layers) */
+    float *out;                     /* [N, out] (aliases the input for flatten, save and in-place layers) */
     float *ws;                      /* the convolutions' shared workspace (im2col; what a conv uses) */
     float *xhat, *mean, *invstd;    /* batchnorm */
     float *mask;                    /* dropout [N, out] */
