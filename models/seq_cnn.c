@@ -289,6 +289,7 @@ static ct_status flatten_shape(const seq_cnn *m, seq_layer *l, int pos)
     return CT_OK;
 }
 
+/* nothing to compute: its output is its input's memory (SEQ_ALIAS) */
 static void flatten_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng) { }
 
 static float *flatten_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
@@ -429,6 +430,7 @@ static float *sigmoid_backward(seq_cnn *m, int i, float *dout, float *din, const
 /* ---- save: opens a residual block. Its output is its input x, kept unchanged (the
  * layer after it may not write over it) for the add that closes the block. ---- */
 
+/* nothing to compute: its output is its input's memory (SEQ_ALIAS), which the add reads */
 static void save_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng) { }
 
 /* x went two ways, through the block and around it to the add:
