@@ -44,6 +44,7 @@ extern "C" {
  * and the per-device table of operations every model calls (ct_ops_cpu) */
 #include "layers/ops.h"
 #include "layers/activation.h"
+#include "layers/add.h"
 #include "layers/batchnorm.h"
 #include "layers/conv2d.h"
 #include "layers/conv2d_winograd.h"
@@ -64,6 +65,7 @@ extern "C" {
 #include "cuda/device.h"
 #include "cuda/ops_gpu.h"
 #include "cuda/activation.h"
+#include "cuda/add.h"
 #include "cuda/batchnorm.h"
 #include "cuda/conv2d.h"
 #include "cuda/dense.h"
@@ -97,6 +99,7 @@ extern "C" {
 /* models: written once for every device, each layer called through the table */
 #include "models/profile.h"
 #include "models/seq_cnn.h"
+#include "models/seq_cnn_spec.h"
 #include "models/small_cnn.h"
 #include "models/siamese_head.h"
 #include "models/siamese_lstm.h"

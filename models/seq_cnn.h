@@ -242,7 +242,7 @@ typedef struct seq_kind_row {
      * returns where the input gradient is (din or dout). */
     float *(*backward)(seq_cnn *m, int i, float *dout, float *din, const float *in, int N);
     double (*flops)(const seq_layer *l, int N);          /* its forward's matrix-product FLOPs; NULL: 0 */
-    seq_export export;
+    seq_export layout;             /* its weights in Keras's and PyTorch's files (train/export.c) */
 } seq_kind_row;
 
 extern const seq_kind_row ct_seq_kinds[SEQ_KINDS];

@@ -58,7 +58,7 @@ ct_status ct_layout_seq_cnn(const seq_cnn *m, ct_format format, const char *cons
     int flat = 0, fc = 0, fh = 0, fw = 0;
     for (int i = 0; i < m->n; i++) {
         const seq_layer *l = &m->layer[i];
-        const seq_export *x = &ct_seq_kinds[l->kind].export;
+        const seq_export *x = &ct_seq_kinds[l->kind].layout;
         const char *module = torch_module(l->name, torch_names);
         if (x->keeps && flat && fh * fw > 1 && format == CT_FORMAT_KERAS)
             return ct_fail(CT_EINVAL, "spec layer %d \"%s\": Keras cannot hold this residual block: it keeps a flattened map, whose "
