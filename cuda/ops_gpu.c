@@ -29,6 +29,7 @@ const ct_ops *ct_ops_gpu(void) { return NULL; }
 
 #include <cuda_runtime_api.h>
 #include "cuda/activation.h"
+#include "cuda/add.h"
 #include "cuda/batchnorm.h"
 #include "cuda/conv2d.h"
 #include "cuda/dense.h"
@@ -240,6 +241,8 @@ static const ct_ops gpu_ops = {
     .tanh_backward = ct_tanh_backward_gpu,
     .sigmoid_forward = ct_sigmoid_forward_gpu,
     .sigmoid_backward = ct_sigmoid_backward_gpu,
+    .add_forward = ct_add_forward_gpu,
+    .add_backward = ct_add_backward_gpu,
     .dropout_forward = ct_dropout_forward_gpu,
     .dropout_forward_part = ct_dropout_forward_part_gpu,
     .dropout_apply = ct_dropout_apply_gpu,

@@ -77,6 +77,7 @@ extern "C" {
 
 /* models: written once for every device, each layer called through the table */
 #include "models/seq_cnn.h"
+#include "models/seq_cnn_spec.h"
 #include "models/small_cnn.h"
 #include "models/siamese_lstm.h"
 #include "models/siamese_cnn.h"

@@ -124,6 +124,10 @@ typedef struct ct_ops {
     void (*sigmoid_forward)(float *out, const float *in, size_t n);
     void (*sigmoid_backward)(float *din, const float *dout, const float *out, size_t n);
 
+    /* (layers/add.h) out = a + b; backward da += dout, db += dout (ACCUMULATED; NULL: not wanted) */
+    void (*add_forward)(float *out, const float *a, const float *b, size_t n);
+    void (*add_backward)(float *da, float *db, const float *dout, size_t n);
+
     /* (layers/dropout.h) rng: the HOST dropout stream. The CPU draws every element from
      * it; the GPU draws one 64-bit seed per call and derives each element's number from
      * (seed, index) (cuda/counter_rng.h): the masks differ, the distribution does not. */

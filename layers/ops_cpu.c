@@ -7,6 +7,7 @@
 #include <string.h>
 #include "layers/ops.h"
 #include "layers/activation.h"
+#include "layers/add.h"
 #include "layers/dense.h"
 #include "layers/dropout.h"
 #include "layers/loss.h"
@@ -195,6 +196,8 @@ const ct_ops ct_ops_cpu = {
     .tanh_backward = ct_tanh_backward,
     .sigmoid_forward = ct_sigmoid_forward,
     .sigmoid_backward = ct_sigmoid_backward,
+    .add_forward = ct_add_forward,
+    .add_backward = ct_add_backward,
     .dropout_forward = ct_dropout_forward,
     .dropout_forward_part = ct_dropout_forward_part,
     .dropout_apply = ct_dropout_apply,

@@ -1,13 +1,25 @@
-/* seq_cnn.c - the sequential CNN: spec parser with up-front shape checks,
- * parameter registration, activation plan, and forward/backward as one loop
- * over the layer list calling the layer functions through the device's table
- * (layers/ops.h); the classifier is that stack followed by softmax
- * cross-entropy (see seq_cnn.h). */
-#include <math.h>
+/* seq_cnn.c - the sequential CNN as a table of layer kinds (see seq_cnn.h).
+ *
+ * Each kind has one section below with its functions: parse (the options after its
+ * spec word), shape (its output from its input), params (what it registers), plan
+ * (its memory beyond its output), forward and backward (through the device's table of
+ * operations, layers/ops.h), flops, and its row in ct_seq_kinds, which also describes
+ * its weights in Keras's and PyTorch's files. The model itself is the generic part
+ * after the table: building from the parsed spec (models/seq_cnn_spec.c), the
+ * activation plan, and forward and backward as one loop over the layer list; the
+ * classifier is that stack followed by softmax cross-entropy.
+ *
+ * Gradients in backward: `cur` holds d loss / d (output of layer i); a layer that
+ * cannot work in place writes d loss / d (its input) into the other of the two
+ * ping-pong buffers. A residual block's add keeps its output gradient in the skip
+ * buffer of its nesting level; its save, reached later, adds it to what came back
+ * through the block (d x = d main + d skip).
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "models/seq_cnn.h"
+#include "models/seq_cnn_spec.h"
 #include "layers/pool.h"
 
 size_t ct_seq_layer_out_size(const seq_layer *l)
@@ -15,180 +27,495 @@ size_t ct_seq_layer_out_size(const seq_layer *l)
     return (size_t)l->out_c * l->out_h * l->out_w;
 }
 
-static size_t in_size(const seq_layer *l)
+size_t ct_seq_layer_in_size(const seq_layer *l)
 {
     return (size_t)l->in_c * l->in_h * l->in_w;
 }
 
-static int is_elementwise(seq_kind k)
+/* values of layer i's output for N samples */
+static size_t n_out(const seq_cnn *m, int i, int N)
 {
-    return k == SEQ_RELU || k == SEQ_TANH || k == SEQ_SIGMOID || k == SEQ_DROPOUT;
+    return (size_t)N * ct_seq_layer_out_size(&m->layer[i]);
 }
 
-static int is_activation(seq_kind k)
+/* ---- conv: 2-D convolution, square kernel, zero padding (layers/conv2d.h) ---- */
+
+static ct_status conv_parse(seq_layer *l, const char *s, int pos)
 {
-    return k == SEQ_RELU || k == SEQ_TANH || k == SEQ_SIGMOID;
+    static const char *form = "convFkK[sS][pP], e.g. conv32k3 or conv64k3s2p1";
+    const char *t = l->text;
+    CT_TRY(ct_seq_spec_uint(&s, &l->filters, 1, 65536, pos, t, "number of filters", "conv32k3"));
+    if (*s != 'k') return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the kernel size 'k' (the form is %s)", pos, t, form);
+    s++;
+    CT_TRY(ct_seq_spec_uint(&s, &l->kernel, 1, 1024, pos, t, "kernel size", "conv32k3"));
+    l->stride = 1; l->pad = 0;
+    if (*s == 's') { s++; CT_TRY(ct_seq_spec_uint(&s, &l->stride, 1, 1024, pos, t, "stride", "conv32k3s2")); }
+    if (*s == 'p') { s++; CT_TRY(ct_seq_spec_uint(&s, &l->pad, 0, 1024, pos, t, "padding", "conv32k3p1")); }
+    return ct_seq_spec_end(s, pos, t, form);
 }
 
-/* ---- parsing ---- */
-
-/* Unsigned decimal at *s; advances. Returns 0 if there is no digit, -1 if it exceeds hi. */
-static int parse_uint(const char **s, int *v, int hi)
+static ct_status conv_shape(const seq_cnn *m, seq_layer *l, int pos)
 {
-    const char *p = *s;
-    long x = 0;
-    if (*p < '0' || *p > '9') return 0;
-    while (*p >= '0' && *p <= '9') {
-        x = x * 10 + (*p - '0');
-        if (x > hi) return -1;
-        p++;
+    CT_TRY(ct_seq_spec_need_maps(l, pos, "it"));
+    conv2d_dims cd;
+    if (l->kernel > l->in_h + 2 * l->pad || l->kernel > l->in_w + 2 * l->pad)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": kernel %dx%d is larger than its input %dx%d (padding %d); "
+                       "use a smaller kernel, padding, or fewer pooling layers before it",
+                       pos, l->text, l->kernel, l->kernel, l->in_h, l->in_w, l->pad);
+    if (ct_conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad) != CT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", ct_last_error());
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s", pos, l->text, msg);
     }
-    *s = p;
-    *v = (int)x;
-    return 1;
-}
-
-static const char *shape_str(char *buf, size_t cap, int c, int h, int w, int flat)
-{
-    if (flat) snprintf(buf, cap, "%d values", c);
-    else snprintf(buf, cap, "%dx%dx%d feature maps", c, h, w);
-    return buf;
-}
-
-/* Reads the number that must follow `what` in token `t` at *s. */
-static ct_status need_uint(const char **s, int *v, int lo, int hi, int pos, const char *t, const char *what, const char *example)
-{
-    int r = parse_uint(s, v, hi);
-    if (r == 0)
-        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the %s (write e.g. %s)", pos, t, what, example);
-    if (r < 0 || *v < lo)
-        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": the %s must be %d to %d", pos, t, what, lo, hi);
+    l->out_c = l->filters; l->out_h = cd.OH; l->out_w = cd.OW;
     return CT_OK;
 }
 
-static ct_status trailing(const char *s, int pos, const char *t, const char *form)
+/* the layer's dims for a batch of N */
+static conv2d_dims conv_dims(const seq_layer *l, int N)
 {
-    if (*s) return ct_fail(CT_EINVAL, "spec layer %d \"%s\": unexpected \"%s\" (the form is %s)", pos, t, s, form);
+    conv2d_dims cd;
+    ct_status st = ct_conv2d_dims_make(&cd, N, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad);
+    CT_ASSERT(st == CT_OK);
+    return cd;
+}
+
+static ct_status conv_params(seq_cnn *m, seq_layer *l)
+{
+    conv2d_dims cd = conv_dims(l, 1);
+    return ct_conv2d_params_add(&l->conv, &m->params, l->name, &cd, 1);   /* w [F, C, K, K], b [F] */
+}
+
+static ct_status conv_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, size_t *ws)
+{
+    conv2d_dims cd = conv_dims(l, N);
+    CT_TRY(m->ops->conv2d_plan(&l->conv_plan, &cd, 1));
+    *ws = m->ops->conv2d_workspace_floats(l->conv_plan);
     return CT_OK;
 }
 
-/* Parses one token into l (kind and options; shapes come later). */
-static ct_status parse_token(seq_layer *l, const char *t, int pos)
+static void conv_unplan(seq_cnn *m, seq_layer *l)
 {
-    const char *s;
-    if (!strncmp(t, "conv", 4)) {
-        static const char *form = "convFkK[sS][pP], e.g. conv32k3 or conv64k3s2p1";
-        l->kind = SEQ_CONV;
-        s = t + 4;
-        CT_TRY(need_uint(&s, &l->filters, 1, 65536, pos, t, "number of filters", "conv32k3"));
-        if (*s != 'k') return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the kernel size 'k' (the form is %s)", pos, t, form);
-        s++;
-        CT_TRY(need_uint(&s, &l->kernel, 1, 1024, pos, t, "kernel size", "conv32k3"));
-        l->stride = 1; l->pad = 0;
-        if (*s == 's') { s++; CT_TRY(need_uint(&s, &l->stride, 1, 1024, pos, t, "stride", "conv32k3s2")); }
-        if (*s == 'p') { s++; CT_TRY(need_uint(&s, &l->pad, 0, 1024, pos, t, "padding", "conv32k3p1")); }
-        return trailing(s, pos, t, form);
-    }
-    if (!strncmp(t, "dense", 5)) {
-        l->kind = SEQ_DENSE;
-        s = t + 5;
-        CT_TRY(need_uint(&s, &l->units, 1, 1 << 20, pos, t, "number of units", "dense128"));
-        return trailing(s, pos, t, "denseU, e.g. dense128");
-    }
-    if (!strncmp(t, "maxpool", 7)) {
-        l->kind = SEQ_MAXPOOL;
-        s = t + 7;
-        CT_TRY(need_uint(&s, &l->kernel, 1, 1024, pos, t, "window size", "maxpool2"));
-        l->stride = l->kernel;
-        if (*s == 's') { s++; CT_TRY(need_uint(&s, &l->stride, 1, 1024, pos, t, "stride", "maxpool3s2")); }
-        return trailing(s, pos, t, "maxpoolK[sS], e.g. maxpool2 or maxpool3s2");
-    }
-    if (!strncmp(t, "dropout", 7)) {
-        l->kind = SEQ_DROPOUT;
-        s = t + 7;
-        if (!*s) return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the drop probability (write e.g. dropout0.25)", pos, t);
-        char *end;
-        double p = strtod(s, &end);
-        if (end == s || *end || !(p >= 0 && p < 1))
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": the drop probability must be a number in [0, 1) (write e.g. dropout0.25)", pos, t);
-        l->p = (float)p;
-        return CT_OK;
-    }
-    static const struct { const char *name; seq_kind kind; } plain[] = {
-        { "gaph", SEQ_GAPH }, { "gap", SEQ_GAP }, { "flatten", SEQ_FLATTEN }, { "batchnorm", SEQ_BATCHNORM },
-        { "relu", SEQ_RELU }, { "tanh", SEQ_TANH }, { "sigmoid", SEQ_SIGMOID },
-    };
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
-        if (!strcmp(t, plain[i].name)) { l->kind = plain[i].kind; return CT_OK; }
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
-        if (!strncmp(t, plain[i].name, strlen(plain[i].name)))
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s takes no number or option", pos, t, plain[i].name);
-    return ct_fail(CT_EINVAL, "spec layer %d \"%s\": unknown layer; the layers are convFkK[sS][pP], denseU, maxpoolK[sS], "
-                   "gap, gaph, flatten, dropoutP, batchnorm, relu, tanh, sigmoid", pos, t);
+    if (l->conv_plan) m->ops->conv2d_plan_free(l->conv_plan);
+    l->conv_plan = NULL;
 }
 
-/* Fills l's output shape from its input shape, or fails naming the layer. */
-static ct_status infer_shape(seq_layer *l, int pos)
+/* out [N, F, OH, OW] = conv(in [N, C, H, W], w) + b */
+static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    const ct_dparams *P = &m->dev;
+    m->ops->conv2d_forward(l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
+}
+
+static float *conv_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    const ct_dparams *P = &m->dev;
+    m->ops->conv2d_backward(din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, dout, in,
+                            ct_dparams_data(P, l->conv.w), l->conv_plan, N);
+    return din;
+}
+
+static double conv_flops(const seq_layer *l, int N)
+{
+    return 2.0 * N * l->out_c * l->out_h * l->out_w * (double)l->in_c * l->kernel * l->kernel;
+}
+
+/* ---- dense: fully connected, on a flat input (layers/dense.h) ---- */
+
+static ct_status dense_parse(seq_layer *l, const char *s, int pos)
+{
+    CT_TRY(ct_seq_spec_uint(&s, &l->units, 1, 1 << 20, pos, l->text, "number of units", "dense128"));
+    return ct_seq_spec_end(s, pos, l->text, "denseU, e.g. dense128");
+}
+
+static ct_status dense_shape(const seq_cnn *m, seq_layer *l, int pos)
 {
     char sh[64];
-    const char *t = l->text;
-    l->out_c = l->in_c; l->out_h = l->in_h; l->out_w = l->in_w; l->flat_out = l->flat_in;
-    switch (l->kind) {
-    case SEQ_CONV: case SEQ_MAXPOOL: case SEQ_GAP: case SEQ_GAPH: case SEQ_FLATTEN:
-        if (l->flat_in)
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": needs feature maps but its input is flat (%s); "
-                           "put %s before flatten/gap/dense", pos, t, shape_str(sh, sizeof sh, l->in_c, 1, 1, 1),
-                           l->kind == SEQ_FLATTEN ? "a single flatten" : "it");
-        break;
-    case SEQ_DENSE:
-        if (!l->flat_in)
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": dense needs a flat input but gets %s; put flatten (or gap) before it",
-                           pos, t, shape_str(sh, sizeof sh, l->in_c, l->in_h, l->in_w, 0));
-        break;
-    default: break;
-    }
-    switch (l->kind) {
-    case SEQ_CONV: {
-        conv2d_dims cd;
-        if (l->kernel > l->in_h + 2 * l->pad || l->kernel > l->in_w + 2 * l->pad)
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": kernel %dx%d is larger than its input %dx%d (padding %d); "
-                           "use a smaller kernel, padding, or fewer pooling layers before it",
-                           pos, t, l->kernel, l->kernel, l->in_h, l->in_w, l->pad);
-        if (ct_conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad) != CT_OK) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s", pos, t, msg);
-        }
-        l->out_c = l->filters; l->out_h = cd.OH; l->out_w = cd.OW;
-        break;
-    }
-    case SEQ_MAXPOOL:
-        if (l->kernel > l->in_h || l->kernel > l->in_w)
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": pooling window %dx%d is larger than its input %dx%d; "
-                           "use a smaller window or fewer pooling layers", pos, t, l->kernel, l->kernel, l->in_h, l->in_w);
-        l->out_h = (l->in_h - l->kernel) / l->stride + 1;
-        l->out_w = (l->in_w - l->kernel) / l->stride + 1;
-        break;
-    case SEQ_GAP:
-        l->out_h = l->out_w = 1; l->flat_out = 1;
-        break;
-    case SEQ_GAPH:   /* mean over H: C maps of W values each, read flat */
-        l->out_c = l->in_c * l->in_w; l->out_h = l->out_w = 1; l->flat_out = 1;
-        break;
-    case SEQ_FLATTEN:
-        if ((long)l->in_c * l->in_h * l->in_w > (1L << 28))
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s are too many features", pos, t, shape_str(sh, sizeof sh, l->in_c, l->in_h, l->in_w, 0));
-        l->out_c = l->in_c * l->in_h * l->in_w; l->out_h = l->out_w = 1; l->flat_out = 1;
-        break;
-    case SEQ_DENSE:
-        if ((long)l->in_c * l->units > (1L << 30))
-            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %d x %d weights are too many", pos, t, l->units, l->in_c);
-        l->out_c = l->units;
-        break;
-    default: break;
-    }
+    if (!l->flat_in)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": dense needs a flat input but gets %s; put flatten (or gap) before it",
+                       pos, l->text, ct_seq_shape_text(sh, sizeof sh, l->in_c, l->in_h, l->in_w, 0));
+    if ((long)l->in_c * l->units > (1L << 30))
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %d x %d weights are too many", pos, l->text, l->units, l->in_c);
+    l->out_c = l->units;
     return CT_OK;
 }
+
+static ct_status dense_params(seq_cnn *m, seq_layer *l)
+{
+    return ct_dense_params_add(&l->dense, &m->params, l->name, l->in_c, l->units, 1);   /* w [U, in], b [U] */
+}
+
+/* out [N, U] = in [N, in] w^T + b */
+static void dense_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    const ct_dparams *P = &m->dev;
+    m->ops->dense_forward(l->out, in, ct_dparams_data(P, l->dense.w), ct_dparams_data(P, l->dense.b), N, l->in_c, l->units);
+}
+
+static float *dense_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    const ct_dparams *P = &m->dev;
+    m->ops->dense_backward(din, ct_dparams_grad(P, l->dense.w), ct_dparams_grad(P, l->dense.b), dout, in,
+                           ct_dparams_data(P, l->dense.w), N, l->in_c, l->units);
+    return din;
+}
+
+static double dense_flops(const seq_layer *l, int N)
+{
+    return 2.0 * N * (double)l->in_c * l->units;
+}
+
+/* ---- maxpool (layers/pool.h) ----
+ * A relu written right before a maxpool runs after it, on the pooled map (see
+ * plan_in_place): relu_after_pool is set on both, and the pool runs the relu. */
+
+static ct_status maxpool_parse(seq_layer *l, const char *s, int pos)
+{
+    CT_TRY(ct_seq_spec_uint(&s, &l->kernel, 1, 1024, pos, l->text, "window size", "maxpool2"));
+    l->stride = l->kernel;
+    if (*s == 's') { s++; CT_TRY(ct_seq_spec_uint(&s, &l->stride, 1, 1024, pos, l->text, "stride", "maxpool3s2")); }
+    return ct_seq_spec_end(s, pos, l->text, "maxpoolK[sS], e.g. maxpool2 or maxpool3s2");
+}
+
+static ct_status maxpool_shape(const seq_cnn *m, seq_layer *l, int pos)
+{
+    CT_TRY(ct_seq_spec_need_maps(l, pos, "it"));
+    if (l->kernel > l->in_h || l->kernel > l->in_w)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": pooling window %dx%d is larger than its input %dx%d; "
+                       "use a smaller window or fewer pooling layers", pos, l->text, l->kernel, l->kernel, l->in_h, l->in_w);
+    l->out_h = (l->in_h - l->kernel) / l->stride + 1;
+    l->out_w = (l->in_w - l->kernel) / l->stride + 1;
+    return CT_OK;
+}
+
+static maxpool2d_dims pool_dims(const seq_layer *l, int N)
+{
+    maxpool2d_dims pd;
+    ct_status st = ct_maxpool2d_dims_make(&pd, N, l->in_c, l->in_h, l->in_w, l->kernel, l->stride);
+    CT_ASSERT(st == CT_OK);
+    return pd;
+}
+
+static ct_status maxpool_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, size_t *ws)
+{
+    ct_arena_ints(a, &l->argmax, (size_t)N * ct_seq_layer_out_size(l));   /* [N, out] */
+    return CT_OK;
+}
+
+static void maxpool_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    ct_prof *p = &m->prof;
+    maxpool2d_dims pd = pool_dims(l, N);
+    m->ops->maxpool2d_forward(l->out, l->argmax, in, &pd);
+    if (l->relu_after_pool) {   /* the relu written before this pool (layer i - 1), on the pooled map */
+        ct_prof_lap(p, m->ops, &p->fwd[i]);
+        m->ops->relu_forward(l->out, l->out, n_out(m, i, N));
+        ct_prof_lap(p, m->ops, &p->fwd[i - 1]);
+    }
+}
+
+static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    ct_prof *p = &m->prof;
+    maxpool2d_dims pd = pool_dims(l, N);
+    if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
+        m->ops->relu_backward(dout, dout, l->out, n_out(m, i, N));
+        ct_prof_lap(p, m->ops, &p->bwd[i - 1]);
+    }
+    m->ops->maxpool2d_backward(din, dout, l->argmax, &pd);
+    return din;
+}
+
+/* ---- gap: global average pooling [C, H, W] -> [C] ---- */
+
+static ct_status gap_shape(const seq_cnn *m, seq_layer *l, int pos)
+{
+    CT_TRY(ct_seq_spec_need_maps(l, pos, "it"));
+    l->out_h = l->out_w = 1; l->flat_out = 1;
+    return CT_OK;
+}
+
+static void gap_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    m->ops->global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
+}
+
+static float *gap_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    m->ops->global_avgpool_backward(din, dout, N, l->in_c, l->in_h * l->in_w);
+    return din;
+}
+
+/* ---- gaph: the mean over H [C, H, W] -> [C*W], read flat ---- */
+
+static ct_status gaph_shape(const seq_cnn *m, seq_layer *l, int pos)
+{
+    CT_TRY(ct_seq_spec_need_maps(l, pos, "it"));
+    l->out_c = l->in_c * l->in_w; l->out_h = l->out_w = 1; l->flat_out = 1;
+    return CT_OK;
+}
+
+static void gaph_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    m->ops->avgpool_h_forward(l->out, in, N, l->in_c, l->in_h, l->in_w);
+}
+
+static float *gaph_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    m->ops->avgpool_h_backward(din, dout, N, l->in_c, l->in_h, l->in_w);
+    return din;
+}
+
+/* ---- flatten: [C, H, W] -> [C*H*W], the same memory in the same order ---- */
+
+static ct_status flatten_shape(const seq_cnn *m, seq_layer *l, int pos)
+{
+    char sh[64];
+    CT_TRY(ct_seq_spec_need_maps(l, pos, "a single flatten"));
+    if ((long)l->in_c * l->in_h * l->in_w > (1L << 28))
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": %s are too many features", pos, l->text,
+                       ct_seq_shape_text(sh, sizeof sh, l->in_c, l->in_h, l->in_w, 0));
+    l->out_c = l->in_c * l->in_h * l->in_w; l->out_h = l->out_w = 1; l->flat_out = 1;
+    return CT_OK;
+}
+
+/* nothing to compute: its output is its input's memory (SEQ_ALIAS) */
+static void flatten_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng) { }
+
+static float *flatten_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    return dout;   /* same memory, same order */
+}
+
+/* ---- dropout: inverted dropout (layers/dropout.h) ---- */
+
+static ct_status dropout_parse(seq_layer *l, const char *s, int pos)
+{
+    if (!*s)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": missing the drop probability (write e.g. dropout0.25)", pos, l->text);
+    char *end;
+    double p = strtod(s, &end);
+    if (end == s || *end || !(p >= 0 && p < 1))
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": the drop probability must be a number in [0, 1) (write e.g. dropout0.25)",
+                       pos, l->text);
+    l->p = (float)p;
+    return CT_OK;
+}
+
+static ct_status dropout_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, size_t *ws)
+{
+    ct_arena_floats(a, &l->mask, (size_t)N * ct_seq_layer_out_size(l));   /* [N, out] */
+    return CT_OK;
+}
+
+/* Training dropout of the N rows of layer l. A part of a larger batch draws, on either
+ * device, what the whole batch would draw for its rows (ops->dropout_forward_part). */
+static void dropout_rows(seq_cnn *m, seq_layer *l, const float *in, int N, ct_rng *rng)
+{
+    size_t per = ct_seq_layer_out_size(l);   /* values per row */
+    if (m->part_rows == 0) { m->ops->dropout_forward(l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
+    int S = m->part_segments, n = N / S;
+    CT_ASSERT(n * S == N && m->part_first >= 0 && m->part_first + n <= m->part_rows);
+    m->ops->dropout_forward_part(l->out, l->mask, in, per, S, n, m->part_first, m->part_rows, l->p, rng);
+}
+
+static void dropout_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    if (train && l->p > 0) {
+        if (m->given_masks) m->ops->dropout_apply(l->out, l->mask, in, n_out(m, i, N));
+        else dropout_rows(m, l, in, N, rng);
+    } else if (l->out != in) {
+        m->ops->copy(l->out, in, n_out(m, i, N) * sizeof *l->out);
+    }
+}
+
+static float *dropout_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    if (l->p > 0) m->ops->dropout_backward(dout, dout, l->mask, n_out(m, i, N));
+    return dout;
+}
+
+/* ---- batchnorm: per channel on maps, per feature on flat input (layers/batchnorm.h) ---- */
+
+static ct_status batchnorm_params(seq_cnn *m, seq_layer *l)
+{
+    return ct_batchnorm_params_add(&l->bn, &m->params, &m->buffers, l->name, l->in_c);   /* gamma, beta [C]; buffers */
+}
+
+/* Training-mode dims: with synchronised batchnorm and a part set, the whole batch's statistics. */
+static batchnorm_dims bn_dims(const seq_cnn *m, const seq_layer *l, int N, int train)
+{
+    batchnorm_dims d = { .N = N, .C = l->in_c, .HW = l->in_h * l->in_w, .eps = 1e-5f, .momentum = 0.1f };
+    if (train && m->bn_sync.sum && m->part_rows > 0) d.sync = &m->bn_sync;
+    return d;
+}
+
+static ct_status batchnorm_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, size_t *ws)
+{
+    ct_arena_floats(a, &l->xhat, (size_t)N * ct_seq_layer_out_size(l));   /* [N, out] */
+    ct_arena_floats(a, &l->mean, (size_t)l->in_c);                         /* [C] */
+    ct_arena_floats(a, &l->invstd, (size_t)l->in_c);                       /* [C] */
+    return CT_OK;
+}
+
+static void batchnorm_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
+    batchnorm_dims bd = bn_dims(m, l, N, train);
+    m->ops->batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
+                              ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
+                              ct_dparams_data(P, l->bn.beta), &bd, train);
+}
+
+static float *batchnorm_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    const ct_dparams *P = &m->dev;
+    batchnorm_dims bd = bn_dims(m, l, N, 1);
+    m->ops->batchnorm_backward(din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), dout, l->xhat,
+                               l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
+    return din;
+}
+
+/* ---- relu, tanh, sigmoid (layers/activation.h): backward from the output, in place ---- */
+
+static void relu_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    if (!l->relu_after_pool) m->ops->relu_forward(l->out, in, n_out(m, i, N));   /* else: the next layer runs it */
+}
+
+static float *relu_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    seq_layer *l = &m->layer[i];
+    if (!l->relu_after_pool) m->ops->relu_backward(dout, dout, l->out, n_out(m, i, N));   /* else: done by the pool */
+    return dout;
+}
+
+static void tanh_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    m->ops->tanh_forward(m->layer[i].out, in, n_out(m, i, N));
+}
+
+static float *tanh_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    m->ops->tanh_backward(dout, dout, m->layer[i].out, n_out(m, i, N));
+    return dout;
+}
+
+static void sigmoid_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    m->ops->sigmoid_forward(m->layer[i].out, in, n_out(m, i, N));
+}
+
+static float *sigmoid_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    m->ops->sigmoid_backward(dout, dout, m->layer[i].out, n_out(m, i, N));
+    return dout;
+}
+
+/* ---- save: opens a residual block. Its output is its input x, kept unchanged (the
+ * layer after it may not write over it) for the add that closes the block. ---- */
+
+/* nothing to compute: its output is its input's memory (SEQ_ALIAS), which the add reads */
+static void save_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng) { }
+
+/* x went two ways, through the block and around it to the add:
+ *   d x = d (block input) + d (add's second input) = dout + skip_grad  */
+static float *save_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    m->ops->add_backward(NULL, dout, m->skip_grad[m->layer[i].depth], n_out(m, i, N));
+    return dout;
+}
+
+/* ---- add: closes the innermost open block, out = in + x (x: what its save kept) ---- */
+
+static ct_status add_shape(const seq_cnn *m, seq_layer *l, int pos)
+{
+    const seq_layer *s = &m->layer[l->save];
+    char a[64], b[64];
+    if (s->in_c != l->in_c || s->in_h != l->in_h || s->in_w != l->in_w || s->flat_in != l->flat_in)
+        return ct_fail(CT_EINVAL, "spec layer %d \"%s\": the block from layer %d \"%s\" turns %s into %s, but an add needs "
+                       "the two the same shape; keep the channels and size inside a residual block", pos, l->text,
+                       l->save + 1, s->text, ct_seq_shape_text(a, sizeof a, s->in_c, s->in_h, s->in_w, s->flat_in),
+                       ct_seq_shape_text(b, sizeof b, l->in_c, l->in_h, l->in_w, l->flat_in));
+    return CT_OK;
+}
+
+static void add_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
+{
+    seq_layer *l = &m->layer[i];
+    m->ops->add_forward(l->out, in, m->layer[l->save].out, n_out(m, i, N));
+}
+
+/* d in = dout: the gradient stays where it is. d x = dout too, but x's gradient is only
+ * complete at the save, once the gradient through the block has come back: keep dout
+ * in the skip buffer of this block's level until then. */
+static float *add_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
+{
+    m->ops->copy(m->skip_grad[m->layer[i].depth], dout, n_out(m, i, N) * sizeof *dout);
+    return dout;
+}
+
+/* ---- the table: one row per kind ---- */
+
+#define NO_EXPORT { NULL, NULL, { { NULL, NULL, NULL, SEQ_EXPORT_COPY, 0 } }, SEQ_VIEW_KEEP, 0 }
+
+const seq_kind_row ct_seq_kinds[SEQ_KINDS] = {
+    [SEQ_CONV] = { "conv", "convFkK[sS][pP]", "conv2d", 0, conv_parse, conv_shape, conv_params, conv_plan, conv_unplan,
+                   conv_forward, conv_backward, conv_flops,
+                   { "Conv2D", "conv2d", { { "kernel:0", "weight", "w", SEQ_EXPORT_CONV, 0 },
+                                           { "bias:0", "bias", "b", SEQ_EXPORT_COPY, 0 } }, SEQ_VIEW_KEEP, 0 } },
+    [SEQ_DENSE] = { "dense", "denseU", "dense", 0, dense_parse, dense_shape, dense_params, NULL, NULL,
+                    dense_forward, dense_backward, dense_flops,
+                    { "Dense", "dense", { { "kernel:0", "weight", "w", SEQ_EXPORT_DENSE, 0 },
+                                          { "bias:0", "bias", "b", SEQ_EXPORT_COPY, 0 } }, SEQ_VIEW_END, 0 } },
+    [SEQ_MAXPOOL] = { "maxpool", "maxpoolK[sS]", NULL, 0, maxpool_parse, maxpool_shape, NULL, maxpool_plan, NULL,
+                      maxpool_forward, maxpool_backward, NULL, NO_EXPORT },
+    [SEQ_GAP] = { "gap", "gap", NULL, 0, NULL, gap_shape, NULL, NULL, NULL, gap_forward, gap_backward, NULL,
+                  { NULL, NULL, { { NULL, NULL, NULL, SEQ_EXPORT_COPY, 0 } }, SEQ_VIEW_END, 0 } },
+    [SEQ_FLATTEN] = { "flatten", "flatten", NULL, SEQ_ALIAS, NULL, flatten_shape, NULL, NULL, NULL,
+                      flatten_forward, flatten_backward, NULL,
+                      { NULL, NULL, { { NULL, NULL, NULL, SEQ_EXPORT_COPY, 0 } }, SEQ_VIEW_FLATTEN, 0 } },
+    [SEQ_DROPOUT] = { "dropout", "dropoutP", NULL, SEQ_ELEMENTWISE | SEQ_KEEP_OUT, dropout_parse, NULL, NULL, dropout_plan,
+                      NULL, dropout_forward, dropout_backward, NULL, NO_EXPORT },
+    [SEQ_BATCHNORM] = { "batchnorm", "batchnorm", "batchnorm", 0, NULL, NULL, batchnorm_params, batchnorm_plan, NULL,
+                        batchnorm_forward, batchnorm_backward, NULL,
+                        { "BatchNormalization", "batch_normalization",
+                          { { "gamma:0", "weight", "gamma", SEQ_EXPORT_FEATURE, 0 },
+                            { "beta:0", "bias", "beta", SEQ_EXPORT_FEATURE, 0 },
+                            { "moving_mean:0", "running_mean", "running_mean", SEQ_EXPORT_FEATURE, 1 },
+                            { "moving_variance:0", "running_var", "running_var", SEQ_EXPORT_FEATURE, 1 },
+                            { NULL, "num_batches_tracked", NULL, SEQ_EXPORT_COUNTER, 0 } }, SEQ_VIEW_KEEP, 0 } },
+    [SEQ_RELU] = { "relu", "relu", NULL, SEQ_ELEMENTWISE | SEQ_KEEP_OUT, NULL, NULL, NULL, NULL, NULL,
+                   relu_forward, relu_backward, NULL, NO_EXPORT },
+    [SEQ_TANH] = { "tanh", "tanh", NULL, SEQ_ELEMENTWISE | SEQ_KEEP_OUT, NULL, NULL, NULL, NULL, NULL,
+                   tanh_forward, tanh_backward, NULL, NO_EXPORT },
+    [SEQ_SIGMOID] = { "sigmoid", "sigmoid", NULL, SEQ_ELEMENTWISE | SEQ_KEEP_OUT, NULL, NULL, NULL, NULL, NULL,
+                      sigmoid_forward, sigmoid_backward, NULL, NO_EXPORT },
+    [SEQ_GAPH] = { "gaph", "gaph", NULL, 0, NULL, gaph_shape, NULL, NULL, NULL, gaph_forward, gaph_backward, NULL,
+                   { NULL, NULL, { { NULL, NULL, NULL, SEQ_EXPORT_COPY, 0 } }, SEQ_VIEW_FLATTEN_W, 0 } },
+    [SEQ_SAVE] = { "save", "save", NULL, SEQ_ALIAS | SEQ_KEEP_OUT | SEQ_OPENS, NULL, NULL, NULL, NULL, NULL,
+                   save_forward, save_backward, NULL,
+                   { NULL, NULL, { { NULL, NULL, NULL, SEQ_EXPORT_COPY, 0 } }, SEQ_VIEW_KEEP, 1 } },
+    [SEQ_ADD] = { "add", "add", NULL, SEQ_CLOSES, NULL, add_shape, NULL, NULL, NULL, add_forward, add_backward, NULL,
+                  NO_EXPORT },
+};
+
+/* ---- building ---- */
 
 static void model_reset(seq_cnn *m)
 {
@@ -198,83 +525,35 @@ static void model_reset(seq_cnn *m)
     ct_arena_init(&m->arena);
 }
 
-/* encoder != 0: no classes and no loss (classes is 0); the last layer must be flat */
-static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, int classes, int encoder)
+/* Names the layers with parameters ("conv2d_1", numbered per kind) and registers them. */
+static ct_status add_params(seq_cnn *m)
 {
-    if (C < 1 || H < 1 || W < 1) return ct_fail(CT_EINVAL, "cnn: input %dx%dx%d must have positive sizes", C, H, W);
-    if (!encoder && classes < 2) return ct_fail(CT_EINVAL, "cnn: need at least 2 classes (got %d)", classes);
-    if (!spec || !*spec) return ct_fail(CT_EINVAL, "spec is empty; write layers separated by commas, e.g. %s", SEQ_CNN_DEFAULT_SPEC);
-    if (strlen(spec) >= sizeof m->spec) return ct_fail(CT_EINVAL, "spec is longer than %zu characters", sizeof m->spec - 1);
-    for (const char *c = spec; *c; c++)   /* messages quote the spec: it must be printable, one line */
-        if (*c <= ' ' || *c > '~')
-            return ct_fail(CT_EINVAL, "spec has the byte 0x%02x at position %d; a spec is layers separated by commas, without "
-                           "spaces, e.g. %s", (unsigned char)*c, (int)(c - spec) + 1, SEQ_CNN_DEFAULT_SPEC);
-    snprintf(m->spec, sizeof m->spec, "%s", spec);
-    m->in_c = C; m->in_h = H; m->in_w = W; m->classes = classes;
-    int c = C, h = H, w = W, flat = 0, n_conv = 0, n_dense = 0, n_bn = 0;
+    int count[SEQ_KINDS] = { 0 };
     m->first_param = -1;
-    const char *s = spec;
-    for (int pos = 1;; pos++) {
-        const char *end = strchr(s, ',');
-        size_t len = end ? (size_t)(end - s) : strlen(s);
-        if (len == 0)
-            return ct_fail(CT_EINVAL, "spec layer %d is empty (two commas in a row, or a comma at the start or end)", pos);
-        if (len >= SEQ_CNN_TOKEN_MAX)
-            return ct_fail(CT_EINVAL, "spec layer %d \"%.*s\": too long to be a layer", pos, (int)(len > 40 ? 40 : len), s);
-        if (m->n >= SEQ_CNN_MAX_LAYERS)
-            return ct_fail(CT_EINVAL, "spec layer %d: more than %d layers", pos, SEQ_CNN_MAX_LAYERS);
-        seq_layer *l = &m->layer[m->n];
-        memcpy(l->text, s, len);
-        l->text[len] = 0;
-        CT_TRY(parse_token(l, l->text, pos));
-        l->in_c = c; l->in_h = h; l->in_w = w; l->flat_in = flat;
-        CT_TRY(infer_shape(l, pos));
-        c = l->out_c; h = l->out_h; w = l->out_w; flat = l->flat_out;
-        int idx = m->n++;
-        switch (l->kind) {
-        case SEQ_CONV: {
-            conv2d_dims cd;
-            CT_TRY(ct_conv2d_dims_make(&cd, 1, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad));
-            snprintf(l->name, sizeof l->name, "conv2d_%d", ++n_conv);
-            CT_TRY(ct_conv2d_params_add(&l->conv, &m->params, l->name, &cd, 1));
-            break;
-        }
-        case SEQ_DENSE:
-            snprintf(l->name, sizeof l->name, "dense_%d", ++n_dense);
-            CT_TRY(ct_dense_params_add(&l->dense, &m->params, l->name, l->in_c, l->units, 1));
-            break;
-        case SEQ_BATCHNORM:
-            snprintf(l->name, sizeof l->name, "batchnorm_%d", ++n_bn);
-            CT_TRY(ct_batchnorm_params_add(&l->bn, &m->params, &m->buffers, l->name, l->in_c));
-            break;
-        default: break;
-        }
-        if (l->name[0] && m->first_param < 0) m->first_param = idx;
-        if (!end) break;
-        s = end + 1;
-    }
-    seq_layer *last = &m->layer[m->n - 1];
-    char sh[64];
-    m->out_size = last->out_c;
-    if (encoder && !last->flat_out)
-        return ct_fail(CT_EINVAL, "spec layer %d \"%s\" is the last layer and outputs %s, but an encoder must end in a flat "
-                       "embedding; end the spec with e.g. gaph,dense64 (or flatten,dense64)", m->n, last->text,
-                       shape_str(sh, sizeof sh, last->out_c, last->out_h, last->out_w, last->flat_out));
-    if (!encoder && (!last->flat_out || last->out_c != classes))
-        return ct_fail(CT_EINVAL, "spec layer %d \"%s\" is the last layer and outputs %s, but the network must end in %d values "
-                       "(one per class); end the spec with %sdense%d", m->n, last->text,
-                       shape_str(sh, sizeof sh, last->out_c, last->out_h, last->out_w, last->flat_out), classes,
-                       last->flat_out ? "" : "flatten,", classes);
-    if (m->first_param < 0)
-        return ct_fail(CT_EINVAL, "spec has no conv, dense or batchnorm layer: nothing to train");
-    /* in-place elementwise layers: allowed when the buffer they would overwrite was
-     * written by a layer whose backward does not read its own output */
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
-        if (!is_elementwise(l->kind)) continue;
+        const seq_kind_row *row = &ct_seq_kinds[l->kind];
+        if (!row->param_name) continue;
+        l->number = ++count[l->kind];
+        snprintf(l->name, sizeof l->name, "%s_%d", row->param_name, l->number);
+        CT_TRY(row->params(m, l));
+        if (m->first_param < 0) m->first_param = i;
+    }
+    return CT_OK;
+}
+
+/* Which elementwise layers write over their input. */
+static void plan_in_place(seq_cnn *m)
+{
+    /* allowed when the buffer they would overwrite (that of the layer before, through
+     * aliases such as flatten) was written by a layer that does not need it kept: not
+     * one whose backward reads its output, nor a save */
+    for (int i = 0; i < m->n; i++) {
+        seq_layer *l = &m->layer[i];
+        if (!(ct_seq_kinds[l->kind].flags & SEQ_ELEMENTWISE)) continue;
         int owner = i - 1;
-        while (owner >= 0 && m->layer[owner].kind == SEQ_FLATTEN) owner--;
-        l->in_place = owner >= 0 && !is_activation(m->layer[owner].kind) && m->layer[owner].kind != SEQ_DROPOUT;
+        while (owner >= 0 && (ct_seq_kinds[m->layer[owner].kind].flags & (SEQ_ALIAS | SEQ_KEEP_OUT)) == SEQ_ALIAS) owner--;
+        l->in_place = owner >= 0 && !(ct_seq_kinds[m->layer[owner].kind].flags & SEQ_KEEP_OUT);
     }
     /* relu, then maxpool: max commutes with relu (relu(max x) = max(relu x); the window's
      * first maximum gets the gradient either way, and where the maximum is <= 0 every
@@ -284,6 +563,16 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
     for (int i = 0; i + 1 < m->n; i++)
         if (m->layer[i].kind == SEQ_RELU && m->layer[i].in_place && m->layer[i + 1].kind == SEQ_MAXPOOL)
             m->layer[i].relu_after_pool = m->layer[i + 1].relu_after_pool = 1;
+}
+
+/* encoder != 0: no classes and no loss (classes is 0); the last layer must be flat */
+static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, int classes, int encoder)
+{
+    if (C < 1 || H < 1 || W < 1) return ct_fail(CT_EINVAL, "cnn: input %dx%dx%d must have positive sizes", C, H, W);
+    if (!encoder && classes < 2) return ct_fail(CT_EINVAL, "cnn: need at least 2 classes (got %d)", classes);
+    CT_TRY(ct_seq_spec_parse(m, spec, C, H, W, classes, encoder));
+    CT_TRY(add_params(m));
+    plan_in_place(m);
     CT_TRY(ct_params_alloc(&m->params));
     CT_TRY(ct_params_alloc(&m->buffers));
     m->ops = &ct_ops_cpu;
@@ -322,35 +611,15 @@ void ct_seq_cnn_init_weights(seq_cnn *m, ct_rng *r)
     ct_params_initialize(&m->buffers, r);
 }
 
-static conv2d_dims conv_dims(const seq_layer *l, int N)
-{
-    conv2d_dims cd;
-    ct_status st = ct_conv2d_dims_make(&cd, N, l->in_c, l->in_h, l->in_w, l->filters, l->kernel, l->kernel, l->stride, l->pad);
-    CT_ASSERT(st == CT_OK);
-    return cd;
-}
-
-static maxpool2d_dims pool_dims(const seq_layer *l, int N)
-{
-    maxpool2d_dims pd;
-    ct_status st = ct_maxpool2d_dims_make(&pd, N, l->in_c, l->in_h, l->in_w, l->kernel, l->stride);
-    CT_ASSERT(st == CT_OK);
-    return pd;
-}
-
-/* Training-mode dims: with synchronised batchnorm and a part set, the whole batch's statistics. */
-static batchnorm_dims bn_dims(const seq_cnn *m, const seq_layer *l, int N, int train)
-{
-    batchnorm_dims d = { .N = N, .C = l->in_c, .HW = l->in_h * l->in_w, .eps = 1e-5f, .momentum = 0.1f };
-    if (train && m->bn_sync.sum && m->part_rows > 0) d.sync = &m->bn_sync;
-    return d;
-}
+/* ---- the device and the activation plan ---- */
 
 /* The device's plans, activations and statistics go; the weights stay. */
 static void free_step(seq_cnn *m)
 {
-    for (int i = 0; i < m->n; i++)
-        if (m->layer[i].conv_plan) { m->ops->conv2d_plan_free(m->layer[i].conv_plan); m->layer[i].conv_plan = NULL; }
+    for (int i = 0; i < m->n; i++) {
+        const seq_kind_row *row = &ct_seq_kinds[m->layer[i].kind];
+        if (row->unplan) row->unplan(m, &m->layer[i]);
+    }
     ct_arena_free(&m->arena);
     m->max_batch = 0;
 }
@@ -379,10 +648,11 @@ ct_status ct_seq_cnn_to_host(seq_cnn *m)
 
 ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
 {
-    if (N < 1) return ct_fail(CT_EINVAL, "cnn: batch size %d must be at least 1", N);
+    if (N < 1) return ct_fail(CT_EINVAL, "cnn: batch %d must be at least 1", N);
     for (int i = 0; i < m->n; i++) {
         const seq_layer *l = &m->layer[i];
-        if ((double)N * (double)(in_size(l) > ct_seq_layer_out_size(l) ? in_size(l) : ct_seq_layer_out_size(l)) > 2147483647.0)
+        size_t in = ct_seq_layer_in_size(l), out = ct_seq_layer_out_size(l);
+        if ((double)N * (double)(in > out ? in : out) > 2147483647.0)
             return ct_fail(CT_EINVAL, "cnn: batch %d is too large for layer %d \"%s\" (more than 2^31 values); use a smaller --batch",
                            N, i + 1, l->text);
     }
@@ -391,46 +661,37 @@ ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
     ct_arena *a = &m->arena;
     m->max_batch = N;
     size_t ws = 0, gmax = (size_t)m->classes;
-    float *shared_ws = NULL;
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
-        size_t nout = (size_t)N * ct_seq_layer_out_size(l), nin = (size_t)N * in_size(l);
+        const seq_kind_row *row = &ct_seq_kinds[l->kind];
+        size_t nout = (size_t)N * ct_seq_layer_out_size(l), nin = (size_t)N * ct_seq_layer_in_size(l);
         if (nout > gmax) gmax = nout;
         if (nin > gmax) gmax = nin;
         l->out = l->ws = l->xhat = l->mean = l->invstd = l->mask = NULL;
         l->argmax = NULL;
-        int own_out = !(l->kind == SEQ_FLATTEN || l->in_place);
-        if (own_out) ct_arena_floats(a, &l->out, nout);
-        switch (l->kind) {
-        case SEQ_CONV: {
-            conv2d_dims cd = conv_dims(l, N);
-            ct_status st = m->ops->conv2d_plan(&l->conv_plan, &cd, 1);
+        if (!((row->flags & SEQ_ALIAS) || l->in_place)) ct_arena_floats(a, &l->out, nout);   /* [N, out] */
+        if (row->plan) {
+            size_t k = 0;
+            ct_status st = row->plan(m, l, a, N, &k);
             if (st != CT_OK) { st = ct_fail(st, "layer %d \"%s\": %s", i + 1, l->text, ct_last_error()); free_step(m); return st; }
-            size_t k = m->ops->conv2d_workspace_floats(l->conv_plan);
             if (k > ws) ws = k;
-            break;
-        }
-        case SEQ_MAXPOOL: ct_arena_ints(a, &l->argmax, nout); break;
-        case SEQ_DROPOUT: ct_arena_floats(a, &l->mask, nout); break;
-        case SEQ_BATCHNORM:
-            ct_arena_floats(a, &l->xhat, nout);
-            ct_arena_floats(a, &l->mean, (size_t)l->in_c);
-            ct_arena_floats(a, &l->invstd, (size_t)l->in_c);
-            break;
-        default: break;
         }
     }
-    ct_arena_floats(a, &shared_ws, ws ? ws : 1);
+    /* in the model, not a local: freeing the arena clears every pointer it filled */
+    ct_arena_floats(a, &m->ws, ws ? ws : 1);
     m->conv_ws_floats = ws;
     if (m->classes) ct_arena_floats(a, &m->prob, (size_t)N * m->classes);
     else m->prob = NULL;
     ct_arena_floats(a, &m->stats, 2);
     ct_arena_floats(a, &m->grad[0], gmax);
     ct_arena_floats(a, &m->grad[1], gmax);
+    for (int d = 0; d < SEQ_CNN_MAX_DEPTH; d++) {   /* a third live gradient buffer per level of residual blocks */
+        m->skip_grad[d] = NULL;
+        if (d < m->depth) ct_arena_floats(a, &m->skip_grad[d], gmax);
+    }
     ct_status st = ct_arena_alloc_on(a, &m->ops->mem, "cnn activations");
     if (st != CT_OK) { free_step(m); return st; }
-    for (int i = 0; i < m->n; i++)
-        if (m->layer[i].kind == SEQ_CONV) m->layer[i].ws = shared_ws;
+    for (int i = 0; i < m->n; i++) m->layer[i].ws = m->ws;
     return CT_OK;
 }
 
@@ -456,79 +717,25 @@ void ct_seq_cnn_sync_batchnorm(seq_cnn *m, int (*sum)(void *ctx, double *buf, in
     m->bn_sync.ctx = ctx;
 }
 
-/* Training dropout of the N rows of layer l. A part of a larger batch draws, on either
- * device, what the whole batch would draw for its rows (ops->dropout_forward_part). */
-static void dropout_rows(seq_cnn *m, seq_layer *l, const float *in, int N, ct_rng *rng)
-{
-    size_t per = ct_seq_layer_out_size(l);   /* values per row */
-    if (m->part_rows == 0) { m->ops->dropout_forward(l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
-    int S = m->part_segments, n = N / S;
-    CT_ASSERT(n * S == N && m->part_first >= 0 && m->part_first + n <= m->part_rows);
-    m->ops->dropout_forward_part(l->out, l->mask, in, per, S, n, m->part_first, m->part_rows, l->p, rng);
-}
+/* ---- forward and backward: one loop over the layers ---- */
 
 const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
-    const ct_ops *ops = m->ops;
-    const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
     const float *in = x;
     ct_prof *p = &m->prof;
     if (m->part_rows > 0) {   /* a part: the whole batch's rows, and this part's weight in its loss */
         m->bn_sync.total_N = m->part_rows * m->part_segments;
         m->bn_sync.share = (double)N / m->bn_sync.total_N;
     }
-    ct_prof_start(p, ops);
+    ct_prof_start(p, m->ops);
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
-        size_t n_out = (size_t)N * ct_seq_layer_out_size(l);
-        if (l->kind == SEQ_FLATTEN || l->in_place) l->out = (float *)in;   /* same memory as the input */
-        switch (l->kind) {
-        case SEQ_CONV:
-            ops->conv2d_forward(l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
-            break;
-        case SEQ_DENSE:
-            ops->dense_forward(l->out, in, ct_dparams_data(P, l->dense.w), ct_dparams_data(P, l->dense.b), N, l->in_c, l->units);
-            break;
-        case SEQ_MAXPOOL: {
-            maxpool2d_dims pd = pool_dims(l, N);
-            ops->maxpool2d_forward(l->out, l->argmax, in, &pd);
-            if (l->relu_after_pool) {   /* the relu written before this pool (layer i - 1), on the pooled map */
-                ct_prof_lap(p, ops, &p->fwd[i]);
-                ops->relu_forward(l->out, l->out, n_out);
-                ct_prof_lap(p, ops, &p->fwd[i - 1]);
-            }
-            break;
-        }
-        case SEQ_GAP:
-            ops->global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
-            break;
-        case SEQ_GAPH:
-            ops->avgpool_h_forward(l->out, in, N, l->in_c, l->in_h, l->in_w);
-            break;
-        case SEQ_FLATTEN:
-            break;
-        case SEQ_DROPOUT:
-            if (train && l->p > 0) {
-                if (m->given_masks) ops->dropout_apply(l->out, l->mask, in, n_out);
-                else dropout_rows(m, l, in, N, dropout_rng);
-            } else if (l->out != in) {
-                ops->copy(l->out, in, n_out * sizeof *l->out);
-            }
-            break;
-        case SEQ_BATCHNORM: {
-            batchnorm_dims bd = bn_dims(m, l, N, train);
-            ops->batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
-                                   ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
-                                   ct_dparams_data(P, l->bn.beta), &bd, train);
-            break;
-        }
-        case SEQ_RELU: if (!l->relu_after_pool) ops->relu_forward(l->out, in, n_out); break;   /* else: the next layer runs it */
-        case SEQ_TANH: ops->tanh_forward(l->out, in, n_out); break;
-        case SEQ_SIGMOID: ops->sigmoid_forward(l->out, in, n_out); break;
-        }
+        const seq_kind_row *row = &ct_seq_kinds[l->kind];
+        if ((row->flags & SEQ_ALIAS) || l->in_place) l->out = (float *)in;   /* same memory as the input */
+        row->forward(m, i, in, N, train, dropout_rng);
         in = l->out;
-        ct_prof_lap(p, ops, &p->fwd[i]);
+        ct_prof_lap(p, m->ops, &p->fwd[i]);
     }
     m->logits = in;
     return in;
@@ -552,62 +759,14 @@ float ct_seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, i
  * m->grad[0] down to the first layer with parameters. */
 static void backward_layers(seq_cnn *m, const float *x, int N)
 {
-    const ct_ops *ops = m->ops;
-    const ct_dparams *P = &m->dev;
     float *cur = m->grad[0];                          /* d loss / d (output of layer i) */
     ct_prof *p = &m->prof;
     for (int i = m->n - 1; i >= m->first_param; i--) {
-        seq_layer *l = &m->layer[i];
         const float *in = i == 0 ? x : m->layer[i - 1].out;
         float *dst = cur == m->grad[0] ? m->grad[1] : m->grad[0];
         float *din = i > m->first_param ? dst : NULL;  /* the first parameter layer's input gradient is not needed */
-        size_t n_out = (size_t)N * ct_seq_layer_out_size(l);
-        switch (l->kind) {
-        case SEQ_CONV:
-            ops->conv2d_backward(din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, cur, in,
-                                 ct_dparams_data(P, l->conv.w), l->conv_plan, N);
-            cur = dst;
-            break;
-        case SEQ_DENSE:
-            ops->dense_backward(din, ct_dparams_grad(P, l->dense.w), ct_dparams_grad(P, l->dense.b), cur, in,
-                                ct_dparams_data(P, l->dense.w), N, l->in_c, l->units);
-            cur = dst;
-            break;
-        case SEQ_MAXPOOL: {
-            maxpool2d_dims pd = pool_dims(l, N);
-            if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
-                ops->relu_backward(cur, cur, l->out, n_out);
-                ct_prof_lap(p, ops, &p->bwd[i - 1]);
-            }
-            ops->maxpool2d_backward(dst, cur, l->argmax, &pd);
-            cur = dst;
-            break;
-        }
-        case SEQ_GAP:
-            ops->global_avgpool_backward(dst, cur, N, l->in_c, l->in_h * l->in_w);
-            cur = dst;
-            break;
-        case SEQ_GAPH:
-            ops->avgpool_h_backward(dst, cur, N, l->in_c, l->in_h, l->in_w);
-            cur = dst;
-            break;
-        case SEQ_FLATTEN:
-            break;                                     /* same memory, same order */
-        case SEQ_DROPOUT:
-            if (l->p > 0) ops->dropout_backward(cur, cur, l->mask, n_out);
-            break;
-        case SEQ_BATCHNORM: {
-            batchnorm_dims bd = bn_dims(m, l, N, 1);
-            ops->batchnorm_backward(din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), cur, l->xhat,
-                                    l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
-            cur = dst;
-            break;
-        }
-        case SEQ_RELU: if (!l->relu_after_pool) ops->relu_backward(cur, cur, l->out, n_out); break;   /* else: done by the pool */
-        case SEQ_TANH: ops->tanh_backward(cur, cur, l->out, n_out); break;
-        case SEQ_SIGMOID: ops->sigmoid_backward(cur, cur, l->out, n_out); break;
-        }
-        ct_prof_lap(p, ops, &p->bwd[i]);
+        cur = ct_seq_kinds[m->layer[i].kind].backward(m, i, cur, din, in, N);
+        ct_prof_lap(p, m->ops, &p->bwd[i]);
     }
 }
 
@@ -627,12 +786,12 @@ void ct_seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
     backward_layers(m, x, N);
 }
 
+/* ---- counts ---- */
+
 static double layer_forward_flops(const seq_layer *l, int N)
 {
-    if (l->kind == SEQ_CONV)
-        return 2.0 * N * l->out_c * l->out_h * l->out_w * (double)l->in_c * l->kernel * l->kernel;
-    if (l->kind == SEQ_DENSE) return 2.0 * N * (double)l->in_c * l->units;
-    return 0;
+    const seq_kind_row *row = &ct_seq_kinds[l->kind];
+    return row->flops ? row->flops(l, N) : 0;
 }
 
 double ct_seq_layer_step_flops(const seq_cnn *m, int i, int N)
@@ -656,15 +815,13 @@ double ct_seq_cnn_forward_flops(const seq_cnn *m, int N)
     return f;
 }
 
+/* trainable numbers of layer l: its parameters are named "<l->name>/..." */
 static size_t layer_params(const seq_cnn *m, const seq_layer *l)
 {
-    const ct_params *P = &m->params;
-    switch (l->kind) {
-    case SEQ_CONV: return P->p[l->conv.w].numel + P->p[l->conv.b].numel;
-    case SEQ_DENSE: return P->p[l->dense.w].numel + P->p[l->dense.b].numel;
-    case SEQ_BATCHNORM: return P->p[l->bn.gamma].numel + P->p[l->bn.beta].numel;
-    default: return 0;
-    }
+    size_t n = 0, len = strlen(l->name);
+    for (int k = 0; len && k < m->params.n; k++)
+        if (!strncmp(m->params.p[k].name, l->name, len) && m->params.p[k].name[len] == '/') n += m->params.p[k].numel;
+    return n;
 }
 
 void ct_seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap)
@@ -676,7 +833,7 @@ void ct_seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap)
         const seq_layer *l = &m->layer[i];
         char sh[64];
         int r = snprintf(buf + k, cap - k, "  %2d %-14s %-13s -> %-22s %8zu params\n", i + 1, l->text,
-                         l->name[0] ? l->name : "", shape_str(sh, sizeof sh, l->out_c, l->out_h, l->out_w, l->flat_out),
+                         l->name[0] ? l->name : "", ct_seq_shape_text(sh, sizeof sh, l->out_c, l->out_h, l->out_w, l->flat_out),
                          layer_params(m, l));
         if (r < 0) break;
         k += (size_t)r;

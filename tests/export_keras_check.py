@@ -86,8 +86,9 @@ def maxpool(x, k, s):
 
 
 def spec_forward(spec, layers, x):
-    """ctrain's spec as the Keras model it corresponds to, the weighted layers taken in order."""
-    it = iter(layers)
+    """ctrain's spec as the Keras model it corresponds to, the weighted layers taken in order;
+    a residual block (save ... add) is Keras's Add() of the block's input and output."""
+    it, kept = iter(layers), []
     for tok in spec.split(","):
         m = re.fullmatch(r"conv(\d+)k(\d+)(?:s(\d+))?(?:p(\d+))?", tok)
         if m:
@@ -114,6 +115,10 @@ def spec_forward(spec, layers, x):
             x = np.tanh(x)
         elif tok == "sigmoid":
             x = 1 / (1 + np.exp(-x))
+        elif tok == "save":
+            kept.append(x)
+        elif tok == "add":
+            x = x + kept.pop()
         elif not tok.startswith("dropout"):
             raise ValueError(f"unknown layer {tok}")
     return x
@@ -178,7 +183,7 @@ def tf_keras(model, layers, attrs, weights, x):
             spec = f"conv{k.shape[3]}k{k.shape[0]}p{k.shape[0] // 2},batchnorm,relu,maxpool2,flatten,dense"
         x = np.transpose(x, (0, 2, 3, 1)) if model != "siamese-cnn" else x[..., None]
         inp = keras.Input(shape=x.shape[1:])
-        h, it = inp, iter(names)
+        h, it, kept = inp, iter(names), []
         for tok in spec.split(","):
             m = re.fullmatch(r"conv(\d+)k(\d+)(?:s(\d+))?(?:p(\d+))?", tok)
             if m:
@@ -201,6 +206,10 @@ def tf_keras(model, layers, attrs, weights, x):
                 h = keras.layers.Flatten()(keras.layers.Lambda(lambda t: keras.backend.mean(t, axis=1))(h))
             elif tok in ("relu", "tanh", "sigmoid"):
                 h = keras.layers.Activation(tok)(h)
+            elif tok == "save":
+                kept.append(h)
+            elif tok == "add":
+                h = keras.layers.Add()([h, kept.pop()])
         net = keras.Model(inp, h)
     net.load_weights(weights)
     return net.predict(x, verbose=0), f"Keras {getattr(keras, '__version__', '?')} load_weights"

@@ -46,7 +46,8 @@ class SiameseTower(nn.Module):
 
 class SpecNet(nn.Module):
     """A ctrain sequential CNN (models/seq_cnn.h) from its spec: each layer with weights is the
-    submodule of ctrain's name (conv2d_1, batchnorm_1, dense_1, ...); the others are functions.
+    submodule of ctrain's name (conv2d_1, batchnorm_1, dense_1, ...); the others are functions;
+    save and add are a residual block's skip connection.
     flatten and gaph (mean over H, keeping W) flatten channel-major, as ctrain and PyTorch do."""
 
     def __init__(self, spec, state):
@@ -86,12 +87,20 @@ class SpecNet(nn.Module):
                 self.ops.append(getattr(torch, tok))
             elif tok.startswith("dropout"):
                 pass   # evaluation: none
+            elif tok in ("save", "add"):   # a residual block: forward keeps its input, adds it at its end
+                self.ops.append(tok)
             else:
                 raise ValueError(f"unknown layer {tok}")
 
     def forward(self, x):
+        kept = []
         for op in self.ops:
-            x = getattr(self, op)(x) if isinstance(op, str) else op(x)
+            if op == "save":
+                kept.append(x)
+            elif op == "add":
+                x = x + kept.pop()
+            else:
+                x = getattr(self, op)(x) if isinstance(op, str) else op(x)
         return x
 
 

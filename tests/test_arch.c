@@ -1,7 +1,8 @@
 /* test_arch.c - tests of the CNN architecture spec parser (models/seq_cnn):
  * good specs give the right layers, parameter names and shapes, output sizes,
- * in-place plan and FLOP count; every kind of bad spec fails with CT_EINVAL and
- * a message naming the layer by position and text. */
+ * in-place plan and FLOP count; residual blocks (save ... add) are matched like
+ * parentheses and get their skip gradient buffers; every kind of bad spec fails
+ * with CT_EINVAL and a message naming the layer by position and text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,50 @@ static void test_options(void)
     }
 }
 
+static void test_residual(void)
+{
+    const char *spec = "conv8k3p1,relu,save,conv8k3p1,batchnorm,relu,conv8k3p1,add,relu,maxpool2,"
+                       "save,save,conv8k3p1,add,tanh,add,gap,dense10";
+    t_case("arch/residual blocks: save and add matched like parentheses, shapes, names, in-place plan, skip buffers");
+    seq_cnn m;
+    if (!t_check(ct_seq_cnn_build(&m, spec, 1, 12, 12, 10) == CT_OK, "build: %s", ct_last_error())) return;
+    t_check(m.n == 18 && m.depth == 2, "%d layers, depth %d; want 18, 2", m.n, m.depth);
+    t_check(m.layer[7].kind == SEQ_ADD && m.layer[7].save == 2 && m.layer[7].depth == 0, "first add closes layer %d at depth %d",
+            m.layer[7].save + 1, m.layer[7].depth);
+    t_check(m.layer[13].save == 11 && m.layer[13].depth == 1 && m.layer[11].depth == 1, "the inner add closes layer %d at depth %d",
+            m.layer[13].save + 1, m.layer[13].depth);
+    t_check(m.layer[15].save == 10 && m.layer[15].depth == 0 && m.layer[10].depth == 0, "the outer add closes layer %d at depth %d",
+            m.layer[15].save + 1, m.layer[15].depth);
+    check_out(&m, 2, 8, 12, 12, 0);    /* save: its input, unchanged */
+    check_out(&m, 7, 8, 12, 12, 0);    /* add */
+    check_out(&m, 15, 8, 6, 6, 0);
+    /* names and parameters only for the layers that have them, numbered per kind as before */
+    const char *order[8] = { "conv2d_1/w", "conv2d_1/b", "conv2d_2/w", "conv2d_2/b", "batchnorm_1/gamma", "batchnorm_1/beta",
+                             "conv2d_3/w", "conv2d_3/b" };
+    for (int i = 0; i < 8 && i < m.params.n; i++)
+        t_check(!strcmp(m.params.p[i].name, order[i]), "parameter %d is %s, want %s", i, m.params.p[i].name, order[i]);
+    t_check(m.layer[2].name[0] == 0 && m.layer[7].name[0] == 0, "save and add have no parameters");
+    /* relu before a save runs in place (the save keeps the result), the relu and tanh after an add
+     * too; nothing writes over a kept activation */
+    t_check(m.layer[1].in_place && m.layer[8].in_place && m.layer[14].in_place, "in place: relu %d, relu %d, tanh %d",
+            m.layer[1].in_place, m.layer[8].in_place, m.layer[14].in_place);
+    char buf[4096];
+    ct_seq_cnn_summary(&m, buf, sizeof buf);
+    t_check(strstr(buf, "save") && strstr(buf, "add"), "summary lists save and add:\n%s", buf);
+    if (t_check(ct_seq_cnn_plan(&m, 3) == CT_OK, "plan: %s", ct_last_error()))
+        t_check(m.skip_grad[0] && m.skip_grad[1] && !m.skip_grad[2] && m.skip_grad[0] != m.skip_grad[1]
+                && m.skip_grad[0] != m.grad[0] && m.skip_grad[0] != m.grad[1], "one skip gradient buffer per level");
+    ct_seq_cnn_free(&m);
+
+    t_case("arch/a relu right after a save does not run in place (the save keeps what it would overwrite)");
+    if (t_check(ct_seq_cnn_build(&m, "conv4k3,save,relu,conv4k3p1,add,flatten,dense12,save,dropout0.5,add,dense3", 1, 8, 8, 3) == CT_OK,
+                "build: %s", ct_last_error())) {
+        t_check(!m.layer[2].in_place && !m.layer[8].in_place, "in place: relu %d, dropout %d; want 0 0", m.layer[2].in_place,
+                m.layer[8].in_place);
+        ct_seq_cnn_free(&m);
+    }
+}
+
 /* The spec must fail with CT_EINVAL and a message containing each of the phrases. */
 static void bad(const char *spec, int C, int H, int W, int classes, const char *p1, const char *p2)
 {
@@ -169,11 +214,24 @@ static void test_errors(void)
     bad("", 1, 28, 28, 10, "spec is empty", NULL);
     bad("flatten", 10, 1, 1, 10, "nothing to train", NULL);
     bad("conv8k3,flatten,dense1", 1, 28, 28, 1, "at least 2 classes", NULL);
+    /* residual blocks */
+    bad("conv8k3,save,conv16k3p1,add,flatten,dense10", 1, 28, 28, 10, "layer 4 \"add\": the block from layer 2 \"save\" turns "
+        "8x26x26 feature maps into 16x26x26 feature maps", "same shape");
+    bad("conv8k3,save,conv8k3,add,flatten,dense10", 1, 28, 28, 10, "8x26x26 feature maps into 8x24x24", "same shape");
+    bad("conv8k3,save,flatten,add,dense10", 1, 28, 28, 10, "layer 4 \"add\"", "into 5408 values");
+    bad("conv8k3,add,flatten,dense10", 1, 28, 28, 10, "layer 2 \"add\": no residual block is open", "save");
+    bad("conv8k3,save,conv8k3p1,add,add,flatten,dense10", 1, 28, 28, 10, "layer 5 \"add\": no residual block is open", NULL);
+    bad("conv8k3,save,save,conv8k3p1,add,flatten,dense10", 1, 28, 28, 10, "layer 2 \"save\"", "never closed");
+    bad("conv8k3,save,save,save,save,save,add,add,add,add,add,flatten,dense10", 1, 28, 28, 10, "layer 6 \"save\"",
+        "more than 4 residual blocks open");
+    bad("conv8k3,save2,add,flatten,dense10", 1, 28, 28, 10, "layer 2 \"save2\"", "takes no number");
+    bad("conv8k3,addx,flatten,dense10", 1, 28, 28, 10, "layer 2 \"addx\"", "takes no number");
 }
 
 void suite_arch(void)
 {
     test_default();
     test_options();
+    test_residual();
     test_errors();
 }

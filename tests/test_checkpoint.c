@@ -1507,6 +1507,49 @@ static void case_export(void)
     }
     ct_seq_cnn_free(&c); ct_seq_cnn_free(&c1);
 
+    /* residual blocks: Keras's Add() of the block's input and output, PyTorch's x + block(x) */
+#define XRES_SPEC "conv4k3p1,batchnorm,relu,save,conv4k3p1,batchnorm,relu,conv4k3p1,add,relu,maxpool2,flatten,dense12," \
+                  "save,relu,dense12,add,dense10"
+    t_case("checkpoint/export cnn with residual blocks: torch and Keras's layout compute ctrain's logits");
+    snprintf(args, sizeof args, "train cnn --data synthetic --samples 128 --val-samples 32 --batch 32 --epochs 1 --threads 1 "
+             "--no-progress --arch " XRES_SPEC " --checkpoint %s", ck);
+    rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "training: exit %d: %s", rc, out1);
+    export_both(ck, st, sk);
+    ok = ct_seq_cnn_build(&c, XRES_SPEC, 1, 28, 28, 10) == CT_OK && ct_seq_cnn_build(&c1, XRES_SPEC, 1, 28, 28, 10) == CT_OK
+         && ct_weights_load(ck, "cnn", &c.params, &c.buffers) == CT_OK && ct_seq_cnn_plan(&c, 4) == CT_OK;
+    t_check(ok, "building the model: %s", ct_last_error());
+    if (ok) {
+        static float x[4 * 28 * 28];
+        int labels[4] = { 0, 1, 2, 3 };
+        ct_rng r;
+        ct_rng_seed(&r, 7, 4);
+        t_fill_uniform(x, sizeof x / sizeof x[0], 0, 1, &r);
+        ct_seq_cnn_forward(&c, x, labels, 4, 0, NULL, NULL);
+        size_t dx[4] = { 4, 1, 28, 28 }, dl[2] = { 4, 10 };
+        run_export_checks("cnn", st, sk, io, x, 4, dx, c.logits, 2, dl);
+        check_flatten_rows(sk, &c.params, 4, 14, 14);
+        t_case("checkpoint/import --format torch|keras reads the exports back (cnn with residual blocks, exact)");
+        check_round_trips("cnn", st, sk, &c.params, &c.buffers, &c1.params, &c1.buffers);
+    }
+    ct_seq_cnn_free(&c); ct_seq_cnn_free(&c1);
+
+    /* a block that keeps a flattened map: Keras's channels-last Flatten would add it in another order */
+#define XRESF_SPEC "conv4k3,maxpool2,flatten,save,batchnorm,add,dense10"
+    t_case("checkpoint/export cnn: a residual block over a flattened map goes to PyTorch, and Keras is refused in one line");
+    snprintf(args, sizeof args, "train cnn --data synthetic --samples 64 --val-samples 32 --batch 32 --epochs 1 --threads 1 "
+             "--no-progress --arch " XRESF_SPEC " --checkpoint %s", ck);
+    rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "training: exit %d: %s", rc, out1);
+    snprintf(args, sizeof args, "export --format torch %s --out %s", ck, st);
+    rc = run(args, out1, sizeof out1);
+    t_check(rc == 0, "export torch: exit %d: %s", rc, out1);
+    snprintf(args, sizeof args, "export --format keras %s --out %s", ck, sk2);
+    rc = run(args, out1, sizeof out1);
+    t_check(rc == 1 && strstr(out1, "layer 4 \"save\"") && strstr(out1, "--format torch")
+            && (!strchr(out1, '\n') || !strchr(out1, '\n')[1]),
+            "export keras must fail in one line naming the save and --format torch (exit %d): %s", rc, out1);
+
 #define XSCNN_SPEC "conv4k3p1,batchnorm,relu,maxpool2,conv6k3p1,relu,gaph,dense5"
     t_case("checkpoint/export siamese-cnn: the tower in torch and in Keras's layout (gaph then Flatten) computes ctrain's embeddings");
     snprintf(args, sizeof args, "train siamese-cnn --speakers 12 --utts 4 --pairs 64 --val-pairs 32 --batch 16 --frames 16 --mels 8 "

@@ -4,8 +4,9 @@
  *     statistics, and every parameter after one Adam step, for two networks that
  *     together cover conv with stride and padding, relu, tanh, sigmoid, maxpool,
  *     batchnorm, dropout (with the reference's masks), flatten, gap, dense and
- *     softmax cross-entropy;
- *   - a finite-difference check of d loss / d every parameter of both networks;
+ *     softmax cross-entropy, and a third with residual blocks (save ... add: two
+ *     in a row, nested, on flat vectors);
+ *   - a finite-difference check of d loss / d every parameter of the three networks;
  *   - train and eval modes: eval is deterministic and uses no dropout, smaller
  *     batches than planned work;
  *   - a short training run of the default `cnn` architecture on 2,000
@@ -38,6 +39,12 @@
 
 #define SPEC_MAIN "conv4k3s2p1,relu,batchnorm,conv6k3p1,relu,maxpool2,dropout0.3,flatten,dense12,tanh,dropout0.5,dense5"
 #define SPEC_GAP  "conv3k2,sigmoid,batchnorm,conv5k3s2p2,tanh,gap,dense4"
+/* A block of two convolutions whose add is followed by a relu (which runs after the next
+ * maxpool), two blocks opened at one point and nested, and a block on flat vectors whose
+ * relu, right after the save, cannot run in place. Smooth activations before each
+ * batchnorm: a relu there puts many kinks within the finite-difference step. */
+#define SPEC_RES  "conv4k3p1,tanh,batchnorm,save,conv4k3p1,tanh,batchnorm,conv4k3p1,add,relu,maxpool2," \
+                  "save,save,conv4k3p1,tanh,add,conv4k3p1,sigmoid,add,flatten,dense12,save,relu,dense12,dropout0.3,add,dense5"
 
 static size_t numel_of(const ct_param *p) { return p->numel; }
 
@@ -311,8 +318,10 @@ void suite_cnn(void)
 {
     parity("cnn_step.h5", SPEC_MAIN, 4, 2, 10, 9, 5);
     parity("cnn_step_gap.h5", SPEC_GAP, 3, 3, 7, 8, 4);
+    parity("cnn_step_res.h5", SPEC_RES, 4, 2, 8, 8, 5);
     gradcheck(SPEC_MAIN, 4, 2, 10, 9, 5, 21);
     gradcheck(SPEC_GAP, 3, 3, 7, 8, 4, 22);
+    gradcheck(SPEC_RES, 4, 2, 8, 8, 5, 23);
     modes();
     relu_after_pool();
     train_fashion();

@@ -444,6 +444,26 @@ static void case_activation(const ct_ops *ops, ct_rng *r, t_outs *o)
     free(x); free(dout);
 }
 
+/* out = a + b, and its backward pass accumulating into gradients that already hold values */
+static void case_add(const ct_ops *ops, ct_rng *r, t_outs *o)
+{
+    const size_t n = 1000;
+    float *a = rnd(n, -2, 2, r), *b = rnd(n, -2, 2, r), *dout = rnd(n, -1, 1, r), *da = rnd(n, -1, 1, r), *db = rnd(n, -1, 1, r);
+    float *ga = dput(ops, a, n), *gb = dput(ops, b, n), *gd = dput(ops, dout, n), *gda = dput(ops, da, n), *gdb = dput(ops, db, n);
+    float *gy = dnan(ops, n);
+    ops->add_forward(gy, ga, gb, n);
+    keep(o, "add forward", ops, gy, n, 1e-6);
+    ops->add_forward(ga, ga, gb, n);   /* in place */
+    keep(o, "add forward in place", ops, ga, n, 1e-6);
+    ops->add_backward(gda, gdb, gd, n);
+    ops->add_backward(NULL, gdb, gd, n);
+    keep(o, "add backward da += dout", ops, gda, n, 1e-6);
+    keep(o, "add backward db += dout twice", ops, gdb, n, 1e-6);
+    void *dv[] = { ga, gb, gd, gda, gdb, gy };
+    for (size_t i = 0; i < 6; i++) dfree(ops, dv[i]);
+    free(a); free(b); free(dout); free(da); free(db);
+}
+
 static void case_pair(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
     const int B = 6, D = 37;
@@ -905,12 +925,12 @@ static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
 }
 
 /* The classifier with dropout: both devices apply the same masks (seq_cnn.given_masks). */
+static const char *cnn_case_spec;   /* on 2x10x9 images, 5 classes */
 static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
 {
     const int N = 6, C = 5;
     static seq_cnn m;
-    CT_ASSERT(ct_seq_cnn_build(&m, "conv4k3,relu,conv6k3p1,batchnorm,relu,maxpool2,dropout0.25,flatten,dense12,tanh,dropout0.5,dense5",
-                            2, 10, 9, C) == CT_OK);
+    CT_ASSERT(ct_seq_cnn_build(&m, cnn_case_spec, 2, 10, 9, C) == CT_OK);
     ct_seq_cnn_init_weights(&m, r);
     ct_status st = ct_seq_cnn_set_device(&m, ops);
     if (st == CT_OK) st = ct_seq_cnn_plan(&m, N + 2);
@@ -1087,11 +1107,11 @@ static void gpu_resume_across_devices(void)
 /* ---- which cases run ---- */
 
 static const char *const gpu_cases[] = {
-    "dense", "activation", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
+    "dense", "activation", "add", "pair", "loss", "ct_dropout_apply", "optim", "clip_grad_norm", "pool", "batchnorm",
     "batchnorm_synced", "batchnorm_synced_2500_channels", "batchnorm_channel_split_large_maps",
     "batchnorm_channel_split_small_maps", "batchnorm_1500_channels", "conv2d_im2col", "conv2d_winograd_shape", "lstm_fallback_layout", "lstm_stacked_masked", "lstm_T100", "lstm_T100_full_length",
     "lstm_smaller_batch_and_steps", "lstm_return_sequence", "lstm_return_mean", "lstm_batch1_T1", "memory_and_ring",
-    "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "dropout_masks", "dropout_masks of a part of a batch = the whole batch's", "refusals",
+    "siamese_lstm_step_last", "siamese_lstm_step_mean", "siamese_cnn_step", "cnn_step", "cnn_step_residual", "dropout_masks", "dropout_masks of a part of a batch = the whole batch's", "refusals",
     "deterministic/conv2d_im2col", "deterministic/cnn_step", "tf32/dense", "tf32/conv2d_im2col", "tf32/lstm_T100",
     "tf32/siamese_cnn_step", "resume_across_devices",
 };
@@ -1121,6 +1141,7 @@ static void run_gpu_cases(const ct_ops *gpu)
     printf("  %s\n", line);
     compare("dense", case_dense, gpu, 1);
     compare("activation", case_activation, gpu, 2);
+    compare("add", case_add, gpu, 36);
     compare("pair", case_pair, gpu, 3);
     compare("loss", case_loss, gpu, 4);
     compare("ct_dropout_apply", case_dropout_apply, gpu, 5);
@@ -1171,7 +1192,12 @@ static void run_gpu_cases(const ct_ops *gpu)
     scnn_cfg.n_mels = 10; scnn_cfg.frames = 16; scnn_cfg.embed = 0;
     snprintf(scnn_cfg.spec, sizeof scnn_cfg.spec, "conv4k3p1,batchnorm,relu,maxpool2,conv8k3p1,batchnorm,relu,gaph,dense6");
     compare("siamese_cnn_step", case_siamese_cnn, gpu, 32);
+    cnn_case_spec = "conv4k3,relu,conv6k3p1,batchnorm,relu,maxpool2,dropout0.25,flatten,dense12,tanh,dropout0.5,dense5";
     compare("cnn_step", case_cnn, gpu, 33);
+    cnn_case_spec = "conv4k3p1,relu,batchnorm,save,conv4k3p1,tanh,batchnorm,conv4k3p1,add,relu,maxpool2,save,conv4k3p1,tanh,add,"
+                    "flatten,dense12,save,relu,dense12,dropout0.5,add,dense5";   /* residual blocks: the skip buffers */
+    compare("cnn_step_residual", case_cnn, gpu, 35);
+    cnn_case_spec = "conv4k3,relu,conv6k3p1,batchnorm,relu,maxpool2,dropout0.25,flatten,dense12,tanh,dropout0.5,dense5";
     ct_rng r;
     ct_rng_seed(&r, 34, 77);
     gpu_dropout_masks(gpu, &r);

@@ -40,6 +40,17 @@ static ct_map *add_param(ct_layout *out, ct_format format, const seq_layer *l, c
     return ct_layout_add(out, NULL, NULL, name, p ? param : NULL, keras_op == CT_MAP_COUNTER ? CT_MAP_COUNTER : CT_MAP_COPY);
 }
 
+/* Keras's rearrangement of each kind of weight: [map][0] on feature maps or a vector of
+ * its own, [map][1] on a flattened map (whose order Keras, channels-last, changes). */
+static const ct_map_op KERAS_OP[][2] = {
+    [SEQ_EXPORT_COPY]    = { CT_MAP_COPY, CT_MAP_COPY },
+    [SEQ_EXPORT_CONV]    = { CT_MAP_CONV, CT_MAP_CONV },
+    [SEQ_EXPORT_DENSE]   = { CT_MAP_T, CT_MAP_FLAT_T },
+    [SEQ_EXPORT_FEATURE] = { CT_MAP_COPY, CT_MAP_FLAT },
+    [SEQ_EXPORT_COUNTER] = { CT_MAP_COUNTER, CT_MAP_COUNTER },
+};
+
+/* Every layer's weights as its kind's row describes them (models/seq_cnn.h: seq_export). */
 ct_status ct_layout_seq_cnn(const seq_cnn *m, ct_format format, const char *const (*torch_names)[2], ct_layout *out)
 {
     /* The flat vector a dense or batchnorm layer reads is the channel-major flatten of the
@@ -47,46 +58,25 @@ ct_status ct_layout_seq_cnn(const seq_cnn *m, ct_format format, const char *cons
     int flat = 0, fc = 0, fh = 0, fw = 0;
     for (int i = 0; i < m->n; i++) {
         const seq_layer *l = &m->layer[i];
+        const seq_export *x = &ct_seq_kinds[l->kind].layout;
         const char *module = torch_module(l->name, torch_names);
+        if (x->keeps && flat && fh * fw > 1 && format == CT_FORMAT_KERAS)
+            return ct_fail(CT_EINVAL, "spec layer %d \"%s\": Keras cannot hold this residual block: it keeps a flattened map, whose "
+                           "order Keras's Flatten changes; export it with --format torch", i + 1, l->text);
         char kl[64];
-        ct_map *e[5] = { NULL };
-        int ne = 0;
-        switch (l->kind) {
-        case SEQ_FLATTEN: flat = 1; fc = l->in_c; fh = l->in_h; fw = l->in_w; break;
-        case SEQ_GAPH:    flat = 1; fc = l->in_c; fh = 1; fw = l->in_w; break;
-        case SEQ_GAP:     flat = 0; break;
-        case SEQ_CONV:
-            e[ne++] = add_param(out, format, l, l->name, "Conv2D", module, "kernel:0", "weight", "w", CT_MAP_CONV);
-            e[ne++] = add_param(out, format, l, l->name, "Conv2D", module, "bias:0", "bias", "b", CT_MAP_COPY);
-            break;
-        case SEQ_DENSE: {
-            ct_map_op op = flat ? CT_MAP_FLAT_T : CT_MAP_T;
-            e[ne++] = add_param(out, format, l, l->name, "Dense", module, "kernel:0", "weight", "w", op);
-            e[ne++] = add_param(out, format, l, l->name, "Dense", module, "bias:0", "bias", "b", CT_MAP_COPY);
-            flat = 0;
-            break;
+        snprintf(kl, sizeof kl, "%.40s_%d", x->keras_prefix ? x->keras_prefix : "", l->number);
+        for (int k = 0; k < (int)(sizeof x->w / sizeof x->w[0]) && x->w[k].torch; k++) {
+            const seq_export_weight *wt = &x->w[k];
+            if (!wt->keras && format == CT_FORMAT_KERAS) continue;   /* PyTorch's alone */
+            ct_map_op op = KERAS_OP[wt->map][flat && l->flat_in];
+            ct_map *e = add_param(out, format, l, kl, wt->keras ? x->keras_class : NULL, module, wt->keras, wt->torch, wt->param, op);
+            if (!e) return CT_EINVAL;
+            e->buffer = wt->buffer;
+            e->c = fc; e->h = fh; e->w = fw;
         }
-        case SEQ_BATCHNORM: {
-            ct_map_op op = l->flat_in && flat ? CT_MAP_FLAT : CT_MAP_COPY;
-            int k = 0;
-            sscanf(l->name, "batchnorm_%d", &k);
-            snprintf(kl, sizeof kl, "batch_normalization_%d", k);
-            e[ne++] = add_param(out, format, l, kl, "BatchNormalization", module, "gamma:0", "weight", "gamma", op);
-            e[ne++] = add_param(out, format, l, kl, "BatchNormalization", module, "beta:0", "bias", "beta", op);
-            e[ne++] = add_param(out, format, l, kl, "BatchNormalization", module, "moving_mean:0", "running_mean", "running_mean", op);
-            e[ne++] = add_param(out, format, l, kl, "BatchNormalization", module, "moving_variance:0", "running_var", "running_var", op);
-            if (e[2]) e[2]->buffer = 1;
-            if (e[3]) e[3]->buffer = 1;
-            if (format == CT_FORMAT_TORCH)
-                e[ne++] = add_param(out, format, l, kl, NULL, module, NULL, "num_batches_tracked", NULL, CT_MAP_COUNTER);
-            break;
-        }
-        default: break;
-        }
-        for (int k = 0; k < ne; k++) {
-            if (!e[k]) return CT_EINVAL;
-            e[k]->c = fc; e[k]->h = fh; e[k]->w = fw;
-        }
+        if (x->view == SEQ_VIEW_FLATTEN) { flat = 1; fc = l->in_c; fh = l->in_h; fw = l->in_w; }
+        else if (x->view == SEQ_VIEW_FLATTEN_W) { flat = 1; fc = l->in_c; fh = 1; fw = l->in_w; }
+        else if (x->view == SEQ_VIEW_END) flat = 0;
     }
     return CT_OK;
 }

@@ -31,8 +31,9 @@ static const ct_opt OPTS[] = {
       CNN_DATA_HELP ",\nor synthetic (1x28x28 images of 10 classes generated from --seed)" },
     { CT_OPT_STR, "--arch", "SPEC", offsetof(cnn_cfg, arch), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME | CT_CMD_EXPORT | CT_CMD_IMPORT,
       "layers separated by commas (default: the Keras mnist_cnn architecture)\n" SEQ_CNN_DEFAULT_SPEC "\n"
-      "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap flatten dropoutP batchnorm\nrelu tanh sigmoid; the last layer must output "
-      "one value per class" },
+      "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP batchnorm\nrelu tanh sigmoid save add; the last "
+      "layer must output one value per class;\na residual block is save,...,add: add sums its input and what save kept\n(the same "
+      "shape; blocks nest), e.g. save,conv16k3p1,batchnorm,relu,conv16k3p1,add" },
     { CT_OPT_INT, "--samples", "N", offsetof(cnn_cfg, img.samples), 0, 1, 1 << 30, NULL, CT_CMD_TRAIN,
       "use the first N training images (default: all)" },
     { CT_OPT_INT, "--val-samples", "N", offsetof(cnn_cfg, img.val_samples), 0, 0, 1 << 30, NULL, CT_CMD_TRAIN,

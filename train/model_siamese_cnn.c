@@ -23,8 +23,8 @@ static const ct_opt OPTS[] = {
     { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
     { CT_OPT_STR, "--arch", "SPEC", offsetof(scnn_cfg, arch), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME | CT_CMD_IMPORT,
       "the tower, layers separated by commas (models/seq_cnn.h); default\n" SIAMESE_CNN_DEFAULT_SPEC "\n"
-      "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP\nbatchnorm relu tanh sigmoid; gaph = mean over time; "
-      "the last layer's\noutput is the embedding" },
+      "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP\nbatchnorm relu tanh sigmoid save add; gaph = mean over time; "
+      "the last layer's\noutput is the embedding; save,...,add is a residual block (add sums its input\nand what save kept)" },
     { CT_OPT_INT, "--mels", "N", offsetof(scnn_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "features per frame" },
     { CT_OPT_INT, "--frames", "N", offsetof(scnn_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT,
       "frames per utterance crop (default 100 = 1 s)" },

@@ -7,6 +7,8 @@ Files written (tests/golden/), one per network:
   cnn_step.h5      conv4k3s2p1,relu,batchnorm,conv6k3p1,relu,maxpool2,dropout0.3,flatten,
                    dense12,tanh,dropout0.5,dense5   on x [4, 2, 10, 9], 5 classes
   cnn_step_gap.h5  conv3k2,sigmoid,batchnorm,conv5k3s2p2,tanh,gap,dense4   on x [3, 3, 7, 8], 4 classes
+  cnn_step_res.h5  residual blocks (save ... add): SPEC_RES below, on x [4, 2, 8, 8], 5 classes; two
+                   blocks in a row, one nested in another, one on flat vectors with dropout inside
 
 Datasets: x, labels, init/<param> (weights set from a seeded generator),
 mask/L<i> (the inverted-dropout mask of layer i, 0-based, values 0 or 1/(1-p)),
@@ -28,6 +30,12 @@ import torch.nn.functional as F
 from common import rand, save
 
 LR = 0.01
+
+# Residual blocks: a block of two convolutions (its add followed by a relu that runs after the
+# next maxpool), two blocks opened at one point and nested, and a block on flat vectors whose
+# relu right after the save cannot run in place, with dropout inside.
+SPEC_RES = ("conv4k3p1,tanh,batchnorm,save,conv4k3p1,tanh,batchnorm,conv4k3p1,add,relu,maxpool2,"
+            "save,save,conv4k3p1,tanh,add,conv4k3p1,sigmoid,add,flatten,dense12,save,relu,dense12,dropout0.3,add,dense5")
 
 
 def parse(spec, C, H, W):
@@ -95,7 +103,7 @@ def init_params(gen, layers):
 
 def forward(layers, P, buffers, x, masks):
     """The layer stack in training mode (batch statistics; updates buffers in place)."""
-    h = x
+    h, kept = x, []
     for i, L in enumerate(layers):
         k = L["kind"]
         if k == "conv":
@@ -121,6 +129,10 @@ def forward(layers, P, buffers, x, masks):
             h = torch.tanh(h)
         elif k == "sigmoid":
             h = torch.sigmoid(h)
+        elif k == "save":   # a residual block opens: keep its input
+            kept.append(h)
+        elif k == "add":    # the innermost open block closes: add what its save kept
+            h = h + kept.pop()
     return h
 
 
@@ -166,3 +178,4 @@ if __name__ == "__main__":
     make("cnn_step", "conv4k3s2p1,relu,batchnorm,conv6k3p1,relu,maxpool2,dropout0.3,flatten,"
          "dense12,tanh,dropout0.5,dense5", 4, 2, 10, 9, 5, seed=11)
     make("cnn_step_gap", "conv3k2,sigmoid,batchnorm,conv5k3s2p2,tanh,gap,dense4", 3, 3, 7, 8, 4, seed=12)
+    make("cnn_step_res", SPEC_RES, 4, 2, 8, 8, 5, seed=13)

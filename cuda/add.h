@@ -1,0 +1,17 @@
+/* cuda/add.h - the GPU twin of layers/add.h: out = a + b, and its backward pass
+ * da += dout, db += dout (each skipped when NULL), the join of a residual block. */
+#ifndef CT_CUDA_ADD_H
+#define CT_CUDA_ADD_H
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void ct_add_forward_gpu(float *out, const float *a, const float *b, size_t n);
+void ct_add_backward_gpu(float *da, float *db, const float *dout, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
