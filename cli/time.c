@@ -258,10 +258,7 @@ static int parse_one(ct_args *a, void *ctx, ct_status *st)
         || cli_opt_parse(a, p->w->d->opts, CT_CMD_TIME, p->w->cfg, &p->given, st);
 }
 
-static const cli_bool_key TIME_BOOLS[] = {
-    { "per-layer", "--per-layer", NULL }, { "verbose", "--verbose", NULL }, { "tf32", "--tf32", NULL },
-    { "deterministic", "--deterministic", NULL }, { NULL, NULL, NULL }
-};
+static const cli_bool_key TIME_BOOLS[] = { { "--per-layer", NULL }, { "--verbose", NULL }, { NULL, NULL } };
 
 static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv, int *help)
 {
@@ -269,7 +266,8 @@ static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv,
     time_parse p = { .o = o, .w = w };
     const char *config = NULL;
     ct_status st = cli_config_find(argc, argv, &config);
-    if (st == CT_OK && config) st = cli_config_apply(config, "time", w->d->name, parse_one, &p, TIME_BOOLS);
+    const ct_opt *const tables[] = { w->d->opts, ct_train_opt_table, NULL };   /* the model's keys, and tf32, deterministic */
+    if (st == CT_OK && config) st = cli_config_apply(config, "time", w->d->name, parse_one, &p, tables, TIME_BOOLS);
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { *help = 1; return CT_OK; }
         if (ct_args_end(&a)) continue;

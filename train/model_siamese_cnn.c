@@ -20,26 +20,26 @@ typedef struct {
 typedef struct { int mels; } scnn_eval_flags;
 
 static const ct_opt OPTS[] = {
-    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
+    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE },
     { CT_OPT_STR, "--arch", "SPEC", offsetof(scnn_cfg, arch), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME | CT_CMD_IMPORT,
       "the tower, layers separated by commas (models/seq_cnn.h); default\n" SIAMESE_CNN_DEFAULT_SPEC "\n"
       "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP\nbatchnorm relu tanh sigmoid; gaph = mean over time; "
-      "the last layer's\noutput is the embedding" },
-    { CT_OPT_INT, "--mels", "N", offsetof(scnn_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "features per frame" },
+      "the last layer's\noutput is the embedding", .store = CT_IN_CONFIG },
+    { CT_OPT_INT, "--mels", "N", offsetof(scnn_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "features per frame", .key = "n_mels", .store = CT_IN_CONFIG },
     { CT_OPT_INT, "--frames", "N", offsetof(scnn_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT,
-      "frames per utterance crop (default 100 = 1 s)" },
+      "frames per utterance crop (default 100 = 1 s)", .store = CT_IN_CONFIG },
     { CT_OPT_INT, "--embed", "N", offsetof(scnn_cfg, embed), 0, 1, 65536, NULL, CT_CMD_TRAIN,
-      "embedding size: the default spec's last dense layer (default 64); with\n--arch it must equal the spec's output" },
-    { CT_OPT_FLOAT, "--margin", "X", offsetof(scnn_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin" },
+      "embedding size: the default spec's last dense layer (default 64); with\n--arch it must equal the spec's output", .store = CT_IN_CONFIG },
+    { CT_OPT_FLOAT, "--margin", "X", offsetof(scnn_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin", .store = CT_IN_CONFIG },
     CT_SPEAKER_OPTS(scnn_cfg, data),
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static const ct_opt EVAL_OPTS[] = {
     { CT_OPT_INT, "--mels", "N", offsetof(scnn_eval_flags, mels), 0, 1, 4096, NULL, 0,
       "features per frame (default: the weights file's, or the store's for files\nwritten by an older ctrain); a store made with "
-      "other feature settings than\nthe model's training data is refused" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+      "other feature settings than\nthe model's training data is refused", .store = CT_IN_NONE },
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static void defaults(void *vc)
@@ -84,15 +84,14 @@ static ct_status from_meta(void *vc, const ct_ckpt_meta *meta, const char *path)
 {
     scnn_cfg *c = vc;
     CT_TRY(recorded(c, path, &meta->model_cfg, 0));
-    ct_speaker_opts_from_meta(&c->data, &meta->train_cfg);
-    return CT_OK;
+    return ct_opts_from_kv(OPTS, CT_IN_TRAINING, c, &meta->train_cfg, path);
 }
 
 static void describe(const void *vc, const void *net, ct_kv *kv) { ct_model_desc_cnn(kv, &((const siamese_cnn *)net)->cfg); }
 
 static ct_status data_to_meta(const void *vc, const ct_model_data *d, ct_ckpt_meta *meta)
 {
-    return ct_speaker_to_meta(&((const scnn_cfg *)vc)->data, d, meta);
+    return ct_speaker_to_meta(OPTS, vc, d, meta);
 }
 
 static void set_counts(void *vc, long n_train, long n_val)

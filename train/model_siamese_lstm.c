@@ -23,33 +23,39 @@ typedef struct {
     int recurrent, pool;
 } lstm_eval_flags;
 
+/* The model's options are kept in a run's configuration and with the model (a checkpoint's and
+ * a weights file's root attributes: what eval rebuilds the model from, train/model_desc.h). */
+#define LSTM_KEPT (CT_IN_CONFIG | CT_IN_MODEL)
+
 static const ct_opt OPTS[] = {
-    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
-    { CT_OPT_INT, "--mels", "N", offsetof(lstm_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "features per frame" },
-    { CT_OPT_INT, "--frames", "N", offsetof(lstm_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN, "frames per utterance crop (default 100 = 1 s)" },
-    { CT_OPT_INT, "--hidden", "N", offsetof(lstm_cfg, m.hidden), 0, 1, 65536, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "LSTM units" },
-    { CT_OPT_INT, "--layers", "N", offsetof(lstm_cfg, m.layers), 0, 1, LSTM_MAX_LAYERS, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "stacked LSTM layers" },
-    { CT_OPT_INT, "--embed", "N", offsetof(lstm_cfg, m.embed), 0, 1, 65536, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "embedding size" },
-    { CT_OPT_FLOAT, "--margin", "X", offsetof(lstm_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin" },
+    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE },
+    { CT_OPT_INT, "--mels", "N", offsetof(lstm_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "features per frame", .key = "n_mels", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--frames", "N", offsetof(lstm_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN, "frames per utterance crop (default 100 = 1 s)", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--hidden", "N", offsetof(lstm_cfg, m.hidden), 0, 1, 65536, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "LSTM units", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--layers", "N", offsetof(lstm_cfg, m.layers), 0, 1, LSTM_MAX_LAYERS, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "stacked LSTM layers", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--embed", "N", offsetof(lstm_cfg, m.embed), 0, 1, 65536, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "embedding size", .store = LSTM_KEPT },
+    { CT_OPT_FLOAT, "--margin", "X", offsetof(lstm_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin", .store = LSTM_KEPT },
     { CT_OPT_CHOICE, "--recurrent", "NAME", offsetof(lstm_cfg, m.recurrent), 0, 0, 0, ct_lstm_recurrent_choices,
-      CT_CMD_TRAIN | CT_CMD_IMPORT, "sigmoid or hard_sigmoid gate activation" },
+      CT_CMD_TRAIN | CT_CMD_IMPORT, "sigmoid or hard_sigmoid gate activation", .store = LSTM_KEPT },
     { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_cfg, m.pool), 0, 0, 0, ct_lstm_pool_choices, CT_CMD_TRAIN | CT_CMD_IMPORT,
       "mean: the LSTM's mean over the utterance's frames feeds the embedding\n(default); last: its last hidden state (the seed's model, far weaker:\n"
-      "see the README); import: a file that does not record it takes last" },
+      "see the README); import: a file that does not record it takes last", .store = LSTM_KEPT },
+    /* recorded with the model, set by no flag: the distance below which a pair is called "same" */
+    { CT_OPT_FLOAT, NULL, "X", offsetof(lstm_cfg, m.threshold), 0, 0, 1e9, NULL, 0, NULL, .key = "threshold", .store = CT_IN_MODEL },
     CT_SPEAKER_OPTS(lstm_cfg, data),
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static const ct_opt EVAL_OPTS[] = {
-    { CT_OPT_INT, "--mels", "N", offsetof(lstm_eval_flags, fl.mels), 0, 1, 4096, NULL, 0, "features per frame (default: the feature store's)" },
-    { CT_OPT_INT, "--hidden", "N", offsetof(lstm_eval_flags, fl.hidden), 0, 1, 65536, NULL, 0, "LSTM units (default 128)" },
-    { CT_OPT_INT, "--layers", "N", offsetof(lstm_eval_flags, fl.layers), 0, 1, LSTM_MAX_LAYERS, NULL, 0, "stacked LSTM layers (default 1)" },
-    { CT_OPT_INT, "--embed", "N", offsetof(lstm_eval_flags, fl.embed), 0, 1, 65536, NULL, 0, "embedding size (default 64)" },
+    { CT_OPT_INT, "--mels", "N", offsetof(lstm_eval_flags, fl.mels), 0, 1, 4096, NULL, 0, "features per frame (default: the feature store's)", .store = CT_IN_NONE },
+    { CT_OPT_INT, "--hidden", "N", offsetof(lstm_eval_flags, fl.hidden), 0, 1, 65536, NULL, 0, "LSTM units (default 128)", .store = CT_IN_NONE },
+    { CT_OPT_INT, "--layers", "N", offsetof(lstm_eval_flags, fl.layers), 0, 1, LSTM_MAX_LAYERS, NULL, 0, "stacked LSTM layers (default 1)", .store = CT_IN_NONE },
+    { CT_OPT_INT, "--embed", "N", offsetof(lstm_eval_flags, fl.embed), 0, 1, 65536, NULL, 0, "embedding size (default 64)", .store = CT_IN_NONE },
     { CT_OPT_CHOICE, "--recurrent", "NAME", offsetof(lstm_eval_flags, recurrent), 0, 0, 0, ct_lstm_recurrent_choices, 0,
-      "sigmoid or hard_sigmoid gate activation (default sigmoid)" },
+      "sigmoid or hard_sigmoid gate activation (default sigmoid)", .store = CT_IN_NONE },
     { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_eval_flags, pool), 0, 0, 0, ct_lstm_pool_choices, 0,
-      "last or mean (default last: files without it were trained so; `ctrain train`\ndefaults to mean, and last is the seed's model, the one `ctrain time` times)" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+      "last or mean (default last: files without it were trained so; `ctrain train`\ndefaults to mean, and last is the seed's model, the one `ctrain time` times)", .store = CT_IN_NONE },
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static void defaults(void *vc)
@@ -75,20 +81,19 @@ static ct_status finish(void *vc, int checkpointing) { return ct_speaker_opts_ch
 static ct_status from_meta(void *vc, const ct_ckpt_meta *meta, const char *path)
 {
     lstm_cfg *c = vc;
-    static model_desc d;
-    model_desc_lstm_flags none = { 0 };
-    ct_speaker_desc_of(&d, path, &meta->model_cfg);
-    /* what the checkpoint does not record takes the defaults; pool: last, as such checkpoints were trained */
-    CT_TRY(ct_model_desc_lstm_config(&d, &none, c->m.n_mels, &c->m));
-    ct_speaker_opts_from_meta(&c->data, &meta->train_cfg);
-    return CT_OK;
+    int n_mels = c->m.n_mels;
+    /* what the checkpoint does not record takes the seed model's defaults; pool: last, as such checkpoints were trained */
+    c->m = ct_siamese_lstm_defaults();
+    c->m.n_mels = n_mels;
+    CT_TRY(ct_opts_from_kv(OPTS, CT_IN_MODEL, c, &meta->model_cfg, path));
+    return ct_opts_from_kv(OPTS, CT_IN_TRAINING, c, &meta->train_cfg, path);
 }
 
-static void describe(const void *vc, const void *net, ct_kv *kv) { ct_model_desc_lstm(kv, &((const lstm_cfg *)vc)->m); }
+static void describe(const void *vc, const void *net, ct_kv *kv) { ct_opts_to_kv(OPTS, CT_IN_MODEL, vc, kv); }
 
 static ct_status data_to_meta(const void *vc, const ct_model_data *d, ct_ckpt_meta *meta)
 {
-    return ct_speaker_to_meta(&((const lstm_cfg *)vc)->data, d, meta);
+    return ct_speaker_to_meta(OPTS, vc, d, meta);
 }
 
 static void set_counts(void *vc, long n_train, long n_val)

@@ -17,18 +17,18 @@ typedef struct {
 } small_cfg;
 
 static const ct_opt OPTS[] = {
-    { CT_OPT_HEADING, "model and data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
+    { CT_OPT_HEADING, "model and data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE },
     { CT_OPT_SQUARE, "--size", "N", offsetof(small_cfg, m.height), offsetof(small_cfg, m.width), 4, 4096, NULL,
-      CT_CMD_TRAIN | CT_CMD_EXPORT | CT_CMD_IMPORT, "image height and width" },
-    { CT_OPT_INT, "--filters", "N", offsetof(small_cfg, m.filters), 0, 1, 4096, NULL, CT_CMD_TRAIN, "convolution filters" },
-    { CT_OPT_INT, "--kernel", "N", offsetof(small_cfg, m.kernel), 0, 1, 31, NULL, CT_CMD_TRAIN, "odd kernel size" },
-    { CT_OPT_INT, "--classes", "N", offsetof(small_cfg, m.classes), 0, 2, 1000, NULL, CT_CMD_TRAIN, "classes" },
-    { CT_OPT_FLOAT, "--dropout", "P", offsetof(small_cfg, m.dropout), 0, 0, 0.99, NULL, CT_CMD_TRAIN, "dropout before the dense layer" },
-    { CT_OPT_INT, "--samples", "N", offsetof(small_cfg, img.samples), 0, 1, 10000000, NULL, CT_CMD_TRAIN, "training images" },
-    { CT_OPT_INT, "--val-samples", "N", offsetof(small_cfg, img.val_samples), 0, 0, 10000000, NULL, CT_CMD_TRAIN, "validation images" },
-    { CT_OPT_FLOAT, "--noise", "X", offsetof(small_cfg, img.noise), 0, 0, 100, NULL, CT_CMD_TRAIN, "noise amplitude" },
-    { CT_OPT_NOTE, "--data", "synthetic", 0, 0, 0, 0, NULL, CT_CMD_TRAIN, "images generated from --seed (the only data)" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+      CT_CMD_TRAIN | CT_CMD_EXPORT | CT_CMD_IMPORT, "image height and width", .store = CT_IN_CONFIG },
+    { CT_OPT_INT, "--filters", "N", offsetof(small_cfg, m.filters), 0, 1, 4096, NULL, CT_CMD_TRAIN, "convolution filters", .store = CT_IN_CONFIG },
+    { CT_OPT_INT, "--kernel", "N", offsetof(small_cfg, m.kernel), 0, 1, 31, NULL, CT_CMD_TRAIN, "odd kernel size", .store = CT_IN_CONFIG },
+    { CT_OPT_INT, "--classes", "N", offsetof(small_cfg, m.classes), 0, 2, 1000, NULL, CT_CMD_TRAIN, "classes", .store = CT_IN_CONFIG },
+    { CT_OPT_FLOAT, "--dropout", "P", offsetof(small_cfg, m.dropout), 0, 0, 0.99, NULL, CT_CMD_TRAIN, "dropout before the dense layer", .store = CT_IN_CONFIG },
+    { CT_OPT_INT, "--samples", "N", offsetof(small_cfg, img.samples), 0, 1, 10000000, NULL, CT_CMD_TRAIN, "training images", .store = CT_IN_CONFIG },
+    { CT_OPT_INT, "--val-samples", "N", offsetof(small_cfg, img.val_samples), 0, 0, 10000000, NULL, CT_CMD_TRAIN, "validation images", .store = CT_IN_CONFIG },
+    { CT_OPT_FLOAT, "--noise", "X", offsetof(small_cfg, img.noise), 0, 0, 100, NULL, CT_CMD_TRAIN, "noise amplitude", .store = CT_IN_CONFIG },
+    { CT_OPT_NOTE, "--data", "synthetic", 0, 0, 0, 0, NULL, CT_CMD_TRAIN, "images generated from --seed (the only data)", .store = CT_IN_NONE },
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static const char *const TORCH_NAMES[][2] = { { "conv2d_1", "conv1" }, { "batchnorm_1", "bn1" }, { "dense_1", "dense" }, { NULL, NULL } };
