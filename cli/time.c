@@ -19,8 +19,8 @@
  *
  * The model is the descriptor's (train/model_table.h): its data, network, task
  * and FLOP count; siamese-lstm times the seed's model. --help and the tables
- * are in cli/time_print.c, the JSON file, the SVG picture and --compare in
- * cli/time_report.c.
+ * are in cli/time_print.c, the JSON file and the SVG picture in
+ * cli/time_report.c, --compare in cli/time_compare.c.
  *
  * SIGINT or SIGTERM stops the run after the training step in progress; no table
  * or file is written and the exit status is 128 + the signal (130, 143).

@@ -1,6 +1,7 @@
 /* time.h - what `ctrain time` measured, shared by cli/time.c (running the
  * workload on each device), cli/time_print.c (--help, the statistics and the
- * tables) and cli/time_report.c (the JSON file, the SVG picture and `--compare`). */
+ * tables), cli/time_report.c (the JSON file and the SVG picture) and
+ * cli/time_compare.c (`--compare` and --baseline, which read the JSON back). */
 #ifndef CT_CLI_TIME_H
 #define CT_CLI_TIME_H
 #include <stdio.h>
