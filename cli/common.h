@@ -30,11 +30,7 @@ void      cli_command_line(char *buf, size_t cap, const char *command, int argc,
  * in the current directory. */
 void      cli_interrupt_checkpoint(char *buf, size_t cap, const char *model, const char *out);
 
-/* ---- options, from their tables ---- */
-/* If argv[a->i] is an option of `opts` that command `cmd` takes (CT_CMD_*; 0: any), parses
- * its value into the configuration cfg (ct_opt_set), sets its bit in *given (may be NULL) and
- * returns 1 (with *st set on a bad value). */
-int       cli_opt_parse(ct_args *a, const ct_opt *opts, unsigned cmd, void *cfg, unsigned long long *given, ct_status *st);
+/* ---- options, from their tables (cli_opt_parse, in cli/args.h, parses them) ---- */
 /* The --help lines of those options (and the table's headings), with the defaults of `dflt`
  * (a configuration; NULL: none). */
 void      cli_opt_help(FILE *out, const ct_opt *opts, unsigned cmd, const void *dflt);
