@@ -59,7 +59,7 @@ static void help(const ct_model_descriptor *d, int speaker)
                "and so is a feature store made with other settings. For files written by an older ctrain,\n"
                "which record less, these give what is missing (a note names it):\n");
     }
-    cli_opt_help(stdout, d->eval_opts, 0, NULL);
+    cli_opt_help(stdout, d->eval_opts, CT_CMD_EVAL, NULL);
     if (speaker) {
         printf("outputs, besides the text:\n");
         cli_help_line(stdout, "--scores FILE", "one line per trial: SCORE LABEL PATH1 PATH2, in the list's order; SCORE is minus\n"
@@ -270,7 +270,7 @@ static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
             || ct_args_int(&a, "--batch", &o.batch, 1, 1 << 16, &st) || ct_args_int(&a, "--threads", &o.threads, 1, 1024, &st)
             || ct_args_str(&a, "--device", &o.device, &st) || (ct_args_flag(&a, "--tf32") && (o.tf32 = 1))
             || (ct_args_flag(&a, "--deterministic") && (o.deterministic = 1))
-            || cli_opt_parse(&a, d->eval_opts, 0, flags, &given, &st))
+            || cli_opt_parse(&a, d->eval_opts, CT_CMD_EVAL, flags, &given, &st))
             continue;
         char see[96];
         snprintf(see, sizeof see, "ctrain eval %s --help", d->name);

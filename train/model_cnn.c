@@ -47,9 +47,9 @@ static const ct_opt OPTS[] = {
 };
 
 static const ct_opt EVAL_OPTS[] = {
-    { CT_OPT_STR, "--arch", "SPEC", offsetof(cnn_eval_flags, arch), 0, 0, 0, NULL, 0,
+    { CT_OPT_STR, "--arch", "SPEC", offsetof(cnn_eval_flags, arch), 0, 0, 0, NULL, CT_CMD_EVAL,
       "layers separated by commas (default: the \"arch\" recorded in the weights file)", .store = CT_IN_NONE },
-    { CT_OPT_NOTE, "--data", "NAME|DIR", 0, 0, 0, 0, NULL, 0, CNN_DATA_HELP " (default fashion-mnist)", .store = CT_IN_NONE },
+    { CT_OPT_NOTE, "--data", "NAME|DIR", 0, 0, 0, 0, NULL, CT_CMD_EVAL, CNN_DATA_HELP " (default fashion-mnist)", .store = CT_IN_NONE },
     { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 

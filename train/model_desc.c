@@ -14,15 +14,6 @@ const ct_opt_choice ct_lstm_pool_choices[] = { { "last", LSTM_RETURN_LAST }, { "
 
 /* ---- writing ---- */
 
-void ct_model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c)
-{
-    ct_kv_set_int(kv, "n_mels", c->n_mels); ct_kv_set_int(kv, "frames", c->frames); ct_kv_set_int(kv, "hidden", c->hidden);
-    ct_kv_set_int(kv, "layers", c->layers); ct_kv_set_int(kv, "embed", c->embed); ct_kv_set_num(kv, "margin", c->margin);
-    ct_kv_set_num(kv, "threshold", c->threshold);
-    ct_kv_set_str(kv, "recurrent", ct_opt_choice_name(ct_lstm_recurrent_choices, (int)c->recurrent));
-    ct_kv_set_str(kv, "pool", ct_opt_choice_name(ct_lstm_pool_choices, (int)c->pool));
-}
-
 void ct_model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c)
 {
     ct_kv_set_int(kv, "n_mels", c->n_mels); ct_kv_set_int(kv, "frames", c->frames); ct_kv_set_int(kv, "embed", c->embed);
@@ -104,48 +95,8 @@ static ct_status want_int(model_desc *d, const char *key, const char *flag, int 
     return CT_OK;
 }
 
-/* A setting named by one of `choices`: the same rules as want_int, given a name. */
-static ct_status want_choice(model_desc *d, const char *key, const char *flag, const char *given, const char *dflt,
-                             const ct_opt_choice *choices, int *out)
-{
-    const ct_kv_entry *e = ct_kv_get(&d->kv, key);
-    char list[128];
-    ct_opt_choice_list(choices, list, sizeof list);
-    if (e) {
-        if (e->type != CT_KV_STR || !ct_opt_choice_value(choices, e->str, out))
-            return ct_fail(CT_EFORMAT, "%s: attribute %s is not %s; the file is damaged: pass weights written by `ctrain train`",
-                           d->path, key, list);
-        if (given && strcmp(given, e->str) != 0)
-            return ct_fail(CT_EINVAL, "%s %s contradicts %s, which records %s = %s (the model was trained so): leave %s out",
-                           flag, given, d->path, key, e->str, flag);
-        return CT_OK;
-    }
-    add_missing(d, key);
-    const char *v = given ? given : dflt;
-    if (!ct_opt_choice_value(choices, v, out)) return ct_fail(CT_EINVAL, "%s %s: use %s", flag, v, list);
-    return CT_OK;
-}
-
 /* A float setting without a flag (margin, threshold): the file's, else unchanged. */
 static void maybe_float(const model_desc *d, const char *key, float *v) { ct_kv_float(&d->kv, key, v); }
-
-ct_status ct_model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc)
-{
-    *mc = ct_siamese_lstm_defaults();
-    int recurrent, pool;
-    CT_TRY(want_int(d, "n_mels", "--mels", f->mels, store_mels, 1, 4096, &mc->n_mels));
-    CT_TRY(want_int(d, "frames", NULL, 0, mc->frames, 1, 100000, &mc->frames));
-    CT_TRY(want_int(d, "hidden", "--hidden", f->hidden, mc->hidden, 1, 65536, &mc->hidden));
-    CT_TRY(want_int(d, "layers", "--layers", f->layers, mc->layers, 1, LSTM_MAX_LAYERS, &mc->layers));
-    CT_TRY(want_int(d, "embed", "--embed", f->embed, mc->embed, 1, 65536, &mc->embed));
-    CT_TRY(want_choice(d, "recurrent", "--recurrent", f->recurrent, "sigmoid", ct_lstm_recurrent_choices, &recurrent));
-    CT_TRY(want_choice(d, "pool", "--pool", f->pool, "last", ct_lstm_pool_choices, &pool));
-    maybe_float(d, "margin", &mc->margin);
-    maybe_float(d, "threshold", &mc->threshold);
-    mc->recurrent = (lstm_recurrent)recurrent;
-    mc->pool = (lstm_return)pool;
-    return CT_OK;
-}
 
 ct_status ct_model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, siamese_cnn_config *mc)
 {

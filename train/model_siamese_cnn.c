@@ -36,7 +36,7 @@ static const ct_opt OPTS[] = {
 };
 
 static const ct_opt EVAL_OPTS[] = {
-    { CT_OPT_INT, "--mels", "N", offsetof(scnn_eval_flags, mels), 0, 1, 4096, NULL, 0,
+    { CT_OPT_INT, "--mels", "N", offsetof(scnn_eval_flags, mels), 0, 1, 4096, NULL, CT_CMD_EVAL,
       "features per frame (default: the weights file's, or the store's for files\nwritten by an older ctrain); a store made with "
       "other feature settings than\nthe model's training data is refused", .store = CT_IN_NONE },
     { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }

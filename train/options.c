@@ -226,9 +226,12 @@ ct_status ct_opts_from_kv(const ct_opt *opts, unsigned where, void *cfg, const c
     return CT_OK;
 }
 
+/* Appends `what` to the ", "-separated list, once. */
 static void add_missing(char *missing, size_t cap, const char *what)
 {
-    size_t used = strlen(missing);
+    size_t n = strlen(what), used = strlen(missing);
+    for (const char *p = missing; (p = strstr(p, what)) != NULL; p += n)
+        if ((p == missing || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return;
     snprintf(missing + used, cap - used, "%s%s", used ? ", " : "", what);
 }
 
