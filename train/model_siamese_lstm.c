@@ -34,8 +34,8 @@ static const ct_opt OPTS[] = {
     { CT_OPT_CHOICE, "--recurrent", "NAME", offsetof(lstm_cfg, m.recurrent), 0, 0, 0, ct_lstm_recurrent_choices,
       SIZE_CMDS, "sigmoid or hard_sigmoid gate activation", .store = LSTM_KEPT },
     { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_cfg, m.pool), 0, 0, 0, ct_lstm_pool_choices, SIZE_CMDS,
-      "mean: the LSTM's mean over the utterance's frames feeds the embedding\n(train's default); last: its last hidden state (the seed's model, far\n"
-      "weaker: see the README); eval and import: a file that does not record it\nwas trained with last (the default there)", .store = LSTM_KEPT },
+      "mean: the LSTM's mean over the utterance's frames feeds the embedding;\nlast: its last hidden state (the seed's model, far weaker: see the\n"
+      "README; a file eval or import reads without pool was trained so)", .store = LSTM_KEPT },
     /* recorded with the model, set by no flag: the distance below which a pair is called "same" */
     { CT_OPT_FLOAT, NULL, "X", offsetof(lstm_cfg, m.threshold), 0, 0, 1e9, NULL, 0, NULL, .key = "threshold", .store = CT_IN_MODEL },
     CT_SPEAKER_OPTS(lstm_cfg, data),
