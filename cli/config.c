@@ -20,34 +20,33 @@ ct_status cli_config_find(int argc, char **argv, const char **path)
     return CT_OK;
 }
 
-/* The command-line words of one entry: the row of `tables` its key names (by its key or, as
- * older files spell it, its flag's name), else the command's own option "--KEY" ('_' read as
- * '-'); a switch's true is the flag alone, its false the off flag (none: the default, no word). */
-static ct_status entry_words(const char *path, const ct_yaml_entry *e, const ct_opt *const *tables, const cli_bool_key *bools,
-                             char *flag, size_t cap, int *argc)
+/* The command-line words of one entry: the flag of the row of `tables` its key names (by its
+ * key or, as older files spell it, its flag's name) and the value; a switch's true is the flag
+ * alone, its false the off flag (none: the default, no word at all). A key no row names is
+ * "--KEY" ('_' read as '-'), which the parser refuses as unknown. */
+static ct_status entry_words(const char *path, const ct_yaml_entry *e, const ct_opt *const *tables, char *flag, size_t cap, int *argc)
 {
     const ct_opt *row = NULL;
     for (int t = 0; tables && tables[t] && !row; t++) row = ct_opts_find_key(tables[t], e->key);
-    const char *on = row && row->flag ? row->flag : NULL, *off = row ? row->off_flag : NULL;
-    int is_switch = row && row->type == CT_OPT_BOOL;
-    if (on) snprintf(flag, cap, "%s", on);
-    else snprintf(flag, cap, "--%s", e->key);
-    for (char *p = flag + 2; !on && *p; p++) if (*p == '_') *p = '-';
-    for (int i = 0; !is_switch && bools && bools[i].on; i++)
-        if (!strcmp(bools[i].on, flag)) { is_switch = 1; off = bools[i].off; }
     *argc = 2;
-    if (!is_switch) return CT_OK;
+    if (!row || !row->flag) {
+        snprintf(flag, cap, "--%s", e->key);
+        for (char *p = flag + 2; *p; p++) if (*p == '_') *p = '-';
+        return CT_OK;
+    }
+    snprintf(flag, cap, "%s", row->flag);
+    if (row->type != CT_OPT_BOOL) return CT_OK;
     int yes = !strcmp(e->value, "true"), no = !strcmp(e->value, "false");
     if (!yes && !no)
         return ct_fail(CT_EINVAL, "%s:%d:%d: %s: '%s' is not true or false", path, e->value_line, e->value_column, e->key, e->value);
-    *argc = no && !off ? 0 : 1;   /* off is the default */
-    if (no && off) snprintf(flag, cap, "%s", off);
+    *argc = no && !row->off_flag ? 0 : 1;   /* off is the default */
+    if (no && row->off_flag) snprintf(flag, cap, "%s", row->off_flag);
     return CT_OK;
 }
 
 /* One key: its words through parse; the messages name FILE:LINE:COLUMN and the key. */
 static ct_status apply_entry(const char *path, const char *command, const char *model, const ct_yaml_entry *e,
-                             cli_parse_fn parse, void *ctx, const ct_opt *const *tables, const cli_bool_key *bools)
+                             cli_parse_fn parse, void *ctx, const ct_opt *const *tables)
 {
     char flag[128];
     if (!strcmp(e->key, "model")) {
@@ -65,7 +64,7 @@ static ct_status apply_entry(const char *path, const char *command, const char *
     if (!e->value[0])
         return ct_fail(CT_EINVAL, "%s:%d:%d: '%s' has no value", path, e->key_line, e->key_column, e->key);
     int argc;
-    CT_TRY(entry_words(path, e, tables, bools, flag, sizeof flag, &argc));
+    CT_TRY(entry_words(path, e, tables, flag, sizeof flag, &argc));
     if (argc == 0) return CT_OK;
     char *argv[2] = { flag, e->value };
     ct_args a = { .argc = argc, .argv = argv };
@@ -82,14 +81,14 @@ static ct_status apply_entry(const char *path, const char *command, const char *
 }
 
 ct_status cli_config_apply(const char *path, const char *command, const char *model, cli_parse_fn parse, void *ctx,
-                           const ct_opt *const *tables, const cli_bool_key *bools)
+                           const ct_opt *const *tables)
 {
     /* The parsers keep pointers to string values (--data FILE), as they do into argv: the
      * file's values live as long as the program, like argv. */
     static ct_yaml_map m;
     ct_yaml_map_free(&m);
     ct_status st = ct_yaml_map_read(path, &m);
-    for (int i = 0; st == CT_OK && i < m.n; i++) st = apply_entry(path, command, model, &m.e[i], parse, ctx, tables, bools);
+    for (int i = 0; st == CT_OK && i < m.n; i++) st = apply_entry(path, command, model, &m.e[i], parse, ctx, tables);
     return st;
 }
 

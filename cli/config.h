@@ -25,18 +25,13 @@
 /* One option parser: if argv[a->i] is one of its options, consumes it (and its value)
  * into ctx and returns 1 (*st set on a bad value), as cli_parse_train_opt does. */
 typedef int (*cli_parse_fn)(ct_args *a, void *ctx, ct_status *st);
-/* An on/off option of a command that declares it outside the option tables (ctrain time's
- * --per-layer): `per_layer: true` is the flag `on`, `false` is `off` (NULL when off is the
- * default and needs no flag). Lists end with { NULL, NULL }. */
-typedef struct { const char *on, *off; } cli_bool_key;
-
 /* --config FILE (or --config=FILE) anywhere in argv: *path = FILE, or NULL when there is none. */
 ct_status cli_config_find(int argc, char **argv, const char **path);
 /* Applies every key of FILE through parse (`command`: "train" or "time", `model`: the
  * command's model, both for messages and the model key). `tables` (NULL-terminated) are the
- * option tables whose keys name their flags, `bools` the command's other switches. */
+ * command's option tables: a key names a row, and a switch takes true or false. */
 ct_status cli_config_apply(const char *path, const char *command, const char *model, cli_parse_fn parse, void *ctx,
-                           const ct_opt *const *tables, const cli_bool_key *bools);
+                           const ct_opt *const *tables);
 /* The effective configuration of a `ctrain train` run: the rows recorded CT_IN_CONFIG of the
  * shared options (o, after cli_finish_train_opts: the optimizer, learning rate and weight
  * decay that run) and of model d's table (cfg), as a file --config reads back to the same

@@ -7,10 +7,21 @@
 #include <stdio.h>
 #include "core/error.h"
 #include "models/seq_cnn.h"
+#include "train/options.h"
 #include "train/train.h"
 
 #define TIME_SCHEMA "ctrain-time/1"
 #define TIME_MAX_ROWS (SEQ_CNN_MAX_LAYERS + 2)   /* every layer, "other" and the whole step */
+
+/* The command line of `ctrain time MODEL`, declared in time_opt_table (cli/time_print.c). Numbers
+ * left 0 (or -1) take the protocol's value. */
+typedef struct {
+    const char *protocol, *devices, *data, *json, *baseline;
+    const char *config, *logdir;      /* --config FILE.yaml; --logdir DIR: TensorBoard files in DIR/cpu, DIR/gpu */
+    int epochs, batch, threads, layers, verbose, tf32, deterministic;
+    long pairs, val_pairs, samples, val_samples, seed;
+} time_opts;
+extern const ct_opt time_opt_table[];
 
 /* What was run: the same on every device. */
 typedef struct {

@@ -83,7 +83,7 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
     }
     if (st == CT_OK) st = cli_config_find(argc, argv, &config);
     const ct_opt *const tables[] = { ct_train_opt_table, d->opts, NULL };
-    if (st == CT_OK && config) st = cli_config_apply(config, "train", d->name, parse_one, &p, tables, NULL);
+    if (st == CT_OK && config) st = cli_config_apply(config, "train", d->name, parse_one, &p, tables);
     ct_args a = { .argc = argc, .argv = argv };
     char see[96];
     snprintf(see, sizeof see, "ctrain train %s --help", d->name);
