@@ -13,7 +13,7 @@ const ct_opt_choice ct_sched_choices[] = {
 #define CONFIG CT_IN_CONFIG
 #define RECORDED (CT_IN_CONFIG | CT_IN_TRAINING)   /* the run's configuration and its checkpoints */
 #define TRAIN CT_CMD_TRAIN
-#define DEVICE_CMDS (CT_CMD_TRAIN | CT_CMD_EVAL)   /* ctrain time has its own --device LIST (cli/time.c) */
+#define DEVICE_CMDS (CT_CMD_TRAIN | CT_CMD_EVAL)   /* ctrain time has its own --device LIST (time_opt_table) */
 
 const ct_opt ct_train_opt_table[] = {
     { CT_OPT_INT, "--epochs", "N", T(epochs), 0, 1, 100000, NULL, TRAIN, "epochs", .store = RECORDED },
