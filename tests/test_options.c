@@ -187,8 +187,8 @@ static void keys(const table *t)
         if (!ct_opt_is_value(o)) continue;
         ct_opt_key(o, a, sizeof a);
         t_check(a[0] != '\0', "row %d has no key", i);
-        for (int k = i + 1; t->opts[k].type != CT_OPT_END; k++)
-            if (ct_opt_is_value(&t->opts[k]) && (t->opts[k].cmds & o->cmds))
+        for (int k = i + 1; t->opts[k].type != CT_OPT_END; k++)   /* two rows of one command, or of one file */
+            if (ct_opt_is_value(&t->opts[k]) && ((t->opts[k].cmds & o->cmds) || (t->opts[k].store & o->store)))
                 t_check(strcmp(a, ct_opt_key(&t->opts[k], b, sizeof b)) != 0, "rows %d and %d are both %s", i, k, a);
         if (!t->shared && (o->store & CT_IN_CONFIG)) {
             const ct_opt *s = ct_opts_find_key(ct_train_opt_table, a);
