@@ -105,7 +105,8 @@ extern "C" {
 
 /* train: the training loop (ct_fit), the tasks that plug models into it,
  * checkpoints, speaker-verification metrics, and the table of models the
- * commands use (descriptors, their options, Keras/PyTorch export) */
+ * commands use (descriptors, their options and the shared training options,
+ * Keras/PyTorch export) */
 #include "train/task.h"
 #include "train/train.h"
 #include "train/checkpoint.h"
@@ -116,6 +117,7 @@ extern "C" {
 #include "train/verify_report.h"
 #include "train/options.h"
 #include "train/model_table.h"
+#include "train/train_opts.h"
 #include "train/model_image.h"
 #include "train/model_speaker.h"
 #include "train/export.h"
