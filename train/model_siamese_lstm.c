@@ -35,7 +35,7 @@ static const ct_opt OPTS[] = {
       SIZE_CMDS, "sigmoid or hard_sigmoid gate activation", .store = LSTM_KEPT },
     { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_cfg, m.pool), 0, 0, 0, ct_lstm_pool_choices, SIZE_CMDS,
       "mean: the LSTM's mean over the utterance's frames feeds the embedding;\nlast: its last hidden state (the seed's model, far weaker: see the\n"
-      "README; a file eval or import reads without pool was trained so)", .store = LSTM_KEPT },
+      "README) (default: mean to train; last for a file that eval or import\nreads without it, as such files were trained)", .store = LSTM_KEPT },
     /* recorded with the model, set by no flag: the distance below which a pair is called "same" */
     { CT_OPT_FLOAT, NULL, "X", offsetof(lstm_cfg, m.threshold), 0, 0, 1e9, NULL, 0, NULL, .key = "threshold", .store = CT_IN_MODEL },
     CT_SPEAKER_OPTS(lstm_cfg, data),
