@@ -1,5 +1,6 @@
-/* options.h - options declared as data: one table per model (train/model_table.h)
- * and one of the options every `ctrain train MODEL` shares (train/train_opts.h).
+/* options.h - options declared as data: one table per model (train/model_table.h),
+ * one of the options every `ctrain train MODEL` shares (train/train_opts.h), and
+ * ctrain time's own (cli/time_print.c).
  * A row is the whole declaration of an option: its flag, the type and range of
  * its value, the field of the configuration it sets, the commands that take it,
  * its help line, its name in files and where files record it.
@@ -7,8 +8,8 @@
  *   { CT_OPT_INT, "--hidden", "N", offsetof(lstm_cfg, m.hidden), 0, 1, 65536, NULL, CT_CMD_TRAIN, "LSTM units",
  *     .store = CT_IN_CONFIG | CT_IN_MODEL }
  *
- * Everything else is walked from the table: the command line (cli/common.c)
- * parses argv and prints --help from it; a configuration file's keys are its
+ * Everything else is walked from the table: the command line parses argv
+ * (cli/args.c) and prints --help (cli/common.c) from it; a configuration file's keys are its
  * rows' keys (cli/config.c); the effective configuration of a run, a
  * checkpoint's attributes and a weights file's description are written and
  * read back by ct_opts_put, ct_opts_to_kv and ct_opts_from_kv below; `ctrain
