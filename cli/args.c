@@ -1,4 +1,4 @@
-/* args.c - strict option parsing (see args.h). */
+/* args.c - strict option parsing (see args.h), and options parsed from their tables. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -121,4 +121,33 @@ ct_status ct_args_unknown(const ct_args *a, const char *see)
     if (a->operands || w[0] != '-' || w[1] == '\0')
         return ct_fail(CT_EINVAL, "unexpected argument '%s' (see %s)", w, see);
     return ct_fail(CT_EINVAL, "unknown option '%s' (see %s)", w, see);
+}
+
+/* ---- options from their tables (train/options.h) ---- */
+
+/* Whether command cmd takes row o (cmd 0: any command). */
+static int takes(const ct_opt *o, unsigned cmd) { return cmd == 0 || (o->cmds & cmd); }
+
+/* Whether argv[a->i] is row o: its value (or a switch's state) into cfg through ct_opt_set. */
+static int parse_row(ct_args *a, const ct_opt *o, void *cfg, ct_status *st)
+{
+    const char *text = NULL;
+    if (o->type == CT_OPT_BOOL) {
+        if (ct_args_flag(a, o->flag)) text = "true";
+        else if (o->off_flag && ct_args_flag(a, o->off_flag)) text = "false";
+        else return 0;
+    } else if (!ct_args_str(a, o->flag, &text, st)) return 0;
+    if (*st == CT_OK) *st = ct_opt_set(o, cfg, text, o->flag);
+    return 1;
+}
+
+int cli_opt_parse(ct_args *a, const ct_opt *opts, unsigned cmd, void *cfg, unsigned long long *given, ct_status *st)
+{
+    for (int i = 0; opts && opts[i].type != CT_OPT_END; i++) {
+        const ct_opt *o = &opts[i];
+        if (!ct_opt_is_value(o) || !o->flag || !takes(o, cmd) || !parse_row(a, o, cfg, st)) continue;
+        if (i < 64 && given) *given |= 1ULL << i;
+        return 1;
+    }
+    return 0;
 }

@@ -12,6 +12,7 @@
 #ifndef CT_ARGS_H
 #define CT_ARGS_H
 #include "core/error.h"
+#include "train/options.h"
 
 typedef struct {
     int argc, i;
@@ -45,5 +46,11 @@ int       ct_args_renamed(ct_args *a, const char *cmd, const char *old, const ch
 ct_status ct_args_unknown(const ct_args *a, const char *see);
 /* The note of a deprecated form other than an option's name (cmd "export"): one line on stderr. */
 void      ct_args_note(const char *cmd, const char *text);
+
+/* If argv[a->i] is an option of table `opts` (train/options.h) that command `cmd` takes
+ * (CT_CMD_*; 0: any), parses its value into the configuration cfg with ct_opt_set (a
+ * switch: its flag is true, its off flag false), sets its bit in *given (may be NULL) and
+ * returns 1 (with *st set on a bad value). */
+int       cli_opt_parse(ct_args *a, const ct_opt *opts, unsigned cmd, void *cfg, unsigned long long *given, ct_status *st);
 
 #endif

@@ -33,12 +33,6 @@ int  cmd_time(int argc, char **argv);    /* ctrain time MODEL [options], ctrain 
  * deterministic are the GPU's options (cuda/device.h); they are refused on the CPU. */
 struct ct_ops;
 ct_status cli_open_device(const char *spec, int tf32, int deterministic, const struct ct_ops **ops);
-/* The help lines of --device, --tf32 and --deterministic. */
-#define CLI_DEVICE_HELP \
-    "  --device DEV          cpu, gpu or gpu:N: the device to run on (default cpu)\n" \
-    "  --tf32                GPU: allow TensorFloat-32 matrix products and convolutions (Ampere and newer;\n" \
-    "                        faster, about 1e-3 relative error per product; default: pure FP32)\n" \
-    "  --deterministic       GPU: deterministic cuDNN convolution algorithms only\n"
 /* Under mpirun, a plain "gpu" (or "cuda") means each rank's own GPU of its machine: gpu:LOCAL_RANK,
  * or gpu:0 when the launcher left each rank one visible GPU; written into buf. Any other
  * spec, or one process without MPI: spec itself. */

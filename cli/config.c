@@ -1,21 +1,12 @@
 /* config.c - configuration files as options (see config.h): each key of the
- * YAML file becomes the argv pair {"--key", "value"} and goes through the
- * command's parser; and the effective configuration of a training run, written
- * from the parsed options so that --config reproduces the run. */
-#include <stdarg.h>
+ * YAML file becomes the words of its option ({"--clip-norm", "1"}) and goes
+ * through the command's parser; and the effective configuration of a training
+ * run, written from the option tables so that --config reproduces the run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/config.h"
 #include "io/yamlmap.h"
-
-const cli_bool_key CLI_TRAIN_BOOLS[] = {
-    { "tf32", "--tf32", NULL },
-    { "deterministic", "--deterministic", NULL },
-    { "progress", "--progress", "--no-progress" },
-    { "fixed-pairs", "--fixed-pairs", NULL },
-    { NULL, NULL, NULL }
-};
 
 ct_status cli_config_find(int argc, char **argv, const char **path)
 {
@@ -29,9 +20,33 @@ ct_status cli_config_find(int argc, char **argv, const char **path)
     return CT_OK;
 }
 
-/* One key: its argv through parse; the messages name FILE:LINE:COLUMN and the key. */
+/* The command-line words of one entry: the flag of the row of `tables` its key names (by its
+ * key or, as older files spell it, its flag's name) and the value; a switch's true is the flag
+ * alone, its false the off flag (none: the default, no word at all). A key no row names is
+ * "--KEY" ('_' read as '-'), which the parser refuses as unknown. */
+static ct_status entry_words(const char *path, const ct_yaml_entry *e, const ct_opt *const *tables, char *flag, size_t cap, int *argc)
+{
+    const ct_opt *row = NULL;
+    for (int t = 0; tables && tables[t] && !row; t++) row = ct_opts_find_key(tables[t], e->key);
+    *argc = 2;
+    if (!row || !row->flag) {
+        snprintf(flag, cap, "--%s", e->key);
+        for (char *p = flag + 2; *p; p++) if (*p == '_') *p = '-';
+        return CT_OK;
+    }
+    snprintf(flag, cap, "%s", row->flag);
+    if (row->type != CT_OPT_BOOL) return CT_OK;
+    int yes = !strcmp(e->value, "true"), no = !strcmp(e->value, "false");
+    if (!yes && !no)
+        return ct_fail(CT_EINVAL, "%s:%d:%d: %s: '%s' is not true or false", path, e->value_line, e->value_column, e->key, e->value);
+    *argc = no && !row->off_flag ? 0 : 1;   /* off is the default */
+    if (no && row->off_flag) snprintf(flag, cap, "%s", row->off_flag);
+    return CT_OK;
+}
+
+/* One key: its words through parse; the messages name FILE:LINE:COLUMN and the key. */
 static ct_status apply_entry(const char *path, const char *command, const char *model, const ct_yaml_entry *e,
-                             cli_parse_fn parse, void *ctx, const cli_bool_key *bools)
+                             cli_parse_fn parse, void *ctx, const ct_opt *const *tables)
 {
     char flag[128];
     if (!strcmp(e->key, "model")) {
@@ -48,23 +63,15 @@ static ct_status apply_entry(const char *path, const char *command, const char *
                        "dashes (epochs: 6)", path, e->key_line, e->key_column, e->key, command, model);
     if (!e->value[0])
         return ct_fail(CT_EINVAL, "%s:%d:%d: '%s' has no value", path, e->key_line, e->key_column, e->key);
-    snprintf(flag, sizeof flag, "--%s", e->key);
+    int argc;
+    CT_TRY(entry_words(path, e, tables, flag, sizeof flag, &argc));
+    if (argc == 0) return CT_OK;
     char *argv[2] = { flag, e->value };
-    int argc = 2;
-    for (int i = 0; bools && bools[i].key; i++) {
-        if (strcmp(bools[i].key, e->key) != 0) continue;
-        int on = !strcmp(e->value, "true"), off = !strcmp(e->value, "false");
-        if (!on && !off)
-            return ct_fail(CT_EINVAL, "%s:%d:%d: %s: '%s' is not true or false", path, e->value_line, e->value_column, e->key, e->value);
-        if (off && !bools[i].off) return CT_OK;   /* off is the default */
-        snprintf(flag, sizeof flag, "%s", on ? bools[i].on : bools[i].off);
-        argc = 1;
-    }
     ct_args a = { .argc = argc, .argv = argv };
     ct_status st = CT_OK;
     if (!parse(&a, ctx, &st) || (st == CT_OK && a.i != argc))
         return ct_fail(CT_EINVAL, "%s:%d:%d: unknown key '%s': keys are the long options of `ctrain %s %s --help` without their "
-                       "dashes", path, e->key_line, e->key_column, e->key, command, model);
+                       "dashes and '_' for '-'", path, e->key_line, e->key_column, e->key, command, model);
     if (st != CT_OK) {
         char why[1024];
         snprintf(why, sizeof why, "%s", ct_last_error());
@@ -74,14 +81,14 @@ static ct_status apply_entry(const char *path, const char *command, const char *
 }
 
 ct_status cli_config_apply(const char *path, const char *command, const char *model, cli_parse_fn parse, void *ctx,
-                           const cli_bool_key *bools)
+                           const ct_opt *const *tables)
 {
     /* The parsers keep pointers to string values (--data FILE), as they do into argv: the
      * file's values live as long as the program, like argv. */
     static ct_yaml_map m;
     ct_yaml_map_free(&m);
     ct_status st = ct_yaml_map_read(path, &m);
-    for (int i = 0; st == CT_OK && i < m.n; i++) st = apply_entry(path, command, model, &m.e[i], parse, ctx, bools);
+    for (int i = 0; st == CT_OK && i < m.n; i++) st = apply_entry(path, command, model, &m.e[i], parse, ctx, tables);
     return st;
 }
 
@@ -94,18 +101,12 @@ typedef struct {
     int n, failed;                   /* failed: a value could not be allocated */
 } entries;
 
-static void put(entries *s, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(entries *s, const char *key, const char *fmt, ...)
+/* One entry (a ct_opt_put_fn). */
+static void put(void *ctx, const char *key, const char *value)
 {
+    entries *s = ctx;
     CT_ASSERT(s->n < MAX_KEYS);   /* sized for every shared option and the largest model table */
-    va_list ap, ap2;
-    va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int len = vsnprintf(NULL, 0, fmt, ap);
-    char *v = malloc((size_t)len + 1);
-    if (v) vsnprintf(v, (size_t)len + 1, fmt, ap2);
-    va_end(ap2);
-    va_end(ap);
+    char *v = strdup(value);
     if (!v) { s->failed = 1; return; }
     snprintf(s->key[s->n], sizeof s->key[s->n], "%s", key);
     s->value[s->n] = v;
@@ -113,71 +114,14 @@ static void put(entries *s, const char *key, const char *fmt, ...)
     s->n++;
 }
 
-/* Model options: each one `ctrain train` takes, with its value in cfg. A number outside its
- * option's range is a "not given" sentinel (--mels 0: the data's) and is left out. */
-static void put_model_opts(entries *s, const ct_opt *opts, const void *cfg)
-{
-    for (int i = 0; opts && opts[i].type != CT_OPT_END; i++) {
-        const ct_opt *o = &opts[i];
-        if (!(o->cmds & CT_CMD_TRAIN)) continue;
-        const char *field = (const char *)cfg + o->off, *key = o->flag + 2;
-        double x;
-        switch (o->type) {
-        case CT_OPT_INT: case CT_OPT_SQUARE:
-            x = *(const int *)field;
-            if (x >= o->lo && x <= o->hi) put(s, key, "%d", *(const int *)field);
-            break;
-        case CT_OPT_LONG:
-            x = (double)*(const long *)field;
-            if (x >= o->lo && x <= o->hi) put(s, key, "%ld", *(const long *)field);
-            break;
-        case CT_OPT_FLOAT:
-            x = *(const float *)field;
-            if (x >= (float)o->lo && x <= (float)o->hi) put(s, key, "%.9g", (double)*(const float *)field);
-            break;
-        case CT_OPT_STR:
-            if (*(const char *const *)field) put(s, key, "%s", *(const char *const *)field);
-            break;
-        case CT_OPT_CHOICE: {
-            const char *name = ct_opt_choice_name(o->choices, *(const int *)field);
-            if (name) put(s, key, "%s", name);
-            break;
-        }
-        default: break;
-        }
-    }
-}
-
-ct_status cli_train_config_write(const char *path, const char *comment, const cli_train_opts *o, const ct_fit_config *fit,
-                                 const ct_model_descriptor *d, const void *cfg)
+ct_status cli_train_config_write(const char *path, const char *comment, const cli_train_opts *o, const ct_model_descriptor *d,
+                                 const void *cfg)
 {
     static entries s;
-    static const char *SCHED[] = { "constant", "step", "cosine" };
-    const ct_optim_config *c = &fit->optim;
     s.n = s.failed = 0;
-    put(&s, "model", "%s", d->name);
-    if (o->data) put(&s, "data", "%s", o->data);
-    put(&s, "device", "%s", o->device);
-    if (o->tf32) put(&s, "tf32", "true");
-    if (o->deterministic) put(&s, "deterministic", "true");
-    if (o->fixed_pairs) put(&s, "fixed-pairs", "true");
-    put(&s, "threads", "%d", o->threads);
-    put(&s, "seed", "%ld", o->seed);
-    put(&s, "epochs", "%d", o->epochs);
-    put(&s, "batch", "%d", o->batch);
-    put(&s, "optimizer", "%s", ct_optim_name(c->kind));
-    put(&s, "lr", "%.9g", (double)c->lr);
-    put(&s, "schedule", "%s", SCHED[fit->sched.kind]);
-    put(&s, "step-size", "%d", o->step_size);
-    put(&s, "gamma", "%.9g", (double)o->gamma);
-    put(&s, "weight-decay", "%.9g", (double)c->weight_decay);
-    put(&s, "clip-norm", "%.9g", (double)c->clip_norm);
-    put(&s, "monitor", "%s", ct_monitor_name(fit->monitor));
-    if (o->early_stopping) put(&s, "early-stopping", "%d", o->early_stopping);
-    put(&s, "on-nan", "%s", fit->on_nan == CT_NAN_SKIP_BATCH ? "skip-batch" : "stop");
-    if (o->checkpoint_every) put(&s, "checkpoint-every", "%ld", o->checkpoint_every);
-    if (o->stop_after_steps) put(&s, "stop-after-steps", "%ld", o->stop_after_steps);
-    put_model_opts(&s, d->opts, cfg);
+    put(&s, "model", d->name);
+    ct_opts_put(ct_train_opt_table, CT_IN_CONFIG, o, put, &s);
+    ct_opts_put(d->opts, CT_IN_CONFIG, cfg, put, &s);
     ct_status st = s.failed ? ct_fail(CT_ENOMEM, "out of memory writing %s", path) : ct_yaml_map_write(path, comment, s.e, s.n);
     for (int i = 0; i < s.n; i++) free(s.value[i]);
     return st;

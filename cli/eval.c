@@ -37,9 +37,10 @@
 
 /* The command line of one evaluation. */
 typedef struct {
-    const char *weights, *data, *trials, *classes, *device;
+    const char *weights, *data, *trials, *classes;
     const char *scores, *det, *json;       /* speaker models' outputs besides the text */
-    int batch, max_frames, threads, tf32, deterministic;
+    int batch, max_frames, threads;
+    cli_train_opts dev;                    /* --device, --tf32, --deterministic: the shared table's rows eval takes */
 } eval_opts;
 
 static void help(const ct_model_descriptor *d, int speaker)
@@ -59,7 +60,7 @@ static void help(const ct_model_descriptor *d, int speaker)
                "and so is a feature store made with other settings. For files written by an older ctrain,\n"
                "which record less, these give what is missing (a note names it):\n");
     }
-    cli_opt_help(stdout, d->eval_opts, 0, NULL);
+    cli_opt_help(stdout, d->eval_opts, CT_CMD_EVAL, NULL);
     if (speaker) {
         printf("outputs, besides the text:\n");
         cli_help_line(stdout, "--scores FILE", "one line per trial: SCORE LABEL PATH1 PATH2, in the list's order; SCORE is minus\n"
@@ -78,7 +79,9 @@ static void help(const ct_model_descriptor *d, int speaker)
     if (speaker) cli_help_line(stdout, "--max-frames N", "cut longer utterances to their first N frames (default: none; every\n"
                                                          "utterance is embedded whole: by the LSTM in one pass, by the CNN\n"
                                                          "as windows averaged)");
-    printf("  --threads N           CPU threads for OpenBLAS (default: all cores)\n" CLI_DEVICE_HELP);
+    printf("  --threads N           CPU threads for OpenBLAS (default: all cores)\n");
+    cli_train_opts dflt = { .device = "cpu" };
+    cli_opt_help(stdout, ct_train_opt_table, CT_CMD_EVAL, &dflt);   /* --device, --tf32, --deterministic */
 }
 
 /* ---- speaker models: a trial list ---- */
@@ -251,8 +254,8 @@ static ct_status evaluate(const ct_model_descriptor *d, void *cfg, void *flags, 
 static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
 {
     int speaker = d->task == CT_TASK_SPEAKER;
-    eval_opts o = { .data = speaker ? NULL : "fashion-mnist", .device = "cpu", .batch = d->eval_batch, .max_frames = INT_MAX,
-                    .threads = ct_cpu_count() };
+    eval_opts o = { .data = speaker ? NULL : "fashion-mnist", .batch = d->eval_batch, .max_frames = INT_MAX,
+                    .threads = ct_cpu_count(), .dev = { .device = "cpu" } };
     unsigned long long given = 0;
     void *cfg = ct_calloc(1, d->cfg_size, "configuration"), *flags = ct_calloc(1, d->eval_flags_size + 1, "flags");
     ct_args a = { .argc = argc, .argv = argv };
@@ -268,9 +271,8 @@ static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
                             || ct_args_int(&a, "--max-frames", &o.max_frames, 1, 1 << 24, &st)))
             || (!speaker && ct_args_str(&a, "--class-names", &o.classes, &st))
             || ct_args_int(&a, "--batch", &o.batch, 1, 1 << 16, &st) || ct_args_int(&a, "--threads", &o.threads, 1, 1024, &st)
-            || ct_args_str(&a, "--device", &o.device, &st) || (ct_args_flag(&a, "--tf32") && (o.tf32 = 1))
-            || (ct_args_flag(&a, "--deterministic") && (o.deterministic = 1))
-            || cli_opt_parse(&a, d->eval_opts, 0, flags, &given, &st))
+            || cli_opt_parse(&a, ct_train_opt_table, CT_CMD_EVAL, &o.dev, NULL, &st)
+            || cli_opt_parse(&a, d->eval_opts, CT_CMD_EVAL, flags, &given, &st))
             continue;
         char see[96];
         snprintf(see, sizeof see, "ctrain eval %s --help", d->name);
@@ -282,7 +284,7 @@ static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
         st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval %s --help)",
                      !o.weights ? "--weights FILE.h5" : !o.data ? "--data FEATS.h5" : "--trials FILE", d->name);
     const ct_ops *ops = NULL;
-    if (st == CT_OK) st = cli_open_device(o.device, o.tf32, o.deterministic, &ops);
+    if (st == CT_OK) st = cli_open_device(o.dev.device, o.dev.tf32, o.dev.deterministic, &ops);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); free(cfg); free(flags); return 2; }
     ct_threads_set(o.threads);
     ct_interrupt_install();

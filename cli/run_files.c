@@ -64,7 +64,7 @@ ct_status cli_run_files_open(run_files *r, const ct_model_descriptor *d, const v
         snprintf(comment, sizeof comment, "the effective configuration of a `ctrain train %s` run (ctrain %s, commit %s);\n"
                  "repeat it with: ctrain train %s --config %s/config.yaml", d->name, CTRAIN_VERSION, cli_commit(), d->name, r->dir);
         CT_TRY(ct_run_dir_path(path, sizeof path, r->dir, "config.yaml"));
-        CT_TRY(cli_train_config_write(path, comment, o, fit, d, cfg));
+        CT_TRY(cli_train_config_write(path, comment, o, d, cfg));
         static char cmd[16384];
         char version[256], *header = NULL;
         cli_command_line(cmd, sizeof cmd - 1, "train", argc + 1, argv - 1, NULL);   /* argv[-1] is the model's name */

@@ -19,8 +19,8 @@
  *
  * The model is the descriptor's (train/model_table.h): its data, network, task
  * and FLOP count; siamese-lstm times the seed's model. --help and the tables
- * are in cli/time_print.c, the JSON file, the SVG picture and --compare in
- * cli/time_report.c.
+ * are in cli/time_print.c, the JSON file and the SVG picture in
+ * cli/time_report.c, --compare in cli/time_compare.c.
  *
  * SIGINT or SIGTERM stops the run after the training step in progress; no table
  * or file is written and the exit status is 128 + the signal (130, 143).
@@ -37,14 +37,6 @@
 #include "train/profile_fit.h"
 
 #define MAX_DEVICES 4
-
-/* The command line. Numbers left 0 (or -1) take the protocol's value. */
-typedef struct {
-    const char *protocol, *devices, *data, *json, *baseline;
-    const char *config, *logdir;      /* --config FILE.yaml; --logdir DIR: TensorBoard files in DIR/cpu, DIR/gpu */
-    int epochs, batch, threads, layers, verbose, tf32, deterministic;
-    long pairs, val_pairs, samples, val_samples, seed;
-} time_opts;
 
 /* The workload: the same for every device. */
 typedef struct {
@@ -244,24 +236,9 @@ static int parse_one(ct_args *a, void *ctx, ct_status *st)
     time_opts *o = p->o;
     ct_args_renamed(a, "time", "--devices", "--device");     /* the same comma list */
     ct_args_renamed(a, "time", "--layers", "--per-layer");   /* --layers is the LSTM's depth in train */
-    return ct_args_str(a, "--protocol", &o->protocol, st) || ct_args_str(a, "--device", &o->devices, st)
-        || ct_args_str(a, "--data", &o->data, st) || ct_args_str(a, "--json", &o->json, st)
-        || ct_args_str(a, "--config", &o->config, st) || ct_args_str(a, "--logdir", &o->logdir, st)
-        || ct_args_str(a, "--baseline", &o->baseline, st)
-        || ct_args_int(a, "--epochs", &o->epochs, 1, 100000, st) || ct_args_int(a, "--batch", &o->batch, 1, 1 << 16, st)
-        || ct_args_int(a, "--threads", &o->threads, 1, 1024, st) || ct_args_long(a, "--seed", &o->seed, 0, 0x7fffffffL, st)
-        || ct_args_long(a, "--pairs", &o->pairs, 1, 100000000L, st) || ct_args_long(a, "--val-pairs", &o->val_pairs, 0, 100000000L, st)
-        || ct_args_long(a, "--samples", &o->samples, 1, 100000000L, st)
-        || ct_args_long(a, "--val-samples", &o->val_samples, 0, 100000000L, st)
-        || (ct_args_flag(a, "--per-layer") && (o->layers = 1)) || (ct_args_flag(a, "--verbose") && (o->verbose = 1))
-        || (ct_args_flag(a, "--tf32") && (o->tf32 = 1)) || (ct_args_flag(a, "--deterministic") && (o->deterministic = 1))
+    return cli_opt_parse(a, time_opt_table, CT_CMD_TIME, o, NULL, st)
         || cli_opt_parse(a, p->w->d->opts, CT_CMD_TIME, p->w->cfg, &p->given, st);
 }
-
-static const cli_bool_key TIME_BOOLS[] = {
-    { "per-layer", "--per-layer", NULL }, { "verbose", "--verbose", NULL }, { "tf32", "--tf32", NULL },
-    { "deterministic", "--deterministic", NULL }, { NULL, NULL, NULL }
-};
 
 static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv, int *help)
 {
@@ -269,7 +246,8 @@ static ct_status parse_options(time_opts *o, workload *w, int argc, char **argv,
     time_parse p = { .o = o, .w = w };
     const char *config = NULL;
     ct_status st = cli_config_find(argc, argv, &config);
-    if (st == CT_OK && config) st = cli_config_apply(config, "time", w->d->name, parse_one, &p, TIME_BOOLS);
+    const ct_opt *const tables[] = { time_opt_table, w->d->opts, NULL };
+    if (st == CT_OK && config) st = cli_config_apply(config, "time", w->d->name, parse_one, &p, tables);
     while (a.i < argc && st == CT_OK) {
         if (ct_args_flag(&a, "--help") || ct_args_flag(&a, "-h")) { *help = 1; return CT_OK; }
         if (ct_args_end(&a)) continue;

@@ -1,15 +1,27 @@
 /* time.h - what `ctrain time` measured, shared by cli/time.c (running the
  * workload on each device), cli/time_print.c (--help, the statistics and the
- * tables) and cli/time_report.c (the JSON file, the SVG picture and `--compare`). */
+ * tables), cli/time_report.c (the JSON file and the SVG picture) and
+ * cli/time_compare.c (`--compare` and --baseline, which read the JSON back). */
 #ifndef CT_CLI_TIME_H
 #define CT_CLI_TIME_H
 #include <stdio.h>
 #include "core/error.h"
 #include "models/seq_cnn.h"
+#include "train/options.h"
 #include "train/train.h"
 
 #define TIME_SCHEMA "ctrain-time/1"
 #define TIME_MAX_ROWS (SEQ_CNN_MAX_LAYERS + 2)   /* every layer, "other" and the whole step */
+
+/* The command line of `ctrain time MODEL`, declared in time_opt_table (cli/time_print.c). Numbers
+ * left 0 (or -1) take the protocol's value. */
+typedef struct {
+    const char *protocol, *devices, *data, *json, *baseline;
+    const char *config, *logdir;      /* --config FILE.yaml; --logdir DIR: TensorBoard files in DIR/cpu, DIR/gpu */
+    int epochs, batch, threads, layers, verbose, tf32, deterministic;
+    long pairs, val_pairs, samples, val_samples, seed;
+} time_opts;
+extern const ct_opt time_opt_table[];
 
 /* What was run: the same on every device. */
 typedef struct {

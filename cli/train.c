@@ -31,6 +31,7 @@
 #include "core/interrupt.h"
 #include "core/rng.h"
 #include "cuda/device.h"
+#include "core/threads.h"
 #include "io/files.h"
 #include "io/lock.h"
 #include "train/run_dir.h"
@@ -44,11 +45,14 @@ static void usage(FILE *out)
 
 static void help(const ct_model_descriptor *d, const void *dflt)
 {
-    float lr = d->train.lr > 0 ? d->train.lr : ct_optim_defaults(d->train.optimizer).lr;
+    cli_train_opts o;   /* the shared options' defaults for this model, its optimizer and learning rate */
+    ct_train_opts_defaults(&o, d, 1);
+    o.optimizer = ct_optim_name(d->train.optimizer);
+    o.lr = d->train.lr > 0 ? d->train.lr : ct_optim_defaults(d->train.optimizer).lr;
     printf("usage: ctrain train %s [options]\n\n%s\n\n", d->name, d->about);
     cli_opt_help(stdout, d->opts, CT_CMD_TRAIN, dflt);
     printf("training:\n");
-    printf(CLI_TRAIN_HELP, d->train.epochs, d->train.batch, ct_optim_name(d->train.optimizer), (double)lr, d->train.schedule);
+    cli_opt_help(stdout, ct_train_opt_table, CT_CMD_TRAIN, &o);
 }
 
 /* One option of `ctrain train MODEL`, shared or the model's (a cli_parse_fn, for --config too). */
@@ -62,7 +66,8 @@ typedef struct {
 static int parse_one(ct_args *a, void *ctx, ct_status *st)
 {
     train_parse *p = ctx;
-    return cli_parse_train_opt(a, p->o, st) || cli_opt_parse(a, p->d->opts, CT_CMD_TRAIN, p->cfg, &p->given, st);
+    return cli_opt_parse(a, ct_train_opt_table, CT_CMD_TRAIN, p->o, NULL, st)
+        || cli_opt_parse(a, p->d->opts, CT_CMD_TRAIN, p->cfg, &p->given, st);
 }
 
 /* Argv -> the options (o) and the model's configuration (cfg); 0 to go on, else the exit status. */
@@ -70,15 +75,16 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
 {
     const char *resume = NULL, *config = NULL;
     train_parse p = { d, cfg, o, 0 };
-    cli_train_defaults(o, d);
+    ct_train_opts_defaults(o, d, ct_dist_default_threads(&cli_dist, ct_cpu_count()));
     d->defaults(cfg);
     ct_status st = cli_resume_meta(argc, argv, d->name, rm, &resume);
     if (st == CT_OK && resume) {   /* the checkpoint's settings are the defaults; flags override them */
-        cli_train_from_meta(&rm->train_cfg, o);
-        st = d->from_meta(cfg, rm, resume);
+        st = ct_train_opts_from_kv(&rm->train_cfg, o, resume);
+        if (st == CT_OK) st = d->from_meta(cfg, rm, resume);
     }
     if (st == CT_OK) st = cli_config_find(argc, argv, &config);
-    if (st == CT_OK && config) st = cli_config_apply(config, "train", d->name, parse_one, &p, CLI_TRAIN_BOOLS);
+    const ct_opt *const tables[] = { ct_train_opt_table, d->opts, NULL };
+    if (st == CT_OK && config) st = cli_config_apply(config, "train", d->name, parse_one, &p, tables);
     ct_args a = { .argc = argc, .argv = argv };
     char see[96];
     snprintf(see, sizeof see, "ctrain train %s --help", d->name);
@@ -119,7 +125,7 @@ static ct_status fit(const ct_model_descriptor *d, const void *cfg, void *net, c
     if (d->data_line) d->data_line(data, t, fit, stdout);
     snprintf(meta->model, sizeof meta->model, "%s", d->name);
     d->describe(cfg, net, &meta->model_cfg);
-    cli_train_to_meta(&meta->train_cfg, o, fit);
+    ct_train_opts_to_kv(&meta->train_cfg, o, fit);
     CT_TRY(d->data_to_meta(cfg, data, meta));
     fit->meta = meta;
     fit->rngs = rngs;

@@ -28,7 +28,7 @@
     X(audio) X(fbank) X(featstore) X(stream) X(prep) X(m4a) X(metrics) X(trials) X(eval) X(model_desc) X(verify_report) X(corpusgen) \
     X(time) \
     X(siamese_cnn) \
-    X(idx) X(arch) X(cnn) X(cli) X(checkpoint) X(tfevents) X(rundir) X(mpi) X(fuzz) X(lock) X(memory) X(gpu) \
+    X(idx) X(arch) X(cnn) X(cli) X(options) X(checkpoint) X(tfevents) X(rundir) X(mpi) X(fuzz) X(lock) X(memory) X(gpu) \
     X(install) \
     X(harness)
 #define DECLARE(s) void suite_##s(void) __attribute__((weak));

@@ -21,6 +21,7 @@
 #include "io/json.h"
 #include "io/weights.h"
 #include "train/model_desc.h"
+#include "train/model_table.h"
 #include "train/verify_report.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -163,7 +164,15 @@ static void test_cli(const char *dir)
     ct_rng_seed(&r, 2, CT_STREAM_INIT);
     static ct_kv kv;
     kv.n = 0;
-    ct_model_desc_lstm(&kv, &mc);
+    const ct_model_descriptor *d = ct_model_find("siamese-lstm");   /* its description, from its option table */
+    void *cfg = calloc(1, d->cfg_size);
+    if (!t_check(cfg != NULL, "out of memory")) return;
+    d->defaults(cfg);
+    const char *set[][2] = { { "n_mels", "8" }, { "frames", "12" }, { "hidden", "9" }, { "embed", "4" }, { "pool", "mean" } };
+    for (size_t k = 0; k < sizeof set / sizeof set[0]; k++)
+        t_check(ct_opt_set(ct_opts_find_key(d->opts, set[k][0]), cfg, set[k][1], set[k][0]) == CT_OK, "%s", ct_last_error());
+    d->describe(cfg, NULL, &kv);
+    free(cfg);
     ct_status st = ct_siamese_lstm_build(&m, &mc);
     if (st == CT_OK) {
         ct_siamese_lstm_init_weights(&m, &r);

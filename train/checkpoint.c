@@ -140,15 +140,6 @@ static ct_status write_params(hid_t f, const char *group, const ct_params *ps, c
     return CT_OK;
 }
 
-static const char *HIST_COLS[] = { "seconds", "train_seconds", "val_seconds", "loss", "accuracy", "val_loss", "val_accuracy", "val_eer" };
-#define N_HIST_COLS 8
-static double *hist_field(ct_epoch_log *l, int c)
-{
-    double *f[N_HIST_COLS] = { &l->seconds, &l->train_seconds, &l->val_seconds, &l->loss, &l->accuracy,
-                               &l->val_loss, &l->val_accuracy, &l->val_eer };
-    return f[c];
-}
-
 static ct_status write_all(hid_t f, const ct_ckpt *c)
 {
     const ct_ckpt_meta *m = c->meta;
@@ -197,10 +188,10 @@ static ct_status write_all(hid_t f, const ct_ckpt *c)
 
     double *col = ct_malloc(((size_t)p->epoch + 1) * sizeof(double), "history");
     if (!col) return CT_ENOMEM;
-    for (int k = 0; k < N_HIST_COLS && st == CT_OK; k++) {
+    for (int k = 0; k < CT_EPOCH_FIELDS && st == CT_OK; k++) {
         char name[64];
-        for (int e = 0; e < p->epoch; e++) col[e] = *hist_field(&c->hist[e], k);
-        snprintf(name, sizeof name, "history/%s", HIST_COLS[k]);
+        for (int e = 0; e < p->epoch; e++) col[e] = ct_epoch_get(&c->hist[e], &ct_epoch_fields[k]);
+        snprintf(name, sizeof name, "history/%s", ct_epoch_fields[k].name);
         size_t dims[1] = { (size_t)p->epoch };
         st = write_ds(f, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, col, 1, dims);
     }
@@ -368,11 +359,13 @@ ct_status ct_ckpt_load(const char *path, ct_ckpt *c)
         col = ct_malloc(((size_t)nh + 1) * sizeof(double), "history");
         if (!h2 || !col) st = CT_ENOMEM;
     }
-    for (int k = 0; k < N_HIST_COLS && st == CT_OK; k++) {
+    for (int k = 0; k < CT_EPOCH_FIELDS && st == CT_OK; k++) {
         char name[64];
-        snprintf(name, sizeof name, "history/%s", HIST_COLS[k]);
-        st = read_ds(f, name, H5T_NATIVE_DOUBLE, col, (size_t)nh);
-        for (int e = 0; st == CT_OK && e < nh; e++) *hist_field(&h2[e], k) = col[e];
+        snprintf(name, sizeof name, "history/%s", ct_epoch_fields[k].name);
+        int optional = ct_epoch_fields[k].flags & CT_EPOCH_OPTIONAL;
+        if (ct_h5_exists(f, name)) st = read_ds(f, name, H5T_NATIVE_DOUBLE, col, (size_t)nh);
+        else for (int e = 0; e < nh; e++) col[e] = optional ? -1 : NAN;   /* a field newer than the file */
+        for (int e = 0; st == CT_OK && e < nh; e++) *ct_epoch_at(&h2[e], &ct_epoch_fields[k]) = col[e];
     }
     if (st == CT_OK && c->best_params && ct_h5_exists(f, "best/model")) {
         bp = ct_malloc(np * sizeof(float) + 1, "checkpoint");

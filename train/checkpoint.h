@@ -18,8 +18,10 @@
  *   /progress             attributes: epoch (finished epochs), step (batches done in the
  *                         next epoch), lr, schedule_t, sum_loss, sum_correct, seen, skipped,
  *                         monitor, best, best_epoch, wait
- *   /history/<column>     float64 [epoch]: seconds, train_seconds, val_seconds, loss, accuracy,
- *                         val_loss, val_accuracy, val_eer
+ *   /history/<field>      float64 [epoch]: one per field of an epoch's log (ct_epoch_fields,
+ *                         train/task.h): loss, accuracy, val_loss, val_accuracy, val_eer,
+ *                         seconds, train_seconds, val_seconds (a field the file lacks reads
+ *                         as NaN, or -1 for val_eer: not computed)
  *   /rng/<stream>         uint64 [2] = (state, inc) of each PCG32 stream: init, dropout, data,
  *                         and the task's own (crop, val_crop)
  *   /data/...             the task's data state (e.g. /data/order, the epoch's sample order)

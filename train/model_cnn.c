@@ -26,32 +26,32 @@ typedef struct { const char *arch; } cnn_eval_flags;
     "train-labels-idx1-ubyte,\nt10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (each optionally .gz; MNIST too)"
 
 static const ct_opt OPTS[] = {
-    { CT_OPT_HEADING, "model and data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
+    { CT_OPT_HEADING, "model and data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE },
     { CT_OPT_NOTE, "--data", "NAME|DIR", 0, 0, 0, 0, NULL, CT_CMD_TRAIN,
-      CNN_DATA_HELP ",\nor synthetic (1x28x28 images of 10 classes generated from --seed)" },
+      CNN_DATA_HELP ",\nor synthetic (1x28x28 images of 10 classes generated from --seed)", .store = CT_IN_NONE },
     { CT_OPT_STR, "--arch", "SPEC", offsetof(cnn_cfg, arch), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME | CT_CMD_EXPORT | CT_CMD_IMPORT,
       "layers separated by commas (default: the Keras mnist_cnn architecture)\n" SEQ_CNN_DEFAULT_SPEC "\n"
       "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP batchnorm\nrelu tanh sigmoid save add; the last "
       "layer must output one value per class;\na residual block is save,...,add: add sums its input and what save kept\n(the same "
-      "shape; blocks nest), e.g. save,conv16k3p1,batchnorm,relu,conv16k3p1,add" },
+      "shape; blocks nest), e.g. save,conv16k3p1,batchnorm,relu,conv16k3p1,add", .store = CT_IN_CONFIG },
     { CT_OPT_INT, "--samples", "N", offsetof(cnn_cfg, img.samples), 0, 1, 1 << 30, NULL, CT_CMD_TRAIN,
-      "use the first N training images (default: all)" },
+      "use the first N training images (default: all)", .store = CT_IN_CONFIG },
     { CT_OPT_INT, "--val-samples", "N", offsetof(cnn_cfg, img.val_samples), 0, 0, 1 << 30, NULL, CT_CMD_TRAIN,
-      "use the first N test images for validation (default: all)" },
+      "use the first N test images for validation (default: all)", .store = CT_IN_CONFIG },
     { CT_OPT_HEADING, "the images, for a file that does not record them (a weights file of `ctrain train cnn`, Keras's):",
-      0, 0, 0, 0, 0, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, NULL },
+      0, 0, 0, 0, 0, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, NULL, .store = CT_IN_NONE },
     { CT_OPT_SQUARE, "--size", "N", offsetof(cnn_cfg, height), offsetof(cnn_cfg, width), 1, 1 << 16, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT,
-      "image height and width" },
-    { CT_OPT_INT, "--channels", "N", offsetof(cnn_cfg, channels), 0, 1, 4096, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, "image channels" },
-    { CT_OPT_INT, "--classes", "N", offsetof(cnn_cfg, classes), 0, 2, 1 << 20, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, "classes" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+      "image height and width", .store = CT_IN_NONE },
+    { CT_OPT_INT, "--channels", "N", offsetof(cnn_cfg, channels), 0, 1, 4096, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, "image channels", .store = CT_IN_NONE },
+    { CT_OPT_INT, "--classes", "N", offsetof(cnn_cfg, classes), 0, 2, 1 << 20, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, "classes", .store = CT_IN_NONE },
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static const ct_opt EVAL_OPTS[] = {
-    { CT_OPT_STR, "--arch", "SPEC", offsetof(cnn_eval_flags, arch), 0, 0, 0, NULL, 0,
-      "layers separated by commas (default: the \"arch\" recorded in the weights file)" },
-    { CT_OPT_NOTE, "--data", "NAME|DIR", 0, 0, 0, 0, NULL, 0, CNN_DATA_HELP " (default fashion-mnist)" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+    { CT_OPT_STR, "--arch", "SPEC", offsetof(cnn_eval_flags, arch), 0, 0, 0, NULL, CT_CMD_EVAL,
+      "layers separated by commas (default: the \"arch\" recorded in the weights file)", .store = CT_IN_NONE },
+    { CT_OPT_NOTE, "--data", "NAME|DIR", 0, 0, 0, 0, NULL, CT_CMD_EVAL, CNN_DATA_HELP " (default fashion-mnist)", .store = CT_IN_NONE },
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static void defaults(void *vc)

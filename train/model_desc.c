@@ -14,22 +14,6 @@ const ct_opt_choice ct_lstm_pool_choices[] = { { "last", LSTM_RETURN_LAST }, { "
 
 /* ---- writing ---- */
 
-void ct_model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c)
-{
-    ct_kv_set_int(kv, "n_mels", c->n_mels); ct_kv_set_int(kv, "frames", c->frames); ct_kv_set_int(kv, "hidden", c->hidden);
-    ct_kv_set_int(kv, "layers", c->layers); ct_kv_set_int(kv, "embed", c->embed); ct_kv_set_num(kv, "margin", c->margin);
-    ct_kv_set_num(kv, "threshold", c->threshold);
-    ct_kv_set_str(kv, "recurrent", ct_opt_choice_name(ct_lstm_recurrent_choices, (int)c->recurrent));
-    ct_kv_set_str(kv, "pool", ct_opt_choice_name(ct_lstm_pool_choices, (int)c->pool));
-}
-
-void ct_model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c)
-{
-    ct_kv_set_int(kv, "n_mels", c->n_mels); ct_kv_set_int(kv, "frames", c->frames); ct_kv_set_int(kv, "embed", c->embed);
-    ct_kv_set_num(kv, "margin", c->margin); ct_kv_set_num(kv, "threshold", c->threshold);
-    ct_kv_set_str(kv, "arch", c->spec);   /* a ct_kv holds 159 characters: the weights file gets the whole spec besides */
-}
-
 ct_status ct_model_desc_features(ct_kv *kv, const char *data)
 {
     if (!strcmp(data, "synthetic")) { ct_kv_set_str(kv, "features", "synthetic"); return CT_OK; }
@@ -82,88 +66,27 @@ static int entry_int(const ct_kv_entry *e, long long *v)
     return end != e->str && *end == '\0' && errno == 0;
 }
 
-/* An integer setting: the file's value when it records one (a given flag must
- * agree), else the flag's, else dflt. flag NULL: not a flag of the command, and
- * a missing value is not worth a note (it does not change the scores). */
-static ct_status want_int(model_desc *d, const char *key, const char *flag, int given, int dflt, int lo, int hi, int *out)
+/* The integer setting `key`, which the file records: CT_EFORMAT when it is not an integer in [lo, hi]. */
+static ct_status recorded_int(const model_desc *d, const char *key, int lo, int hi, int *out)
 {
-    const ct_kv_entry *e = ct_kv_get(&d->kv, key);
     long long v;
-    if (!e) {
-        if (flag) add_missing(d, key);
-        *out = given ? given : dflt;
-        return CT_OK;
-    }
-    if (!entry_int(e, &v) || v < lo || v > hi)
+    if (!entry_int(ct_kv_get(&d->kv, key), &v) || v < lo || v > hi)
         return ct_fail(CT_EFORMAT, "%s: attribute %s is not an integer in [%d, %d]; the file is damaged: pass weights written by "
                        "`ctrain train`", d->path, key, lo, hi);
-    if (flag && given && given != v)
-        return ct_fail(CT_EINVAL, "%s %d contradicts %s, which records %s = %lld (the model was trained so): leave %s out",
-                       flag, given, d->path, key, v, flag);
     *out = (int)v;
     return CT_OK;
 }
 
-/* A setting named by one of `choices`: the same rules as want_int, given a name. */
-static ct_status want_choice(model_desc *d, const char *key, const char *flag, const char *given, const char *dflt,
-                             const ct_opt_choice *choices, int *out)
+ct_status ct_model_desc_cnn_arch(const char *path, const ct_kv *kv, char *spec, size_t cap)
 {
-    const ct_kv_entry *e = ct_kv_get(&d->kv, key);
-    char list[128];
-    ct_opt_choice_list(choices, list, sizeof list);
-    if (e) {
-        if (e->type != CT_KV_STR || !ct_opt_choice_value(choices, e->str, out))
-            return ct_fail(CT_EFORMAT, "%s: attribute %s is not %s; the file is damaged: pass weights written by `ctrain train`",
-                           d->path, key, list);
-        if (given && strcmp(given, e->str) != 0)
-            return ct_fail(CT_EINVAL, "%s %s contradicts %s, which records %s = %s (the model was trained so): leave %s out",
-                           flag, given, d->path, key, e->str, flag);
-        return CT_OK;
-    }
-    add_missing(d, key);
-    const char *v = given ? given : dflt;
-    if (!ct_opt_choice_value(choices, v, out)) return ct_fail(CT_EINVAL, "%s %s: use %s", flag, v, list);
-    return CT_OK;
-}
-
-/* A float setting without a flag (margin, threshold): the file's, else unchanged. */
-static void maybe_float(const model_desc *d, const char *key, float *v) { ct_kv_float(&d->kv, key, v); }
-
-ct_status ct_model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc)
-{
-    *mc = ct_siamese_lstm_defaults();
-    int recurrent, pool;
-    CT_TRY(want_int(d, "n_mels", "--mels", f->mels, store_mels, 1, 4096, &mc->n_mels));
-    CT_TRY(want_int(d, "frames", NULL, 0, mc->frames, 1, 100000, &mc->frames));
-    CT_TRY(want_int(d, "hidden", "--hidden", f->hidden, mc->hidden, 1, 65536, &mc->hidden));
-    CT_TRY(want_int(d, "layers", "--layers", f->layers, mc->layers, 1, LSTM_MAX_LAYERS, &mc->layers));
-    CT_TRY(want_int(d, "embed", "--embed", f->embed, mc->embed, 1, 65536, &mc->embed));
-    CT_TRY(want_choice(d, "recurrent", "--recurrent", f->recurrent, "sigmoid", ct_lstm_recurrent_choices, &recurrent));
-    CT_TRY(want_choice(d, "pool", "--pool", f->pool, "last", ct_lstm_pool_choices, &pool));
-    maybe_float(d, "margin", &mc->margin);
-    maybe_float(d, "threshold", &mc->threshold);
-    mc->recurrent = (lstm_recurrent)recurrent;
-    mc->pool = (lstm_return)pool;
-    return CT_OK;
-}
-
-ct_status ct_model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, siamese_cnn_config *mc)
-{
-    *mc = ct_siamese_cnn_defaults();
     /* the spec may be longer than a ct_kv string: read it whole */
     hid_t f;
-    CT_TRY(ct_h5_open(&f, d->path));
-    ct_status st = ct_h5_attr_read_str(f, "/", "arch", mc->spec, sizeof mc->spec);
+    CT_TRY(ct_h5_open(&f, path));
+    ct_status st = ct_h5_attr_read_str(f, "/", "arch", spec, cap);
     ct_h5_close(f);
-    if (st != CT_OK)
-        return ct_fail(CT_EFORMAT, "%s has no \"arch\" attribute: not written by `ctrain train siamese-cnn`", d->path);
-    if (!ct_kv_get(&d->kv, "frames"))
-        return ct_fail(CT_EFORMAT, "%s has no \"frames\" attribute: not written by `ctrain train siamese-cnn`", d->path);
-    CT_TRY(want_int(d, "frames", NULL, 0, 0, 1, 100000, &mc->frames));
-    CT_TRY(want_int(d, "n_mels", "--mels", mels_flag, store_mels, 1, 4096, &mc->n_mels));
-    maybe_float(d, "margin", &mc->margin);
-    maybe_float(d, "threshold", &mc->threshold);
-    mc->embed = 0;   /* whatever the recorded spec outputs */
+    if (st != CT_OK) return ct_fail(CT_EFORMAT, "%s has no \"arch\" attribute: not written by `ctrain train siamese-cnn`", path);
+    if (!ct_kv_get(kv, "frames"))
+        return ct_fail(CT_EFORMAT, "%s has no \"frames\" attribute: not written by `ctrain train siamese-cnn`", path);
     return CT_OK;
 }
 
@@ -183,7 +106,7 @@ ct_status ct_model_desc_check_store(model_desc *d, const char *store, int *store
     const ct_kv_entry *m = ct_kv_get(&d->kv, "n_mels");
     if (!m) add_missing(d, "n_mels");
     else {
-        CT_TRY(want_int(d, "n_mels", NULL, 0, 0, 1, 4096, &mels));
+        CT_TRY(recorded_int(d, "n_mels", 1, 4096, &mels));
         if (mels != s.n_mels)
             return ct_fail(CT_EINVAL, "%s holds features of %d mel bands, but %s was trained on %d (n_mels = %d): evaluate on a store "
                            "made like its training data (`ctrain prep voxceleb --mels %d`)", store, s.n_mels, d->path, mels, mels, mels);
@@ -194,7 +117,7 @@ ct_status ct_model_desc_check_store(model_desc *d, const char *store, int *store
     for (int k = 0; k < 3; k++) {
         int want;
         if (!ct_kv_get(&d->kv, keys[k])) { add_missing(d, keys[k]); continue; }
-        CT_TRY(want_int(d, keys[k], NULL, 0, 0, 1, 1 << 30, &want));
+        CT_TRY(recorded_int(d, keys[k], 1, 1 << 30, &want));
         if (want != have[k])
             return ct_fail(CT_EINVAL, "%s holds features with %s = %d, but %s was trained on features with %s = %d: evaluate on a "
                            "store made like its training data (`ctrain prep voxceleb` with the same settings)",

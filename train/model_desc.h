@@ -7,9 +7,12 @@
  * features were made otherwise than the training data's.
  *
  * Attributes (numbers are HDF5 integers or floats, the rest strings):
- *   siamese-lstm  n_mels, frames, hidden, layers, embed, margin, threshold,
+ *   siamese-lstm  the rows of its option table recorded CT_IN_MODEL (train/model_siamese_lstm.c,
+ *                 written and checked by ct_opts_to_kv and ct_opts_from_file, train/options.h):
+ *                 n_mels, frames, hidden, layers, embed, margin, threshold,
  *                 recurrent ("sigmoid" | "hard_sigmoid"), pool ("last" | "mean")
- *   siamese-cnn   n_mels, frames, embed, margin, threshold, arch (the tower's spec)
+ *   siamese-cnn   the rows of its table recorded CT_IN_MODEL (n_mels, frames, margin,
+ *                 threshold), and embed and arch (the tower's spec), which the network reports
  *   both          features: "log-mel" (a store written by `ctrain prep`) or
  *                 "synthetic" (--data synthetic); with log-mel also the store's
  *                 sample_rate, frame_length_ms, frame_shift_ms and normalization
@@ -35,9 +38,6 @@ extern const ct_opt_choice ct_lstm_pool_choices[];
 
 /* ---- writing (ctrain train) ---- */
 
-/* Every field of the configuration, by the names above. */
-void      ct_model_desc_lstm(ct_kv *kv, const siamese_lstm_config *c);
-void      ct_model_desc_cnn(ct_kv *kv, const siamese_cnn_config *c);
 /* The feature settings of the training data: `data` is a feature store's path
  * (its attributes are read) or "synthetic". */
 ct_status ct_model_desc_features(ct_kv *kv, const char *data);
@@ -54,22 +54,10 @@ typedef struct {
  * "model" attribute names another model than `model` is refused. */
 ct_status ct_model_desc_read(model_desc *d, const char *path, const char *model);
 
-/* The flags of `ctrain eval siamese-lstm` that describe the model: 0 or NULL = not given. */
-typedef struct {
-    int mels, hidden, layers, embed;
-    const char *recurrent, *pool;
-} model_desc_lstm_flags;
-
-/* The model's configuration: each setting from the file where it records it (a
- * given flag that says otherwise is refused with CT_EINVAL naming the flag, the
- * file's value and the fix), else from the flag, else the default: n_mels is
- * then store_mels (the feature store's), pool "last" (the seed's, what files
- * without the attribute were trained with), the rest ct_siamese_lstm_defaults(). */
-ct_status ct_model_desc_lstm_config(model_desc *d, const model_desc_lstm_flags *f, int store_mels, siamese_lstm_config *mc);
-/* The same for the CNN: arch and frames must be recorded (every siamese-cnn
- * weights file has them); n_mels from the file, --mels (mels_flag, 0 = not
- * given) or the store; the embedding size is the spec's. */
-ct_status ct_model_desc_cnn_config(model_desc *d, int mels_flag, int store_mels, siamese_cnn_config *mc);
+/* The tower's spec that a siamese-cnn weights file or checkpoint at `path` records, whole (it may be
+ * longer than a ct_kv string), into spec; a file without it, or without frames in its root
+ * attributes kv, was not written by `ctrain train siamese-cnn` (CT_EFORMAT). */
+ct_status ct_model_desc_cnn_arch(const char *path, const ct_kv *kv, char *spec, size_t cap);
 
 /* Refuses a feature store whose settings differ from those the model was
  * trained on (n_mels, sample_rate, frame_length_ms, frame_shift_ms,

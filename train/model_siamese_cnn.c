@@ -17,30 +17,29 @@ typedef struct {
     ct_speaker_opts data;
 } scnn_cfg;
 
-typedef struct { int mels; } scnn_eval_flags;
+/* Kept in a run's configuration and with the model (a checkpoint's and a weights file's root
+ * attributes, beside the spec and the embedding size the network reports: describe). */
+#define SCNN_KEPT (CT_IN_CONFIG | CT_IN_MODEL)
 
 static const ct_opt OPTS[] = {
-    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
+    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE },
     { CT_OPT_STR, "--arch", "SPEC", offsetof(scnn_cfg, arch), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME | CT_CMD_IMPORT,
       "the tower, layers separated by commas (models/seq_cnn.h); default\n" SIAMESE_CNN_DEFAULT_SPEC "\n"
       "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP\nbatchnorm relu tanh sigmoid save add; gaph = mean over time; "
-      "the last layer's\noutput is the embedding; save,...,add is a residual block (add sums its input\nand what save kept)" },
-    { CT_OPT_INT, "--mels", "N", offsetof(scnn_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "features per frame" },
+      "the last layer's\noutput is the embedding; save,...,add is a residual block (add sums its input\nand what save kept)", .store = CT_IN_CONFIG },
+    { CT_OPT_INT, "--mels", "N", offsetof(scnn_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_EVAL | CT_CMD_IMPORT,
+      "features per frame (eval: a weights file that does not record it takes the\nstore's)", .key = "n_mels", .store = SCNN_KEPT },
     { CT_OPT_INT, "--frames", "N", offsetof(scnn_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT,
-      "frames per utterance crop (default 100 = 1 s)" },
+      "frames per utterance crop (default 100 = 1 s)", .store = SCNN_KEPT },
     { CT_OPT_INT, "--embed", "N", offsetof(scnn_cfg, embed), 0, 1, 65536, NULL, CT_CMD_TRAIN,
-      "embedding size: the default spec's last dense layer (default 64); with\n--arch it must equal the spec's output" },
-    { CT_OPT_FLOAT, "--margin", "X", offsetof(scnn_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin" },
+      "embedding size: the default spec's last dense layer (default 64); with\n--arch it must equal the spec's output", .store = CT_IN_CONFIG },
+    { CT_OPT_FLOAT, "--margin", "X", offsetof(scnn_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin", .store = SCNN_KEPT },
+    /* recorded with the model, set by no flag: the distance below which a pair is called "same" */
+    { CT_OPT_FLOAT, NULL, "X", offsetof(scnn_cfg, m.threshold), 0, 0, 1e9, NULL, 0, NULL, .key = "threshold", .store = CT_IN_MODEL },
     CT_SPEAKER_OPTS(scnn_cfg, data),
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
-static const ct_opt EVAL_OPTS[] = {
-    { CT_OPT_INT, "--mels", "N", offsetof(scnn_eval_flags, mels), 0, 1, 4096, NULL, 0,
-      "features per frame (default: the weights file's, or the store's for files\nwritten by an older ctrain); a store made with "
-      "other feature settings than\nthe model's training data is refused" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
-};
 
 static void defaults(void *vc)
 {
@@ -67,32 +66,47 @@ static ct_status finish(void *vc, int checkpointing)
     return ct_speaker_opts_check(&c->data);
 }
 
-/* The configuration a weights file or checkpoint records (model_desc: the spec, the window length,
- * the features), with --mels `mels` (0: not given). */
-static ct_status recorded(scnn_cfg *c, const char *path, const ct_kv *kv, int mels)
+/* The configuration that the weights file or checkpoint `path` records in its root attributes kv:
+ * the spec and the window length (it must record them), and the rows recorded CT_IN_MODEL, which
+ * a flag given (bit i of `given`, its value in `flags`) must agree with; what it does not record
+ * takes the flag or the default (n_mels: `mels`) and is named in `missing`. */
+static ct_status recorded(scnn_cfg *c, const scnn_cfg *flags, unsigned long long given, const char *path, const ct_kv *kv,
+                          int mels, char *missing, size_t cap)
 {
-    static model_desc d;
-    ct_speaker_desc_of(&d, path, kv);
-    CT_TRY(ct_model_desc_cnn_config(&d, mels, c->m.n_mels, &c->m));
+    c->m = ct_siamese_cnn_defaults();
+    c->m.n_mels = mels;
+    for (int i = 0; OPTS[i].type != CT_OPT_END && i < 64; i++)
+        if ((given >> i) & 1) ct_opt_copy(&OPTS[i], c, flags);
+    CT_TRY(ct_model_desc_cnn_arch(path, kv, c->m.spec, sizeof c->m.spec));
+    CT_TRY(ct_opts_from_file(OPTS, CT_IN_MODEL, CT_CMD_EVAL, c, given, kv, path, missing, cap));
     snprintf(c->arch_buf, sizeof c->arch_buf, "%s", c->m.spec);
     c->arch = c->arch_buf;
-    c->embed = 0;   /* whatever the recorded spec outputs */
+    c->embed = c->m.embed = 0;   /* whatever the recorded spec outputs */
     return CT_OK;
 }
 
 static ct_status from_meta(void *vc, const ct_ckpt_meta *meta, const char *path)
 {
     scnn_cfg *c = vc;
-    CT_TRY(recorded(c, path, &meta->model_cfg, 0));
-    ct_speaker_opts_from_meta(&c->data, &meta->train_cfg);
-    return CT_OK;
+    char missing[512] = "";
+    CT_TRY(recorded(c, c, 0, path, &meta->model_cfg, c->m.n_mels, missing, sizeof missing));
+    return ct_opts_from_kv(OPTS, CT_IN_TRAINING, c, &meta->train_cfg, path);
 }
 
-static void describe(const void *vc, const void *net, ct_kv *kv) { ct_model_desc_cnn(kv, &((const siamese_cnn *)net)->cfg); }
+static void describe(const void *vc, const void *net, ct_kv *kv)
+{
+    static scnn_cfg c;
+    const siamese_cnn_config *m = &((const siamese_cnn *)net)->cfg;
+    c = *(const scnn_cfg *)vc;
+    c.m = *m;                                   /* the network's own */
+    ct_opts_to_kv(OPTS, CT_IN_MODEL, &c, kv);   /* n_mels, frames, margin, threshold */
+    ct_kv_set_int(kv, "embed", m->embed);       /* what the tower outputs */
+    ct_kv_set_str(kv, "arch", m->spec);         /* a ct_kv holds 159 characters: the weights file gets the whole spec besides */
+}
 
 static ct_status data_to_meta(const void *vc, const ct_model_data *d, ct_ckpt_meta *meta)
 {
-    return ct_speaker_to_meta(&((const scnn_cfg *)vc)->data, d, meta);
+    return ct_speaker_to_meta(OPTS, vc, d, meta);
 }
 
 static void set_counts(void *vc, long n_train, long n_val)
@@ -150,24 +164,26 @@ static ct_status save(void *net, const char *path, const ct_kv *desc, const char
     return ct_weights_save_speakers(path, "siamese-cnn", &m->enc.params, &m->enc.buffers, desc, attrs, speakers, n_speakers);
 }
 
-static ct_status eval_config(void *vc, const char *weights, const void *vflags, unsigned long long given, const char *data,
+static ct_status eval_config(void *vc, const char *weights, const void *flags, unsigned long long given, const char *data,
                              char *note, size_t cap)
 {
-    scnn_cfg *c = vc;
     static model_desc d;
     int store_mels = 0;
     CT_TRY(ct_model_desc_read(&d, weights, "siamese-cnn"));   /* the spec, the window length, the feature settings */
     CT_TRY(ct_model_desc_check_store(&d, data, &store_mels));
-    CT_TRY(ct_model_desc_cnn_config(&d, ((const scnn_eval_flags *)vflags)->mels, store_mels, &c->m));
+    CT_TRY(recorded(vc, flags, given, d.path, &d.kv, store_mels, d.missing, sizeof d.missing));
     if (!ct_model_desc_note(&d, note, cap)) note[0] = '\0';
     return CT_OK;
 }
 
 static ct_status file_config(void *vc, const ct_src *s, unsigned long long given)
 {
+    static scnn_cfg flags;
     scnn_cfg *c = vc;
+    char missing[512] = "";
     if (!s->described) return CT_OK;   /* a tower of the default spec, or the options' */
-    return recorded(c, s->path, &s->kv, ct_opt_given(OPTS, given, "--mels") ? c->m.n_mels : 0);
+    flags = *c;
+    return recorded(c, &flags, given, s->path, &s->kv, c->m.n_mels, missing, sizeof missing);
 }
 
 /* The tower's layers (train/export.h); the distance and the loss on top have no weights. */
@@ -203,7 +219,7 @@ const ct_model_descriptor ct_model_siamese_cnn = {
                   "utterance's embedding is the mean of its windows'. A trial's score is minus the Euclidean\n"
                   "distance between its two embeddings. Prints the trials scored, the equal error rate (EER) and\n"
                   "the minimum detection cost (minDCF, C_miss = C_fa = 1) at p_target 0.01 and 0.05.",
-    .eval_opts = EVAL_OPTS, .eval_flags_size = sizeof(scnn_eval_flags), .eval_batch = 128, .eval_config = eval_config,
+    .eval_opts = OPTS, .eval_flags_size = sizeof(scnn_cfg), .eval_batch = 128, .eval_config = eval_config,
     .speaker = speaker,
     .file_config = file_config, .layout = layout,
 };

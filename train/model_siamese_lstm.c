@@ -17,39 +17,29 @@ typedef struct {
     ct_speaker_opts data;
 } lstm_cfg;
 
-/* `ctrain eval`'s model flags: given or not, the weights file decides (train/model_desc.h). */
-typedef struct {
-    model_desc_lstm_flags fl;
-    int recurrent, pool;
-} lstm_eval_flags;
+/* The model's options are kept in a run's configuration and with the model (a checkpoint's and
+ * a weights file's root attributes: what eval rebuilds the model from, train/model_desc.h). */
+#define LSTM_KEPT (CT_IN_CONFIG | CT_IN_MODEL)
+/* The network's sizes and options: trained with, and given for a file that does not record them. */
+#define SIZE_CMDS (CT_CMD_TRAIN | CT_CMD_EVAL | CT_CMD_IMPORT)
 
 static const ct_opt OPTS[] = {
-    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
-    { CT_OPT_INT, "--mels", "N", offsetof(lstm_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "features per frame" },
-    { CT_OPT_INT, "--frames", "N", offsetof(lstm_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN, "frames per utterance crop (default 100 = 1 s)" },
-    { CT_OPT_INT, "--hidden", "N", offsetof(lstm_cfg, m.hidden), 0, 1, 65536, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "LSTM units" },
-    { CT_OPT_INT, "--layers", "N", offsetof(lstm_cfg, m.layers), 0, 1, LSTM_MAX_LAYERS, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "stacked LSTM layers" },
-    { CT_OPT_INT, "--embed", "N", offsetof(lstm_cfg, m.embed), 0, 1, 65536, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT, "embedding size" },
-    { CT_OPT_FLOAT, "--margin", "X", offsetof(lstm_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin" },
+    { CT_OPT_HEADING, "model:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE },
+    { CT_OPT_INT, "--mels", "N", offsetof(lstm_cfg, m.n_mels), 0, 1, 4096, NULL, SIZE_CMDS, "features per frame", .key = "n_mels", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--frames", "N", offsetof(lstm_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN, "frames per utterance crop (default 100 = 1 s)", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--hidden", "N", offsetof(lstm_cfg, m.hidden), 0, 1, 65536, NULL, SIZE_CMDS, "LSTM units", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--layers", "N", offsetof(lstm_cfg, m.layers), 0, 1, LSTM_MAX_LAYERS, NULL, SIZE_CMDS, "stacked LSTM layers", .store = LSTM_KEPT },
+    { CT_OPT_INT, "--embed", "N", offsetof(lstm_cfg, m.embed), 0, 1, 65536, NULL, SIZE_CMDS, "embedding size", .store = LSTM_KEPT },
+    { CT_OPT_FLOAT, "--margin", "X", offsetof(lstm_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin", .store = LSTM_KEPT },
     { CT_OPT_CHOICE, "--recurrent", "NAME", offsetof(lstm_cfg, m.recurrent), 0, 0, 0, ct_lstm_recurrent_choices,
-      CT_CMD_TRAIN | CT_CMD_IMPORT, "sigmoid or hard_sigmoid gate activation" },
-    { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_cfg, m.pool), 0, 0, 0, ct_lstm_pool_choices, CT_CMD_TRAIN | CT_CMD_IMPORT,
-      "mean: the LSTM's mean over the utterance's frames feeds the embedding\n(default); last: its last hidden state (the seed's model, far weaker:\n"
-      "see the README); import: a file that does not record it takes last" },
+      SIZE_CMDS, "sigmoid or hard_sigmoid gate activation", .store = LSTM_KEPT },
+    { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_cfg, m.pool), 0, 0, 0, ct_lstm_pool_choices, SIZE_CMDS,
+      "mean: the LSTM's mean over the utterance's frames feeds the embedding;\nlast: its last hidden state (the seed's model, far weaker: see the\n"
+      "README) (default: mean to train; last for a file that eval or import\nreads without it, as such files were trained)", .store = LSTM_KEPT },
+    /* recorded with the model, set by no flag: the distance below which a pair is called "same" */
+    { CT_OPT_FLOAT, NULL, "X", offsetof(lstm_cfg, m.threshold), 0, 0, 1e9, NULL, 0, NULL, .key = "threshold", .store = CT_IN_MODEL },
     CT_SPEAKER_OPTS(lstm_cfg, data),
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
-};
-
-static const ct_opt EVAL_OPTS[] = {
-    { CT_OPT_INT, "--mels", "N", offsetof(lstm_eval_flags, fl.mels), 0, 1, 4096, NULL, 0, "features per frame (default: the feature store's)" },
-    { CT_OPT_INT, "--hidden", "N", offsetof(lstm_eval_flags, fl.hidden), 0, 1, 65536, NULL, 0, "LSTM units (default 128)" },
-    { CT_OPT_INT, "--layers", "N", offsetof(lstm_eval_flags, fl.layers), 0, 1, LSTM_MAX_LAYERS, NULL, 0, "stacked LSTM layers (default 1)" },
-    { CT_OPT_INT, "--embed", "N", offsetof(lstm_eval_flags, fl.embed), 0, 1, 65536, NULL, 0, "embedding size (default 64)" },
-    { CT_OPT_CHOICE, "--recurrent", "NAME", offsetof(lstm_eval_flags, recurrent), 0, 0, 0, ct_lstm_recurrent_choices, 0,
-      "sigmoid or hard_sigmoid gate activation (default sigmoid)" },
-    { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_eval_flags, pool), 0, 0, 0, ct_lstm_pool_choices, 0,
-      "last or mean (default last: files without it were trained so; `ctrain train`\ndefaults to mean, and last is the seed's model, the one `ctrain time` times)" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
 static void defaults(void *vc)
@@ -75,20 +65,19 @@ static ct_status finish(void *vc, int checkpointing) { return ct_speaker_opts_ch
 static ct_status from_meta(void *vc, const ct_ckpt_meta *meta, const char *path)
 {
     lstm_cfg *c = vc;
-    static model_desc d;
-    model_desc_lstm_flags none = { 0 };
-    ct_speaker_desc_of(&d, path, &meta->model_cfg);
-    /* what the checkpoint does not record takes the defaults; pool: last, as such checkpoints were trained */
-    CT_TRY(ct_model_desc_lstm_config(&d, &none, c->m.n_mels, &c->m));
-    ct_speaker_opts_from_meta(&c->data, &meta->train_cfg);
-    return CT_OK;
+    int n_mels = c->m.n_mels;
+    /* what the checkpoint does not record takes the seed model's defaults; pool: last, as such checkpoints were trained */
+    c->m = ct_siamese_lstm_defaults();
+    c->m.n_mels = n_mels;
+    CT_TRY(ct_opts_from_kv(OPTS, CT_IN_MODEL, c, &meta->model_cfg, path));
+    return ct_opts_from_kv(OPTS, CT_IN_TRAINING, c, &meta->train_cfg, path);
 }
 
-static void describe(const void *vc, const void *net, ct_kv *kv) { ct_model_desc_lstm(kv, &((const lstm_cfg *)vc)->m); }
+static void describe(const void *vc, const void *net, ct_kv *kv) { ct_opts_to_kv(OPTS, CT_IN_MODEL, vc, kv); }
 
 static ct_status data_to_meta(const void *vc, const ct_model_data *d, ct_ckpt_meta *meta)
 {
-    return ct_speaker_to_meta(&((const lstm_cfg *)vc)->data, d, meta);
+    return ct_speaker_to_meta(OPTS, vc, d, meta);
 }
 
 static void set_counts(void *vc, long n_train, long n_val)
@@ -150,19 +139,24 @@ static ct_status save(void *net, const char *path, const ct_kv *desc, const char
     return ct_weights_save_speakers(path, "siamese-lstm", &((siamese_lstm *)net)->params, NULL, desc, NULL, speakers, n_speakers);
 }
 
-static ct_status eval_config(void *vc, const char *weights, const void *vflags, unsigned long long given, const char *data,
+/* `ctrain eval`: the model the weights file records; its flags (the rows eval takes, parsed
+ * into `flags`, a configuration) only fill in what an older file does not record, and one that
+ * contradicts the file is refused (ct_opts_from_file). */
+static ct_status eval_config(void *vc, const char *weights, const void *flags, unsigned long long given, const char *data,
                              char *note, size_t cap)
 {
     lstm_cfg *c = vc;
-    const lstm_eval_flags *f = vflags;
     static model_desc d;
     int store_mels = 0;
-    model_desc_lstm_flags fl = f->fl;
-    fl.recurrent = ct_opt_given(EVAL_OPTS, given, "--recurrent") ? ct_opt_choice_name(ct_lstm_recurrent_choices, f->recurrent) : NULL;
-    fl.pool = ct_opt_given(EVAL_OPTS, given, "--pool") ? ct_opt_choice_name(ct_lstm_pool_choices, f->pool) : NULL;
     CT_TRY(ct_model_desc_read(&d, weights, "siamese-lstm"));
     CT_TRY(ct_model_desc_check_store(&d, data, &store_mels));
-    CT_TRY(ct_model_desc_lstm_config(&d, &fl, store_mels, &c->m));
+    /* not recorded and not given: the seed model's defaults (pool last: what files without it were
+     * trained with), the feature store's mel bands */
+    c->m = ct_siamese_lstm_defaults();
+    c->m.n_mels = store_mels;
+    for (int i = 0; OPTS[i].type != CT_OPT_END && i < 64; i++)
+        if ((given >> i) & 1) ct_opt_copy(&OPTS[i], c, flags);
+    CT_TRY(ct_opts_from_file(OPTS, CT_IN_MODEL, CT_CMD_EVAL, c, given, &d.kv, d.path, d.missing, sizeof d.missing));
     if (!ct_model_desc_note(&d, note, cap)) note[0] = '\0';
     return CT_OK;
 }
@@ -212,15 +206,17 @@ static ct_status file_config(void *vc, const ct_src *s, unsigned long long given
         || (given_flag(given, "--layers") && c->m.layers != layers) || (given_flag(given, "--embed") && c->m.embed != embed))
         return ct_fail(CT_EINVAL, "%s holds a siamese-lstm with --mels %d --hidden %d --layers %d --embed %d, not the sizes given",
                        s->path, mels, hidden, layers, embed);
-    /* the rest from the recorded description; a file without one was trained with the last hidden state */
-    model_desc_lstm_flags fl = { 0 };
-    fl.recurrent = given_flag(given, "--recurrent") ? ct_opt_choice_name(ct_lstm_recurrent_choices, c->m.recurrent) : NULL;
-    fl.pool = given_flag(given, "--pool") ? ct_opt_choice_name(ct_lstm_pool_choices, c->m.pool) : NULL;
+    /* the rest from the recorded description (a flag given must agree); a file without one was
+     * trained with the last hidden state */
     if (s->described) {
-        static model_desc d;
-        ct_speaker_desc_of(&d, s->path, &s->kv);
-        CT_TRY(ct_model_desc_lstm_config(&d, &fl, mels, &c->m));
-    } else if (!fl.pool) c->m.pool = LSTM_RETURN_LAST;
+        static lstm_cfg flags;
+        char missing[512] = "";
+        flags = *c;
+        c->m = ct_siamese_lstm_defaults();
+        for (int i = 0; OPTS[i].type != CT_OPT_END && i < 64; i++)
+            if ((given >> i) & 1) ct_opt_copy(&OPTS[i], c, &flags);
+        CT_TRY(ct_opts_from_file(OPTS, CT_IN_MODEL, CT_CMD_IMPORT, c, given, &s->kv, s->path, missing, sizeof missing));
+    } else if (!given_flag(given, "--pool")) c->m.pool = LSTM_RETURN_LAST;
     c->m.n_mels = mels; c->m.hidden = hidden; c->m.layers = layers; c->m.embed = embed;
     return CT_OK;
 }
@@ -284,7 +280,7 @@ const ct_model_descriptor ct_model_siamese_lstm = {
                   "the list is embedded once, whole (not cropped), and a trial's score is minus the Euclidean\n"
                   "distance between its two embeddings. Prints the trials scored, the equal error rate (EER) and\n"
                   "the minimum detection cost (minDCF, C_miss = C_fa = 1) at p_target 0.01 and 0.05.",
-    .eval_opts = EVAL_OPTS, .eval_flags_size = sizeof(lstm_eval_flags), .eval_batch = 32, .eval_config = eval_config,
+    .eval_opts = OPTS, .eval_flags_size = sizeof(lstm_cfg), .eval_batch = 32, .eval_config = eval_config,
     .speaker = speaker,
     .file_config = file_config, .layout = layout,
 };

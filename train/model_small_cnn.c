@@ -16,20 +16,36 @@ typedef struct {
     ct_image_opts img;
 } small_cfg;
 
+/* The network's sizes are kept in a run's configuration and with the model (the root attributes
+ * of a checkpoint and of a weights file); the images' counts and noise in the configuration and
+ * a checkpoint's /training. */
+#define MODEL_KEPT (CT_IN_CONFIG | CT_IN_MODEL)
+#define DATA_KEPT (CT_IN_CONFIG | CT_IN_TRAINING)
+#define M(field) offsetof(small_cfg, m.field)
+
 static const ct_opt OPTS[] = {
-    { CT_OPT_HEADING, "model and data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL },
-    { CT_OPT_SQUARE, "--size", "N", offsetof(small_cfg, m.height), offsetof(small_cfg, m.width), 4, 4096, NULL,
-      CT_CMD_TRAIN | CT_CMD_EXPORT | CT_CMD_IMPORT, "image height and width" },
-    { CT_OPT_INT, "--filters", "N", offsetof(small_cfg, m.filters), 0, 1, 4096, NULL, CT_CMD_TRAIN, "convolution filters" },
-    { CT_OPT_INT, "--kernel", "N", offsetof(small_cfg, m.kernel), 0, 1, 31, NULL, CT_CMD_TRAIN, "odd kernel size" },
-    { CT_OPT_INT, "--classes", "N", offsetof(small_cfg, m.classes), 0, 2, 1000, NULL, CT_CMD_TRAIN, "classes" },
-    { CT_OPT_FLOAT, "--dropout", "P", offsetof(small_cfg, m.dropout), 0, 0, 0.99, NULL, CT_CMD_TRAIN, "dropout before the dense layer" },
-    { CT_OPT_INT, "--samples", "N", offsetof(small_cfg, img.samples), 0, 1, 10000000, NULL, CT_CMD_TRAIN, "training images" },
-    { CT_OPT_INT, "--val-samples", "N", offsetof(small_cfg, img.val_samples), 0, 0, 10000000, NULL, CT_CMD_TRAIN, "validation images" },
-    { CT_OPT_FLOAT, "--noise", "X", offsetof(small_cfg, img.noise), 0, 0, 100, NULL, CT_CMD_TRAIN, "noise amplitude" },
-    { CT_OPT_NOTE, "--data", "synthetic", 0, 0, 0, 0, NULL, CT_CMD_TRAIN, "images generated from --seed (the only data)" },
-    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL }
+    { CT_OPT_HEADING, "model and data:", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE },
+    { CT_OPT_SQUARE, "--size", "N", M(height), M(width), 4, 4096, NULL, CT_CMD_TRAIN | CT_CMD_EXPORT | CT_CMD_IMPORT,
+      "image height and width", .store = CT_IN_CONFIG },
+    /* the image's shape as the model records it, set by --size (and the data) */
+    { CT_OPT_INT, NULL, "N", M(channels), 0, 1, 4096, NULL, 0, NULL, .key = "channels", .store = CT_IN_MODEL },
+    { CT_OPT_INT, NULL, "N", M(height), 0, 4, 4096, NULL, 0, NULL, .key = "height", .store = CT_IN_MODEL },
+    { CT_OPT_INT, NULL, "N", M(width), 0, 4, 4096, NULL, 0, NULL, .key = "width", .store = CT_IN_MODEL },
+    { CT_OPT_INT, "--filters", "N", M(filters), 0, 1, 4096, NULL, CT_CMD_TRAIN, "convolution filters", .store = MODEL_KEPT },
+    { CT_OPT_INT, "--kernel", "N", M(kernel), 0, 1, 31, NULL, CT_CMD_TRAIN, "odd kernel size", .store = MODEL_KEPT },
+    { CT_OPT_INT, "--classes", "N", M(classes), 0, 2, 1000, NULL, CT_CMD_TRAIN, "classes", .store = MODEL_KEPT },
+    { CT_OPT_FLOAT, "--dropout", "P", M(dropout), 0, 0, 0.99, NULL, CT_CMD_TRAIN, "dropout before the dense layer", .store = MODEL_KEPT },
+    { CT_OPT_INT, "--samples", "N", offsetof(small_cfg, img.samples), 0, 1, 10000000, NULL, CT_CMD_TRAIN, "training images",
+      .store = DATA_KEPT },
+    { CT_OPT_INT, "--val-samples", "N", offsetof(small_cfg, img.val_samples), 0, 0, 10000000, NULL, CT_CMD_TRAIN, "validation images",
+      .store = DATA_KEPT },
+    { CT_OPT_FLOAT, "--noise", "X", offsetof(small_cfg, img.noise), 0, 0, 100, NULL, CT_CMD_TRAIN, "noise amplitude", .store = DATA_KEPT },
+    { CT_OPT_NOTE, "--data", "synthetic", 0, 0, 0, 0, NULL, CT_CMD_TRAIN, "images generated from --seed (the only data)",
+      .store = CT_IN_NONE },
+    { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
+#undef M
+
 
 static const char *const TORCH_NAMES[][2] = { { "conv2d_1", "conv1" }, { "batchnorm_1", "bn1" }, { "dense_1", "dense" }, { NULL, NULL } };
 
@@ -42,20 +58,10 @@ static void defaults(void *vc)
 
 static ct_status finish(void *vc, int checkpointing) { return CT_OK; }
 
-static void model_from(small_cnn_config *m, const ct_kv *kv)
-{
-    ct_kv_int(kv, "channels", &m->channels); ct_kv_int(kv, "height", &m->height); ct_kv_int(kv, "width", &m->width);
-    ct_kv_int(kv, "filters", &m->filters); ct_kv_int(kv, "kernel", &m->kernel); ct_kv_int(kv, "classes", &m->classes);
-    ct_kv_float(kv, "dropout", &m->dropout);
-}
-
 static ct_status from_meta(void *vc, const ct_ckpt_meta *meta, const char *path)
 {
-    small_cfg *c = vc;
-    const ct_kv *t = &meta->train_cfg;
-    model_from(&c->m, &meta->model_cfg);
-    ct_kv_int(t, "samples", &c->img.samples); ct_kv_int(t, "val_samples", &c->img.val_samples); ct_kv_float(t, "noise", &c->img.noise);
-    return CT_OK;
+    CT_TRY(ct_opts_from_kv(OPTS, CT_IN_MODEL, vc, &meta->model_cfg, path));
+    return ct_opts_from_kv(OPTS, CT_IN_TRAINING, vc, &meta->train_cfg, path);
 }
 
 /* The configuration of the network (its layers say it all). */
@@ -69,18 +75,14 @@ static small_cnn_config config_of(const seq_cnn *m)
 
 static void describe(const void *vc, const void *net, ct_kv *km)
 {
-    small_cnn_config mc = config_of(net);
-    ct_kv_set_int(km, "channels", mc.channels); ct_kv_set_int(km, "height", mc.height); ct_kv_set_int(km, "width", mc.width);
-    ct_kv_set_int(km, "filters", mc.filters); ct_kv_set_int(km, "kernel", mc.kernel); ct_kv_set_int(km, "classes", mc.classes);
-    ct_kv_set_num(km, "dropout", mc.dropout);
+    small_cfg c = *(const small_cfg *)vc;
+    c.m = config_of(net);   /* the network's own sizes */
+    ct_opts_to_kv(OPTS, CT_IN_MODEL, &c, km);
 }
 
 static ct_status data_to_meta(const void *vc, const ct_model_data *d, ct_ckpt_meta *meta)
 {
-    const small_cfg *c = vc;
-    ct_kv *kt = &meta->train_cfg;
-    ct_kv_set_int(kt, "samples", c->img.samples); ct_kv_set_int(kt, "val_samples", c->img.val_samples);
-    ct_kv_set_num(kt, "noise", c->img.noise);
+    ct_opts_to_kv(OPTS, CT_IN_TRAINING, vc, &meta->train_cfg);
     return CT_OK;
 }
 
@@ -164,10 +166,10 @@ static ct_status file_config(void *vc, const ct_src *s, unsigned long long given
     }
     m->filters = (int)cw[0]; m->channels = (int)cw[1]; m->kernel = (int)cw[2]; m->classes = (int)dw[0];
     if (s->described) {
-        small_cnn_config rec = *m;
-        model_from(&rec, &s->kv);
-        m->dropout = rec.dropout;
-        if (!ct_opt_given(OPTS, given, "--size")) { m->height = rec.height; m->width = rec.width; }
+        small_cfg rec = *c;
+        CT_TRY(ct_opts_from_kv(OPTS, CT_IN_MODEL, &rec, &s->kv, s->path));
+        m->dropout = rec.m.dropout;
+        if (!ct_opt_given(OPTS, given, "--size")) { m->height = rec.m.height; m->width = rec.m.width; }
     }
     size_t flat = dw[1], F = cw[0];
     if (!ct_opt_given(OPTS, given, "--size") && !(s->described && ct_kv_get(&s->kv, "height")))

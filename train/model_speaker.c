@@ -22,17 +22,6 @@ void ct_speaker_opts_defaults(ct_speaker_opts *o)
     o->val_fraction = 0.25f;
 }
 
-void ct_speaker_opts_from_meta(ct_speaker_opts *o, const ct_kv *t)
-{
-    const char *split = NULL;
-    ct_kv_int(t, "speakers", &o->synth.speakers); ct_kv_int(t, "utts", &o->synth.utts_per_speaker); ct_kv_float(t, "noise", &o->synth.noise);
-    ct_kv_long(t, "pairs", &o->pairs); ct_kv_long(t, "val_pairs", &o->val_pairs);
-    if (ct_kv_str(t, "val_split", &split)) ct_opt_choice_value(ct_val_split_choices, split, &o->val_split);
-    ct_kv_float(t, "val_fraction", &o->val_fraction);
-    ct_kv_str(t, "trials", &o->trials);
-    ct_kv_str(t, "exclude_trials", &o->exclude_trials);
-}
-
 ct_status ct_speaker_opts_check(const ct_speaker_opts *o)
 {
     size_t bytes;
@@ -41,16 +30,10 @@ ct_status ct_speaker_opts_check(const ct_speaker_opts *o)
     return CT_OK;
 }
 
-ct_status ct_speaker_to_meta(const ct_speaker_opts *o, const ct_model_data *data, ct_ckpt_meta *meta)
+ct_status ct_speaker_to_meta(const ct_opt *opts, const void *cfg, const ct_model_data *data, ct_ckpt_meta *meta)
 {
-    CT_TRY(ct_model_desc_features(&meta->model_cfg, data->source));   /* what eval checks a feature store against */
-    ct_kv *kt = &meta->train_cfg;
-    ct_kv_set_int(kt, "speakers", o->synth.speakers); ct_kv_set_int(kt, "utts", o->synth.utts_per_speaker);
-    ct_kv_set_num(kt, "noise", o->synth.noise); ct_kv_set_int(kt, "pairs", o->pairs); ct_kv_set_int(kt, "val_pairs", o->val_pairs);
-    ct_kv_set_str(kt, "val_split", ct_opt_choice_name(ct_val_split_choices, o->val_split));
-    ct_kv_set_num(kt, "val_fraction", o->val_fraction);
-    if (o->trials) ct_kv_set_str(kt, "trials", o->trials);
-    if (o->exclude_trials) ct_kv_set_str(kt, "exclude_trials", o->exclude_trials);
+    CT_TRY(ct_model_desc_features(&meta->model_cfg, data->source));
+    ct_opts_to_kv(opts, CT_IN_TRAINING, cfg, &meta->train_cfg);
     return CT_OK;
 }
 

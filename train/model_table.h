@@ -146,7 +146,9 @@ struct ct_model_descriptor {
 
     /* ---- evaluation (NULL eval_config: `ctrain eval` does not take the model) ---- */
     const char *eval_about;            /* `ctrain eval NAME --help` */
-    const ct_opt *eval_opts;           /* the model flags of eval, into a block of eval_flags_size bytes */
+    const ct_opt *eval_opts;           /* the model flags of eval (the rows with CT_CMD_EVAL; the model's `opts`
+                                          where eval's flags are its training options), into a block of
+                                          eval_flags_size bytes */
     size_t eval_flags_size;
     int eval_batch;                    /* default --batch */
     /* The configuration of the weights file `weights` (model flags: `flags`, bit i of given set when

@@ -18,6 +18,27 @@ typedef struct {
     double val_eer;                               /* equal error rate on a trial list; < 0 when not computed */
 } ct_epoch_log;
 
+/* The fields of ct_epoch_log, declared once (train/train.c) and walked by every file that logs
+ * epochs: the CSV log's columns (in this order), a checkpoint's /history/<name> datasets,
+ * TensorBoard's scalars and `ctrain time`'s JSON "epochs". A new field is one row here and
+ * its member above. */
+enum {
+    CT_EPOCH_VAL = 1,        /* a validation number: TensorBoard leaves it out when nothing is validated */
+    CT_EPOCH_OPTIONAL = 2,   /* < 0 when not computed: an empty CSV cell, no TensorBoard scalar, null in JSON */
+    CT_EPOCH_TIME = 4        /* a wall time: 3 decimals in the CSV; TensorBoard gets it after the learning rate */
+};
+typedef struct {
+    const char *name;        /* "loss": the CSV column, the /history dataset, the JSON key */
+    size_t off;              /* offsetof(ct_epoch_log, member) */
+    const char *tag;         /* TensorBoard's tag; NULL: not written there */
+    unsigned flags;          /* CT_EPOCH_* */
+} ct_epoch_field;
+#define CT_EPOCH_FIELDS 8
+extern const ct_epoch_field ct_epoch_fields[CT_EPOCH_FIELDS];
+/* The value of field f in l, and a pointer to it. */
+static inline double *ct_epoch_at(ct_epoch_log *l, const ct_epoch_field *f) { return (double *)((char *)l + f->off); }
+static inline double  ct_epoch_get(const ct_epoch_log *l, const ct_epoch_field *f) { return *(const double *)((const char *)l + f->off); }
+
 /* The device side of training: what ct_fit asks of a model's weights. */
 typedef struct {
     const ct_ops *ops;                   /* the model's device */

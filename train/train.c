@@ -92,8 +92,27 @@ static double monitor_value(ct_monitor m, const ct_epoch_log *l)
     }
 }
 
+/* ---- the fields of an epoch's log (task.h) ---- */
+#define FIELD(m) #m, offsetof(ct_epoch_log, m)
+const ct_epoch_field ct_epoch_fields[CT_EPOCH_FIELDS] = {
+    { FIELD(loss), "loss", 0 },
+    { FIELD(accuracy), "accuracy", 0 },
+    { FIELD(val_loss), "val_loss", CT_EPOCH_VAL },
+    { FIELD(val_accuracy), "val_accuracy", CT_EPOCH_VAL },
+    { FIELD(val_eer), "val_eer", CT_EPOCH_VAL | CT_EPOCH_OPTIONAL },
+    { FIELD(seconds), "epoch_seconds", CT_EPOCH_TIME },
+    { FIELD(train_seconds), NULL, CT_EPOCH_TIME },
+    { FIELD(val_seconds), NULL, CT_EPOCH_TIME },
+};
+#undef FIELD
+
 /* ---- CSV log (Keras's CSVLogger): a header, then one row per epoch ---- */
-static const char CSV_HEADER[] = "epoch,loss,accuracy,val_loss,val_accuracy,val_eer,seconds,train_seconds,val_seconds\n";
+static void csv_header(FILE *f)
+{
+    fputs("epoch", f);
+    for (int k = 0; k < CT_EPOCH_FIELDS; k++) fprintf(f, ",%s", ct_epoch_fields[k].name);
+    fputc('\n', f);
+}
 
 /* A new run truncates the file; a resumed run keeps the header and the rows of
  * the epochs the checkpoint holds (dropping rows written after it), then appends. */
@@ -111,13 +130,13 @@ static ct_status csv_open(FILE **fp, const char *path, int resume, int epochs_do
             else if (atoi(line) >= 1 && atoi(line) <= epochs_done) fputs(line, w);
             first = 0;
         }
-        if (!header) { rewind(w); fputs(CSV_HEADER, w); }   /* empty or foreign file: start afresh */
+        if (!header) { rewind(w); csv_header(w); }   /* empty or foreign file: start afresh */
         fclose(old);
         if (fclose(w) != 0 || rename(tmp, path) != 0) { unlink(tmp); return ct_fail(CT_EIO, "--csv %s: cannot rewrite the file", path); }
         *fp = fopen(path, "a");
     } else {
         *fp = fopen(path, "w");
-        if (*fp) fputs(CSV_HEADER, *fp);
+        if (*fp) csv_header(*fp);
     }
     if (!*fp || fflush(*fp) != 0) return ct_fail(CT_EIO, "--csv %s: cannot write the file (directory missing or not writable?)", path);
     return CT_OK;
@@ -125,27 +144,43 @@ static ct_status csv_open(FILE **fp, const char *path, int resume, int epochs_do
 
 static ct_status csv_row(FILE *f, const char *path, int epoch, const ct_epoch_log *l)
 {
-    fprintf(f, "%d,%.6f,%.6f,%.6f,%.6f,", epoch + 1, l->loss, l->accuracy, l->val_loss, l->val_accuracy);
-    if (l->val_eer >= 0) fprintf(f, "%.6f", l->val_eer);
-    fprintf(f, ",%.3f,%.3f,%.3f\n", l->seconds, l->train_seconds, l->val_seconds);
+    fprintf(f, "%d", epoch + 1);
+    for (int k = 0; k < CT_EPOCH_FIELDS; k++) {
+        const ct_epoch_field *c = &ct_epoch_fields[k];
+        double v = ct_epoch_get(l, c);
+        if ((c->flags & CT_EPOCH_OPTIONAL) && v < 0) fputc(',', f);   /* not computed: an empty cell */
+        else fprintf(f, c->flags & CT_EPOCH_TIME ? ",%.3f" : ",%.6f", v);
+    }
+    fputc('\n', f);
     if (fflush(f) != 0) return ct_fail(CT_EIO, "--csv %s: write failed (disk full?)", path);
     return CT_OK;
 }
 
 /* ---- TensorBoard: one event per epoch, step = the epoch's number (1, 2, ...) ---- */
+/* Whether field f of l is a scalar of the epoch's event. */
+static int on_tensorboard(const ct_epoch_field *f, const ct_epoch_log *l, int has_val)
+{
+    if (!f->tag) return 0;
+    if (f->flags & CT_EPOCH_OPTIONAL) return ct_epoch_get(l, f) >= 0;   /* computed (val_eer: a trial list) */
+    return has_val || !(f->flags & CT_EPOCH_VAL);
+}
+
+/* The metrics, the learning rate, the times, the throughput. */
 int ct_epoch_scalars(const ct_epoch_report *r, int has_val, const char **tags, float *values)
 {
     const ct_epoch_log *l = &r->hist[r->epoch];
     int n = 0;
-#define SCALAR(tag, v) (tags[n] = (tag), values[n++] = (float)(v))
-    SCALAR("loss", l->loss);
-    SCALAR("accuracy", l->accuracy);
-    if (has_val) { SCALAR("val_loss", l->val_loss); SCALAR("val_accuracy", l->val_accuracy); }
-    if (l->val_eer >= 0) SCALAR("val_eer", l->val_eer);
-    SCALAR("learning_rate", r->lr);
-    SCALAR("epoch_seconds", l->seconds);
-    SCALAR("samples_per_second", r->samples_per_s);
-#undef SCALAR
+    for (int times = 0; times <= 1; times++) {
+        for (int k = 0; k < CT_EPOCH_FIELDS; k++) {
+            const ct_epoch_field *f = &ct_epoch_fields[k];
+            if (!(f->flags & CT_EPOCH_TIME) != !times || !on_tensorboard(f, l, has_val)) continue;
+            tags[n] = f->tag;
+            values[n++] = (float)ct_epoch_get(l, f);
+        }
+        if (!times) { tags[n] = "learning_rate"; values[n++] = (float)r->lr; }
+    }
+    tags[n] = "samples_per_second";
+    values[n++] = (float)r->samples_per_s;
     return n;
 }
 
