@@ -119,7 +119,7 @@ ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_
         o->tf32 |= o->ckpt_tf32;
         o->deterministic |= o->ckpt_deterministic;
     }
-    CT_TRY(cli_open_device(o->device, o->tf32, o->deterministic, &o->ops));
+    CT_TRY(cli_open_device(o->device, o->tf32, o->deterministic, &o->be));
     ct_optim_kind kind = default_opt;
     if (o->optimizer) CT_TRY(ct_optim_parse(&kind, o->optimizer));
     fit->optim = ct_optim_defaults(kind);

@@ -14,7 +14,7 @@ typedef struct {
     const char *data, *out, *device, *optimizer, *schedule;
     int tf32, deterministic;             /* GPU precision and algorithm choice (cuda/device.h) */
     int ckpt_tf32, ckpt_deterministic;   /* the same, recorded in a --resume checkpoint: taken on a GPU */
-    const ct_ops *ops;                   /* the device opened by cli_finish_train_opts */
+    const ct_backend *be;                /* the device opened by cli_finish_train_opts */
     int epochs, batch, threads, progress;
     long seed;
     float lr, clip_norm, weight_decay;
@@ -43,7 +43,7 @@ int       cli_parse_train_opt(ct_args *a, cli_train_opts *o, ct_status *st);
  * epochs (int), batch (int), optimizer name (string), learning rate (double)
  * and schedule (string). */
 extern const char *CLI_TRAIN_HELP;
-/* Opens the device (o->ops), builds fit (optimizer, schedule, callbacks), sets the threads. */
+/* Opens the device (o->be), builds fit (optimizer, schedule, callbacks), sets the threads. */
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt);
 /* The shared options as checkpoint attributes, and back (--resume's defaults). */
 void      cli_train_to_meta(ct_kv *kv, const cli_train_opts *o, const ct_fit_config *fit);

@@ -41,7 +41,7 @@ extern "C" {
 #include "core/half.h"
 
 /* layers: forward and backward of each layer on the CPU, the losses, the optimizers,
- * and the per-device table of operations every model calls (ct_ops_cpu) */
+ * and the backends every model calls through (ct_backend, ct_ops_cpu) */
 #include "layers/ops.h"
 #include "layers/activation.h"
 #include "layers/batchnorm.h"
@@ -58,9 +58,10 @@ extern "C" {
 #include "layers/pair.h"
 #include "layers/pool.h"
 
-/* cuda: the GPU backend. ct_gpu_open and ct_ops_gpu() are in every build (one without
- * CUDA fails with CT_ENODEV and says so); the GPU twins of the layers, which models
- * reach through ct_ops_gpu(), are linked in only when libctrain was built with CUDA */
+/* cuda: the GPU backend. ct_backend_open_gpu and ct_gpu_open are in every build (one
+ * without CUDA fails with CT_ENODEV and says so); the GPU twins of the layers, which
+ * models reach through the GPU backend's table, are linked in only when libctrain was
+ * built with CUDA */
 #include "cuda/device.h"
 #include "cuda/ops_gpu.h"
 #include "cuda/activation.h"

@@ -286,9 +286,9 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
             m->layer[i].relu_after_pool = m->layer[i + 1].relu_after_pool = 1;
     CT_TRY(ct_params_alloc(&m->params));
     CT_TRY(ct_params_alloc(&m->buffers));
-    m->ops = &ct_ops_cpu;
-    CT_TRY(ct_dparams_make(&m->dev, m->ops, &m->params, 1));   /* on the CPU: the host stores themselves */
-    return ct_dparams_make(&m->dev_buffers, m->ops, &m->buffers, 0);
+    m->be = &ct_cpu_backend;
+    CT_TRY(ct_dparams_make(&m->dev, m->be, &m->params, 1));   /* on the CPU: the host stores themselves */
+    return ct_dparams_make(&m->dev_buffers, m->be, &m->buffers, 0);
 }
 
 static ct_status build_model(seq_cnn *m, const char *spec, int C, int H, int W, int classes, int encoder)
@@ -350,19 +350,19 @@ static batchnorm_dims bn_dims(const seq_cnn *m, const seq_layer *l, int N, int t
 static void free_step(seq_cnn *m)
 {
     for (int i = 0; i < m->n; i++)
-        if (m->layer[i].conv_plan) { m->ops->conv2d_plan_free(m->layer[i].conv_plan); m->layer[i].conv_plan = NULL; }
+        if (m->layer[i].conv_plan) { m->be->ops->conv2d_plan_free(m->be, m->layer[i].conv_plan); m->layer[i].conv_plan = NULL; }
     ct_arena_free(&m->arena);
     m->max_batch = 0;
 }
 
-ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_ops *ops)
+ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_backend *be)
 {
     free_step(m);
     ct_dparams_free(&m->dev);
     ct_dparams_free(&m->dev_buffers);
-    m->ops = ops;
-    CT_TRY(ct_dparams_make(&m->dev, ops, &m->params, 1));
-    return ct_dparams_make(&m->dev_buffers, ops, &m->buffers, 0);
+    m->be = be;
+    CT_TRY(ct_dparams_make(&m->dev, be, &m->params, 1));
+    return ct_dparams_make(&m->dev_buffers, be, &m->buffers, 0);
 }
 
 ct_status ct_seq_cnn_to_device(seq_cnn *m)
@@ -404,9 +404,9 @@ ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
         switch (l->kind) {
         case SEQ_CONV: {
             conv2d_dims cd = conv_dims(l, N);
-            ct_status st = m->ops->conv2d_plan(&l->conv_plan, &cd, 1);
+            ct_status st = m->be->ops->conv2d_plan(m->be, &l->conv_plan, &cd, 1);
             if (st != CT_OK) { st = ct_fail(st, "layer %d \"%s\": %s", i + 1, l->text, ct_last_error()); free_step(m); return st; }
-            size_t k = m->ops->conv2d_workspace_floats(l->conv_plan);
+            size_t k = m->be->ops->conv2d_workspace_floats(m->be, l->conv_plan);
             if (k > ws) ws = k;
             break;
         }
@@ -427,7 +427,7 @@ ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
     ct_arena_floats(a, &m->stats, 2);
     ct_arena_floats(a, &m->grad[0], gmax);
     ct_arena_floats(a, &m->grad[1], gmax);
-    ct_status st = ct_arena_alloc_on(a, &m->ops->mem, "cnn activations");
+    ct_status st = ct_arena_alloc_on(a, ct_backend_mem(m->be), "cnn activations");
     if (st != CT_OK) { free_step(m); return st; }
     for (int i = 0; i < m->n; i++)
         if (m->layer[i].kind == SEQ_CONV) m->layer[i].ws = shared_ws;
@@ -436,7 +436,7 @@ ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
 
 void ct_seq_cnn_free(seq_cnn *m)
 {
-    if (m->ops) free_step(m);
+    if (m->be) free_step(m);
     ct_dparams_free(&m->dev);
     ct_dparams_free(&m->dev_buffers);
     ct_params_free(&m->params);
@@ -457,20 +457,20 @@ void ct_seq_cnn_sync_batchnorm(seq_cnn *m, int (*sum)(void *ctx, double *buf, in
 }
 
 /* Training dropout of the N rows of layer l. A part of a larger batch draws, on either
- * device, what the whole batch would draw for its rows (ops->dropout_forward_part). */
+ * device, what the whole batch would draw for its rows (be->ops->dropout_forward_part). */
 static void dropout_rows(seq_cnn *m, seq_layer *l, const float *in, int N, ct_rng *rng)
 {
     size_t per = ct_seq_layer_out_size(l);   /* values per row */
-    if (m->part_rows == 0) { m->ops->dropout_forward(l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
+    if (m->part_rows == 0) { m->be->ops->dropout_forward(m->be, l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
     int S = m->part_segments, n = N / S;
     CT_ASSERT(n * S == N && m->part_first >= 0 && m->part_first + n <= m->part_rows);
-    m->ops->dropout_forward_part(l->out, l->mask, in, per, S, n, m->part_first, m->part_rows, l->p, rng);
+    m->be->ops->dropout_forward_part(m->be, l->out, l->mask, in, per, S, n, m->part_first, m->part_rows, l->p, rng);
 }
 
 const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int train, ct_rng *dropout_rng)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
-    const ct_ops *ops = m->ops;
+    const ct_backend *be = m->be;
     const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
     const float *in = x;
     ct_prof *p = &m->prof;
@@ -478,57 +478,57 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
         m->bn_sync.total_N = m->part_rows * m->part_segments;
         m->bn_sync.share = (double)N / m->bn_sync.total_N;
     }
-    ct_prof_start(p, ops);
+    ct_prof_start(p, be);
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
         size_t n_out = (size_t)N * ct_seq_layer_out_size(l);
         if (l->kind == SEQ_FLATTEN || l->in_place) l->out = (float *)in;   /* same memory as the input */
         switch (l->kind) {
         case SEQ_CONV:
-            ops->conv2d_forward(l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
+            be->ops->conv2d_forward(be, l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
             break;
         case SEQ_DENSE:
-            ops->dense_forward(l->out, in, ct_dparams_data(P, l->dense.w), ct_dparams_data(P, l->dense.b), N, l->in_c, l->units);
+            be->ops->dense_forward(be, l->out, in, ct_dparams_data(P, l->dense.w), ct_dparams_data(P, l->dense.b), N, l->in_c, l->units);
             break;
         case SEQ_MAXPOOL: {
             maxpool2d_dims pd = pool_dims(l, N);
-            ops->maxpool2d_forward(l->out, l->argmax, in, &pd);
+            be->ops->maxpool2d_forward(be, l->out, l->argmax, in, &pd);
             if (l->relu_after_pool) {   /* the relu written before this pool (layer i - 1), on the pooled map */
-                ct_prof_lap(p, ops, &p->fwd[i]);
-                ops->relu_forward(l->out, l->out, n_out);
-                ct_prof_lap(p, ops, &p->fwd[i - 1]);
+                ct_prof_lap(p, be, &p->fwd[i]);
+                be->ops->relu_forward(be, l->out, l->out, n_out);
+                ct_prof_lap(p, be, &p->fwd[i - 1]);
             }
             break;
         }
         case SEQ_GAP:
-            ops->global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
+            be->ops->global_avgpool_forward(be, l->out, in, N, l->in_c, l->in_h * l->in_w);
             break;
         case SEQ_GAPH:
-            ops->avgpool_h_forward(l->out, in, N, l->in_c, l->in_h, l->in_w);
+            be->ops->avgpool_h_forward(be, l->out, in, N, l->in_c, l->in_h, l->in_w);
             break;
         case SEQ_FLATTEN:
             break;
         case SEQ_DROPOUT:
             if (train && l->p > 0) {
-                if (m->given_masks) ops->dropout_apply(l->out, l->mask, in, n_out);
+                if (m->given_masks) be->ops->dropout_apply(be, l->out, l->mask, in, n_out);
                 else dropout_rows(m, l, in, N, dropout_rng);
             } else if (l->out != in) {
-                ops->copy(l->out, in, n_out * sizeof *l->out);
+                be->ops->copy(be, l->out, in, n_out * sizeof *l->out);
             }
             break;
         case SEQ_BATCHNORM: {
             batchnorm_dims bd = bn_dims(m, l, N, train);
-            ops->batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
+            be->ops->batchnorm_forward(be, l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
                                    ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
                                    ct_dparams_data(P, l->bn.beta), &bd, train);
             break;
         }
-        case SEQ_RELU: if (!l->relu_after_pool) ops->relu_forward(l->out, in, n_out); break;   /* else: the next layer runs it */
-        case SEQ_TANH: ops->tanh_forward(l->out, in, n_out); break;
-        case SEQ_SIGMOID: ops->sigmoid_forward(l->out, in, n_out); break;
+        case SEQ_RELU: if (!l->relu_after_pool) be->ops->relu_forward(be, l->out, in, n_out); break;   /* else: the next layer runs it */
+        case SEQ_TANH: be->ops->tanh_forward(be, l->out, in, n_out); break;
+        case SEQ_SIGMOID: be->ops->sigmoid_forward(be, l->out, in, n_out); break;
         }
         in = l->out;
-        ct_prof_lap(p, ops, &p->fwd[i]);
+        ct_prof_lap(p, be, &p->fwd[i]);
     }
     m->logits = in;
     return in;
@@ -537,13 +537,13 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
 float ct_seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
 {
     CT_ASSERT(m->classes >= 2);
-    const ct_ops *ops = m->ops;
+    const ct_backend *be = m->be;
     const float *logits = ct_seq_cnn_forward_stack(m, x, N, train, dropout_rng);    /* [N, classes] */
     ct_prof *p = &m->prof;
-    ops->softmax_ce_stats(m->stats, m->prob, logits, labels, N, m->classes);     /* [2] */
+    be->ops->softmax_ce_stats(be, m->stats, m->prob, logits, labels, N, m->classes);     /* [2] */
     float stats[2];                                                              /* the step's one read */
-    if (ops->download(stats, m->stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
-    ct_prof_lap(p, ops, &p->fwd[m->n - 1]);
+    if (be->ops->download(be, stats, m->stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
+    ct_prof_lap(p, be, &p->fwd[m->n - 1]);
     if (correct) *correct = (int)(stats[1] + 0.5f);
     return stats[0];
 }
@@ -552,7 +552,7 @@ float ct_seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, i
  * m->grad[0] down to the first layer with parameters. */
 static void backward_layers(seq_cnn *m, const float *x, int N)
 {
-    const ct_ops *ops = m->ops;
+    const ct_backend *be = m->be;
     const ct_dparams *P = &m->dev;
     float *cur = m->grad[0];                          /* d loss / d (output of layer i) */
     ct_prof *p = &m->prof;
@@ -564,66 +564,66 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
         size_t n_out = (size_t)N * ct_seq_layer_out_size(l);
         switch (l->kind) {
         case SEQ_CONV:
-            ops->conv2d_backward(din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, cur, in,
+            be->ops->conv2d_backward(be, din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, cur, in,
                                  ct_dparams_data(P, l->conv.w), l->conv_plan, N);
             cur = dst;
             break;
         case SEQ_DENSE:
-            ops->dense_backward(din, ct_dparams_grad(P, l->dense.w), ct_dparams_grad(P, l->dense.b), cur, in,
+            be->ops->dense_backward(be, din, ct_dparams_grad(P, l->dense.w), ct_dparams_grad(P, l->dense.b), cur, in,
                                 ct_dparams_data(P, l->dense.w), N, l->in_c, l->units);
             cur = dst;
             break;
         case SEQ_MAXPOOL: {
             maxpool2d_dims pd = pool_dims(l, N);
             if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
-                ops->relu_backward(cur, cur, l->out, n_out);
-                ct_prof_lap(p, ops, &p->bwd[i - 1]);
+                be->ops->relu_backward(be, cur, cur, l->out, n_out);
+                ct_prof_lap(p, be, &p->bwd[i - 1]);
             }
-            ops->maxpool2d_backward(dst, cur, l->argmax, &pd);
+            be->ops->maxpool2d_backward(be, dst, cur, l->argmax, &pd);
             cur = dst;
             break;
         }
         case SEQ_GAP:
-            ops->global_avgpool_backward(dst, cur, N, l->in_c, l->in_h * l->in_w);
+            be->ops->global_avgpool_backward(be, dst, cur, N, l->in_c, l->in_h * l->in_w);
             cur = dst;
             break;
         case SEQ_GAPH:
-            ops->avgpool_h_backward(dst, cur, N, l->in_c, l->in_h, l->in_w);
+            be->ops->avgpool_h_backward(be, dst, cur, N, l->in_c, l->in_h, l->in_w);
             cur = dst;
             break;
         case SEQ_FLATTEN:
             break;                                     /* same memory, same order */
         case SEQ_DROPOUT:
-            if (l->p > 0) ops->dropout_backward(cur, cur, l->mask, n_out);
+            if (l->p > 0) be->ops->dropout_backward(be, cur, cur, l->mask, n_out);
             break;
         case SEQ_BATCHNORM: {
             batchnorm_dims bd = bn_dims(m, l, N, 1);
-            ops->batchnorm_backward(din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), cur, l->xhat,
+            be->ops->batchnorm_backward(be, din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), cur, l->xhat,
                                     l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
             cur = dst;
             break;
         }
-        case SEQ_RELU: if (!l->relu_after_pool) ops->relu_backward(cur, cur, l->out, n_out); break;   /* else: done by the pool */
-        case SEQ_TANH: ops->tanh_backward(cur, cur, l->out, n_out); break;
-        case SEQ_SIGMOID: ops->sigmoid_backward(cur, cur, l->out, n_out); break;
+        case SEQ_RELU: if (!l->relu_after_pool) be->ops->relu_backward(be, cur, cur, l->out, n_out); break;   /* else: done by the pool */
+        case SEQ_TANH: be->ops->tanh_backward(be, cur, cur, l->out, n_out); break;
+        case SEQ_SIGMOID: be->ops->sigmoid_backward(be, cur, cur, l->out, n_out); break;
         }
-        ct_prof_lap(p, ops, &p->bwd[i]);
+        ct_prof_lap(p, be, &p->bwd[i]);
     }
 }
 
 void ct_seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
-    ct_prof_start(&m->prof, m->ops);
-    if (dout != m->grad[0]) m->ops->copy(m->grad[0], dout, (size_t)N * m->out_size * sizeof *dout);   /* [N, out_size] */
+    ct_prof_start(&m->prof, m->be);
+    if (dout != m->grad[0]) m->be->ops->copy(m->be, m->grad[0], dout, (size_t)N * m->out_size * sizeof *dout);   /* [N, out_size] */
     backward_layers(m, x, N);
 }
 
 void ct_seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
 {
     CT_ASSERT(m->classes >= 2);
-    ct_prof_start(&m->prof, m->ops);
-    m->ops->softmax_ce_backward(m->grad[0], m->prob, labels, N, m->classes);   /* d loss / d logits [N, classes] */
+    ct_prof_start(&m->prof, m->be);
+    m->be->ops->softmax_ce_backward(m->be, m->grad[0], m->prob, labels, N, m->classes);   /* d loss / d logits [N, classes] */
     backward_layers(m, x, N);
 }
 

@@ -433,16 +433,16 @@ static ct_status nccl_wait_stream(ct_dist *d, ncclComm_t comm, cudaStream_t stre
 }
 #endif
 
-/* buf on the device of ops: scale, then the sum over the ranks. */
-ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, float scale, const char *what)
+/* buf on the device of be: scale, then the sum over the ranks. */
+ct_status ct_dist_sum_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, float scale, const char *what)
 {
     if (!d || !d->mpi) return CT_OK;
 #ifdef CT_HAVE_NCCL
-    if (d->nccl && !ops->host_memory) {
+    if (d->nccl && !be->host_memory) {
         CT_TRY(refuse_if_broken(d, what));
         ncclComm_t comm = (ncclComm_t)d->nccl;
         ncclRedOp_t op;
-        CT_TRY(ops->sync());   /* the gradients are complete */
+        CT_TRY(be->ops->sync(be));   /* the gradients are complete */
         const double t0 = ct_now();
         CT_TRY(nccl_settle(d, comm, nccl.RedOpCreatePreMulSum(&op, &scale, ncclFloat, ncclScalarHostImmediate, comm), t0, what));
         ct_status st = nccl_settle(d, comm, nccl.AllReduce(buf, buf, n, ncclFloat, op, comm, 0), t0, what);
@@ -452,39 +452,39 @@ ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n
     }
 #endif
     if (d->size == 1) return CT_OK;
-    if (ops->host_memory) {   /* the CPU: MPI on the buffer itself */
+    if (be->host_memory) {   /* the CPU: MPI on the buffer itself */
         if (scale != 1.0f) for (size_t i = 0; i < n; i++) buf[i] *= scale;
         return ct_dist_sum_f32(d, buf, n, what);
     }
     float *host = ct_malloc(n * sizeof *host + 1, "all-reduce staging");   /* a GPU without NCCL: through the host */
     if (!host) return CT_ENOMEM;
-    ct_status st = ops->download(host, buf, n * sizeof *host);
+    ct_status st = be->ops->download(be, host, buf, n * sizeof *host);
     if (st == CT_OK && scale != 1.0f) for (size_t i = 0; i < n; i++) host[i] *= scale;
     if (st == CT_OK) st = ct_dist_sum_f32(d, host, n, what);
-    if (st == CT_OK) st = ops->upload(buf, host, n * sizeof *host);
+    if (st == CT_OK) st = be->ops->upload(be, buf, host, n * sizeof *host);
     free(host);
     return st;
 }
 
-ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, const char *what)
+ct_status ct_dist_bcast_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, const char *what)
 {
     if (!d || d->size == 1 || n == 0) return CT_OK;
 #ifdef CT_HAVE_NCCL
-    if (d->nccl && !ops->host_memory) {
+    if (d->nccl && !be->host_memory) {
         CT_TRY(refuse_if_broken(d, what));
         ncclComm_t comm = (ncclComm_t)d->nccl;
-        CT_TRY(ops->sync());
+        CT_TRY(be->ops->sync(be));
         const double t0 = ct_now();
         CT_TRY(nccl_settle(d, comm, nccl.Broadcast(buf, buf, n, ncclFloat, 0, comm, 0), t0, what));
         return nccl_wait_stream(d, comm, 0, t0, what);
     }
 #endif
-    if (ops->host_memory) return ct_dist_bcast(d, buf, n * sizeof *buf, what);
+    if (be->host_memory) return ct_dist_bcast(d, buf, n * sizeof *buf, what);
     float *host = ct_malloc(n * sizeof *host, "broadcast staging");
     if (!host) return CT_ENOMEM;
-    ct_status st = ops->download(host, buf, n * sizeof *host);
+    ct_status st = be->ops->download(be, host, buf, n * sizeof *host);
     if (st == CT_OK) st = ct_dist_bcast(d, host, n * sizeof *host, what);
-    if (st == CT_OK) st = ops->upload(buf, host, n * sizeof *host);
+    if (st == CT_OK) st = be->ops->upload(be, buf, host, n * sizeof *host);
     free(host);
     return st;
 }
@@ -527,9 +527,9 @@ static ct_status check_gpus_distinct(ct_dist *d)
     return st;
 }
 
-ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops)
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_backend *be)
 {
-    if (!d || !d->mpi || ops->host_memory || d->nccl) return CT_OK;
+    if (!d || !d->mpi || be->host_memory || d->nccl) return CT_OK;
     CT_TRY(refuse_if_broken(d, "starting NCCL"));
     CT_TRY(ct_dist_agree(d, ct_dist_nccl_load()));   /* every rank, or none: the others must not wait */
     CT_TRY(check_gpus_distinct(d));
@@ -566,7 +566,7 @@ void ct_dist_nccl_close(ct_dist *d, int failed)
 int ct_dist_nccl_compiled(void) { return 0; }
 ct_status ct_dist_nccl_load(void) { return ct_fail(CT_ENODEV, "this ctrain was built without NCCL (make NCCL=1 with nccl.h)"); }
 const char *ct_dist_nccl_describe(char *buf, size_t n) { snprintf(buf, n, "no NCCL in this build"); return buf; }
-ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops) { (void)d; (void)ops; return CT_OK; }
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_backend *be) { (void)d; (void)be; return CT_OK; }
 void ct_dist_nccl_close(ct_dist *d, int failed) { (void)d; (void)failed; }
 #endif
 
@@ -589,16 +589,16 @@ ct_status ct_dist_init(ct_dist *d)
 void ct_dist_finalize(ct_dist *d, int failed, int exit_code) { (void)d; (void)failed; (void)exit_code; }
 ct_status ct_dist_sum_f64(const ct_dist *d, double *buf, int n, const char *what) { (void)d; (void)buf; (void)n; (void)what; return CT_OK; }
 ct_status ct_dist_sum_f32(const ct_dist *d, float *buf, size_t n, const char *what) { (void)d; (void)buf; (void)n; (void)what; return CT_OK; }
-ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, float scale, const char *what)
-{ (void)d; (void)ops; (void)buf; (void)n; (void)scale; (void)what; return CT_OK; }
+ct_status ct_dist_sum_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, float scale, const char *what)
+{ (void)d; (void)be; (void)buf; (void)n; (void)scale; (void)what; return CT_OK; }
 ct_status ct_dist_bcast(const ct_dist *d, void *buf, size_t bytes, const char *what) { (void)d; (void)buf; (void)bytes; (void)what; return CT_OK; }
-ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, const char *what)
-{ (void)d; (void)ops; (void)buf; (void)n; (void)what; return CT_OK; }
+ct_status ct_dist_bcast_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, const char *what)
+{ (void)d; (void)be; (void)buf; (void)n; (void)what; return CT_OK; }
 ct_status ct_dist_agree(const ct_dist *d, ct_status st) { (void)d; return st; }
 ct_status ct_dist_check_same(const ct_dist *d, uint64_t hash, const char *what, const char *fix)
 { (void)d; (void)hash; (void)what; (void)fix; return CT_OK; }
 ct_status ct_dist_check_binary(const ct_dist *d) { (void)d; return CT_OK; }
-ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops) { (void)d; (void)ops; return CT_OK; }
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_backend *be) { (void)d; (void)be; return CT_OK; }
 void ct_dist_nccl_close(ct_dist *d, int failed) { (void)d; (void)failed; }
 
 #endif

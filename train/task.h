@@ -20,7 +20,7 @@ typedef struct {
 
 /* The device side of training: what ct_fit asks of a model's weights. */
 typedef struct {
-    const ct_ops *ops;                   /* the model's device */
+    const ct_backend *be;                /* the model's device */
     ct_dparams *params;                  /* trainable: values and gradients on the device, host copy */
     ct_dparams *buffers;                 /* non-trainable state saved with them (batchnorm statistics); may be NULL */
     ct_optim opt;                        /* the optimizer, its state on the device */
