@@ -154,6 +154,7 @@ extern "C" void ct_conv2d_forward_gpu(const ct_backend *be, float *out, float *w
                                       const float *b, conv2d_gpu_plan *p, int N)
 {
     ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
     const conv2d_gpu_shape *s = need_shape(p, N);
     const float one = 1.0f, zero = 0.0f;
     CT_CUDNN_CHECK(cudnnConvolutionForward(g->cudnn, &one, s->x_desc, in, p->w_desc, w, s->conv_desc[CONV2D_GPU_FWD],
@@ -166,6 +167,7 @@ extern "C" void ct_conv2d_backward_gpu(const ct_backend *be, float *din, float *
                                        const float *in, const float *w, conv2d_gpu_plan *p, int N)
 {
     ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
     const conv2d_gpu_shape *s = need_shape(p, N);
     const float one = 1.0f, zero = 0.0f;
     if (dw)

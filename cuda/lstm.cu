@@ -399,9 +399,10 @@ static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const in
 extern "C" void ct_lstm_forward_gpu(const ct_backend *be, float *out, lstm_gpu *p, const float *x, const int *len,
                                     const int *len_host, const float *params, const lstm_dims *d)
 {
+    ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
     choose_algo(p, d, len_host);   /* backward keeps this batch's choice */
     check_call(p, d, len, len_host, 1);
-    ct_gpu *g = ct_gpu_of(be);
     const int B = d->B, T = d->T, H = d->H;
     const int *dev_len = len ? len : p->len_full_dev;
     const float *w = weights_for(p, params);
@@ -433,8 +434,9 @@ extern "C" void ct_lstm_backward_gpu(const ct_backend *be, float *dx, float *gra
                                      const float *x, const int *len, const int *len_host, const float *params,
                                      const lstm_dims *d)
 {
-    check_call(p, d, len, len_host, 0);
     ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);
+    check_call(p, d, len, len_host, 0);
     const int B = d->B, T = d->T, H = d->H;
     const int *dev_len = len ? len : p->len_full_dev;
     const float *w = p->map.direct ? params + p->map.base : p->wpack;   /* packed by this step's forward */
