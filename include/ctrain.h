@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-/* core: errors, memory, parameters, random numbers, threads, clocks, peaks, SIGINT/SIGTERM */
+/* core: errors, memory, parameters, random numbers, threads, clocks, peaks, SIGINT/SIGTERM, data types */
 #include "core/error.h"
 #include "core/arena.h"
 #include "core/params.h"
@@ -39,6 +39,7 @@ extern "C" {
 #include "core/interrupt.h"
 #include "core/bytes.h"
 #include "core/half.h"
+#include "core/dtype.h"
 
 /* layers: forward and backward of each layer on the CPU, the losses, the optimizers,
  * and the backends every model calls through (ct_backend, ct_ops_cpu) */
