@@ -1,19 +1,37 @@
-/* ops.h - one table of operations per device, so that every model is written
- * ONCE and runs on the CPU or the GPU through the same code.
+/* ops.h - backends: one table of operations per device kind, and the backend
+ * that every operation receives, so that every model is written ONCE and runs
+ * on the CPU or the GPU through the same code.
  *
- * A model (models/) never calls a layer function directly. It calls
- * `m->ops->dense_forward(...)`, where `ops` is the table of the device it was
- * planned on:
+ * A backend (ct_backend) is one opened device and how it computes:
  *
- *   ct_ops_cpu   (layers/ops_cpu.c)   the functions of layers/, on OpenBLAS
- *   ct_ops_gpu() (cuda/ops_gpu.c)     their twins of cuda/, on cuBLAS and cuDNN
+ *   ops    its device kind's table of functions (const, one per kind, functions only):
+ *            ct_ops_cpu   (layers/ops_cpu.c)  the functions of layers/, on OpenBLAS
+ *            ct_ops_gpu() (cuda/ops_gpu.c)    their twins of cuda/, on cuBLAS and cuDNN
+ *   math   the math settings (ct_math): TF32 allowed, deterministic algorithms only,
+ *          and the data type the plans compute in (core/dtype.h; float32 only today)
+ *   dev    the device's own context: NULL on the CPU; on the GPU its ct_gpu
+ *          (cuda/device.h: the device, its streams, cuBLAS and cuDNN handles, scratch)
  *
- * Each entry keeps the layer's own contract (outputs first, `d` prefix for
- * gradients, input gradients OVERWRITTEN, parameter gradients ACCUMULATED; the
- * formulas and shapes are in the layer headers). Every float and int pointer an
- * entry takes lives on the table's device, except those called `_host`.
- * GPU entries are asynchronous (queued in order on one stream); the entries that
- * return a host value (download, clip_grad_norm, sync) wait for the queued work.
+ * As in ggml's backend interface, every entry of the table takes its backend as
+ * its first argument, so nothing about the device or the precision is kept
+ * process-wide. A model (models/) never calls a layer function directly: it holds
+ * `const ct_backend *be` and calls
+ *
+ *   m->be->ops->dense_forward(m->be, out, in, w, b, B, in_dim, out_dim);
+ *
+ * Backends are opened and closed explicitly: ct_backend_open_cpu here,
+ * ct_backend_open_gpu in cuda/ops_gpu.h, ct_backend_close for either. A backend is
+ * opened in place and must not be moved while open (models, plans and arenas keep
+ * its address). ct_cpu_backend is a constant CPU backend with the default math:
+ * what a model computes on until it is put on another.
+ *
+ * Each layer entry keeps the layer's own contract after the backend (outputs
+ * first, `d` prefix for gradients, input gradients OVERWRITTEN, parameter
+ * gradients ACCUMULATED; the formulas and shapes are in the layer headers). Every
+ * float and int pointer an entry takes lives on the backend's device, except those
+ * called `_host`. GPU entries are asynchronous (queued in order on the backend's
+ * compute stream); the entries that return a host value (download, clip_grad_norm,
+ * sync) wait for the queued work.
  *
  * Two layers need state that depends on the device, made once when the model
  * plans its memory:
@@ -23,14 +41,18 @@
  *     LSTM lies in it.
  *   - conv2d (conv2d_plan): on the CPU the dims (im2col or Winograd); on the
  *     GPU cuDNN's descriptors and algorithms (cuda/conv2d.h). Its workspace comes
- *     from the model's arena, sized by ct_conv2d_workspace_floats for the largest
+ *     from the model's arena, sized by conv2d_workspace_floats for the largest
  *     batch; each call gives its batch size N <= the planned one.
+ * A plan takes its data type (and on the GPU TF32 and determinism) from the
+ * backend's math when it is made, and keeps it; a data type the backend cannot
+ * compute is CT_EINVAL with one line (ct_backend_check_dtype). A plan is used with
+ * the backend that made it.
  *
- * Memory: `mem` allocates zeroed device memory (it is what the models' arenas
- * use, core/arena.h); upload/download are synchronous copies between the host
- * and the device; copy and zero are queued like the layers. On the CPU the
- * "device" is host memory (host_memory = 1) and models use their host buffers
- * directly: no copy is ever made there.
+ * Memory: mem_alloc allocates zeroed device memory (ct_backend_mem gives it as the
+ * allocator the models' arenas use, core/arena.h); upload/download are synchronous
+ * copies between the host and the device; copy and zero are queued like the
+ * layers. On the CPU the "device" is host memory (host_memory = 1) and models use
+ * their host buffers directly: no copy is ever made there.
  *
  * Batches reach the device through a ring (ring_create / ring_put): one copy
  * per batch into one of two device slots, from pinned memory, overlapping the
