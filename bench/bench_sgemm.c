@@ -37,10 +37,10 @@ static int bench(const char *label, int M, int N, int K, int trans_b, int calls,
     return 0;
 }
 
-static int bench_gpu(const char *label, int n, int tf32, int R)
+static int bench_gpu(ct_gpu *g, const char *label, int n, int tf32, int R)
 {
     ct_sgemm_rate r;
-    if (ct_sgemm_rate_gpu(&r, n, tf32, R) != CT_OK) {
+    if (ct_sgemm_rate_gpu(g, &r, n, tf32, R) != CT_OK) {
         fprintf(stderr, "bench_sgemm: %s\n", ct_last_error());
         return 1;
     }
@@ -51,17 +51,18 @@ static int bench_gpu(const char *label, int n, int tf32, int R)
 /* cuBLAS on GPU `index`: FP32 and TF32 at n, FP32 at CT_PEAK_N. */
 static int main_gpu(int index, int n, int R)
 {
-    if (ct_gpu_open(index, NULL) != CT_OK) {
+    ct_gpu *g = NULL;
+    if (ct_gpu_open(&g, index, NULL) != CT_OK) {
         fprintf(stderr, "bench_sgemm: %s\n", ct_last_error());
         return 1;
     }
     char line[512];
-    ct_gpu_describe(line, sizeof line);
+    ct_gpu_describe(g, NULL, line, sizeof line);
     printf("sgemm, cuBLAS, %s\n", line);
-    int rc = bench_gpu("cuBLAS sgemm FP32", n, 0, R)
-          || bench_gpu("cuBLAS sgemm TF32", n, 1, R)
-          || bench_gpu("cuBLAS sgemm FP32 (ctrain time's peak)", CT_PEAK_N, 0, R);
-    ct_gpu_close();
+    int rc = bench_gpu(g, "cuBLAS sgemm FP32", n, 0, R)
+          || bench_gpu(g, "cuBLAS sgemm TF32", n, 1, R)
+          || bench_gpu(g, "cuBLAS sgemm FP32 (ctrain time's peak)", CT_PEAK_N, 0, R);
+    ct_gpu_close(g);
     return rc;
 }
 

@@ -27,12 +27,17 @@ int  cmd_import(int argc, char **argv);  /* ctrain import --format keras|torch I
 int  cmd_prep(int argc, char **argv);    /* ctrain prep voxceleb --wav DIR --out FILE (cli/prep.c) */
 int  cmd_eval(int argc, char **argv);    /* ctrain eval MODEL [options] (cli/eval.c) */
 int  cmd_time(int argc, char **argv);    /* ctrain time MODEL [options], ctrain time --compare A.json B.json (cli/time.c) */
-/* --device cpu|gpu|gpu:N (cli/device.c): opens the device and returns its table of
- * operations (layers/ops.h). A CPU-only build, a machine without a GPU, an index that
+/* --device cpu|gpu|gpu:N (cli/device.c): opens the device as the command's backend
+ * (layers/ops.h), which stays open until cli_close_device. A CPU-only build, a machine without a GPU, an index that
  * does not exist: CT_ENODEV with one line saying what and what to do. tf32 and
  * deterministic are the GPU's options (cuda/device.h); they are refused on the CPU. */
-struct ct_ops;
-ct_status cli_open_device(const char *spec, int tf32, int deterministic, const struct ct_ops **ops);
+struct ct_backend;
+ct_status cli_open_device(const char *spec, int tf32, int deterministic, const struct ct_backend **be);
+/* Closes the backend the command opened (cli_open_device, cli_time_device_open); nothing
+ * when none is open. */
+void cli_close_device(void);
+/* The backend the command opened, or NULL. */
+const struct ct_backend *cli_device(void);
 /* Under mpirun, a plain "gpu" (or "cuda") means each rank's own GPU of its machine: gpu:LOCAL_RANK,
  * or gpu:0 when the launcher left each rank one visible GPU; written into buf. Any other
  * spec, or one process without MPI: spec itself. */
@@ -44,9 +49,9 @@ ct_status cli_device_list(const char *list, char names[][32], int max, int *n);
 /* Opens the device named r->device for a timed run and measures its peaks with `threads` threads
  * (the CPU's FMA and sgemm peaks, a GPU's cuBLAS sgemm peak at its precision) into r. A device
  * that cannot run is not an error: r->available = 0 and r->why say why. *gpu = 1 when a GPU
- * was opened (the caller closes it). */
+ * was opened (the caller closes it: cli_close_device). */
 struct time_run;
-ct_status cli_time_device_open(struct time_run *r, int threads, int tf32, int deterministic, const struct ct_ops **ops, int *gpu);
+ct_status cli_time_device_open(struct time_run *r, int threads, int tf32, int deterministic, const struct ct_backend **be, int *gpu);
 /* The GPU line of the header: the open GPU (name, memory, compute capability, driver,
  * CUDA, cuDNN, precision), or whether the backend is compiled in. */
 void cli_print_gpu_line(FILE *out);

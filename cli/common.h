@@ -15,7 +15,7 @@
  * cli_opt_parse(a, ct_train_opt_table, CT_CMD_TRAIN, ...), listed by cli_opt_help. */
 typedef ct_train_opts cli_train_opts;
 
-/* Opens the device (o->ops), builds fit (optimizer, schedule, callbacks: ct_train_opts_fit),
+/* Opens the device (o->be), builds fit (optimizer, schedule, callbacks: ct_train_opts_fit),
  * sets the threads. */
 ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_kind default_opt);
 /* With --resume FILE anywhere in argv: reads FILE's configuration into meta

@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 {
     int rc = run(argc, argv);
     ct_dist_nccl_close(&cli_dist, rc != 0);   /* NCCL's communicator before its GPU */
-    ct_gpu_close();   /* a command that opened the GPU (--device gpu) leaves it open until here */
+    cli_close_device();   /* the command's backend (--device) stays open until here */
     ct_dist_finalize(&cli_dist, rc != 0, rc);   /* MPI's end; a rank that failed alone ends the whole job */
     return rc;
 }

@@ -3,7 +3,9 @@
  *
  * A CPU-only build answers --device gpu with "built without CUDA"; a CUDA build
  * opens the GPU (cuda/device.c), which on a machine without one says "no NVIDIA
- * GPU found". An open GPU is the process's one GPU context until exit. */
+ * GPU found". The command's backend (one per command: the CLI runs one device at
+ * a time) stays open until cli_close_device, at exit or, for `ctrain time`, after
+ * each device's run. */
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -14,29 +16,34 @@
 #include "cuda/ops_gpu.h"
 #include "layers/ops.h"
 
-ct_status cli_open_device(const char *spec, int tf32, int deterministic, const ct_ops **ops)
+/* The backend the command opened (zeroed: none). */
+static ct_backend cli_backend;
+
+ct_status cli_open_device(const char *spec, int tf32, int deterministic, const ct_backend **be)
 {
     int index = -1;
-    *ops = NULL;
+    *be = NULL;
     CT_TRY(ct_gpu_parse_device(spec, &index));
-    if (index < 0) {
-        if (tf32 || deterministic)
-            return ct_fail(CT_EINVAL, "%s applies to the GPU; with --device cpu leave it out (the CPU always computes in FP32, "
-                           "deterministically for a given --threads)", tf32 ? "--tf32" : "--deterministic");
-        *ops = &ct_ops_cpu;
-        return CT_OK;
-    }
-    ct_gpu_options opt = { .tf32 = tf32, .deterministic = deterministic };
-    CT_TRY(ct_gpu_open(index, &opt));   /* no CUDA, no GPU, no such index: its one-line message */
-    *ops = ct_ops_gpu();
+    if (index < 0 && (tf32 || deterministic))
+        return ct_fail(CT_EINVAL, "%s applies to the GPU; with --device cpu leave it out (the CPU always computes in FP32, "
+                       "deterministically for a given --threads)", tf32 ? "--tf32" : "--deterministic");
+    const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = CT_F32 };
+    cli_close_device();
+    if (index < 0) CT_TRY(ct_backend_open_cpu(&cli_backend, &math));
+    else CT_TRY(ct_backend_open_gpu(&cli_backend, index, &math));   /* no CUDA, no GPU, no such index: its one-line message */
+    *be = &cli_backend;
     return CT_OK;
 }
+
+void cli_close_device(void) { ct_backend_close(&cli_backend); }
+
+const ct_backend *cli_device(void) { return cli_backend.ops ? &cli_backend : NULL; }
 
 void cli_print_gpu_line(FILE *out)
 {
     char line[512];
-    if (ct_gpu_current()) {
-        ct_gpu_describe(line, sizeof line);
+    if (cli_backend.ops && !cli_backend.host_memory) {
+        ct_gpu_describe(cli_backend.dev, &cli_backend.math, line, sizeof line);
         fprintf(out, "%s\n", line);
     } else if (ct_gpu_compiled()) {
         fprintf(out, "GPU: CUDA backend compiled in, not used (--device cpu)\n");
@@ -53,13 +60,14 @@ static ct_status unavailable(time_run *r, const char *why)
     return CT_OK;
 }
 
-ct_status cli_time_device_open(time_run *r, int threads, int tf32, int deterministic, const ct_ops **ops_out, int *gpu)
+ct_status cli_time_device_open(time_run *r, int threads, int tf32, int deterministic, const ct_backend **be_out, int *gpu)
 {
     int index = -1;
     *gpu = 0;
     CT_TRY(ct_gpu_parse_device(r->device, &index));
-    const ct_ops *ops;
+    const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = CT_F32 };
     ct_sgemm_rate peak;
+    cli_close_device();
     if (index < 0) {
         char cpu[256];
         cli_cpu_model(cpu, sizeof cpu);
@@ -73,22 +81,20 @@ ct_status cli_time_device_open(time_run *r, int threads, int tf32, int determini
         r->fma_peak_best = fma.best;
         snprintf(r->fma_peak_what, sizeof r->fma_peak_what, "FP32 FMA loop, %s, %d thread%s, best of %d (median %.1f)",
                  ct_fma_isa_name(fma.isa), fma.threads, fma.threads == 1 ? "" : "s", fma.repeats, fma.median);
-        ops = &ct_ops_cpu;
+        CT_TRY(ct_backend_open_cpu(&cli_backend, NULL));   /* the CPU: --tf32 and --deterministic are the GPU's */
     } else {
-        ct_gpu_options opt = { .tf32 = tf32, .deterministic = deterministic };
-        if (ct_gpu_open(index, &opt) != CT_OK) return unavailable(r, ct_last_error());
-        ct_gpu_describe(r->device_desc, sizeof r->device_desc);
+        if (ct_backend_open_gpu(&cli_backend, index, &math) != CT_OK) return unavailable(r, ct_last_error());
+        ct_gpu_describe(cli_backend.dev, &cli_backend.math, r->device_desc, sizeof r->device_desc);
         /* the peak at the run's precision: TF32 tensor cores when they are allowed */
-        ct_status st = ct_sgemm_rate_gpu(&peak, CT_PEAK_N, tf32, CT_PEAK_REPEATS);
-        if (st != CT_OK) { ct_gpu_close(); return st; }
+        ct_status st = ct_sgemm_rate_gpu(cli_backend.dev, &peak, CT_PEAK_N, tf32, CT_PEAK_REPEATS);
+        if (st != CT_OK) { cli_close_device(); return st; }
         snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS sgemm %d^3 (%s), median of %d", CT_PEAK_N,
                  tf32 ? "TF32 allowed" : "FP32, no TF32", peak.repeats);
-        ops = ct_ops_gpu();
     }
     r->peak = peak.median;
     r->peak_best = peak.best;
     r->available = 1;
-    *ops_out = ops;
+    *be_out = &cli_backend;
     *gpu = index >= 0;
     return CT_OK;
 }

@@ -217,7 +217,7 @@ static ct_status eval_images(const ct_model_descriptor *d, void *net, const char
 
 /* The weights file's network on the device, then its evaluation. */
 static ct_status evaluate(const ct_model_descriptor *d, void *cfg, void *flags, unsigned long long given, const eval_opts *o,
-                          const ct_ops *ops)
+                          const ct_backend *be)
 {
     static ct_model_data data;
     int speaker = d->task == CT_TASK_SPEAKER, built = 0;
@@ -238,7 +238,7 @@ static ct_status evaluate(const ct_model_descriptor *d, void *cfg, void *flags, 
         st = ct_fail(CT_EINVAL, "--mels %d, but %s has %d features per frame; pass the store the model was trained on",
                      d->speaker(net).n_mels, o->data, data.corpus.n_mels);
     if (st == CT_OK) st = ct_weights_load(o->weights, d->name, d->params(net), d->buffers(net));
-    if (st == CT_OK) st = d->set_device(net, ops);   /* copies the loaded weights there */
+    if (st == CT_OK) st = d->set_device(net, be);   /* copies the loaded weights there */
     if (st == CT_OK && !speaker) st = d->plan(net, o->batch);
     if (st == CT_OK) {
         d->arch_line(net, arch, sizeof arch);
@@ -283,13 +283,13 @@ static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
     if (st == CT_OK && (!o.weights || !o.data || !o.trials) && speaker)
         st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval %s --help)",
                      !o.weights ? "--weights FILE.h5" : !o.data ? "--data FEATS.h5" : "--trials FILE", d->name);
-    const ct_ops *ops = NULL;
-    if (st == CT_OK) st = cli_open_device(o.dev.device, o.dev.tf32, o.dev.deterministic, &ops);
+    const ct_backend *be = NULL;
+    if (st == CT_OK) st = cli_open_device(o.dev.device, o.dev.tf32, o.dev.deterministic, &be);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); free(cfg); free(flags); return 2; }
     ct_threads_set(o.threads);
     ct_interrupt_install();
     d->defaults(cfg);
-    st = evaluate(d, cfg, flags, given, &o, ops);
+    st = evaluate(d, cfg, flags, given, &o, be);
     free(cfg);
     free(flags);
     if (st == CT_EINTR) {

@@ -39,7 +39,8 @@ void cli_print_header(FILE *out, int threads)
     unsigned maj, min, rel;
     cli_cpu_model(cpu, sizeof cpu);
     H5get_libversion(&maj, &min, &rel);
-    const ct_gpu *g = ct_gpu_current();
+    const ct_backend *be = cli_device();
+    const ct_gpu *g = be && !be->host_memory ? be->dev : NULL;
     if (g) fprintf(out, "ctrain %s | device: gpu:%d\n", CTRAIN_VERSION, g->index);
     else fprintf(out, "ctrain %s | device: cpu\n", CTRAIN_VERSION);
     fprintf(out, "CPU: %s, %d logical cores, %d thread%s used; ctrain's own kernels: %s%s\n", cpu, ct_cpu_count(), threads,

@@ -34,6 +34,7 @@
 #include "core/interrupt.h"
 #include "core/threads.h"
 #include "cuda/device.h"
+#include "cuda/ops_gpu.h"
 #include "train/profile_fit.h"
 
 #define MAX_DEVICES 4
@@ -83,9 +84,9 @@ static void add_layer(void *ctx, const char *name, double fwd_s, double bwd_s, d
     l->flops_per_sample = flops_per_sample;
 }
 
-/* The model on the device of `ops`, planned, with its weights and task, trained by ct_fit (its log
+/* The model on the device of `be`, planned, with its weights and task, trained by ct_fit (its log
  * to stdout with --verbose, else nowhere); the per-epoch history and the layers' times go to r. */
-static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
+static ct_status fit_model(time_run *r, const workload *w, const ct_backend *be)
 {
     const ct_model_descriptor *d = w->d;
     ct_rngs rngs;
@@ -95,13 +96,13 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
     ct_profile_counts pc = { .profile = w->layers, .warmup = w->setup.warmup };
     r->hist = ct_calloc((size_t)w->setup.epochs, sizeof *r->hist, "epoch history");
     if (!net || !r->hist) { free(net); return CT_ENOMEM; }
-    ct_status st = ct_model_net_open(d, net, w->cfg, &w->data, &rngs.init, ops, w->setup.batch);
+    ct_status st = ct_model_net_open(d, net, w->cfg, &w->data, &rngs.init, be, w->setup.batch);
     int open = st == CT_OK;
     if (st == CT_OK) st = d->task_open(&t, net, (ct_model_data *)&w->data, &rngs, w->setup.batch);
     if (cli_dist.mpi) {   /* under mpirun: each rank trains on its part of every batch */
         if (st == CT_OK) ct_model_task_set_dist(&t, &cli_dist, 0);
         st = ct_dist_agree(&cli_dist, st);
-        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, ops, ops->host_memory ? NULL : ct_gpu_current()->stream);
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, be, ct_backend_gpu_stream(be));
     }
     FILE *log = w->verbose ? stdout : fopen("/dev/null", "w");
     if (st == CT_OK && !log) st = ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");
@@ -128,13 +129,13 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_ops *ops)
 /* Opens the device, measures its peaks (cli/device.c) and trains the workload on it. */
 static ct_status run_device(time_run *r, const workload *w)
 {
-    const ct_ops *ops = NULL;
+    const ct_backend *be = NULL;
     int gpu = 0;
-    ct_status st = cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &ops, &gpu);
+    ct_status st = cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &be, &gpu);
     if (cli_dist.mpi) {   /* every rank runs this device, or none: a rank without it would leave the others waiting */
         ct_status mine = st != CT_OK ? st : r->available ? CT_OK : ct_fail(CT_ENODEV, "%s", r->why);
         if (ct_dist_agree(&cli_dist, mine) != CT_OK) {   /* some rank cannot: the device is unavailable to the job */
-            if (st == CT_OK && r->available && gpu) ct_gpu_close();
+            if (st == CT_OK && r->available && gpu) cli_close_device();
             r->available = 0;
             st = CT_OK;
             snprintf(r->why, sizeof r->why, "%s", ct_last_error());
@@ -145,11 +146,11 @@ static ct_status run_device(time_run *r, const workload *w)
     if (N > 1) {   /* the job's peaks: every rank measured its own with its threads, at the same time */
         r->fma_peak *= N; r->peak *= N;   /* the descriptions below the table stay rank 0's own */
     }
-    st = fit_model(r, w, ops);
+    st = fit_model(r, w, be);
     if (gpu) {
         ct_dist_nccl_close(&cli_dist, st != CT_OK);   /* its communicator belongs to this GPU */
-        ct_gpu_close();
     }
+    cli_close_device();
     return st;
 }
 

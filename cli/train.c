@@ -31,6 +31,7 @@
 #include "core/interrupt.h"
 #include "core/rng.h"
 #include "cuda/device.h"
+#include "cuda/ops_gpu.h"
 #include "core/threads.h"
 #include "io/files.h"
 #include "io/lock.h"
@@ -200,7 +201,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     data.ranks_here = cli_dist.mpi ? cli_dist.local_size : 1;   /* they share the machine's memory */
     st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
     data.tc.fixed_pairs = o.fixed_pairs;
-    if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.ops, o.batch)) == CT_OK) have_net = 1;
+    if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.be, o.batch)) == CT_OK) have_net = 1;
     if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
     if (cli_dist.mpi) {   /* one of several ranks: each trains on its part of every batch */
         cli_dist.timeout_s = o.dist_timeout;
@@ -210,7 +211,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
         uint64_t h = ct_hash_bytes(ct_hash_bytes(CT_HASH_INIT, &o.sync_batchnorm, sizeof o.sync_batchnorm),
                                    &o.dist_check_every, sizeof o.dist_check_every);   /* they decide which collectives run */
         if (st == CT_OK) st = ct_dist_check_same(&cli_dist, h, "--sync-batchnorm or --dist-check-every", "give every rank the same options");
-        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.ops, o.ops->host_memory ? NULL : ct_gpu_current()->stream);
+        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.be, ct_backend_gpu_stream(o.be));
     }
     rf.has_val = task.task.n_val > 0;
     if (st == CT_OK) st = cli_run_files_open(&rf, d, cfg, &o, &fitc, argc, argv);

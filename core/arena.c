@@ -25,14 +25,26 @@ ct_status ct_host_alloc(void **ptr, size_t bytes, const char *what)
     return *ptr ? CT_OK : CT_ENOMEM;
 }
 
-const ct_allocator ct_allocator_host = { ct_host_alloc, free };
+static ct_status host_alloc(const void *ctx, void **ptr, size_t bytes, const char *what)
+{
+    (void)ctx;
+    return ct_host_alloc(ptr, bytes, what);
+}
 
-ct_status ct_arena_alloc(ct_arena *a) { return ct_arena_alloc_on(a, &ct_allocator_host, "activations"); }
+static void host_free(const void *ctx, void *ptr)
+{
+    (void)ctx;
+    free(ptr);
+}
 
-ct_status ct_arena_alloc_on(ct_arena *a, const ct_allocator *mem, const char *what)
+const ct_allocator ct_allocator_host = { host_alloc, host_free, NULL };
+
+ct_status ct_arena_alloc(ct_arena *a) { return ct_arena_alloc_on(a, ct_allocator_host, "activations"); }
+
+ct_status ct_arena_alloc_on(ct_arena *a, ct_allocator mem, const char *what)
 {
     if (a->failed) return ct_fail(CT_ENOMEM, "out of memory while planning %s", what);
-    CT_TRY(mem->alloc(&a->base, a->bytes ? a->bytes : 64, what));
+    CT_TRY(mem.alloc(mem.ctx, &a->base, a->bytes ? a->bytes : 64, what));
     a->mem = mem;
     char *p = a->base;
     for (int i = 0; i < a->n; i++) {
@@ -45,7 +57,7 @@ ct_status ct_arena_alloc_on(ct_arena *a, const ct_allocator *mem, const char *wh
 void ct_arena_free(ct_arena *a)
 {
     for (int i = 0; a->base && i < a->n; i++) *a->req[i].dst = NULL;
-    if (a->base) a->mem->free(a->base);
+    if (a->base) a->mem.free(a->mem.ctx, a->base);
     free(a->req);
     memset(a, 0, sizeof *a);
 }

@@ -201,15 +201,15 @@ ct_status ct_peak_sgemm_cpu(ct_sgemm_rate *r)
 }
 
 #ifndef CT_HAVE_CUDA
-ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r)
+ct_status ct_peak_sgemm_gpu(struct ct_gpu *g, ct_sgemm_rate *r)
 {
-    (void)r;
+    (void)g; (void)r;
     return ct_fail(CT_ENODEV, "this ctrain was built without CUDA (CPU only): no GPU sgemm peak to measure");
 }
 
-ct_status ct_sgemm_rate_gpu(ct_sgemm_rate *r, int n, int tf32, int repeats)
+ct_status ct_sgemm_rate_gpu(struct ct_gpu *g, ct_sgemm_rate *r, int n, int tf32, int repeats)
 {
-    (void)r; (void)n; (void)tf32; (void)repeats;
+    (void)g; (void)r; (void)n; (void)tf32; (void)repeats;
     return ct_fail(CT_ENODEV, "this ctrain was built without CUDA (CPU only): no GPU sgemm peak to measure");
 }
 #endif

@@ -81,18 +81,19 @@ ct_status ct_peak_fma_cpu(ct_fma_rate *r, int threads);
 /* The CPU's practical sgemm peak: CT_PEAK_N^3, CT_PEAK_REPEATS repeats. */
 ct_status ct_peak_sgemm_cpu(ct_sgemm_rate *r);
 
-/* The GPU's practical peak: cuBLAS sgemm (FP32, no TF32) of CT_PEAK_N^3 on the
- * current GPU (cuda/device.h: ct_gpu_open first), timed with CUDA events.
- * CT_ENODEV with the reason when this build has no CUDA or no GPU is open. */
-ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r);
+/* The GPU's practical peak: cuBLAS sgemm of CT_PEAK_N^3 in the math mode g was
+ * opened with, on the GPU g (cuda/device.h: ct_gpu_open), timed with CUDA events.
+ * CT_ENODEV with the reason when this build has no CUDA or g is NULL. */
+struct ct_gpu;
+ct_status ct_peak_sgemm_gpu(struct ct_gpu *g, ct_sgemm_rate *r);
 
-/* cuBLAS sgemm of n^3 on the current GPU, `repeats` timed repeats (at most
+/* cuBLAS sgemm of n^3 on the GPU g, `repeats` timed repeats (at most
  * CT_PEAK_MAX_REPEATS) after a warm-up: plain FP32 (tf32 = 0) or TensorFloat-32
  * tensor cores (tf32 = 1, Ampere and newer), whatever mode the GPU was opened
  * with; the mode is restored afterwards. A GPU's peak needs a larger n than the
  * CPU's (bench/bench_sgemm --device gpu uses 8192). CT_ENODEV as above;
  * CT_ENOMEM if three n x n matrices do not fit. */
 #define CT_PEAK_MAX_REPEATS 64
-ct_status ct_sgemm_rate_gpu(ct_sgemm_rate *r, int n, int tf32, int repeats);
+ct_status ct_sgemm_rate_gpu(struct ct_gpu *g, ct_sgemm_rate *r, int n, int tf32, int repeats);
 
 #endif

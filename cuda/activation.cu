@@ -37,11 +37,29 @@ UNARY(sigmoid_fwd, sigmoid_dev(x))
 BINARY(sigmoid_bwd, x * y * (1.0f - y))
 
 #define LAUNCH(name, ...) do { \
-    name##_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(__VA_ARGS__, n); CT_LAUNCH_CHECK(); } while (0)
+    name##_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(__VA_ARGS__, n); CT_LAUNCH_CHECK(); } while (0)
 
-extern "C" void ct_relu_forward_gpu(float *out, const float *in, size_t n) { LAUNCH(relu_fwd, out, in); }
-extern "C" void ct_relu_backward_gpu(float *din, const float *dout, const float *out, size_t n) { LAUNCH(relu_bwd, din, dout, out); }
-extern "C" void ct_tanh_forward_gpu(float *out, const float *in, size_t n) { LAUNCH(tanh_fwd, out, in); }
-extern "C" void ct_tanh_backward_gpu(float *din, const float *dout, const float *out, size_t n) { LAUNCH(tanh_bwd, din, dout, out); }
-extern "C" void ct_sigmoid_forward_gpu(float *out, const float *in, size_t n) { LAUNCH(sigmoid_fwd, out, in); }
-extern "C" void ct_sigmoid_backward_gpu(float *din, const float *dout, const float *out, size_t n) { LAUNCH(sigmoid_bwd, din, dout, out); }
+extern "C" void ct_relu_forward_gpu(const ct_backend *be, float *out, const float *in, size_t n)
+{
+    LAUNCH(relu_fwd, out, in);
+}
+extern "C" void ct_relu_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *out, size_t n)
+{
+    LAUNCH(relu_bwd, din, dout, out);
+}
+extern "C" void ct_tanh_forward_gpu(const ct_backend *be, float *out, const float *in, size_t n)
+{
+    LAUNCH(tanh_fwd, out, in);
+}
+extern "C" void ct_tanh_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *out, size_t n)
+{
+    LAUNCH(tanh_bwd, din, dout, out);
+}
+extern "C" void ct_sigmoid_forward_gpu(const ct_backend *be, float *out, const float *in, size_t n)
+{
+    LAUNCH(sigmoid_fwd, out, in);
+}
+extern "C" void ct_sigmoid_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *out, size_t n)
+{
+    LAUNCH(sigmoid_bwd, din, dout, out);
+}

@@ -9,13 +9,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 
-void ct_relu_forward_gpu(float *out, const float *in, size_t n);
-void ct_relu_backward_gpu(float *din, const float *dout, const float *out, size_t n);
-void ct_tanh_forward_gpu(float *out, const float *in, size_t n);
-void ct_tanh_backward_gpu(float *din, const float *dout, const float *out, size_t n);
-void ct_sigmoid_forward_gpu(float *out, const float *in, size_t n);
-void ct_sigmoid_backward_gpu(float *din, const float *dout, const float *out, size_t n);
+void ct_relu_forward_gpu(const ct_backend *be, float *out, const float *in, size_t n);
+void ct_relu_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *out, size_t n);
+void ct_tanh_forward_gpu(const ct_backend *be, float *out, const float *in, size_t n);
+void ct_tanh_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *out, size_t n);
+void ct_sigmoid_forward_gpu(const ct_backend *be, float *out, const float *in, size_t n);
+void ct_sigmoid_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *out, size_t n);
 
 #ifdef __cplusplus
 }

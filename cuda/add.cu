@@ -11,17 +11,20 @@ __global__ static void add_kernel(float *y, const float *a, const float *b, size
         y[i] = a[i] + b[i];
 }
 
-static void launch(float *y, const float *a, const float *b, size_t n)
+static void launch(const ct_backend *be, float *y, const float *a, const float *b, size_t n)
 {
     if (n == 0) return;
-    add_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(y, a, b, n);
+    add_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(y, a, b, n);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_add_forward_gpu(float *out, const float *a, const float *b, size_t n) { launch(out, a, b, n); }
-
-extern "C" void ct_add_backward_gpu(float *da, float *db, const float *dout, size_t n)
+extern "C" void ct_add_forward_gpu(const ct_backend *be, float *out, const float *a, const float *b, size_t n)
 {
-    if (da) launch(da, da, dout, n);
-    if (db) launch(db, db, dout, n);
+    launch(be, out, a, b, n);
+}
+
+extern "C" void ct_add_backward_gpu(const ct_backend *be, float *da, float *db, const float *dout, size_t n)
+{
+    if (da) launch(be, da, da, dout, n);
+    if (db) launch(be, db, db, dout, n);
 }

@@ -7,9 +7,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 
-void ct_add_forward_gpu(float *out, const float *a, const float *b, size_t n);
-void ct_add_backward_gpu(float *da, float *db, const float *dout, size_t n);
+void ct_add_forward_gpu(const ct_backend *be, float *out, const float *a, const float *b, size_t n);
+void ct_add_backward_gpu(const ct_backend *be, float *da, float *db, const float *dout, size_t n);
 
 #ifdef __cplusplus
 }

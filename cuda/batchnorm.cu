@@ -246,18 +246,16 @@ __global__ static void bn_sync_din_kernel(float *din, const float *dout, const f
 
 /* The n doubles at g->bn_sync + at, down to the same place of the pinned host buffer
  * (synchronises the stream: the host sums them over the replicas next). */
-static double *download_doubles(int at, int n)
+static double *download_doubles(ct_gpu *g, int at, int n)
 {
-    ct_gpu *g = ct_gpu_ctx();
     CT_CUDA_CHECK(cudaMemcpyAsync(g->host_bn_sync + at, g->bn_sync + at, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, g->stream));
     CT_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     return g->host_bn_sync + at;
 }
 
 /* and back up, queued on the stream before the kernels that read them */
-static void upload_doubles(int at, int n)
+static void upload_doubles(ct_gpu *g, int at, int n)
 {
-    ct_gpu *g = ct_gpu_ctx();
     CT_CUDA_CHECK(cudaMemcpyAsync(g->bn_sync + at, g->host_bn_sync + at, (size_t)n * sizeof(double), cudaMemcpyHostToDevice, g->stream));
 }
 
@@ -265,34 +263,33 @@ static void upload_doubles(int at, int n)
  * the same channels, so every replica makes the same sums in the same order. */
 #define BN_SYNC_CHUNK (CT_GPU_BN_SYNC / 2)
 
-static void forward_synced_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
-                               const float *in, const float *gamma, const float *beta, const batchnorm_dims *d)
+static void forward_synced_gpu(ct_gpu *g, float *out, float *xhat, float *mean, float *invstd, float *running_mean,
+                               float *running_var, const float *in, const float *gamma, const float *beta,
+                               const batchnorm_dims *d)
 {
-    ct_gpu *g = ct_gpu_ctx();
     const ct_replica_sum *r = d->sync;
     const double M = (double)r->total_N * d->HW;   /* the whole batch's values per channel */
     for (int c0 = 0; c0 < d->C; c0 += BN_SYNC_CHUNK) {
         const int n = d->C - c0 < BN_SYNC_CHUNK ? d->C - c0 : BN_SYNC_CHUNK;
         bn_sync_pass_kernel<<<n, CT_THREADS, 0, g->stream>>>(g->bn_sync, NULL, in, c0, *d);
         CT_LAUNCH_CHECK();
-        double *h = download_doubles(0, n);
+        double *h = download_doubles(g, 0, n);
         r->sum(r->ctx, h, n);
         for (int c = 0; c < n; c++) h[c] /= M;   /* the whole batch's means */
-        upload_doubles(0, n);
+        upload_doubles(g, 0, n);
         bn_sync_pass_kernel<<<n, CT_THREADS, 0, g->stream>>>(g->bn_sync + n, g->bn_sync, in, c0, *d);
         CT_LAUNCH_CHECK();
-        r->sum(r->ctx, download_doubles(n, n), n);   /* the whole batch's summed squared deviations */
-        upload_doubles(n, n);
+        r->sum(r->ctx, download_doubles(g, n, n), n);   /* the whole batch's summed squared deviations */
+        upload_doubles(g, n, n);
         bn_sync_norm_kernel<<<n, CT_THREADS, 0, g->stream>>>(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta,
                                                               g->bn_sync, M, c0, n, *d);
         CT_LAUNCH_CHECK();
     }
 }
 
-static void backward_synced_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
+static void backward_synced_gpu(ct_gpu *g, float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                                 const float *invstd, const float *gamma, const batchnorm_dims *d)
 {
-    ct_gpu *g = ct_gpu_ctx();
     const ct_replica_sum *r = d->sync;
     const double M = (double)r->total_N * d->HW;
     for (int c0 = 0; c0 < d->C; c0 += BN_SYNC_CHUNK) {
@@ -300,21 +297,22 @@ static void backward_synced_gpu(float *din, float *dgamma, float *dbeta, const f
         bn_sync_bwd_sums_kernel<<<n, CT_THREADS, 0, g->stream>>>(g->bn_sync, dgamma, dbeta, dout, xhat, c0, n, *d);
         CT_LAUNCH_CHECK();
         if (!din) continue;
-        double *h = download_doubles(0, 2 * n);
+        double *h = download_doubles(g, 0, 2 * n);
         for (int i = 0; i < 2 * n; i++) h[i] *= r->share;   /* each replica's weight in the whole batch's loss */
         r->sum(r->ctx, h, 2 * n);
         for (int i = 0; i < 2 * n; i++) h[i] /= M * r->share;   /* S / (M share): the means this replica's dout needs */
-        upload_doubles(0, 2 * n);
+        upload_doubles(g, 0, 2 * n);
         bn_sync_din_kernel<<<n, CT_THREADS, 0, g->stream>>>(din, dout, xhat, invstd, gamma, g->bn_sync, c0, n, *d);
         CT_LAUNCH_CHECK();
     }
 }
 
-extern "C" void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
-                                      const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train)
+extern "C" void ct_batchnorm_forward_gpu(const ct_backend *be, float *out, float *xhat, float *mean, float *invstd,
+                                         float *running_mean, float *running_var, const float *in, const float *gamma,
+                                         const float *beta, const batchnorm_dims *d, int train)
 {
-    if (train && d->sync) { forward_synced_gpu(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta, d); return; }
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
+    if (train && d->sync) { forward_synced_gpu(g, out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta, d); return; }
     for_chunks(d, [&](int c0, int n, int S, dim3 grid) {
         if (train) {
             bn_stats_kernel<<<grid, CT_THREADS, 0, g->stream>>>(g->bn_sync, in, c0, n, S, 0, *d);
@@ -328,11 +326,12 @@ extern "C" void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, f
     });
 }
 
-extern "C" void ct_batchnorm_backward_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
-                                       const float *invstd, const float *gamma, const batchnorm_dims *d)
+extern "C" void ct_batchnorm_backward_gpu(const ct_backend *be, float *din, float *dgamma, float *dbeta, const float *dout,
+                                          const float *xhat, const float *invstd, const float *gamma,
+                                          const batchnorm_dims *d)
 {
-    if (d->sync) { backward_synced_gpu(din, dgamma, dbeta, dout, xhat, invstd, gamma, d); return; }
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
+    if (d->sync) { backward_synced_gpu(g, din, dgamma, dbeta, dout, xhat, invstd, gamma, d); return; }
     for_chunks(d, [&](int c0, int n, int S, dim3 grid) {
         bn_bwd_sums_kernel<<<grid, CT_THREADS, 0, g->stream>>>(g->bn_sync, dout, xhat, c0, n, S, *d);
         CT_LAUNCH_CHECK();

@@ -10,11 +10,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 #include "layers/batchnorm.h"
-void ct_batchnorm_forward_gpu(float *out, float *xhat, float *mean, float *invstd, float *running_mean, float *running_var,
-                           const float *in, const float *gamma, const float *beta, const batchnorm_dims *d, int train);
-void ct_batchnorm_backward_gpu(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
-                            const float *invstd, const float *gamma, const batchnorm_dims *d);
+void ct_batchnorm_forward_gpu(const ct_backend *be, float *out, float *xhat, float *mean, float *invstd,
+                              float *running_mean, float *running_var, const float *in, const float *gamma,
+                              const float *beta, const batchnorm_dims *d, int train);
+void ct_batchnorm_backward_gpu(const ct_backend *be, float *din, float *dgamma, float *dbeta, const float *dout,
+                               const float *xhat, const float *invstd, const float *gamma, const batchnorm_dims *d);
 
 #ifdef __cplusplus
 }

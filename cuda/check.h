@@ -33,14 +33,14 @@
     ct_gpu_fatal(__FILE__, __LINE__, #call, cublasGetStatusString(e_)); } while (0)
 #define CT_LAUNCH_CHECK() CT_CUDA_CHECK(cudaGetLastError())
 
-/* The current context; using a cuda/ function before ct_gpu_open is a programmer error. */
-static inline ct_gpu *ct_gpu_ctx(void)
+/* The GPU context of a backend (cuda/ops_gpu.h: ct_backend_open_gpu); a cuda/ function
+ * given a backend without one (the CPU's, or a closed one) is a programmer error. */
+static inline ct_gpu *ct_gpu_of(const ct_backend *be)
 {
-    ct_gpu *g = ct_gpu_current();
-    CT_ASSERT(g != NULL);
-    return g;
+    CT_ASSERT(be != NULL && be->dev != NULL);
+    return (ct_gpu *)be->dev;
 }
-static inline cudaStream_t ct_gpu_stream(void) { return ct_gpu_ctx()->stream; }
+static inline cudaStream_t ct_gpu_stream(const ct_backend *be) { return ct_gpu_of(be)->stream; }
 
 /* Grid size for a grid-stride loop over n elements with `threads` per block. */
 static inline unsigned ct_gpu_blocks(size_t n, unsigned threads)

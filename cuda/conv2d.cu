@@ -38,7 +38,7 @@ static const char *const DIRECTION[3] = { "forward", "backward data", "backward 
 /* Descriptors and algorithms for batch size N, each algorithm within `limit` bytes of workspace. */
 static ct_status shape_make(conv2d_gpu_shape *s, const conv2d_gpu_plan *p, int N, size_t limit)
 {
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = p->gpu;
     const conv2d_dims *d = &p->d;
     memset(s, 0, sizeof *s);
     cudnnTensorDescriptor_t x, y;
@@ -46,7 +46,7 @@ static ct_status shape_make(conv2d_gpu_shape *s, const conv2d_gpu_plan *p, int N
     CT_CUDNN_TRY(cudnnCreateTensorDescriptor(&y)); s->y_desc = y;
     CT_CUDNN_TRY(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, d->C, d->H, d->W));
     CT_CUDNN_TRY(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, d->OC, d->OH, d->OW));
-    const int tf32 = g->opt.tf32, det = g->opt.deterministic;
+    const int tf32 = p->math.tf32, det = p->math.deterministic;
     for (int k = 0; k < 3; k++) {
         cudnnConvolutionDescriptor_t cv;
         CT_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&cv));
@@ -92,11 +92,14 @@ static ct_status shape_make(conv2d_gpu_shape *s, const conv2d_gpu_plan *p, int N
     return CT_OK;
 }
 
-extern "C" ct_status ct_conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, int bias)
+extern "C" ct_status ct_conv2d_plan_gpu(const ct_backend *be, conv2d_gpu_plan *p, const conv2d_dims *d, int bias)
 {
     memset(p, 0, sizeof *p);
+    CT_TRY(ct_backend_check_dtype(be, "GPU conv2d plan"));
     p->d = *d;
     p->bias = bias;
+    p->gpu = ct_gpu_of(be);
+    p->math = be->math;
     if (d->N < 1 || d->C < 1 || d->OC < 1 || d->OH < 1 || d->OW < 1)
         return ct_fail(CT_EINVAL, "GPU conv2d: make the dims with ct_conv2d_dims_make first (N %d, C %d, OC %d, output %dx%d)",
                        d->N, d->C, d->OC, d->OH, d->OW);
@@ -147,9 +150,11 @@ static const conv2d_gpu_shape *need_shape(conv2d_gpu_plan *p, int N)
     return s;
 }
 
-extern "C" void ct_conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, conv2d_gpu_plan *p, int N)
+extern "C" void ct_conv2d_forward_gpu(const ct_backend *be, float *out, float *ws, const float *in, const float *w,
+                                      const float *b, conv2d_gpu_plan *p, int N)
 {
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
     const conv2d_gpu_shape *s = need_shape(p, N);
     const float one = 1.0f, zero = 0.0f;
     CT_CUDNN_CHECK(cudnnConvolutionForward(g->cudnn, &one, s->x_desc, in, p->w_desc, w, s->conv_desc[CONV2D_GPU_FWD],
@@ -158,10 +163,11 @@ extern "C" void ct_conv2d_forward_gpu(float *out, float *ws, const float *in, co
     if (b) CT_CUDNN_CHECK(cudnnAddTensor(g->cudnn, &one, p->b_desc, b, &one, s->y_desc, out));
 }
 
-extern "C" void ct_conv2d_backward_gpu(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                                    const float *w, conv2d_gpu_plan *p, int N)
+extern "C" void ct_conv2d_backward_gpu(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
+                                       const float *in, const float *w, conv2d_gpu_plan *p, int N)
 {
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
     const conv2d_gpu_shape *s = need_shape(p, N);
     const float one = 1.0f, zero = 0.0f;
     if (dw)

@@ -7,9 +7,10 @@
  * the plan keeps a shape: cuDNN's tensor descriptors and three convolution
  * descriptors, one per direction, each with the algorithm picked by cuDNN's heuristics
  * (cudnnGetConvolution*Algorithm_v7: the best-ranked one that is supported, fits the
- * workspace, uses the context's math - FP32 FMA only unless TF32 was allowed - and,
- * when the context asks for determinism, is deterministic) and that algorithm's math
- * type (as PyTorch's Conv_v7 sets it). The workspace is the caller's, sized by
+ * workspace, uses the backend's math - FP32 FMA only unless TF32 was allowed - and,
+ * when the backend asks for determinism, is deterministic) and that algorithm's math
+ * type (as PyTorch's Conv_v7 sets it). The plan keeps the backend's GPU and math
+ * from when it was made: shapes made later for other batch sizes follow the same rules. The workspace is the caller's, sized by
  * ct_conv2d_workspace_floats_gpu for the largest batch, as on the CPU; another batch size
  * only picks among the algorithms that fit it. Shapes are host-side state (descriptors,
  * no device memory); the plan keeps the CONV2D_GPU_SHAPES most recently used.
@@ -21,7 +22,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 #include "layers/conv2d.h"
+#include "cuda/device.h"
 
 struct cudnnTensorStruct;
 struct cudnnFilterStruct;
@@ -44,6 +47,8 @@ typedef struct {
 typedef struct {
     conv2d_dims d;                                  /* d.N: the largest batch */
     int bias;
+    ct_gpu *gpu;                                    /* the backend's GPU: cuDNN's handle */
+    ct_math math;                                   /* the backend's math when planned: TF32, determinism, data type */
     struct cudnnTensorStruct *b_desc;
     struct cudnnFilterStruct *w_desc;
     size_t ws_bytes;                                /* the workspace planned: the largest need at d.N */
@@ -51,8 +56,9 @@ typedef struct {
     unsigned long clock;
 } conv2d_gpu_plan;
 
-/* Fails (CT_EINVAL / CT_ENODEV naming the shape) if cuDNN has no usable algorithm. */
-ct_status ct_conv2d_plan_gpu(conv2d_gpu_plan *p, const conv2d_dims *d, int bias);
+/* Fails (CT_EINVAL / CT_ENODEV naming the shape) if cuDNN has no usable algorithm, or
+ * (CT_EINVAL) if the backend's data type is not computed. */
+ct_status ct_conv2d_plan_gpu(const ct_backend *be, conv2d_gpu_plan *p, const conv2d_dims *d, int bias);
 void      ct_conv2d_plan_free_gpu(conv2d_gpu_plan *p);
 size_t    ct_conv2d_workspace_floats_gpu(const conv2d_gpu_plan *p);
 /* The shape for batch size N (1 <= N <= d.N), made on first use. NULL with a message if
@@ -60,10 +66,11 @@ size_t    ct_conv2d_workspace_floats_gpu(const conv2d_gpu_plan *p);
 const conv2d_gpu_shape *ct_conv2d_shape_gpu(conv2d_gpu_plan *p, int N);
 
 /* out [N, OC, OH, OW]; in [N, C, H, W]; w [OC, C, KH, KW]; b [OC] or NULL; ws scratch. */
-void ct_conv2d_forward_gpu(float *out, float *ws, const float *in, const float *w, const float *b, conv2d_gpu_plan *p, int N);
+void ct_conv2d_forward_gpu(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
+                           conv2d_gpu_plan *p, int N);
 /* din overwritten (NULL: not computed); dw, db accumulated (db NULL if no bias). */
-void ct_conv2d_backward_gpu(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                         const float *w, conv2d_gpu_plan *p, int N);
+void ct_conv2d_backward_gpu(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
+                            const float *in, const float *w, conv2d_gpu_plan *p, int N);
 
 #ifdef __cplusplus
 }

@@ -26,9 +26,10 @@ __global__ static void bias_grad_kernel(float *db, const float *dout, int B, int
     }
 }
 
-extern "C" void ct_dense_forward_gpu(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim)
+extern "C" void ct_dense_forward_gpu(const ct_backend *be, float *out, const float *in, const float *w, const float *b,
+                                     int B, int in_dim, int out_dim)
 {
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
     const float one = 1.0f, zero = 0.0f;
     CT_CUBLAS_CHECK(cublasSgemm(g->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out_dim, B, in_dim,
                                 &one, w, in_dim, in, in_dim, &zero, out, out_dim));
@@ -38,10 +39,10 @@ extern "C" void ct_dense_forward_gpu(float *out, const float *in, const float *w
     }
 }
 
-extern "C" void ct_dense_backward_gpu(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
-                                   int B, int in_dim, int out_dim)
+extern "C" void ct_dense_backward_gpu(const ct_backend *be, float *din, float *dw, float *db, const float *dout,
+                                      const float *in, const float *w, int B, int in_dim, int out_dim)
 {
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
     const float one = 1.0f, zero = 0.0f;
     if (dw)
         CT_CUBLAS_CHECK(cublasSgemm(g->cublas, CUBLAS_OP_N, CUBLAS_OP_T, in_dim, out_dim, B,

@@ -9,13 +9,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 
 /* out [B, out_dim]; in [B, in_dim]; w [out_dim, in_dim]; b [out_dim] or NULL. */
-void ct_dense_forward_gpu(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim);
+void ct_dense_forward_gpu(const ct_backend *be, float *out, const float *in, const float *w, const float *b, int B,
+                          int in_dim, int out_dim);
 /* din [B, in_dim] overwritten (NULL: not computed); dw (NULL: not computed) and db (NULL if
  * no bias) accumulated, as on the CPU. */
-void ct_dense_backward_gpu(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
-                        int B, int in_dim, int out_dim);
+void ct_dense_backward_gpu(const ct_backend *be, float *din, float *dw, float *db, const float *dout, const float *in,
+                           const float *w, int B, int in_dim, int out_dim);
 
 #ifdef __cplusplus
 }

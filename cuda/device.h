@@ -1,17 +1,27 @@
-/* device.h - choosing and opening the GPU; the handles every cuda/ function uses.
+/* device.h - a GPU's context: the device, its streams, cuBLAS and cuDNN handles
+ * and scratch memory, which every cuda/ function receives explicitly.
  *
- * ctrain drives ONE GPU per process. ct_gpu_open(index) selects it, creates a
- * compute stream, a copy stream (batch uploads, see cuda/siamese_lstm_gpu.h), a
- * cuBLAS handle and a cuDNN handle bound to the compute stream, and makes this
- * the current context that every *_gpu function uses, so that the GPU layer
- * functions keep exactly the argument lists of their CPU twins in layers/.
+ * There is no current GPU in ctrain: ct_gpu_open(&g, index, math) selects device
+ * `index`, creates a compute stream, a copy stream (batch uploads, the ring of
+ * cuda/ops_gpu.c), a cuBLAS handle and a cuDNN handle bound to the compute stream,
+ * and returns them in a ct_gpu that belongs to the caller until ct_gpu_close(g).
+ * The GPU backend (cuda/ops_gpu.h: ct_backend_open_gpu) keeps it as be->dev, and
+ * the cuda/ layer functions take the backend as their first argument: its ct_gpu
+ * for the streams and handles (ct_gpu_of in cuda/check.h), its math for TF32,
+ * determinism and the data type. The helpers below (memory, copies, sync, the
+ * header line) take the ct_gpu itself.
  *
  * Naming convention of cuda/: the GPU twin of a CPU function `foo` in layers/
- * or models/ is `foo_gpu`, with the same argument order (outputs first, `d`
- * prefix for gradients, input gradients overwritten, parameter gradients
- * accumulated); every float and int pointer it takes is a DEVICE pointer unless
- * its comment says "host". Functions are asynchronous on the compute stream
- * unless they return a host value (a loss, a norm), which synchronises.
+ * is `foo_gpu`, with the backend first and then the same argument order
+ * (outputs first, `d` prefix for gradients, input gradients overwritten,
+ * parameter gradients accumulated); every float and int pointer it takes is a
+ * DEVICE pointer unless its comment says "host". Functions are asynchronous on
+ * the compute stream unless they return a host value (a loss, a norm), which
+ * synchronises.
+ *
+ * ctrain drives one GPU per process: ct_gpu_open makes its device the CUDA
+ * runtime's current device of the calling thread (cudaSetDevice), and the calls
+ * on a ct_gpu are made from that thread.
  *
  * Errors:
  *   - a CPU-only build (no CT_HAVE_CUDA): ct_gpu_open fails with CT_ENODEV,
@@ -21,12 +31,14 @@
  *   - an index out of range: CT_ENODEV naming how many GPUs there are.
  * None of these crash or abort.
  *
- * Precision: by default every matrix product and convolution is plain FP32
- * (cuBLAS CUBLAS_DEFAULT_MATH, cuDNN CUDNN_FMA_MATH), so results match the CPU
- * to float rounding. tf32 = 1 allows TensorFloat-32 tensor cores (faster on
- * Ampere and later, ~1e-3 relative error per product). deterministic = 1 makes
- * cuDNN convolutions pick only deterministic algorithms (ctrain's own kernels
- * are always deterministic: fixed reduction orders, no float atomics).
+ * Precision (the backend's ct_math, layers/ops.h): by default every matrix product
+ * and convolution is plain FP32 (cuBLAS CUBLAS_DEFAULT_MATH, cuDNN CUDNN_FMA_MATH),
+ * so results match the CPU to float rounding. math.tf32 = 1 allows TensorFloat-32
+ * tensor cores (faster on Ampere and later, ~1e-3 relative error per product): the
+ * cuBLAS handle is set up for it when the GPU is opened, and the LSTM and conv2d
+ * plans read it when they are made. math.deterministic = 1 makes cuDNN convolution
+ * plans pick only deterministic algorithms (ctrain's own kernels are always
+ * deterministic: fixed reduction orders, no float atomics).
  */
 #ifndef CT_CUDA_DEVICE_H
 #define CT_CUDA_DEVICE_H
@@ -36,6 +48,7 @@
 extern "C" {
 #endif
 #include "core/error.h"
+#include "layers/ops.h"
 
 /* The runtime's handle types, declared here so that C files need no CUDA headers. */
 struct CUstream_st;
@@ -43,14 +56,8 @@ struct CUevent_st;
 struct cublasContext;
 struct cudnnContext;
 
-typedef struct {
-    int tf32;            /* allow TF32 tensor-core math in sgemm, convolutions and the LSTM */
-    int deterministic;   /* deterministic cuDNN algorithms only */
-} ct_gpu_options;
-
-typedef struct {
+typedef struct ct_gpu {
     int index;                         /* CUDA device ordinal */
-    ct_gpu_options opt;
     struct CUstream_st *stream;        /* compute: every kernel, cuBLAS and cuDNN call */
     struct CUstream_st *copy_stream;   /* host-to-device batch uploads */
     struct cublasContext *cublas;
@@ -83,30 +90,29 @@ int ct_gpu_visible(void);
  * every build (whether the GPU can be used is ct_gpu_open's question). */
 ct_status ct_gpu_parse_device(const char *spec, int *index);
 
-/* Opens device `index` with the given options (NULL: defaults, all 0) and makes it current.
- * Fails with CT_ENODEV and a message as listed above. Opening again closes the previous one. */
-ct_status ct_gpu_open(int index, const ct_gpu_options *opt);
-void      ct_gpu_close(void);
-/* The open context, or NULL. cuda/ functions assert it is open (a programmer error). */
-ct_gpu   *ct_gpu_current(void);
+/* Opens device `index` for computing with `math` (NULL: the defaults, all 0; its tf32
+ * sets the cuBLAS handle's math mode) into a new context *g, which the caller closes.
+ * Fails with CT_ENODEV and a message as listed above (*g NULL). */
+ct_status ct_gpu_open(ct_gpu **g, int index, const ct_math *math);
+void      ct_gpu_close(ct_gpu *g);   /* waits for its work, releases everything; NULL is ignored */
 
-/* One header line for the log, e.g.
+/* One header line for the log: the device g and the math it computes with, e.g.
  *   "GPU 0: NVIDIA H100 80GB HBM3, 79.1 GiB, compute 9.0 | driver CUDA 12.8, runtime 13.0, cuDNN 9.19.0, cuBLAS 13.0.0 | FP32 (no TF32), deterministic"
- * In a CPU-only build: "GPU: not compiled in (CPU-only build)". No GPU open: "GPU: none open". */
-void ct_gpu_describe(char *buf, size_t n);
+ * In a CPU-only build: "GPU: not compiled in (CPU-only build)". g NULL: "GPU: none open". */
+void ct_gpu_describe(const ct_gpu *g, const ct_math *math, char *buf, size_t n);
 
-/* Waits for everything queued on both streams; returns CT_ENODEV with the runtime's
+/* Waits for everything queued on both streams of g; returns CT_ENODEV with the runtime's
  * message (file and line of the first failure) if any asynchronous work failed. */
-ct_status ct_gpu_sync(void);
+ct_status ct_gpu_sync(const ct_gpu *g);
 
 /* Device memory helpers reporting failures through ct_fail (CT_ENOMEM naming `what`). */
-ct_status ct_gpu_malloc(void **ptr, size_t bytes, const char *what);      /* zeroed */
+ct_status ct_gpu_malloc(const ct_gpu *g, void **ptr, size_t bytes, const char *what);   /* zeroed on g's stream */
 void      ct_gpu_free(void *ptr);
 ct_status ct_gpu_host_alloc(void **ptr, size_t bytes, const char *what);  /* pinned host memory, zeroed */
 void      ct_gpu_host_free(void *ptr);
-/* Synchronous copies (checkpoints, tests): host <-> device, n bytes. */
-ct_status ct_gpu_upload(void *dst_dev, const void *src_host, size_t bytes);
-ct_status ct_gpu_download(void *dst_host, const void *src_dev, size_t bytes);
+/* Synchronous copies (checkpoints, tests) on g's compute stream: host <-> device, n bytes. */
+ct_status ct_gpu_upload(const ct_gpu *g, void *dst_dev, const void *src_host, size_t bytes);
+ct_status ct_gpu_download(const ct_gpu *g, void *dst_host, const void *src_dev, size_t bytes);
 
 /* A failure inside a training step (the memory was planned before, so this is the
  * device or the driver failing, not user input): prints "ctrain: GPU error at

@@ -16,10 +16,9 @@ static_assert(CT_GPU_SCRATCH_PARTIALS + CT_OPTIM_GPU_PARTIALS <= CT_GPU_SCRATCH,
 static_assert(CT_OPTIM_GPU_PARTIALS <= CT_THREADS, "clip_coef reads one partial sum per thread of a block");
 
 
-/* Reads `count` doubles of the context scratch back to the host (synchronises). */
-static const double *scratch_read(int count)
+/* Reads `count` doubles of g's scratch back to the host (synchronises). */
+static const double *scratch_read(ct_gpu *g, int count)
 {
-    ct_gpu *g = ct_gpu_ctx();
     CT_CUDA_CHECK(cudaMemcpyAsync(g->host_scratch, g->scratch, (size_t)count * sizeof(double), cudaMemcpyDeviceToHost, g->stream));
     CT_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     return g->host_scratch;
@@ -56,16 +55,17 @@ __global__ static void euclidean_bwd_kernel(float *da, float *db, const float *d
     }
 }
 
-extern "C" void ct_euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps)
+extern "C" void ct_euclidean_forward_gpu(const ct_backend *be, float *d, const float *a, const float *b, int B, int D,
+                                         float eps)
 {
-    euclidean_fwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream()>>>(d, a, b, B, D, eps);
+    euclidean_fwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream(be)>>>(d, a, b, B, D, eps);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
-                                       int B, int D, float eps)
+extern "C" void ct_euclidean_backward_gpu(const ct_backend *be, float *da, float *db, const float *dd, const float *d,
+                                          const float *a, const float *b, int B, int D, float eps)
 {
-    euclidean_bwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream()>>>(da, db, dd, d, a, b, B, D, eps);
+    euclidean_bwd_kernel<<<(B + 7) / 8, 256, 0, ct_gpu_stream(be)>>>(da, db, dd, d, a, b, B, D, eps);
     CT_LAUNCH_CHECK();
 }
 
@@ -97,15 +97,17 @@ __global__ static void contrastive_bwd_kernel(float *dd, const float *d, const f
     }
 }
 
-extern "C" void ct_contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold)
+extern "C" void ct_contrastive_stats_gpu(const ct_backend *be, float *stats, const float *d, const float *y, int B,
+                                         float margin, float threshold)
 {
-    contrastive_reduce<<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, d, y, B, margin, threshold);
+    contrastive_reduce<<<1, CT_THREADS, 0, ct_gpu_stream(be)>>>(stats, d, y, B, margin, threshold);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin)
+extern "C" void ct_contrastive_backward_gpu(const ct_backend *be, float *dd, const float *d, const float *y, int B,
+                                            float margin)
 {
-    contrastive_bwd_kernel<<<ct_gpu_blocks((size_t)B, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dd, d, y, B, margin);
+    contrastive_bwd_kernel<<<ct_gpu_blocks((size_t)B, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(dd, d, y, B, margin);
     CT_LAUNCH_CHECK();
 }
 
@@ -137,9 +139,10 @@ __global__ static void softmax_ce_stats_kernel(float *stats, float *prob, const 
     if (threadIdx.x == 0) { stats[0] = (float)(loss / B); stats[1] = (float)hit; }
 }
 
-extern "C" void ct_softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
+extern "C" void ct_softmax_ce_stats_gpu(const ct_backend *be, float *stats, float *prob, const float *logits,
+                                        const int *labels, int B, int C)
 {
-    softmax_ce_stats_kernel<<<1, CT_THREADS, 0, ct_gpu_stream()>>>(stats, prob, logits, labels, B, C);
+    softmax_ce_stats_kernel<<<1, CT_THREADS, 0, ct_gpu_stream(be)>>>(stats, prob, logits, labels, B, C);
     CT_LAUNCH_CHECK();
 }
 
@@ -153,9 +156,10 @@ __global__ static void softmax_bwd_kernel(float *dlogits, const float *prob, con
     }
 }
 
-extern "C" void ct_softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C)
+extern "C" void ct_softmax_ce_backward_gpu(const ct_backend *be, float *dlogits, const float *prob, const int *labels,
+                                           int B, int C)
 {
-    softmax_bwd_kernel<<<ct_gpu_blocks((size_t)B * C, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(dlogits, prob, labels, B, C);
+    softmax_bwd_kernel<<<ct_gpu_blocks((size_t)B * C, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(dlogits, prob, labels, B, C);
     CT_LAUNCH_CHECK();
 }
 
@@ -178,51 +182,53 @@ __global__ static void mul_kernel(float *out, const float *a, const float *b, si
         out[i] = a[i] * b[i];
 }
 
-extern "C" void ct_dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed)
+extern "C" void ct_dropout_forward_seeded_gpu(const ct_backend *be, float *out, float *mask, const float *in, size_t n,
+                                              float p, uint64_t seed)
 {
     CT_ASSERT(p >= 0.0f && p < 1.0f);
-    dropout_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, mask, in, n, p, 1.0f / (1.0f - p), seed, 0);
+    dropout_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(out, mask, in, n, p, 1.0f / (1.0f - p), seed, 0);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
+extern "C" void ct_dropout_forward_gpu(const ct_backend *be, float *out, float *mask, const float *in, size_t n, float p,
+                                       int train, ct_rng *rng)
 {
     CT_ASSERT(p >= 0.0f && p < 1.0f);
     if (!train || p == 0.0f) {   /* identity: no mask, no random draws */
-        if (out != in && n) CT_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, ct_gpu_stream()));
+        if (out != in && n) CT_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, ct_gpu_stream(be)));
         return;
     }
-    ct_dropout_forward_seeded_gpu(out, mask, in, n, p, ct_dropout_seed_draw(rng));
+    ct_dropout_forward_seeded_gpu(be, out, mask, in, n, p, ct_dropout_seed_draw(rng));
 }
 
 /* A part of the whole batch [S * rows, per]: one seed for the whole call, as the whole
  * batch draws it, and each segment's elements numbered by their place in the whole batch. */
-extern "C" void ct_dropout_forward_part_gpu(float *out, float *mask, const float *in, size_t per, int S, int n, int first, int rows,
-                                            float p, ct_rng *rng)
+extern "C" void ct_dropout_forward_part_gpu(const ct_backend *be, float *out, float *mask, const float *in, size_t per,
+                                            int S, int n, int first, int rows, float p, ct_rng *rng)
 {
     CT_ASSERT(p >= 0.0f && p < 1.0f && S >= 1 && n >= 0 && first >= 0 && first + n <= rows);
-    if (p == 0.0f) { ct_dropout_forward_gpu(out, mask, in, (size_t)S * n * per, p, 1, rng); return; }   /* draws nothing */
+    if (p == 0.0f) { ct_dropout_forward_gpu(be, out, mask, in, (size_t)S * n * per, p, 1, rng); return; }   /* draws nothing */
     const uint64_t seed = ct_dropout_seed_draw(rng);
     const size_t m = (size_t)n * per;
     if (m == 0) return;
     for (int s = 0; s < S; s++) {
         const size_t off = (size_t)s * m;
         const uint64_t base = ((uint64_t)s * rows + first) * per;
-        dropout_fwd_kernel<<<ct_gpu_blocks(m, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out + off, mask + off, in + off, m, p,
+        dropout_fwd_kernel<<<ct_gpu_blocks(m, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(out + off, mask + off, in + off, m, p,
                                                                                             1.0f / (1.0f - p), seed, base);
         CT_LAUNCH_CHECK();
     }
 }
 
-extern "C" void ct_dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n)
+extern "C" void ct_dropout_apply_gpu(const ct_backend *be, float *out, const float *mask, const float *in, size_t n)
 {
-    mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, in, mask, n);
+    mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(out, in, mask, n);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n)
+extern "C" void ct_dropout_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *mask, size_t n)
 {
-    mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(din, dout, mask, n);
+    mul_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(din, dout, mask, n);
     CT_LAUNCH_CHECK();
 }
 
@@ -307,7 +313,7 @@ static unsigned optim_blocks(size_t n)
     return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
 }
 
-extern "C" ct_status ct_optim_init_gpu(ct_optim *o, const ct_optim_config *cfg, size_t n)
+extern "C" ct_status ct_optim_init_gpu(const ct_backend *be, ct_optim *o, const ct_optim_config *cfg, size_t n)
 {
     memset(o, 0, sizeof *o);
     ct_optim probe;   /* the CPU's validation, with a 1-float state */
@@ -318,16 +324,16 @@ extern "C" ct_status ct_optim_init_gpu(ct_optim *o, const ct_optim_config *cfg, 
     o->n = n;
     int need_m = (cfg->kind == OPT_SGD && cfg->momentum > 0.0f) || cfg->kind == OPT_ADAM || cfg->kind == OPT_ADAMW;
     int need_v = cfg->kind != OPT_SGD;
-    if ((need_m && (st = ct_gpu_malloc((void **)&o->m, n * sizeof(float), "optimizer first moment")) != CT_OK)
-        || (need_v && (st = ct_gpu_malloc((void **)&o->v, n * sizeof(float), "optimizer second moment")) != CT_OK)
-        || (st = ct_gpu_malloc(&o->dev, CT_OPTIM_GPU_PARTIALS * sizeof(double), "gradient norm")) != CT_OK) {
-        ct_optim_free_gpu(o);
+    if ((need_m && (st = ct_gpu_malloc(ct_gpu_of(be), (void **)&o->m, n * sizeof(float), "optimizer first moment")) != CT_OK)
+        || (need_v && (st = ct_gpu_malloc(ct_gpu_of(be), (void **)&o->v, n * sizeof(float), "optimizer second moment")) != CT_OK)
+        || (st = ct_gpu_malloc(ct_gpu_of(be), &o->dev, CT_OPTIM_GPU_PARTIALS * sizeof(double), "gradient norm")) != CT_OK) {
+        ct_optim_free_gpu(be, o);
         return st;
     }
     return CT_OK;
 }
 
-extern "C" void ct_optim_free_gpu(ct_optim *o)
+extern "C" void ct_optim_free_gpu(const ct_backend *be, ct_optim *o)
 {
     ct_gpu_free(o->m);
     ct_gpu_free(o->v);
@@ -336,9 +342,9 @@ extern "C" void ct_optim_free_gpu(ct_optim *o)
     o->dev = NULL;
 }
 
-extern "C" void ct_optim_step_gpu(ct_optim *o, float *param, float *grad, float lr)
+extern "C" void ct_optim_step_gpu(const ct_backend *be, ct_optim *o, float *param, float *grad, float lr)
 {
-    cudaStream_t s = ct_gpu_stream();
+    cudaStream_t s = ct_gpu_stream(be);
     const ct_optim_config *c = &o->cfg;
     o->step++;
     optim_args a;
@@ -385,13 +391,13 @@ __global__ static void clip_kernel(float *grad, size_t n, float max_norm, const 
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) grad[i] *= c;
 }
 
-extern "C" float ct_clip_grad_norm_gpu(float *grad, size_t n, float max_norm)
+extern "C" float ct_clip_grad_norm_gpu(const ct_backend *be, float *grad, size_t n, float max_norm)
 {
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
     double *partials = g->scratch + CT_GPU_SCRATCH_PARTIALS;   /* [CT_OPTIM_GPU_PARTIALS] of the context's scratch */
     sumsq_partials_kernel<<<CT_OPTIM_GPU_PARTIALS, CT_THREADS, 0, g->stream>>>(partials, grad, n);
     CT_LAUNCH_CHECK();
     clip_kernel<<<optim_blocks(n), CT_THREADS, 0, g->stream>>>(grad, n, max_norm, partials, g->scratch);
     CT_LAUNCH_CHECK();
-    return (float)scratch_read(1)[0];
+    return (float)scratch_read(g, 1)[0];
 }

@@ -27,34 +27,39 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "layers/optim.h"
 
 /* ---- pair heads ---- */
-void ct_euclidean_forward_gpu(float *d, const float *a, const float *b, int B, int D, float eps);
-void ct_euclidean_backward_gpu(float *da, float *db, const float *dd, const float *d, const float *a, const float *b,
-                            int B, int D, float eps);
+void ct_euclidean_forward_gpu(const ct_backend *be, float *d, const float *a, const float *b, int B, int D, float eps);
+void ct_euclidean_backward_gpu(const ct_backend *be, float *da, float *db, const float *dd, const float *d, const float *a,
+                               const float *b, int B, int D, float eps);
 
 /* ---- losses (labels, targets: device pointers too): stats [2] on the device receives
  * the mean loss and the number of right predictions, with no synchronisation ---- */
-void ct_contrastive_stats_gpu(float *stats, const float *d, const float *y, int B, float margin, float threshold);
-void ct_contrastive_backward_gpu(float *dd, const float *d, const float *y, int B, float margin);
+void ct_contrastive_stats_gpu(const ct_backend *be, float *stats, const float *d, const float *y, int B, float margin,
+                              float threshold);
+void ct_contrastive_backward_gpu(const ct_backend *be, float *dd, const float *d, const float *y, int B, float margin);
 /* prob [B, C] receives the softmax, kept for backward. */
-void ct_softmax_ce_stats_gpu(float *stats, float *prob, const float *logits, const int *labels, int B, int C);
-void ct_softmax_ce_backward_gpu(float *dlogits, const float *prob, const int *labels, int B, int C);
+void ct_softmax_ce_stats_gpu(const ct_backend *be, float *stats, float *prob, const float *logits, const int *labels, int B,
+                             int C);
+void ct_softmax_ce_backward_gpu(const ct_backend *be, float *dlogits, const float *prob, const int *labels, int B, int C);
 
 /* ---- dropout: rng is the HOST dropout stream (two draws per training call) ---- */
-void ct_dropout_forward_gpu(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng);
+void ct_dropout_forward_gpu(const ct_backend *be, float *out, float *mask, const float *in, size_t n, float p, int train,
+                            ct_rng *rng);
 /* The same with the step seed given (what ct_dropout_forward_gpu does after drawing it). */
-void ct_dropout_forward_seeded_gpu(float *out, float *mask, const float *in, size_t n, float p, uint64_t seed);
+void ct_dropout_forward_seeded_gpu(const ct_backend *be, float *out, float *mask, const float *in, size_t n, float p,
+                                   uint64_t seed);
 /* A part of a larger batch (layers/dropout.h: ct_dropout_forward_part): two draws for the
  * whole call, element j of segment s numbered (s * rows + first) * per + j, so the part's
  * masks are the whole batch's, as on the CPU. */
-void ct_dropout_forward_part_gpu(float *out, float *mask, const float *in, size_t per, int S, int n, int first, int rows,
-                                 float p, ct_rng *rng);
-void ct_dropout_apply_gpu(float *out, const float *mask, const float *in, size_t n);
-void ct_dropout_backward_gpu(float *din, const float *dout, const float *mask, size_t n);
+void ct_dropout_forward_part_gpu(const ct_backend *be, float *out, float *mask, const float *in, size_t per, int S, int n,
+                                 int first, int rows, float p, ct_rng *rng);
+void ct_dropout_apply_gpu(const ct_backend *be, float *out, const float *mask, const float *in, size_t n);
+void ct_dropout_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *mask, size_t n);
 
 /* ---- optimizers on the flat device buffers ----
  * Same formulas, validation and state as ct_optim (layers/optim.h), with o->m and o->v
@@ -64,11 +69,11 @@ void ct_dropout_backward_gpu(float *din, const float *dout, const float *mask, s
  * norm itself, so no host round trip). Nothing is allocated per step. */
 #define CT_OPTIM_GPU_PARTIALS 256
 
-ct_status ct_optim_init_gpu(ct_optim *o, const ct_optim_config *cfg, size_t n);
-void      ct_optim_free_gpu(ct_optim *o);
-void      ct_optim_step_gpu(ct_optim *o, float *param, float *grad, float lr);
+ct_status ct_optim_init_gpu(const ct_backend *be, ct_optim *o, const ct_optim_config *cfg, size_t n);
+void      ct_optim_free_gpu(const ct_backend *be, ct_optim *o);
+void      ct_optim_step_gpu(const ct_backend *be, ct_optim *o, float *param, float *grad, float lr);
 /* Returns the global norm before clipping (synchronises); scales grad as ct_clip_grad_norm. */
-float     ct_clip_grad_norm_gpu(float *grad, size_t n, float max_norm);
+float     ct_clip_grad_norm_gpu(const ct_backend *be, float *grad, size_t n, float max_norm);
 
 #ifdef __cplusplus
 }

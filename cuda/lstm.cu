@@ -73,10 +73,9 @@ __global__ static void seq_mean_bwd_kernel(float *dy, const float *dout, const i
 /* (Re)sets the RNN descriptor for algorithm `algo` (the rest is the plan's fixed choice). */
 static ct_status set_rnn(lstm_gpu *p, int algo)
 {
-    ct_gpu *g = ct_gpu_ctx();
     CT_CUDNN_TRY(cudnnSetRNNDescriptor_v8(p->rnn, (cudnnRNNAlgo_t)algo, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
                                           CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-                                          g->opt.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH,
+                                          p->math.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH,
                                           p->d.I, p->d.H, p->d.H, p->d.L, p->drop, CUDNN_RNN_PADDED_IO_ENABLED));
     p->algo = algo;
     return CT_OK;
@@ -95,7 +94,7 @@ static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int g
     float fill = 0.0f;
     if (!len_host && T != p->full_T) {   /* "all T" for another T: refill both copies */
         for (int b = 0; b < d->B; b++) p->len_full_host[b] = T;
-        CT_TRY(ct_gpu_upload(p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
+        CT_TRY(ct_gpu_upload(p->gpu, p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
         p->full_T = T;
     }
     const int *lens = len_host ? len_host : p->len_full_host;
@@ -109,7 +108,7 @@ static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int g
     CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->h_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
     CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->c_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
     size_t work, reserve;
-    CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(ct_gpu_ctx()->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc, &work, &reserve));
+    CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(p->gpu->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc, &work, &reserve));
     if (work > p->work_bytes || reserve > p->reserve_bytes) {
         if (!grow)
             return ct_fail(CT_ENODEV, "GPU LSTM: backward for batch %d x %d steps needs more cuDNN work/reserve space than "
@@ -118,14 +117,14 @@ static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int g
             ct_gpu_free(p->work);
             p->work = NULL;
             p->work_bytes = 0;
-            CT_TRY(ct_gpu_malloc(&p->work, work, "cuDNN LSTM workspace"));
+            CT_TRY(ct_gpu_malloc(p->gpu, &p->work, work, "cuDNN LSTM workspace"));
             p->work_bytes = work;
         }
         if (reserve > p->reserve_bytes) {
             ct_gpu_free(p->reserve);
             p->reserve = NULL;
             p->reserve_bytes = 0;
-            CT_TRY(ct_gpu_malloc(&p->reserve, reserve, "cuDNN LSTM reserve space"));
+            CT_TRY(ct_gpu_malloc(p->gpu, &p->reserve, reserve, "cuDNN LSTM reserve space"));
             p->reserve_bytes = reserve;
         }
     }
@@ -147,7 +146,7 @@ static long long tensor_numel(cudnnTensorDescriptor_t t)
 
 static ct_status weight_locations(lstm_gpu *p, lstm_wspace_loc *loc, const float *base)
 {
-    cudnnHandle_t h = ct_gpu_ctx()->cudnn;
+    cudnnHandle_t h = p->gpu->cudnn;
     cudnnTensorDescriptor_t md, bd;
     CT_CUDNN_TRY(cudnnCreateTensorDescriptor(&md));
     if (cudnnCreateTensorDescriptor(&bd) != CUDNN_STATUS_SUCCESS) { cudnnDestroyTensorDescriptor(md); return ct_fail(CT_ENODEV, "cuDNN: cannot create a tensor descriptor"); }
@@ -184,19 +183,19 @@ static void say_layout(const lstm_gpu *p)
                 "the weights are packed into cuDNN's layout once per step\n", p->map.why);
 }
 
-static ct_status plan_with(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev,
-                           int algo);
+static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
+                           const float *params_dev, int algo);
 
 /* A training step's three cuDNN calls at the planned shape (all sequences T long, zero
  * inputs, the weight gradients into a scratch weight space) to learn whether cuDNN runs the
  * plan's algorithm: 1 yes, 0 NOT_SUPPORTED, -1 another failure (left by ct_fail). */
 static int step_runs(lstm_gpu *p, const float *params_dev)
 {
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = p->gpu;
     const float *w = p->map.direct ? params_dev + p->map.base : p->wpack;
     const size_t BT = (size_t)p->d.B * p->d.T;
     void *dw = NULL;
-    if (ct_gpu_malloc(&dw, p->wspace_bytes, "LSTM trial weight gradients") != CT_OK) return -1;
+    if (ct_gpu_malloc(p->gpu, &dw, p->wspace_bytes, "LSTM trial weight gradients") != CT_OK) return -1;
     int r = 1;
     if (cudaMemsetAsync(p->dx, 0, BT * p->d.I * sizeof(float), g->stream) != cudaSuccess ||
         cudaMemsetAsync(p->dy, 0, BT * p->d.H * sizeof(float), g->stream) != cudaSuccess ||
@@ -244,7 +243,7 @@ static int same_weight_space(lstm_gpu *p, const float *params_dev)
     size_t bytes = 0;
     const int persistent = p->algo;
     int same = weight_locations(p, a, params_dev) == CT_OK && set_rnn(p, CUDNN_RNN_ALGO_STANDARD) == CT_OK &&
-               cudnnGetRNNWeightSpaceSize(ct_gpu_ctx()->cudnn, p->rnn, &bytes) == CUDNN_STATUS_SUCCESS &&
+               cudnnGetRNNWeightSpaceSize(p->gpu->cudnn, p->rnn, &bytes) == CUDNN_STATUS_SUCCESS &&
                bytes == p->wspace_bytes && weight_locations(p, b, params_dev) == CT_OK &&
                !memcmp(a, b, (size_t)p->d.L * 8 * sizeof a[0]);
     if (set_rnn(p, persistent) != CT_OK) same = 0;
@@ -252,11 +251,12 @@ static int same_weight_space(lstm_gpu *p, const float *params_dev)
     return same;
 }
 
-extern "C" ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev)
+extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps,
+                                      const lstm_ids *ids, const float *params_dev)
 {
     const char *force = getenv("CTRAIN_LSTM_ALGO");
     if (!(force && !strcmp(force, "standard"))) {
-        ct_status st = plan_with(p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);
+        ct_status st = plan_with(be, p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);
         int runs = st == CT_OK ? step_runs(p, params_dev) : 0;
         if (runs == 1 && same_weight_space(p, params_dev)) {
             p->persistent_ok = 1;
@@ -267,7 +267,7 @@ extern "C" ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_
         if (runs < 0) return CT_ENODEV;
         /* a plan cuDNN refused (at set-up or in the trial step) is made with the standard algorithm */
     }
-    ct_status st = plan_with(p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_STANDARD);
+    ct_status st = plan_with(be, p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_STANDARD);
     if (st != CT_OK) ct_lstm_plan_free_gpu(p);
     else say_layout(p);
     return st;
@@ -289,12 +289,15 @@ static void choose_algo(lstm_gpu *p, const lstm_dims *d, const int *len_host)
     p->shape_B = 0;
 }
 
-static ct_status plan_with(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev,
-                           int algo)
+static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
+                           const float *params_dev, int algo)
 {
     memset(p, 0, sizeof *p);
+    CT_TRY(ct_backend_check_dtype(be, "GPU LSTM plan"));
     CT_TRY(ct_lstm_gpu_dims_check(d));
-    ct_gpu *g = ct_gpu_ctx();
+    ct_gpu *g = ct_gpu_of(be);
+    p->gpu = g;
+    p->math = be->math;
     p->d = *d;
     cudnnRNNDescriptor_t rnn;
     cudnnRNNDataDescriptor_t xd, yd;
@@ -314,8 +317,8 @@ static ct_status plan_with(lstm_gpu *p, const lstm_dims *d, const ct_params *ps,
     if (!p->len_full_host || !p->shape_len) return CT_ENOMEM;
     for (int b = 0; b < d->B; b++) p->len_full_host[b] = d->T;
     p->full_T = d->T;
-    CT_TRY(ct_gpu_malloc((void **)&p->len_full_dev, (size_t)d->B * sizeof(int), "LSTM sequence lengths"));
-    CT_TRY(ct_gpu_upload(p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
+    CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->len_full_dev, (size_t)d->B * sizeof(int), "LSTM sequence lengths"));
+    CT_TRY(ct_gpu_upload(p->gpu, p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
     /* sizes for the largest batch: set_shape allocates the work and reserve spaces it needs */
     CT_CUDNN_TRY(cudnnGetRNNWeightSpaceSize(g->cudnn, rnn, &p->wspace_bytes));
     CT_TRY(set_shape(p, d->B, d->T, NULL, 1));
@@ -324,18 +327,18 @@ static ct_status plan_with(lstm_gpu *p, const lstm_dims *d, const ct_params *ps,
     CT_TRY(weight_locations(p, loc, params_dev));
     CT_TRY(ct_lstm_wspace_map_make(&p->map, loc, p->wspace_bytes / sizeof(float), ps, ids, d->I, d->H, d->L));
     if (!p->map.direct) {
-        CT_TRY(ct_gpu_malloc((void **)&p->wpack, p->wspace_bytes, "LSTM packed weights"));
-        CT_TRY(ct_gpu_malloc((void **)&p->dwpack, p->wspace_bytes, "LSTM packed weight gradients"));
-        CT_TRY(ct_gpu_malloc(&p->segs, (size_t)p->map.nseg * sizeof(lstm_wspace_seg), "LSTM weight segments"));
-        CT_TRY(ct_gpu_upload(p->segs, p->map.seg, (size_t)p->map.nseg * sizeof(lstm_wspace_seg)));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->wpack, p->wspace_bytes, "LSTM packed weights"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dwpack, p->wspace_bytes, "LSTM packed weight gradients"));
+        CT_TRY(ct_gpu_malloc(p->gpu, &p->segs, (size_t)p->map.nseg * sizeof(lstm_wspace_seg), "LSTM weight segments"));
+        CT_TRY(ct_gpu_upload(p->gpu, p->segs, p->map.seg, (size_t)p->map.nseg * sizeof(lstm_wspace_seg)));
     }
     /* buffers */
     size_t BT = (size_t)d->B * d->T, LBH = (size_t)d->L * d->B * d->H;
-    CT_TRY(ct_gpu_malloc((void **)&p->y, BT * d->H * sizeof(float), "LSTM outputs"));
-    CT_TRY(ct_gpu_malloc((void **)&p->dy, BT * d->H * sizeof(float), "LSTM output gradients"));
-    CT_TRY(ct_gpu_malloc((void **)&p->hy, LBH * sizeof(float), "LSTM final states"));
-    CT_TRY(ct_gpu_malloc((void **)&p->dhy, LBH * sizeof(float), "LSTM final-state gradients"));
-    CT_TRY(ct_gpu_malloc((void **)&p->dx, BT * d->I * sizeof(float), "LSTM input gradients"));
+    CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->y, BT * d->H * sizeof(float), "LSTM outputs"));
+    CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dy, BT * d->H * sizeof(float), "LSTM output gradients"));
+    CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->hy, LBH * sizeof(float), "LSTM final states"));
+    CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dhy, LBH * sizeof(float), "LSTM final-state gradients"));
+    CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dx, BT * d->I * sizeof(float), "LSTM input gradients"));
     return CT_OK;
 }
 
@@ -359,7 +362,7 @@ static void run_segs(lstm_gpu *p, float *flat, float *wspace, int unpack)
     size_t longest = 0;
     for (int s = 0; s < p->map.nseg; s++) longest = p->map.seg[s].n > longest ? p->map.seg[s].n : longest;
     dim3 grid(ct_gpu_blocks(longest, CT_THREADS) > 64 ? 64 : ct_gpu_blocks(longest, CT_THREADS), (unsigned)p->map.nseg);
-    segs_kernel<<<grid, CT_THREADS, 0, ct_gpu_stream()>>>(flat, wspace, (const lstm_wspace_seg *)p->segs, unpack);
+    segs_kernel<<<grid, CT_THREADS, 0, p->gpu->stream>>>(flat, wspace, (const lstm_wspace_seg *)p->segs, unpack);
     CT_LAUNCH_CHECK();
 }
 
@@ -393,12 +396,13 @@ static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const in
     if (set_shape(p, d->B, d->T, len_host, forward) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_shape", ct_last_error());
 }
 
-extern "C" void ct_lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, const int *len, const int *len_host,
-                                 const float *params, const lstm_dims *d)
+extern "C" void ct_lstm_forward_gpu(const ct_backend *be, float *out, lstm_gpu *p, const float *x, const int *len,
+                                    const int *len_host, const float *params, const lstm_dims *d)
 {
+    ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
     choose_algo(p, d, len_host);   /* backward keeps this batch's choice */
     check_call(p, d, len, len_host, 1);
-    ct_gpu *g = ct_gpu_ctx();
     const int B = d->B, T = d->T, H = d->H;
     const int *dev_len = len ? len : p->len_full_dev;
     const float *w = weights_for(p, params);
@@ -426,11 +430,13 @@ extern "C" void ct_lstm_forward_gpu(float *out, lstm_gpu *p, const float *x, con
     }
 }
 
-extern "C" void ct_lstm_backward_gpu(float *dx, float *grads, lstm_gpu *p, const float *dout, const float *x, const int *len,
-                                  const int *len_host, const float *params, const lstm_dims *d)
+extern "C" void ct_lstm_backward_gpu(const ct_backend *be, float *dx, float *grads, lstm_gpu *p, const float *dout,
+                                     const float *x, const int *len, const int *len_host, const float *params,
+                                     const lstm_dims *d)
 {
+    ct_gpu *g = ct_gpu_of(be);
+    CT_ASSERT(g == p->gpu);
     check_call(p, d, len, len_host, 0);
-    ct_gpu *g = ct_gpu_ctx();
     const int B = d->B, T = d->T, H = d->H;
     const int *dev_len = len ? len : p->len_full_dev;
     const float *w = p->map.direct ? params + p->map.base : p->wpack;   /* packed by this step's forward */

@@ -25,7 +25,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 #include "cuda/lstm_map.h"
+#include "cuda/device.h"
 
 struct cudnnRNNStruct;
 struct cudnnRNNDataStruct;
@@ -34,6 +36,8 @@ struct cudnnDropoutStruct;
 
 typedef struct {
     lstm_dims d;                          /* as planned: d.B is the largest batch */
+    ct_gpu *gpu;                          /* the backend's GPU: its cuDNN handle, stream and memory */
+    ct_math math;                         /* the backend's math when planned: TF32, data type */
     lstm_wspace_map map;                  /* flat buffer <-> cuDNN weight space */
     struct cudnnRNNStruct *rnn;
     struct cudnnRNNDataStruct *x_desc, *y_desc;
@@ -65,9 +69,11 @@ typedef struct {
  * call's shape changes: they are not monotonic in the batch size, so a smaller batch may
  * need more, and the plan then grows them (once, in forward). Fails with CT_EINVAL
  * (hard_sigmoid, bad sizes), CT_ENOMEM, CT_ENODEV (cuDNN refuses), CT_EFORMAT (cuDNN's
- * weight space is not an LSTM's). A layout that differs from ctrain's is not an error:
+ * weight space is not an LSTM's, or the backend's data type is not computed). The plan
+ * keeps the backend's GPU and math. A layout that differs from ctrain's is not an error:
  * the plan packs once per step and says so on stderr (plan->map.direct == 0). */
-ct_status ct_lstm_plan_gpu(lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params_dev);
+ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
+                           const float *params_dev);
 void      ct_lstm_plan_free_gpu(lstm_gpu *p);
 /* the cuDNN algorithm of the plan's last batch, in words ("persistent (small hidden size)" or
  * "standard"; chosen per batch, cuda/lstm.cu) */
@@ -75,13 +81,13 @@ const char *ct_lstm_gpu_algo(const lstm_gpu *p);
 
 /* out: [B, H] or [B, T, H] (d->ret); x [B, T, I]; params: flat device buffer; d->B and d->T
  * <= planned. */
-void ct_lstm_forward_gpu(float *out, lstm_gpu *cache, const float *x, const int *len, const int *len_host,
-                      const float *params, const lstm_dims *d);
+void ct_lstm_forward_gpu(const ct_backend *be, float *out, lstm_gpu *cache, const float *x, const int *len,
+                         const int *len_host, const float *params, const lstm_dims *d);
 /* dx [B, T, I] overwritten (NULL: not computed); grads: flat device gradient buffer (accumulated).
  * Needs the forward of the same batch just before: cuDNN's backward-data pass changes the
  * reserve space, so a second backward needs a second forward. */
-void ct_lstm_backward_gpu(float *dx, float *grads, lstm_gpu *cache, const float *dout, const float *x, const int *len,
-                       const int *len_host, const float *params, const lstm_dims *d);
+void ct_lstm_backward_gpu(const ct_backend *be, float *dx, float *grads, lstm_gpu *cache, const float *dout, const float *x,
+                          const int *len, const int *len_host, const float *params, const lstm_dims *d);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
-/* ops_gpu.c - the GPU's table of operations (layers/ops.h, cuda/ops_gpu.h): the
- * cuda/ functions, the small adapters that give the LSTM and conv2d the table's
- * plan objects, device memory on the open GPU's compute stream, and the batch
- * ring.
+/* ops_gpu.c - the GPU backend (layers/ops.h, cuda/ops_gpu.h): opening a GPU as a
+ * backend, and its table of operations: the cuda/ functions (each takes the
+ * backend first, as the table does), the small adapters that give the LSTM and
+ * conv2d the table's plan objects, device memory on the backend's compute stream,
+ * and the batch ring.
  *
  * The ring: two pinned host blocks and two device slots. ring_put k copies the
  * host block into pinned block s = k % 2 (after waiting until that block's
@@ -21,9 +22,22 @@
 #include "cuda/ops_gpu.h"
 #include "cuda/device.h"
 
+struct CUstream_st *ct_backend_gpu_stream(const ct_backend *be)
+{
+    if (!be || !be->dev || !ct_ops_gpu() || be->ops != ct_ops_gpu()) return NULL;
+    return ((const ct_gpu *)be->dev)->stream;
+}
+
 #ifndef CT_HAVE_CUDA
 
 const ct_ops *ct_ops_gpu(void) { return NULL; }
+
+ct_status ct_backend_open_gpu(ct_backend *be, int index, const ct_math *math)
+{
+    memset(be, 0, sizeof *be);
+    ct_gpu *g = NULL;
+    return ct_gpu_open(&g, index, math);   /* says that CUDA is not compiled in */
+}
 
 #else
 
@@ -40,20 +54,49 @@ const ct_ops *ct_ops_gpu(void) { return NULL; }
 #define CUDA_OR_DIE(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) \
     ct_gpu_fatal(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); } while (0)
 
-/* ---- memory on the open GPU ---- */
-
-static ct_status gpu_alloc(void **ptr, size_t bytes, const char *what) { return ct_gpu_malloc(ptr, bytes, what); }
-static void      gpu_free(void *ptr) { ct_gpu_free(ptr); }
-
-static void gpu_copy(void *dst, const void *src, size_t bytes)
+static ct_gpu *gpu_of(const ct_backend *be)
 {
-    if (bytes && dst != src) CUDA_OR_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ct_gpu_current()->stream));
+    CT_ASSERT(be != NULL && be->dev != NULL);   /* a GPU entry given a closed backend is a programmer error */
+    return be->dev;
 }
 
-static void gpu_zero(void *dst, size_t bytes)
+/* ---- the backend ---- */
+
+static void gpu_close(ct_backend *be) { ct_gpu_close(be->dev); }
+
+/* ---- memory on the backend's GPU ---- */
+
+static ct_status gpu_mem_alloc(const ct_backend *be, void **ptr, size_t bytes, const char *what)
 {
-    if (bytes) CUDA_OR_DIE(cudaMemsetAsync(dst, 0, bytes, ct_gpu_current()->stream));
+    return ct_gpu_malloc(gpu_of(be), ptr, bytes, what);
 }
+static void      gpu_mem_free(const ct_backend *be, void *ptr) { (void)be; ct_gpu_free(ptr); }
+static ct_status gpu_upload(const ct_backend *be, void *dst, const void *src, size_t bytes)
+{
+    return ct_gpu_upload(gpu_of(be), dst, src, bytes);
+}
+static ct_status gpu_download(const ct_backend *be, void *dst, const void *src, size_t bytes)
+{
+    return ct_gpu_download(gpu_of(be), dst, src, bytes);
+}
+static ct_status gpu_sync(const ct_backend *be) { return ct_gpu_sync(gpu_of(be)); }
+
+static void gpu_copy(const ct_backend *be, void *dst, const void *src, size_t bytes)
+{
+    if (bytes && dst != src) CUDA_OR_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, gpu_of(be)->stream));
+}
+
+static void gpu_zero(const ct_backend *be, void *dst, size_t bytes)
+{
+    if (bytes) CUDA_OR_DIE(cudaMemsetAsync(dst, 0, bytes, gpu_of(be)->stream));
+}
+
+static ct_status gpu_host_alloc(const ct_backend *be, void **ptr, size_t bytes, const char *what)
+{
+    (void)be;
+    return ct_gpu_host_alloc(ptr, bytes, what);
+}
+static void gpu_host_free(const ct_backend *be, void *ptr) { (void)be; ct_gpu_host_free(ptr); }
 
 /* ---- the batch ring ---- */
 typedef struct {
@@ -66,11 +109,11 @@ typedef struct {
     int puts;                   /* puts so far (the first two slots have no earlier reader) */
 } gpu_ring;
 
-static void gpu_ring_free(void *ring)
+static void gpu_ring_free(const ct_backend *be, void *ring)
 {
     gpu_ring *r = ring;
     if (!r) return;
-    if (ct_gpu_current()) cudaStreamSynchronize(ct_gpu_current()->copy_stream);
+    cudaStreamSynchronize(gpu_of(be)->copy_stream);
     for (int s = 0; s < 2; s++) {
         ct_gpu_host_free(r->host[s]);
         ct_gpu_free(r->dev[s]);
@@ -80,7 +123,7 @@ static void gpu_ring_free(void *ring)
     free(r);
 }
 
-static ct_status gpu_ring_create(void **ring, size_t bytes)
+static ct_status gpu_ring_create(const ct_backend *be, void **ring, size_t bytes)
 {
     *ring = NULL;
     gpu_ring *r = ct_calloc(1, sizeof *r, "batch ring");
@@ -89,20 +132,20 @@ static ct_status gpu_ring_create(void **ring, size_t bytes)
     ct_status st = CT_OK;
     for (int s = 0; s < 2 && st == CT_OK; s++) {
         st = ct_gpu_host_alloc(&r->host[s], bytes, "batch staging (pinned)");
-        if (st == CT_OK) st = ct_gpu_malloc(&r->dev[s], bytes, "batch");
+        if (st == CT_OK) st = ct_gpu_malloc(gpu_of(be), &r->dev[s], bytes, "batch");
         if (st == CT_OK && (cudaEventCreateWithFlags(&r->copied[s], cudaEventDisableTiming) != cudaSuccess
                             || cudaEventCreateWithFlags(&r->consumed[s], cudaEventDisableTiming) != cudaSuccess))
             st = ct_fail(CT_ENODEV, "GPU: cannot create the batch ring's events");
     }
-    if (st != CT_OK) { gpu_ring_free(r); return st; }
+    if (st != CT_OK) { gpu_ring_free(be, r); return st; }
     *ring = r;
     return CT_OK;
 }
 
-static const void *gpu_ring_put(void *ring, const void *host, size_t bytes)
+static const void *gpu_ring_put(const ct_backend *be, void *ring, const void *host, size_t bytes)
 {
     gpu_ring *r = ring;
-    const ct_gpu *g = ct_gpu_current();
+    const ct_gpu *g = gpu_of(be);
     CT_ASSERT(r && bytes <= r->bytes);
     const int s = r->next;
     /* everything queued so far is all the work the slot 1 - s batch (the previous put) will queue
@@ -130,8 +173,9 @@ static const void *gpu_ring_put(void *ring, const void *host, size_t bytes)
 
 /* The copy stream runs its copies in order: a block no slot names any more was read by a
  * copy older than the last one, so waiting for the last one covers it. */
-static void gpu_ring_wait(void *ring, const void *host)
+static void gpu_ring_wait(const ct_backend *be, void *ring, const void *host)
 {
+    (void)be;
     gpu_ring *r = ring;
     if (!r || !r->puts) return;
     int s = r->src[0] == host ? 0 : r->src[1] == host ? 1 : 1 - r->next;
@@ -140,82 +184,90 @@ static void gpu_ring_wait(void *ring, const void *host)
 
 /* ---- the LSTM and conv2d: their plans as the table's opaque plans ---- */
 
-static ct_status gpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params)
+static ct_status gpu_lstm_plan(const ct_backend *be, void **plan, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
+                               const float *params)
 {
     *plan = NULL;
     lstm_gpu *p = ct_calloc(1, sizeof *p, "GPU LSTM plan");
     if (!p) return CT_ENOMEM;
-    ct_status st = ct_lstm_plan_gpu(p, d, ps, ids, params);
+    ct_status st = ct_lstm_plan_gpu(be, p, d, ps, ids, params);
     if (st != CT_OK) { ct_lstm_plan_free_gpu(p); free(p); return st; }
     *plan = p;
     return CT_OK;
 }
 
-static void gpu_lstm_plan_free(void *plan)
+static void gpu_lstm_plan_free(const ct_backend *be, void *plan)
 {
+    (void)be;
     if (!plan) return;
     ct_lstm_plan_free_gpu(plan);
     free(plan);
 }
 
-static void gpu_lstm_forward(float *out, void *plan, const float *x, const int *len, const int *len_host,
-                             const float *params, const lstm_dims *d)
+static void gpu_lstm_forward(const ct_backend *be, float *out, void *plan, const float *x, const int *len,
+                             const int *len_host, const float *params, const lstm_dims *d)
 {
-    ct_lstm_forward_gpu(out, plan, x, len, len_host, params, d);
+    ct_lstm_forward_gpu(be, out, plan, x, len, len_host, params, d);
 }
 
-static void gpu_lstm_backward(float *dx, float *grads, void *plan, const float *dout, const float *x, const int *len,
-                              const int *len_host, const float *params, const lstm_dims *d)
+static void gpu_lstm_backward(const ct_backend *be, float *dx, float *grads, void *plan, const float *dout, const float *x,
+                              const int *len, const int *len_host, const float *params, const lstm_dims *d)
 {
-    ct_lstm_backward_gpu(dx, grads, plan, dout, x, len, len_host, params, d);
+    ct_lstm_backward_gpu(be, dx, grads, plan, dout, x, len, len_host, params, d);
 }
 
-static ct_status gpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
+static ct_status gpu_conv2d_plan(const ct_backend *be, void **plan, const conv2d_dims *d, int bias)
 {
     *plan = NULL;
     conv2d_gpu_plan *p = ct_calloc(1, sizeof *p, "GPU conv2d plan");
     if (!p) return CT_ENOMEM;
-    ct_status st = ct_conv2d_plan_gpu(p, d, bias);
+    ct_status st = ct_conv2d_plan_gpu(be, p, d, bias);
     if (st != CT_OK) { ct_conv2d_plan_free_gpu(p); free(p); return st; }
     *plan = p;
     return CT_OK;
 }
 
-static void gpu_conv2d_plan_free(void *plan)
+static void gpu_conv2d_plan_free(const ct_backend *be, void *plan)
 {
+    (void)be;
     if (!plan) return;
     ct_conv2d_plan_free_gpu(plan);
     free(plan);
 }
 
-static size_t gpu_conv2d_workspace_floats(const void *plan) { return ct_conv2d_workspace_floats_gpu(plan); }
-
-static void gpu_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, void *plan, int N)
+static size_t gpu_conv2d_workspace_floats(const ct_backend *be, const void *plan)
 {
-    ct_conv2d_forward_gpu(out, ws, in, w, b, plan, N);
+    (void)be;
+    return ct_conv2d_workspace_floats_gpu(plan);
 }
 
-static void gpu_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                                const float *w, void *plan, int N)
+static void gpu_conv2d_forward(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
+                               void *plan, int N)
 {
-    ct_conv2d_backward_gpu(din, dw, db, ws, dout, in, w, plan, N);
+    ct_conv2d_forward_gpu(be, out, ws, in, w, b, plan, N);
+}
+
+static void gpu_conv2d_backward(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
+                                const float *in, const float *w, void *plan, int N)
+{
+    ct_conv2d_backward_gpu(be, din, dw, db, ws, dout, in, w, plan, N);
 }
 
 static const ct_ops gpu_ops = {
-    .name = "gpu",
-    .host_memory = 0,
-    .mem = { .alloc = gpu_alloc, .free = gpu_free },
-    .upload = ct_gpu_upload,
-    .download = ct_gpu_download,
+    .close = gpu_close,
+    .mem_alloc = gpu_mem_alloc,
+    .mem_free = gpu_mem_free,
+    .upload = gpu_upload,
+    .download = gpu_download,
     .copy = gpu_copy,
     .zero = gpu_zero,
-    .sync = ct_gpu_sync,
+    .sync = gpu_sync,
     .ring_create = gpu_ring_create,
     .ring_free = gpu_ring_free,
     .ring_put = gpu_ring_put,
     .ring_wait = gpu_ring_wait,
-    .host_alloc = ct_gpu_host_alloc,
-    .host_free = ct_gpu_host_free,
+    .host_alloc = gpu_host_alloc,
+    .host_free = gpu_host_free,
     .dense_forward = ct_dense_forward_gpu,
     .dense_backward = ct_dense_backward_gpu,
     .lstm_plan = gpu_lstm_plan,
@@ -260,5 +312,15 @@ static const ct_ops gpu_ops = {
 };
 
 const ct_ops *ct_ops_gpu(void) { return &gpu_ops; }
+
+ct_status ct_backend_open_gpu(ct_backend *be, int index, const ct_math *math)
+{
+    memset(be, 0, sizeof *be);
+    ct_gpu *g = NULL;
+    CT_TRY(ct_gpu_open(&g, index, math));
+    *be = (ct_backend){ .ops = &gpu_ops, .name = "gpu", .host_memory = 0, .dev = g };
+    if (math) be->math = *math;
+    return CT_OK;
+}
 
 #endif /* CT_HAVE_CUDA */

@@ -1,7 +1,7 @@
 /* peak.cu - the GPU's practical sgemm peak (core/peak.h: ct_peak_sgemm_gpu,
- * ct_sgemm_rate_gpu): cuBLAS sgemm of n^3 on the current GPU's compute stream,
+ * ct_sgemm_rate_gpu): cuBLAS sgemm of n^3 on the given GPU's compute stream,
  * timed with CUDA events, one warm-up then `repeats` repeats. ct_peak_sgemm_gpu
- * runs CT_PEAK_N^3 in the context's math mode (plain FP32 unless the GPU was
+ * runs CT_PEAK_N^3 in the cuBLAS handle's math mode (plain FP32 unless the GPU was
  * opened with tf32); ct_sgemm_rate_gpu chooses the size and FP32 or TF32 itself
  * and puts the handle's math mode back afterwards. */
 #include <stdlib.h>
@@ -17,9 +17,9 @@ __global__ static void fill_kernel(float *x, size_t n, float scale)
 }
 
 /* Times the sgemms into ms[repeats]; everything it allocates is freed by the caller's cleanup. */
-static ct_status time_sgemms(double *ms, int repeats, float *A, float *B, float *C, int n, cudaEvent_t e0, cudaEvent_t e1)
+static ct_status time_sgemms(ct_gpu *g, double *ms, int repeats, float *A, float *B, float *C, int n, cudaEvent_t e0,
+                             cudaEvent_t e1)
 {
-    ct_gpu *g = ct_gpu_current();
     const float one = 1.0f, zero = 0.0f;
     for (int rep = -1; rep < repeats; rep++) {   /* rep -1 is the warm-up */
         CT_CUDA_TRY(cudaEventRecord(e0, g->stream));
@@ -33,10 +33,9 @@ static ct_status time_sgemms(double *ms, int repeats, float *A, float *B, float 
     return CT_OK;
 }
 
-/* math: -1 the context's mode, 0 plain FP32, 1 TF32 tensor cores. */
-static ct_status peak_gpu(ct_sgemm_rate *r, int n, int repeats, int math)
+/* math: -1 the handle's mode, 0 plain FP32, 1 TF32 tensor cores. */
+static ct_status peak_gpu(ct_gpu *g, ct_sgemm_rate *r, int n, int repeats, int math)
 {
-    ct_gpu *g = ct_gpu_current();
     if (!g) return ct_fail(CT_ENODEV, "no GPU is open (ct_gpu_open first)");
     if (n < 1 || repeats < 1 || repeats > CT_PEAK_MAX_REPEATS)
         return ct_fail(CT_EINVAL, "GPU sgemm: n = %d and repeats = %d must be >= 1 (repeats <= %d)", n, repeats, CT_PEAK_MAX_REPEATS);
@@ -47,9 +46,9 @@ static ct_status peak_gpu(ct_sgemm_rate *r, int n, int repeats, int math)
     double ms[CT_PEAK_MAX_REPEATS];
     cublasMath_t saved = CUBLAS_DEFAULT_MATH;
     int restore = 0;
-    ct_status st = ct_gpu_malloc((void **)&A, nn * sizeof(float), "sgemm A");
-    if (st == CT_OK) st = ct_gpu_malloc((void **)&B, nn * sizeof(float), "sgemm B");
-    if (st == CT_OK) st = ct_gpu_malloc((void **)&C, nn * sizeof(float), "sgemm C");
+    ct_status st = ct_gpu_malloc(g, (void **)&A, nn * sizeof(float), "sgemm A");
+    if (st == CT_OK) st = ct_gpu_malloc(g, (void **)&B, nn * sizeof(float), "sgemm B");
+    if (st == CT_OK) st = ct_gpu_malloc(g, (void **)&C, nn * sizeof(float), "sgemm C");
     if (st == CT_OK && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess))
         st = ct_fail(CT_ENODEV, "cudaEventCreate failed");
     if (st == CT_OK && math >= 0) {
@@ -61,7 +60,7 @@ static ct_status peak_gpu(ct_sgemm_rate *r, int n, int repeats, int math)
     if (st == CT_OK) {
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(A, nn, 1.0f);
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(B, nn, 0.5f);
-        st = time_sgemms(ms, R, A, B, C, n, e0, e1);
+        st = time_sgemms(g, ms, R, A, B, C, n, e0, e1);
     }
     if (restore) cublasSetMathMode(g->cublas, saved);
     if (st == CT_OK) {
@@ -77,12 +76,12 @@ static ct_status peak_gpu(ct_sgemm_rate *r, int n, int repeats, int math)
     return st;
 }
 
-extern "C" ct_status ct_peak_sgemm_gpu(ct_sgemm_rate *r)
+extern "C" ct_status ct_peak_sgemm_gpu(struct ct_gpu *g, ct_sgemm_rate *r)
 {
-    return peak_gpu(r, CT_PEAK_N, CT_PEAK_REPEATS, -1);
+    return peak_gpu(g, r, CT_PEAK_N, CT_PEAK_REPEATS, -1);
 }
 
-extern "C" ct_status ct_sgemm_rate_gpu(ct_sgemm_rate *r, int n, int tf32, int repeats)
+extern "C" ct_status ct_sgemm_rate_gpu(struct ct_gpu *g, ct_sgemm_rate *r, int n, int tf32, int repeats)
 {
-    return peak_gpu(r, n, repeats, tf32 ? 1 : 0);
+    return peak_gpu(g, r, n, repeats, tf32 ? 1 : 0);
 }

@@ -88,40 +88,42 @@ __global__ static void gaph_bwd_kernel(float *din, const float *dout, int NC, in
     }
 }
 
-extern "C" void ct_avgpool_h_forward_gpu(float *out, const float *in, int N, int C, int H, int W)
+extern "C" void ct_avgpool_h_forward_gpu(const ct_backend *be, float *out, const float *in, int N, int C, int H, int W)
 {
-    gaph_fwd_kernel<<<ct_gpu_blocks((size_t)N * C * W, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, in, N * C, H, W);
+    gaph_fwd_kernel<<<ct_gpu_blocks((size_t)N * C * W, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(out, in, N * C, H, W);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_avgpool_h_backward_gpu(float *din, const float *dout, int N, int C, int H, int W)
+extern "C" void ct_avgpool_h_backward_gpu(const ct_backend *be, float *din, const float *dout, int N, int C, int H, int W)
 {
-    gaph_bwd_kernel<<<ct_gpu_blocks((size_t)N * C * H * W, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(din, dout, N * C, H, W);
+    gaph_bwd_kernel<<<ct_gpu_blocks((size_t)N * C * H * W, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(din, dout, N * C, H, W);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_maxpool2d_forward_gpu(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
+extern "C" void ct_maxpool2d_forward_gpu(const ct_backend *be, float *out, int *argmax, const float *in,
+                                         const maxpool2d_dims *d)
 {
     size_t n = (size_t)d->N * d->C * d->OH * d->OW;
-    maxpool_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(out, argmax, in, *d);
+    maxpool_fwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(out, argmax, in, *d);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_maxpool2d_backward_gpu(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d)
+extern "C" void ct_maxpool2d_backward_gpu(const ct_backend *be, float *din, const float *dout, const int *argmax,
+                                          const maxpool2d_dims *d)
 {
     size_t n = (size_t)d->N * d->C * d->H * d->W;
-    maxpool_bwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(din, dout, argmax, *d);
+    maxpool_bwd_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(din, dout, argmax, *d);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_global_avgpool_forward_gpu(float *out, const float *in, int N, int C, int HW)
+extern "C" void ct_global_avgpool_forward_gpu(const ct_backend *be, float *out, const float *in, int N, int C, int HW)
 {
-    gap_fwd_kernel<<<ct_gpu_blocks((size_t)N * C, 128), 128, 0, ct_gpu_stream()>>>(out, in, N * C, HW);
+    gap_fwd_kernel<<<ct_gpu_blocks((size_t)N * C, 128), 128, 0, ct_gpu_stream(be)>>>(out, in, N * C, HW);
     CT_LAUNCH_CHECK();
 }
 
-extern "C" void ct_global_avgpool_backward_gpu(float *din, const float *dout, int N, int C, int HW)
+extern "C" void ct_global_avgpool_backward_gpu(const ct_backend *be, float *din, const float *dout, int N, int C, int HW)
 {
-    gap_bwd_kernel<<<ct_gpu_blocks((size_t)N * C * HW, CT_THREADS), CT_THREADS, 0, ct_gpu_stream()>>>(din, dout, N * C, HW);
+    gap_bwd_kernel<<<ct_gpu_blocks((size_t)N * C * HW, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(din, dout, N * C, HW);
     CT_LAUNCH_CHECK();
 }

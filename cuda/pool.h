@@ -11,13 +11,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "layers/ops.h"
 #include "layers/pool.h"
-void ct_maxpool2d_forward_gpu(float *out, int *argmax, const float *in, const maxpool2d_dims *d);
-void ct_maxpool2d_backward_gpu(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d);
-void ct_global_avgpool_forward_gpu(float *out, const float *in, int N, int C, int HW);
-void ct_global_avgpool_backward_gpu(float *din, const float *dout, int N, int C, int HW);
-void ct_avgpool_h_forward_gpu(float *out, const float *in, int N, int C, int H, int W);
-void ct_avgpool_h_backward_gpu(float *din, const float *dout, int N, int C, int H, int W);
+void ct_maxpool2d_forward_gpu(const ct_backend *be, float *out, int *argmax, const float *in, const maxpool2d_dims *d);
+void ct_maxpool2d_backward_gpu(const ct_backend *be, float *din, const float *dout, const int *argmax,
+                               const maxpool2d_dims *d);
+void ct_global_avgpool_forward_gpu(const ct_backend *be, float *out, const float *in, int N, int C, int HW);
+void ct_global_avgpool_backward_gpu(const ct_backend *be, float *din, const float *dout, int N, int C, int HW);
+void ct_avgpool_h_forward_gpu(const ct_backend *be, float *out, const float *in, int N, int C, int H, int W);
+void ct_avgpool_h_backward_gpu(const ct_backend *be, float *din, const float *dout, int N, int C, int H, int W);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
  *
  * Synthetic images (each class a bar of its own orientation and position, with
  * jitter and noise: io/images.h), a small CNN built from a spec (models/seq_cnn.h),
- * put on the CPU's table of operations (layers/ops.h), wrapped in an image task
+ * put on the CPU backend (layers/ops.h), wrapped in an image task
  * (train/image_task.h) and trained by the same loop as `ctrain train` (ct_fit,
  * train/train.h), which prints Keras's per-epoch log. Exits 0 when the held-out
  * accuracy of the last epoch reaches PASS_ACCURACY, 1 when it does not, 2 on an error.
@@ -43,12 +43,12 @@ int main(void)
     TRY(ct_images_synthetic(&val, N_VAL, CLASSES, SIZE, SIZE, NOISE, 2));
 
     /* The model: parse the spec for 1 x SIZE x SIZE images, draw the weights, put it on
-     * the CPU (the GPU's table, ct_ops_gpu(), after ct_gpu_open, would do the same on a
-     * GPU), and plan its activations for batches of up to BATCH images. */
+     * the CPU backend (a GPU backend from ct_backend_open_gpu would do the same on a GPU),
+     * and plan its activations for batches of up to BATCH images. */
     static seq_cnn model;               /* static: the layer table is large */
     TRY(ct_seq_cnn_build(&model, SPEC, 1, SIZE, SIZE, CLASSES));
     ct_seq_cnn_init_weights(&model, &rngs.init);
-    TRY(ct_seq_cnn_set_device(&model, &ct_ops_cpu));
+    TRY(ct_seq_cnn_set_device(&model, &ct_cpu_backend));
     TRY(ct_seq_cnn_plan(&model, BATCH));
     printf("Model: %s, %zu parameters\n", model.spec, ct_params_count(&model.params));
 

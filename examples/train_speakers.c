@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     static siamese_lstm model;
     TRY(ct_siamese_lstm_build(&model, &cfg));
     ct_siamese_lstm_init_weights(&model, &rngs.init);
-    TRY(ct_siamese_lstm_set_device(&model, &ct_ops_cpu));
+    TRY(ct_siamese_lstm_set_device(&model, &ct_cpu_backend));
     TRY(ct_siamese_lstm_plan(&model, BATCH));
     printf("Model: siamese-lstm, %zu parameters\n", ct_params_count(&model.params));
 

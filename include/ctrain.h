@@ -9,8 +9,8 @@
  *   errors         ct_status, ct_last_error                     core/error.h
  *   set-up         threads, random streams, SIGINT/SIGTERM      core/threads.h, core/rng.h, core/interrupt.h
  *   parameters     one buffer of named views; activation arena  core/params.h, core/arena.h
- *   devices        the table of operations a model runs on:     layers/ops.h (ct_ops_cpu),
- *                  the CPU's, or the GPU's after ct_gpu_open    cuda/device.h, cuda/ops_gpu.h
+ *   devices        the backend a model runs on: the CPU's       layers/ops.h (ct_cpu_backend),
+ *                  or a GPU's from ct_backend_open_gpu          cuda/device.h, cuda/ops_gpu.h
  *   optimizers     SGD, Adam, ..., clipping, lr schedules       layers/optim.h
  *   models         cnn from a spec (seq_cnn), small-cnn,        models/seq_cnn.h, models/small_cnn.h,
  *                  siamese-lstm, siamese-cnn, and the           models/siamese_lstm.h, models/siamese_cnn.h,
@@ -33,7 +33,7 @@
  *
  * Everything else is private to libctrain and not installed: the kernels inside
  * layers (layers/gemm_packed.h, ...), the GPU twins of the layers (reached only
- * through ct_ops_gpu()), cuDNN's weight map (cuda/lstm_map.h), HDF5's child-process
+ * through the GPU backend's table), cuDNN's weight map (cuda/lstm_map.h), HDF5's child-process
  * probe (io/h5probe.h), and what only the commands use (the table of models,
  * options, run directories, export, data-parallel ranks, reports).
  * scripts/private-headers.txt lists them; scripts/check-deps.sh (make check-deps,
@@ -50,19 +50,21 @@
 extern "C" {
 #endif
 
-/* core: errors, parameters, activation memory, random streams, threads, SIGINT/SIGTERM */
+/* core: errors, parameters, activation memory, random streams, threads, SIGINT/SIGTERM, data types */
 #include "core/error.h"
 #include "core/params.h"
 #include "core/arena.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "core/interrupt.h"
+#include "core/dtype.h"
 
-/* layers: the per-device table of operations every model calls (ct_ops_cpu), the optimizers */
+/* layers: the backends every model calls through (ct_backend: a table of operations, its math
+ * settings and its device; ct_cpu_backend), the optimizers */
 #include "layers/ops.h"
 #include "layers/optim.h"
 
-/* cuda: opening the GPU and its table of operations. In every build: one without CUDA
+/* cuda: opening the GPU backend (ct_backend_open_gpu). In every build: one without CUDA
  * fails with CT_ENODEV and says so */
 #include "cuda/device.h"
 #include "cuda/ops_gpu.h"

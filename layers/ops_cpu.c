@@ -1,8 +1,11 @@
-/* ops_cpu.c - the CPU's table of operations (layers/ops.h): the functions of
- * layers/ themselves, plus the small adapters that give the LSTM and conv2d the
- * table's plan-based form, the losses their stats form, and host memory the
- * device-memory entries. Nothing here computes anything the layers do not:
- * a model run through this table gives bit for bit what the layer calls gave. */
+/* ops_cpu.c - the CPU backend (layers/ops.h): its table of operations, each entry
+ * the function of layers/ itself behind the backend argument every entry takes
+ * (the CPU needs nothing from it but the data type its plans compute in), the
+ * small adapters that give the LSTM and conv2d the table's plan-based form, the
+ * losses their stats form, and host memory the device-memory entries; opening
+ * and closing backends; parameter stores on a backend's device. Nothing here
+ * computes anything the layers do not: a model run through this table gives bit
+ * for bit what the layer calls gave. */
 #include <stdlib.h>
 #include <string.h>
 #include "layers/ops.h"
@@ -13,40 +16,68 @@
 #include "layers/loss.h"
 #include "layers/pair.h"
 
+/* ---- the backend: the CPU has no device context ---- */
+static void cpu_close(ct_backend *be) { (void)be; }
+
 /* ---- memory: the host's ---- */
 
-static ct_status cpu_copy_in(void *dst, const void *src, size_t bytes) { if (bytes) memcpy(dst, src, bytes); return CT_OK; }
-static void      cpu_copy(void *dst, const void *src, size_t bytes) { if (bytes && dst != src) memmove(dst, src, bytes); }
-static void      cpu_zero(void *dst, size_t bytes) { if (bytes) memset(dst, 0, bytes); }
-static ct_status cpu_sync(void) { return CT_OK; }
-
-static ct_status cpu_ring_create(void **ring, size_t bytes) { (void)bytes; *ring = NULL; return CT_OK; }
-static void      cpu_ring_free(void *ring) { (void)ring; }
-static const void *cpu_ring_put(void *ring, const void *host, size_t bytes) { (void)ring; (void)bytes; return host; }
-static void      cpu_ring_wait(void *ring, const void *host) { (void)ring; (void)host; }
-static ct_status cpu_host_alloc(void **ptr, size_t bytes, const char *what)
+static ct_status cpu_mem_alloc(const ct_backend *be, void **ptr, size_t bytes, const char *what)
 {
+    (void)be;
+    return ct_host_alloc(ptr, bytes, what);
+}
+static void      cpu_mem_free(const ct_backend *be, void *ptr) { (void)be; free(ptr); }
+static ct_status cpu_copy_in(const ct_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes) memcpy(dst, src, bytes);
+    return CT_OK;
+}
+static void cpu_copy(const ct_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes && dst != src) memmove(dst, src, bytes);
+}
+static void      cpu_zero(const ct_backend *be, void *dst, size_t bytes) { (void)be; if (bytes) memset(dst, 0, bytes); }
+static ct_status cpu_sync(const ct_backend *be) { (void)be; return CT_OK; }
+
+static ct_status cpu_ring_create(const ct_backend *be, void **ring, size_t bytes) { (void)be; (void)bytes; *ring = NULL; return CT_OK; }
+static void      cpu_ring_free(const ct_backend *be, void *ring) { (void)be; (void)ring; }
+static const void *cpu_ring_put(const ct_backend *be, void *ring, const void *host, size_t bytes)
+{
+    (void)be; (void)ring; (void)bytes;
+    return host;
+}
+static void      cpu_ring_wait(const ct_backend *be, void *ring, const void *host) { (void)be; (void)ring; (void)host; }
+static ct_status cpu_host_alloc(const ct_backend *be, void **ptr, size_t bytes, const char *what)
+{
+    (void)be;
     *ptr = ct_alloc_aligned(bytes, what);
     return *ptr ? CT_OK : CT_ENOMEM;
 }
+static void cpu_host_free(const ct_backend *be, void *ptr) { (void)be; free(ptr); }
 
 /* ---- LSTM: the plan holds the forward cache and backward scratch, and where
  * each layer's weights lie in the flat buffer ---- */
 typedef struct {
     lstm_dims d;                      /* as planned: the largest batch and sequence */
+    ct_dtype dtype;                   /* the data type it computes in (the backend's when planned) */
     size_t w_ih[LSTM_MAX_LAYERS], w_hh[LSTM_MAX_LAYERS], b_ih[LSTM_MAX_LAYERS], b_hh[LSTM_MAX_LAYERS];   /* offsets */
     float *cache;                     /* [ct_lstm_cache_floats(d)] */
     float *ws;                        /* [ct_lstm_workspace_floats(d)] */
     size_t cache_floats, ws_floats;   /* as planned (the workspace grows with the thread count) */
 } lstm_cpu_plan;
 
-static ct_status cpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids, const float *params)
+static ct_status cpu_lstm_plan(const ct_backend *be, void **plan, const lstm_dims *d, const ct_params *ps,
+                               const lstm_ids *ids, const float *params)
 {
     (void)params;
     *plan = NULL;
+    CT_TRY(ct_backend_check_dtype(be, "LSTM plan"));
     lstm_cpu_plan *p = ct_calloc(1, sizeof *p, "LSTM plan");
     if (!p) return CT_ENOMEM;
     p->d = *d;
+    p->dtype = be->math.dtype;
     for (int l = 0; l < ids->L; l++) {
         p->w_ih[l] = ps->p[ids->w_ih[l]].offset;
         p->w_hh[l] = ps->p[ids->w_hh[l]].offset;
@@ -62,8 +93,9 @@ static ct_status cpu_lstm_plan(void **plan, const lstm_dims *d, const ct_params 
     return CT_OK;
 }
 
-static void cpu_lstm_plan_free(void *plan)
+static void cpu_lstm_plan_free(const ct_backend *be, void *plan)
 {
+    (void)be;
     lstm_cpu_plan *p = plan;
     if (!p) return;
     free(p->cache);
@@ -78,9 +110,10 @@ static void lstm_check_call(const lstm_cpu_plan *p, const lstm_dims *d)
     CT_ASSERT(ct_lstm_cache_floats(d) <= p->cache_floats && ct_lstm_workspace_floats(d) <= p->ws_floats);
 }
 
-static void cpu_lstm_forward(float *out, void *plan, const float *x, const int *len, const int *len_host,
-                             const float *params, const lstm_dims *d)
+static void cpu_lstm_forward(const ct_backend *be, float *out, void *plan, const float *x, const int *len,
+                             const int *len_host, const float *params, const lstm_dims *d)
 {
+    (void)be;
     lstm_cpu_plan *p = plan;
     (void)len_host;   /* the same host lengths as len */
     lstm_check_call(p, d);
@@ -90,9 +123,10 @@ static void cpu_lstm_forward(float *out, void *plan, const float *x, const int *
     ct_lstm_forward(out, p->cache, x, len, w, d);
 }
 
-static void cpu_lstm_backward(float *dx, float *grads, void *plan, const float *dout, const float *x, const int *len,
-                              const int *len_host, const float *params, const lstm_dims *d)
+static void cpu_lstm_backward(const ct_backend *be, float *dx, float *grads, void *plan, const float *dout, const float *x,
+                              const int *len, const int *len_host, const float *params, const lstm_dims *d)
 {
+    (void)be;
     lstm_cpu_plan *p = plan;
     (void)len_host;
     lstm_check_call(p, d);
@@ -105,61 +139,273 @@ static void cpu_lstm_backward(float *dx, float *grads, void *plan, const float *
     ct_lstm_backward(dx, g, p->ws, dout, p->cache, x, len, w, d);
 }
 
-/* ---- conv2d: the plan is the dims of the largest batch; a call's dims are the
- * same with its N (im2col or Winograd as ct_conv2d_dims_make chose) ---- */
-static ct_status cpu_conv2d_plan(void **plan, const conv2d_dims *d, int bias)
+/* ---- conv2d: the plan is the dims of the largest batch (and the data type); a
+ * call's dims are the same with its N (im2col or Winograd as ct_conv2d_dims_make chose) ---- */
+typedef struct {
+    conv2d_dims d;     /* as planned: the largest batch */
+    ct_dtype dtype;    /* the data type it computes in (the backend's when planned) */
+} conv2d_cpu_plan;
+
+static ct_status cpu_conv2d_plan(const ct_backend *be, void **plan, const conv2d_dims *d, int bias)
 {
     (void)bias;
-    conv2d_dims *p = ct_malloc(sizeof *p, "conv2d plan");
-    if (!p) { *plan = NULL; return CT_ENOMEM; }
-    *p = *d;
+    *plan = NULL;
+    CT_TRY(ct_backend_check_dtype(be, "conv2d plan"));
+    conv2d_cpu_plan *p = ct_malloc(sizeof *p, "conv2d plan");
+    if (!p) return CT_ENOMEM;
+    p->d = *d;
+    p->dtype = be->math.dtype;
     *plan = p;
     return CT_OK;
 }
 
-static void   cpu_conv2d_plan_free(void *plan) { free(plan); }
-static size_t cpu_conv2d_workspace_floats(const void *plan) { return ct_conv2d_workspace_floats(plan); }
+static void cpu_conv2d_plan_free(const ct_backend *be, void *plan) { (void)be; free(plan); }
 
-static conv2d_dims conv_call_dims(const conv2d_dims *p, int N)
+static size_t cpu_conv2d_workspace_floats(const ct_backend *be, const void *plan)
 {
-    CT_ASSERT(N >= 1 && N <= p->N);
-    conv2d_dims d = *p;
+    (void)be;
+    return ct_conv2d_workspace_floats(&((const conv2d_cpu_plan *)plan)->d);
+}
+
+static conv2d_dims conv_call_dims(const conv2d_cpu_plan *p, int N)
+{
+    CT_ASSERT(N >= 1 && N <= p->d.N);
+    conv2d_dims d = p->d;
     d.N = N;
     /* the workspace was sized with the planned thread count: it must not have been raised since */
-    CT_ASSERT(ct_conv2d_workspace_floats(&d) <= ct_conv2d_workspace_floats(p));
+    CT_ASSERT(ct_conv2d_workspace_floats(&d) <= ct_conv2d_workspace_floats(&p->d));
     return d;
 }
 
-static void cpu_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, void *plan, int N)
+static void cpu_conv2d_forward(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
+                               void *plan, int N)
 {
+    (void)be;
     conv2d_dims d = conv_call_dims(plan, N);
     ct_conv2d_forward(out, ws, in, w, b, &d);
 }
 
-static void cpu_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                                const float *w, void *plan, int N)
+static void cpu_conv2d_backward(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
+                                const float *in, const float *w, void *plan, int N)
 {
+    (void)be;
     conv2d_dims d = conv_call_dims(plan, N);
     ct_conv2d_backward(din, dw, db, ws, dout, in, w, &d);
 }
 
 /* ---- losses in their stats form: the numbers the models computed before ---- */
-static void cpu_contrastive_stats(float *stats, const float *d, const float *y, int B, float margin, float threshold)
+static void cpu_contrastive_stats(const ct_backend *be, float *stats, const float *d, const float *y, int B, float margin,
+                                  float threshold)
 {
+    (void)be;
     stats[1] = (float)(int)(ct_contrastive_accuracy(d, y, B, threshold) * (float)B + 0.5f);
     stats[0] = ct_contrastive_forward(d, y, B, margin);
 }
 
-static void cpu_softmax_ce_stats(float *stats, float *prob, const float *logits, const int *labels, int B, int C)
+static void cpu_softmax_ce_stats(const ct_backend *be, float *stats, float *prob, const float *logits, const int *labels,
+                                 int B, int C)
 {
+    (void)be;
     stats[1] = (float)(int)(ct_softmax_ce_accuracy(logits, labels, B, C) * (float)B + 0.5f);
     stats[0] = ct_softmax_ce_forward(prob, logits, labels, B, C);
 }
 
+/* ---- the layers: each the function of layers/ itself ---- */
+
+static void cpu_dense_forward(const ct_backend *be, float *out, const float *in, const float *w, const float *b, int B,
+                              int in_dim, int out_dim)
+{
+    (void)be;
+    ct_dense_forward(out, in, w, b, B, in_dim, out_dim);
+}
+
+static void cpu_dense_backward(const ct_backend *be, float *din, float *dw, float *db, const float *dout, const float *in,
+                               const float *w, int B, int in_dim, int out_dim)
+{
+    (void)be;
+    ct_dense_backward(din, dw, db, dout, in, w, B, in_dim, out_dim);
+}
+
+static void cpu_maxpool2d_forward(const ct_backend *be, float *out, int *argmax, const float *in, const maxpool2d_dims *d)
+{
+    (void)be;
+    ct_maxpool2d_forward(out, argmax, in, d);
+}
+
+static void cpu_maxpool2d_backward(const ct_backend *be, float *din, const float *dout, const int *argmax,
+                                   const maxpool2d_dims *d)
+{
+    (void)be;
+    ct_maxpool2d_backward(din, dout, argmax, d);
+}
+
+static void cpu_global_avgpool_forward(const ct_backend *be, float *out, const float *in, int N, int C, int HW)
+{
+    (void)be;
+    ct_global_avgpool_forward(out, in, N, C, HW);
+}
+
+static void cpu_global_avgpool_backward(const ct_backend *be, float *din, const float *dout, int N, int C, int HW)
+{
+    (void)be;
+    ct_global_avgpool_backward(din, dout, N, C, HW);
+}
+
+static void cpu_avgpool_h_forward(const ct_backend *be, float *out, const float *in, int N, int C, int H, int W)
+{
+    (void)be;
+    ct_avgpool_h_forward(out, in, N, C, H, W);
+}
+
+static void cpu_avgpool_h_backward(const ct_backend *be, float *din, const float *dout, int N, int C, int H, int W)
+{
+    (void)be;
+    ct_avgpool_h_backward(din, dout, N, C, H, W);
+}
+
+static void cpu_batchnorm_forward(const ct_backend *be, float *out, float *xhat, float *mean, float *invstd,
+                                  float *running_mean, float *running_var, const float *in, const float *gamma,
+                                  const float *beta, const batchnorm_dims *d, int train)
+{
+    (void)be;
+    ct_batchnorm_forward(out, xhat, mean, invstd, running_mean, running_var, in, gamma, beta, d, train);
+}
+
+static void cpu_batchnorm_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta, const float *dout,
+                                   const float *xhat, const float *invstd, const float *gamma, const batchnorm_dims *d)
+{
+    (void)be;
+    ct_batchnorm_backward(din, dgamma, dbeta, dout, xhat, invstd, gamma, d);
+}
+
+static void cpu_relu_forward(const ct_backend *be, float *out, const float *in, size_t n)
+{
+    (void)be;
+    ct_relu_forward(out, in, n);
+}
+
+static void cpu_relu_backward(const ct_backend *be, float *din, const float *dout, const float *out, size_t n)
+{
+    (void)be;
+    ct_relu_backward(din, dout, out, n);
+}
+
+static void cpu_tanh_forward(const ct_backend *be, float *out, const float *in, size_t n)
+{
+    (void)be;
+    ct_tanh_forward(out, in, n);
+}
+
+static void cpu_tanh_backward(const ct_backend *be, float *din, const float *dout, const float *out, size_t n)
+{
+    (void)be;
+    ct_tanh_backward(din, dout, out, n);
+}
+
+static void cpu_sigmoid_forward(const ct_backend *be, float *out, const float *in, size_t n)
+{
+    (void)be;
+    ct_sigmoid_forward(out, in, n);
+}
+
+static void cpu_sigmoid_backward(const ct_backend *be, float *din, const float *dout, const float *out, size_t n)
+{
+    (void)be;
+    ct_sigmoid_backward(din, dout, out, n);
+}
+
+static void cpu_add_forward(const ct_backend *be, float *out, const float *a, const float *b, size_t n)
+{
+    (void)be;
+    ct_add_forward(out, a, b, n);
+}
+
+static void cpu_add_backward(const ct_backend *be, float *da, float *db, const float *dout, size_t n)
+{
+    (void)be;
+    ct_add_backward(da, db, dout, n);
+}
+
+static void cpu_dropout_forward(const ct_backend *be, float *out, float *mask, const float *in, size_t n, float p,
+                                int train, ct_rng *rng)
+{
+    (void)be;
+    ct_dropout_forward(out, mask, in, n, p, train, rng);
+}
+
+static void cpu_dropout_forward_part(const ct_backend *be, float *out, float *mask, const float *in, size_t per, int S,
+                                     int n, int first, int rows, float p, ct_rng *rng)
+{
+    (void)be;
+    ct_dropout_forward_part(out, mask, in, per, S, n, first, rows, p, rng);
+}
+
+static void cpu_dropout_apply(const ct_backend *be, float *out, const float *mask, const float *in, size_t n)
+{
+    (void)be;
+    ct_dropout_apply(out, mask, in, n);
+}
+
+static void cpu_dropout_backward(const ct_backend *be, float *din, const float *dout, const float *mask, size_t n)
+{
+    (void)be;
+    ct_dropout_backward(din, dout, mask, n);
+}
+
+static void cpu_euclidean_forward(const ct_backend *be, float *d, const float *a, const float *b, int B, int D, float eps)
+{
+    (void)be;
+    ct_euclidean_forward(d, a, b, B, D, eps);
+}
+
+static void cpu_euclidean_backward(const ct_backend *be, float *da, float *db, const float *dd, const float *d,
+                                   const float *a, const float *b, int B, int D, float eps)
+{
+    (void)be;
+    ct_euclidean_backward(da, db, dd, d, a, b, B, D, eps);
+}
+
+static void cpu_contrastive_backward(const ct_backend *be, float *dd, const float *d, const float *y, int B, float margin)
+{
+    (void)be;
+    ct_contrastive_backward(dd, d, y, B, margin);
+}
+
+static void cpu_softmax_ce_backward(const ct_backend *be, float *dlogits, const float *prob, const int *labels, int B,
+                                    int C)
+{
+    (void)be;
+    ct_softmax_ce_backward(dlogits, prob, labels, B, C);
+}
+
+static ct_status cpu_optim_init(const ct_backend *be, ct_optim *o, const ct_optim_config *cfg, size_t n)
+{
+    (void)be;
+    return ct_optim_init(o, cfg, n);
+}
+
+static void cpu_optim_free(const ct_backend *be, ct_optim *o)
+{
+    (void)be;
+    ct_optim_free(o);
+}
+
+static void cpu_optim_step(const ct_backend *be, ct_optim *o, float *param, float *grad, float lr)
+{
+    (void)be;
+    ct_optim_step(o, param, grad, lr);
+}
+
+static float cpu_clip_grad_norm(const ct_backend *be, float *grad, size_t n, float max_norm)
+{
+    (void)be;
+    return ct_clip_grad_norm(grad, n, max_norm);
+}
+
 const ct_ops ct_ops_cpu = {
-    .name = "cpu",
-    .host_memory = 1,
-    .mem = { .alloc = ct_host_alloc, .free = free },
+    .close = cpu_close,
+    .mem_alloc = cpu_mem_alloc,
+    .mem_free = cpu_mem_free,
     .upload = cpu_copy_in,
     .download = cpu_copy_in,
     .copy = cpu_copy,
@@ -170,9 +416,9 @@ const ct_ops ct_ops_cpu = {
     .ring_put = cpu_ring_put,
     .ring_wait = cpu_ring_wait,
     .host_alloc = cpu_host_alloc,
-    .host_free = free,
-    .dense_forward = ct_dense_forward,
-    .dense_backward = ct_dense_backward,
+    .host_free = cpu_host_free,
+    .dense_forward = cpu_dense_forward,
+    .dense_backward = cpu_dense_backward,
     .lstm_plan = cpu_lstm_plan,
     .lstm_plan_free = cpu_lstm_plan_free,
     .lstm_forward = cpu_lstm_forward,
@@ -182,53 +428,91 @@ const ct_ops ct_ops_cpu = {
     .conv2d_workspace_floats = cpu_conv2d_workspace_floats,
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward = cpu_conv2d_backward,
-    .maxpool2d_forward = ct_maxpool2d_forward,
-    .maxpool2d_backward = ct_maxpool2d_backward,
-    .global_avgpool_forward = ct_global_avgpool_forward,
-    .global_avgpool_backward = ct_global_avgpool_backward,
-    .avgpool_h_forward = ct_avgpool_h_forward,
-    .avgpool_h_backward = ct_avgpool_h_backward,
-    .batchnorm_forward = ct_batchnorm_forward,
-    .batchnorm_backward = ct_batchnorm_backward,
-    .relu_forward = ct_relu_forward,
-    .relu_backward = ct_relu_backward,
-    .tanh_forward = ct_tanh_forward,
-    .tanh_backward = ct_tanh_backward,
-    .sigmoid_forward = ct_sigmoid_forward,
-    .sigmoid_backward = ct_sigmoid_backward,
-    .add_forward = ct_add_forward,
-    .add_backward = ct_add_backward,
-    .dropout_forward = ct_dropout_forward,
-    .dropout_forward_part = ct_dropout_forward_part,
-    .dropout_apply = ct_dropout_apply,
-    .dropout_backward = ct_dropout_backward,
-    .euclidean_forward = ct_euclidean_forward,
-    .euclidean_backward = ct_euclidean_backward,
+    .maxpool2d_forward = cpu_maxpool2d_forward,
+    .maxpool2d_backward = cpu_maxpool2d_backward,
+    .global_avgpool_forward = cpu_global_avgpool_forward,
+    .global_avgpool_backward = cpu_global_avgpool_backward,
+    .avgpool_h_forward = cpu_avgpool_h_forward,
+    .avgpool_h_backward = cpu_avgpool_h_backward,
+    .batchnorm_forward = cpu_batchnorm_forward,
+    .batchnorm_backward = cpu_batchnorm_backward,
+    .relu_forward = cpu_relu_forward,
+    .relu_backward = cpu_relu_backward,
+    .tanh_forward = cpu_tanh_forward,
+    .tanh_backward = cpu_tanh_backward,
+    .sigmoid_forward = cpu_sigmoid_forward,
+    .sigmoid_backward = cpu_sigmoid_backward,
+    .add_forward = cpu_add_forward,
+    .add_backward = cpu_add_backward,
+    .dropout_forward = cpu_dropout_forward,
+    .dropout_forward_part = cpu_dropout_forward_part,
+    .dropout_apply = cpu_dropout_apply,
+    .dropout_backward = cpu_dropout_backward,
+    .euclidean_forward = cpu_euclidean_forward,
+    .euclidean_backward = cpu_euclidean_backward,
     .contrastive_stats = cpu_contrastive_stats,
-    .contrastive_backward = ct_contrastive_backward,
+    .contrastive_backward = cpu_contrastive_backward,
     .softmax_ce_stats = cpu_softmax_ce_stats,
-    .softmax_ce_backward = ct_softmax_ce_backward,
-    .optim_init = ct_optim_init,
-    .optim_free = ct_optim_free,
-    .optim_step = ct_optim_step,
-    .clip_grad_norm = ct_clip_grad_norm,
+    .softmax_ce_backward = cpu_softmax_ce_backward,
+    .optim_init = cpu_optim_init,
+    .optim_free = cpu_optim_free,
+    .optim_step = cpu_optim_step,
+    .clip_grad_norm = cpu_clip_grad_norm,
 };
+
+/* ---- backends ---- */
+
+const ct_backend ct_cpu_backend = { .ops = &ct_ops_cpu, .name = "cpu", .host_memory = 1 };
+
+ct_status ct_backend_open_cpu(ct_backend *be, const ct_math *math)
+{
+    *be = ct_cpu_backend;
+    if (math) be->math = *math;
+    return CT_OK;
+}
+
+void ct_backend_close(ct_backend *be)
+{
+    if (be->ops) be->ops->close(be);
+    memset(be, 0, sizeof *be);
+}
+
+ct_status ct_backend_check_dtype(const ct_backend *be, const char *what)
+{
+    if (be->math.dtype == CT_F32) return CT_OK;
+    return ct_fail(CT_EINVAL, "%s on the %s: this backend computes in %s only, not %s", what, be->name,
+                   ct_dtype_name(CT_F32), ct_dtype_name(be->math.dtype));
+}
+
+static ct_status backend_mem_alloc(const void *ctx, void **ptr, size_t bytes, const char *what)
+{
+    const ct_backend *be = ctx;
+    return be->ops->mem_alloc(be, ptr, bytes, what);
+}
+
+static void backend_mem_free(const void *ctx, void *ptr)
+{
+    const ct_backend *be = ctx;
+    be->ops->mem_free(be, ptr);
+}
+
+ct_allocator ct_backend_mem(const ct_backend *be) { return (ct_allocator){ backend_mem_alloc, backend_mem_free, be }; }
 
 /* ---- parameter stores on a device ---- */
 
-ct_status ct_dparams_make(ct_dparams *d, const ct_ops *ops, ct_params *host, int grads)
+ct_status ct_dparams_make(ct_dparams *d, const ct_backend *be, ct_params *host, int grads)
 {
     memset(d, 0, sizeof *d);
-    d->ops = ops;
+    d->be = be;
     d->host = host;
-    if (ops->host_memory) {
+    if (be->host_memory) {
         d->data = host->data;
         d->grad = grads ? host->grad : NULL;
         return CT_OK;
     }
     size_t bytes = (host->numel ? host->numel : 1) * sizeof(float);
-    ct_status st = ops->mem.alloc((void **)&d->data, bytes, "parameters");
-    if (st == CT_OK && grads) st = ops->mem.alloc((void **)&d->grad, bytes, "gradients");
+    ct_status st = be->ops->mem_alloc(be, (void **)&d->data, bytes, "parameters");
+    if (st == CT_OK && grads) st = be->ops->mem_alloc(be, (void **)&d->grad, bytes, "gradients");
     if (st == CT_OK) st = ct_dparams_to_device(d);
     if (st != CT_OK) ct_dparams_free(d);
     return st;
@@ -236,23 +520,23 @@ ct_status ct_dparams_make(ct_dparams *d, const ct_ops *ops, ct_params *host, int
 
 void ct_dparams_free(ct_dparams *d)
 {
-    if (d->ops && !d->ops->host_memory) {
-        if (d->data) d->ops->mem.free(d->data);
-        if (d->grad) d->ops->mem.free(d->grad);
+    if (d->be && !d->be->host_memory) {
+        if (d->data) d->be->ops->mem_free(d->be, d->data);
+        if (d->grad) d->be->ops->mem_free(d->be, d->grad);
     }
     memset(d, 0, sizeof *d);
 }
 
 ct_status ct_dparams_to_device(const ct_dparams *d)
 {
-    if (d->ops->host_memory || !d->host->numel) return CT_OK;
-    return d->ops->upload(d->data, d->host->data, d->host->numel * sizeof(float));
+    if (d->be->host_memory || !d->host->numel) return CT_OK;
+    return d->be->ops->upload(d->be, d->data, d->host->data, d->host->numel * sizeof(float));
 }
 
 ct_status ct_dparams_to_host(const ct_dparams *d)
 {
-    if (d->ops->host_memory || !d->host->numel) return CT_OK;
-    return d->ops->download(d->host->data, d->data, d->host->numel * sizeof(float));
+    if (d->be->host_memory || !d->host->numel) return CT_OK;
+    return d->be->ops->download(d->be, d->host->data, d->data, d->host->numel * sizeof(float));
 }
 
 float *ct_dparams_data(const ct_dparams *d, int h)
@@ -267,9 +551,9 @@ float *ct_dparams_grad(const ct_dparams *d, int h)
     return d->grad + d->host->p[h].offset;
 }
 
-const void *ct_ops_stage(const ct_ops *ops, void *dev, const void *host, size_t bytes)
+const void *ct_ops_stage(const ct_backend *be, void *dev, const void *host, size_t bytes)
 {
-    if (ops->host_memory) return host;
-    if (ops->upload(dev, host, bytes) != CT_OK) ct_device_fatal("%s", ct_last_error());   /* planned memory: the device failed */
+    if (be->host_memory) return host;
+    if (be->ops->upload(be, dev, host, bytes) != CT_OK) ct_device_fatal("%s", ct_last_error());   /* planned memory: the device failed */
     return dev;
 }

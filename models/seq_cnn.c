@@ -89,14 +89,14 @@ static ct_status conv_params(seq_cnn *m, seq_layer *l)
 static ct_status conv_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, size_t *ws)
 {
     conv2d_dims cd = conv_dims(l, N);
-    CT_TRY(m->ops->conv2d_plan(&l->conv_plan, &cd, 1));
-    *ws = m->ops->conv2d_workspace_floats(l->conv_plan);
+    CT_TRY(m->be->ops->conv2d_plan(m->be, &l->conv_plan, &cd, 1));
+    *ws = m->be->ops->conv2d_workspace_floats(m->be, l->conv_plan);
     return CT_OK;
 }
 
 static void conv_unplan(seq_cnn *m, seq_layer *l)
 {
-    if (l->conv_plan) m->ops->conv2d_plan_free(l->conv_plan);
+    if (l->conv_plan) m->be->ops->conv2d_plan_free(m->be, l->conv_plan);
     l->conv_plan = NULL;
 }
 
@@ -105,14 +105,14 @@ static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, c
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
-    m->ops->conv2d_forward(l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
+    m->be->ops->conv2d_forward(m->be, l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
 }
 
 static float *conv_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
-    m->ops->conv2d_backward(din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, dout, in,
+    m->be->ops->conv2d_backward(m->be, din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, dout, in,
                             ct_dparams_data(P, l->conv.w), l->conv_plan, N);
     return din;
 }
@@ -152,14 +152,14 @@ static void dense_forward(seq_cnn *m, int i, const float *in, int N, int train, 
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
-    m->ops->dense_forward(l->out, in, ct_dparams_data(P, l->dense.w), ct_dparams_data(P, l->dense.b), N, l->in_c, l->units);
+    m->be->ops->dense_forward(m->be, l->out, in, ct_dparams_data(P, l->dense.w), ct_dparams_data(P, l->dense.b), N, l->in_c, l->units);
 }
 
 static float *dense_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
-    m->ops->dense_backward(din, ct_dparams_grad(P, l->dense.w), ct_dparams_grad(P, l->dense.b), dout, in,
+    m->be->ops->dense_backward(m->be, din, ct_dparams_grad(P, l->dense.w), ct_dparams_grad(P, l->dense.b), dout, in,
                            ct_dparams_data(P, l->dense.w), N, l->in_c, l->units);
     return din;
 }
@@ -211,11 +211,11 @@ static void maxpool_forward(seq_cnn *m, int i, const float *in, int N, int train
     seq_layer *l = &m->layer[i];
     ct_prof *p = &m->prof;
     maxpool2d_dims pd = pool_dims(l, N);
-    m->ops->maxpool2d_forward(l->out, l->argmax, in, &pd);
+    m->be->ops->maxpool2d_forward(m->be, l->out, l->argmax, in, &pd);
     if (l->relu_after_pool) {   /* the relu written before this pool (layer i - 1), on the pooled map */
-        ct_prof_lap(p, m->ops, &p->fwd[i]);
-        m->ops->relu_forward(l->out, l->out, n_out(m, i, N));
-        ct_prof_lap(p, m->ops, &p->fwd[i - 1]);
+        ct_prof_lap(p, m->be, &p->fwd[i]);
+        m->be->ops->relu_forward(m->be, l->out, l->out, n_out(m, i, N));
+        ct_prof_lap(p, m->be, &p->fwd[i - 1]);
     }
 }
 
@@ -225,10 +225,10 @@ static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const
     ct_prof *p = &m->prof;
     maxpool2d_dims pd = pool_dims(l, N);
     if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
-        m->ops->relu_backward(dout, dout, l->out, n_out(m, i, N));
-        ct_prof_lap(p, m->ops, &p->bwd[i - 1]);
+        m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
+        ct_prof_lap(p, m->be, &p->bwd[i - 1]);
     }
-    m->ops->maxpool2d_backward(din, dout, l->argmax, &pd);
+    m->be->ops->maxpool2d_backward(m->be, din, dout, l->argmax, &pd);
     return din;
 }
 
@@ -244,13 +244,13 @@ static ct_status gap_shape(const seq_cnn *m, seq_layer *l, int pos)
 static void gap_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
-    m->ops->global_avgpool_forward(l->out, in, N, l->in_c, l->in_h * l->in_w);
+    m->be->ops->global_avgpool_forward(m->be, l->out, in, N, l->in_c, l->in_h * l->in_w);
 }
 
 static float *gap_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
-    m->ops->global_avgpool_backward(din, dout, N, l->in_c, l->in_h * l->in_w);
+    m->be->ops->global_avgpool_backward(m->be, din, dout, N, l->in_c, l->in_h * l->in_w);
     return din;
 }
 
@@ -266,13 +266,13 @@ static ct_status gaph_shape(const seq_cnn *m, seq_layer *l, int pos)
 static void gaph_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
-    m->ops->avgpool_h_forward(l->out, in, N, l->in_c, l->in_h, l->in_w);
+    m->be->ops->avgpool_h_forward(m->be, l->out, in, N, l->in_c, l->in_h, l->in_w);
 }
 
 static float *gaph_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
-    m->ops->avgpool_h_backward(din, dout, N, l->in_c, l->in_h, l->in_w);
+    m->be->ops->avgpool_h_backward(m->be, din, dout, N, l->in_c, l->in_h, l->in_w);
     return din;
 }
 
@@ -319,31 +319,31 @@ static ct_status dropout_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, size
 }
 
 /* Training dropout of the N rows of layer l. A part of a larger batch draws, on either
- * device, what the whole batch would draw for its rows (ops->dropout_forward_part). */
+ * device, what the whole batch would draw for its rows (be->ops->dropout_forward_part). */
 static void dropout_rows(seq_cnn *m, seq_layer *l, const float *in, int N, ct_rng *rng)
 {
     size_t per = ct_seq_layer_out_size(l);   /* values per row */
-    if (m->part_rows == 0) { m->ops->dropout_forward(l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
+    if (m->part_rows == 0) { m->be->ops->dropout_forward(m->be, l->out, l->mask, in, (size_t)N * per, l->p, 1, rng); return; }
     int S = m->part_segments, n = N / S;
     CT_ASSERT(n * S == N && m->part_first >= 0 && m->part_first + n <= m->part_rows);
-    m->ops->dropout_forward_part(l->out, l->mask, in, per, S, n, m->part_first, m->part_rows, l->p, rng);
+    m->be->ops->dropout_forward_part(m->be, l->out, l->mask, in, per, S, n, m->part_first, m->part_rows, l->p, rng);
 }
 
 static void dropout_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
     if (train && l->p > 0) {
-        if (m->given_masks) m->ops->dropout_apply(l->out, l->mask, in, n_out(m, i, N));
+        if (m->given_masks) m->be->ops->dropout_apply(m->be, l->out, l->mask, in, n_out(m, i, N));
         else dropout_rows(m, l, in, N, rng);
     } else if (l->out != in) {
-        m->ops->copy(l->out, in, n_out(m, i, N) * sizeof *l->out);
+        m->be->ops->copy(m->be, l->out, in, n_out(m, i, N) * sizeof *l->out);
     }
 }
 
 static float *dropout_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
-    if (l->p > 0) m->ops->dropout_backward(dout, dout, l->mask, n_out(m, i, N));
+    if (l->p > 0) m->be->ops->dropout_backward(m->be, dout, dout, l->mask, n_out(m, i, N));
     return dout;
 }
 
@@ -375,7 +375,7 @@ static void batchnorm_forward(seq_cnn *m, int i, const float *in, int N, int tra
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
     batchnorm_dims bd = bn_dims(m, l, N, train);
-    m->ops->batchnorm_forward(l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
+    m->be->ops->batchnorm_forward(m->be, l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
                               ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
                               ct_dparams_data(P, l->bn.beta), &bd, train);
 }
@@ -385,7 +385,7 @@ static float *batchnorm_backward(seq_cnn *m, int i, float *dout, float *din, con
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
     batchnorm_dims bd = bn_dims(m, l, N, 1);
-    m->ops->batchnorm_backward(din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), dout, l->xhat,
+    m->be->ops->batchnorm_backward(m->be, din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), dout, l->xhat,
                                l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
     return din;
 }
@@ -395,35 +395,35 @@ static float *batchnorm_backward(seq_cnn *m, int i, float *dout, float *din, con
 static void relu_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
-    if (!l->relu_after_pool) m->ops->relu_forward(l->out, in, n_out(m, i, N));   /* else: the next layer runs it */
+    if (!l->relu_after_pool) m->be->ops->relu_forward(m->be, l->out, in, n_out(m, i, N));   /* else: the next layer runs it */
 }
 
 static float *relu_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
-    if (!l->relu_after_pool) m->ops->relu_backward(dout, dout, l->out, n_out(m, i, N));   /* else: done by the pool */
+    if (!l->relu_after_pool) m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));   /* else: done by the pool */
     return dout;
 }
 
 static void tanh_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
-    m->ops->tanh_forward(m->layer[i].out, in, n_out(m, i, N));
+    m->be->ops->tanh_forward(m->be, m->layer[i].out, in, n_out(m, i, N));
 }
 
 static float *tanh_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
-    m->ops->tanh_backward(dout, dout, m->layer[i].out, n_out(m, i, N));
+    m->be->ops->tanh_backward(m->be, dout, dout, m->layer[i].out, n_out(m, i, N));
     return dout;
 }
 
 static void sigmoid_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
-    m->ops->sigmoid_forward(m->layer[i].out, in, n_out(m, i, N));
+    m->be->ops->sigmoid_forward(m->be, m->layer[i].out, in, n_out(m, i, N));
 }
 
 static float *sigmoid_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
-    m->ops->sigmoid_backward(dout, dout, m->layer[i].out, n_out(m, i, N));
+    m->be->ops->sigmoid_backward(m->be, dout, dout, m->layer[i].out, n_out(m, i, N));
     return dout;
 }
 
@@ -437,7 +437,7 @@ static void save_forward(seq_cnn *m, int i, const float *in, int N, int train, c
  *   d x = d (block input) + d (add's second input) = dout + skip_grad  */
 static float *save_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
-    m->ops->add_backward(NULL, dout, m->skip_grad[m->layer[i].depth], n_out(m, i, N));
+    m->be->ops->add_backward(m->be, NULL, dout, m->skip_grad[m->layer[i].depth], n_out(m, i, N));
     return dout;
 }
 
@@ -458,7 +458,7 @@ static ct_status add_shape(const seq_cnn *m, seq_layer *l, int pos)
 static void add_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
-    m->ops->add_forward(l->out, in, m->layer[l->save].out, n_out(m, i, N));
+    m->be->ops->add_forward(m->be, l->out, in, m->layer[l->save].out, n_out(m, i, N));
 }
 
 /* d in = dout: the gradient stays where it is. d x = dout too, but x's gradient is only
@@ -466,7 +466,7 @@ static void add_forward(seq_cnn *m, int i, const float *in, int N, int train, ct
  * in the skip buffer of this block's level until then. */
 static float *add_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
-    m->ops->copy(m->skip_grad[m->layer[i].depth], dout, n_out(m, i, N) * sizeof *dout);
+    m->be->ops->copy(m->be, m->skip_grad[m->layer[i].depth], dout, n_out(m, i, N) * sizeof *dout);
     return dout;
 }
 
@@ -575,9 +575,9 @@ static ct_status build_impl(seq_cnn *m, const char *spec, int C, int H, int W, i
     plan_in_place(m);
     CT_TRY(ct_params_alloc(&m->params));
     CT_TRY(ct_params_alloc(&m->buffers));
-    m->ops = &ct_ops_cpu;
-    CT_TRY(ct_dparams_make(&m->dev, m->ops, &m->params, 1));   /* on the CPU: the host stores themselves */
-    return ct_dparams_make(&m->dev_buffers, m->ops, &m->buffers, 0);
+    m->be = &ct_cpu_backend;
+    CT_TRY(ct_dparams_make(&m->dev, m->be, &m->params, 1));   /* on the CPU: the host stores themselves */
+    return ct_dparams_make(&m->dev_buffers, m->be, &m->buffers, 0);
 }
 
 static ct_status build_model(seq_cnn *m, const char *spec, int C, int H, int W, int classes, int encoder)
@@ -624,14 +624,14 @@ static void free_step(seq_cnn *m)
     m->max_batch = 0;
 }
 
-ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_ops *ops)
+ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_backend *be)
 {
     free_step(m);
     ct_dparams_free(&m->dev);
     ct_dparams_free(&m->dev_buffers);
-    m->ops = ops;
-    CT_TRY(ct_dparams_make(&m->dev, ops, &m->params, 1));
-    return ct_dparams_make(&m->dev_buffers, ops, &m->buffers, 0);
+    m->be = be;
+    CT_TRY(ct_dparams_make(&m->dev, be, &m->params, 1));
+    return ct_dparams_make(&m->dev_buffers, be, &m->buffers, 0);
 }
 
 ct_status ct_seq_cnn_to_device(seq_cnn *m)
@@ -689,7 +689,7 @@ ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
         m->skip_grad[d] = NULL;
         if (d < m->depth) ct_arena_floats(a, &m->skip_grad[d], gmax);
     }
-    ct_status st = ct_arena_alloc_on(a, &m->ops->mem, "cnn activations");
+    ct_status st = ct_arena_alloc_on(a, ct_backend_mem(m->be), "cnn activations");
     if (st != CT_OK) { free_step(m); return st; }
     for (int i = 0; i < m->n; i++) m->layer[i].ws = m->ws;
     return CT_OK;
@@ -697,7 +697,7 @@ ct_status ct_seq_cnn_plan(seq_cnn *m, int N)
 
 void ct_seq_cnn_free(seq_cnn *m)
 {
-    if (m->ops) free_step(m);
+    if (m->be) free_step(m);
     ct_dparams_free(&m->dev);
     ct_dparams_free(&m->dev_buffers);
     ct_params_free(&m->params);
@@ -728,14 +728,14 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
         m->bn_sync.total_N = m->part_rows * m->part_segments;
         m->bn_sync.share = (double)N / m->bn_sync.total_N;
     }
-    ct_prof_start(p, m->ops);
+    ct_prof_start(p, m->be);
     for (int i = 0; i < m->n; i++) {
         seq_layer *l = &m->layer[i];
         const seq_kind_row *row = &ct_seq_kinds[l->kind];
         if ((row->flags & SEQ_ALIAS) || l->in_place) l->out = (float *)in;   /* same memory as the input */
         row->forward(m, i, in, N, train, dropout_rng);
         in = l->out;
-        ct_prof_lap(p, m->ops, &p->fwd[i]);
+        ct_prof_lap(p, m->be, &p->fwd[i]);
     }
     m->logits = in;
     return in;
@@ -744,13 +744,13 @@ const float *ct_seq_cnn_forward_stack(seq_cnn *m, const float *x, int N, int tra
 float ct_seq_cnn_forward(seq_cnn *m, const float *x, const int *labels, int N, int train, ct_rng *dropout_rng, int *correct)
 {
     CT_ASSERT(m->classes >= 2);
-    const ct_ops *ops = m->ops;
+    const ct_backend *be = m->be;
     const float *logits = ct_seq_cnn_forward_stack(m, x, N, train, dropout_rng);    /* [N, classes] */
     ct_prof *p = &m->prof;
-    ops->softmax_ce_stats(m->stats, m->prob, logits, labels, N, m->classes);     /* [2] */
+    be->ops->softmax_ce_stats(be, m->stats, m->prob, logits, labels, N, m->classes);     /* [2] */
     float stats[2];                                                              /* the step's one read */
-    if (ops->download(stats, m->stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
-    ct_prof_lap(p, ops, &p->fwd[m->n - 1]);
+    if (be->ops->download(be, stats, m->stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
+    ct_prof_lap(p, be, &p->fwd[m->n - 1]);
     if (correct) *correct = (int)(stats[1] + 0.5f);
     return stats[0];
 }
@@ -766,23 +766,23 @@ static void backward_layers(seq_cnn *m, const float *x, int N)
         float *dst = cur == m->grad[0] ? m->grad[1] : m->grad[0];
         float *din = i > m->first_param ? dst : NULL;  /* the first parameter layer's input gradient is not needed */
         cur = ct_seq_kinds[m->layer[i].kind].backward(m, i, cur, din, in, N);
-        ct_prof_lap(p, m->ops, &p->bwd[i]);
+        ct_prof_lap(p, m->be, &p->bwd[i]);
     }
 }
 
 void ct_seq_cnn_backward_stack(seq_cnn *m, const float *x, const float *dout, int N)
 {
     CT_ASSERT(N >= 1 && N <= m->max_batch);
-    ct_prof_start(&m->prof, m->ops);
-    if (dout != m->grad[0]) m->ops->copy(m->grad[0], dout, (size_t)N * m->out_size * sizeof *dout);   /* [N, out_size] */
+    ct_prof_start(&m->prof, m->be);
+    if (dout != m->grad[0]) m->be->ops->copy(m->be, m->grad[0], dout, (size_t)N * m->out_size * sizeof *dout);   /* [N, out_size] */
     backward_layers(m, x, N);
 }
 
 void ct_seq_cnn_backward(seq_cnn *m, const float *x, const int *labels, int N)
 {
     CT_ASSERT(m->classes >= 2);
-    ct_prof_start(&m->prof, m->ops);
-    m->ops->softmax_ce_backward(m->grad[0], m->prob, labels, N, m->classes);   /* d loss / d logits [N, classes] */
+    ct_prof_start(&m->prof, m->be);
+    m->be->ops->softmax_ce_backward(m->be, m->grad[0], m->prob, labels, N, m->classes);   /* d loss / d logits [N, classes] */
     backward_layers(m, x, N);
 }
 

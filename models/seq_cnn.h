@@ -122,7 +122,7 @@ typedef struct {
     conv2d_ids conv;
     dense_ids dense;
     batchnorm_ids bn;
-    void *conv_plan;                /* conv: the device's plan for max_batch images (ops->conv2d_plan) */
+    void *conv_plan;                /* conv: the device's plan for max_batch images (be->ops->conv2d_plan) */
     /* activations on the device, planned for max_batch samples */
     float *out;                     /* [N, out] (aliases the input for flatten, save and in-place layers) */
     float *ws;                      /* the convolutions' shared workspace (im2col; what a conv uses) */
@@ -142,7 +142,7 @@ typedef struct seq_cnn {
     int depth;                      /* residual blocks open at once, at most (0: none) */
     ct_params params;               /* host: trainable */
     ct_params buffers;              /* host: batchnorm running statistics */
-    const ct_ops *ops;              /* the device the model is on */
+    const ct_backend *be;           /* the device the model is on */
     ct_dparams dev, dev_buffers;    /* params (with gradients) and buffers on the device */
     int max_batch;
     size_t conv_ws_floats;          /* the convolutions' shared workspace, as planned */
@@ -257,8 +257,8 @@ ct_status ct_seq_cnn_build(seq_cnn *m, const char *spec, int C, int H, int W, in
  * m->out_size, the embedding size. Use the stack functions below. */
 ct_status ct_seq_cnn_build_encoder(seq_cnn *m, const char *spec, int C, int H, int W);
 void      ct_seq_cnn_init_weights(seq_cnn *m, ct_rng *r);     /* on the host */
-/* Moves the model to the device of `ops` (before planning), copying the host weights there. */
-ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_ops *ops);
+/* Moves the model to the device of `be` (before planning), copying the host weights there. */
+ct_status ct_seq_cnn_set_device(seq_cnn *m, const ct_backend *be);
 /* Plans every activation and convolution on the model's device for batches of up to
  * max_batch samples (re-plans if called again). */
 ct_status ct_seq_cnn_plan(seq_cnn *m, int max_batch);

@@ -40,16 +40,16 @@ void ct_siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r) { ct_seq_cnn_init_we
 /* The embedding input buffer is sized by the tower's plan: it goes when the plan changes. */
 static void free_embed_x(siamese_cnn *m)
 {
-    if (m->embed_x) m->enc.ops->mem.free(m->embed_x);
+    if (m->embed_x) m->enc.be->ops->mem_free(m->enc.be, m->embed_x);
     m->embed_x = NULL;
 }
 
-ct_status ct_siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops)
+ct_status ct_siamese_cnn_set_device(siamese_cnn *m, const ct_backend *be)
 {
     free_embed_x(m);
     ct_arena_free(&m->arena);
     m->max_pairs = 0;
-    return ct_seq_cnn_set_device(&m->enc, ops);
+    return ct_seq_cnn_set_device(&m->enc, be);
 }
 
 ct_status ct_siamese_cnn_plan(siamese_cnn *m, int max_pairs)
@@ -61,7 +61,7 @@ ct_status ct_siamese_cnn_plan(siamese_cnn *m, int max_pairs)
     ct_arena_init(&m->arena);
     m->max_pairs = max_pairs;
     ct_siamese_head_plan(&m->head, &m->arena, max_pairs, m->cfg.embed, m->cfg.margin, m->cfg.threshold);
-    return ct_arena_alloc_on(&m->arena, &m->enc.ops->mem, "siamese-cnn activations");
+    return ct_arena_alloc_on(&m->arena, ct_backend_mem(m->enc.be), "siamese-cnn activations");
 }
 
 void ct_siamese_cnn_free(siamese_cnn *m)
@@ -75,13 +75,13 @@ float ct_siamese_cnn_forward(siamese_cnn *m, const float *x, const float *y, int
 {
     CT_ASSERT(B >= 1 && B <= m->max_pairs);
     const float *emb = ct_seq_cnn_forward_stack(&m->enc, x, 2 * B, train, dropout_rng);          /* [2B, D] */
-    return ct_siamese_head_forward(&m->head, m->enc.ops, emb, y, B, correct, NULL, NULL, NULL);   /* distance, loss */
+    return ct_siamese_head_forward(&m->head, m->enc.be, emb, y, B, correct, NULL, NULL, NULL);   /* distance, loss */
 }
 
 void ct_siamese_cnn_backward(siamese_cnn *m, const float *x, const float *y, int B)
 {
     const float *emb = m->enc.logits;                                                           /* [2B, D] from the forward */
-    ct_siamese_head_backward(&m->head, m->enc.ops, emb, y, B, NULL, NULL, NULL);                   /* dL/demb [2B, D] */
+    ct_siamese_head_backward(&m->head, m->enc.be, emb, y, B, NULL, NULL, NULL);                   /* dL/demb [2B, D] */
     ct_seq_cnn_backward_stack(&m->enc, x, m->head.demb, 2 * B);                                    /* into the weights */
 }
 
@@ -92,18 +92,18 @@ ct_status ct_siamese_cnn_plan_embed(siamese_cnn *m, int max_seqs)
         free_embed_x(m);
         CT_TRY(ct_seq_cnn_plan(&m->enc, max_seqs));
     }
-    if (m->enc.ops->host_memory || m->embed_x) return CT_OK;
+    if (m->enc.be->host_memory || m->embed_x) return CT_OK;
     size_t n = (size_t)m->enc.max_batch * m->cfg.frames * m->cfg.n_mels;
-    return m->enc.ops->mem.alloc((void **)&m->embed_x, n * sizeof(float), "siamese-cnn embedding input");
+    return m->enc.be->ops->mem_alloc(m->enc.be, (void **)&m->embed_x, n * sizeof(float), "siamese-cnn embedding input");
 }
 
 void ct_siamese_cnn_embed(siamese_cnn *m, float *emb, const float *x_host, int S)
 {
     CT_ASSERT(S >= 1 && S <= m->enc.max_batch);
-    const ct_ops *ops = m->enc.ops;
-    const float *x = ct_ops_stage(ops, m->embed_x, x_host, (size_t)S * m->cfg.frames * m->cfg.n_mels * sizeof *x);
+    const ct_backend *be = m->enc.be;
+    const float *x = ct_ops_stage(be, m->embed_x, x_host, (size_t)S * m->cfg.frames * m->cfg.n_mels * sizeof *x);
     const float *out = ct_seq_cnn_forward_stack(&m->enc, x, S, 0, NULL);   /* [S, D], running statistics */
-    if (ops->download(emb, out, (size_t)S * m->cfg.embed * sizeof *emb) != CT_OK) ct_device_fatal("%s", ct_last_error());
+    if (be->ops->download(be, emb, out, (size_t)S * m->cfg.embed * sizeof *emb) != CT_OK) ct_device_fatal("%s", ct_last_error());
 }
 
 double ct_siamese_cnn_step_flops(const siamese_cnn *m, int B)

@@ -76,8 +76,8 @@ siamese_cnn_config ct_siamese_cnn_defaults(void);
  * on the CPU (the tower's device: seq_cnn.h). */
 ct_status ct_siamese_cnn_build(siamese_cnn *m, const siamese_cnn_config *cfg);
 void      ct_siamese_cnn_init_weights(siamese_cnn *m, ct_rng *r);
-/* Moves the model to the device of `ops` (before planning). */
-ct_status ct_siamese_cnn_set_device(siamese_cnn *m, const ct_ops *ops);
+/* Moves the model to the device of `be` (before planning). */
+ct_status ct_siamese_cnn_set_device(siamese_cnn *m, const ct_backend *be);
 /* Plans the activation memory on the model's device for up to max_pairs pairs (2 max_pairs images). */
 ct_status ct_siamese_cnn_plan(siamese_cnn *m, int max_pairs);
 void      ct_siamese_cnn_free(siamese_cnn *m);

@@ -14,29 +14,29 @@ void ct_siamese_head_plan(siamese_head *h, ct_arena *a, int max_pairs, int embed
     ct_arena_floats(a, &h->stats, 2);
 }
 
-float ct_siamese_head_forward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B, int *correct,
+float ct_siamese_head_forward(siamese_head *h, const ct_backend *be, const float *emb, const float *y, int B, int *correct,
                            ct_prof *p, double *t_dist, double *t_loss)
 {
     const int D = h->embed;
     const float *emb_a = emb, *emb_b = emb + (size_t)B * D;                            /* [B, D] each */
-    ops->euclidean_forward(h->dist, emb_a, emb_b, B, D, CT_KERAS_EPSILON);             /* [B] */
-    ct_prof_lap(p, ops, t_dist);
-    ops->contrastive_stats(h->stats, h->dist, y, B, h->margin, h->threshold);          /* [2] */
+    be->ops->euclidean_forward(be, h->dist, emb_a, emb_b, B, D, CT_KERAS_EPSILON);             /* [B] */
+    ct_prof_lap(p, be, t_dist);
+    be->ops->contrastive_stats(be, h->stats, h->dist, y, B, h->margin, h->threshold);          /* [2] */
     float stats[2];                                                                    /* the step's one read */
-    if (ops->download(stats, h->stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
-    ct_prof_lap(p, ops, t_loss);
+    if (be->ops->download(be, stats, h->stats, sizeof stats) != CT_OK) ct_device_fatal("%s", ct_last_error());
+    ct_prof_lap(p, be, t_loss);
     if (correct) *correct = (int)(stats[1] + 0.5f);
     return stats[0];
 }
 
-void ct_siamese_head_backward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B,
+void ct_siamese_head_backward(siamese_head *h, const ct_backend *be, const float *emb, const float *y, int B,
                            ct_prof *p, double *t_dist, double *t_loss)
 {
     const int D = h->embed;
     const size_t half = (size_t)B * D;
-    ops->contrastive_backward(h->ddist, h->dist, y, B, h->margin);                      /* dL/dd   [B] */
-    ct_prof_lap(p, ops, t_loss);
-    ops->euclidean_backward(h->demb, h->demb + half, h->ddist, h->dist, emb, emb + half, B, D,
+    be->ops->contrastive_backward(be, h->ddist, h->dist, y, B, h->margin);                      /* dL/dd   [B] */
+    ct_prof_lap(p, be, t_loss);
+    be->ops->euclidean_backward(be, h->demb, h->demb + half, h->ddist, h->dist, emb, emb + half, B, D,
                             CT_KERAS_EPSILON);                                          /* dL/demb [2B, D] */
-    ct_prof_lap(p, ops, t_dist);
+    ct_prof_lap(p, be, t_dist);
 }

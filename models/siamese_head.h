@@ -30,10 +30,10 @@ void  ct_siamese_head_plan(siamese_head *h, ct_arena *a, int max_pairs, int embe
 /* emb [2B, D], y [B] on the device. Returns the mean contrastive loss; *correct (may be NULL)
  * = pairs classified right. With profiling on, the distance's and the loss's seconds go to
  * *t_dist and *t_loss. */
-float ct_siamese_head_forward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B, int *correct,
+float ct_siamese_head_forward(siamese_head *h, const ct_backend *be, const float *emb, const float *y, int B, int *correct,
                            ct_prof *p, double *t_dist, double *t_loss);
 /* After forward on the same emb and y: h->demb [2B, D] = d L / d emb. */
-void  ct_siamese_head_backward(siamese_head *h, const ct_ops *ops, const float *emb, const float *y, int B,
+void  ct_siamese_head_backward(siamese_head *h, const ct_backend *be, const float *emb, const float *y, int B,
                             ct_prof *p, double *t_dist, double *t_loss);
 
 #endif

@@ -57,7 +57,7 @@ typedef struct {
     lstm_ids lstm;
     dense_ids dense;
     /* ---- on the device (the CPU after build; ct_siamese_lstm_set_device moves it) ---- */
-    const ct_ops *ops;             /* the device's operations */
+    const ct_backend *be;          /* the device the model is on and how it computes */
     ct_dparams dev;                /* the weights and their gradients there */
     int max_pairs;                 /* batch size the step was planned for */
     void *lstm_plan;               /* the LSTM's state for 2 max_pairs sequences of T frames */
@@ -89,9 +89,9 @@ siamese_lstm_config ct_siamese_lstm_defaults(void);
  * The model is on the CPU. */
 ct_status ct_siamese_lstm_build(siamese_lstm *m, const siamese_lstm_config *cfg);
 void      ct_siamese_lstm_init_weights(siamese_lstm *m, ct_rng *r);   /* on the host */
-/* Moves the model to the device of `ops` (before planning): its weights are copied there
+/* Moves the model to the device of `be` (before planning): its weights are copied there
  * from the host. Fails with a message when they do not fit. */
-ct_status ct_siamese_lstm_set_device(siamese_lstm *m, const ct_ops *ops);
+ct_status ct_siamese_lstm_set_device(siamese_lstm *m, const ct_backend *be);
 /* Plans the step on the model's device for up to max_pairs pairs per batch: the LSTM's
  * state and the activation memory. Fails with a message when the device cannot run the
  * configuration (hard_sigmoid in cuDNN's LSTM) or the memory does not fit. */

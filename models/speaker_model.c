@@ -38,7 +38,7 @@ static size_t lstm_adapter_embed_floats(void *ctx, int T)
 speaker_model ct_speaker_model_lstm(siamese_lstm *m)
 {
     return (speaker_model){ .name = "siamese-lstm", .ctx = m, .frames = m->cfg.frames, .n_mels = m->cfg.n_mels,
-                            .embed_dim = m->cfg.embed, .ops = m->ops, .params = &m->dev, .buffers = NULL, .prof = &m->prof,
+                            .embed_dim = m->cfg.embed, .be = m->be, .params = &m->dev, .buffers = NULL, .prof = &m->prof,
                             .whole_utterances = 1,
                             .forward = lstm_adapter_forward, .backward = lstm_adapter_backward, .plan_embed = lstm_adapter_plan_embed,
                             .embed = lstm_adapter_embed, .embed_floats = lstm_adapter_embed_floats };
@@ -108,7 +108,7 @@ static void cnn_adapter_sync_batchnorm(void *ctx, int (*sum)(void *sum_ctx, doub
 speaker_model ct_speaker_model_cnn(siamese_cnn *m)
 {
     return (speaker_model){ .name = "siamese-cnn", .ctx = m, .frames = m->cfg.frames, .n_mels = m->cfg.n_mels,
-                            .embed_dim = m->cfg.embed, .ops = m->enc.ops, .params = &m->enc.dev,
+                            .embed_dim = m->cfg.embed, .be = m->enc.be, .params = &m->enc.dev,
                             .buffers = &m->enc.dev_buffers, .prof = &m->enc.prof,
                             .whole_utterances = 0, .forward = cnn_adapter_forward, .backward = cnn_adapter_backward,
                             .plan_embed = cnn_adapter_plan_embed, .embed = cnn_adapter_embed, .embed_floats = cnn_adapter_embed_floats,

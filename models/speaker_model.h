@@ -12,7 +12,7 @@
  * in rows [0, B) and the b-utterances of the same pairs in rows [B, 2B), with
  * T = frames, I = n_mels; len [2B] are the valid frames of each row (the rest
  * is zero padding); y [B] is 1 for "same speaker". Training batches are on the
- * model's device (`ops`), with the lengths also on the host (len_host);
+ * model's device (`be`), with the lengths also on the host (len_host);
  * embedding takes and returns host arrays.
  */
 #ifndef CT_SPEAKER_MODEL_H
@@ -28,7 +28,7 @@ typedef struct {
     void *ctx;                 /* the model itself (not owned) */
     int frames, n_mels;        /* T of a training crop, I features per frame */
     int embed_dim;             /* D: embedding size */
-    const ct_ops *ops;         /* the device the model is on */
+    const ct_backend *be;      /* the device the model is on */
     ct_dparams *params;        /* trainable weights and gradients on the device (host copy: params->host) */
     ct_dparams *buffers;       /* non-trainable state saved with them (batchnorm running statistics); NULL if none */
     ct_prof *prof;             /* the model's per-layer timing (models/profile.h) */

@@ -331,8 +331,8 @@ static void toy_init(toy *t, float w0)
     ct_params_initialize(&t->st, &r);
     ct_rng_seed(&t->data, 7, CT_STREAM_DATA);
     for (int i = 0; i < TOY_N; i++) t->order[i] = i;
-    ct_dparams_make(&t->dps, &ct_ops_cpu, &t->ps, 1);
-    ct_dparams_make(&t->dst, &ct_ops_cpu, &t->st, 0);
+    ct_dparams_make(&t->dps, &ct_cpu_backend, &t->ps, 1);
+    ct_dparams_make(&t->dst, &ct_cpu_backend, &t->st, 0);
     t->state = ct_train_state_of(&t->dps, &t->dst);
 }
 

@@ -1,16 +1,16 @@
-/* test_gpu.c - the GPU backend (cuda/) against the CPU, through the two tables
- * of operations (layers/ops.h).
+/* test_gpu.c - the GPU backend (cuda/) against the CPU, through the two backends
+ * and their tables of operations (layers/ops.h).
  *
  * Host-side cases run in every build and on every machine: --device parsing, the
  * error a machine without a GPU (or a CPU-only build) gives, the counter-based
  * dropout RNG, the cuDNN weight-space mapping of the LSTM, argument checks.
  *
  * GPU cases are table-driven: every case is ONE function that draws its inputs
- * from a seeded stream, runs on the table it is given and brings its outputs to
- * the host. The harness runs it on ct_ops_cpu and on the GPU's table with the
+ * from a seeded stream, runs on the backend it is given and brings its outputs to
+ * the host. The harness runs it on ct_cpu_backend and on a GPU backend with the
  * same seed and compares every output with the tolerance the case states. The
  * same goes for the models: a training step of each model (siamese-lstm with
- * both pools, siamese-cnn, the cnn) runs the model's one code on both tables.
+ * both pools, siamese-cnn, the cnn) runs the model's one code on both backends.
  * Buffers a function must overwrite (input gradients, outputs) start as NaN, so a
  * value it forgets to write shows. With no usable GPU the GPU cases are not run
  * and not counted: each prints
@@ -74,13 +74,17 @@ static void test_device_open_error(const char *open_msg, ct_status open_st)
     else
         t_check(strstr(open_msg, "this ctrain was built without CUDA") && strstr(open_msg, "use --device cpu"),
                 "message: %s", open_msg);
-    t_check(ct_gpu_current() == NULL, "no context may be left open after a failure");
     char line[512];
-    ct_gpu_describe(line, sizeof line);
+    ct_gpu_describe(NULL, NULL, line, sizeof line);
     t_check(strncmp(line, "GPU", 3) == 0, "header line: %s", line);
     if (!ct_gpu_compiled()) t_check(strstr(line, "not compiled in") != NULL, "CPU build header line: %s", line);
-    /* a second attempt and an out-of-range index fail the same way */
-    t_check(ct_gpu_open(7, NULL) == CT_ENODEV, "gpu:7 must fail with CT_ENODEV");
+    /* a second attempt and an out-of-range index fail the same way, and leave nothing open */
+    ct_backend be;
+    memset(&be, 0xff, sizeof be);
+    t_check(ct_backend_open_gpu(&be, 7, NULL) == CT_ENODEV, "gpu:7 must fail with CT_ENODEV");
+    t_check(be.ops == NULL && be.dev == NULL, "a backend that failed to open must be left zeroed");
+    ct_gpu sentinel, *g = &sentinel;
+    t_check(ct_gpu_open(&g, 7, NULL) == CT_ENODEV && g == NULL, "gpu:7: ct_gpu_open must fail and return no context");
 }
 
 /* Independent re-implementation of the kernel's formula (cuda/counter_rng.h). */
@@ -270,57 +274,57 @@ static void test_args(void)
 #define T_OUTS 32
 typedef struct { char name[80]; float *v; size_t n; double tol; } t_out;   /* one output, on the host */
 typedef struct { t_out o[T_OUTS]; int n; } t_outs;
-typedef void (*op_case)(const ct_ops *ops, ct_rng *r, t_outs *out);
+typedef void (*op_case)(const ct_backend *be, ct_rng *r, t_outs *out);
 
-static void *dalloc(const ct_ops *ops, size_t bytes)
+static void *dalloc(const ct_backend *be, size_t bytes)
 {
     void *p = NULL;
-    CT_ASSERT(ops->mem.alloc(&p, bytes ? bytes : 4, "test") == CT_OK);
+    CT_ASSERT(be->ops->mem_alloc(be, &p, bytes ? bytes : 4, "test") == CT_OK);
     return p;
 }
-static float *dput(const ct_ops *ops, const float *host, size_t n)
+static float *dput(const ct_backend *be, const float *host, size_t n)
 {
-    float *d = dalloc(ops, n * sizeof(float));
-    CT_ASSERT(ops->upload(d, host, n * sizeof(float)) == CT_OK);
+    float *d = dalloc(be, n * sizeof(float));
+    CT_ASSERT(be->ops->upload(be, d, host, n * sizeof(float)) == CT_OK);
     return d;
 }
-static int *dputi(const ct_ops *ops, const int *host, size_t n)
+static int *dputi(const ct_backend *be, const int *host, size_t n)
 {
-    int *d = dalloc(ops, n * sizeof(int));
-    CT_ASSERT(ops->upload(d, host, n * sizeof(int)) == CT_OK);
+    int *d = dalloc(be, n * sizeof(int));
+    CT_ASSERT(be->ops->upload(be, d, host, n * sizeof(int)) == CT_OK);
     return d;
 }
 /* A buffer the function under test must overwrite: NaN until it does. */
-static float *dnan(const ct_ops *ops, size_t n)
+static float *dnan(const ct_backend *be, size_t n)
 {
     float *h = t_alloc(n);
     for (size_t i = 0; i < n; i++) h[i] = NAN;
-    float *d = dput(ops, h, n);
+    float *d = dput(be, h, n);
     free(h);
     return d;
 }
-static void dfree(const ct_ops *ops, void *p) { if (p) ops->mem.free(p); }
+static void dfree(const ct_backend *be, void *p) { if (p) be->ops->mem_free(be, p); }
 static float *rnd(size_t n, float lo, float hi, ct_rng *r) { float *x = t_alloc(n); t_fill_uniform(x, n, lo, hi, r); return x; }
 
 /* Keeps a host copy of device array `dev` [n] as output `name`, compared with tolerance tol. */
-static void keep(t_outs *o, const char *name, const ct_ops *ops, const float *dev, size_t n, double tol)
+static void keep(t_outs *o, const char *name, const ct_backend *be, const float *dev, size_t n, double tol)
 {
     CT_ASSERT(o->n < T_OUTS);
     t_out *k = &o->o[o->n++];
     snprintf(k->name, sizeof k->name, "%s", name);
     k->v = t_alloc(n);
-    CT_ASSERT(ops->download(k->v, dev, n * sizeof(float)) == CT_OK);
+    CT_ASSERT(be->ops->download(be, k->v, dev, n * sizeof(float)) == CT_OK);
     k->n = n;
     k->tol = tol;
 }
 static void keep_host(t_outs *o, const char *name, const float *v, size_t n, double tol)
 {
-    keep(o, name, &ct_ops_cpu, v, n, tol);
+    keep(o, name, &ct_cpu_backend, v, n, tol);
 }
-static void keep_ints(t_outs *o, const char *name, const ct_ops *ops, const int *dev, size_t n)
+static void keep_ints(t_outs *o, const char *name, const ct_backend *be, const int *dev, size_t n)
 {
     int *h = malloc(n * sizeof(int) + 1);
-    CT_ASSERT(h && ops->download(h, dev, n * sizeof(int)) == CT_OK);
+    CT_ASSERT(h && be->ops->download(be, h, dev, n * sizeof(int)) == CT_OK);
     float *f = t_alloc(n);
     for (size_t i = 0; i < n; i++) f[i] = (float)h[i];
     keep_host(o, name, f, n, 0.0);
@@ -372,7 +376,10 @@ static void test_case_filter(void)
     free(keep);
 }
 
-static void compare(const char *name, op_case f, const ct_ops *gpu, uint64_t seed)
+/* TF32 allowed on the GPU backend under test (compare sets it for the case it runs). */
+static int gpu_tf32;
+
+static void compare(const char *name, op_case f, const ct_backend *gpu, uint64_t seed)
 {
     if (!case_selected(name)) return;
     t_case("gpu/%s", name);
@@ -382,9 +389,10 @@ static void compare(const char *name, op_case f, const ct_ops *gpu, uint64_t see
     ct_rng r1, r2;
     ct_rng_seed(&r1, seed, 77);
     r2 = r1;
-    f(&ct_ops_cpu, &r1, &a);
+    gpu_tf32 = gpu->math.tf32;   /* the tolerances of both runs are the GPU's */
+    f(&ct_cpu_backend, &r1, &a);
     f(gpu, &r2, &b);
-    t_check(ct_gpu_sync() == CT_OK, "queued GPU work failed: %s", ct_last_error());
+    t_check(gpu->ops->sync(gpu) == CT_OK, "queued GPU work failed: %s", ct_last_error());
     t_check(a.n == b.n && a.n > 0, "%d outputs on the CPU, %d on the GPU", a.n, b.n);
     for (int i = 0; i < a.n && i < b.n; i++) {
         t_check(a.o[i].n == b.o[i].n && !strcmp(a.o[i].name, b.o[i].name), "output %d: %s [%zu] vs %s [%zu]", i,
@@ -398,132 +406,135 @@ static void compare(const char *name, op_case f, const ct_ops *gpu, uint64_t see
 /* The tolerances of float32 matrix products that sum in another order: FP32, or TF32 when allowed
  * (operands rounded to 10-bit mantissas, a relative 4.9e-4 each: a whole model's step measured
  * 7.9e-4 on an H100, so 5e-3 wherever TF32 may be used). tol_fp32(t): t, or TF32's when allowed. */
-static int tf32_on(void) { return ct_gpu_current() && ct_gpu_current()->opt.tf32; }
+static int tf32_on(void) { return gpu_tf32; }
 static double tol_gemm(void) { return tf32_on() ? 5e-3 : 2e-5; }
 static double tol_fp32(double t) { return tf32_on() && t < 5e-3 ? 5e-3 : t; }
 
 /* ---- layers ---- */
 
-static void case_dense(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_dense(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const int B = 5, In = 7, O = 3;
     float *x = rnd((size_t)B * In, -1, 1, r), *w = rnd((size_t)O * In, -1, 1, r), *b = rnd(O, -1, 1, r);
     float *dout = rnd((size_t)B * O, -1, 1, r), *dw = rnd((size_t)O * In, -1, 1, r), *db = rnd(O, -1, 1, r);
-    float *gx = dput(ops, x, (size_t)B * In), *gw = dput(ops, w, (size_t)O * In), *gb = dput(ops, b, O);
-    float *gdout = dput(ops, dout, (size_t)B * O), *gdw = dput(ops, dw, (size_t)O * In), *gdb = dput(ops, db, O);
-    float *gout = dnan(ops, (size_t)B * O), *gdin = dnan(ops, (size_t)B * In);
-    ops->dense_forward(gout, gx, gw, gb, B, In, O);
-    ops->dense_backward(gdin, gdw, gdb, gdout, gx, gw, B, In, O);
-    keep(o, "out", ops, gout, (size_t)B * O, tol_gemm());
-    keep(o, "din", ops, gdin, (size_t)B * In, tol_gemm());
-    keep(o, "dw (accumulated)", ops, gdw, (size_t)O * In, tol_gemm());
-    keep(o, "db (accumulated)", ops, gdb, O, 1e-6);
-    ops->dense_backward(gdin, NULL, NULL, gdout, gx, gw, B, In, O);   /* input gradient alone */
-    keep(o, "din without dw", ops, gdin, (size_t)B * In, tol_gemm());
+    float *gx = dput(be, x, (size_t)B * In), *gw = dput(be, w, (size_t)O * In), *gb = dput(be, b, O);
+    float *gdout = dput(be, dout, (size_t)B * O), *gdw = dput(be, dw, (size_t)O * In), *gdb = dput(be, db, O);
+    float *gout = dnan(be, (size_t)B * O), *gdin = dnan(be, (size_t)B * In);
+    be->ops->dense_forward(be, gout, gx, gw, gb, B, In, O);
+    be->ops->dense_backward(be, gdin, gdw, gdb, gdout, gx, gw, B, In, O);
+    keep(o, "out", be, gout, (size_t)B * O, tol_gemm());
+    keep(o, "din", be, gdin, (size_t)B * In, tol_gemm());
+    keep(o, "dw (accumulated)", be, gdw, (size_t)O * In, tol_gemm());
+    keep(o, "db (accumulated)", be, gdb, O, 1e-6);
+    be->ops->dense_backward(be, gdin, NULL, NULL, gdout, gx, gw, B, In, O);   /* input gradient alone */
+    keep(o, "din without dw", be, gdin, (size_t)B * In, tol_gemm());
     void *dv[] = { gx, gw, gb, gdout, gdw, gdb, gout, gdin };
-    for (size_t i = 0; i < 8; i++) dfree(ops, dv[i]);
+    for (size_t i = 0; i < 8; i++) dfree(be, dv[i]);
     free(x); free(w); free(b); free(dout); free(dw); free(db);
 }
 
-static void case_activation(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_activation(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const size_t n = 1000;
     float *x = rnd(n, -6, 6, r), *dout = rnd(n, -1, 1, r);
-    float *gx = dput(ops, x, n), *gd = dput(ops, dout, n), *gy = dnan(ops, n), *gdx = dnan(ops, n);
-    void (*fw[3])(float *, const float *, size_t) = { ops->relu_forward, ops->tanh_forward, ops->sigmoid_forward };
-    void (*bw[3])(float *, const float *, const float *, size_t) = { ops->relu_backward, ops->tanh_backward, ops->sigmoid_backward };
+    float *gx = dput(be, x, n), *gd = dput(be, dout, n), *gy = dnan(be, n), *gdx = dnan(be, n);
+    void (*fw[3])(const ct_backend *, float *, const float *, size_t) = { be->ops->relu_forward, be->ops->tanh_forward,
+                                                                          be->ops->sigmoid_forward };
+    void (*bw[3])(const ct_backend *, float *, const float *, const float *, size_t) = { be->ops->relu_backward,
+                                                                                        be->ops->tanh_backward,
+                                                                                        be->ops->sigmoid_backward };
     const char *names[3] = { "relu", "tanh", "sigmoid" };
     for (int k = 0; k < 3; k++) {
         char what[64];
-        fw[k](gy, gx, n);
-        bw[k](gdx, gd, gy, n);
-        snprintf(what, sizeof what, "%s forward", names[k]); keep(o, what, ops, gy, n, 1e-6);
-        snprintf(what, sizeof what, "%s backward", names[k]); keep(o, what, ops, gdx, n, 1e-6);
+        fw[k](be, gy, gx, n);
+        bw[k](be, gdx, gd, gy, n);
+        snprintf(what, sizeof what, "%s forward", names[k]); keep(o, what, be, gy, n, 1e-6);
+        snprintf(what, sizeof what, "%s backward", names[k]); keep(o, what, be, gdx, n, 1e-6);
     }
-    dfree(ops, gx); dfree(ops, gd); dfree(ops, gy); dfree(ops, gdx);
+    dfree(be, gx); dfree(be, gd); dfree(be, gy); dfree(be, gdx);
     free(x); free(dout);
 }
 
 /* out = a + b, and its backward pass accumulating into gradients that already hold values */
-static void case_add(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_add(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const size_t n = 1000;
     float *a = rnd(n, -2, 2, r), *b = rnd(n, -2, 2, r), *dout = rnd(n, -1, 1, r), *da = rnd(n, -1, 1, r), *db = rnd(n, -1, 1, r);
-    float *ga = dput(ops, a, n), *gb = dput(ops, b, n), *gd = dput(ops, dout, n), *gda = dput(ops, da, n), *gdb = dput(ops, db, n);
-    float *gy = dnan(ops, n);
-    ops->add_forward(gy, ga, gb, n);
-    keep(o, "add forward", ops, gy, n, 1e-6);
-    ops->add_forward(ga, ga, gb, n);   /* in place */
-    keep(o, "add forward in place", ops, ga, n, 1e-6);
-    ops->add_backward(gda, gdb, gd, n);
-    ops->add_backward(NULL, gdb, gd, n);
-    keep(o, "add backward da += dout", ops, gda, n, 1e-6);
-    keep(o, "add backward db += dout twice", ops, gdb, n, 1e-6);
+    float *ga = dput(be, a, n), *gb = dput(be, b, n), *gd = dput(be, dout, n), *gda = dput(be, da, n), *gdb = dput(be, db, n);
+    float *gy = dnan(be, n);
+    be->ops->add_forward(be, gy, ga, gb, n);
+    keep(o, "add forward", be, gy, n, 1e-6);
+    be->ops->add_forward(be, ga, ga, gb, n);   /* in place */
+    keep(o, "add forward in place", be, ga, n, 1e-6);
+    be->ops->add_backward(be, gda, gdb, gd, n);
+    be->ops->add_backward(be, NULL, gdb, gd, n);
+    keep(o, "add backward da += dout", be, gda, n, 1e-6);
+    keep(o, "add backward db += dout twice", be, gdb, n, 1e-6);
     void *dv[] = { ga, gb, gd, gda, gdb, gy };
-    for (size_t i = 0; i < 6; i++) dfree(ops, dv[i]);
+    for (size_t i = 0; i < 6; i++) dfree(be, dv[i]);
     free(a); free(b); free(dout); free(da); free(db);
 }
 
-static void case_pair(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_pair(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const int B = 6, D = 37;
     float *a = rnd((size_t)B * D, -1, 1, r), *b = rnd((size_t)B * D, -1, 1, r), *dd = rnd(B, -1, 1, r);
     memcpy(b + 2 * D, a + 2 * D, D * sizeof(float));   /* pair 2: distance at the eps floor */
-    float *ga = dput(ops, a, (size_t)B * D), *gb = dput(ops, b, (size_t)B * D), *gdd = dput(ops, dd, B);
-    float *gd = dnan(ops, B), *gda = dnan(ops, (size_t)B * D), *gdb = dnan(ops, (size_t)B * D);
-    ops->euclidean_forward(gd, ga, gb, B, D, CT_KERAS_EPSILON);
-    ops->euclidean_backward(gda, gdb, gdd, gd, ga, gb, B, D, CT_KERAS_EPSILON);
-    keep(o, "euclidean d", ops, gd, B, 1e-6);
-    keep(o, "euclidean da", ops, gda, (size_t)B * D, 1e-6);
-    keep(o, "euclidean db", ops, gdb, (size_t)B * D, 1e-6);
+    float *ga = dput(be, a, (size_t)B * D), *gb = dput(be, b, (size_t)B * D), *gdd = dput(be, dd, B);
+    float *gd = dnan(be, B), *gda = dnan(be, (size_t)B * D), *gdb = dnan(be, (size_t)B * D);
+    be->ops->euclidean_forward(be, gd, ga, gb, B, D, CT_KERAS_EPSILON);
+    be->ops->euclidean_backward(be, gda, gdb, gdd, gd, ga, gb, B, D, CT_KERAS_EPSILON);
+    keep(o, "euclidean d", be, gd, B, 1e-6);
+    keep(o, "euclidean da", be, gda, (size_t)B * D, 1e-6);
+    keep(o, "euclidean db", be, gdb, (size_t)B * D, 1e-6);
     void *dv[] = { ga, gb, gdd, gd, gda, gdb };
-    for (size_t i = 0; i < 6; i++) dfree(ops, dv[i]);
+    for (size_t i = 0; i < 6; i++) dfree(be, dv[i]);
     free(a); free(b); free(dd);
 }
 
-static void case_loss(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_loss(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const int B = 300, C = 7;
     float *d = rnd(B, 0, 1.5f, r), *y = t_alloc(B), *logits = rnd((size_t)B * C, -3, 3, r);
     int *lab = malloc(B * sizeof(int));
     for (int k = 0; k < B; k++) { y[k] = (float)(k % 3 == 0); lab[k] = (int)ct_rng_below(r, C); }
-    float *gd = dput(ops, d, B), *gy = dput(ops, y, B), *gl = dput(ops, logits, (size_t)B * C);
-    int *glab = dputi(ops, lab, B);
-    float *gs = dnan(ops, 2), *gdd = dnan(ops, B), *gprob = dnan(ops, (size_t)B * C), *gdl = dnan(ops, (size_t)B * C);
-    ops->contrastive_stats(gs, gd, gy, B, 1.0f, 0.5f);
-    keep(o, "contrastive loss and right pairs", ops, gs, 2, 1e-6);
-    ops->contrastive_backward(gdd, gd, gy, B, 1.0f);
-    keep(o, "contrastive dd", ops, gdd, B, 1e-6);
-    ops->softmax_ce_stats(gs, gprob, gl, glab, B, C);
-    keep(o, "softmax-ce loss and right predictions", ops, gs, 2, 1e-6);
-    keep(o, "softmax prob", ops, gprob, (size_t)B * C, 1e-6);
-    ops->softmax_ce_backward(gdl, gprob, glab, B, C);
-    keep(o, "softmax dlogits", ops, gdl, (size_t)B * C, 1e-6);
+    float *gd = dput(be, d, B), *gy = dput(be, y, B), *gl = dput(be, logits, (size_t)B * C);
+    int *glab = dputi(be, lab, B);
+    float *gs = dnan(be, 2), *gdd = dnan(be, B), *gprob = dnan(be, (size_t)B * C), *gdl = dnan(be, (size_t)B * C);
+    be->ops->contrastive_stats(be, gs, gd, gy, B, 1.0f, 0.5f);
+    keep(o, "contrastive loss and right pairs", be, gs, 2, 1e-6);
+    be->ops->contrastive_backward(be, gdd, gd, gy, B, 1.0f);
+    keep(o, "contrastive dd", be, gdd, B, 1e-6);
+    be->ops->softmax_ce_stats(be, gs, gprob, gl, glab, B, C);
+    keep(o, "softmax-ce loss and right predictions", be, gs, 2, 1e-6);
+    keep(o, "softmax prob", be, gprob, (size_t)B * C, 1e-6);
+    be->ops->softmax_ce_backward(be, gdl, gprob, glab, B, C);
+    keep(o, "softmax dlogits", be, gdl, (size_t)B * C, 1e-6);
     void *dv[] = { gd, gy, gl, glab, gs, gdd, gprob, gdl };
-    for (size_t i = 0; i < 8; i++) dfree(ops, dv[i]);
+    for (size_t i = 0; i < 8; i++) dfree(be, dv[i]);
     free(d); free(y); free(logits); free(lab);
 }
 
 /* dropout with a given mask: the same on both devices (their masks are drawn differently) */
-static void case_dropout_apply(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_dropout_apply(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const size_t n = 4099;
     float *x = rnd(n, -1, 1, r), *mask = t_alloc(n), *dout = rnd(n, -1, 1, r);
     for (size_t i = 0; i < n; i++) mask[i] = ct_rng_uniform(r) < 0.3f ? 0.0f : 1.0f / 0.7f;
-    float *gx = dput(ops, x, n), *gm = dput(ops, mask, n), *gd = dput(ops, dout, n), *gy = dnan(ops, n), *gdx = dnan(ops, n);
-    ops->dropout_apply(gy, gm, gx, n);
-    ops->dropout_backward(gdx, gd, gm, n);
-    keep(o, "apply", ops, gy, n, 0);
-    keep(o, "backward", ops, gdx, n, 0);
+    float *gx = dput(be, x, n), *gm = dput(be, mask, n), *gd = dput(be, dout, n), *gy = dnan(be, n), *gdx = dnan(be, n);
+    be->ops->dropout_apply(be, gy, gm, gx, n);
+    be->ops->dropout_backward(be, gdx, gd, gm, n);
+    keep(o, "apply", be, gy, n, 0);
+    keep(o, "backward", be, gdx, n, 0);
     ct_rng s;
     ct_rng_seed(&s, 3, CT_STREAM_DROPOUT);
-    ops->dropout_forward(gy, gm, gx, n, 0.3f, 0, &s);   /* evaluation: the identity, nothing drawn */
-    keep(o, "evaluation is the identity", ops, gy, n, 0);
-    dfree(ops, gx); dfree(ops, gm); dfree(ops, gd); dfree(ops, gy); dfree(ops, gdx);
+    be->ops->dropout_forward(be, gy, gm, gx, n, 0.3f, 0, &s);   /* evaluation: the identity, nothing drawn */
+    keep(o, "evaluation is the identity", be, gy, n, 0);
+    dfree(be, gx); dfree(be, gm); dfree(be, gd); dfree(be, gy); dfree(be, gdx);
     free(x); free(mask); free(dout);
 }
 
-static void case_optim(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_optim(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const size_t n = 5000;
     ct_optim_config cfgs[7];
@@ -537,113 +548,113 @@ static void case_optim(const ct_ops *ops, ct_rng *r, t_outs *o)
     for (int c = 0; c < 7; c++) {
         float *p = rnd(n, -1, 1, r), *g0 = rnd(n, -1, 1, r), *g = t_alloc(n);
         ct_optim opt;
-        CT_ASSERT(ops->optim_init(&opt, &cfgs[c], n) == CT_OK);
-        float *gp = dput(ops, p, n), *gg = dalloc(ops, n * sizeof(float));
+        CT_ASSERT(be->ops->optim_init(be, &opt, &cfgs[c], n) == CT_OK);
+        float *gp = dput(be, p, n), *gg = dalloc(be, n * sizeof(float));
         for (int s = 0; s < 3; s++) {
             for (size_t i = 0; i < n; i++) g[i] = g0[i] * (float)(s + 1);
-            CT_ASSERT(ops->upload(gg, g, n * sizeof(float)) == CT_OK);
-            ops->optim_step(&opt, gp, gg, 1e-2f);
+            CT_ASSERT(be->ops->upload(be, gg, g, n * sizeof(float)) == CT_OK);
+            be->ops->optim_step(be, &opt, gp, gg, 1e-2f);
         }
         char what[64];
         snprintf(what, sizeof what, "%s config %d params", ct_optim_name(cfgs[c].kind), c);
-        keep(o, what, ops, gp, n, 1e-6);
-        if (opt.m) { snprintf(what, sizeof what, "config %d m", c); keep(o, what, ops, opt.m, n, 1e-6); }
-        if (opt.v) { snprintf(what, sizeof what, "config %d v", c); keep(o, what, ops, opt.v, n, 1e-6); }
-        ops->optim_free(&opt);
-        dfree(ops, gp); dfree(ops, gg);
+        keep(o, what, be, gp, n, 1e-6);
+        if (opt.m) { snprintf(what, sizeof what, "config %d m", c); keep(o, what, be, opt.m, n, 1e-6); }
+        if (opt.v) { snprintf(what, sizeof what, "config %d v", c); keep(o, what, be, opt.v, n, 1e-6); }
+        be->ops->optim_free(be, &opt);
+        dfree(be, gp); dfree(be, gg);
         free(p); free(g0); free(g);
     }
     ct_optim bad;
     ct_optim_config bc = ct_optim_defaults(OPT_ADAM);
     bc.lr = -1;
-    t_check(ops->optim_init(&bad, &bc, 10) == CT_EINVAL, "%s: a negative lr must be refused", ops->name);
+    t_check(be->ops->optim_init(be, &bad, &bc, 10) == CT_EINVAL, "%s: a negative lr must be refused", be->name);
 }
 
-static void case_clip(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_clip(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const size_t n = 100003;
-    float *g = rnd(n, -1, 1, r), *gg = dput(ops, g, n);
-    float norm = ops->clip_grad_norm(gg, n, 3.0f);
+    float *g = rnd(n, -1, 1, r), *gg = dput(be, g, n);
+    float norm = be->ops->clip_grad_norm(be, gg, n, 3.0f);
     keep_host(o, "norm", &norm, 1, 1e-6);
-    keep(o, "clipped", ops, gg, n, 1e-6);
-    dfree(ops, gg);
+    keep(o, "clipped", be, gg, n, 1e-6);
+    dfree(be, gg);
     free(g);
 }
 
-static void case_pool(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_pool(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     maxpool2d_dims d;
     CT_ASSERT(ct_maxpool2d_dims_make(&d, 2, 3, 9, 7, 3, 2) == CT_OK);   /* overlapping windows */
     size_t nin = (size_t)d.N * d.C * d.H * d.W, nout = (size_t)d.N * d.C * d.OH * d.OW;
     float *x = rnd(nin, -1, 1, r), *dout = rnd(nout, -1, 1, r);
-    float *gx = dput(ops, x, nin), *gdout = dput(ops, dout, nout), *gout = dnan(ops, nout), *gdin = dnan(ops, nin);
-    int *gam = dalloc(ops, nout * sizeof(int));
-    ops->maxpool2d_forward(gout, gam, gx, &d);
-    ops->maxpool2d_backward(gdin, gdout, gam, &d);
-    keep(o, "maxpool out", ops, gout, nout, 0);
-    keep_ints(o, "maxpool argmax", ops, gam, nout);
-    keep(o, "maxpool din", ops, gdin, nin, 1e-6);
+    float *gx = dput(be, x, nin), *gdout = dput(be, dout, nout), *gout = dnan(be, nout), *gdin = dnan(be, nin);
+    int *gam = dalloc(be, nout * sizeof(int));
+    be->ops->maxpool2d_forward(be, gout, gam, gx, &d);
+    be->ops->maxpool2d_backward(be, gdin, gdout, gam, &d);
+    keep(o, "maxpool out", be, gout, nout, 0);
+    keep_ints(o, "maxpool argmax", be, gam, nout);
+    keep(o, "maxpool din", be, gdin, nin, 1e-6);
     const int N = 2, C = 3, H = 9, W = 7;   /* the same input as [N, C, H*W] and [N, C, H, W] */
-    ops->global_avgpool_forward(gout, gx, N, C, H * W);
-    ops->global_avgpool_backward(gdin, gdout, N, C, H * W);
-    keep(o, "gap out", ops, gout, (size_t)N * C, 1e-6);
-    keep(o, "gap din", ops, gdin, nin, 1e-6);
-    ops->avgpool_h_forward(gout, gx, N, C, H, W);
-    ops->avgpool_h_backward(gdin, gdout, N, C, H, W);
-    keep(o, "gaph out", ops, gout, (size_t)N * C * W, 1e-6);
-    keep(o, "gaph din", ops, gdin, nin, 1e-6);
-    dfree(ops, gx); dfree(ops, gdout); dfree(ops, gout); dfree(ops, gdin); dfree(ops, gam);
+    be->ops->global_avgpool_forward(be, gout, gx, N, C, H * W);
+    be->ops->global_avgpool_backward(be, gdin, gdout, N, C, H * W);
+    keep(o, "gap out", be, gout, (size_t)N * C, 1e-6);
+    keep(o, "gap din", be, gdin, nin, 1e-6);
+    be->ops->avgpool_h_forward(be, gout, gx, N, C, H, W);
+    be->ops->avgpool_h_backward(be, gdin, gdout, N, C, H, W);
+    keep(o, "gaph out", be, gout, (size_t)N * C * W, 1e-6);
+    keep(o, "gaph din", be, gdin, nin, 1e-6);
+    dfree(be, gx); dfree(be, gdout); dfree(be, gout); dfree(be, gdin); dfree(be, gam);
     free(x); free(dout);
 }
 
-/* A batchnorm layer's inputs drawn from r and put on the device of ops; outputs start as NaN. */
+/* A batchnorm layer's inputs drawn from r and put on the device of be; outputs start as NaN. */
 typedef struct { float *x, *gam, *bet, *dout, *rm, *rv, *out, *xh, *mean, *is, *din, *dg, *db; } bn_bufs;
 
-static void bn_bufs_make(bn_bufs *g, const ct_ops *ops, ct_rng *r, const batchnorm_dims *d)
+static void bn_bufs_make(bn_bufs *g, const ct_backend *be, ct_rng *r, const batchnorm_dims *d)
 {
     size_t n = (size_t)d->N * d->C * d->HW;
     float *x = rnd(n, -2, 2, r), *gam = rnd(d->C, 0.5f, 1.5f, r), *bet = rnd(d->C, -1, 1, r), *dout = rnd(n, -1, 1, r);
     float *rm = rnd(d->C, -0.1f, 0.1f, r), *rv = rnd(d->C, 0.9f, 1.1f, r), *dg = rnd(d->C, -1, 1, r), *dbt = rnd(d->C, -1, 1, r);
-    *g = (bn_bufs){ .x = dput(ops, x, n), .gam = dput(ops, gam, d->C), .bet = dput(ops, bet, d->C), .dout = dput(ops, dout, n),
-                    .rm = dput(ops, rm, d->C), .rv = dput(ops, rv, d->C), .out = dnan(ops, n), .xh = dnan(ops, n),
-                    .mean = dnan(ops, d->C), .is = dnan(ops, d->C), .din = dnan(ops, n), .dg = dput(ops, dg, d->C),
-                    .db = dput(ops, dbt, d->C) };
+    *g = (bn_bufs){ .x = dput(be, x, n), .gam = dput(be, gam, d->C), .bet = dput(be, bet, d->C), .dout = dput(be, dout, n),
+                    .rm = dput(be, rm, d->C), .rv = dput(be, rv, d->C), .out = dnan(be, n), .xh = dnan(be, n),
+                    .mean = dnan(be, d->C), .is = dnan(be, d->C), .din = dnan(be, n), .dg = dput(be, dg, d->C),
+                    .db = dput(be, dbt, d->C) };
     free(x); free(gam); free(bet); free(dout); free(rm); free(rv); free(dg); free(dbt);
 }
 
-static void bn_bufs_free(bn_bufs *g, const ct_ops *ops)
+static void bn_bufs_free(bn_bufs *g, const ct_backend *be)
 {
     void *dv[] = { g->x, g->gam, g->bet, g->dout, g->rm, g->rv, g->out, g->xh, g->mean, g->is, g->din, g->dg, g->db };
-    for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++) dfree(ops, dv[i]);
+    for (size_t i = 0; i < sizeof dv / sizeof dv[0]; i++) dfree(be, dv[i]);
 }
 
 /* backward, and the three gradients kept */
-static void bn_backward_keep(t_outs *o, const ct_ops *ops, bn_bufs *g, const batchnorm_dims *d)
+static void bn_backward_keep(t_outs *o, const ct_backend *be, bn_bufs *g, const batchnorm_dims *d)
 {
     size_t n = (size_t)d->N * d->C * d->HW;
-    ops->batchnorm_backward(g->din, g->dg, g->db, g->dout, g->xh, g->is, g->gam, d);
-    keep(o, "din", ops, g->din, n, 1e-5);
-    keep(o, "dgamma (accumulated)", ops, g->dg, d->C, 1e-5);
-    keep(o, "dbeta (accumulated)", ops, g->db, d->C, 1e-5);
+    be->ops->batchnorm_backward(be, g->din, g->dg, g->db, g->dout, g->xh, g->is, g->gam, d);
+    keep(o, "din", be, g->din, n, 1e-5);
+    keep(o, "dgamma (accumulated)", be, g->dg, d->C, 1e-5);
+    keep(o, "dbeta (accumulated)", be, g->db, d->C, 1e-5);
 }
 
 static batchnorm_dims bn_plain_dims;   /* N, C, HW of the next case_batchnorm */
-static void case_batchnorm(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_batchnorm(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     batchnorm_dims d = { .N = bn_plain_dims.N, .C = bn_plain_dims.C, .HW = bn_plain_dims.HW, .eps = 1e-5f, .momentum = 0.1f };
     size_t n = (size_t)d.N * d.C * d.HW;
     bn_bufs g;
-    bn_bufs_make(&g, ops, r, &d);
+    bn_bufs_make(&g, be, r, &d);
     for (int train = 0; train <= 1; train++) {
-        ops->batchnorm_forward(g.out, g.xh, g.mean, g.is, g.rm, g.rv, g.x, g.gam, g.bet, &d, train);
-        keep(o, train ? "train out" : "eval out", ops, g.out, n, 1e-6);
-        keep(o, train ? "train xhat" : "eval xhat", ops, g.xh, n, 1e-6);
-        keep(o, train ? "train invstd" : "eval invstd", ops, g.is, d.C, 1e-6);
-        keep(o, train ? "running_mean after train" : "running_mean after eval", ops, g.rm, d.C, 1e-6);
-        keep(o, train ? "running_var after train" : "running_var after eval", ops, g.rv, d.C, 1e-6);
+        be->ops->batchnorm_forward(be, g.out, g.xh, g.mean, g.is, g.rm, g.rv, g.x, g.gam, g.bet, &d, train);
+        keep(o, train ? "train out" : "eval out", be, g.out, n, 1e-6);
+        keep(o, train ? "train xhat" : "eval xhat", be, g.xh, n, 1e-6);
+        keep(o, train ? "train invstd" : "eval invstd", be, g.is, d.C, 1e-6);
+        keep(o, train ? "running_mean after train" : "running_mean after eval", be, g.rm, d.C, 1e-6);
+        keep(o, train ? "running_var after train" : "running_var after eval", be, g.rv, d.C, 1e-6);
     }
-    bn_backward_keep(o, ops, &g, &d);
-    bn_bufs_free(&g, ops);
+    bn_backward_keep(o, be, &g, &d);
+    bn_bufs_free(&g, be);
 }
 
 /* Synchronised batchnorm (data-parallel training: ct_replica_sum) on a stand-in for three
@@ -657,56 +668,56 @@ static int three_replicas(void *ctx, double *buf, int n)
 }
 
 static batchnorm_dims bn_synced_dims;   /* N, C, HW of the next case_batchnorm_synced */
-static void case_batchnorm_synced(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_batchnorm_synced(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     ct_replica_sum rs = { .sum = three_replicas, .ctx = NULL, .total_N = 3 * bn_synced_dims.N, .share = 1.0 / 3.0 };
     batchnorm_dims d = { .N = bn_synced_dims.N, .C = bn_synced_dims.C, .HW = bn_synced_dims.HW, .eps = 1e-5f, .momentum = 0.1f,
                          .sync = &rs };
     size_t n = (size_t)d.N * d.C * d.HW;
     bn_bufs g;
-    bn_bufs_make(&g, ops, r, &d);
-    ops->batchnorm_forward(g.out, g.xh, g.mean, g.is, g.rm, g.rv, g.x, g.gam, g.bet, &d, 1);
-    keep(o, "out", ops, g.out, n, 1e-6);
-    keep(o, "xhat", ops, g.xh, n, 1e-6);
-    keep(o, "mean", ops, g.mean, d.C, 1e-6);
-    keep(o, "invstd", ops, g.is, d.C, 1e-6);
-    keep(o, "running_mean", ops, g.rm, d.C, 1e-6);
-    keep(o, "running_var", ops, g.rv, d.C, 1e-6);
-    bn_backward_keep(o, ops, &g, &d);
-    bn_bufs_free(&g, ops);
+    bn_bufs_make(&g, be, r, &d);
+    be->ops->batchnorm_forward(be, g.out, g.xh, g.mean, g.is, g.rm, g.rv, g.x, g.gam, g.bet, &d, 1);
+    keep(o, "out", be, g.out, n, 1e-6);
+    keep(o, "xhat", be, g.xh, n, 1e-6);
+    keep(o, "mean", be, g.mean, d.C, 1e-6);
+    keep(o, "invstd", be, g.is, d.C, 1e-6);
+    keep(o, "running_mean", be, g.rm, d.C, 1e-6);
+    keep(o, "running_var", be, g.rv, d.C, 1e-6);
+    bn_backward_keep(o, be, &g, &d);
+    bn_bufs_free(&g, be);
 }
 
 /* A convolution planned for N images, run on N and on fewer (another batch size: on the
  * GPU another set of descriptors and algorithms within the same workspace). */
 static conv2d_dims conv_case_dims;
-static void case_conv2d(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_conv2d(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const conv2d_dims d = conv_case_dims;
     size_t nin = (size_t)d.N * d.C * d.H * d.W, nout = (size_t)d.N * d.OC * d.OH * d.OW, nw = (size_t)d.OC * d.C * d.KH * d.KW;
     float *x = rnd(nin, -1, 1, r), *w = rnd(nw, -1, 1, r), *b = rnd(d.OC, -1, 1, r), *dout = rnd(nout, -1, 1, r);
     float *dw = rnd(nw, -1, 1, r), *db = rnd(d.OC, -1, 1, r);
     void *plan = NULL;
-    ct_status st = ops->conv2d_plan(&plan, &d, 1);
-    t_check(st == CT_OK, "%s plan: %s", ops->name, ct_last_error());
+    ct_status st = be->ops->conv2d_plan(be, &plan, &d, 1);
+    t_check(st == CT_OK, "%s plan: %s", be->name, ct_last_error());
     if (st != CT_OK) { free(x); free(w); free(b); free(dout); free(dw); free(db); return; }
-    float *gx = dput(ops, x, nin), *gw = dput(ops, w, nw), *gb = dput(ops, b, d.OC), *gdout = dput(ops, dout, nout);
-    float *gdw = dput(ops, dw, nw), *gdb = dput(ops, db, d.OC), *gout = dnan(ops, nout), *gdin = dnan(ops, nin);
-    float *gws = dalloc(ops, (ops->conv2d_workspace_floats(plan) + 1) * sizeof(float));
+    float *gx = dput(be, x, nin), *gw = dput(be, w, nw), *gb = dput(be, b, d.OC), *gdout = dput(be, dout, nout);
+    float *gdw = dput(be, dw, nw), *gdb = dput(be, db, d.OC), *gout = dnan(be, nout), *gdin = dnan(be, nin);
+    float *gws = dalloc(be, (be->ops->conv2d_workspace_floats(be, plan) + 1) * sizeof(float));
     int Ns[2] = { d.N, d.N > 1 ? d.N - 1 : 1 };
     for (int k = 0; k < 2; k++) {
         int N = Ns[k];
         size_t no = (size_t)N * d.OC * d.OH * d.OW, ni = (size_t)N * d.C * d.H * d.W;
         char what[64];
-        ops->conv2d_forward(gout, gws, gx, gw, gb, plan, N);
-        ops->conv2d_backward(gdin, gdw, gdb, gws, gdout, gx, gw, plan, N);
-        snprintf(what, sizeof what, "out, batch %d", N); keep(o, what, ops, gout, no, tol_gemm());
-        snprintf(what, sizeof what, "din, batch %d", N); keep(o, what, ops, gdin, ni, tol_gemm());
-        snprintf(what, sizeof what, "dw (accumulated), batch %d", N); keep(o, what, ops, gdw, nw, tol_gemm());
-        snprintf(what, sizeof what, "db (accumulated), batch %d", N); keep(o, what, ops, gdb, d.OC, 1e-5);
+        be->ops->conv2d_forward(be, gout, gws, gx, gw, gb, plan, N);
+        be->ops->conv2d_backward(be, gdin, gdw, gdb, gws, gdout, gx, gw, plan, N);
+        snprintf(what, sizeof what, "out, batch %d", N); keep(o, what, be, gout, no, tol_gemm());
+        snprintf(what, sizeof what, "din, batch %d", N); keep(o, what, be, gdin, ni, tol_gemm());
+        snprintf(what, sizeof what, "dw (accumulated), batch %d", N); keep(o, what, be, gdw, nw, tol_gemm());
+        snprintf(what, sizeof what, "db (accumulated), batch %d", N); keep(o, what, be, gdb, d.OC, 1e-5);
     }
-    ops->conv2d_plan_free(plan);
+    be->ops->conv2d_plan_free(be, plan);
     void *dv[] = { gdw, gdb, gx, gw, gb, gdout, gout, gdin, gws };
-    for (size_t i = 0; i < 9; i++) dfree(ops, dv[i]);
+    for (size_t i = 0; i < 9; i++) dfree(be, dv[i]);
     free(x); free(w); free(b); free(dout); free(dw); free(db);
 }
 
@@ -726,7 +737,7 @@ static lstm_case_cfg lstm_cfg;
 static int lstm_plan_direct(const void *plan, char *why, size_t n) { const lstm_gpu *p = plan; snprintf(why, n, "%s", p->map.why); return p->map.direct; }
 #endif
 
-static void case_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_lstm(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const lstm_case_cfg *c = &lstm_cfg;
     lstm_dims pd = { .B = c->plan_B, .T = c->plan_T, .I = c->I, .H = c->H, .L = c->L, .ret = c->ret, .recur = LSTM_SIGMOID };
@@ -745,83 +756,83 @@ static void case_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
         len = malloc(d.B * sizeof(int));
         for (int b = 0; b < d.B; b++) len[b] = b == 0 ? d.T : 1 + (int)ct_rng_below(r, d.T);
     }
-    float *gp = dput(ops, ps.data, ps.numel), *gg = dalloc(ops, ps.numel * sizeof(float));
-    float *gx = dput(ops, x, nx), *gdout = dput(ops, dout, nout), *gout = dnan(ops, nout), *gdx = dnan(ops, nx);
-    int *glen = len ? dputi(ops, len, d.B) : NULL;
+    float *gp = dput(be, ps.data, ps.numel), *gg = dalloc(be, ps.numel * sizeof(float));
+    float *gx = dput(be, x, nx), *gdout = dput(be, dout, nout), *gout = dnan(be, nout), *gdx = dnan(be, nx);
+    int *glen = len ? dputi(be, len, d.B) : NULL;
     void *plan = NULL;
-    ct_status st = ops->lstm_plan(&plan, &pd, &ps, &ids, gp);
-    t_check(st == CT_OK, "%s plan: %s", ops->name, ct_last_error());
+    ct_status st = be->ops->lstm_plan(be, &plan, &pd, &ps, &ids, gp);
+    t_check(st == CT_OK, "%s plan: %s", be->name, ct_last_error());
     if (st == CT_OK) {
 #ifdef CT_HAVE_CUDA
-        if (!ops->host_memory) {
+        if (!be->host_memory) {
             char why[256];
             int direct = lstm_plan_direct(plan, why, sizeof why);
             t_check(c->want_direct < 0 || direct == c->want_direct, "weight space %s, expected %s (%s)", direct ? "direct" : "packed",
                     c->want_direct ? "direct" : "packed", why);
         }
 #endif
-        ops->lstm_forward(gout, plan, gx, glen, len, gp, &d);
-        ops->lstm_backward(gdx, gg, plan, gdout, gx, glen, len, gp, &d);
+        be->ops->lstm_forward(be, gout, plan, gx, glen, len, gp, &d);
+        be->ops->lstm_backward(be, gdx, gg, plan, gdout, gx, glen, len, gp, &d);
 #ifdef CT_HAVE_CUDA
-        if (!ops->host_memory)   /* the algorithm that ran (cuDNN's persistent kernel refuses masked batches) */
+        if (!be->host_memory)   /* the algorithm that ran (cuDNN's persistent kernel refuses masked batches) */
             printf("  cuDNN LSTM algorithm: %s, weight space %s\n", ct_lstm_gpu_algo(plan),
                    lstm_plan_direct(plan, (char[256]){ 0 }, 256) ? "direct" : "packed");
 #endif
-        keep(o, "out", ops, gout, nout, c->tol_f);
-        keep(o, "dx", ops, gdx, nx, c->tol_b);
-        keep(o, "parameter gradients", ops, gg, ps.numel, c->tol_b);
+        keep(o, "out", be, gout, nout, c->tol_f);
+        keep(o, "dx", be, gdx, nx, c->tol_b);
+        keep(o, "parameter gradients", be, gg, ps.numel, c->tol_b);
         /* accumulation: the same step again (cuDNN's backward changes the reserve space,
          * so backward needs its own forward) doubles the gradients */
-        ops->lstm_forward(gout, plan, gx, glen, len, gp, &d);
-        ops->lstm_backward(gdx, gg, plan, gdout, gx, glen, len, gp, &d);
-        keep(o, "gradients after a second step (accumulated)", ops, gg, ps.numel, c->tol_b);
-        ops->lstm_plan_free(plan);
+        be->ops->lstm_forward(be, gout, plan, gx, glen, len, gp, &d);
+        be->ops->lstm_backward(be, gdx, gg, plan, gdout, gx, glen, len, gp, &d);
+        keep(o, "gradients after a second step (accumulated)", be, gg, ps.numel, c->tol_b);
+        be->ops->lstm_plan_free(be, plan);
     }
     void *dv[] = { gp, gg, gx, gdout, gout, gdx, glen };
-    for (size_t i = 0; i < 7; i++) dfree(ops, dv[i]);
+    for (size_t i = 0; i < 7; i++) dfree(be, dv[i]);
     free(x); free(dout); free(len);
     ct_params_free(&ps);
 }
 
 /* ---- memory and the batch ring ---- */
-static void case_memory(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_memory(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const size_t n = 3001;
     float *a = rnd(n, -1, 1, r), *b = rnd(n, -1, 1, r), *c = rnd(n, -1, 1, r);
-    float *ga = dput(ops, a, n), *gb = dnan(ops, n);
-    ops->copy(gb, ga, n * sizeof(float));
-    keep(o, "copy", ops, gb, n, 0);
-    ops->zero(gb + 7, 100 * sizeof(float));
-    keep(o, "zero inside", ops, gb, n, 0);
+    float *ga = dput(be, a, n), *gb = dnan(be, n);
+    be->ops->copy(be, gb, ga, n * sizeof(float));
+    keep(o, "copy", be, gb, n, 0);
+    be->ops->zero(be, gb + 7, 100 * sizeof(float));
+    keep(o, "zero inside", be, gb, n, 0);
     void *ring = NULL;
-    CT_ASSERT(ops->ring_create(&ring, n * sizeof(float)) == CT_OK);
+    CT_ASSERT(be->ops->ring_create(be, &ring, n * sizeof(float)) == CT_OK);
     const float *src[3] = { a, b, c };
     const float *slot[3];
     for (int k = 0; k < 3; k++) {   /* three batches through two slots; each is read before the next put */
-        slot[k] = ops->ring_put(ring, src[k], n * sizeof(float));
+        slot[k] = be->ops->ring_put(be, ring, src[k], n * sizeof(float));
         char what[32];
         snprintf(what, sizeof what, "ring batch %d", k);
-        keep(o, what, ops, slot[k], n, 0);
-        t_check(!memcmp(o->o[o->n - 1].v, src[k], n * sizeof(float)), "%s: ring batch %d is not the host block", ops->name, k);
+        keep(o, what, be, slot[k], n, 0);
+        t_check(!memcmp(o->o[o->n - 1].v, src[k], n * sizeof(float)), "%s: ring batch %d is not the host block", be->name, k);
     }
-    if (!ops->host_memory) t_check(slot[0] == slot[2] && slot[0] != slot[1], "the ring alternates two device slots");
+    if (!be->host_memory) t_check(slot[0] == slot[2] && slot[0] != slot[1], "the ring alternates two device slots");
     /* a block from host_alloc (pinned on the GPU) is copied from where it lies: rewritten
      * after ring_wait, each batch still arrives whole */
     float *pin = NULL;
-    CT_ASSERT(ops->host_alloc((void **)&pin, n * sizeof(float), "a test batch") == CT_OK);
+    CT_ASSERT(be->ops->host_alloc(be, (void **)&pin, n * sizeof(float), "a test batch") == CT_OK);
     for (int k = 0; k < 3; k++) {
-        ops->ring_wait(ring, pin);
+        be->ops->ring_wait(be, ring, pin);
         memcpy(pin, src[k], n * sizeof(float));
-        const float *dev = ops->ring_put(ring, pin, n * sizeof(float));
+        const float *dev = be->ops->ring_put(be, ring, pin, n * sizeof(float));
         char what[40];
         snprintf(what, sizeof what, "ring batch %d from a pinned block", k);
-        keep(o, what, ops, dev, n, 0);
-        t_check(!memcmp(o->o[o->n - 1].v, src[k], n * sizeof(float)), "%s: pinned ring batch %d is not the host block", ops->name, k);
+        keep(o, what, be, dev, n, 0);
+        t_check(!memcmp(o->o[o->n - 1].v, src[k], n * sizeof(float)), "%s: pinned ring batch %d is not the host block", be->name, k);
     }
-    ops->ring_wait(ring, pin);
-    ops->host_free(pin);
-    ops->ring_free(ring);
-    dfree(ops, ga); dfree(ops, gb);
+    be->ops->ring_wait(be, ring, pin);
+    be->ops->host_free(be, pin);
+    be->ops->ring_free(be, ring);
+    dfree(be, ga); dfree(be, gb);
     free(a); free(b); free(c);
 }
 
@@ -830,16 +841,16 @@ static void case_memory(const ct_ops *ops, ct_rng *r, t_outs *o)
 /* Two SGD-with-momentum steps (the update is linear in the gradient, so float rounding
  * cannot flip it) through the device's batch ring, as speaker_task trains. */
 static siamese_lstm_config slstm_cfg;
-static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_siamese_lstm(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const siamese_lstm_config cfg = slstm_cfg;
     const int B = 4;
     siamese_lstm m;
     CT_ASSERT(ct_siamese_lstm_build(&m, &cfg) == CT_OK);
     ct_siamese_lstm_init_weights(&m, r);
-    ct_status st = ct_siamese_lstm_set_device(&m, ops);
+    ct_status st = ct_siamese_lstm_set_device(&m, be);
     if (st == CT_OK) st = ct_siamese_lstm_plan(&m, B + 2);   /* planned larger than the batch */
-    t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
+    t_check(st == CT_OK, "%s: %s", be->name, ct_last_error());
     if (st != CT_OK) { ct_siamese_lstm_free(&m); return; }
     ct_train_state ts = ct_train_state_of(&m.dev, NULL);
     ct_optim_config oc = ct_optim_defaults(OPT_SGD);
@@ -848,7 +859,7 @@ static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
     size_t nx = (size_t)2 * B * cfg.frames * cfg.n_mels, y_off = nx, len_off = nx + B;
     float *block = t_alloc(len_off + 2 * B);   /* x | y | len, as speaker_task packs a batch */
     void *ring = NULL;
-    CT_ASSERT(ops->ring_create(&ring, (len_off + 2 * B) * sizeof(float)) == CT_OK);
+    CT_ASSERT(be->ops->ring_create(be, &ring, (len_off + 2 * B) * sizeof(float)) == CT_OK);
     const float y[2][4] = { { 1, 0, 1, 0 }, { 0, 0, 1, 1 } };
     const int len[2][8] = { { 12, 5, 12, 9, 1, 12, 7, 12 }, { 12, 12, 12, 12, 3, 4, 5, 6 } };
     float losses[2], corrects[2];
@@ -856,14 +867,14 @@ static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
         t_fill_uniform(block, nx, -1, 1, r);
         memcpy(block + y_off, y[s], sizeof y[s]);
         memcpy(block + len_off, len[s], sizeof len[s]);
-        const float *dev = ops->ring_put(ring, block, (len_off + 2 * B) * sizeof(float));
+        const float *dev = be->ops->ring_put(be, ring, block, (len_off + 2 * B) * sizeof(float));
         const int *dlen = (const int *)(dev + len_off);
         int correct = 0;
         ct_train_state_zero_grad(&ts);
         losses[s] = ct_siamese_lstm_forward(&m, dev, dlen, len[s], dev + y_off, B, &correct);
         corrects[s] = (float)correct;
         ct_siamese_lstm_backward(&m, dev, dlen, len[s], dev + y_off, B);
-        if (s == 0) keep(o, "gradients, step 1", ops, m.dev.grad, m.params.numel, 1e-4);
+        if (s == 0) keep(o, "gradients, step 1", be, m.dev.grad, m.params.numel, 1e-4);
         ct_train_state_step(&ts, oc.lr);
     }
     keep_host(o, "losses", losses, 2, 1e-5);
@@ -878,21 +889,21 @@ static void case_siamese_lstm(const ct_ops *ops, ct_rng *r, t_outs *o)
     ct_siamese_lstm_embed(&m, emb, xe, lens, S, T);
     keep_host(o, "embeddings", emb, (size_t)S * cfg.embed, 1e-4);
     ct_train_state_end(&ts);
-    ops->ring_free(ring);
+    be->ops->ring_free(be, ring);
     ct_siamese_lstm_free(&m);
     free(block); free(xe); free(emb);
 }
 
 static siamese_cnn_config scnn_cfg;
-static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_siamese_cnn(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const int B = 3;
     static siamese_cnn m;
     CT_ASSERT(ct_siamese_cnn_build(&m, &scnn_cfg) == CT_OK);
     ct_siamese_cnn_init_weights(&m, r);
-    ct_status st = ct_siamese_cnn_set_device(&m, ops);
+    ct_status st = ct_siamese_cnn_set_device(&m, be);
     if (st == CT_OK) st = ct_siamese_cnn_plan(&m, B + 1);
-    t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
+    t_check(st == CT_OK, "%s: %s", be->name, ct_last_error());
     if (st != CT_OK) { ct_siamese_cnn_free(&m); return; }
     ct_train_state ts = ct_train_state_of(&m.enc.dev, &m.enc.dev_buffers);
     ct_optim_config oc = ct_optim_defaults(OPT_SGD);
@@ -902,13 +913,13 @@ static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
     float *x = t_alloc(nx), y[3] = { 1, 0, 1 }, losses[2];
     for (int s = 0; s < 2; s++) {
         t_fill_uniform(x, nx, -1, 1, r);
-        float *gx = dput(ops, x, nx), *gy = dput(ops, y, B);
+        float *gx = dput(be, x, nx), *gy = dput(be, y, B);
         ct_train_state_zero_grad(&ts);
         losses[s] = ct_siamese_cnn_forward(&m, gx, gy, B, 1, NULL, NULL);
         ct_siamese_cnn_backward(&m, gx, gy, B);
-        if (s == 0) keep(o, "gradients, step 1", ops, m.enc.dev.grad, m.enc.params.numel, tol_fp32(1e-4));
+        if (s == 0) keep(o, "gradients, step 1", be, m.enc.dev.grad, m.enc.params.numel, tol_fp32(1e-4));
         ct_train_state_step(&ts, oc.lr);
-        dfree(ops, gx); dfree(ops, gy);
+        dfree(be, gx); dfree(be, gy);
     }
     keep_host(o, "losses", losses, 2, tol_fp32(1e-5));
     CT_ASSERT(ct_train_state_to_host(&ts) == CT_OK);
@@ -926,15 +937,15 @@ static void case_siamese_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
 
 /* The classifier with dropout: both devices apply the same masks (seq_cnn.given_masks). */
 static const char *cnn_case_spec;   /* on 2x10x9 images, 5 classes */
-static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
+static void case_cnn(const ct_backend *be, ct_rng *r, t_outs *o)
 {
     const int N = 6, C = 5;
     static seq_cnn m;
     CT_ASSERT(ct_seq_cnn_build(&m, cnn_case_spec, 2, 10, 9, C) == CT_OK);
     ct_seq_cnn_init_weights(&m, r);
-    ct_status st = ct_seq_cnn_set_device(&m, ops);
+    ct_status st = ct_seq_cnn_set_device(&m, be);
     if (st == CT_OK) st = ct_seq_cnn_plan(&m, N + 2);
-    t_check(st == CT_OK, "%s: %s", ops->name, ct_last_error());
+    t_check(st == CT_OK, "%s: %s", be->name, ct_last_error());
     if (st != CT_OK) { ct_seq_cnn_free(&m); return; }
     m.given_masks = 1;
     ct_train_state ts = ct_train_state_of(&m.dev, &m.dev_buffers);
@@ -957,19 +968,19 @@ static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
             size_t nm = (size_t)N * ct_seq_layer_out_size(l);
             float *mask = t_alloc(nm);
             for (size_t j = 0; j < nm; j++) mask[j] = ct_rng_uniform(r) < l->p ? 0.0f : 1.0f / (1.0f - l->p);
-            CT_ASSERT(ops->upload(l->mask, mask, nm * sizeof(float)) == CT_OK);
+            CT_ASSERT(be->ops->upload(be, l->mask, mask, nm * sizeof(float)) == CT_OK);
             free(mask);
         }
-        float *gx = dput(ops, x, (size_t)N * px);
-        int *gl = dputi(ops, labels, N), correct = 0;
+        float *gx = dput(be, x, (size_t)N * px);
+        int *gl = dputi(be, labels, N), correct = 0;
         ct_train_state_zero_grad(&ts);
         losses[s] = ct_seq_cnn_forward(&m, gx, gl, N, 1, NULL, &correct);
         corrects[s] = (float)correct;
-        if (s == 0) keep(o, "logits, step 1", ops, m.logits, (size_t)N * C, 1e-5);
+        if (s == 0) keep(o, "logits, step 1", be, m.logits, (size_t)N * C, 1e-5);
         ct_seq_cnn_backward(&m, gx, gl, N);
-        if (s == 0) keep(o, "gradients, step 1", ops, m.dev.grad, m.params.numel, 1e-4);
+        if (s == 0) keep(o, "gradients, step 1", be, m.dev.grad, m.params.numel, 1e-4);
         ct_train_state_step(&ts, 1e-3f);
-        dfree(ops, gx); dfree(ops, gl);
+        dfree(be, gx); dfree(be, gl);
     }
     keep_host(o, "losses", losses, 2, 1e-5);
     keep_host(o, "right predictions", corrects, 2, 0);
@@ -984,7 +995,7 @@ static void case_cnn(const ct_ops *ops, ct_rng *r, t_outs *o)
 /* ---- GPU-only checks ---- */
 
 /* the GPU's own dropout masks: the counter-based scheme, reproduced on the host */
-static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
+static void gpu_dropout_masks(const ct_backend *gpu, ct_rng *r)
 {
     t_case("gpu/dropout_masks");
     const size_t n = 4099;
@@ -994,15 +1005,15 @@ static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
     ct_rng s1, s2;
     ct_rng_seed(&s1, 99, CT_STREAM_DROPOUT);
     s2 = s1;
-    gpu->dropout_forward(go, gm, gx, n, p, 1, &s1);
+    gpu->ops->dropout_forward(gpu, go, gm, gx, n, p, 1, &s1);
     uint64_t seed = ct_dropout_seed_draw(&s2);
     t_check(s1.state == s2.state, "the GPU call advanced the stream by two draws");
     ct_dropout_mask_ref(mask, n, p, seed, 0);
     for (size_t i = 0; i < n; i++) out[i] = x[i] * mask[i];
     float *h = t_alloc(n);
-    CT_ASSERT(gpu->download(h, gm, n * sizeof(float)) == CT_OK);
+    CT_ASSERT(gpu->ops->download(gpu, h, gm, n * sizeof(float)) == CT_OK);
     t_close("mask (exact)", h, mask, n, 0);
-    CT_ASSERT(gpu->download(h, go, n * sizeof(float)) == CT_OK);
+    CT_ASSERT(gpu->ops->download(gpu, h, go, n * sizeof(float)) == CT_OK);
     t_close("out", h, out, n, 0);
     dfree(gpu, gx); dfree(gpu, gm); dfree(gpu, go);
     free(x); free(mask); free(out); free(h);
@@ -1018,19 +1029,19 @@ static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
     gx = dput(gpu, x, N); gm = dnan(gpu, N); go = dnan(gpu, N);
     ct_rng_seed(&s1, 7, CT_STREAM_DROPOUT);
     ct_rng start = s1;
-    gpu->dropout_forward(go, gm, gx, N, p, 1, &s1);
-    CT_ASSERT(gpu->download(whole, gm, N * sizeof(float)) == CT_OK);
+    gpu->ops->dropout_forward(gpu, go, gm, gx, N, p, 1, &s1);
+    CT_ASSERT(gpu->ops->download(gpu, whole, gm, N * sizeof(float)) == CT_OK);
     const int first = 3, k = 2;
     const size_t m = (size_t)k * PER;
     float *pin = t_alloc(S * m);
     for (int sg = 0; sg < S; sg++) memcpy(pin + sg * m, x + ((size_t)sg * ROWS + first) * PER, m * sizeof(float));
     float *gpin = dput(gpu, pin, S * m), *gpm = dnan(gpu, S * m), *gpo = dnan(gpu, S * m);
     s2 = start;
-    gpu->dropout_forward_part(gpo, gpm, gpin, PER, S, k, first, ROWS, p, &s2);
+    gpu->ops->dropout_forward_part(gpu, gpo, gpm, gpin, PER, S, k, first, ROWS, p, &s2);
     t_check(s1.state == s2.state, "the part's call advanced the stream as the whole batch's");
-    CT_ASSERT(gpu->download(part, gpm, S * m * sizeof(float)) == CT_OK);
+    CT_ASSERT(gpu->ops->download(gpu, part, gpm, S * m * sizeof(float)) == CT_OK);
     for (int sg = 0; sg < S; sg++) t_close("part's mask (exact)", part + sg * m, whole + ((size_t)sg * ROWS + first) * PER, m, 0);
-    CT_ASSERT(gpu->download(part, gpo, S * m * sizeof(float)) == CT_OK);
+    CT_ASSERT(gpu->ops->download(gpu, part, gpo, S * m * sizeof(float)) == CT_OK);
     for (size_t i = 0; i < S * m; i++) pin[i] *= whole[(i / m * ROWS + first) * PER + i % m];
     t_close("part's out", part, pin, S * m, 0);
     dfree(gpu, gx); dfree(gpu, gm); dfree(gpu, go); dfree(gpu, gpin); dfree(gpu, gpm); dfree(gpu, gpo);
@@ -1038,7 +1049,7 @@ static void gpu_dropout_masks(const ct_ops *gpu, ct_rng *r)
 }
 
 /* Configurations the GPU cannot run, and its memory running out: one clear message. */
-static void gpu_refusals(const ct_ops *gpu)
+static void gpu_refusals(const ct_backend *gpu)
 {
     t_case("gpu/refusals");
     siamese_lstm_config cfg = ct_siamese_lstm_defaults();
@@ -1054,7 +1065,7 @@ static void gpu_refusals(const ct_ops *gpu)
     /* compute-sanitizer reports the failed cudaMalloc as an error: CT_GPU_TEST_NO_OOM=1 leaves it out */
     if (getenv("CT_GPU_TEST_NO_OOM")) return;
     void *p = NULL;
-    st = gpu->mem.alloc(&p, (size_t)1 << 50, "a test buffer");
+    st = gpu->ops->mem_alloc(gpu, &p, (size_t)1 << 50, "a test buffer");
     t_check(st == CT_ENOMEM && p == NULL && strstr(ct_last_error(), "a test buffer") && strstr(ct_last_error(), "MiB free"),
             "out of memory: status %d: %s", (int)st, ct_last_error());
 }
@@ -1122,7 +1133,7 @@ static void set_lstm(int B, int T, int I, int H, int L, int plan_B, int plan_T, 
                                 .masked = masked, .tol_f = tf, .tol_b = tb, .want_direct = direct };
 }
 
-static void conv_cases(const ct_ops *gpu, const char *prefix)
+static void conv_cases(const ct_backend *gpu, const char *prefix)
 {
     char name[64];
     CT_ASSERT(ct_conv2d_dims_make(&conv_case_dims, 5, 3, 9, 8, 4, 3, 3, 2, 1) == CT_OK);   /* strided: im2col on the CPU */
@@ -1134,10 +1145,10 @@ static void conv_cases(const ct_ops *gpu, const char *prefix)
     compare("conv2d_winograd_shape", case_conv2d, gpu, 12);
 }
 
-static void run_gpu_cases(const ct_ops *gpu)
+static void run_gpu_cases(const ct_backend *gpu)
 {
     char line[512];
-    ct_gpu_describe(line, sizeof line);
+    ct_gpu_describe(gpu->dev, &gpu->math, line, sizeof line);
     printf("  %s\n", line);
     compare("dense", case_dense, gpu, 1);
     compare("activation", case_activation, gpu, 2);
@@ -1203,19 +1214,22 @@ static void run_gpu_cases(const ct_ops *gpu)
     gpu_dropout_masks(gpu, &r);
     gpu_refusals(gpu);
     /* the deterministic algorithms, then TF32 (looser tolerances: 10-bit mantissas) */
-    ct_gpu_options det = { .deterministic = 1 }, tf32 = { .tf32 = 1 };
-    if (ct_gpu_open(0, &det) == CT_OK) {
-        conv_cases(gpu, "deterministic/");
-        compare("deterministic/cnn_step", case_cnn, gpu, 33);
+    /* the deterministic algorithms, then TF32: each a backend of its own on the same GPU */
+    const ct_math det = { .deterministic = 1 }, tf32 = { .tf32 = 1 };
+    ct_backend other;
+    if (ct_backend_open_gpu(&other, 0, &det) == CT_OK) {
+        conv_cases(&other, "deterministic/");
+        compare("deterministic/cnn_step", case_cnn, &other, 33);
+        ct_backend_close(&other);
     }
-    if (ct_gpu_open(0, &tf32) == CT_OK) {
-        compare("tf32/dense", case_dense, gpu, 1);
-        conv_cases(gpu, "tf32/");
+    if (ct_backend_open_gpu(&other, 0, &tf32) == CT_OK) {
+        compare("tf32/dense", case_dense, &other, 1);
+        conv_cases(&other, "tf32/");
         set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 5e-3, 5e-3, 1);
-        compare("tf32/lstm_T100", case_lstm, gpu, 22);
-        compare("tf32/siamese_cnn_step", case_siamese_cnn, gpu, 32);
+        compare("tf32/lstm_T100", case_lstm, &other, 22);
+        compare("tf32/siamese_cnn_step", case_siamese_cnn, &other, 32);
+        ct_backend_close(&other);
     }
-    ct_gpu_close();
     gpu_resume_across_devices();
 }
 
@@ -1228,12 +1242,12 @@ void suite_gpu(void)
     test_weight_map_fallback();
     test_weight_map_other_layouts();
     test_args();
-    ct_status st = ct_gpu_open(0, NULL);   /* training's defaults: FP32, algorithms free to be non-deterministic */
+    static ct_backend gpu_be;
+    ct_status st = ct_backend_open_gpu(&gpu_be, 0, NULL);   /* training's defaults: FP32, algorithms free to be non-deterministic */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", st == CT_OK ? "" : ct_last_error());
-    const ct_ops *gpu = st == CT_OK ? ct_ops_gpu() : NULL;
+    const ct_backend *gpu = st == CT_OK ? &gpu_be : NULL;
     if (!gpu) {
-        if (st == CT_OK) { snprintf(msg, sizeof msg, "the GPU opened but its table of operations is missing"); ct_gpu_close(); st = CT_ENODEV; }
         test_device_open_error(msg, st);
         int has_prefix = strncmp(msg, "no NVIDIA GPU found", 19) == 0;   /* a CUDA build says it already */
         for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0]; i++)
@@ -1241,4 +1255,5 @@ void suite_gpu(void)
         return;
     }
     run_gpu_cases(gpu);
+    ct_backend_close(&gpu_be);
 }

@@ -57,8 +57,9 @@ static int count_lines(const char *buf, const char *prefix, const char *also)
 void suite_harness(void)
 {
     t_case("harness/CT_REQUIRE_GPU=1 makes a GPU case that would SKIP a failure");
-    if (ct_gpu_open(0, NULL) == CT_OK) {
-        ct_gpu_close();
+    ct_gpu *g = NULL;
+    if (ct_gpu_open(&g, 0, NULL) == CT_OK) {
+        ct_gpu_close(g);
         printf("  (a GPU is open here: no GPU case skips, so there is nothing for CT_REQUIRE_GPU to turn into a failure)\n");
         return;
     }

@@ -139,44 +139,44 @@ ct_status ct_dist_check_binary(const ct_dist *d)
 
 /* NCCL carries them when it was started for a GPU; the CPU's are host memory, which MPI
  * takes as they are; a GPU without NCCL copies them to the host and back. */
-ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, float scale, const char *what)
+ct_status ct_dist_sum_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, float scale, const char *what)
 {
     if (!d || !d->comm) return CT_OK;
-    if (d->gpu_comm && !ops->host_memory) {   /* also with one rank: what gpu-check's NCCL step runs */
-        CT_TRY(ops->sync());   /* the gradients are complete */
+    if (d->gpu_comm && !be->host_memory) {   /* also with one rank: what gpu-check's NCCL step runs */
+        CT_TRY(be->ops->sync(be));   /* the gradients are complete */
         return ct_comm_sum_f32(d->gpu_comm, buf, n, scale, what);
     }
     if (d->size == 1) return CT_OK;
-    if (ops->host_memory) return ct_comm_sum_f32(d->comm, buf, n, scale, what);
+    if (be->host_memory) return ct_comm_sum_f32(d->comm, buf, n, scale, what);
     float *host = ct_malloc(n * sizeof *host + 1, "all-reduce staging");
     if (!host) return CT_ENOMEM;
-    ct_status st = ops->download(host, buf, n * sizeof *host);
+    ct_status st = be->ops->download(be, host, buf, n * sizeof *host);
     if (st == CT_OK) st = ct_comm_sum_f32(d->comm, host, n, scale, what);
-    if (st == CT_OK) st = ops->upload(buf, host, n * sizeof *host);
+    if (st == CT_OK) st = be->ops->upload(be, buf, host, n * sizeof *host);
     free(host);
     return st;
 }
 
-ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, const char *what)
+ct_status ct_dist_bcast_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, const char *what)
 {
     if (!d || d->size == 1 || n == 0) return CT_OK;
-    if (d->gpu_comm && !ops->host_memory) {
-        CT_TRY(ops->sync());
+    if (d->gpu_comm && !be->host_memory) {
+        CT_TRY(be->ops->sync(be));
         return ct_comm_bcast(d->gpu_comm, buf, n * sizeof *buf, 0, what);
     }
-    if (ops->host_memory) return ct_dist_bcast(d, buf, n * sizeof *buf, what);
+    if (be->host_memory) return ct_dist_bcast(d, buf, n * sizeof *buf, what);
     float *host = ct_malloc(n * sizeof *host, "broadcast staging");
     if (!host) return CT_ENOMEM;
-    ct_status st = ops->download(host, buf, n * sizeof *host);
+    ct_status st = be->ops->download(be, host, buf, n * sizeof *host);
     if (st == CT_OK) st = ct_dist_bcast(d, host, n * sizeof *host, what);
-    if (st == CT_OK) st = ops->upload(buf, host, n * sizeof *host);
+    if (st == CT_OK) st = be->ops->upload(be, buf, host, n * sizeof *host);
     free(host);
     return st;
 }
 
-ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops, struct CUstream_st *stream)
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_backend *be, struct CUstream_st *stream)
 {
-    if (!d || !d->comm || ops->host_memory || d->gpu_comm || !ct_comm_nccl_compiled()) return CT_OK;
+    if (!d || !d->comm || be->host_memory || d->gpu_comm || !ct_comm_nccl_compiled()) return CT_OK;
     return note_agreed(d, ct_comm_nccl_open(&d->gpu_comm, d->comm, stream));
 }
 

@@ -90,13 +90,13 @@ static inline int ct_dist_ranks(const ct_dist *d) { return d ? d->size : 1; }
 ct_status ct_dist_sum_f64(const ct_dist *d, double *buf, int n, const char *what);
 /* The same for host floats. */
 ct_status ct_dist_sum_f32(const ct_dist *d, float *buf, size_t n, const char *what);
-/* buf [n] on the device of ops: buf = sum_r scale_r * buf_r (NCCL on GPUs when built with it,
+/* buf [n] on the device of be: buf = sum_r scale_r * buf_r (NCCL on GPUs when built with it,
  * else through the host). */
-ct_status ct_dist_sum_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, float scale, const char *what);
+ct_status ct_dist_sum_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, float scale, const char *what);
 /* bytes of host memory from rank 0 to every rank. */
 ct_status ct_dist_bcast(const ct_dist *d, void *buf, size_t bytes, const char *what);
-/* n floats on the device of ops from rank 0 to every rank. */
-ct_status ct_dist_bcast_device(ct_dist *d, const ct_ops *ops, float *buf, size_t n, const char *what);
+/* n floats on the device of be from rank 0 to every rank. */
+ct_status ct_dist_bcast_device(ct_dist *d, const ct_backend *be, float *buf, size_t n, const char *what);
 
 /* Every rank's status: CT_OK when every rank's `st` is CT_OK; else the first failed
  * rank's status, with its message on every rank (prefixed "rank K: " when K > 0). */
@@ -123,10 +123,10 @@ int       ct_dist_default_threads(const ct_dist *d, int cores);
 
 /* Starts NCCL for this rank's GPU, over d->comm (comm/comm.h: ct_comm_nccl_open), also
  * for one rank under mpirun; its collectives are queued on `stream`, the GPU's compute
- * stream. Nothing (CT_OK) for the CPU (ops->host_memory), a process not started by
+ * stream. Nothing (CT_OK) for the CPU (be->host_memory), a process not started by
  * mpirun, or a build without NCCL: the GPU's buffers then go through the host. Every
  * wait is bounded by timeout_s like MPI's (a timeout aborts it and ends the job). */
-ct_status ct_dist_nccl_open(ct_dist *d, const ct_ops *ops, struct CUstream_st *stream);
+ct_status ct_dist_nccl_open(ct_dist *d, const ct_backend *be, struct CUstream_st *stream);
 /* Ends NCCL (before the GPU closes): its outstanding work finished and the communicator
  * destroyed, or aborted when `failed` or after a failed collective. */
 void      ct_dist_nccl_close(ct_dist *d, int failed);

@@ -104,7 +104,7 @@ ct_status ct_dist_batch_grad(ct_dist *d, ct_train_state *s, int n_local, int n)
     if (!d || !d->mpi) return CT_OK;
     /* each rank's gradient is of its own rows' mean: weighted by its share of the batch,
      * the sum over the ranks is the gradient of the whole batch's mean */
-    return ct_dist_sum_device(d, s->ops, s->params->grad, s->params->host->numel, (float)n_local / (float)n,
+    return ct_dist_sum_device(d, s->be, s->params->grad, s->params->host->numel, (float)n_local / (float)n,
                               "the gradient all-reduce");
 }
 
@@ -112,10 +112,10 @@ ct_status ct_dist_after_step(ct_dist *d, ct_train_state *s, long step)
 {
     if (ct_dist_ranks(d) == 1) return CT_OK;
     if (s->buffers && s->buffers->host->numel)   /* rank 0's batchnorm statistics, as DDP's broadcast_buffers */
-        CT_TRY(ct_dist_bcast_device(d, s->ops, s->buffers->data, s->buffers->host->numel, "broadcasting rank 0's batchnorm statistics"));
+        CT_TRY(ct_dist_bcast_device(d, s->be, s->buffers->data, s->buffers->host->numel, "broadcasting rank 0's batchnorm statistics"));
     if (d->check_every <= 0 || step % d->check_every != 0) return CT_OK;
     const ct_params *p = s->params->host;
-    if (!s->ops->host_memory) CT_TRY(ct_dparams_to_host(s->params));   /* a GPU: its values, to hash them */
+    if (!s->be->host_memory) CT_TRY(ct_dparams_to_host(s->params));   /* a GPU: its values, to hash them */
     /* Testing hook (tests/test_dist.c): CT_DIST_TEST_DIVERGE=STEP makes the last rank move one
      * parameter by one unit in the last place after that step, which the comparison must catch. */
     const char *diverge = getenv("CT_DIST_TEST_DIVERGE");

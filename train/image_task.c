@@ -17,11 +17,11 @@ static ct_status load(void *ctx, int split, long first, int n)
     image_task *t = ctx;
     int lo, hi;
     ct_dist_part(t->dist, n, &lo, &hi);   /* this rank's images of the batch (all of them in one process) */
-    t->m->ops->ring_wait(t->ring, t->block);   /* the last batch's copy has left the (pinned) block */
+    t->m->be->ops->ring_wait(t->m->be, t->ring, t->block);   /* the last batch's copy has left the (pinned) block */
     if (split == CT_SPLIT_TRAIN) ct_images_gather(t->x, t->labels, t->train, t->order, first + lo, hi - lo);
     else ct_images_gather(t->x, t->labels, t->val, NULL, first + lo, hi - lo);
     ct_seq_cnn_set_part(t->m, lo, t->dist ? n : 0, 1);   /* dropout draws as in the whole batch */
-    const float *dev = t->m->ops->ring_put(t->ring, t->block, t->block_bytes);   /* the batch's one copy */
+    const float *dev = t->m->be->ops->ring_put(t->m->be, t->ring, t->block, t->block_bytes);   /* the batch's one copy */
     t->dev_x = dev;
     t->dev_labels = (const int *)(dev + t->labels_off);
     return CT_OK;
@@ -88,13 +88,13 @@ ct_status ct_image_task_init(image_task *t, seq_cnn *m, const ct_images *train, 
     t->labels_off = ((size_t)batch * px + 15) / 16 * 16;
     t->block_bytes = (t->labels_off + (size_t)batch) * sizeof(float);
     t->order = ct_malloc((size_t)n_train * sizeof *t->order, "order");
-    if (m->ops->host_alloc((void **)&t->block, t->block_bytes, "batch") != CT_OK) t->block = NULL;   /* pinned on the GPU */
+    if (m->be->ops->host_alloc(m->be, (void **)&t->block, t->block_bytes, "batch") != CT_OK) t->block = NULL;   /* pinned on the GPU */
     ct_status st = t->order && t->block ? CT_OK : CT_ENOMEM;
     if (st == CT_OK) {
         t->x = t->block;
         t->labels = (int *)(t->block + t->labels_off);
         for (long i = 0; i < n_train; i++) t->order[i] = (int)i;
-        st = m->ops->ring_create(&t->ring, t->block_bytes);
+        st = m->be->ops->ring_create(m->be, &t->ring, t->block_bytes);
     }
     t->state = ct_train_state_of(&m->dev, &m->dev_buffers);
     if (st != CT_OK) ct_image_task_free(t);
@@ -110,8 +110,8 @@ ct_task ct_image_task_ops(image_task *t)
 
 void ct_image_task_free(image_task *t)
 {
-    if (t->ring) t->m->ops->ring_free(t->ring);
+    if (t->ring) t->m->be->ops->ring_free(t->m->be, t->ring);
     free(t->order);
-    if (t->block) t->m->ops->host_free(t->block);
+    if (t->block) t->m->be->ops->host_free(t->m->be, t->block);
     memset(t, 0, sizeof *t);
 }

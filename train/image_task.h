@@ -2,7 +2,7 @@
  * `cnn`, `small-cnn`) wired into the shared training loop (train/train.h):
  * images held in memory, the training images reshuffled every epoch, and each
  * batch (images and labels) gathered into one host block that reaches the
- * model's device with one copy (ops->ring_put; nothing is copied on the CPU).
+ * model's device with one copy (be->ops->ring_put; nothing is copied on the CPU).
  *
  * With several ranks (dist, train/dist.h) each loads only its images of each
  * batch; the order is drawn alike on every rank.

@@ -71,16 +71,16 @@ ct_status ct_image_task_open(ct_model_task *t, seq_cnn *m, ct_model_data *d, con
 
 ct_status ct_image_evaluate(seq_cnn *m, const ct_images *test, int batch, double *loss, long *right, long *confusion)
 {
-    const ct_ops *ops = m->ops;
+    const ct_backend *be = m->be;
     const int C = test->classes;
     size_t px = (size_t)test->c * test->h * test->w;
     float *logits = ct_malloc((size_t)batch * C * sizeof *logits, "logits");   /* [batch, classes] on the host */
     float *x_dev = NULL;                                                        /* the batch on the device */
     int *labels_dev = NULL;
     ct_status st = logits ? CT_OK : CT_ENOMEM;
-    if (st == CT_OK && !ops->host_memory) {
-        st = ops->mem.alloc((void **)&x_dev, (size_t)batch * px * sizeof *x_dev, "test images");
-        if (st == CT_OK) st = ops->mem.alloc((void **)&labels_dev, (size_t)batch * sizeof *labels_dev, "test labels");
+    if (st == CT_OK && !be->host_memory) {
+        st = be->ops->mem_alloc(be, (void **)&x_dev, (size_t)batch * px * sizeof *x_dev, "test images");
+        if (st == CT_OK) st = be->ops->mem_alloc(be, (void **)&labels_dev, (size_t)batch * sizeof *labels_dev, "test labels");
     }
     memset(confusion, 0, (size_t)C * C * sizeof *confusion);
     double loss_sum = 0;
@@ -88,12 +88,12 @@ ct_status ct_image_evaluate(seq_cnn *m, const ct_images *test, int batch, double
     for (int first = 0; st == CT_OK && first < test->n; first += batch) {
         int n = test->n - first < batch ? test->n - first : batch;
         int correct = 0;
-        const float *x = ct_ops_stage(ops, x_dev, test->x + (size_t)first * px, (size_t)n * px * sizeof *x);
-        const int *labels = ct_ops_stage(ops, labels_dev, test->labels + first, (size_t)n * sizeof *labels);
+        const float *x = ct_ops_stage(be, x_dev, test->x + (size_t)first * px, (size_t)n * px * sizeof *x);
+        const int *labels = ct_ops_stage(be, labels_dev, test->labels + first, (size_t)n * sizeof *labels);
         float l = ct_seq_cnn_forward(m, x, labels, n, 0, NULL, &correct);
         loss_sum += (double)l * n;
         *right += correct;
-        if (ops->download(logits, m->logits, (size_t)n * C * sizeof *logits) != CT_OK) ct_device_fatal("%s", ct_last_error());
+        if (be->ops->download(be, logits, m->logits, (size_t)n * C * sizeof *logits) != CT_OK) ct_device_fatal("%s", ct_last_error());
         for (int k = 0; k < n; k++) {
             const float *z = logits + (size_t)k * C;
             int best = 0;
@@ -103,8 +103,8 @@ ct_status ct_image_evaluate(seq_cnn *m, const ct_images *test, int batch, double
         if (ct_interrupt_signal()) st = ct_fail(CT_EINTR, "interrupted by %s", ct_interrupt_name(ct_interrupt_signal()));
     }
     *loss = test->n ? loss_sum / test->n : 0;
-    if (x_dev) ops->mem.free(x_dev);
-    if (labels_dev) ops->mem.free(labels_dev);
+    if (x_dev) be->ops->mem_free(be, x_dev);
+    if (labels_dev) be->ops->mem_free(be, labels_dev);
     free(logits);
     return st;
 }

@@ -100,7 +100,7 @@ static ct_status task_open(ct_model_task *t, void *net, ct_model_data *d, const 
 
 static ct_status build(void *net, const void *vc, const ct_model_data *d) { return ct_siamese_lstm_build(net, &((const lstm_cfg *)vc)->m); }
 static void init_weights(void *net, ct_rng *r) { ct_siamese_lstm_init_weights(net, r); }
-static ct_status set_device(void *net, const ct_ops *ops) { return ct_siamese_lstm_set_device(net, ops); }
+static ct_status set_device(void *net, const ct_backend *be) { return ct_siamese_lstm_set_device(net, be); }
 static ct_status plan(void *net, int batch) { return ct_siamese_lstm_plan(net, batch); }
 static void net_free(void *net) { ct_siamese_lstm_free(net); }
 static ct_params *params(void *net) { return &((siamese_lstm *)net)->params; }

@@ -107,7 +107,7 @@ static ct_status task_open(ct_model_task *t, void *net, ct_model_data *d, const 
 
 static ct_status build(void *net, const void *vc, const ct_model_data *d) { return ct_small_cnn_build(net, &((const small_cfg *)vc)->m); }
 static void init_weights(void *net, ct_rng *r) { ct_seq_cnn_init_weights(net, r); }
-static ct_status set_device(void *net, const ct_ops *ops) { return ct_seq_cnn_set_device(net, ops); }
+static ct_status set_device(void *net, const ct_backend *be) { return ct_seq_cnn_set_device(net, be); }
 static ct_status plan(void *net, int batch) { return ct_seq_cnn_plan(net, batch); }
 static void net_free(void *net) { ct_seq_cnn_free(net); }
 static ct_params *params(void *net) { return &((seq_cnn *)net)->params; }

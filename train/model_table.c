@@ -29,12 +29,12 @@ void ct_model_names(char *buf, size_t cap, int with_eval)
 }
 
 ct_status ct_model_net_open(const ct_model_descriptor *d, void *net, const void *cfg, const ct_model_data *data,
-                            ct_rng *init, const ct_ops *ops, int batch)
+                            ct_rng *init, const ct_backend *be, int batch)
 {
     memset(net, 0, d->net_size);
     CT_TRY(d->build(net, cfg, data));
     d->init_weights(net, init);
-    ct_status st = d->set_device(net, ops);
+    ct_status st = d->set_device(net, be);
     if (st == CT_OK) st = d->plan(net, batch);
     if (st != CT_OK) d->free(net);
     return st;

@@ -128,7 +128,7 @@ struct ct_model_descriptor {
     /* ---- the network ---- */
     ct_status (*build)(void *net, const void *cfg, const ct_model_data *data);   /* data: NULL outside training */
     void      (*init_weights)(void *net, ct_rng *r);
-    ct_status (*set_device)(void *net, const ct_ops *ops);
+    ct_status (*set_device)(void *net, const ct_backend *be);
     ct_status (*plan)(void *net, int batch);
     void      (*free)(void *net);
     ct_params *(*params)(void *net);
@@ -173,10 +173,10 @@ const ct_model_descriptor *ct_model_find(const char *name);
 /* "siamese-lstm, siamese-cnn, small-cnn, cnn": the names, for messages (with_eval: those eval takes). */
 void ct_model_names(char *buf, size_t cap, int with_eval);
 
-/* Build, initialise (rngs->init), put on the device of `ops` and plan for `batch`; on failure
+/* Build, initialise (rngs->init), put on the device of `be` and plan for `batch`; on failure
  * the network holds no memory. */
 ct_status ct_model_net_open(const ct_model_descriptor *d, void *net, const void *cfg, const ct_model_data *data,
-                            ct_rng *init, const ct_ops *ops, int batch);
+                            ct_rng *init, const ct_backend *be, int batch);
 void      ct_model_task_close(ct_model_task *t);
 /* Data-parallel training (train/dist.h): the task loads this rank's part of each batch; with
  * sync_batchnorm, batchnorm's training statistics are over the whole batch (either device). */

@@ -39,7 +39,7 @@ static void fill(void *ctx, int slot, int split, long first, int n)
 /* Wait for every outstanding fill and free both slots. */
 static void drain(speaker_task *s)
 {
-    if (s->cur >= 0 && s->ring) s->m.ops->ring_wait(s->ring, s->block[s->cur]);   /* its copy to the device has left it */
+    if (s->cur >= 0 && s->ring) s->m.be->ops->ring_wait(s->m.be, s->ring, s->block[s->cur]);   /* its copy to the device has left it */
     for (int k = 0; k < 2; k++)
         if (ct_prefetch_busy(&s->pf, k)) { ct_prefetch_wait(&s->pf, k); ct_prefetch_release(&s->pf, k); }
     s->cur = -1;
@@ -78,7 +78,7 @@ static ct_status load(void *ctx, int split, long first, int n)
 {
     speaker_task *s = ctx;
     if (s->cur >= 0) {   /* the previous batch is done, once its copy to the device has left the block */
-        s->m.ops->ring_wait(s->ring, s->block[s->cur]);
+        s->m.be->ops->ring_wait(s->m.be, s->ring, s->block[s->cur]);
         ct_prefetch_release(&s->pf, s->cur);
         s->cur = -1;
     }
@@ -97,7 +97,7 @@ static ct_status load(void *ctx, int split, long first, int n)
     s->cur = slot;
     if (s->fill_status[slot] != CT_OK) return ct_fail(s->fill_status[slot], "%s", s->fill_error[slot]);
     /* the batch to the model's device: one copy of the whole block */
-    const float *dev = s->m.ops->ring_put(s->ring, s->block[slot], s->block_bytes);
+    const float *dev = s->m.be->ops->ring_put(s->m.be, s->ring, s->block[slot], s->block_bytes);
     s->dev_x = dev;
     s->dev_y = dev + s->y_off;
     s->dev_len = (const int *)(dev + s->len_off);
@@ -191,7 +191,7 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
         for (int k = 0; k < 2; k++) {
             s->batch_pairs[k] = ct_malloc(B * sizeof(ct_pair), "batch");
             /* pinned on the GPU: the batch goes to the device from where the prefetch built it */
-            if (m->ops->host_alloc((void **)&s->block[k], s->block_bytes, "batch") != CT_OK) s->block[k] = NULL;
+            if (m->be->ops->host_alloc(m->be, (void **)&s->block[k], s->block_bytes, "batch") != CT_OK) s->block[k] = NULL;
             if (!s->batch_pairs[k] || !s->block[k]) { st = CT_ENOMEM; continue; }
             s->x[k] = s->block[k];
             s->y[k] = s->block[k] + s->y_off;
@@ -210,7 +210,7 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
     if (st == CT_OK && !cfg->fixed_pairs) draw_epoch_pairs(s, s->pairs[0], 0);   /* a valid state before the first epoch begins */
     for (long i = 0; st == CT_OK && i < cfg->pairs; i++) s->order[i] = (int)i;
     free(spk_tr); free(spk_va); free(val_utt); free(tr_utt);
-    if (st == CT_OK) st = m->ops->ring_create(&s->ring, s->block_bytes);
+    if (st == CT_OK) st = m->be->ops->ring_create(m->be, &s->ring, s->block_bytes);
     if (st == CT_OK) st = ct_prefetch_start(&s->pf, fill, s);
     s->state = ct_train_state_of(m->params, m->buffers);
     if (st != CT_OK) ct_speaker_task_free(s);
@@ -346,13 +346,13 @@ ct_task ct_speaker_task_ops(speaker_task *s)
 void ct_speaker_task_free(speaker_task *s)
 {
     if (s->pf.running) { drain(s); ct_prefetch_stop(&s->pf); }
-    if (s->ring) s->m.ops->ring_free(s->ring);
+    if (s->ring) s->m.be->ops->ring_free(s->m.be, s->ring);
     free(s->pairs[0]); free(s->pairs[1]); free(s->order);
     ct_pair_sampler_free(&s->sampler);
     free(s->train_names);
     for (int k = 0; k < 2; k++) {
         free(s->batch_pairs[k]);
-        if (s->block[k]) s->m.ops->host_free(s->block[k]);
+        if (s->block[k]) s->m.be->ops->host_free(s->m.be, s->block[k]);
     }
     memset(s, 0, sizeof *s);
 }

@@ -6,7 +6,7 @@
  * Training batches run the model in training mode (dropout, batchnorm batch
  * statistics), validation batches in evaluation mode. Each batch (crops,
  * labels, lengths) is one block in host memory and reaches the model's device
- * with one copy (ops->ring_put; nothing is copied on the CPU).
+ * with one copy (be->ops->ring_put; nothing is copied on the CPU).
  *
  * Validation, by default, uses speakers the model never trains on (open-set
  * verification: the honest measure). With CT_VAL_VIDEOS it instead uses one
@@ -88,7 +88,7 @@ typedef struct {
     int part_first[2], part_rows[2];  /* per slot: its first pair within the whole batch of part_rows pairs */
     ct_status fill_status[2];       /* per slot: how reading its frames went */
     char fill_error[2][512];        /*   and the loader thread's message when it failed */
-    void *ring;                     /* the device's batch slots (ops->ring_create) */
+    void *ring;                     /* the device's batch slots (be->ops->ring_create) */
     const float *dev_x, *dev_y;     /* the current batch on the device */
     const int *dev_len;
     ct_train_state state;           /* the model's weights and optimizer, for ct_fit */

@@ -41,7 +41,7 @@ static inline double  ct_epoch_get(const ct_epoch_log *l, const ct_epoch_field *
 
 /* The device side of training: what ct_fit asks of a model's weights. */
 typedef struct {
-    const ct_ops *ops;                   /* the model's device */
+    const ct_backend *be;                /* the model's device */
     ct_dparams *params;                  /* trainable: values and gradients on the device, host copy */
     ct_dparams *buffers;                 /* non-trainable state saved with them (batchnorm statistics); may be NULL */
     ct_optim opt;                        /* the optimizer, its state on the device */

@@ -188,15 +188,15 @@ int ct_epoch_scalars(const ct_epoch_report *r, int has_val, const char **tags, f
 
 ct_train_state ct_train_state_of(ct_dparams *params, ct_dparams *buffers)
 {
-    return (ct_train_state){ .ops = params->ops, .params = params, .buffers = buffers };
+    return (ct_train_state){ .be = params->be, .params = params, .buffers = buffers };
 }
 
 ct_status ct_train_state_begin(ct_train_state *s, const ct_optim_config *cfg)
 {
     size_t n = s->params->host->numel;
-    CT_TRY(s->ops->optim_init(&s->opt, cfg, n));
+    CT_TRY(s->be->ops->optim_init(s->be, &s->opt, cfg, n));
     s->has_opt = 1;
-    if (s->ops->host_memory) return CT_OK;
+    if (s->be->host_memory) return CT_OK;
     ct_status st = ct_optim_init(&s->host_opt, cfg, n);   /* where checkpoints read and write the state */
     if (st != CT_OK) ct_train_state_end(s);
     return st;
@@ -205,36 +205,36 @@ ct_status ct_train_state_begin(ct_train_state *s, const ct_optim_config *cfg)
 void ct_train_state_end(ct_train_state *s)
 {
     if (!s->has_opt) return;
-    s->ops->optim_free(&s->opt);
-    if (!s->ops->host_memory) ct_optim_free(&s->host_opt);
+    s->be->ops->optim_free(s->be, &s->opt);
+    if (!s->be->host_memory) ct_optim_free(&s->host_opt);
     s->has_opt = 0;
 }
 
 void ct_train_state_zero_grad(ct_train_state *s)
 {
-    s->ops->zero(s->params->grad, s->params->host->numel * sizeof(float));
+    s->be->ops->zero(s->be, s->params->grad, s->params->host->numel * sizeof(float));
 }
 
 float ct_train_state_grad_norm(ct_train_state *s)
 {
-    return s->ops->clip_grad_norm(s->params->grad, s->params->host->numel, 0);
+    return s->be->ops->clip_grad_norm(s->be, s->params->grad, s->params->host->numel, 0);
 }
 
 void ct_train_state_step(ct_train_state *s, float lr)
 {
-    s->ops->optim_step(&s->opt, s->params->data, s->params->grad, lr);
+    s->be->ops->optim_step(s->be, &s->opt, s->params->data, s->params->grad, lr);
 }
 
-ct_optim *ct_train_state_host_optim(ct_train_state *s) { return s->ops->host_memory ? &s->opt : &s->host_opt; }
+ct_optim *ct_train_state_host_optim(ct_train_state *s) { return s->be->host_memory ? &s->opt : &s->host_opt; }
 
 ct_status ct_train_state_to_host(ct_train_state *s)
 {
     CT_TRY(ct_dparams_to_host(s->params));
     if (s->buffers) CT_TRY(ct_dparams_to_host(s->buffers));
-    if (!s->has_opt || s->ops->host_memory) return CT_OK;
+    if (!s->has_opt || s->be->host_memory) return CT_OK;
     size_t bytes = s->opt.n * sizeof(float);
-    if (s->opt.m) CT_TRY(s->ops->download(s->host_opt.m, s->opt.m, bytes));
-    if (s->opt.v) CT_TRY(s->ops->download(s->host_opt.v, s->opt.v, bytes));
+    if (s->opt.m) CT_TRY(s->be->ops->download(s->be, s->host_opt.m, s->opt.m, bytes));
+    if (s->opt.v) CT_TRY(s->be->ops->download(s->be, s->host_opt.v, s->opt.v, bytes));
     s->host_opt.step = s->opt.step;
     return CT_OK;
 }
@@ -243,10 +243,10 @@ ct_status ct_train_state_to_device(ct_train_state *s)
 {
     CT_TRY(ct_dparams_to_device(s->params));
     if (s->buffers) CT_TRY(ct_dparams_to_device(s->buffers));
-    if (!s->has_opt || s->ops->host_memory) return CT_OK;
+    if (!s->has_opt || s->be->host_memory) return CT_OK;
     size_t bytes = s->opt.n * sizeof(float);
-    if (s->opt.m) CT_TRY(s->ops->upload(s->opt.m, s->host_opt.m, bytes));
-    if (s->opt.v) CT_TRY(s->ops->upload(s->opt.v, s->host_opt.v, bytes));
+    if (s->opt.m) CT_TRY(s->be->ops->upload(s->be, s->opt.m, s->host_opt.m, bytes));
+    if (s->opt.v) CT_TRY(s->be->ops->upload(s->be, s->opt.v, s->host_opt.v, bytes));
     s->opt.step = s->host_opt.step;
     return CT_OK;
 }

@@ -21,7 +21,7 @@ typedef struct {
     int schedule;                        /* ct_sched_kind */
     int tf32, deterministic;             /* GPU precision and algorithm choice (cuda/device.h) */
     int ckpt_tf32, ckpt_deterministic;   /* the same, recorded in a --resume checkpoint: taken on a GPU */
-    const ct_ops *ops;                   /* the device opened by cli_finish_train_opts (cli/common.h) */
+    const ct_backend *be;                /* the device opened by cli_finish_train_opts (cli/common.h) */
     int epochs, batch, threads, progress;   /* progress: 1 on, 0 off, -1 when stderr is a terminal */
     long seed;
     float lr, clip_norm, weight_decay;   /* lr 0: the optimizer's own default */
