@@ -19,6 +19,9 @@
 #   ceiling   bench_lstm --ceiling --threads 2: the machine's CPU on 2 threads, the LSTM      60
 #             step as training runs it beside its matrix products alone, against the
 #             CPU's FP32 FMA peak (what the cell costs there; bench/RESULTS.md)
+#   amx       `ctrain_tests bf16` with CT_REQUIRE_AMX=1 when the CPU has amx_bf16: ctrain's       30
+#             AMX-BF16 product kernel on the real tiles, bit for bit against the exact C
+#             model of the tile instructions that every other machine tests it through
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
 #             --threads 16 --per-layer (synthetic data)                                90/120/60
 #             and, when this ctrain has --logdir, TensorBoard files of the CPU and
@@ -215,6 +218,9 @@ if gpu:
     cl = re.findall(r"^  (step, .*|the cell .*)$", text("ceiling.log"), re.M)
     lines.append("CPU LSTM on 2 threads, as trained and its products alone (%s):" % status("ceiling"))
     lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in cl)
+    am = re.findall(r"^(?:PASS|FAIL|SKIP) bf16/(?:real AMX|dispatch: the chain).*$", text("amx.log"), re.M)
+    lines.append("CPU bf16 products on AMX tiles against the tile model (%s):" % status("amx"))
+    lines.extend("  " + l[:200] for l in am)
     lines.append("")
     lines.append("%-13s %-22s %10s %12s   %s" % ("model", "run", "s/epoch", "samples/s", "step"))
     ratio = []
@@ -253,7 +259,7 @@ if gpu:
     lines.extend("  " + l[:200] for l in (res or ([] if status("resume").startswith("not run") else ["no result lines: see resume.log"])))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "store", "e2e", "nccl", "resume",
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "amx", "store", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
     for k in steps:
@@ -444,6 +450,12 @@ if grep -q -w avx512f /proc/cpuinfo 2>/dev/null; then
   run_step ceiling 60 "$blstm" --ceiling --threads 2
 else
   not_run ceiling "this CPU has no AVX-512F: the fused LSTM step it compares does not run here"
+fi
+
+if grep -q -w amx_bf16 /proc/cpuinfo 2>/dev/null; then
+  run_step amx 30 env CT_REQUIRE_AMX=1 "$tests" bf16
+else
+  not_run amx "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
 fi
 
 # ---- 3. ctrain's timings ----
