@@ -10,7 +10,8 @@
  *        that table, for every command that takes them.
  *   net  the built network (net_size bytes: a siamese_lstm, siamese_cnn, seq_cnn).
  *
- * Life of a training run (cli/train.c, cli/time.c):
+ * Life of a training run (cli/train.c, cli/time.c; the steps from load_data on are
+ * train/session.h's, which both commands share):
  *   defaults -> [from_meta on --resume] -> options parsed into cfg -> finish
  *   -> load_data -> build -> init_weights -> set_device -> plan -> task_open
  *   -> ct_fit (train/train.h) -> save -> task, net and data freed.
