@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 {
     int rc = run(argc, argv);
     cli_close_device();   /* the command's backend (--device) stays open until here; NCCL's communicator,
-                             which belongs to its GPU, closed with the training session (train/session.h) */
+                             which belongs to its GPU, closed with the training session (catalog/session.h) */
     ct_dist_finalize(&cli_dist, rc != 0, rc);   /* MPI's end; a rank that failed alone ends the whole job */
     return rc;
 }

@@ -17,7 +17,7 @@
  * peak at the run's precision. A device that cannot run (no GPU, a CPU-only
  * build) says why and its columns read n/a: no number is made up.
  *
- * The model is the descriptor's (train/model_table.h): its data, network, task
+ * The model is the descriptor's (catalog/model_table.h): its data, network, task
  * and FLOP count; siamese-lstm times the seed's model. --help and the tables
  * are in cli/time_print.c, the JSON file and the SVG picture in
  * cli/time_report.c, --compare in cli/time_compare.c.
@@ -36,7 +36,7 @@
 #include "cuda/device.h"
 #include "cuda/ops_gpu.h"
 #include "train/profile_fit.h"
-#include "train/session.h"
+#include "catalog/session.h"
 
 #define MAX_DEVICES 4
 
@@ -86,7 +86,7 @@ static void add_layer(void *ctx, const char *name, double fwd_s, double bwd_s, d
     l->flops_per_sample = flops_per_sample;
 }
 
-/* The model on the device of `be`, planned, with its weights and task (train/session.h), trained
+/* The model on the device of `be`, planned, with its weights and task (catalog/session.h), trained
  * by ct_fit (its log to stdout with --verbose, else nowhere); the per-epoch history and the
  * layers' times go to r. */
 static ct_status fit_model(time_run *r, workload *w, const ct_backend *be)

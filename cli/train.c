@@ -1,5 +1,5 @@
 /* train.c - `ctrain train MODEL`: the command line -> the model's descriptor
- * (train/model_table.h) -> its data, network and task -> the shared training
+ * (catalog/model_table.h) -> its data, network and task -> the shared training
  * loop (train/train.h), which prints the Keras-style log -> the weights file.
  *
  * The shared options (optimizer, schedule, checkpoints, device, ...) are in
@@ -36,7 +36,7 @@
 #include "io/files.h"
 #include "io/lock.h"
 #include "train/run_dir.h"
-#include "train/session.h"
+#include "catalog/session.h"
 
 static void usage(FILE *out)
 {
@@ -113,7 +113,7 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
 }
 
 /* The header, the model and data lines, the run's description for its checkpoints, and
- * the training (train/session.h). */
+ * the training (catalog/session.h). */
 static ct_status fit(ct_session *s, const cli_train_opts *o, ct_fit_config *fit, ct_ckpt_meta *meta, const char *run_dir)
 {
     char line[2048];

@@ -23,7 +23,7 @@
 #include "io/json.h"
 #include "io/svg.h"
 #include "cuda/device.h"
-#include "train/session.h"
+#include "catalog/session.h"
 
 #define PYTHON "/usr/bin/python3"
 
@@ -446,7 +446,7 @@ static void test_gpu_and_errors(void)
     t_check(rc == 0 && strstr(out, "time MODEL"), "ctrain --help should list time: %s", out);
 }
 
-/* One session (train/session.h), as `ctrain time` uses it: the network built once for its
+/* One session (catalog/session.h), as `ctrain time` uses it: the network built once for its
  * description is the one the first device trains, and a closed session opens again to the
  * very same run (the next device's). */
 static ct_status session_run(ct_session *s, ct_fit_config *fit, float *weights)

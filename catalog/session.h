@@ -34,7 +34,7 @@
 #include "models/profile.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
-#include "train/model_table.h"
+#include "catalog/model_table.h"
 #include "train/profile_fit.h"
 #include "train/train.h"
 

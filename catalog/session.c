@@ -2,7 +2,7 @@
  * job's agreement around it (see session.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "train/session.h"
+#include "catalog/session.h"
 
 ct_status ct_session_init(ct_session *s, const ct_model_descriptor *d, const void *cfg, ct_model_data *data, ct_dist *dist)
 {
