@@ -219,6 +219,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     if (st == CT_OK) st = fit(&s, &o, &fitc, &meta, rf.dir);
     if (st == CT_OK && o.out) st = ct_session_save(&s, o.out, &meta.model_cfg);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
+    ct_session_close(&s, st != CT_OK);   /* NCCL aborted when the run failed */
     ct_session_free(&s);
     ct_model_data_free(&data);
     free(cfg);
