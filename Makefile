@@ -6,7 +6,7 @@
 #                   MPI (data-parallel training) when found, MPI=0 without, MPI=1 insists
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make test SAN=1 the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make check-deps the includes follow the layers (core <- layers <- models <- train <- cli), only
+#   make check-deps the includes follow the layers (core <- layers <- models <- train <- catalog <- cli), only
 #                   their owners include CUDA, NCCL, HDF5 and MPI, and include/ctrain.h reaches no
 #                   private header; make test runs it
 #   make fuzz       every reader under libFuzzer with ASan+UBSan (clang, build-fuzz/), FUZZ_SECONDS each
@@ -73,7 +73,7 @@ CFLAGS   += -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=al
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c comm/*.c models/*.c train/*.c)
+LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c comm/*.c models/*.c train/*.c catalog/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 # cli/args.c: the options suite (tests/test_options.c) parses argv as the command line does
 TEST_SRC  := $(wildcard tests/*.c) tests/fuzz/targets.c cli/args.c

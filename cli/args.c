@@ -123,7 +123,7 @@ ct_status ct_args_unknown(const ct_args *a, const char *see)
     return ct_fail(CT_EINVAL, "unknown option '%s' (see %s)", w, see);
 }
 
-/* ---- options from their tables (train/options.h) ---- */
+/* ---- options from their tables (catalog/options.h) ---- */
 
 /* Whether command cmd takes row o (cmd 0: any command). */
 static int takes(const ct_opt *o, unsigned cmd) { return cmd == 0 || (o->cmds & cmd); }

@@ -12,7 +12,7 @@
 #ifndef CT_ARGS_H
 #define CT_ARGS_H
 #include "core/error.h"
-#include "train/options.h"
+#include "catalog/options.h"
 
 typedef struct {
     int argc, i;
@@ -47,7 +47,7 @@ ct_status ct_args_unknown(const ct_args *a, const char *see);
 /* The note of a deprecated form other than an option's name (cmd "export"): one line on stderr. */
 void      ct_args_note(const char *cmd, const char *text);
 
-/* If argv[a->i] is an option of table `opts` (train/options.h) that command `cmd` takes
+/* If argv[a->i] is an option of table `opts` (catalog/options.h) that command `cmd` takes
  * (CT_CMD_*; 0: any), parses its value into the configuration cfg with ct_opt_set (a
  * switch: its flag is true, its off flag false), sets its bit in *given (may be NULL) and
  * returns 1 (with *st set on a bad value). */

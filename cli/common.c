@@ -1,7 +1,7 @@
 /* common.c - what the commands share (see common.h): opening the device of a
  * training run, --resume's checkpoint, and the parsing and help of options
- * from their tables (train/options.h): the models' and the shared training
- * options (train/train_opts.h). */
+ * from their tables (catalog/options.h): the models' and the shared training
+ * options (catalog/train_opts.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

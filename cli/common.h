@@ -1,17 +1,17 @@
 /* common.h - what the commands share: opening the device of a training run,
  * --resume's checkpoint, the command line as it was given, and options parsed
- * and listed from their tables (train/options.h): each model's, and the options
- * every `ctrain train MODEL` shares (train/train_opts.h). */
+ * and listed from their tables (catalog/options.h): each model's, and the options
+ * every `ctrain train MODEL` shares (catalog/train_opts.h). */
 #ifndef CT_CLI_COMMON_H
 #define CT_CLI_COMMON_H
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "train/checkpoint.h"
-#include "train/model_table.h"
+#include "catalog/model_table.h"
 #include "train/train.h"
-#include "train/train_opts.h"
+#include "catalog/train_opts.h"
 
-/* The shared options of `ctrain train MODEL`, declared in train/train_opts.h: parsed with
+/* The shared options of `ctrain train MODEL`, declared in catalog/train_opts.h: parsed with
  * cli_opt_parse(a, ct_train_opt_table, CT_CMD_TRAIN, ...), listed by cli_opt_help. */
 typedef ct_train_opts cli_train_opts;
 

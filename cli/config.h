@@ -2,7 +2,7 @@
  * a run directory keeps (train/run_dir.h).
  *
  * A configuration file is flat YAML (io/yamlmap.h) whose keys are the options'
- * keys (train/options.h): the long option without its dashes, '_' for '-', or
+ * keys (catalog/options.h): the long option without its dashes, '_' for '-', or
  * the key its table row names (n_mels for --mels: the name in weights files
  * and checkpoints too). The flag's own spelling (clip-norm, mels) is read as
  * well, as older files wrote it:

@@ -43,15 +43,7 @@ static int run(int argc, char **argv)
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
     if (!strcmp(cmd, "--version")) { printf("ctrain %s\ncommit %s\n", CTRAIN_VERSION, cli_commit()); return 0; }
     if (!strcmp(cmd, "train") || !strcmp(cmd, "time")) {   /* the commands that run as MPI ranks */
-        ct_status st = ct_dist_init(&cli_dist);
-        if (st != CT_OK) {   /* every rank fails alike here: rank 0 says why */
-            if (cli_dist.rank == 0) fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error());
-            return 2;
-        }
-        if (cli_dist.rank != 0 && !freopen("/dev/null", "w", stdout))   /* only rank 0 prints */
-            st = ct_fail(CT_EIO, "rank %d: cannot silence its output (/dev/null)", cli_dist.rank);
-        if (st == CT_OK) st = ct_dist_check_binary(&cli_dist);
-        if (st != CT_OK) {
+        if (ct_dist_start(&cli_dist) != CT_OK) {   /* every rank joins the job, or none */
             if (cli_reports()) fprintf(stderr, "ctrain %s: %s\n", cmd, ct_last_error());
             return 2;
         }
@@ -71,8 +63,8 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     int rc = run(argc, argv);
-    ct_dist_nccl_close(&cli_dist, rc != 0);   /* NCCL's communicator before its GPU */
-    cli_close_device();   /* the command's backend (--device) stays open until here */
+    cli_close_device();   /* the command's backend (--device) stays open until here; NCCL's communicator,
+                             which belongs to its GPU, closed with the training session (catalog/session.h) */
     ct_dist_finalize(&cli_dist, rc != 0, rc);   /* MPI's end; a rank that failed alone ends the whole job */
     return rc;
 }

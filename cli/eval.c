@@ -1,5 +1,5 @@
 /* eval.c - `ctrain eval MODEL`: trained weights -> the model's descriptor
- * (train/model_table.h), which rebuilds the network from the description its
+ * (catalog/model_table.h), which rebuilds the network from the description its
  * weights file records -> an evaluation of its kind:
  *
  *   speaker models  ctrain eval siamese-lstm --weights run.h5 --data feats.h5 --trials veri_test.txt
@@ -31,7 +31,7 @@
 #include "io/h5.h"
 #include "io/idx.h"
 #include "io/weights.h"
-#include "train/model_image.h"
+#include "catalog/model_image.h"
 #include "train/verify.h"
 #include "train/verify_report.h"
 
@@ -56,7 +56,7 @@ static void help(const ct_model_descriptor *d, int speaker)
         cli_help_line(stdout, "--trials FILE", "trial list, VoxCeleb format: 'LABEL PATH1 PATH2' per line (1 = same speaker),\n"
                                                "paths relative to the corpus's wav/ directory");
         printf("model: the weights file describes it (sizes, options and the feature settings of its training\n"
-               "data; train/model_desc.h), so no flag is needed, a flag that contradicts the file is refused,\n"
+               "data; catalog/model_desc.h), so no flag is needed, a flag that contradicts the file is refused,\n"
                "and so is a feature store made with other settings. For files written by an older ctrain,\n"
                "which record less, these give what is missing (a note names it):\n");
     }

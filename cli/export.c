@@ -8,7 +8,7 @@
  * The output used to be the second operand (`export --format keras RUN.h5 OUT.h5`);
  * that still works, with a note saying to write --out.
  *
- * The layouts are the models' (train/export.h: Keras's kernels, its channels-last
+ * The layouts are the models' (catalog/export.h: Keras's kernels, its channels-last
  * flatten, PyTorch's names); this file reads the command line and calls.
  * Exit status: 0 written, 2 bad options, 1 a failure (its one-line message on stderr).
  */
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/common.h"
-#include "train/export.h"
+#include "catalog/export.h"
 
 static int usage_error(const char *cmd, const char *msg)
 {

@@ -17,7 +17,7 @@
  * peak at the run's precision. A device that cannot run (no GPU, a CPU-only
  * build) says why and its columns read n/a: no number is made up.
  *
- * The model is the descriptor's (train/model_table.h): its data, network, task
+ * The model is the descriptor's (catalog/model_table.h): its data, network, task
  * and FLOP count; siamese-lstm times the seed's model. --help and the tables
  * are in cli/time_print.c, the JSON file and the SVG picture in
  * cli/time_report.c, --compare in cli/time_compare.c.
@@ -36,6 +36,7 @@
 #include "cuda/device.h"
 #include "cuda/ops_gpu.h"
 #include "train/profile_fit.h"
+#include "catalog/session.h"
 
 #define MAX_DEVICES 4
 
@@ -49,6 +50,7 @@ typedef struct {
     int tf32, deterministic;      /* the GPU's options (cuda/device.h) */
     const char *logdir;           /* TensorBoard's root: each device writes into its own folder */
     ct_fit_config fit;
+    ct_session session;           /* the model: built once for its description, then opened on each device in turn */
 } workload;
 
 /* ---- protocols ---- */
@@ -84,26 +86,17 @@ static void add_layer(void *ctx, const char *name, double fwd_s, double bwd_s, d
     l->flops_per_sample = flops_per_sample;
 }
 
-/* The model on the device of `be`, planned, with its weights and task, trained by ct_fit (its log
- * to stdout with --verbose, else nowhere); the per-epoch history and the layers' times go to r. */
-static ct_status fit_model(time_run *r, const workload *w, const ct_backend *be)
+/* The model on the device of `be`, planned, with its weights and task (catalog/session.h), trained
+ * by ct_fit (its log to stdout with --verbose, else nowhere); the per-epoch history and the
+ * layers' times go to r. */
+static ct_status fit_model(time_run *r, workload *w, const ct_backend *be)
 {
-    const ct_model_descriptor *d = w->d;
-    ct_rngs rngs;
-    ct_rngs_seed(&rngs, (uint64_t)w->setup.seed);
-    void *net = ct_calloc(1, d->net_size, "network");
-    ct_model_task t = { 0 };
+    ct_session *s = &w->session;
     ct_profile_counts pc = { .profile = w->layers, .warmup = w->setup.warmup };
     r->hist = ct_calloc((size_t)w->setup.epochs, sizeof *r->hist, "epoch history");
-    if (!net || !r->hist) { free(net); return CT_ENOMEM; }
-    ct_status st = ct_model_net_open(d, net, w->cfg, &w->data, &rngs.init, be, w->setup.batch);
-    int open = st == CT_OK;
-    if (st == CT_OK) st = d->task_open(&t, net, (ct_model_data *)&w->data, &rngs, w->setup.batch);
-    if (cli_dist.mpi) {   /* under mpirun: each rank trains on its part of every batch */
-        if (st == CT_OK) ct_model_task_set_dist(&t, &cli_dist, 0);
-        st = ct_dist_agree(&cli_dist, st);
-        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, be, ct_backend_gpu_stream(be));
-    }
+    if (!r->hist) return CT_ENOMEM;
+    ct_session_config sc = { .be = be, .gpu_stream = ct_backend_gpu_stream(be), .seed = w->setup.seed, .batch = w->setup.batch };
+    ct_status st = ct_session_open(s, &sc);
     FILE *log = w->verbose ? stdout : fopen("/dev/null", "w");
     if (st == CT_OK && !log) st = ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");
     ct_fit_config fit = w->fit;
@@ -114,20 +107,18 @@ static ct_status fit_model(time_run *r, const workload *w, const ct_backend *be)
             st = ct_fail(CT_EINVAL, "--logdir %s: path too long", w->logdir);
         fit.logdir = logdir;
     }
-    if (st == CT_OK) st = ct_fit_profiled(&t.task, d->prof(net), &pc, &fit, r->hist, log);
+    if (st == CT_OK) st = ct_session_fit(s, &fit, NULL, &pc, r->hist, log);
     if (log && log != stdout) fclose(log);
     r->n_epochs = w->setup.epochs;
     r->prof_batches = pc.batches;
     r->prof_samples = pc.samples;
-    if (st == CT_OK && w->layers) d->layer_rows(net, add_layer, r);
-    ct_model_task_close(&t);
-    if (open) d->free(net);
-    free(net);
+    if (st == CT_OK && w->layers) w->d->layer_rows(s->net, add_layer, r);
+    ct_session_close(s, st != CT_OK);
     return st;
 }
 
 /* Opens the device, measures its peaks (cli/device.c) and trains the workload on it. */
-static ct_status run_device(time_run *r, const workload *w)
+static ct_status run_device(time_run *r, workload *w)
 {
     const ct_backend *be = NULL;
     int gpu = 0;
@@ -147,9 +138,6 @@ static ct_status run_device(time_run *r, const workload *w)
         r->fma_peak *= N; r->peak *= N;   /* the descriptions below the table stay rank 0's own */
     }
     st = fit_model(r, w, be);
-    if (gpu) {
-        ct_dist_nccl_close(&cli_dist, st != CT_OK);   /* its communicator belongs to this GPU */
-    }
     cli_close_device();
     return st;
 }
@@ -205,18 +193,13 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     CT_TRY(d->load_data(&w->data, w->cfg, o->data, o->seed, s->batch));
     s->n_train = w->data.n_train;   /* the whole set when the protocol asks for more than the data has */
     s->n_val = w->data.n_val;
-    void *net = ct_calloc(1, d->net_size, "network");
-    if (!net) return CT_ENOMEM;
-    ct_status st = d->build(net, w->cfg, &w->data);
-    if (st == CT_OK) {
-        char arch[1100];
-        d->arch_line(net, arch, sizeof arch);
-        snprintf(s->model_desc, sizeof s->model_desc, "%s, %s lr %g", arch, optim_display(d->train.optimizer), w->fit.optim.lr);
-        s->flops_per_sample = d->step_flops(net);
-        d->free(net);
-    }
-    free(net);
-    CT_TRY(st);
+    /* the network, built once: its description here, then the first device's run opens it */
+    CT_TRY(ct_session_init(&w->session, d, w->cfg, &w->data, &cli_dist));
+    CT_TRY(ct_session_build(&w->session));
+    char arch[1100];
+    d->arch_line(w->session.net, arch, sizeof arch);
+    snprintf(s->model_desc, sizeof s->model_desc, "%s, %s lr %g", arch, optim_display(d->train.optimizer), w->fit.optim.lr);
+    s->flops_per_sample = d->step_flops(w->session.net);
     d->data_summary(&w->data, s->data_desc, sizeof s->data_desc);
     s->flops_counted = d->flops_counted;
     s->sample_name = d->sample_name;
@@ -314,6 +297,7 @@ int cmd_time(int argc, char **argv)
     if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* every rank stops, or none */
     if (st != CT_OK) {
         if (cli_dist.rank == 0) fprintf(stderr, "ctrain time: %s\n", ct_last_error());
+        ct_session_free(&w.session);
         ct_model_data_free(&w.data);
         free(w.cfg);
         return 2;
@@ -348,6 +332,7 @@ int cmd_time(int argc, char **argv)
         if (o.json && ct_dist_is_root(&cli_dist)) st = time_write_outputs(o.json, s, runs, n_dev);   /* rank 0 writes */
     }
     for (int i = 0; i < n_dev; i++) free(runs[i].hist);
+    ct_session_free(&w.session);
     ct_model_data_free(&w.data);
     free(w.cfg);
     fflush(stdout);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include "core/error.h"
 #include "models/seq_cnn.h"
-#include "train/options.h"
+#include "catalog/options.h"
 #include "train/train.h"
 
 #define TIME_SCHEMA "ctrain-time/1"

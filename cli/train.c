@@ -1,5 +1,5 @@
 /* train.c - `ctrain train MODEL`: the command line -> the model's descriptor
- * (train/model_table.h) -> its data, network and task -> the shared training
+ * (catalog/model_table.h) -> its data, network and task -> the shared training
  * loop (train/train.h), which prints the Keras-style log -> the weights file.
  *
  * The shared options (optimizer, schedule, checkpoints, device, ...) are in
@@ -36,6 +36,7 @@
 #include "io/files.h"
 #include "io/lock.h"
 #include "train/run_dir.h"
+#include "catalog/session.h"
 
 static void usage(FILE *out)
 {
@@ -111,9 +112,9 @@ static int parse(const ct_model_descriptor *d, void *cfg, cli_train_opts *o, ct_
     return 0;
 }
 
-/* The header, the model and data lines, the checkpoints' description of the run, and ct_fit. */
-static ct_status fit(const ct_model_descriptor *d, const void *cfg, void *net, const ct_model_data *data, ct_model_task *t,
-                     const cli_train_opts *o, ct_fit_config *fit, ct_ckpt_meta *meta, const ct_rngs *rngs, const char *run_dir)
+/* The header, the model and data lines, the run's description for its checkpoints, and
+ * the training (catalog/session.h). */
+static ct_status fit(ct_session *s, const cli_train_opts *o, ct_fit_config *fit, ct_ckpt_meta *meta, const char *run_dir)
 {
     char line[2048];
     cli_print_header(stdout, o->threads);
@@ -121,16 +122,29 @@ static ct_status fit(const ct_model_descriptor *d, const void *cfg, void *net, c
     if (cli_dist.mpi)
         printf("Ranks: %d (%s), batch %d = %d x %d per rank, gradients summed by one all-reduce per step\n", cli_dist.size,
                ct_dist_backend(), o->batch, cli_dist.size, o->batch / cli_dist.size);
-    d->train_line(net, line, sizeof line);
+    s->d->train_line(s->net, line, sizeof line);
     printf("Model: %s\n", line);
-    if (d->data_line) d->data_line(data, t, fit, stdout);
-    snprintf(meta->model, sizeof meta->model, "%s", d->name);
-    d->describe(cfg, net, &meta->model_cfg);
+    if (s->d->data_line) s->d->data_line(s->data, &s->task, fit, stdout);
     ct_train_opts_to_kv(&meta->train_cfg, o, fit);
-    CT_TRY(d->data_to_meta(cfg, data, meta));
-    fit->meta = meta;
-    fit->rngs = rngs;
-    return ct_fit(&t->task, fit, NULL, stdout);
+    return ct_session_fit(s, fit, meta, NULL, NULL, stdout);
+}
+
+/* The run directory (cli/run_files.h), made once the model is open: the session's `ready` step. */
+typedef struct {
+    run_files *rf;
+    const ct_model_descriptor *d;
+    const void *cfg;
+    cli_train_opts *o;
+    ct_fit_config *fit;
+    int argc;
+    char **argv;
+} run_dir_step;
+
+static ct_status open_run_dir(void *ctx, const ct_session *s)
+{
+    run_dir_step *r = ctx;
+    r->rf->has_val = s->task.task.n_val > 0;
+    return cli_run_files_open(r->rf, r->d, r->cfg, r->o, r->fit, r->argc, r->argv);
 }
 
 static int train_model(const ct_model_descriptor *d, int argc, char **argv)
@@ -140,11 +154,10 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     static ct_model_data data;
     static run_files rf;
     static char command[16384], interrupt_path[4096];
-    ct_model_task task = { 0 };
     ct_fit_config fitc;
-    void *cfg = ct_calloc(1, d->cfg_size, "configuration"), *net = ct_calloc(1, d->net_size, "network");
-    if (!cfg || !net) { free(cfg); free(net); fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
-    int rc = parse(d, cfg, &o, &rm, argc, argv), have_net = 0;
+    void *cfg = ct_calloc(1, d->cfg_size, "configuration");
+    if (!cfg) { fprintf(stderr, "ctrain train: %s\n", ct_last_error()); return 1; }
+    int rc = parse(d, cfg, &o, &rm, argc, argv);
     ct_status st = CT_OK;
     static char rank_gpu[32];
     const char *device_spec = o.device;   /* as given: what the run's config.yaml records */
@@ -168,7 +181,7 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
         if (st != CT_OK && cli_dist.rank == 0 && !failed) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* another rank's */
         if (st != CT_OK) rc = 2;
     }
-    if (rc != 0) { free(cfg); free(net); return rc < 0 ? 0 : rc; }
+    if (rc != 0) { free(cfg); return rc < 0 ? 0 : rc; }
     cli_command_line(command, sizeof command, "train", argc + 1, argv - 1, "--resume");   /* argv[-1] is the model's name */
     cli_interrupt_checkpoint(interrupt_path, sizeof interrupt_path, d->name, o.out);
     fitc.command = command;
@@ -182,56 +195,33 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
     char holder[512];
     int n = snprintf(holder, sizeof holder, "ctrain train %s", d->name);
     for (int i = 0; i < argc && n > 0 && (size_t)n < sizeof holder; i++) n += snprintf(holder + n, sizeof holder - (size_t)n, " %s", argv[i]);
-    for (int i = 0; i < 3; i++) {   /* rank 0 alone writes them, so rank 0 alone locks them */
-        locks[i].fd = -1;
-        int dup = 0;
-        for (int k = 0; k < i; k++) dup |= outputs[k] && outputs[i] && !strcmp(outputs[k], outputs[i]);
-        if (st == CT_OK && outputs[i] && !dup && ct_dist_is_root(&cli_dist)) st = ct_path_lock_take(&locks[i], outputs[i], holder, flags[i]);
-    }
-    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);
+    ct_session s;
+    st = ct_session_lock_outputs(&cli_dist, locks, outputs, flags, 3, holder);
+    if (st == CT_OK) st = ct_session_init(&s, d, cfg, &data, &cli_dist);
     if (st != CT_OK) {
         if (cli_reports()) fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         for (int i = 0; i < 3; i++) ct_path_lock_release(&locks[i]);
-        free(cfg); free(net);
+        free(cfg);
         return 1;
     }
 
-    ct_rngs rngs;
-    ct_rngs_seed(&rngs, (uint64_t)o.seed);
-    data.ranks_here = cli_dist.mpi ? cli_dist.local_size : 1;   /* they share the machine's memory */
-    st = d->load_data(&data, cfg, o.data, o.seed, o.batch);
-    data.tc.fixed_pairs = o.fixed_pairs;
-    if (st == CT_OK && (st = ct_model_net_open(d, net, cfg, &data, &rngs.init, o.be, o.batch)) == CT_OK) have_net = 1;
-    if (st == CT_OK) st = d->task_open(&task, net, &data, &rngs, o.batch);
-    if (cli_dist.mpi) {   /* one of several ranks: each trains on its part of every batch */
-        cli_dist.timeout_s = o.dist_timeout;
-        cli_dist.check_every = o.dist_check_every;
-        if (st == CT_OK) ct_model_task_set_dist(&task, &cli_dist, o.sync_batchnorm);
-        st = ct_dist_agree(&cli_dist, st);   /* a rank that could not read its data stops every rank */
-        uint64_t h = ct_hash_bytes(ct_hash_bytes(CT_HASH_INIT, &o.sync_batchnorm, sizeof o.sync_batchnorm),
-                                   &o.dist_check_every, sizeof o.dist_check_every);   /* they decide which collectives run */
-        if (st == CT_OK) st = ct_dist_check_same(&cli_dist, h, "--sync-batchnorm or --dist-check-every", "give every rank the same options");
-        if (st == CT_OK) st = ct_dist_nccl_open(&cli_dist, o.be, ct_backend_gpu_stream(o.be));
-    }
-    rf.has_val = task.task.n_val > 0;
-    if (st == CT_OK) st = cli_run_files_open(&rf, d, cfg, &o, &fitc, argc, argv);
-    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* rank 0's run directory is ready, or every rank stops */
+    run_dir_step rd = { &rf, d, cfg, &o, &fitc, argc, argv };
+    ct_session_config sc = { .be = o.be, .gpu_stream = ct_backend_gpu_stream(o.be), .seed = o.seed, .batch = o.batch,
+                             .source = o.data, .fixed_pairs = o.fixed_pairs,
+                             .dist_options = 1, .sync_batchnorm = o.sync_batchnorm, .dist_check_every = o.dist_check_every,
+                             .dist_timeout = o.dist_timeout, .ready = open_run_dir, .ready_ctx = &rd };
+    st = ct_session_open(&s, &sc);
     if (st == CT_OK && cli_dist.mpi && cli_dist.rank != 0 && rank0_run_dir) {   /* rank 0's run directory's files, by name only */
         if (!fitc.checkpoint) fitc.checkpoint = "checkpoint.h5 of rank 0's run directory";
         if (!fitc.csv) fitc.csv = "log.csv of rank 0's run directory";
         if (!o.out) o.out = "weights.h5 of rank 0's run directory";
     }
-    if (st == CT_OK) st = fit(d, cfg, net, &data, &task, &o, &fitc, &meta, &rngs, rf.dir);
-    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* a stop every rank made alike (a NaN loss): one message */
-    const speaker_task *s = d->task == CT_TASK_SPEAKER && task.open ? &task.s : NULL;   /* the speakers trained on */
-    if (st == CT_OK && o.out && ct_dist_is_root(&cli_dist))   /* rank 0 writes */
-        st = d->save(net, o.out, &meta.model_cfg, s ? s->train_names : NULL, s ? s->n_train_speakers : 0);
-    if (cli_dist.mpi && o.out) st = ct_dist_agree(&cli_dist, st);
+    if (st == CT_OK) st = fit(&s, &o, &fitc, &meta, rf.dir);
+    if (st == CT_OK && o.out) st = ct_session_save(&s, o.out, &meta.model_cfg);
     if (st == CT_OK && o.out) printf("weights written to %s\n", o.out);
-    ct_model_task_close(&task);
-    if (have_net) d->free(net);
+    ct_session_close(&s, st != CT_OK);   /* NCCL aborted when the run failed */
+    ct_session_free(&s);
     ct_model_data_free(&data);
-    free(net);
     free(cfg);
     for (int i = 0; i < 3; i++) ct_path_lock_release(&locks[i]);
     if (ct_interrupt_signal()) {   /* stopped (its line said how to resume), or finished while stopping */

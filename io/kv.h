@@ -1,7 +1,7 @@
 /* kv.h - configuration as named values (a model's sizes, a run's options) and
  * their form in files: the scalar attributes of an HDF5 object. Checkpoints keep
  * a run's two tables this way (train/checkpoint.h), weights files their model's
- * description (train/model_desc.h). */
+ * description (catalog/model_desc.h). */
 #ifndef CT_KV_H
 #define CT_KV_H
 #include <hdf5.h>
@@ -35,7 +35,7 @@ int  ct_kv_str(const ct_kv *kv, const char *key, const char **dst);   /* points 
 /* Named values as the scalar attributes of object `obj` ("/" or a group path) of an
  * open file: written (replacing attributes of the same name), and read back
  * (every scalar attribute; integers, floats and strings; arrays are skipped).
- * Weights files carry their model's description this way too (train/model_desc.h). */
+ * Weights files carry their model's description this way too (catalog/model_desc.h). */
 ct_status ct_kv_write_h5(hid_t f, const char *obj, const ct_kv *kv);
 ct_status ct_kv_read_h5(hid_t f, const char *obj, ct_kv *kv);
 

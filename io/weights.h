@@ -3,7 +3,7 @@
  * Layout (readable with h5py or `h5dump -n`):
  *   /                  attributes: format "ctrain-weights", format_version 1, model (name),
  *                      and the model's description: every size and option, and the feature
- *                      settings of its training data (train/model_desc.h; files written
+ *                      settings of its training data (catalog/model_desc.h; files written
  *                      before it have only some of them, or none)
  *   /model/<name>      one float32 dataset per parameter, with its shape
  *                      (e.g. /model/lstm_1/w_ih_l0 [512, 40], /model/dense_1/w [64, 128])

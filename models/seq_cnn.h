@@ -54,7 +54,7 @@
  * Layer kinds: each kind is ONE row of the table ct_seq_kinds (models/seq_cnn.c), with
  * its spec word and the functions that parse its options, infer its output shape,
  * register its parameters, plan its memory, run it forward and backward, and the
- * description of its weights in Keras's and PyTorch's files (train/export.c reads it).
+ * description of its weights in Keras's and PyTorch's files (catalog/export.c reads it).
  * A new kind is a row, its functions, and its enum value: nothing else switches on kinds
  * (the one rule across two kinds left is an optimisation: a relu right before a maxpool
  * runs after it, see plan_in_place).
@@ -242,7 +242,7 @@ typedef struct seq_kind_row {
      * returns where the input gradient is (din or dout). */
     float *(*backward)(seq_cnn *m, int i, float *dout, float *din, const float *in, int N);
     double (*flops)(const seq_layer *l, int N);          /* its forward's matrix-product FLOPs; NULL: 0 */
-    seq_export layout;             /* its weights in Keras's and PyTorch's files (train/export.c) */
+    seq_export layout;             /* its weights in Keras's and PyTorch's files (catalog/export.c) */
 } seq_kind_row;
 
 extern const seq_kind_row ct_seq_kinds[SEQ_KINDS];

@@ -4,7 +4,7 @@
 #
 # 1. The layers:
 #
-#   core  <-  layers  <-  models  <-  train  <-  cli
+#   core  <-  layers  <-  models  <-  train  <-  catalog  <-  cli
 #   io    on core only;   comm on core only;   cuda beside layers (core, layers, comm)
 #
 # A file may include its own directory and the directories its layer may see;
@@ -19,10 +19,10 @@
 #   CUDA, cuBLAS, cuDNN, NVML  <cuda*.h> <cublas*.h> <cudnn*.h> <nvml*.h>   cuda/
 #   NCCL                       <nccl*.h>                                   cuda/ (cuda/nccl.c)
 #   MPI                        <mpi.h>                                     comm/ (comm/mpi.c)
-#   HDF5                       <hdf5*.h> <H5*.h>                           io/, and train/ and cli/
+#   HDF5                       <hdf5*.h> <H5*.h>                           io/, and train/, catalog/ and cli/
 #
 # HDF5's types are part of io/'s interface (io/h5.h hands out hid_t), so train/
-# (checkpoints, exports, a task's own state) and cli/ (the library's version in
+# (checkpoints, a task's own state), catalog/ (exports) and cli/ (the library's version in
 # `ctrain info` and `ctrain time`) use them too; the other layers may not.
 # A library header outside its owners is printed with its file, line and owners.
 #
@@ -32,14 +32,14 @@
 # (scripts/public-headers.sh, which `make install` installs) must not reach a
 # header listed as private in scripts/private-headers.txt, nor one of cli/;
 # each private one is printed with the chain of includes that reaches it.
-# Every header of core/ layers/ io/ comm/ models/ train/ cuda/ must be one or the
+# Every header of core/ layers/ io/ comm/ models/ train/ catalog/ cuda/ must be one or the
 # other, and every listed one must exist.
 #
 # Anything found is printed and the script exits 1. `make check-deps` runs it,
 # and so does `make test`.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-LAYERS="core io comm layers cuda models train cli"
+LAYERS="core io comm layers cuda models train catalog cli"
 allowed() {   # allowed LAYER: the directories a layer may include
   case "$1" in
     core)   echo "core" ;;
@@ -49,7 +49,8 @@ allowed() {   # allowed LAYER: the directories a layer may include
     cuda)   echo "core layers comm cuda" ;;
     models) echo "core layers models" ;;
     train)  echo "core io layers comm models train" ;;
-    cli)    echo "core io layers comm cuda models train cli" ;;
+    catalog) echo "core io layers comm models train catalog" ;;
+    cli)    echo "core io layers comm cuda models train catalog cli" ;;
   esac
 }
 owners() {   # owners HEADER: "LIBRARY: the folders that may include it", or nothing for other headers
@@ -57,7 +58,7 @@ owners() {   # owners HEADER: "LIBRARY: the folders that may include it", or not
     cuda*.h|cublas*.h|cudnn*.h|nvml*.h) echo "CUDA: cuda" ;;
     nccl*.h)                            echo "NCCL: cuda" ;;
     mpi.h)                              echo "MPI: comm" ;;
-    hdf5*.h|H5*.h)                      echo "HDF5: io train cli" ;;
+    hdf5*.h|H5*.h)                      echo "HDF5: io train catalog cli" ;;
   esac
 }
 report=/tmp/ctrain-check-deps.$$
@@ -66,7 +67,7 @@ for layer in $LAYERS; do
   for f in "$layer"/*.c "$layer"/*.h "$layer"/*.cu "$layer"/*.cuh; do
     [ -f "$f" ] || continue
     # "dir/file.h" and <dir/file.h> of ctrain's folders: the layers
-    grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("[a-z_]+/|<(core|layers|io|comm|models|train|cuda|cli)/)' "$f" | while IFS= read -r line; do
+    grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("[a-z_]+/|<(core|layers|io|comm|models|train|catalog|cuda|cli)/)' "$f" | while IFS= read -r line; do
       dir=$(printf '%s\n' "$line" | sed -E 's/^[0-9]+:[^"<]*["<]([a-z_]+)\/.*/\1/')
       case " $ok " in *" $dir "*) ;; *) echo "$f:${line%%:*}: $layer may not include $dir/ ($(printf '%s' "${line#*:}" | tr -s ' '))" ;; esac
     done
@@ -84,10 +85,10 @@ for layer in $LAYERS; do
 done > $report
 if [ -s $report ]; then
   cat $report
-  echo "check-deps: $(wc -l < $report) include(s) against the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers) or the libraries' owners"
+  echo "check-deps: $(wc -l < $report) include(s) against the layers (core <- layers <- models <- train <- catalog <- cli; io and comm on core; cuda beside layers) or the libraries' owners"
   bad=1
 else
-  echo "check-deps: every include follows the layers (core <- layers <- models <- train <- cli; io and comm on core; cuda beside layers) and the libraries' owners (CUDA, NCCL in cuda/; MPI in comm/; HDF5 in io/, train/, cli/)"
+  echo "check-deps: every include follows the layers (core <- layers <- models <- train <- catalog <- cli; io and comm on core; cuda beside layers) and the libraries' owners (CUDA, NCCL in cuda/; MPI in comm/; HDF5 in io/, train/, catalog/, cli/)"
   bad=0
 fi
 
@@ -112,7 +113,7 @@ is_public() { printf '%s\n' "$public" | awk -v h="$1" '$1 == h { found = 1 } END
   printf '%s\n' "$public" | awk '$1 ~ /^cli\// { print $1 }' | while read -r h; do
     echo "include/ctrain.h reaches $h, the command line's own header: $(chain "$h")"
   done
-  for h in core/*.h layers/*.h io/*.h comm/*.h models/*.h train/*.h cuda/*.h cuda/*.cuh; do
+  for h in core/*.h layers/*.h io/*.h comm/*.h models/*.h train/*.h catalog/*.h cuda/*.h cuda/*.cuh; do
     [ -f "$h" ] || continue
     is_public "$h" && continue
     case "$private_words" in *" $h "*) continue ;; esac

@@ -11,7 +11,7 @@
 # UMBRELLA is the top header (default include/ctrain.h), ROOT the folder the
 # includes are found under (default the source root; for an installed tree,
 # PREFIX/include/ctrain with its ctrain.h). An include counts when it names a
-# header of ctrain's folders, core/ layers/ io/ models/ train/ cuda/ cli/, in
+# header of ctrain's folders, core/ layers/ io/ models/ train/ catalog/ cuda/ cli/, in
 # quotes or in angle brackets ("core/params.h", <core/params.h>); system headers
 # (<stdio.h>, <hdf5.h>) do not. Includes inside #if count too: every header
 # that some build could include is needed.
@@ -33,7 +33,7 @@ root=${2:-$src}
 awk -v umbrella="$umbrella" -v root="$root" -v verbose="$verbose" '
 function queue_includes(file, from,   line, h) {
   while ((getline line < file) > 0)
-    if (line ~ /^[ \t]*#[ \t]*include[ \t]*["<](core|layers|io|models|train|cuda|cli)\/[^">]+[">]/) {
+    if (line ~ /^[ \t]*#[ \t]*include[ \t]*["<](core|layers|io|models|train|catalog|cuda|cli)\/[^">]+[">]/) {
       h = line
       sub(/^[ \t]*#[ \t]*include[ \t]*["<]/, "", h)
       sub(/[">].*/, "", h)

@@ -1,5 +1,5 @@
 /* test_model_desc.c - a weights file describes its model completely
- * (train/model_desc.h), and `ctrain eval` uses that description:
+ * (catalog/model_desc.h), and `ctrain eval` uses that description:
  *   - `train siamese-lstm` with non-default sizes and --recurrent hard_sigmoid
  *     writes every size, option and feature setting into the weights file and
  *     the checkpoint; `eval` with no model flags gives the EER the library
@@ -24,7 +24,7 @@
 #include "io/h5.h"
 #include "io/trials.h"
 #include "io/weights.h"
-#include "train/model_desc.h"
+#include "catalog/model_desc.h"
 #include "train/verify.h"
 
 static char tdir[64];

@@ -1,6 +1,6 @@
-/* test_options.c - every option declared once (train/options.h): each row of
+/* test_options.c - every option declared once (catalog/options.h): each row of
  * every table (each model's options and eval flags, and the shared training
- * options of train/train_opts.h) is given a value other than its default and
+ * options of catalog/train_opts.h) is given a value other than its default and
  * round-trips
  *   argv          -> the configuration (cli_opt_parse, the command line's parser)
  *   config.yaml   -> a fresh configuration (ct_opts_put, written and read back as
@@ -17,7 +17,7 @@
 #include "tests/test.h"
 #include "cli/args.h"
 #include "io/yamlmap.h"
-#include "train/train_opts.h"
+#include "catalog/train_opts.h"
 
 /* One table and the configuration it sets. */
 typedef struct {

@@ -23,6 +23,7 @@
 #include "io/json.h"
 #include "io/svg.h"
 #include "cuda/device.h"
+#include "catalog/session.h"
 
 #define PYTHON "/usr/bin/python3"
 
@@ -445,6 +446,49 @@ static void test_gpu_and_errors(void)
     t_check(rc == 0 && strstr(out, "time MODEL"), "ctrain --help should list time: %s", out);
 }
 
+/* One session (catalog/session.h), as `ctrain time` uses it: the network built once for its
+ * description is the one the first device trains, and a closed session opens again to the
+ * very same run (the next device's). */
+static ct_status session_run(ct_session *s, ct_fit_config *fit, float *weights)
+{
+    ct_session_config sc = { .be = &ct_cpu_backend, .seed = 7, .batch = 16 };
+    CT_TRY(ct_session_open(s, &sc));
+    FILE *log = fopen("/dev/null", "w");
+    ct_status st = log ? ct_session_fit(s, fit, NULL, NULL, NULL, log) : CT_EIO;
+    if (log) fclose(log);
+    const ct_params *p = s->d->params(s->net);
+    if (st == CT_OK) memcpy(weights, p->data, p->numel * sizeof(float));
+    return st;
+}
+
+static void test_session(void)
+{
+    t_case("time/session: the network built for the description is trained, and a reopened session repeats the run");
+    const ct_model_descriptor *d = ct_model_find("small-cnn");
+    void *cfg = calloc(1, d->cfg_size);
+    static ct_model_data data;
+    ct_session s;
+    (d->time_defaults ? d->time_defaults : d->defaults)(cfg);
+    d->set_counts(cfg, 48, 16);
+    t_check(d->finish(cfg, 0) == CT_OK && d->load_data(&data, cfg, "synthetic", 7, 16) == CT_OK, "small-cnn's data: %s", ct_last_error());
+    t_check(ct_session_init(&s, d, cfg, &data, NULL) == CT_OK && ct_session_build(&s) == CT_OK, "build: %s", ct_last_error());
+    void *net = s.net;
+    size_t n = d->params(s.net)->numel;
+    t_check(s.built && !s.open && d->step_flops(s.net) > 0 && n > 0, "a built network with FLOPs and parameters");
+    float *first = calloc(n, sizeof *first), *again = calloc(n, sizeof *again);
+    ct_fit_config fit = { .epochs = 1, .batch = 16, .optim = ct_optim_defaults(d->train.optimizer) };
+    fit.sched = (ct_sched){ .kind = SCHED_CONSTANT, .base_lr = fit.optim.lr, .t_max = 1 };
+    ct_status st = session_run(&s, &fit, first);
+    t_check(st == CT_OK && s.open && s.net == net, "the first run trains the network built before it: %s", ct_last_error());
+    ct_session_close(&s, 0);
+    t_check(!s.built && !s.open, "closed: nothing built");
+    st = session_run(&s, &fit, again);
+    t_check(st == CT_OK && memcmp(first, again, n * sizeof *first) == 0, "the reopened session's weights are the first run's, bit for bit");
+    ct_session_free(&s);
+    ct_model_data_free(&data);
+    free(first); free(again); free(cfg);
+}
+
 void suite_time(void)
 {
     test_json_roundtrip();
@@ -452,4 +496,5 @@ void suite_time(void)
     test_svg();
     test_command();
     test_gpu_and_errors();
+    test_session();
 }

@@ -20,8 +20,8 @@
 #include "io/featstore.h"
 #include "io/json.h"
 #include "io/weights.h"
-#include "train/model_desc.h"
-#include "train/model_table.h"
+#include "catalog/model_desc.h"
+#include "catalog/model_table.h"
 #include "train/verify_report.h"
 
 #define PYTHON "/usr/bin/python3"

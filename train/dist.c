@@ -59,6 +59,18 @@ ct_status ct_dist_init(ct_dist *d)
     return CT_OK;
 }
 
+ct_status ct_dist_start(ct_dist *d)
+{
+    ct_status st = ct_dist_init(d);
+    if (st != CT_OK) {   /* every rank fails alike here: rank 0 says why */
+        d->agreed_failure = 1;
+        return st;
+    }
+    if (d->rank != 0 && !freopen("/dev/null", "w", stdout))   /* only rank 0 prints */
+        return ct_fail(CT_EIO, "rank %d: cannot silence its output (/dev/null)", d->rank);
+    return ct_dist_check_binary(d);
+}
+
 void ct_dist_finalize(ct_dist *d, int failed, int exit_code)
 {
     ct_dist_nccl_close(d, failed);

@@ -72,6 +72,11 @@ typedef struct ct_dist {
 /* Starts MPI when launched by mpirun (or another MPI launcher) and fills d; one rank
  * otherwise. Fails in a build without MPI launched with N > 1 ranks. */
 ct_status ct_dist_init(ct_dist *d);
+/* A command that runs as the ranks of a job (train, time) joins it here, once: ct_dist_init,
+ * then every rank but rank 0 sends its stdout to /dev/null (only rank 0 prints), and every
+ * rank checks that they all run the same binary (ct_dist_check_binary). A failure of the
+ * start itself is every rank's alike (d->agreed_failure: rank 0 reports it). */
+ct_status ct_dist_start(ct_dist *d);
 /* Ends NCCL (ct_dist_nccl_close), then MPI: MPI_Finalize, or MPI_Abort(exit_code) when
  * a collective failed or `failed` (a rank that fails alone must not leave the others
  * waiting). */

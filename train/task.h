@@ -2,7 +2,8 @@
  * (train/checkpoint.h) share, and nothing else: how a model plugs into the loop
  * (ct_task: a few callbacks over its own context), its training state on its
  * device (ct_train_state), one epoch's numbers (ct_epoch_log) and what the
- * callbacks monitor (ct_monitor, ct_on_nan). */
+ * callbacks monitor (ct_monitor, ct_on_nan). train/task.c defines the names and
+ * fields, train/train_state.c the training state's functions. */
 #ifndef CT_TASK_H
 #define CT_TASK_H
 #include <hdf5.h>
@@ -18,7 +19,7 @@ typedef struct {
     double val_eer;                               /* equal error rate on a trial list; < 0 when not computed */
 } ct_epoch_log;
 
-/* The fields of ct_epoch_log, declared once (train/train.c) and walked by every file that logs
+/* The fields of ct_epoch_log, declared once (train/task.c) and walked by every file that logs
  * epochs: the CSV log's columns (in this order), a checkpoint's /history/<name> datasets,
  * TensorBoard's scalars and `ctrain time`'s JSON "epochs". A new field is one row here and
  * its member above. */

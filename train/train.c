@@ -59,26 +59,7 @@ ct_status ct_evaluate(const ct_task *t, int split, int batch, double *loss, doub
 }
 
 
-/* ---- monitored values (Keras's ModelCheckpoint / EarlyStopping "monitor") ---- */
-static const char *MONITOR_NAMES[] = { "val_loss", "val_accuracy", "val_eer", "loss", "accuracy" };
-
-ct_status ct_monitor_parse(ct_monitor *m, const char *name)
-{
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(name, MONITOR_NAMES[i])) { *m = (ct_monitor)i; return CT_OK; }
-    return ct_fail(CT_EINVAL, "--monitor %s: use val_loss, val_accuracy, val_eer, loss or accuracy", name);
-}
-
-const char *ct_monitor_name(ct_monitor m) { return (int)m >= 0 && (int)m < 5 ? MONITOR_NAMES[m] : "val_loss"; }
-
-ct_status ct_on_nan_parse(ct_on_nan *m, const char *name)
-{
-    if (!strcmp(name, "stop")) *m = CT_NAN_STOP;
-    else if (!strcmp(name, "skip-batch")) *m = CT_NAN_SKIP_BATCH;
-    else return ct_fail(CT_EINVAL, "--on-nan %s: use stop or skip-batch", name);
-    return CT_OK;
-}
-
+/* ---- the monitored value (Keras's ModelCheckpoint / EarlyStopping "monitor") ---- */
 static int monitor_is_max(ct_monitor m) { return m == CT_MONITOR_VAL_ACCURACY || m == CT_MONITOR_ACCURACY; }
 
 static double monitor_value(ct_monitor m, const ct_epoch_log *l)
@@ -91,20 +72,6 @@ static double monitor_value(ct_monitor m, const ct_epoch_log *l)
     default:                      return l->val_loss;
     }
 }
-
-/* ---- the fields of an epoch's log (task.h) ---- */
-#define FIELD(m) #m, offsetof(ct_epoch_log, m)
-const ct_epoch_field ct_epoch_fields[CT_EPOCH_FIELDS] = {
-    { FIELD(loss), "loss", 0 },
-    { FIELD(accuracy), "accuracy", 0 },
-    { FIELD(val_loss), "val_loss", CT_EPOCH_VAL },
-    { FIELD(val_accuracy), "val_accuracy", CT_EPOCH_VAL },
-    { FIELD(val_eer), "val_eer", CT_EPOCH_VAL | CT_EPOCH_OPTIONAL },
-    { FIELD(seconds), "epoch_seconds", CT_EPOCH_TIME },
-    { FIELD(train_seconds), NULL, CT_EPOCH_TIME },
-    { FIELD(val_seconds), NULL, CT_EPOCH_TIME },
-};
-#undef FIELD
 
 /* ---- CSV log (Keras's CSVLogger): a header, then one row per epoch ---- */
 static void csv_header(FILE *f)
@@ -182,73 +149,6 @@ int ct_epoch_scalars(const ct_epoch_report *r, int has_val, const char **tags, f
     tags[n] = "samples_per_second";
     values[n++] = (float)r->samples_per_s;
     return n;
-}
-
-/* ---- the device side of training (train.h: ct_train_state) ---- */
-
-ct_train_state ct_train_state_of(ct_dparams *params, ct_dparams *buffers)
-{
-    return (ct_train_state){ .be = params->be, .params = params, .buffers = buffers };
-}
-
-ct_status ct_train_state_begin(ct_train_state *s, const ct_optim_config *cfg)
-{
-    size_t n = s->params->host->numel;
-    CT_TRY(s->be->ops->optim_init(s->be, &s->opt, cfg, n));
-    s->has_opt = 1;
-    if (s->be->host_memory) return CT_OK;
-    ct_status st = ct_optim_init(&s->host_opt, cfg, n);   /* where checkpoints read and write the state */
-    if (st != CT_OK) ct_train_state_end(s);
-    return st;
-}
-
-void ct_train_state_end(ct_train_state *s)
-{
-    if (!s->has_opt) return;
-    s->be->ops->optim_free(s->be, &s->opt);
-    if (!s->be->host_memory) ct_optim_free(&s->host_opt);
-    s->has_opt = 0;
-}
-
-void ct_train_state_zero_grad(ct_train_state *s)
-{
-    s->be->ops->zero(s->be, s->params->grad, s->params->host->numel * sizeof(float));
-}
-
-float ct_train_state_grad_norm(ct_train_state *s)
-{
-    return s->be->ops->clip_grad_norm(s->be, s->params->grad, s->params->host->numel, 0);
-}
-
-void ct_train_state_step(ct_train_state *s, float lr)
-{
-    s->be->ops->optim_step(s->be, &s->opt, s->params->data, s->params->grad, lr);
-}
-
-ct_optim *ct_train_state_host_optim(ct_train_state *s) { return s->be->host_memory ? &s->opt : &s->host_opt; }
-
-ct_status ct_train_state_to_host(ct_train_state *s)
-{
-    CT_TRY(ct_dparams_to_host(s->params));
-    if (s->buffers) CT_TRY(ct_dparams_to_host(s->buffers));
-    if (!s->has_opt || s->be->host_memory) return CT_OK;
-    size_t bytes = s->opt.n * sizeof(float);
-    if (s->opt.m) CT_TRY(s->be->ops->download(s->be, s->host_opt.m, s->opt.m, bytes));
-    if (s->opt.v) CT_TRY(s->be->ops->download(s->be, s->host_opt.v, s->opt.v, bytes));
-    s->host_opt.step = s->opt.step;
-    return CT_OK;
-}
-
-ct_status ct_train_state_to_device(ct_train_state *s)
-{
-    CT_TRY(ct_dparams_to_device(s->params));
-    if (s->buffers) CT_TRY(ct_dparams_to_device(s->buffers));
-    if (!s->has_opt || s->be->host_memory) return CT_OK;
-    size_t bytes = s->opt.n * sizeof(float);
-    if (s->opt.m) CT_TRY(s->be->ops->upload(s->be, s->opt.m, s->host_opt.m, bytes));
-    if (s->opt.v) CT_TRY(s->be->ops->upload(s->be, s->opt.v, s->host_opt.v, bytes));
-    s->opt.step = s->host_opt.step;
-    return CT_OK;
 }
 
 /* ---- one run of ct_fit ---- */

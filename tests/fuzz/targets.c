@@ -13,8 +13,8 @@
 #include "io/yamlmap.h"
 #include "models/seq_cnn.h"
 #include "train/checkpoint.h"
-#include "train/export.h"
-#include "train/model_table.h"
+#include "catalog/export.h"
+#include "catalog/model_table.h"
 
 static char why[1024];
 

@@ -1,14 +1,14 @@
-/* model_siamese_lstm.c - the descriptor of siamese-lstm (train/model_table.h):
+/* model_siamese_lstm.c - the descriptor of siamese-lstm (catalog/model_table.h):
  * two utterances -> shared LSTM -> mean over time (or last hidden state) ->
  * dense embedding -> Euclidean distance -> contrastive loss
- * (models/siamese_lstm.h), trained on pairs (train/model_speaker.h). */
+ * (models/siamese_lstm.h), trained on pairs (catalog/model_speaker.h). */
 #include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "io/weights.h"
-#include "train/export.h"
-#include "train/model_speaker.h"
+#include "catalog/export.h"
+#include "catalog/model_speaker.h"
 
 static_assert(sizeof(lstm_recurrent) == sizeof(int) && sizeof(lstm_return) == sizeof(int), "choice options write ints");
 
@@ -18,7 +18,7 @@ typedef struct {
 } lstm_cfg;
 
 /* The model's options are kept in a run's configuration and with the model (a checkpoint's and
- * a weights file's root attributes: what eval rebuilds the model from, train/model_desc.h). */
+ * a weights file's root attributes: what eval rebuilds the model from, catalog/model_desc.h). */
 #define LSTM_KEPT (CT_IN_CONFIG | CT_IN_MODEL)
 /* The network's sizes and options: trained with, and given for a file that does not record them. */
 #define SIZE_CMDS (CT_CMD_TRAIN | CT_CMD_EVAL | CT_CMD_IMPORT)
@@ -135,7 +135,7 @@ static void layer_rows(const void *net, ct_row_fn row, void *ctx)
 
 static ct_status save(void *net, const char *path, const ct_kv *desc, const char *const *speakers, int n_speakers)
 {
-    /* the model's description (train/model_desc.h) beside the weights: eval rebuilds the model from it */
+    /* the model's description (catalog/model_desc.h) beside the weights: eval rebuilds the model from it */
     return ct_weights_save_speakers(path, "siamese-lstm", &((siamese_lstm *)net)->params, NULL, desc, NULL, speakers, n_speakers);
 }
 

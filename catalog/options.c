@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "train/options.h"
+#include "catalog/options.h"
 
 int ct_opt_is_value(const ct_opt *o)
 {

@@ -1,5 +1,5 @@
-/* options.h - options declared as data: one table per model (train/model_table.h),
- * one of the options every `ctrain train MODEL` shares (train/train_opts.h), and
+/* options.h - options declared as data: one table per model (catalog/model_table.h),
+ * one of the options every `ctrain train MODEL` shares (catalog/train_opts.h), and
  * ctrain time's own (cli/time_print.c).
  * A row is the whole declaration of an option: its flag, the type and range of
  * its value, the field of the configuration it sets, the commands that take it,

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "train/model_speaker.h"
+#include "catalog/model_speaker.h"
 #include "core/bytes.h"
 #include "io/featstore.h"
 

@@ -1,13 +1,13 @@
-/* model_siamese_cnn.c - the descriptor of siamese-cnn (train/model_table.h):
+/* model_siamese_cnn.c - the descriptor of siamese-cnn (catalog/model_table.h):
  * two log-mel crops -> shared CNN tower from a spec (models/siamese_cnn.h) ->
  * Euclidean distance -> contrastive loss, trained on the speaker models' pairs
- * (train/model_speaker.h). Exports hold the tower: the head has no weights. */
+ * (catalog/model_speaker.h). Exports hold the tower: the head has no weights. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "io/weights.h"
-#include "train/export.h"
-#include "train/model_speaker.h"
+#include "catalog/export.h"
+#include "catalog/model_speaker.h"
 
 typedef struct {
     siamese_cnn_config m;      /* m.spec: --arch, or the default body ending in dense<--embed> (finish) */
@@ -186,7 +186,7 @@ static ct_status file_config(void *vc, const ct_src *s, unsigned long long given
     return recorded(c, &flags, given, s->path, &s->kv, c->m.n_mels, missing, sizeof missing);
 }
 
-/* The tower's layers (train/export.h); the distance and the loss on top have no weights. */
+/* The tower's layers (catalog/export.h); the distance and the loss on top have no weights. */
 static ct_status layout(const void *net, ct_format f, ct_layout *out)
 {
     const siamese_cnn *m = net;

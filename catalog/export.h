@@ -1,7 +1,7 @@
 /* export.h - a network's weights in the files of Keras 2
  * (`model.save_weights("w.h5")`) and PyTorch (a state_dict, one HDF5 dataset per
  * tensor, named as in the module), and back: `ctrain export` and `ctrain import`
- * for every model in the table (train/model_table.h).
+ * for every model in the table (catalog/model_table.h).
  *
  * Each model's descriptor gives its layout (ct_layout): for every tensor of the
  * file, where it comes from among ctrain's parameters (which store PyTorch's
@@ -32,7 +32,7 @@
 #ifndef CT_EXPORT_H
 #define CT_EXPORT_H
 #include <hdf5.h>
-#include "train/model_table.h"
+#include "catalog/model_table.h"
 
 typedef enum {
     CT_MAP_COPY,        /* the same layout */

@@ -1,6 +1,6 @@
-/* model_small_cnn.c - the descriptor of small-cnn (train/model_table.h): conv ->
+/* model_small_cnn.c - the descriptor of small-cnn (catalog/model_table.h): conv ->
  * batchnorm -> relu -> maxpool 2 -> dropout -> dense -> softmax cross-entropy
- * (models/small_cnn.h) on synthetic images (train/model_image.h). Its exports
+ * (models/small_cnn.h) on synthetic images (catalog/model_image.h). Its exports
  * keep the names of every file it ever wrote: PyTorch's conv1, bn1, dense. */
 #include <math.h>
 #include <stddef.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include "io/weights.h"
 #include "models/small_cnn.h"
-#include "train/export.h"
-#include "train/model_image.h"
+#include "catalog/export.h"
+#include "catalog/model_image.h"
 
 typedef struct {
     small_cnn_config m;

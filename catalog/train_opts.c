@@ -2,7 +2,7 @@
  * the table, their defaults, the training loop's configuration made from them,
  * and a checkpoint's /training attributes. */
 #include <string.h>
-#include "train/train_opts.h"
+#include "catalog/train_opts.h"
 #include "train/dist.h"
 
 const ct_opt_choice ct_sched_choices[] = {

@@ -6,23 +6,24 @@
  * allocates with the sizes it gives:
  *   cfg  the model's configuration (cfg_size bytes): every size and option of the
  *        network, and of its data (pairs, speakers, image counts). `opts` declares
- *        its command-line options (train/options.h): --help and parsing come from
+ *        its command-line options (catalog/options.h): --help and parsing come from
  *        that table, for every command that takes them.
  *   net  the built network (net_size bytes: a siamese_lstm, siamese_cnn, seq_cnn).
  *
- * Life of a training run (cli/train.c, cli/time.c):
+ * Life of a training run (cli/train.c, cli/time.c; the steps from load_data on are
+ * catalog/session.h's, which both commands share):
  *   defaults -> [from_meta on --resume] -> options parsed into cfg -> finish
  *   -> load_data -> build -> init_weights -> set_device -> plan -> task_open
  *   -> ct_fit (train/train.h) -> save -> task, net and data freed.
  * Evaluation (cli/eval.c) rebuilds the network from its weights file
- * (eval_config), export and import (train/export.h) from the file's recorded
+ * (eval_config), export and import (catalog/export.h) from the file's recorded
  * description and its tensors' shapes (file_config), and map its parameters to
  * Keras's and PyTorch's layouts through `layout`.
  *
- * The descriptors are in train/model_*.c; what the two speaker models and the
- * two image models share is in train/model_speaker.c and train/model_image.c.
+ * The descriptors are in catalog/model_*.c; what the two speaker models and the
+ * two image models share is in catalog/model_speaker.c and catalog/model_image.c.
  * Adding a model is writing one descriptor and listing it in ct_models
- * (train/model_table.c); README.md, "How to add a model", walks through it.
+ * (catalog/model_table.c); README.md, "How to add a model", walks through it.
  */
 #ifndef CT_MODEL_TABLE_H
 #define CT_MODEL_TABLE_H
@@ -40,7 +41,7 @@
 #include "models/speaker_model.h"
 #include "train/checkpoint.h"
 #include "train/image_task.h"
-#include "train/options.h"
+#include "catalog/options.h"
 #include "train/speaker_task.h"
 #include "train/train.h"
 
@@ -58,7 +59,7 @@ typedef struct {
 /* The data of a run, loaded once (load_data) and shared by the runs on every device. */
 typedef struct {
     const char *source;                /* --data as given */
-    /* speaker models (train/model_speaker.c) */
+    /* speaker models (catalog/model_speaker.c) */
     ct_corpus corpus;
     ct_featstore_plan store_plan;      /* how a feature store was opened (loaded or streamed); unused for synthetic data */
     int ranks_here;                    /* set before load_data: ranks of this job on this machine (0 or 1: one process) */
@@ -69,7 +70,7 @@ typedef struct {
     unsigned char *excluded;           /* [corpus speakers] 1: a speaker that list names (tc.excluded) */
     int n_excluded, n_excluded_utts;   /* how many speakers, and their utterances */
     speaker_task_config tc;
-    /* image models (train/model_image.c) */
+    /* image models (catalog/model_image.c) */
     const char *dir;                   /* the IDX directory; NULL for synthetic images */
     ct_images train, val;
     int c, h, w, classes;              /* the images' shape */
@@ -87,7 +88,7 @@ typedef struct {
 /* A row of `ctrain time --layers`: seconds summed over the profiled batches, FLOPs per sample. */
 typedef void (*ct_row_fn)(void *ctx, const char *name, double fwd_s, double bwd_s, double flops_per_sample);
 
-/* Export and import (train/export.h). */
+/* Export and import (catalog/export.h). */
 typedef enum { CT_FORMAT_CTRAIN, CT_FORMAT_KERAS, CT_FORMAT_TORCH } ct_format;
 struct ct_layout;
 struct ct_src;
@@ -159,7 +160,7 @@ struct ct_model_descriptor {
     speaker_model (*speaker)(void *net);   /* speaker models: the verification interface */
     seq_cnn  *(*classifier)(void *net);    /* image models: the network */
 
-    /* ---- export and import (train/export.h) ---- */
+    /* ---- export and import (catalog/export.h) ---- */
     /* The configuration of a file to export or import: its recorded description and its
      * tensors' shapes, with the options `given` (bit i: opts[i]) applied and checked. */
     ct_status (*file_config)(void *cfg, const struct ct_src *src, unsigned long long given);

@@ -1,7 +1,7 @@
-/* model_cnn.c - the descriptor of cnn (train/model_table.h): a sequential CNN
+/* model_cnn.c - the descriptor of cnn (catalog/model_table.h): a sequential CNN
  * classifier from an architecture spec (models/seq_cnn.h; default: Keras's
  * mnist_cnn example) trained on IDX images such as Fashion-MNIST
- * (train/model_image.h). Its weights file records the spec as "arch", so eval
+ * (catalog/model_image.h). Its weights file records the spec as "arch", so eval
  * and export rebuild the network without being told. */
 #include <stddef.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include "io/h5.h"
 #include "io/idx.h"
 #include "io/weights.h"
-#include "train/export.h"
-#include "train/model_image.h"
+#include "catalog/export.h"
+#include "catalog/model_image.h"
 
 typedef struct {
     const char *arch;                /* --arch SPEC */

@@ -1,10 +1,10 @@
 /* model_image.h - what the two image models (cnn, small-cnn) share in their
- * descriptors (train/model_table.h): the image counts, loading IDX data
+ * descriptors (catalog/model_table.h): the image counts, loading IDX data
  * (Fashion-MNIST, MNIST, any directory of the four IDX files) or synthetic
  * images, the image task (train/image_task.h) and a test set's evaluation. */
 #ifndef CT_MODEL_IMAGE_H
 #define CT_MODEL_IMAGE_H
-#include "train/model_table.h"
+#include "catalog/model_table.h"
 
 /* The data options of an image model: a member of its configuration. */
 typedef struct {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "train/model_desc.h"
+#include "catalog/model_desc.h"
 #include "io/featstore.h"
 #include "io/h5.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "train/model_table.h"
+#include "catalog/model_table.h"
 #include "train/dist.h"
 
 extern const ct_model_descriptor ct_model_siamese_lstm, ct_model_siamese_cnn, ct_model_small_cnn, ct_model_cnn;

@@ -7,8 +7,8 @@
  * features were made otherwise than the training data's.
  *
  * Attributes (numbers are HDF5 integers or floats, the rest strings):
- *   siamese-lstm  the rows of its option table recorded CT_IN_MODEL (train/model_siamese_lstm.c,
- *                 written and checked by ct_opts_to_kv and ct_opts_from_file, train/options.h):
+ *   siamese-lstm  the rows of its option table recorded CT_IN_MODEL (catalog/model_siamese_lstm.c,
+ *                 written and checked by ct_opts_to_kv and ct_opts_from_file, catalog/options.h):
  *                 n_mels, frames, hidden, layers, embed, margin, threshold,
  *                 recurrent ("sigmoid" | "hard_sigmoid"), pool ("last" | "mean")
  *   siamese-cnn   the rows of its table recorded CT_IN_MODEL (n_mels, frames, margin,
@@ -29,7 +29,7 @@
 #include "train/checkpoint.h"
 #include "models/siamese_cnn.h"
 #include "models/siamese_lstm.h"
-#include "train/options.h"
+#include "catalog/options.h"
 
 /* The names of the LSTM's options in files and on the command line: --recurrent
  * sigmoid|hard_sigmoid, --pool last|mean (lstm_recurrent and lstm_return values). */

@@ -1,11 +1,11 @@
 /* model_speaker.h - what the two speaker models (siamese-lstm, siamese-cnn)
- * share in their descriptors (train/model_table.h): the pair and data options,
+ * share in their descriptors (catalog/model_table.h): the pair and data options,
  * loading the corpus and its trial list, the speaker task (train/speaker_task.h),
  * the "Data:" lines and what a checkpoint records of the data. */
 #ifndef CT_MODEL_SPEAKER_H
 #define CT_MODEL_SPEAKER_H
-#include "train/model_desc.h"
-#include "train/model_table.h"
+#include "catalog/model_desc.h"
+#include "catalog/model_table.h"
 
 /* The data options of a speaker model: a member of its configuration. */
 typedef struct {

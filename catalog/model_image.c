@@ -3,7 +3,7 @@
  * classifier on a test set (see model_image.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "train/model_image.h"
+#include "catalog/model_image.h"
 #include "core/interrupt.h"
 #include "io/idx.h"
 

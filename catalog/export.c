@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "train/export.h"
+#include "catalog/export.h"
 #include "io/h5.h"
 #include "io/h5atomic.h"
 #include "io/weights.h"

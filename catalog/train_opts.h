@@ -1,7 +1,7 @@
 /* train_opts.h - the options every `ctrain train MODEL` shares (optimizer,
  * schedule, epochs, batch, seed, device, checkpoints and callbacks, run
  * directory, data-parallel settings), declared once in ct_train_opt_table
- * (train/options.h): the command line parses them and prints their help from
+ * (catalog/options.h): the command line parses them and prints their help from
  * it, a run's config.yaml and a checkpoint's /training attributes are written
  * and read back from it.
  *
@@ -13,8 +13,8 @@
  * eta_min, for the record; they are not options and are not read back. */
 #ifndef CT_TRAIN_OPTS_H
 #define CT_TRAIN_OPTS_H
-#include "train/model_table.h"
-#include "train/options.h"
+#include "catalog/model_table.h"
+#include "catalog/options.h"
 
 typedef struct {
     const char *data, *out, *device, *optimizer;
