@@ -249,6 +249,7 @@ static void old_files(void)
         t_check(!strcmp(value_of(d->opts, cfg, want[k][0]), want[k][1]), "%s: %s, not %s", want[k][0], value_of(d->opts, cfg, want[k][0]),
                 want[k][1]);
     free(cfg);
+    ct_yaml_map_free(&m);   /* o.optimizer pointed into it */
 
     t_case("options/a checkpoint of ctrain 0.1.0: --resume's settings (/training and the model's attributes)");
     static ct_ckpt_meta meta;
