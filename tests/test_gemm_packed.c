@@ -115,6 +115,7 @@ static void same_bits(void)
     ct_gemm_pack(bp, B, N, 0, K, N);
     int off[37];
     for (int k = 0; k < K; k++) off[k] = 3 * k;   /* overlapping runs of B's first rows */
+    const ct_kernels before = ct_kernels_get_all();
     for (int s = 0; s < 2; s++) {
         ct_kernels_set(s ? CT_KERNELS_AVX2 : CT_KERNELS_AVX512);
         for (size_t i = 0; i < (size_t)M * N; i++) C[s][i] = 0.25f;
@@ -122,14 +123,14 @@ static void same_bits(void)
         ct_gemm_rowmajor(M, 128, K, A, K, 0, B, N, C[s], N, 1);
         ct_gemm_rowoffsets(M, N - 40, K, A, K, B, off, C[s], N, 1);
     }
-    ct_kernels_set(CT_KERNELS_AVX512);
+    ct_kernels_set(before);
     t_close("C", C[1], C[0], (size_t)M * N, 0);
     free(A); free(B); free(bp); free(C[0]); free(C[1]);
 }
 
 void suite_gemm_packed(void)
 {
-    const ct_kernels widest = ct_kernels_get();
+    const ct_kernels widest = ct_kernels_get(), saved = ct_kernels_get_all();   /* saved: with the bf16 sets */
     if (widest == CT_KERNELS_BLAS) {
         t_skip("gemm_packed/against OpenBLAS: this CPU has neither AVX-512F nor AVX2 with FMA; the callers use cblas_sgemm here");
         return;
@@ -138,6 +139,6 @@ void suite_gemm_packed(void)
         ct_kernels_set((ct_kernels)set);
         cases((ct_kernels)set);
     }
-    ct_kernels_set(widest);
+    ct_kernels_set(saved);
     if (widest == CT_KERNELS_AVX512) same_bits();
 }

@@ -443,7 +443,7 @@ static void suite_fused(void)
             t_skip("lstm/fused forward step: this CPU has no AVX-512F, the fused step never runs here");
             return;
         }
-        const ct_kernels widest = ct_kernels_get();
+        const ct_kernels widest = ct_kernels_get(), saved = ct_kernels_get_all();   /* saved: with the bf16 sets */
         t_case("lstm/fused forward step and the AVX2 kernels' plain step = plain step: B=%d T=%d I=%d H=%d L=%d ret=%s %s, "
                "%d thread%s, masked (tolerance %g)", d.B, d.T, d.I, d.H, d.L, ret_name[d.ret], recur_name[d.recur],
                cases[k].threads, cases[k].threads > 1 ? "s" : "", tol);
@@ -475,7 +475,7 @@ static void suite_fused(void)
                 snprintf(what, sizeof what, "%s %s: param grads", ct_kernels_name((ct_kernels)set), fused ? "fused" : "plain");
                 t_close(what, r.ps.grad, g0, np, tol);
             }
-        ct_kernels_set(widest);
+        ct_kernels_set(saved);
         ct_lstm_set_fused(1);
         ct_threads_set(1);
         free(out0); free(dx0); free(g0);
