@@ -237,7 +237,7 @@ int main(int argc, char **argv)
     lstm_grads g[LSTM_MAX_LAYERS];
     ct_lstm_params_view(w, g, &ps, &ids);
 
-    lstm_dims d = { B, T, I, H, L, LSTM_RETURN_LAST, LSTM_SIGMOID };
+    lstm_dims d = { B, T, I, H, L, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 };
     size_t nx = (size_t)B * T * I, nout = (size_t)B * H;
     size_t ncache = ct_lstm_cache_floats(&d), nws = ct_lstm_workspace_floats(&d);
     float *x = ct_alloc_aligned(nx * sizeof(float), "x"), *dx = ct_alloc_aligned(nx * sizeof(float), "dx");

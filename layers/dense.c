@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include "core/threads.h"
 #include "layers/dense.h"
+#include "layers/gemm_bf16.h"
 
 ct_status ct_dense_params_add(dense_ids *ids, ct_params *ps, const char *prefix, int in_dim, int out_dim, int bias)
 {
@@ -63,4 +64,56 @@ void ct_dense_backward(float *din, float *dw, float *db, const float *dout, cons
             for (int j = 0; j < out_dim; j++) db[j] += g[j];
         }
     }
+}
+
+/* ---- bf16 operands (layers/gemm_bf16.h): the same products, B packed, A rounded as packed ----
+ * scratch holds the packed B operand, then the work buffer of the rounded A operand. */
+static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+size_t ct_dense_bf16_scratch_elems(int B, int in_dim, int out_dim)
+{
+    size_t pack = max3(ct_gemm_bf16_pack_elems(in_dim, out_dim),    /* forward: w^T [in_dim, out_dim] */
+                       ct_gemm_bf16_pack_elems(out_dim, in_dim),    /* din: w [out_dim, in_dim] */
+                       ct_gemm_bf16_pack_elems(B, in_dim));         /* dw: in [B, in_dim] */
+    size_t work = max3(ct_gemm_bf16_work_elems(B, in_dim), ct_gemm_bf16_work_elems(B, out_dim),
+                       ct_gemm_bf16_work_elems(out_dim, B));
+    return (pack + 31) / 32 * 32 + work;
+}
+
+static uint16_t *work_of(uint16_t *scratch, int B, int in_dim, int out_dim)
+{
+    size_t pack = max3(ct_gemm_bf16_pack_elems(in_dim, out_dim), ct_gemm_bf16_pack_elems(out_dim, in_dim),
+                       ct_gemm_bf16_pack_elems(B, in_dim));
+    return scratch + (pack + 31) / 32 * 32;
+}
+
+void ct_dense_forward_bf16(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim,
+                           uint16_t *scratch)
+{
+    ct_gemm_bf16_pack(scratch, w, in_dim, 1, in_dim, out_dim);   /* w^T [in_dim, out_dim] */
+    ct_gemm_bf16(B, out_dim, in_dim, in, in_dim, 0, scratch, work_of(scratch, B, in_dim, out_dim), out, out_dim, 0);
+    if (b)
+        for (int r = 0; r < B; r++) {
+            float *o = out + (size_t)r * out_dim;
+            for (int j = 0; j < out_dim; j++) o[j] += b[j];
+        }
+}
+
+void ct_dense_backward_bf16(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                            int B, int in_dim, int out_dim, uint16_t *scratch)
+{
+    uint16_t *work = work_of(scratch, B, in_dim, out_dim);
+    if (din) {  /* din [B, in_dim] = dout [B, out_dim] . w [out_dim, in_dim] */
+        ct_gemm_bf16_pack(scratch, w, in_dim, 0, out_dim, in_dim);
+        ct_gemm_bf16(B, in_dim, out_dim, dout, out_dim, 0, scratch, work, din, in_dim, 0);
+    }
+    if (dw) {   /* dw [out_dim, in_dim] += dout^T [out_dim, B] . in [B, in_dim] */
+        ct_gemm_bf16_pack(scratch, in, in_dim, 0, B, in_dim);
+        ct_gemm_bf16(out_dim, in_dim, B, dout, out_dim, 1, scratch, work, dw, in_dim, 1);
+    }
+    if (db)
+        for (int r = 0; r < B; r++) {
+            const float *g = dout + (size_t)r * out_dim;
+            for (int j = 0; j < out_dim; j++) db[j] += g[j];
+        }
 }

@@ -10,6 +10,7 @@
  */
 #ifndef CT_DENSE_H
 #define CT_DENSE_H
+#include <stdint.h>
 #include "core/params.h"
 
 typedef struct { int w, b; } dense_ids;   /* handles into a ct_params */
@@ -22,6 +23,15 @@ void ct_dense_forward(float *out, const float *in, const float *w, const float *
 
 /* din [B, in_dim] overwritten (NULL: not computed); dw [out_dim, in_dim] and
  * db [out_dim] (NULL if no bias) accumulated; dout [B, out_dim]. */
+/* Mixed precision: the same three products with bf16 operands and float32 sums
+ * (layers/gemm_bf16.h: its bound (2) holds per element, K = in_dim forward, out_dim for
+ * din, B for dw); the bias and db stay float32. scratch: ct_dense_bf16_scratch_elems
+ * bf16 elements of work space. The caller checks ct_bf16_check() first. */
+size_t ct_dense_bf16_scratch_elems(int B, int in_dim, int out_dim);
+void   ct_dense_forward_bf16(float *out, const float *in, const float *w, const float *b, int B, int in_dim, int out_dim,
+                             uint16_t *scratch);
+void   ct_dense_backward_bf16(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                              int B, int in_dim, int out_dim, uint16_t *scratch);
 void ct_dense_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
                     int B, int in_dim, int out_dim);
 

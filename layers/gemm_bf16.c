@@ -2,6 +2,7 @@
  * C model of the AMX tiles, the AMX kernel written once over the tile operations, the
  * AVX512-BF16 kernel, and the dispatch. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include "layers/gemm_bf16.h"
@@ -308,8 +309,17 @@ static const char *const BF16_NAMES[] = { "none", "C model of the AMX tiles", "A
 
 const char *ct_bf16_kernels_name(ct_bf16_kernels k) { return k >= CT_BF16_NONE && k <= CT_BF16_AMX ? BF16_NAMES[k] : "?"; }
 
+static int use_model = -1;   /* -1: CTRAIN_BF16_MODEL not read yet */
+
+void ct_gemm_bf16_use_model(int on) { use_model = on != 0; }
+
 ct_bf16_kernels ct_kernels_bf16(void)
 {
+    if (use_model < 0) {
+        const char *e = getenv("CTRAIN_BF16_MODEL");
+        use_model = e && !strcmp(e, "1");
+    }
+    if (use_model) return CT_BF16_MODEL;
     const ct_kernels k = ct_kernels_get_all();
     return k == CT_KERNELS_AMX ? CT_BF16_AMX : k == CT_KERNELS_AVX512BF16 ? CT_BF16_AVX512BF16 : CT_BF16_NONE;
 }

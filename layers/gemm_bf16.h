@@ -131,8 +131,14 @@ typedef enum {
 
 /* What ct_gemm_bf16 runs on with the kernels in use (layers/gemm_packed.h's chain, which
  * CTRAIN_CPU_KERNELS or ct_kernels_set can cut short): CT_BF16_AMX, CT_BF16_AVX512BF16 or
- * CT_BF16_NONE; never the model. */
+ * CT_BF16_NONE; CT_BF16_MODEL only when asked for (ct_gemm_bf16_use_model). */
 ct_bf16_kernels ct_kernels_bf16(void);
+/* Runs every bf16 product on the C model of the tiles, on any CPU (on = 1), or on the CPU's
+ * own kernels again (on = 0). The model computes what the tiles compute, bit for bit, about
+ * a thousand times slower: it exists so that bf16 training - the LSTM, conv2d and dense in
+ * bf16, the option, checkpoints - is tested on CPUs without AMX. The first call of
+ * ct_kernels_bf16 reads CTRAIN_BF16_MODEL=1 from the environment (the command-line tests). */
+void ct_gemm_bf16_use_model(int on);
 /* "AMX-BF16", "AVX512-BF16", "C model of the AMX tiles" or "none". */
 const char     *ct_bf16_kernels_name(ct_bf16_kernels k);
 /* CT_OK when ct_kernels_bf16() is not CT_BF16_NONE; else CT_ENODEV with one line naming

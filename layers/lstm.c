@@ -93,6 +93,28 @@
  *     db    [CT_MAX_WORKERS, 4H]  sum of dz over steps and sequences, one
  *                          partial sum per worker, added in worker order
  * Every region starts on a 16-float boundary.
+ *
+ * ---------------------------------------------------------------------------
+ * bf16 (d->dtype = CT_BF16): the same equations with every matrix product on
+ * layers/gemm_bf16.h (AMX tiles or vdpbf16ps): its operands rounded to bfloat16
+ * (to nearest even), its sums float32. Per layer and step, for a worker's rows:
+ *
+ *   forward   z_t  = x_t W_ih^T + h_{t-1} W_hh^T        W_ih^T, W_hh^T packed once per batch
+ *   backward  dh  += dz_t W_hh                         W_hh packed once per batch
+ *             dW_hh += dz_t^T h_{t-1}   dW_ih += dz_t^T x_t   h_{t-1}, x_t packed per step
+ *   after     dX   = dz W_ih                           W_ih packed once; rows split across workers
+ *
+ * What stays float32 is what mixed precision keeps in float32 (Micikevicius et al.
+ * 2018): the pre-activations z as the products leave them, the biases, the gate
+ * functions, c and h, every gradient as it is summed over steps and workers, and
+ * the weights themselves. Error: each product obeys gemm_bf16.h's bound (2) - at
+ * most (2^-7 + 2^-16 + gamma_K (1 + 2^-8)^2) sum |a||b| for a K-term sum - and the
+ * rest of a step is the float32 arithmetic of the float32 path. Across steps these
+ * errors pass through the recurrence like any perturbation of z, so no closed bound
+ * is given for a whole sequence; tests/test_lstm_bf16.c compares the layer with the
+ * float32 layer fed the same bf16-rounded weights and inputs, and measures the drift.
+ * The extra memory (bf16, counted in floats): the packed weights in the cache and
+ * workspace, and per worker a packed block of rows and an operand buffer.
  */
 #include <math.h>
 #include <stdint.h>
@@ -102,6 +124,7 @@
 #include "core/hot.h"
 #include "core/threads.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
+#include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 #include "layers/lstm_fused.h"
 
@@ -168,7 +191,14 @@ typedef struct {
     float *wp;                                 /* W_hh^T [H, 4H] packed (layers/gemm_packed.h), one layer at a time */
     float *wp_ih;                              /* W_ih^T [I_l, 4H] packed, likewise */
     float *wpf;                                /* [W_ih | W_hh] packed per unit block (layers/lstm_fused.h), one layer at a time */
+    uint16_t *bih, *bhh;                       /* bf16: W_ih^T [I_l, 4H] and W_hh^T [H, 4H] packed (layers/gemm_bf16.h) */
+    uint16_t *work;                            /* bf16: per worker, a step's rows rounded to bf16 */
+    size_t work_elems;                         /* per worker */
 } lstm_cache_view;
+
+static size_t halves(size_t elems) { return (elems + 1) / 2; }   /* floats that hold `elems` bf16 */
+static int lstm_wide(const lstm_dims *d) { return d->I > d->H ? d->I : d->H; }
+static int lstm_parts(int B);
 
 /* Carves the cache into its regions; returns the floats used (cache may be NULL to only count). */
 static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dims *d)
@@ -188,6 +218,17 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
     TAKE(v->wp, ct_gemm_pack_floats(d->H, 4 * d->H));
     TAKE(v->wp_ih, ct_gemm_pack_floats(d->I > d->H ? d->I : d->H, 4 * d->H));
     TAKE(v->wpf, d->H % 16 == 0 ? ct_lstm_fused_pack_floats(d->I > d->H ? d->I : d->H, d->H) : 0);
+    if (d->dtype == CT_BF16) {
+        const int parts = lstm_parts(d->B), rows = (d->B + parts - 1) / parts;
+        float *f;
+        TAKE(f, halves(ct_gemm_bf16_pack_elems(lstm_wide(d), 4 * d->H)));
+        v->bih = (uint16_t *)f;
+        TAKE(f, halves(ct_gemm_bf16_pack_elems(d->H, 4 * d->H)));
+        v->bhh = (uint16_t *)f;
+        v->work_elems = round16(ct_gemm_bf16_work_elems(rows, lstm_wide(d)));
+        TAKE(f, halves((size_t)parts * v->work_elems));
+        v->work = (uint16_t *)f;
+    }
     return off;
 }
 
@@ -202,9 +243,14 @@ typedef struct {
     float *pk;     /* per worker: one step's h_{t-1} or x_t rows, packed */
     float *dzs;    /* per worker: one step's dz rows, when dz is not kept for dX (it then stays in cache) */
     size_t dw_floats, pk_floats, dzs_floats;   /* per worker */
+    uint16_t *bwh, *bwi;   /* bf16: W_hh [4H, H] and W_ih [4H, I_l] packed (layers/gemm_bf16.h) */
+    uint16_t *bpk;         /* bf16: per worker, one step's h_{t-1} or x_t rows packed */
+    uint16_t *work;        /* bf16: per worker, an operand rounded to bf16 */
+    size_t bpk_elems, work_elems;   /* per worker */
 } lstm_ws_view;
 
-static int lstm_parts(int B);
+/* The rows of dX = dz W_ih that one bf16 product takes (its operand buffer's size). */
+#define LSTM_BF16_DX_ROWS 256
 
 static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
 {
@@ -228,6 +274,22 @@ static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
     TAKE(v->pk, (size_t)parts * v->pk_floats);
     v->dzs_floats = round16((size_t)rows * 4 * H);
     TAKE(v->dzs, (size_t)parts * v->dzs_floats);
+    if (d->dtype == CT_BF16) {
+        const int G = 4 * d->H;
+        float *f;
+        TAKE(f, halves(ct_gemm_bf16_pack_elems(G, d->H)));
+        v->bwh = (uint16_t *)f;
+        TAKE(f, halves(ct_gemm_bf16_pack_elems(G, (int)wide)));
+        v->bwi = (uint16_t *)f;
+        v->bpk_elems = round16(ct_gemm_bf16_pack_elems(rows, (int)wide));
+        TAKE(f, halves((size_t)parts * v->bpk_elems));
+        v->bpk = (uint16_t *)f;
+        size_t w1 = ct_gemm_bf16_work_elems(rows, G), w2 = ct_gemm_bf16_work_elems(G, rows);
+        size_t w3 = ct_gemm_bf16_work_elems(LSTM_BF16_DX_ROWS, G);
+        v->work_elems = round16(w1 > w2 ? (w1 > w3 ? w1 : w3) : (w2 > w3 ? w2 : w3));
+        TAKE(f, halves((size_t)parts * v->work_elems));
+        v->work = (uint16_t *)f;
+    }
 #undef TAKE
     return off;
 }
@@ -238,6 +300,7 @@ static void lstm_dims_check(const lstm_dims *d)
     CT_ASSERT(d->L >= 1 && d->L <= LSTM_MAX_LAYERS);
     CT_ASSERT(d->ret == LSTM_RETURN_LAST || d->ret == LSTM_RETURN_SEQUENCE || d->ret == LSTM_RETURN_MEAN);
     CT_ASSERT(d->recur == LSTM_SIGMOID || d->recur == LSTM_HARD_SIGMOID);
+    CT_ASSERT(d->dtype == CT_F32 || d->dtype == CT_BF16);
 }
 
 size_t ct_lstm_cache_floats(const lstm_dims *d)     { lstm_dims_check(d); return lstm_cache_layout(NULL, NULL, d); }
@@ -360,6 +423,7 @@ typedef struct {
     const float *wpf;             /* [W_ih | W_hh] packed per unit block: the fused step (layers/lstm_fused.h), or NULL */
     const float *wp;              /* W_hh^T packed, or NULL: cblas_sgemm (and the input projection done before) */
     const float *wp_ih;           /* W_ih^T packed: each step projects its own inputs */
+    const lstm_cache_view *bf16;  /* bf16 products (its bih, bhh, work), or NULL */
     const float *X;               /* [T*B, Il] the layer's input, time-major */
     const int *len;
     int B, T, H, Il, hard, parts;
@@ -383,7 +447,11 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
             continue;
         }
-        if (j->wp) {   /* gate_t = x_t W_ih^T (+ h_{t-1} W_hh^T), while the rows are in cache */
+        if (j->bf16) {   /* the same two products with bf16 operands */
+            uint16_t *work = j->bf16->work + (size_t)part * j->bf16->work_elems;
+            ct_gemm_bf16(b1 - b0, (int)G, j->Il, j->X + ((size_t)t * B + b0) * j->Il, j->Il, 0, j->bf16->bih, work, gt, (int)G, 0);
+            if (t > 0) ct_gemm_bf16(b1 - b0, (int)G, H, hp, H, 0, j->bf16->bhh, work, gt, (int)G, 1);
+        } else if (j->wp) {   /* gate_t = x_t W_ih^T (+ h_{t-1} W_hh^T), while the rows are in cache */
             ct_gemm_packed(b1 - b0, (int)G, j->Il, j->X + ((size_t)t * B + b0) * j->Il, j->Il, 0, j->wp_ih, gt, (int)G, 0);
             if (t > 0) ct_gemm_packed(b1 - b0, (int)G, H, hp, H, 0, j->wp, gt, (int)G, 1);
         } else if (t > 0) {
@@ -425,7 +493,10 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
          * with the packed kernel each step does both products for its own rows; else the input
          * projection of all steps is one product here, and the steps add theirs */
         const float *wp = NULL, *wpf = NULL;
-        if (lstm_fused_on && ct_lstm_fused_ok(H)) {
+        if (d->dtype == CT_BF16) {
+            ct_gemm_bf16_pack(cv.bih, w[l].w_ih, Il, 1, Il, (int)G);
+            ct_gemm_bf16_pack(cv.bhh, w[l].w_hh, H, 1, H, (int)G);
+        } else if (lstm_fused_on && ct_lstm_fused_ok(H)) {
             ct_lstm_fused_pack(cv.wpf, w[l].w_ih, w[l].w_hh, Il, H);
             wpf = cv.wpf;
         } else if (ct_gemm_packed_available()) {
@@ -436,7 +507,8 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
             ct_sgemm(CblasNoTrans, CblasTrans, (int)TB, (int)G, Il, 1.0f, X, Il, w[l].w_ih, Il, 0.0f, lc->gate, (int)G);
         }
         /* the steps, each worker with its share of the sequences */
-        lstm_fwd_job job = { .lc = lc, .w = &w[l], .wpf = wpf, .wp = wp, .wp_ih = cv.wp_ih, .X = X, .len = len, .B = B, .T = T, .H = H,
+        lstm_fwd_job job = { .lc = lc, .w = &w[l], .wpf = wpf, .wp = wp, .wp_ih = cv.wp_ih,
+                             .bf16 = d->dtype == CT_BF16 ? &cv : NULL, .X = X, .len = len, .B = B, .T = T, .H = H,
                              .Il = Il, .hard = hard, .parts = lstm_parts(B) };
         ct_parallel(job.parts, job.parts, lstm_recurrence_forward, &job);
     }
@@ -548,6 +620,7 @@ typedef struct {
     const lstm_ws_view *wv;
     const lstm_weights *w;
     const float *wp;              /* W_hh packed, or NULL: cblas_sgemm (and the weight gradients as two products after) */
+    int bf16;                     /* the products with bf16 operands (wv->bwh, bpk, work) */
     const float *X;               /* [T*B, Il] the layer's input, time-major */
     int Il;
     const float *dout;
@@ -569,7 +642,7 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
     float *dwi = dwh + G * H, *pk = wv->pk + (size_t)part * wv->pk_floats;
     const int rows = b1 - b0, Il = j->Il;
     (void)worker;
-    if (j->wp) memset(dwh, 0, (G * H + G * (size_t)Il) * sizeof *dwh);
+    if (j->wp || j->bf16) memset(dwh, 0, (G * H + G * (size_t)Il) * sizeof *dwh);
     for (int t = T - 1; t >= 0; t--) {
         float *dzt = j->keep_dz ? wv->dz + ((size_t)t * B + b0) * G : wv->dzs + (size_t)part * wv->dzs_floats;   /* [rows, 4H] */
         for (int b = b0; b < b1; b++) {
@@ -593,7 +666,16 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
             else         lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
         }
         /* dh_{t-1} [b0:b1, H] += dz_t [b0:b1, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
-        if (j->wp) {
+        if (j->bf16) {   /* the same three products with bf16 operands; dW_ih as [4H, Il] */
+            uint16_t *work = wv->work + (size_t)part * wv->work_elems, *bpk = wv->bpk + (size_t)part * wv->bpk_elems;
+            if (t > 0) {
+                ct_gemm_bf16(rows, H, (int)G, dzt, (int)G, 0, wv->bwh, work, wv->dh + (size_t)b0 * H, H, 1);
+                ct_gemm_bf16_pack(bpk, j->lc->h + ((size_t)t * B + b0) * H, H, 0, rows, H);
+                ct_gemm_bf16((int)G, H, rows, dzt, (int)G, 1, bpk, work, dwh, H, 1);
+            }
+            ct_gemm_bf16_pack(bpk, j->X + ((size_t)t * B + b0) * Il, Il, 0, rows, Il);
+            ct_gemm_bf16((int)G, Il, rows, dzt, (int)G, 1, bpk, work, dwi, Il, 1);
+        } else if (j->wp) {
             if (t > 0) {
                 ct_gemm_packed(rows, H, (int)G, dzt, (int)G, 0, j->wp, wv->dh + (size_t)b0 * H, H, 1);
                 /* dW_hh [4H, H] += dz_t^T [4H, rows] h_{t-1} [rows, H]   (step 0's h_prev is 0) */
@@ -613,6 +695,23 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, H, (int)G, 1.0f, dzt, (int)G, j->w->w_hh, H,
                         1.0f, wv->dh + (size_t)b0 * H, H);
         }
+    }
+}
+
+/* bf16: dX [TB, Il] = dz [TB, 4H] W_ih [4H, Il] (W_ih packed in wv->bwi), one share of the rows per
+ * worker, LSTM_BF16_DX_ROWS rows per product (the operand buffer's size). */
+typedef struct { const lstm_ws_view *wv; size_t TB; int G, Il, parts; } lstm_dx_job;
+
+static void lstm_dx_bf16(void *ctx, int part, int worker)
+{
+    const lstm_dx_job *j = ctx;
+    const lstm_ws_view *wv = j->wv;
+    const size_t r0 = j->TB * (size_t)part / (size_t)j->parts, r1 = j->TB * (size_t)(part + 1) / (size_t)j->parts;
+    uint16_t *work = wv->work + (size_t)part * wv->work_elems;
+    (void)worker;
+    for (size_t r = r0; r < r1; r += LSTM_BF16_DX_ROWS) {
+        const int rows = (int)(r1 - r < LSTM_BF16_DX_ROWS ? r1 - r : LSTM_BF16_DX_ROWS);
+        ct_gemm_bf16(rows, j->Il, j->G, wv->dz + r * (size_t)j->G, j->G, 0, wv->bwi, work, wv->dseq + r * (size_t)j->Il, j->Il, 0);
     }
 }
 
@@ -638,17 +737,19 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
 
         /* the steps backwards, each worker with its share of the sequences and its own db; W_hh packed once */
         const float *wp = NULL;
-        if (ct_gemm_packed_available()) { ct_gemm_pack(wv.wp, w[l].w_hh, H, 0, (int)G, H); wp = wv.wp; }
+        const int bf16 = d->dtype == CT_BF16;
+        if (bf16) ct_gemm_bf16_pack(wv.bwh, w[l].w_hh, H, 0, (int)G, H);
+        else if (ct_gemm_packed_available()) { ct_gemm_pack(wv.wp, w[l].w_hh, H, 0, (int)G, H); wp = wv.wp; }
         const float *X = l == 0 ? cv.x : cv.l[l - 1].h + BH;   /* [TB, Il]: the layer's input */
-        lstm_bwd_job job = { .lc = lc, .wv = &wv, .w = &w[l], .wp = wp, .X = X, .Il = Il, .dout = dout, .len = len, .B = B,
+        lstm_bwd_job job = { .lc = lc, .wv = &wv, .w = &w[l], .wp = wp, .bf16 = bf16, .X = X, .Il = Il, .dout = dout, .len = len, .B = B,
                              .T = T, .H = H, .hard = hard, .top = top, .ret = d->ret, .parts = lstm_parts(B),
-                             .keep_dz = !wp || l > 0 || dx != NULL, .dwi_t = wp && G % CT_GEMM_NR == 0 };
+                             .keep_dz = !(wp || bf16) || l > 0 || dx != NULL, .dwi_t = wp && G % CT_GEMM_NR == 0 };
         ct_parallel(job.parts, job.parts, lstm_recurrence_backward, &job);
         float *db = wv.db;                               /* partial sums, in part order */
         for (int p = 1; p < job.parts; p++)
             for (size_t j = 0; j < G; j++) db[j] += wv.db[(size_t)p * G + j];
 
-        if (wp) {   /* the workers' sums of the weight gradients, added in worker order */
+        if (wp || bf16) {   /* the workers' sums of the weight gradients, added in worker order */
             for (int p = 0; p < job.parts; p++) {
                 const float *dwh = wv.dw + (size_t)p * wv.dw_floats, *dwi = dwh + G * H;
                 for (size_t i = 0; i < G * (size_t)H; i++) g[l].w_hh[i] += dwh[i];
@@ -669,7 +770,11 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
         }
         for (size_t j = 0; j < G; j++) { g[l].b_ih[j] += wv.db[j]; g[l].b_hh[j] += wv.db[j]; }
         /* dX [TB, Il] = dz [TB, 4H] W_ih [4H, Il]: layer l-1's dseq, or dx (time-major) */
-        if (l > 0 || dx)
+        if ((l > 0 || dx) && bf16) {
+            ct_gemm_bf16_pack(wv.bwi, w[l].w_ih, Il, 0, (int)G, Il);
+            lstm_dx_job dj = { .wv = &wv, .TB = TB, .G = (int)G, .Il = Il, .parts = job.parts };
+            ct_parallel(dj.parts, dj.parts, lstm_dx_bf16, &dj);
+        } else if (l > 0 || dx)
             ct_sgemm(CblasNoTrans, CblasNoTrans, (int)TB, Il, (int)G,
                         1.0f, wv.dz, (int)G, w[l].w_ih, Il, 0.0f, wv.dseq, Il);
     }

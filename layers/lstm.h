@@ -33,10 +33,16 @@
  *
  * ct_lstm_backward: dx [B, T, I] overwritten (NULL: not computed); the per-layer
  * parameter gradients ACCUMULATE.
+ *
+ * Mixed precision (dims.dtype = CT_BF16): every matrix product - the gate products
+ * forward, dh's and dx's products and the weight gradients backward - takes bf16
+ * operands with float32 sums (layers/gemm_bf16.h); the cell, its state, the biases
+ * and every gradient stay float32. The caller checks ct_bf16_check() first.
  */
 #ifndef CT_LSTM_H
 #define CT_LSTM_H
 #include <stddef.h>
+#include "core/dtype.h"
 #include "core/params.h"
 
 /* <cblas.h> (through OpenBLAS's openblas_config.h) includes <complex.h>, whose
@@ -56,6 +62,7 @@ typedef struct {
     int B, T, I, H, L;      /* batch, time steps, input size, hidden size, layers */
     lstm_return ret;
     lstm_recurrent recur;   /* recurrent activation of the i, f, o gates */
+    ct_dtype dtype;         /* the products' operands: CT_F32 (0, the default) or CT_BF16 (lstm.c, "bf16") */
 } lstm_dims;
 
 typedef struct { int w_ih[LSTM_MAX_LAYERS], w_hh[LSTM_MAX_LAYERS], b_ih[LSTM_MAX_LAYERS], b_hh[LSTM_MAX_LAYERS]; int L; } lstm_ids;

@@ -12,12 +12,39 @@
 #include "layers/activation.h"
 #include "layers/add.h"
 #include "layers/dense.h"
+#include "layers/gemm_bf16.h"
 #include "layers/dropout.h"
 #include "layers/loss.h"
 #include "layers/pair.h"
 
 /* ---- the backend: the CPU has no device context ---- */
-static void cpu_close(ct_backend *be) { (void)be; }
+/* The CPU backend's own context (be->dev) when it computes in bf16: a scratch block for
+ * the products that have no plan (dense), grown to the largest call and kept until close. */
+typedef struct {
+    uint16_t *scratch;
+    size_t elems;
+} cpu_dev;
+
+static void cpu_close(ct_backend *be)
+{
+    cpu_dev *c = be->dev;
+    if (c) free(c->scratch);
+    free(c);
+    be->dev = NULL;
+}
+
+static uint16_t *cpu_scratch(const ct_backend *be, size_t elems)
+{
+    cpu_dev *c = be->dev;
+    CT_ASSERT(c);   /* opened by ct_backend_open_cpu with math.dtype = CT_BF16 */
+    if (elems > c->elems) {
+        free(c->scratch);
+        c->scratch = ct_alloc_aligned(elems * sizeof *c->scratch, "bf16 product scratch");
+        if (!c->scratch) ct_device_fatal("%s", ct_last_error());   /* out of host memory inside a step */
+        c->elems = elems;
+    }
+    return c->scratch;
+}
 
 /* ---- memory: the host's ---- */
 
@@ -77,15 +104,15 @@ static ct_status cpu_lstm_plan(const ct_backend *be, void **plan, const lstm_dim
     lstm_cpu_plan *p = ct_calloc(1, sizeof *p, "LSTM plan");
     if (!p) return CT_ENOMEM;
     p->d = *d;
-    p->dtype = be->math.dtype;
+    p->d.dtype = p->dtype = be->math.dtype;
     for (int l = 0; l < ids->L; l++) {
         p->w_ih[l] = ps->p[ids->w_ih[l]].offset;
         p->w_hh[l] = ps->p[ids->w_hh[l]].offset;
         p->b_ih[l] = ps->p[ids->b_ih[l]].offset;
         p->b_hh[l] = ps->p[ids->b_hh[l]].offset;
     }
-    p->cache_floats = ct_lstm_cache_floats(d);
-    p->ws_floats = ct_lstm_workspace_floats(d);
+    p->cache_floats = ct_lstm_cache_floats(&p->d);
+    p->ws_floats = ct_lstm_workspace_floats(&p->d);
     p->cache = ct_alloc_aligned(p->cache_floats * sizeof(float), "LSTM forward state");
     p->ws = p->cache ? ct_alloc_aligned(p->ws_floats * sizeof(float), "LSTM backward scratch") : NULL;
     if (!p->ws) { free(p->cache); free(p); return CT_ENOMEM; }
@@ -103,11 +130,17 @@ static void cpu_lstm_plan_free(const ct_backend *be, void *plan)
     free(p);
 }
 
-static void lstm_check_call(const lstm_cpu_plan *p, const lstm_dims *d)
+/* A call's dims (its B <= planned, T <= planned) in the plan's data type. */
+static lstm_dims lstm_call_dims(const lstm_cpu_plan *p, const lstm_dims *in)
 {
-    CT_ASSERT(d->B >= 1 && d->B <= p->d.B && d->T >= 1 && d->T <= p->d.T && d->I == p->d.I && d->H == p->d.H && d->L == p->d.L);
+    lstm_dims d = *in;
+    d.dtype = p->dtype;
+    const lstm_dims *dp = &d;
+    CT_ASSERT(dp->B >= 1 && dp->B <= p->d.B && dp->T >= 1 && dp->T <= p->d.T && dp->I == p->d.I && dp->H == p->d.H &&
+              dp->L == p->d.L);
     /* the thread count must not have been raised since planning (per-worker scratch) */
-    CT_ASSERT(ct_lstm_cache_floats(d) <= p->cache_floats && ct_lstm_workspace_floats(d) <= p->ws_floats);
+    CT_ASSERT(ct_lstm_cache_floats(dp) <= p->cache_floats && ct_lstm_workspace_floats(dp) <= p->ws_floats);
+    return d;
 }
 
 static void cpu_lstm_forward(const ct_backend *be, float *out, void *plan, const float *x, const int *len,
@@ -116,11 +149,11 @@ static void cpu_lstm_forward(const ct_backend *be, float *out, void *plan, const
     (void)be;
     lstm_cpu_plan *p = plan;
     (void)len_host;   /* the same host lengths as len */
-    lstm_check_call(p, d);
+    const lstm_dims cd = lstm_call_dims(p, d);
     lstm_weights w[LSTM_MAX_LAYERS];
     for (int l = 0; l < d->L; l++)
         w[l] = (lstm_weights){ params + p->w_ih[l], params + p->w_hh[l], params + p->b_ih[l], params + p->b_hh[l] };
-    ct_lstm_forward(out, p->cache, x, len, w, d);
+    ct_lstm_forward(out, p->cache, x, len, w, &cd);
 }
 
 static void cpu_lstm_backward(const ct_backend *be, float *dx, float *grads, void *plan, const float *dout, const float *x,
@@ -129,14 +162,14 @@ static void cpu_lstm_backward(const ct_backend *be, float *dx, float *grads, voi
     (void)be;
     lstm_cpu_plan *p = plan;
     (void)len_host;
-    lstm_check_call(p, d);
+    const lstm_dims cd = lstm_call_dims(p, d);
     lstm_weights w[LSTM_MAX_LAYERS];
     lstm_grads g[LSTM_MAX_LAYERS];
     for (int l = 0; l < d->L; l++) {
         w[l] = (lstm_weights){ params + p->w_ih[l], params + p->w_hh[l], params + p->b_ih[l], params + p->b_hh[l] };
         g[l] = (lstm_grads){ grads + p->w_ih[l], grads + p->w_hh[l], grads + p->b_ih[l], grads + p->b_hh[l] };
     }
-    ct_lstm_backward(dx, g, p->ws, dout, p->cache, x, len, w, d);
+    ct_lstm_backward(dx, g, p->ws, dout, p->cache, x, len, w, &cd);
 }
 
 /* ---- conv2d: the plan is the dims of the largest batch (and the data type); a
@@ -151,6 +184,8 @@ static ct_status cpu_conv2d_plan(const ct_backend *be, void **plan, const conv2d
     (void)bias;
     *plan = NULL;
     CT_TRY(ct_backend_check_dtype(be, "conv2d plan"));
+    if (be->math.dtype == CT_BF16)
+        return ct_fail(CT_EINVAL, "conv2d plan on the cpu: bf16 convolutions are not built yet: use float32");
     conv2d_cpu_plan *p = ct_malloc(sizeof *p, "conv2d plan");
     if (!p) return CT_ENOMEM;
     p->d = *d;
@@ -215,15 +250,20 @@ static void cpu_softmax_ce_stats(const ct_backend *be, float *stats, float *prob
 static void cpu_dense_forward(const ct_backend *be, float *out, const float *in, const float *w, const float *b, int B,
                               int in_dim, int out_dim)
 {
-    (void)be;
-    ct_dense_forward(out, in, w, b, B, in_dim, out_dim);
+    if (be->math.dtype == CT_BF16)
+        ct_dense_forward_bf16(out, in, w, b, B, in_dim, out_dim, cpu_scratch(be, ct_dense_bf16_scratch_elems(B, in_dim, out_dim)));
+    else
+        ct_dense_forward(out, in, w, b, B, in_dim, out_dim);
 }
 
 static void cpu_dense_backward(const ct_backend *be, float *din, float *dw, float *db, const float *dout, const float *in,
                                const float *w, int B, int in_dim, int out_dim)
 {
-    (void)be;
-    ct_dense_backward(din, dw, db, dout, in, w, B, in_dim, out_dim);
+    if (be->math.dtype == CT_BF16)
+        ct_dense_backward_bf16(din, dw, db, dout, in, w, B, in_dim, out_dim,
+                               cpu_scratch(be, ct_dense_bf16_scratch_elems(B, in_dim, out_dim)));
+    else
+        ct_dense_backward(din, dw, db, dout, in, w, B, in_dim, out_dim);
 }
 
 static void cpu_maxpool2d_forward(const ct_backend *be, float *out, int *argmax, const float *in, const maxpool2d_dims *d)
@@ -468,6 +508,11 @@ ct_status ct_backend_open_cpu(ct_backend *be, const ct_math *math)
 {
     *be = ct_cpu_backend;
     if (math) be->math = *math;
+    CT_TRY(ct_backend_check_dtype(be, "opening the backend"));
+    if (be->math.dtype == CT_BF16) {
+        be->dev = ct_calloc(1, sizeof(cpu_dev), "CPU backend");
+        if (!be->dev) return CT_ENOMEM;
+    }
     return CT_OK;
 }
 
@@ -480,6 +525,10 @@ void ct_backend_close(ct_backend *be)
 ct_status ct_backend_check_dtype(const ct_backend *be, const char *what)
 {
     if (be->math.dtype == CT_F32) return CT_OK;
+    if (be->math.dtype == CT_BF16 && be->ops == &ct_ops_cpu) {   /* the CPU's bf16 products, where it has them */
+        if (ct_bf16_check() == CT_OK) return CT_OK;
+        return ct_fail(CT_ENODEV, "%s on the %s in %s: %s", what, be->name, ct_dtype_name(CT_BF16), ct_last_error());
+    }
     return ct_fail(CT_EINVAL, "%s on the %s: this backend computes in %s only, not %s", what, be->name,
                    ct_dtype_name(CT_F32), ct_dtype_name(be->math.dtype));
 }

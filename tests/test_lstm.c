@@ -174,7 +174,7 @@ static void suite_gradcheck(void)
         { 7, 3, 2, 32, 1, LSTM_RETURN_MEAN,     LSTM_SIGMOID,      { 3, 1, 2, 3, 3, 2, 1 } },
     };
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
-        lstm_dims d = { fixed[k].B, fixed[k].T, fixed[k].I, fixed[k].H, fixed[k].L, fixed[k].ret, fixed[k].rec };
+        lstm_dims d = { fixed[k].B, fixed[k].T, fixed[k].I, fixed[k].H, fixed[k].L, fixed[k].ret, fixed[k].rec, CT_F32 };
         gradcheck_case(&d, fixed[k].len[0] ? fixed[k].len : NULL, &rng);
     }
     /* shapes drawn from the fixed seed: lengths (when used) include T and 1;
@@ -184,7 +184,7 @@ static void suite_gradcheck(void)
     for (int k = 0; k < 8; k++) {
         lstm_dims d = { 1 + (int)ct_rng_below(&rng, 4), 1 + (int)ct_rng_below(&rng, 6), 1 + (int)ct_rng_below(&rng, 6),
                         3 + (int)ct_rng_below(&rng, 4), 1 + (int)ct_rng_below(&rng, 2),
-                        (lstm_return)ct_rng_below(&rng, 3), (lstm_recurrent)ct_rng_below(&rng, 2) };
+                        (lstm_return)ct_rng_below(&rng, 3), (lstm_recurrent)ct_rng_below(&rng, 2), CT_F32 };
         int len[4];
         int use_len = (int)ct_rng_below(&rng, 2);
         for (int b = 0; b < d.B; b++) len[b] = 1 + (int)ct_rng_below(&rng, (uint32_t)d.T);
@@ -339,7 +339,7 @@ static void suite_contract(void)
     t_case("lstm/backward accumulates params, overwrites dx, dx=NULL L=2 ret=seq len=4,1,3");
     ct_rng rng;
     ct_rng_seed(&rng, 77, 1);
-    lstm_dims d = { 3, 4, 3, 5, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID };
+    lstm_dims d = { 3, 4, 3, 5, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_F32 };
     int len[3] = { 4, 1, 3 };
     rig r;
     rig_init(&r, &d, len, 0.7f, &rng);
@@ -382,7 +382,7 @@ static void suite_contract(void)
  * tolerance is a float rounding one. */
 static void suite_workers(void)
 {
-    lstm_dims d = { 7, 6, 3, 5, 2, LSTM_RETURN_MEAN, LSTM_SIGMOID };
+    lstm_dims d = { 7, 6, 3, 5, 2, LSTM_RETURN_MEAN, LSTM_SIGMOID, CT_F32 };
     int len[7] = { 6, 1, 3, 6, 2, 5, 4 };
     ct_rng rng;
     ct_rng_seed(&rng, 91, 1);
@@ -438,7 +438,7 @@ static void suite_fused(void)
     ct_rng rng;
     ct_rng_seed(&rng, 4242, 3);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        lstm_dims d = { cases[k].B, cases[k].T, cases[k].I, cases[k].H, cases[k].L, cases[k].ret, cases[k].rec };
+        lstm_dims d = { cases[k].B, cases[k].T, cases[k].I, cases[k].H, cases[k].L, cases[k].ret, cases[k].rec, CT_F32 };
         if (!ct_lstm_fused_ok(d.H)) {
             t_skip("lstm/fused forward step: this CPU has no AVX-512F, the fused step never runs here");
             return;
