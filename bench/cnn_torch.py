@@ -70,14 +70,15 @@ def bench(a):
     for r in range(-2, a.repeats):
         t0 = time.perf_counter()
         opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
+        with torch_timing.autocast("cpu"):
+            loss = F.cross_entropy(m(x), y)
         loss.backward()
         opt.step()
         if r >= 0:
             ts.append(time.perf_counter() - t0)
     m.eval()
     te = []
-    with torch.no_grad():
+    with torch.no_grad(), torch_timing.autocast("cpu"):
         for r in range(-1, a.repeats):
             t0 = time.perf_counter()
             m(x)
@@ -85,7 +86,7 @@ def bench(a):
                 te.append(time.perf_counter() - t0)
     s, e = statistics.median(ts), statistics.median(te)
     g = FLOPS_PER_IMAGE * a.batch / s * 1e-9
-    print(f"PyTorch {torch.__version__} cnn (mnist_cnn) on 1x28x28, batch {a.batch}, {a.threads} threads")
+    print(f"PyTorch {torch.__version__} cnn (mnist_cnn) on 1x28x28, batch {a.batch}, {a.threads} threads, {torch_timing.precision()}")
     print(f"  training step  {1e3 * s:8.2f} ms  {a.batch / s:7.0f} images/s  {g:6.1f} GFLOP/s   "
           f"(median of {a.repeats}; {FLOPS_PER_IMAGE * 1e-6:.1f} MFLOP/image)")
     b = min(ts)
@@ -130,8 +131,9 @@ def train(a):
         for i in range(0, len(xtr), a.batch):
             idx = perm[i:i + a.batch]
             opt.zero_grad()
-            z = m(xtr[idx])
-            loss = F.cross_entropy(z, ytr[idx])
+            with torch_timing.autocast(dev.type):
+                z = m(xtr[idx])
+                loss = F.cross_entropy(z, ytr[idx])
             loss.backward()
             opt.step()
             tl += loss.item() * len(idx)
@@ -140,7 +142,7 @@ def train(a):
         t1 = time.perf_counter()
         m.eval()
         vl, vc = 0.0, 0
-        with torch.no_grad():
+        with torch.no_grad(), torch_timing.autocast(dev.type):
             for i in range(0, len(xte), a.batch):
                 z = m(xte[i:i + a.batch])
                 vl += F.cross_entropy(z, yte[i:i + a.batch], reduction="sum").item()
@@ -180,6 +182,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch_timing.set_tf32(a.tf32)
+    torch_timing.set_autocast(a.autocast)
     if a.epochs > 0:
         train(a)
     else:

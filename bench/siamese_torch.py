@@ -6,7 +6,7 @@ nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> Euclidean distance
 (alpha 0.9, eps 1e-7, lr 1e-3). Prints median step times, pairs/s, GFLOP/s
 (same FLOP count as ctrain's) and the implied seed-protocol epoch seconds.
 
-    /usr/bin/python3 bench/siamese_torch.py [--threads N] [--steps S] [--batch B] [--peak GFLOPS]
+    /usr/bin/python3 bench/siamese_torch.py [--threads N] [--steps S] [--batch B] [--peak GFLOPS] [--autocast bf16]
 
 With --epochs N it instead trains epoch by epoch like `ctrain time siamese-lstm`
 (--pairs training and --val-pairs validation pairs per epoch, validation under
@@ -73,12 +73,13 @@ def epochs(args):
             k += 1
             if train:
                 opt.zero_grad()
-                d = model(x)
-                loss = contrastive(d, y)
+                with torch_timing.autocast(dev.type):
+                    d = model(x)
+                    loss = contrastive(d, y)
                 loss.backward()
                 opt.step()
             else:
-                with torch.no_grad():
+                with torch.no_grad(), torch_timing.autocast(dev.type):
                     d = model(x)
                     loss = contrastive(d, y)
             loss_sum += loss.item() * b
@@ -128,6 +129,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch_timing.set_tf32(args.tf32)
+    torch_timing.set_autocast(args.autocast)
     if args.epochs > 0:
         return epochs(args)
     torch.manual_seed(1)
@@ -140,11 +142,12 @@ def main():
     for s in range(args.steps + 2):
         t0 = time.perf_counter()
         opt.zero_grad()
-        loss = contrastive(model(x), y)
+        with torch_timing.autocast("cpu"):
+            loss = contrastive(model(x), y)
         loss.backward()
         opt.step()
         t1 = time.perf_counter()
-        with torch.no_grad():
+        with torch.no_grad(), torch_timing.autocast("cpu"):
             contrastive(model(x), y)
         t2 = time.perf_counter()
         if s >= 2:
@@ -154,8 +157,8 @@ def main():
     flops = step_flops(B, T, I, H, D)
     gf = flops / step / 1e9
     frac = " = %.0f%% of %.0f" % (100 * gf / args.peak, args.peak) if args.peak > 0 else ""
-    print("pytorch  siamese-lstm B=%d pairs, %d threads: train step %.1f ms (min %.1f), %.0f pairs/s, %.1f GFLOP/s%s"
-          % (B, args.threads, 1e3 * step, 1e3 * min(train), B / step, gf, frac))
+    print("pytorch  siamese-lstm B=%d pairs, %d threads, %s: train step %.1f ms (min %.1f), %.0f pairs/s, %.1f GFLOP/s%s"
+          % (B, args.threads, torch_timing.precision(), 1e3 * step, 1e3 * min(train), B / step, gf, frac))
     print("pytorch  validation step %.1f ms; seed-protocol epoch (300k train + 120k val pairs): %.0f s (torch %s)"
           % (1e3 * vstep, 300000 / B * step + 120000 / B * vstep, torch.__version__))
 

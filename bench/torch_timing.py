@@ -24,6 +24,7 @@ import torch
 SCHEMA = "ctrain-time/1"
 
 _tf32 = False
+_autocast = "none"
 
 
 def _has(obj, name):
@@ -54,8 +55,26 @@ def set_tf32(enabled):
 
 
 def precision():
-    """The math mode set_tf32 chose, as ctrain's GPU header line words it."""
+    """The math mode set_tf32 and set_autocast chose, as ctrain's header words it."""
+    if _autocast == "bf16":
+        return "bf16 autocast"
     return "TF32 allowed" if _tf32 else "FP32 (no TF32)"
+
+
+def set_autocast(mode):
+    """--autocast bf16: PyTorch's mixed precision, torch.autocast(dtype=torch.bfloat16) around
+    the forward pass and the loss (its documented use; backward runs in the types the
+    forward chose). The peer of ctrain's --precision bf16. "none": plain FP32."""
+    global _autocast
+    _autocast = mode
+
+
+def autocast(device):
+    """The context the forward pass and the loss run in."""
+    import contextlib
+    if _autocast == "bf16":
+        return torch.autocast(device_type=device, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def cpu_model():
@@ -123,6 +142,8 @@ def add_args(ap):
     """Options every twin takes from bench/run.sh, for the record."""
     ap.add_argument("--fma-peak", type=float, default=0, help="ctrain's FP32 FMA peak GFLOP/s of the same run")
     ap.add_argument("--ctrain-blas", default="", help="ctrain's BLAS core of the same run, for the record")
+    ap.add_argument("--autocast", default="none", choices=["none", "bf16"],
+                    help="bf16: torch.autocast(bfloat16) around forward and loss (the peer of ctrain --precision bf16)")
 
 
 def blas_info():
@@ -156,7 +177,7 @@ def report(name, device, epochs, n_train, flops_per_sample, sample_name, peak, f
     first = s["warmup"] + 1
     frac = f", {100 * s['gflops'] / fma_peak:.0f}% of the FMA peak {fma_peak:.1f}" if fma_peak > 0 else ""
     frac += f", {100 * s['gflops'] / peak:.0f}% of the sgemm peak {peak:.1f}" if peak > 0 else ""
-    where = f"{device} ({precision()})" if device == "cuda" else device
+    where = f"{device} ({precision()})" if device == "cuda" or _autocast != "none" else device
     print(f"pytorch {name} on {where}: epochs {first}-{len(epochs)}: {s['median']:.2f} s/epoch median "
           f"(min {s['min']:.2f}, max {s['max']:.2f}), {s['samples_per_s']:.1f} training {sample_name}/s, "
           f"{s['gflops']:.1f} GFLOP/s{frac}", flush=True)
@@ -182,8 +203,9 @@ def write_json(path, *, model, model_desc, protocol, data, device, threads, batc
         "ctrain_blas_core": ctrain_blas,
         "model": model, "model_desc": model_desc, "protocol": protocol, "data": data, "data_desc": data,
         "device": "torch-" + device, "device_desc": (f"{torch.cuda.get_device_name(0)}, cuDNN {torch.backends.cudnn.version()}, {precision()}"
-                        if device == "cuda" else cpu_model()),
+                        if device == "cuda" else cpu_model() + (", bf16 autocast" if _autocast == "bf16" else "")),
         "tf32": _tf32 if device == "cuda" else None,
+        "precision": "bf16" if _autocast == "bf16" else "fp32",
         "threads": threads, "batch": batch, "seed": seed, "n_train": n_train, "n_val": n_val,
         "warmup_epochs": s["warmup"], "flops_per_sample": flops_per_sample, "flops_counted": flops_counted,
         "epochs": [dict(epoch=i + 1, **r) for i, r in enumerate(epochs)],

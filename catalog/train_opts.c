@@ -9,6 +9,8 @@ const ct_opt_choice ct_sched_choices[] = {
     { "constant", SCHED_CONSTANT }, { "step", SCHED_STEP }, { "cosine", SCHED_COSINE }, { NULL, 0 }
 };
 
+const ct_opt_choice ct_precision_choices[] = { { "fp32", CT_F32 }, { "bf16", CT_BF16 }, { NULL, 0 } };
+
 #define T(field) offsetof(ct_train_opts, field)
 #define CONFIG CT_IN_CONFIG
 #define RECORDED (CT_IN_CONFIG | CT_IN_TRAINING)   /* the run's configuration and its checkpoints */
@@ -39,6 +41,10 @@ const ct_opt ct_train_opt_table[] = {
       "default: pure FP32)", .store = RECORDED },
     { CT_OPT_BOOL, "--deterministic", "", T(deterministic), 0, 0, 0, NULL, DEVICE_CMDS, "GPU: deterministic cuDNN convolution algorithms only",
       .store = RECORDED },
+    { CT_OPT_CHOICE, "--precision", "P", T(precision), 0, 0, 0, ct_precision_choices, DEVICE_CMDS,
+      "fp32 (default) or bf16: mixed precision, the matrix products of the LSTM, the\nconvolutions and dense layers on bfloat16 operands "
+      "with float32 sums; weights,\noptimizer and everything else float32 (CPU: AMX-BF16 or AVX512-BF16; `ctrain\ninfo` says what "
+      "this machine has)", .store = RECORDED, .dflt = "fp32" },
     { CT_OPT_STR, "--out", "FILE.h5", T(out), 0, 0, 0, NULL, TRAIN, "write the trained weights (HDF5, replaced atomically)", .store = CT_IN_NONE },
     { CT_OPT_BOOL, "--fixed-pairs", "", T(fixed_pairs), 0, 0, 0, NULL, TRAIN,
       "speaker models: draw the training pairs once and reshuffle them every epoch\n(the seed experiment's protocol); default: new "

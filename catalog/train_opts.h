@@ -21,6 +21,7 @@ typedef struct {
     int schedule;                        /* ct_sched_kind */
     int tf32, deterministic;             /* GPU precision and algorithm choice (cuda/device.h) */
     int ckpt_tf32, ckpt_deterministic;   /* the same, recorded in a --resume checkpoint: taken on a GPU */
+    int precision;                       /* ct_dtype of the matrix products: CT_F32 or CT_BF16 (mixed precision) */
     const ct_backend *be;                /* the device opened by cli_finish_train_opts (cli/common.h) */
     int epochs, batch, threads, progress;   /* progress: 1 on, 0 off, -1 when stderr is a terminal */
     long seed;
@@ -46,6 +47,8 @@ typedef struct {
 extern const ct_opt ct_train_opt_table[];
 /* The learning-rate schedules by name: constant, step, cosine (ct_sched_kind values). */
 extern const ct_opt_choice ct_sched_choices[];
+/* The precisions by name: fp32, bf16 (ct_dtype values). */
+extern const ct_opt_choice ct_precision_choices[];
 
 /* `ctrain train`'s values for model d: the table's defaults, then the model's epochs, batch,
  * data and schedule; `threads` CPU threads. */

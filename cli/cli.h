@@ -30,9 +30,11 @@ int  cmd_time(int argc, char **argv);    /* ctrain time MODEL [options], ctrain 
 /* --device cpu|gpu|gpu:N (cli/device.c): opens the device as the command's backend
  * (layers/ops.h), which stays open until cli_close_device. A CPU-only build, a machine without a GPU, an index that
  * does not exist: CT_ENODEV with one line saying what and what to do. tf32 and
- * deterministic are the GPU's options (cuda/device.h); they are refused on the CPU. */
+ * deterministic are the GPU's options (cuda/device.h); they are refused on the CPU.
+ * precision (a ct_dtype: --precision) is the backend's data type: bf16 where the device
+ * has bf16 products, else one line naming what is missing and --precision fp32. */
 struct ct_backend;
-ct_status cli_open_device(const char *spec, int tf32, int deterministic, const struct ct_backend **be);
+ct_status cli_open_device(const char *spec, int tf32, int deterministic, int precision, const struct ct_backend **be);
 /* Closes the backend the command opened (cli_open_device, cli_time_device_open); nothing
  * when none is open. */
 void cli_close_device(void);

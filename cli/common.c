@@ -26,7 +26,7 @@ ct_status cli_finish_train_opts(cli_train_opts *o, ct_fit_config *fit, ct_optim_
         o->tf32 |= o->ckpt_tf32;
         o->deterministic |= o->ckpt_deterministic;
     }
-    CT_TRY(cli_open_device(o->device, o->tf32, o->deterministic, &o->be));
+    CT_TRY(cli_open_device(o->device, o->tf32, o->deterministic, o->precision, &o->be));
     CT_TRY(ct_train_opts_fit(o, fit, default_opt));
     ct_threads_set(o->threads);
     return CT_OK;

@@ -19,7 +19,7 @@
 /* The backend the command opened (zeroed: none). */
 static ct_backend cli_backend;
 
-ct_status cli_open_device(const char *spec, int tf32, int deterministic, const ct_backend **be)
+ct_status cli_open_device(const char *spec, int tf32, int deterministic, int precision, const ct_backend **be)
 {
     int index = -1;
     *be = NULL;
@@ -27,10 +27,24 @@ ct_status cli_open_device(const char *spec, int tf32, int deterministic, const c
     if (index < 0 && (tf32 || deterministic))
         return ct_fail(CT_EINVAL, "%s applies to the GPU; with --device cpu leave it out (the CPU always computes in FP32, "
                        "deterministically for a given --threads)", tf32 ? "--tf32" : "--deterministic");
-    const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = CT_F32 };
+    if (index >= 0 && precision == CT_BF16)
+        return ct_fail(CT_EINVAL, "--precision bf16 runs on the CPU only so far (AMX-BF16 or AVX512-BF16); on the GPU use "
+                       "--precision fp32 (with --tf32 for its tensor cores)");
+    const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = (ct_dtype)precision };
     cli_close_device();
-    if (index < 0) CT_TRY(ct_backend_open_cpu(&cli_backend, &math));
-    else CT_TRY(ct_backend_open_gpu(&cli_backend, index, &math));   /* no CUDA, no GPU, no such index: its one-line message */
+    if (index < 0) {
+        ct_status st = ct_backend_open_cpu(&cli_backend, &math);
+        if (st != CT_OK && precision == CT_BF16) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", ct_last_error());
+            char *cut = strstr(why, ": use float32");
+            if (cut) *cut = 0;
+            return ct_fail(st, "--precision bf16: %s: use --precision fp32", why);
+        }
+        CT_TRY(st);
+    } else {
+        CT_TRY(ct_backend_open_gpu(&cli_backend, index, &math));   /* no CUDA, no GPU, no such index: its one-line message */
+    }
     *be = &cli_backend;
     return CT_OK;
 }

@@ -284,7 +284,7 @@ static int eval_model(const ct_model_descriptor *d, int argc, char **argv)
         st = ct_fail(CT_EINVAL, "missing %s (see ctrain eval %s --help)",
                      !o.weights ? "--weights FILE.h5" : !o.data ? "--data FEATS.h5" : "--trials FILE", d->name);
     const ct_backend *be = NULL;
-    if (st == CT_OK) st = cli_open_device(o.dev.device, o.dev.tf32, o.dev.deterministic, &be);
+    if (st == CT_OK) st = cli_open_device(o.dev.device, o.dev.tf32, o.dev.deterministic, o.dev.precision, &be);
     if (st != CT_OK) { fprintf(stderr, "ctrain eval: %s\n", ct_last_error()); free(cfg); free(flags); return 2; }
     ct_threads_set(o.threads);
     ct_interrupt_install();

@@ -7,7 +7,9 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/blas_select.h"
+#include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
+#include "layers/ops.h"
 #include "core/peak.h"
 #include "core/threads.h"
 #include "cuda/device.h"
@@ -46,6 +48,11 @@ void cli_print_header(FILE *out, int threads)
     fprintf(out, "CPU: %s, %d logical cores, %d thread%s used; ctrain's own kernels: %s%s\n", cpu, ct_cpu_count(), threads,
             threads == 1 ? "" : "s", ct_kernels_name(ct_kernels_get()),
             ct_kernels_get() < ct_kernels_cpu() ? " (CTRAIN_CPU_KERNELS; the CPU runs wider ones)" : "");
+    if (be && be->math.dtype == CT_BF16)
+        fprintf(out, "Precision: bf16 mixed: products on bfloat16 operands (%s), float32 sums, weights and optimizer\n",
+                ct_bf16_kernels_name(ct_kernels_bf16()));
+    else
+        fprintf(out, "Precision: fp32%s\n", be && !be->host_memory && be->math.tf32 ? " (TF32 products allowed)" : "");
     fprintf(out, "BLAS: %s, core %s\n", ct_blas_config(), ct_blas_select_note());
     fprintf(out, "HDF5: %u.%u.%u\n", maj, min, rel);
     cli_print_gpu_line(out);
@@ -87,7 +94,10 @@ int cmd_info(int argc, char **argv)
                    "  OPENBLAS_CORETYPE=CORE     OpenBLAS's kernels, instead of the core ctrain or OpenBLAS chooses\n"
                    "  CTRAIN_CPU_KERNELS=SET     ctrain's own kernels (the LSTM's and the convolutions' products):\n"
                    "                             avx512, avx2 or blas (none: OpenBLAS for every product); default\n"
-                   "                             the widest the CPU runs, a narrower set for comparisons\n");
+                   "                             the widest the CPU runs, a narrower set for comparisons; amx or\n"
+                   "                             avx512bf16 keep bf16 products (--precision bf16)\n"
+                   "  CTRAIN_BF16_MODEL=1        --precision bf16's products on an exact C model of the AMX tiles,\n"
+                   "                             on any CPU, many times slower: for tests\n");
             return 0;
         }
         if (ct_args_end(&a)) continue;
@@ -106,6 +116,12 @@ int cmd_info(int argc, char **argv)
     const char *best = ct_blas_choose(&f, NULL, -1, &why);
     printf("CPU features: %s\n", desc);
     printf("BLAS policy: %s for this CPU (%s)\n", best, why);
+    /* what --precision bf16 runs on here (ctrain train --help, --precision) */
+    if (ct_bf16_check() == CT_OK)
+        printf("--precision bf16: CPU products on %s%s; GPU: not built yet (fp32 and --tf32)\n", ct_bf16_kernels_name(ct_kernels_bf16()),
+               ct_kernels_bf16() == CT_BF16_MODEL ? " (CTRAIN_BF16_MODEL=1: exact, for tests, not for speed)" : "");
+    else
+        printf("--precision bf16: not on this machine: %s; GPU: not built yet (fp32 and --tf32)\n", ct_last_error());
     char nccl[700];
     printf("Data-parallel: %s%s%s%s\n", ct_dist_backend(),
            ct_dist_compiled() ? " (mpirun -np N ctrain train ...)" : ": one process (make MPI=1 with libopenmpi-dev)",

@@ -1610,6 +1610,11 @@ void suite_checkpoint(void)
     case_pair_modes();
     case_resume("siamese-lstm", SIAM, 2);
     case_resume("small-cnn", CNN, 2);
+    /* mixed precision (the products on the tiles' exact C model, which runs on any CPU): the
+     * checkpoint records --precision bf16 and the resumed run computes what the whole one did */
+    setenv("CTRAIN_BF16_MODEL", "1", 1);
+    case_resume("siamese-lstm", SIAM " --precision bf16", 2);
+    unsetenv("CTRAIN_BF16_MODEL");
     case_gpu_options_recorded();
     case_kill_loop();
     case_signal_in_fit();
