@@ -18,8 +18,8 @@
  * build) says why and its columns read n/a: no number is made up.
  *
  * The model is the descriptor's (catalog/model_table.h): its data, network, task
- * and FLOP count; siamese-lstm times the seed's model. --help and the tables
- * are in cli/time_print.c, the JSON file and the SVG picture in
+ * and FLOP count; siamese-lstm times the seed's model. Its options are in
+ * cli/time_opts.c, --help and the tables in cli/time_print.c, the JSON file and the SVG picture in
  * cli/time_report.c, --compare in cli/time_compare.c.
  *
  * SIGINT or SIGTERM stops the run after the training step in progress; no table
