@@ -75,8 +75,9 @@ endif
 
 LIB_SRC   := $(wildcard core/*.c layers/*.c io/*.c comm/*.c models/*.c train/*.c catalog/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
-# cli/args.c: the options suite (tests/test_options.c) parses argv as the command line does
-TEST_SRC  := $(wildcard tests/*.c) tests/fuzz/targets.c cli/args.c
+# cli/args.c: the options suite (tests/test_options.c) parses argv as the command line does, and
+# walks `ctrain time`'s table (cli/time_opts.c) with the others
+TEST_SRC  := $(wildcard tests/*.c) tests/fuzz/targets.c cli/args.c cli/time_opts.c
 BENCH_SRC := $(wildcard bench/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)

@@ -33,7 +33,7 @@ static const ct_opt OPTS[] = {
       "layers separated by commas (default: the Keras mnist_cnn architecture)\n" SEQ_CNN_DEFAULT_SPEC "\n"
       "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP batchnorm\nrelu tanh sigmoid save add; the last "
       "layer must output one value per class;\na residual block is save,...,add: add sums its input and what save kept\n(the same "
-      "shape; blocks nest), e.g. save,conv16k3p1,batchnorm,relu,conv16k3p1,add", .store = CT_IN_CONFIG },
+      "shape; blocks nest), e.g. save,conv16k3p1,batchnorm,relu,conv16k3p1,add", .store = CT_IN_CONFIG | CT_IN_MODEL },
     { CT_OPT_INT, "--samples", "N", offsetof(cnn_cfg, img.samples), 0, 1, 1 << 30, NULL, CT_CMD_TRAIN,
       "use the first N training images (default: all)", .store = CT_IN_CONFIG },
     { CT_OPT_INT, "--val-samples", "N", offsetof(cnn_cfg, img.val_samples), 0, 0, 1 << 30, NULL, CT_CMD_TRAIN,
@@ -44,6 +44,16 @@ static const ct_opt OPTS[] = {
       "image height and width", .store = CT_IN_NONE },
     { CT_OPT_INT, "--channels", "N", offsetof(cnn_cfg, channels), 0, 1, 4096, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, "image channels", .store = CT_IN_NONE },
     { CT_OPT_INT, "--classes", "N", offsetof(cnn_cfg, classes), 0, 2, 1 << 20, NULL, CT_CMD_EXPORT | CT_CMD_IMPORT, "classes", .store = CT_IN_NONE },
+    /* recorded, set by no flag: the network's images and classes with the model (describe: a
+     * checkpoint's root attributes, beside "arch"), and the images a run used in a checkpoint's
+     * /training, 0 and -1 meaning all of them (--samples and --val-samples leave those out) */
+    { CT_OPT_INT, NULL, "N", offsetof(cnn_cfg, channels), 0, 1, 1 << 30, NULL, 0, NULL, .key = "channels", .store = CT_IN_MODEL },
+    { CT_OPT_INT, NULL, "N", offsetof(cnn_cfg, height), 0, 1, 1 << 30, NULL, 0, NULL, .key = "height", .store = CT_IN_MODEL },
+    { CT_OPT_INT, NULL, "N", offsetof(cnn_cfg, width), 0, 1, 1 << 30, NULL, 0, NULL, .key = "width", .store = CT_IN_MODEL },
+    { CT_OPT_INT, NULL, "N", offsetof(cnn_cfg, classes), 0, 1, 1 << 30, NULL, 0, NULL, .key = "classes", .store = CT_IN_MODEL },
+    { CT_OPT_INT, NULL, "N", offsetof(cnn_cfg, img.samples), 0, 0, 1 << 30, NULL, 0, NULL, .key = "samples", .store = CT_IN_TRAINING },
+    { CT_OPT_INT, NULL, "N", offsetof(cnn_cfg, img.val_samples), 0, -1, 1 << 30, NULL, 0, NULL, .key = "val_samples",
+      .store = CT_IN_TRAINING },
     { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
 
@@ -74,28 +84,23 @@ static void keep_arch(cnn_cfg *c, const char *arch)
 static ct_status from_meta(void *vc, const ct_ckpt_meta *meta, const char *path)
 {
     cnn_cfg *c = vc;
-    const char *arch = NULL;
-    if (ct_kv_str(&meta->model_cfg, "arch", &arch)) keep_arch(c, arch);
-    ct_kv_int(&meta->train_cfg, "samples", &c->img.samples);
-    ct_kv_int(&meta->train_cfg, "val_samples", &c->img.val_samples);
-    return CT_OK;
+    CT_TRY(ct_opts_from_kv(OPTS, CT_IN_MODEL, c, &meta->model_cfg, path));
+    if (c->arch != c->arch_buf) keep_arch(c, c->arch);   /* the recorded spec points into meta */
+    return ct_opts_from_kv(OPTS, CT_IN_TRAINING, c, &meta->train_cfg, path);
 }
 
 static void describe(const void *vc, const void *net, ct_kv *kv)
 {
     const seq_cnn *m = net;
-    ct_kv_set_str(kv, "arch", m->spec);
-    ct_kv_set_int(kv, "channels", m->in_c);
-    ct_kv_set_int(kv, "height", m->in_h);
-    ct_kv_set_int(kv, "width", m->in_w);
-    ct_kv_set_int(kv, "classes", m->classes);
+    cnn_cfg c = *(const cnn_cfg *)vc;   /* the network's own spec and sizes */
+    c.arch = m->spec;
+    c.channels = m->in_c; c.height = m->in_h; c.width = m->in_w; c.classes = m->classes;
+    ct_opts_to_kv(OPTS, CT_IN_MODEL, &c, kv);   /* arch, channels, height, width, classes */
 }
 
 static ct_status data_to_meta(const void *vc, const ct_model_data *d, ct_ckpt_meta *meta)
 {
-    const cnn_cfg *c = vc;
-    ct_kv_set_int(&meta->train_cfg, "samples", c->img.samples);
-    ct_kv_set_int(&meta->train_cfg, "val_samples", c->img.val_samples);
+    ct_opts_to_kv(OPTS, CT_IN_TRAINING, vc, &meta->train_cfg);   /* samples, val_samples */
     return CT_OK;
 }
 

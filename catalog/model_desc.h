@@ -11,8 +11,8 @@
  *                 written and checked by ct_opts_to_kv and ct_opts_from_file, catalog/options.h):
  *                 n_mels, frames, hidden, layers, embed, margin, threshold,
  *                 recurrent ("sigmoid" | "hard_sigmoid"), pool ("last" | "mean")
- *   siamese-cnn   the rows of its table recorded CT_IN_MODEL (n_mels, frames, margin,
- *                 threshold), and embed and arch (the tower's spec), which the network reports
+ *   siamese-cnn   the rows of its table recorded CT_IN_MODEL: n_mels, frames, margin,
+ *                 threshold, and embed and arch (the tower's spec) as the network reports them
  *   both          features: "log-mel" (a store written by `ctrain prep`) or
  *                 "synthetic" (--data synthetic); with log-mel also the store's
  *                 sample_rate, frame_length_ms, frame_shift_ms and normalization

@@ -26,7 +26,7 @@ static const ct_opt OPTS[] = {
     { CT_OPT_STR, "--arch", "SPEC", offsetof(scnn_cfg, arch), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME | CT_CMD_IMPORT,
       "the tower, layers separated by commas (models/seq_cnn.h); default\n" SIAMESE_CNN_DEFAULT_SPEC "\n"
       "layers: convFkK[sS][pP] denseU maxpoolK[sS] gap gaph flatten dropoutP\nbatchnorm relu tanh sigmoid save add; gaph = mean over time; "
-      "the last layer's\noutput is the embedding; save,...,add is a residual block (add sums its input\nand what save kept)", .store = CT_IN_CONFIG },
+      "the last layer's\noutput is the embedding; save,...,add is a residual block (add sums its input\nand what save kept)", .store = SCNN_KEPT },
     { CT_OPT_INT, "--mels", "N", offsetof(scnn_cfg, m.n_mels), 0, 1, 4096, NULL, CT_CMD_TRAIN | CT_CMD_EVAL | CT_CMD_IMPORT,
       "features per frame (eval: a weights file that does not record it takes the\nstore's)", .key = "n_mels", .store = SCNN_KEPT },
     { CT_OPT_INT, "--frames", "N", offsetof(scnn_cfg, m.frames), 0, 1, 100000, NULL, CT_CMD_TRAIN | CT_CMD_IMPORT,
@@ -36,6 +36,9 @@ static const ct_opt OPTS[] = {
     { CT_OPT_FLOAT, "--margin", "X", offsetof(scnn_cfg, m.margin), 0, 1e-6, 1e6, NULL, CT_CMD_TRAIN, "contrastive margin", .store = SCNN_KEPT },
     /* recorded with the model, set by no flag: the distance below which a pair is called "same" */
     { CT_OPT_FLOAT, NULL, "X", offsetof(scnn_cfg, m.threshold), 0, 0, 1e9, NULL, 0, NULL, .key = "threshold", .store = CT_IN_MODEL },
+    /* recorded with the model, set by no flag: the embedding size the tower outputs (--embed is the
+     * option, 0 when not given) */
+    { CT_OPT_INT, NULL, "N", offsetof(scnn_cfg, m.embed), 0, 1, 1 << 30, NULL, 0, NULL, .key = "embed", .store = CT_IN_MODEL },
     CT_SPEAKER_OPTS(scnn_cfg, data),
     { CT_OPT_END, 0, 0, 0, 0, 0, 0, NULL, 0, NULL, .store = CT_IN_NONE }
 };
@@ -98,10 +101,9 @@ static void describe(const void *vc, const void *net, ct_kv *kv)
     static scnn_cfg c;
     const siamese_cnn_config *m = &((const siamese_cnn *)net)->cfg;
     c = *(const scnn_cfg *)vc;
-    c.m = *m;                                   /* the network's own */
-    ct_opts_to_kv(OPTS, CT_IN_MODEL, &c, kv);   /* n_mels, frames, margin, threshold */
-    ct_kv_set_int(kv, "embed", m->embed);       /* what the tower outputs */
-    ct_kv_set_str(kv, "arch", m->spec);         /* a ct_kv holds 159 characters: the weights file gets the whole spec besides */
+    c.m = *m;                                   /* the network's own: the embedding size it outputs */
+    c.arch = m->spec;                           /* a ct_kv holds 159 characters: the weights file gets the whole spec besides */
+    ct_opts_to_kv(OPTS, CT_IN_MODEL, &c, kv);   /* arch, n_mels, frames, margin, threshold, embed */
 }
 
 static ct_status data_to_meta(const void *vc, const ct_model_data *d, ct_ckpt_meta *meta)

@@ -1,6 +1,6 @@
 /* options.h - options declared as data: one table per model (catalog/model_table.h),
  * one of the options every `ctrain train MODEL` shares (catalog/train_opts.h), and
- * ctrain time's own (cli/time_print.c).
+ * ctrain time's own (cli/time_opts.c).
  * A row is the whole declaration of an option: its flag, the type and range of
  * its value, the field of the configuration it sets, the commands that take it,
  * its help line, its name in files and where files record it.

@@ -23,7 +23,9 @@
  *
  * With one process (no mpirun, or dist NULL) every agreement is nothing.
  * Before any session the command joins the job once (ct_dist_start, train/dist.h), and
- * locks the files its run will write with ct_session_lock_outputs.
+ * locks the files its run will write with ct_session_lock_outputs; every rank agrees on the
+ * command's own setup with ct_session_agree_setup, and on each device `ctrain time` opens
+ * with ct_session_device_everywhere, so that the command makes no agreement of its own.
  */
 #ifndef CT_SESSION_H
 #define CT_SESSION_H
@@ -102,5 +104,16 @@ void      ct_session_free(ct_session *s);
  * message. Every rank learns whether it worked. */
 ct_status ct_session_lock_outputs(const ct_dist *dist, ct_path_lock *locks, const char *const *paths, const char *const *flags,
                                   int n, const char *holder);
+
+/* ---- a job's agreements outside a session (catalog/session_job.c); with one process (dist
+ * NULL, or no mpirun) they agree on nothing ---- */
+/* The command's own setup on this rank (its options taken, its run's files chosen, its workload
+ * built), st: CT_OK when it worked on every rank; else a failure on every rank, this rank's own
+ * or the one that says another rank's failed. With one process, st. */
+ct_status ct_session_agree_setup(const ct_dist *dist, ct_status st);
+/* Whether every rank has the device it opened for `ctrain time`: this rank's opening (st) and
+ * whether it has the device (available 0: `why` says why not). 1 when every rank has it (always
+ * with one process); 0 when some rank has not, every rank alike, the reason in ct_last_error(). */
+int       ct_session_device_everywhere(const ct_dist *dist, ct_status st, int available, const char *why);
 
 #endif

@@ -18,8 +18,8 @@
  * build) says why and its columns read n/a: no number is made up.
  *
  * The model is the descriptor's (catalog/model_table.h): its data, network, task
- * and FLOP count; siamese-lstm times the seed's model. --help and the tables
- * are in cli/time_print.c, the JSON file and the SVG picture in
+ * and FLOP count; siamese-lstm times the seed's model. Its options are in
+ * cli/time_opts.c, --help and the tables in cli/time_print.c, the JSON file and the SVG picture in
  * cli/time_report.c, --compare in cli/time_compare.c.
  *
  * SIGINT or SIGTERM stops the run after the training step in progress; no table
@@ -123,14 +123,12 @@ static ct_status run_device(time_run *r, workload *w)
     const ct_backend *be = NULL;
     int gpu = 0;
     ct_status st = cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &be, &gpu);
-    if (cli_dist.mpi) {   /* every rank runs this device, or none: a rank without it would leave the others waiting */
-        ct_status mine = st != CT_OK ? st : r->available ? CT_OK : ct_fail(CT_ENODEV, "%s", r->why);
-        if (ct_dist_agree(&cli_dist, mine) != CT_OK) {   /* some rank cannot: the device is unavailable to the job */
-            if (st == CT_OK && r->available && gpu) cli_close_device();
-            r->available = 0;
-            st = CT_OK;
-            snprintf(r->why, sizeof r->why, "%s", ct_last_error());
-        }
+    /* every rank runs this device, or none: a rank without it would leave the others waiting */
+    if (!ct_session_device_everywhere(&cli_dist, st, r->available, r->why)) {   /* some rank cannot: unavailable to the job */
+        if (st == CT_OK && r->available && gpu) cli_close_device();
+        r->available = 0;
+        st = CT_OK;
+        snprintf(r->why, sizeof r->why, "%s", ct_last_error());
     }
     if (st != CT_OK || !r->available) return st;
     int N = w->setup.ranks;
@@ -294,7 +292,7 @@ int cmd_time(int argc, char **argv)
     if (st == CT_OK && cli_dist.size > 1 && w.setup.batch % cli_dist.size != 0)
         st = ct_fail(CT_EINVAL, "--batch %d does not divide evenly over %d ranks: --batch is the global batch, use a multiple of %d",
                      w.setup.batch, cli_dist.size, cli_dist.size);
-    if (cli_dist.mpi) st = ct_dist_agree(&cli_dist, st);   /* every rank stops, or none */
+    st = ct_session_agree_setup(&cli_dist, st);   /* every rank stops, or none */
     if (st != CT_OK) {
         if (cli_dist.rank == 0) fprintf(stderr, "ctrain time: %s\n", ct_last_error());
         ct_session_free(&w.session);

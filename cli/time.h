@@ -1,5 +1,5 @@
-/* time.h - what `ctrain time` measured, shared by cli/time.c (running the
- * workload on each device), cli/time_print.c (--help, the statistics and the
+/* time.h - what `ctrain time` takes and measured, shared by cli/time.c (running the
+ * workload on each device), cli/time_opts.c (its options), cli/time_print.c (--help, the statistics and the
  * tables), cli/time_report.c (the JSON file and the SVG picture) and
  * cli/time_compare.c (`--compare` and --baseline, which read the JSON back). */
 #ifndef CT_CLI_TIME_H
@@ -13,7 +13,7 @@
 #define TIME_SCHEMA "ctrain-time/1"
 #define TIME_MAX_ROWS (SEQ_CNN_MAX_LAYERS + 2)   /* every layer, "other" and the whole step */
 
-/* The command line of `ctrain time MODEL`, declared in time_opt_table (cli/time_print.c). Numbers
+/* The command line of `ctrain time MODEL`, declared in time_opt_table (cli/time_opts.c). Numbers
  * left 0 (or -1) take the protocol's value. */
 typedef struct {
     const char *protocol, *devices, *data, *json, *baseline;

@@ -175,9 +175,9 @@ static int train_model(const ct_model_descriptor *d, int argc, char **argv)
         fprintf(stderr, "ctrain train: %s\n", ct_last_error());
         rc = 2;
     }
-    if (cli_dist.mpi && rc >= 0) {   /* every rank took the options, or every rank stops (rank 0 says why) */
+    if (rc >= 0) {   /* every rank took the options, or every rank stops (rank 0 says why) */
         int failed = rc != 0;
-        st = ct_dist_agree(&cli_dist, failed ? CT_EINVAL : CT_OK);
+        st = ct_session_agree_setup(&cli_dist, failed ? CT_EINVAL : CT_OK);
         if (st != CT_OK && cli_dist.rank == 0 && !failed) fprintf(stderr, "ctrain train: %s\n", ct_last_error());   /* another rank's */
         if (st != CT_OK) rc = 2;
     }

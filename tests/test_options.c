@@ -1,10 +1,11 @@
 /* test_options.c - every option declared once (catalog/options.h): each row of
- * every table (each model's options and eval flags, and the shared training
- * options of catalog/train_opts.h) is given a value other than its default and
- * round-trips
+ * every table (each model's options and eval flags, the shared training
+ * options of catalog/train_opts.h and `ctrain time`'s, cli/time_opts.c) is given
+ * a value other than its default and round-trips
  *   argv          -> the configuration (cli_opt_parse, the command line's parser)
  *   config.yaml   -> a fresh configuration (ct_opts_put, written and read back as
- *                    YAML, each key found with ct_opts_find_key as --config does)
+ *                    YAML, each key found with ct_opts_find_key as --config does;
+ *                    `time` records nothing, but its --config takes every option)
  *   attributes    -> a fresh configuration (ct_opts_to_kv, an HDF5 file's attributes
  *                    as a checkpoint or weights file holds them, ct_opts_from_kv)
  * keys are unique, a flag's own spelling finds its row, a recorded setting that a flag
@@ -16,6 +17,7 @@
 #include <hdf5.h>
 #include "tests/test.h"
 #include "cli/args.h"
+#include "cli/time.h"
 #include "io/yamlmap.h"
 #include "catalog/train_opts.h"
 
@@ -26,6 +28,7 @@ typedef struct {
     size_t size;
     const ct_model_descriptor *d;   /* its defaults; NULL: a zeroed block (eval flags) */
     int shared;                     /* the shared training options */
+    int every_flag;                 /* `time`: its --config file takes every option, none is recorded */
 } table;
 
 static void *fresh(const table *t)
@@ -66,12 +69,21 @@ static void other_value(const ct_opt *o, const void *cfg, char *buf, size_t cap)
     }
 }
 
-/* Whether rows `where` of two configurations hold the same values (the first that differs in *bad). */
+/* Whether a file holds row o: the rows recorded `where` (CT_IN_*), or with `where` 0 every row a
+ * flag sets but --config (`time`'s configuration file; a configuration file names no other). */
+static int in_file(const ct_opt *o, unsigned where)
+{
+    if (!ct_opt_is_value(o)) return 0;
+    if (!where) return o->flag && strcmp(o->flag, "--config") != 0;
+    return (o->store & where) != 0;
+}
+
+/* Whether the rows in_file names of two configurations hold the same values (the first that differs in *bad). */
 static int same_rows(const ct_opt *opts, unsigned where, const void *a, const void *b, const ct_opt **bad)
 {
     char x[1200], y[1200];
     for (int i = 0; opts[i].type != CT_OPT_END; i++) {
-        if (!ct_opt_is_value(&opts[i]) || !(opts[i].store & where)) continue;
+        if (!in_file(&opts[i], where)) continue;
         int hx = ct_opt_format(&opts[i], a, x, sizeof x), hy = ct_opt_format(&opts[i], b, y, sizeof y);
         if (hx != hy || (hx && strcmp(x, y) != 0)) { *bad = &opts[i]; return 0; }
     }
@@ -131,8 +143,14 @@ static void through_yaml(const table *t, const void *cfg)
     static yaml_list l;
     char path[512], key[64];
     l.n = 0;
-    ct_opts_put(t->opts, CT_IN_CONFIG, cfg, put, &l);
-    snprintf(path, sizeof path, "%s/options-%s.yaml", t_scratch_dir(), t->d ? t->d->name : "training");
+    if (!t->every_flag) ct_opts_put(t->opts, CT_IN_CONFIG, cfg, put, &l);
+    else   /* what `ctrain time --config FILE` takes: every option by its key */
+        for (int i = 0; t->opts[i].type != CT_OPT_END; i++) {
+            char value[1200];
+            if (in_file(&t->opts[i], 0) && ct_opt_format(&t->opts[i], cfg, value, sizeof value))
+                put(&l, ct_opt_key(&t->opts[i], key, sizeof key), value);
+        }
+    snprintf(path, sizeof path, "%s/options-%s.yaml", t_scratch_dir(), t->d ? t->d->name : t->shared ? "training" : t->name);
     t_check(ct_yaml_map_write(path, "test", l.e, l.n) == CT_OK, "writing %s: %s", path, ct_last_error());
     ct_yaml_map m = { 0 };
     t_check(ct_yaml_map_read(path, &m) == CT_OK && m.n == l.n, "reading %s back: %d entries of %d: %s", path, m.n, l.n, ct_last_error());
@@ -144,7 +162,7 @@ static void through_yaml(const table *t, const void *cfg)
     }
     const ct_opt *bad = NULL;
     char name[64];
-    int same = same_rows(t->opts, CT_IN_CONFIG, cfg, back, &bad);
+    int same = same_rows(t->opts, t->every_flag ? 0 : CT_IN_CONFIG, cfg, back, &bad);
     t_check(same, "%s did not come back", bad ? row_name(bad, name, sizeof name) : "");
     printf("  %d keys\n", l.n);
     ct_yaml_map_free(&m);
@@ -160,7 +178,7 @@ static void through_attributes(const table *t, const void *cfg)
     char path[512], name[64];
     memset(&kv, 0, sizeof kv);
     ct_opts_to_kv(t->opts, where, cfg, &kv);
-    snprintf(path, sizeof path, "%s/options-%s.h5", t_scratch_dir(), t->d ? t->d->name : "training");
+    snprintf(path, sizeof path, "%s/options-%s.h5", t_scratch_dir(), t->d ? t->d->name : t->shared ? "training" : t->name);
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     t_check(f >= 0 && ct_kv_write_h5(f, "/", &kv) == CT_OK, "writing %s: %s", path, ct_last_error());
     if (f >= 0) H5Fclose(f);
@@ -307,6 +325,8 @@ void suite_options(void)
     t.opts = ct_train_opt_table;
     t.size = sizeof(ct_train_opts);
     t.shared = 1;
+    walk(&t);
+    t = (table){ .name = "time", .opts = time_opt_table, .size = sizeof(time_opts), .every_flag = 1 };
     walk(&t);
     for (int i = 0; ct_models[i]; i++) {
         const ct_model_descriptor *d = ct_models[i];
