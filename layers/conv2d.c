@@ -33,6 +33,10 @@
  *                                                              positions
  * dW is summed transposed (64 output channels fill a panel exactly in the mnist_cnn,
  * where K = 288 would leave a half-empty one) and added to dw at the end.
+ *
+ * The bf16 variant (ct_conv2d_forward_bf16, ct_conv2d_backward_bf16; at the end of this
+ * file) runs the plain im2col path's products on layers/gemm_bf16.h: bf16 operands,
+ * float32 sums, the same workers and the same order of the partial dW sums.
  */
 #include <cblas.h>
 #include <stdint.h>
@@ -42,6 +46,7 @@
 #include "core/threads.h"
 #include "layers/conv2d.h"
 #include "layers/conv2d_winograd.h"
+#include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 
 ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
@@ -413,12 +418,11 @@ void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, c
     ct_parallel(d->N, d->workers, d->packed ? forward_image_packed : forward_image, &j);
 }
 
-void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                     const float *w, const conv2d_dims *d)
+/* db [OC] += sum over images and positions of dout [N, OC, P]: float32 in every path. */
+static void bias_grad(float *db, const float *dout, const conv2d_dims *d)
 {
-    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
-    /* db[o] += sum over images and positions of dout[n, o, :] */
-    for (int n = 0; db && n < d->N; n++) {
+    const int P = d->OH * d->OW, OC = d->OC;
+    for (int n = 0; n < d->N; n++) {
         const float *dout_n = dout + (size_t)n * OC * P;           /* [OC, P] */
         for (int o = 0; o < OC; o++) {
             const float *row = dout_n + (size_t)o * P;
@@ -432,6 +436,13 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
             db[o] += t;
         }
     }
+}
+
+void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                     const float *w, const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, OC = d->OC;
+    if (db) bias_grad(db, dout, d);
     if (d->winograd) { ct_conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
     if (d->packed) {
@@ -447,6 +458,134 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
     const int used = ct_parallel(d->N, d->workers, backward_image, &j);
     for (int k = 1; k < used; k++) {
         const float *part = ws + (size_t)d->workers * col_floats(d) + (size_t)(k - 1) * OC * K;
+        for (size_t i = 0; i < (size_t)OC * K; i++) dw[i] += part[i];
+    }
+}
+
+/* ---- bf16 operands (layers/gemm_bf16.h): the im2col path's products on ct_gemm_bf16 ----
+ * Per image n on worker w (K = C*KH*KW, P = OH*OW):
+ *   forward:  col [K, P] = im2col(in_n), packed as B (rounded once);
+ *             out_n [OC, P] = W [OC, K] x col, W rounded to bf16 as ct_gemm_bf16 packs it;
+ *             + b[o] on row o, in float32
+ *   backward: col^T [P, K] packed; dW [OC, K] += dout_n [OC, P] x col^T (dout_n rounded);
+ *             dout_n [OC, P] packed; dcol [K, P] = W^T [K, OC] x dout_n (W^T rounded);
+ *             din_n = col2im(dcol) in float32; for 1x1 stride-1 unpadded kernels col is in_n
+ *             and dcol is din_n, as in the float32 path.
+ * Worker w's region: col [K, P] floats, the packed operand (the largest of the three
+ * products' ct_gemm_bf16_pack_elems), the rounded-operand buffer (the largest
+ * ct_gemm_bf16_work_elems), each in floats rounded up to 16 (64 bytes). After the regions:
+ * a partial dW [OC, K] per worker but the first, started at its first image and added
+ * in worker order, as the float32 path does. */
+static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
+static size_t bf16_floats(size_t elems) { return round16((elems + 1) / 2); }   /* floats that hold `elems` bf16 */
+static size_t max3z(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+static size_t bf16_pack_floats(const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
+    return bf16_floats(max3z(ct_gemm_bf16_pack_elems(K, P),       /* forward: col [K, P] */
+                             ct_gemm_bf16_pack_elems(P, K),       /* dW: col^T [P, K] */
+                             ct_gemm_bf16_pack_elems(OC, P)));    /* dcol: dout_n [OC, P] */
+}
+
+static size_t bf16_work_floats(const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
+    return bf16_floats(max3z(ct_gemm_bf16_work_elems(OC, K),      /* forward: W [OC, K] */
+                             ct_gemm_bf16_work_elems(OC, P),      /* dW: dout_n [OC, P] */
+                             ct_gemm_bf16_work_elems(K, OC)));    /* dcol: W^T [K, OC] */
+}
+
+static size_t bf16_worker_floats(const conv2d_dims *d)
+{
+    return round16(col_floats(d)) + bf16_pack_floats(d) + bf16_work_floats(d);
+}
+
+size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d)
+{
+    const size_t K = (size_t)d->C * d->KH * d->KW;
+    return (size_t)d->workers * bf16_worker_floats(d) + (size_t)(d->workers - 1) * d->OC * K;
+}
+
+typedef struct {
+    float    *col;    /* [K, P]: im2col, later dcol */
+    uint16_t *pack;   /* the packed operand B */
+    uint16_t *work;   /* op(A) rounded to bf16 */
+} bf16_region;
+
+static bf16_region bf16_region_of(float *ws, const conv2d_dims *d, int worker)
+{
+    float *base = ws + (size_t)worker * bf16_worker_floats(d);
+    float *pack = base + round16(col_floats(d));
+    return (bf16_region){ .col = base, .pack = (uint16_t *)(void *)pack,
+                          .work = (uint16_t *)(void *)(pack + bf16_pack_floats(d)) };
+}
+
+static void forward_image_bf16(void *ctx, int n, int worker)
+{
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
+    const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;   /* [C, H, W] */
+    float *out_n = j->out + (size_t)n * OC * P;                    /* [OC, P] */
+    const bf16_region r = bf16_region_of(j->ws, d, worker);
+    const float *col = in_n;                                       /* [K, P] */
+    if (!conv2d_is_pointwise(d)) { im2col(r.col, P, in_n, d); col = r.col; }
+    /* out_n [OC, P] = W [OC, K] x col [K, P] */
+    ct_gemm_bf16_pack(r.pack, col, P, 0, K, P);
+    ct_gemm_bf16(OC, P, K, j->w, K, 0, r.pack, r.work, out_n, P, 0);
+    if (j->b) {
+        for (int o = 0; o < OC; o++) {
+            float *row = out_n + (size_t)o * P, bo = j->b[o];
+            for (int i = 0; i < P; i++) row[i] += bo;
+        }
+    }
+}
+
+static void backward_image_bf16(void *ctx, int n, int worker)
+{
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, W = d->workers;
+    const size_t in_img = (size_t)d->C * d->H * d->W;
+    const float *in_n = j->in + (size_t)n * in_img;                /* [C, H, W] */
+    const float *dout_n = j->dout + (size_t)n * OC * P;            /* [OC, P] */
+    const bf16_region r = bf16_region_of(j->ws, d, worker);
+    /* dW [OC, K] += dout_n [OC, P] x col^T [P, K]; workers but the first sum into their own
+     * partial dW, started (overwritten) at their first image */
+    float *dw = worker == 0 ? j->dw : j->ws + (size_t)W * bf16_worker_floats(d) + (size_t)(worker - 1) * OC * K;
+    const int acc = worker == 0 || n != worker;
+    const float *col = in_n;                                       /* [K, P] */
+    if (!conv2d_is_pointwise(d)) { im2col(r.col, P, in_n, d); col = r.col; }
+    ct_gemm_bf16_pack(r.pack, col, P, 1, P, K);                    /* op(B) = col^T [P, K] */
+    ct_gemm_bf16(OC, K, P, dout_n, P, 0, r.pack, r.work, dw, K, acc);
+    if (!j->din) return;
+    /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]: into din_n itself for 1x1 kernels, else into
+     * the column buffer (col is no longer needed), then scattered back by col2im */
+    float *din_n = j->din + (size_t)n * in_img;
+    const int pw = conv2d_is_pointwise(d);
+    ct_gemm_bf16_pack(r.pack, dout_n, P, 0, OC, P);
+    ct_gemm_bf16(K, P, OC, j->w, K, 1, r.pack, r.work, pw ? din_n : r.col, P, 0);
+    if (pw) return;
+    memset(din_n, 0, in_img * sizeof *din_n);
+    col2im_add(din_n, r.col, d);
+}
+
+void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
+{
+    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
+    ct_parallel(d->N, d->workers, forward_image_bf16, &j);
+}
+
+void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                             const float *w, const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, OC = d->OC;
+    if (db) bias_grad(db, dout, d);   /* float32, as the float32 layer: the same bits */
+    conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
+    const int used = ct_parallel(d->N, d->workers, backward_image_bf16, &j);
+    for (int k = 1; k < used; k++) {
+        const float *part = ws + (size_t)d->workers * bf16_worker_floats(d) + (size_t)(k - 1) * OC * K;
         for (size_t i = 0; i < (size_t)OC * K; i++) dw[i] += part[i];
     }
 }

@@ -64,4 +64,23 @@ void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, c
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d);
 
+/* ---- bf16 operands, float32 sums (layers/gemm_bf16.h) ----
+ * The same layer with every matrix product on ct_gemm_bf16: im2col always (d->winograd and
+ * d->packed are ignored: Winograd's transforms would be rounded to bf16 too, and its error
+ * is not a sum of rounded products), its operands rounded to bf16, its sums float32:
+ *   forward   out_n [OC, P]  = W [OC, K] x col [K, P]  (+ b in float32)   col packed, W rounded
+ *   backward  dW [OC, K]    += dout_n [OC, P] x col^T [P, K]              col^T packed, dout_n rounded
+ *             dcol [K, P]    = W^T [K, OC] x dout_n [OC, P]               dout_n packed, W^T rounded
+ *             din_n          = col2im(dcol) (float32 additions), db as the float32 layer's, bit for bit
+ * Each element obeys gemm_bf16.h's bounds (1) and (2) with K the number of products in its
+ * sum: C*KH*KW (out), N*OH*OW (dW, over the batch), OC times the taps that reach the pixel
+ * (din). The callers must have checked ct_bf16_check() (or named the model).
+ * Workspace, counted in floats, per worker: col [K, P] (dcol in backward), the packed
+ * operand, the rounded-operand buffer; then a partial dW [OC, K] per worker but the first. */
+size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d);
+/* As ct_conv2d_forward / ct_conv2d_backward, ws of ct_conv2d_bf16_workspace_floats(d). */
+void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
+void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                             const float *w, const conv2d_dims *d);
+
 #endif

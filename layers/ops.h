@@ -39,7 +39,8 @@
  *     the GPU cuDNN's descriptors and work/reserve spaces (cuda/lstm.h). The
  *     weights are passed as the flat parameter buffer; the plan knows where the
  *     LSTM lies in it.
- *   - conv2d (conv2d_plan): on the CPU the dims (im2col or Winograd); on the
+ *   - conv2d (conv2d_plan): on the CPU the dims (im2col or Winograd; in bf16 always
+ *     im2col, on the bf16 products: ct_conv2d_forward_bf16); on the
  *     GPU cuDNN's descriptors and algorithms (cuda/conv2d.h). Its workspace comes
  *     from the model's arena, sized by conv2d_workspace_floats for the largest
  *     batch; each call gives its batch size N <= the planned one.

@@ -173,7 +173,8 @@ static void cpu_lstm_backward(const ct_backend *be, float *dx, float *grads, voi
 }
 
 /* ---- conv2d: the plan is the dims of the largest batch (and the data type); a
- * call's dims are the same with its N (im2col or Winograd as ct_conv2d_dims_make chose) ---- */
+ * call's dims are the same with its N (float32: im2col or Winograd as ct_conv2d_dims_make
+ * chose; bf16: im2col on the bf16 products, ct_conv2d_forward_bf16) ---- */
 typedef struct {
     conv2d_dims d;     /* as planned: the largest batch */
     ct_dtype dtype;    /* the data type it computes in (the backend's when planned) */
@@ -184,8 +185,6 @@ static ct_status cpu_conv2d_plan(const ct_backend *be, void **plan, const conv2d
     (void)bias;
     *plan = NULL;
     CT_TRY(ct_backend_check_dtype(be, "conv2d plan"));
-    if (be->math.dtype == CT_BF16)
-        return ct_fail(CT_EINVAL, "conv2d plan on the cpu: bf16 convolutions are not built yet: use float32");
     conv2d_cpu_plan *p = ct_malloc(sizeof *p, "conv2d plan");
     if (!p) return CT_ENOMEM;
     p->d = *d;
@@ -196,10 +195,15 @@ static ct_status cpu_conv2d_plan(const ct_backend *be, void **plan, const conv2d
 
 static void cpu_conv2d_plan_free(const ct_backend *be, void *plan) { (void)be; free(plan); }
 
+static size_t conv_ws_floats(const conv2d_dims *d, ct_dtype dtype)
+{
+    return dtype == CT_BF16 ? ct_conv2d_bf16_workspace_floats(d) : ct_conv2d_workspace_floats(d);
+}
+
 static size_t cpu_conv2d_workspace_floats(const ct_backend *be, const void *plan)
 {
     (void)be;
-    return ct_conv2d_workspace_floats(&((const conv2d_cpu_plan *)plan)->d);
+    return conv_ws_floats(&((const conv2d_cpu_plan *)plan)->d, ((const conv2d_cpu_plan *)plan)->dtype);
 }
 
 static conv2d_dims conv_call_dims(const conv2d_cpu_plan *p, int N)
@@ -208,7 +212,7 @@ static conv2d_dims conv_call_dims(const conv2d_cpu_plan *p, int N)
     conv2d_dims d = p->d;
     d.N = N;
     /* the workspace was sized with the planned thread count: it must not have been raised since */
-    CT_ASSERT(ct_conv2d_workspace_floats(&d) <= ct_conv2d_workspace_floats(&p->d));
+    CT_ASSERT(conv_ws_floats(&d, p->dtype) <= conv_ws_floats(&p->d, p->dtype));
     return d;
 }
 
@@ -216,16 +220,20 @@ static void cpu_conv2d_forward(const ct_backend *be, float *out, float *ws, cons
                                void *plan, int N)
 {
     (void)be;
-    conv2d_dims d = conv_call_dims(plan, N);
-    ct_conv2d_forward(out, ws, in, w, b, &d);
+    const conv2d_cpu_plan *p = plan;
+    conv2d_dims d = conv_call_dims(p, N);
+    if (p->dtype == CT_BF16) ct_conv2d_forward_bf16(out, ws, in, w, b, &d);
+    else                     ct_conv2d_forward(out, ws, in, w, b, &d);
 }
 
 static void cpu_conv2d_backward(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
                                 const float *in, const float *w, void *plan, int N)
 {
     (void)be;
-    conv2d_dims d = conv_call_dims(plan, N);
-    ct_conv2d_backward(din, dw, db, ws, dout, in, w, &d);
+    const conv2d_cpu_plan *p = plan;
+    conv2d_dims d = conv_call_dims(p, N);
+    if (p->dtype == CT_BF16) ct_conv2d_backward_bf16(din, dw, db, ws, dout, in, w, &d);
+    else                     ct_conv2d_backward(din, dw, db, ws, dout, in, w, &d);
 }
 
 /* ---- losses in their stats form: the numbers the models computed before ---- */
