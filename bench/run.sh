@@ -16,6 +16,9 @@
 #   HOST-MODEL-DEVICE.json (ctrain; also HOST-MODEL.svg; HOST is $CTRAIN_BENCH_NAME when set) and
 #   HOST-MODEL-torch-VERSION-cpu.json (PyTorch); the closing table is also
 #   written as HOST-summary.json;
+#   then, where the CPU has bf16 products (AMX-BF16 or AVX512-BF16), both models with
+#   --precision fp32,bf16 against PyTorch's bf16 autocast (HOST-MODEL-bf16-cpu.json,
+#   HOST-MODEL-torch-VERSION-bf16-cpu.json);
 #   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step, with
 #   every PyTorch found (CTRAIN_BENCH_STEPS=0 leaves them out).
 #
@@ -122,6 +125,30 @@ fmnist=/usr/share/datasets/fashion-mnist
 if [ -f $fmnist/train-images-idx3-ubyte.gz ]; then cnn_data=fashion-mnist; torch_data=$fmnist; else cnn_data=synthetic; torch_data=synthetic; fi
 "$ctrain" time cnn --protocol bench --data $cnn_data --threads "$threads" --device cpu,gpu --per-layer --json "$results/$host-cnn.json" || exit 1
 compare_torch cnn bench/cnn_torch.py --data $torch_data --samples 6000 --val-samples 1000 || exit 1
+
+# bf16: ctrain --precision bf16 against PyTorch's bf16 autocast, where this CPU has bf16 products
+# (AMX-BF16 or AVX512-BF16; docs/precision.md); elsewhere one line says why
+bf16_line=$("$ctrain" info --no-peak | sed -n 's/^--precision bf16: //p')
+case "$bf16_line" in
+  "CPU products on "*)
+    echo
+    echo "== bf16 mixed precision: ctrain --precision bf16 and PyTorch bf16 autocast ($threads threads)"
+    for m in siamese-lstm cnn; do
+      if [ $m = cnn ]; then script=bench/cnn_torch.py; margs="--data $torch_data --samples 6000 --val-samples 1000"; cdata="--data $cnn_data"
+      else script=bench/siamese_torch.py; margs="--pairs 3072 --val-pairs 1024"; cdata=""; fi
+      mine=$results/$host-$m-bf16-cpu.json
+      "$ctrain" time $m --protocol bench $cdata --threads "$threads" --device cpu --precision fp32,bf16 --json "$results/$host-$m-prec.json" || exit 1
+      mv "$results/$host-$m-prec-cpu-bf16.json" "$mine" && rm -f "$results/$host-$m-prec-cpu.json"
+      for p in $peers; do
+        py=${p#*=}
+        theirs=$results/$host-$m-torch-$(torch_version "$py")-bf16-cpu.json
+        "$py" $script --epochs 4 --batch 128 --threads "$threads" --protocol bench $margs --autocast bf16 --ctrain-blas "$core" \
+          --json "$theirs" || exit 1
+        echo "ctrain bf16 / $("$py" bench/torch_timing.py | cut -c1-40) bf16 autocast ($m, cpu, $threads threads): $(ratio "$mine" "$theirs") the training samples/s"
+      done
+    done ;;
+  *) echo; echo "== bf16 mixed precision skipped: ${bf16_line:-ctrain info says nothing about bf16}" ;;
+esac
 
 echo
 echo "== side by side ($threads threads; training samples/s of the bench protocol, epochs 2-4)"

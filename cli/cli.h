@@ -53,7 +53,11 @@ ct_status cli_device_list(const char *list, char names[][32], int max, int *n);
  * that cannot run is not an error: r->available = 0 and r->why say why. *gpu = 1 when a GPU
  * was opened (the caller closes it: cli_close_device). */
 struct time_run;
-ct_status cli_time_device_open(struct time_run *r, int threads, int tf32, int deterministic, const struct ct_backend **be, int *gpu);
+ct_status cli_time_device_open(struct time_run *r, int threads, int tf32, int deterministic, int precision,
+                               const struct ct_backend **be, int *gpu);
+/* --precision LIST of `ctrain time`: "fp32", "bf16" or both, comma-separated, into ct_dtype values
+ * (at most max, no repeats); CT_EINVAL with one line otherwise. */
+ct_status cli_precision_list(const char *list, int *out, int max, int *n);
 /* The GPU line of the header: the open GPU (name, memory, compute capability, driver,
  * CUDA, cuDNN, precision), or whether the backend is compiled in. */
 void cli_print_gpu_line(FILE *out);

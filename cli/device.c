@@ -10,10 +10,12 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/time.h"
+#include "catalog/train_opts.h"
 #include "core/peak.h"
 #include "core/threads.h"
 #include "cuda/device.h"
 #include "cuda/ops_gpu.h"
+#include "layers/gemm_bf16.h"
 #include "layers/ops.h"
 
 /* The backend the command opened (zeroed: none). */
@@ -74,12 +76,33 @@ static ct_status unavailable(time_run *r, const char *why)
     return CT_OK;
 }
 
-ct_status cli_time_device_open(time_run *r, int threads, int tf32, int deterministic, const ct_backend **be_out, int *gpu)
+ct_status cli_precision_list(const char *list, int *out, int max, int *n)
+{
+    *n = 0;
+    for (const char *p = list; ; ) {
+        size_t len = strcspn(p, ",");
+        int v = -1;
+        for (const ct_opt_choice *c = ct_precision_choices; c->name; c++)
+            if (strlen(c->name) == len && !strncmp(p, c->name, len)) v = c->value;
+        if (v < 0) return ct_fail(CT_EINVAL, "--precision %s: '%.*s' is not a precision: use fp32, bf16 or fp32,bf16", list, (int)len, p);
+        for (int i = 0; i < *n; i++)
+            if (out[i] == v) return ct_fail(CT_EINVAL, "--precision %s: %.*s is named twice", list, (int)len, p);
+        if (*n == max) return ct_fail(CT_EINVAL, "--precision %s: at most %d precisions", list, max);
+        out[(*n)++] = v;
+        if (!p[len]) return CT_OK;
+        p += len + 1;
+    }
+}
+
+ct_status cli_time_device_open(time_run *r, int threads, int tf32, int deterministic, int precision, const ct_backend **be_out,
+                               int *gpu)
 {
     int index = -1;
     *gpu = 0;
     CT_TRY(ct_gpu_parse_device(r->device, &index));
-    const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = CT_F32 };
+    const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = (ct_dtype)precision };
+    if (index >= 0 && precision == CT_BF16)
+        return unavailable(r, "bf16 on the GPU is not built yet (fp32, and --tf32 for its tensor cores)");
     ct_sgemm_rate peak;
     cli_close_device();
     if (index < 0) {
@@ -95,7 +118,17 @@ ct_status cli_time_device_open(time_run *r, int threads, int tf32, int determini
         r->fma_peak_best = fma.best;
         snprintf(r->fma_peak_what, sizeof r->fma_peak_what, "FP32 FMA loop, %s, %d thread%s, best of %d (median %.1f)",
                  ct_fma_isa_name(fma.isa), fma.threads, fma.threads == 1 ? "" : "s", fma.repeats, fma.median);
-        CT_TRY(ct_backend_open_cpu(&cli_backend, NULL));   /* the CPU: --tf32 and --deterministic are the GPU's */
+        /* the CPU: --tf32 and --deterministic are the GPU's; bf16 where the CPU has bf16 products */
+        const ct_math cpu_math = { .dtype = (ct_dtype)precision };
+        if (ct_backend_open_cpu(&cli_backend, &cpu_math) != CT_OK) return unavailable(r, ct_last_error());
+        if (precision == CT_BF16) {   /* a bf16 run's "of peak" is of the bf16 products' peak (layers/gemm_bf16.h) */
+            double g = 0;
+            char what[160];
+            ct_status st = ct_bf16_peak(threads, &g, what, sizeof what);
+            if (st != CT_OK) { cli_close_device(); return st; }
+            r->fma_peak = r->fma_peak_best = g;
+            snprintf(r->fma_peak_what, sizeof r->fma_peak_what, "%s", what);
+        }
     } else {
         if (ct_backend_open_gpu(&cli_backend, index, &math) != CT_OK) return unavailable(r, ct_last_error());
         ct_gpu_describe(cli_backend.dev, &cli_backend.math, r->device_desc, sizeof r->device_desc);

@@ -51,8 +51,8 @@ void cli_print_header(FILE *out, int threads)
     if (be && be->math.dtype == CT_BF16)
         fprintf(out, "Precision: bf16 mixed: products on bfloat16 operands (%s), float32 sums, weights and optimizer\n",
                 ct_bf16_kernels_name(ct_kernels_bf16()));
-    else
-        fprintf(out, "Precision: fp32%s\n", be && !be->host_memory && be->math.tf32 ? " (TF32 products allowed)" : "");
+    else if (be)   /* a command with one backend (train, eval); time names its precisions per run */
+        fprintf(out, "Precision: fp32%s\n", !be->host_memory && be->math.tf32 ? " (TF32 products allowed)" : "");
     fprintf(out, "BLAS: %s, core %s\n", ct_blas_config(), ct_blas_select_note());
     fprintf(out, "HDF5: %u.%u.%u\n", maj, min, rel);
     cli_print_gpu_line(out);

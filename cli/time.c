@@ -39,6 +39,7 @@
 #include "catalog/session.h"
 
 #define MAX_DEVICES 4
+#define MAX_PRECISIONS 2
 
 /* The workload: the same for every device. */
 typedef struct {
@@ -101,8 +102,9 @@ static ct_status fit_model(time_run *r, workload *w, const ct_backend *be)
     if (st == CT_OK && !log) st = ct_fail(CT_EIO, "cannot open /dev/null to discard the training log (use --verbose)");
     ct_fit_config fit = w->fit;
     char dev[32], logdir[4200];
-    if (w->logdir) {   /* DIR/cpu, DIR/gpu: TensorBoard overlays the devices' runs */
+    if (w->logdir) {   /* DIR/cpu, DIR/gpu, DIR/cpu-bf16: TensorBoard overlays the devices' runs */
         cli_device_folder(r->device, dev, sizeof dev);
+        if (r->precision == CT_BF16) strncat(dev, "-bf16", sizeof dev - strlen(dev) - 1);
         if (snprintf(logdir, sizeof logdir, "%s/%s", w->logdir, dev) >= (int)sizeof logdir && st == CT_OK)
             st = ct_fail(CT_EINVAL, "--logdir %s: path too long", w->logdir);
         fit.logdir = logdir;
@@ -122,7 +124,7 @@ static ct_status run_device(time_run *r, workload *w)
 {
     const ct_backend *be = NULL;
     int gpu = 0;
-    ct_status st = cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, &be, &gpu);
+    ct_status st = cli_time_device_open(r, w->setup.threads, w->tf32, w->deterministic, r->precision, &be, &gpu);
     /* every rank runs this device, or none: a rank without it would leave the others waiting */
     if (!ct_session_device_everywhere(&cli_dist, st, r->available, r->why)) {   /* some rank cannot: unavailable to the job */
         if (st == CT_OK && r->available && gpu) cli_close_device();
@@ -270,14 +272,15 @@ int cmd_time(int argc, char **argv)
     }
     if (!(w.cfg = ct_calloc(1, w.d->cfg_size, "configuration"))) { fprintf(stderr, "ctrain time: %s\n", ct_last_error()); return 1; }
     (w.d->time_defaults ? w.d->time_defaults : w.d->defaults)(w.cfg);
-    time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .data = "synthetic",
+    time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .precisions = "fp32", .data = "synthetic",
                     .threads = ct_dist_default_threads(&cli_dist, ct_cpu_count()), .seed = 1,
                     .pairs = -1, .val_pairs = -1, .samples = -1, .val_samples = -1 };
-    int help_asked = 0, n_dev = 0;
+    int help_asked = 0, n_dev = 0, n_prec = 0, precisions[MAX_PRECISIONS];
     char devices[MAX_DEVICES][32];
     ct_status st = parse_options(&o, &w, argc - 1, argv + 1, &help_asked);
     if (help_asked) { time_help(stdout); free(w.cfg); return 0; }
     if (st == CT_OK) st = cli_device_list(o.devices, devices, MAX_DEVICES, &n_dev);
+    if (st == CT_OK) st = cli_precision_list(o.precisions, precisions, MAX_PRECISIONS, &n_prec);
     for (int i = 0; st == CT_OK && i < n_dev; i++) {   /* under mpirun, "gpu" is each rank's own GPU: gpu:LOCAL_RANK */
         char own[32];
         const char *dev = cli_rank_device(devices[i], own, sizeof own);
@@ -309,20 +312,24 @@ int cmd_time(int argc, char **argv)
         printf("Ranks: %d (%s), %d thread%s each; batch %d = %d x %d per rank\n", s->ranks, ct_dist_backend(), s->threads,
                s->threads == 1 ? "" : "s", s->batch, s->ranks, s->batch / s->ranks);
     printf("Data: %s\n", s->data_desc);
-    printf("Protocol: %s: %d epochs of %ld training + %ld validation %s, batch %d, seed %ld; devices %s\n",
-           s->protocol, s->epochs, s->n_train, s->n_val, s->sample_name, s->batch, s->seed, o.devices);
+    printf("Protocol: %s: %d epochs of %ld training + %ld validation %s, batch %d, seed %ld; devices %s; precision %s\n",
+           s->protocol, s->epochs, s->n_train, s->n_val, s->sample_name, s->batch, s->seed, o.devices, o.precisions);
     fflush(stdout);
 
-    static time_run runs[MAX_DEVICES];
+    static time_run runs[MAX_DEVICES * MAX_PRECISIONS];
     memset(runs, 0, sizeof runs);
-    int timed = 0;
-    for (int i = 0; i < n_dev && st == CT_OK; i++) {
-        snprintf(runs[i].device, sizeof runs[i].device, "%.31s", devices[i]);
-        st = run_device(&runs[i], &w);
-        if (st == CT_OK && runs[i].available && (st = time_summarise(&runs[i], s)) == CT_OK) timed++;
-        if (st == CT_OK && runs[i].available) printf("%s: %d epochs trained\n", runs[i].device, runs[i].n_epochs);
+    int timed = 0, n_runs = n_dev * n_prec;
+    for (int i = 0; i < n_runs && st == CT_OK; i++) {   /* each device in each precision, the precisions side by side */
+        time_run *r = &runs[i];
+        snprintf(r->device, sizeof r->device, "%.31s", devices[i / n_prec]);
+        r->precision = precisions[i % n_prec];
+        snprintf(r->label, sizeof r->label, "%.31s%s", r->device, r->precision == CT_BF16 ? " bf16" : "");
+        st = run_device(r, &w);
+        if (st == CT_OK && r->available && (st = time_summarise(r, s)) == CT_OK) timed++;
+        if (st == CT_OK && r->available) printf("%s: %d epochs trained\n", r->label, r->n_epochs);
         fflush(stdout);
     }
+    n_dev = n_runs;   /* the tables and files below: one row per run */
     if (st == CT_OK) {
         time_print_table(s, runs, n_dev);
         for (int i = 0; i < n_dev; i++) time_print_layers(s, &runs[i]);

@@ -18,6 +18,7 @@
 typedef struct {
     const char *protocol, *devices, *data, *json, *baseline;
     const char *config, *logdir;      /* --config FILE.yaml; --logdir DIR: TensorBoard files in DIR/cpu, DIR/gpu */
+    const char *precisions;           /* --precision LIST: fp32, bf16 or both, each timed on every device */
     int epochs, batch, threads, layers, verbose, tf32, deterministic;
     long pairs, val_pairs, samples, val_samples, seed;
 } time_opts;
@@ -50,6 +51,8 @@ typedef struct {
 /* One device's run. */
 typedef struct time_run {
     char device[32];               /* "cpu", "gpu", "gpu:1" */
+    int precision;                 /* ct_dtype of the products: CT_F32 or CT_BF16 (--precision) */
+    char label[48];                /* the run in tables and file names: the device, then " bf16" in bf16 */
     char device_desc[512];         /* CPU model and threads, or the GPU's description */
     int available;                 /* 0: nothing was timed, `why` says why */
     char why[1024];

@@ -20,6 +20,7 @@ typedef struct {
     double sec_median, sec_min, sec_max, samples_per_s, gflops, peak, fma_peak;
     const char *blas;                      /* host.blas_core (else host.blas), "" when absent */
     const char *kernels;                   /* host.kernels, "" when absent (older files, PyTorch's) */
+    const char *precision;                 /* "fp32" or "bf16"; "fp32" when absent (files before --precision) */
     int n_epochs;
     double loss, val_loss, val_accuracy;   /* of the last epoch */
 } result_file;
@@ -109,6 +110,8 @@ static ct_status read_result(result_file *rf)
     if (json_is_string(fw)) snprintf(rf->framework, sizeof rf->framework, "%s", json_string_value(fw));
     else snprintf(rf->framework, sizeof rf->framework, "ctrain %s", rf->version);
     CT_TRY(need_str(rf, r, "", "device", &rf->device));
+    const json_t *prec = json_object_get(r, "precision");
+    rf->precision = json_is_string(prec) ? json_string_value(prec) : "fp32";
     CT_TRY(need_str(rf, r, "", "model", &rf->model));
     CT_TRY(need_str(rf, r, "", "protocol", &rf->protocol));
     CT_TRY(need_num(rf, r, "", "threads", &rf->threads));
@@ -208,6 +211,7 @@ int time_compare(int n, char **paths)
     STR_ROW("host", hostname);
     STR_ROW("cpu", cpu);
     STR_ROW("device", device);
+    STR_ROW("precision", precision);
     STR_ROW("model", model);
     STR_ROW("protocol", protocol);
     STR_ROW("software", framework);

@@ -16,6 +16,8 @@ const ct_opt time_opt_table[] = {
       "pure FP32)", .store = CT_IN_NONE },
     { CT_OPT_BOOL, "--deterministic", "", T(deterministic), 0, 0, 0, NULL, TIME, "GPU: deterministic cuDNN convolution algorithms only",
       .store = CT_IN_NONE },
+    { CT_OPT_STR, "--precision", "LIST", T(precisions), 0, 0, 0, NULL, TIME, "comma-separated: fp32, bf16 (default fp32): each on every "
+      "device, side by side\n(bf16: docs/precision.md; a device without it says why)", .store = CT_IN_NONE },
     { CT_OPT_STR, "--protocol", "NAME", T(protocol), 0, 0, 0, NULL, TIME,
       "seed:  speaker models 300,000 + 120,000 pairs, 20 epochs; image models 60,000 +\n"
       "       10,000 images, 12 epochs (the blog's experiment; hours on a CPU)\n"

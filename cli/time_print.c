@@ -121,8 +121,12 @@ static void peak_cells(char peak[32], char frac[32], double gflops, double p, in
 void time_print_table(const time_setup *s, const time_run *runs, int n)
 {
     const time_run *cpu = NULL;
-    for (int i = 0; i < n; i++) if (!strcmp(runs[i].device, "cpu") && runs[i].available) cpu = &runs[i];
-    printf("\n%-8s %7s %29s %12s %9s %18s %19s %8s\n", "", "", "seconds per epoch", "training", "", "FP32 FMA peak",
+    for (int i = 0; i < n; i++)   /* the baseline: the CPU in float32 (else the first CPU run) */
+        if (!strcmp(runs[i].device, "cpu") && runs[i].available && (!cpu || (cpu->precision != CT_F32 && runs[i].precision == CT_F32)))
+            cpu = &runs[i];
+    int bf16 = 0;
+    for (int i = 0; i < n; i++) bf16 |= runs[i].precision == CT_BF16;
+    printf("\n%-8s %7s %29s %12s %9s %18s %19s %8s\n", "", "", "seconds per epoch", "training", "", bf16 ? "FMA or bf16 peak" : "FP32 FMA peak",
            "sgemm peak", "");
     const char *head_fma[2] = { "GFLOP/s", "of peak" }, *head_sgemm[2] = { "GFLOP/s", "of sgemm" };
     table_row("device", "epochs", "median", "min", "max", "samples/s", "GFLOP/s", head_fma, head_sgemm, "vs cpu");
@@ -134,7 +138,7 @@ void time_print_table(const time_setup *s, const time_run *runs, int n)
         peak_cells(sp, sf, r->gflops, r->peak, r->available);
         const char *fma[2] = { fp, ff }, *sgemm[2] = { sp, sf };
         if (!r->available) {   /* the peaks may have been measured even so */
-            table_row(r->device, na, na, na, na, na, na, fma, sgemm, na);
+            table_row(r->label, na, na, na, na, na, na, fma, sgemm, na);
             continue;
         }
         int first = r->n_epochs > s->warmup ? s->warmup : 0;
@@ -147,18 +151,19 @@ void time_print_table(const time_setup *s, const time_run *runs, int n)
         snprintf(c[5], sizeof c[5], "%.1f", r->gflops);
         if (cpu && cpu->samples_per_s > 0) snprintf(c[8], sizeof c[8], "%.2fx", r->samples_per_s / cpu->samples_per_s);
         else snprintf(c[8], sizeof c[8], "%s", na);
-        table_row(r->device, c[0], c[1], c[2], c[3], c[4], c[5], fma, sgemm, c[8]);
+        table_row(r->label, c[0], c[1], c[2], c[3], c[4], c[5], fma, sgemm, c[8]);
     }
     printf("\n");
     for (int i = 0; i < n && s->ranks > 1; i++)   /* data-parallel: the table's numbers are the whole job's */
         if (runs[i].available)
             printf("%s: %d ranks x %d thread%s: %.1f %s/s in total, %.1f per rank; the peaks are the sum of the ranks' peaks, "
-                   "each measured on its rank while the others measured theirs\n", runs[i].device, s->ranks, s->threads,
+                   "each measured on its rank while the others measured theirs\n", runs[i].label, s->ranks, s->threads,
                    s->threads == 1 ? "" : "s", runs[i].samples_per_s, s->sample_name, runs[i].samples_per_s / s->ranks);
     for (int i = 0; i < n; i++) {
-        if (!runs[i].available) printf("%s: unavailable: %s\n", runs[i].device, runs[i].why);
-        else printf("%s: %s; FMA peak: %s (best %.1f); sgemm peak: %s (best %.1f)\n", runs[i].device, runs[i].device_desc,
-                    runs[i].fma_peak_what, runs[i].fma_peak_best, runs[i].peak_what, runs[i].peak_best);
+        if (!runs[i].available) printf("%s: unavailable: %s\n", runs[i].label, runs[i].why);
+        else printf("%s: %s; %s: %s (best %.1f); sgemm peak: %s (best %.1f)\n", runs[i].label, runs[i].device_desc,
+                    runs[i].precision == CT_BF16 ? "bf16 peak" : "FMA peak", runs[i].fma_peak_what, runs[i].fma_peak_best,
+                    runs[i].peak_what, runs[i].peak_best);
     }
     char text[2048];
     if (s->warmup == 0) snprintf(text, sizeof text, "Statistics over the single epoch (no warm-up epoch left out: use --epochs 2 or more).");
@@ -181,10 +186,10 @@ void time_print_layers(const time_setup *s, const time_run *r)
 {
     if (!r->available || r->n_layers == 0) return;
     double nb = (double)r->prof_batches;
-    if (nb < 1) { printf("\n%s: no batch was profiled (use --epochs 2 or more: the first epoch is the warm-up)\n", r->device); return; }
+    if (nb < 1) { printf("\n%s: no batch was profiled (use --epochs 2 or more: the first epoch is the warm-up)\n", r->label); return; }
     double step_ms = 1e3 * r->prof_train_seconds / nb, sum_ms = 0;
     printf("\nLayers on %s: ms per training batch (mean over %ld batches of up to %d %s, the epochs after the warm-up)\n",
-           r->device, r->prof_batches, s->batch, s->sample_name);
+           r->label, r->prof_batches, s->batch, s->sample_name);
     printf("%-28s %10s %10s %10s %8s %9s\n", "layer", "forward", "backward", "total", "share", "GFLOP/s");
     for (int i = 0; i < r->n_layers; i++) {
         const time_layer *l = &r->layer[i];
@@ -213,7 +218,7 @@ static void output_path(char *buf, size_t n, const char *json, const char *devic
     if (device) {
         char dev[32];
         snprintf(dev, sizeof dev, "%.31s", device);
-        for (char *c = dev; *c; c++) if (*c == ':') *c = '-';
+        for (char *c = dev; *c; c++) if (*c == ':' || *c == ' ') *c = '-';
         snprintf(buf, n, "%.*s-%s%s", base, json, dev, ext);
     } else {
         snprintf(buf, n, "%.*s%s", base, json, ext);
@@ -224,9 +229,9 @@ ct_status time_write_outputs(const char *json, const time_setup *s, const time_r
 {
     char path[4200];
     for (int i = 0; i < n; i++) {
-        if (!runs[i].available) { printf("%s: nothing timed, no JSON written\n", runs[i].device); continue; }
+        if (!runs[i].available) { printf("%s: nothing timed, no JSON written\n", runs[i].label); continue; }
         if (n == 1) snprintf(path, sizeof path, "%s", json);
-        else output_path(path, sizeof path, json, runs[i].device, ".json");
+        else output_path(path, sizeof path, json, runs[i].label, ".json");
         CT_TRY(time_write_json(path, s, &runs[i]));
         printf("results written to %s\n", path);
     }

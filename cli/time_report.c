@@ -133,6 +133,7 @@ ct_status time_write_json(const char *path, const time_setup *s, const time_run 
     ct_json_str(&w, "data", s->data);
     ct_json_str(&w, "data_desc", s->data_desc);
     ct_json_str(&w, "device", r->device);
+    ct_json_str(&w, "precision", r->precision == CT_BF16 ? "bf16" : "fp32");
     ct_json_str(&w, "device_desc", r->device_desc);
     ct_json_int(&w, "threads", s->threads);
     ct_json_int(&w, "ranks", s->ranks > 0 ? s->ranks : 1);
@@ -189,11 +190,11 @@ ct_status time_write_svg(const char *path, const time_setup *s, const time_run *
             ly[e] = r->hist[e].loss;
             vy[e] = s->n_val > 0 ? r->hist[e].val_loss : NAN;
         }
-        secs[ns++] = (ct_svg_series){ r->device, x, sy, r->n_epochs, 0, i };
-        snprintf(names[nl], sizeof names[nl], "%s loss", r->device);
+        secs[ns++] = (ct_svg_series){ r->label, x, sy, r->n_epochs, 0, i };
+        snprintf(names[nl], sizeof names[nl], "%s loss", r->label);
         loss[nl] = (ct_svg_series){ names[nl], x, ly, r->n_epochs, 0, i };
         nl++;
-        snprintf(names[nl], sizeof names[nl], "%s val_loss", r->device);
+        snprintf(names[nl], sizeof names[nl], "%s val_loss", r->label);
         loss[nl] = (ct_svg_series){ names[nl], x, vy, r->n_epochs, 1, i };
         nl++;
     }

@@ -8,7 +8,9 @@
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 #include "core/bf16.h"
+#include "core/clock.h"
 #include "core/error.h"
+#include "core/threads.h"
 
 #define KB CT_BF16_KB
 #define NB CT_BF16_NB
@@ -302,6 +304,88 @@ void gemm_avx512bf16(int M, int N, int K, const uint16_t *ap, const uint16_t *bp
     }
 }
 #endif
+
+/* ---- the bf16 peak: the product instructions alone ----
+ * As core/peak.h measures the FMA peak: each worker runs independent chains of the
+ * instruction on data already in registers (tiles), nothing loaded or stored inside the
+ * loop. AMX: four accumulating tiles, four TDPBF16PS per round (each 16 x 16 x 32
+ * multiply-adds: 16,384 FLOPs). AVX512-BF16: twelve independent vdpbf16ps chains per round
+ * (each 16 lanes x 2 products: 64 FLOPs), enough to cover the instruction's latency. */
+#if defined(__x86_64__) && defined(__GNUC__)
+static __attribute__((target("amx-tile,amx-bf16"), noinline))
+double amx_peak_rounds(long rounds)
+{
+    static const uint16_t ones[16 * 32] __attribute__((aligned(64))) = { 0 };   /* zeros: the rate does not depend on the values */
+    AMX_LDTILECFG(&TILES_16x64);
+    AMX_TILEZERO(0); AMX_TILEZERO(1); AMX_TILEZERO(2); AMX_TILEZERO(3);
+    AMX_TILELOADD(4, ones, 64); AMX_TILELOADD(5, ones, 64); AMX_TILELOADD(6, ones, 64); AMX_TILELOADD(7, ones, 64);
+    const double t0 = ct_now();
+    for (long r = 0; r < rounds; r++) {
+        AMX_TDPBF16PS(0, 4, 6); AMX_TDPBF16PS(1, 4, 7);
+        AMX_TDPBF16PS(2, 5, 6); AMX_TDPBF16PS(3, 5, 7);
+    }
+    const double t = ct_now() - t0;
+    AMX_TILERELEASE();
+    return t;
+}
+
+static CT_AVX512BF16 __attribute__((noinline))
+double avx512bf16_peak_rounds(long rounds)
+{
+    __m512 c[12];
+    for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x3f803f80);   /* pairs of 1.0 */
+    const double t0 = ct_now();
+    for (long r = 0; r < rounds; r++)
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) c[i] = _mm512_dpbf16_ps(c[i], a, b);
+    const double t = ct_now() - t0;
+    float sink = 0;
+    for (int i = 0; i < 12; i++) sink += _mm512_reduce_add_ps(c[i]);
+    __asm__ volatile("" ::"x"(sink));   /* the chains are used */
+    return t;
+}
+#endif
+
+typedef struct { ct_bf16_kernels k; long rounds; double seconds[CT_MAX_WORKERS]; } bf16_peak_job;
+
+static void bf16_peak_worker(void *ctx, int task, int worker)
+{
+    bf16_peak_job *j = ctx;
+    (void)worker;
+#if defined(__x86_64__) && defined(__GNUC__)
+    j->seconds[task] = j->k == CT_BF16_AMX ? amx_peak_rounds(j->rounds) : avx512bf16_peak_rounds(j->rounds);
+#else
+    j->seconds[task] = 1;
+#endif
+}
+
+ct_status ct_bf16_peak(int threads, double *gflops, char *what, size_t cap)
+{
+    *gflops = 0;
+    const ct_bf16_kernels k = ct_kernels_bf16();
+    if (k == CT_BF16_MODEL) {
+        snprintf(what, cap, "no bf16 peak: the products run on the C model of the tiles (CTRAIN_BF16_MODEL), not on hardware");
+        return CT_OK;
+    }
+    CT_TRY(ct_bf16_check());
+    if (threads < 1) threads = 1;
+    if (threads > CT_MAX_WORKERS) threads = CT_MAX_WORKERS;
+    const double per_round = k == CT_BF16_AMX ? 4.0 * 16 * 16 * 32 * 2 : 12.0 * 16 * 2 * 2;   /* FLOPs */
+    bf16_peak_job j = { .k = k, .rounds = k == CT_BF16_AMX ? 200000 : 2000000 };
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        ct_parallel(threads, threads, bf16_peak_worker, &j);
+        double slowest = 0;
+        for (int t = 0; t < threads; t++) if (j.seconds[t] > slowest) slowest = j.seconds[t];
+        const double rate = slowest > 0 ? per_round * (double)j.rounds * threads / slowest / 1e9 : 0;
+        if (rate > best) best = rate;
+    }
+    *gflops = best;
+    snprintf(what, cap, "%s loop (%s), %d thread%s, best of 5", k == CT_BF16_AMX ? "AMX TDPBF16PS" : "vdpbf16ps",
+             ct_bf16_kernels_name(k), threads, threads == 1 ? "" : "s");
+    return CT_OK;
+}
 
 /* ---- dispatch ---- */
 

@@ -147,6 +147,12 @@ const char     *ct_bf16_kernels_name(ct_bf16_kernels k);
  * ct_kernels_set left them out). Callers that offer bf16 ask this first. */
 ct_status       ct_bf16_check(void);
 
+/* The bf16 peak of this CPU: GFLOP/s of the product instruction alone (AMX TDPBF16PS on
+ * tiles already loaded, or independent vdpbf16ps chains), on `threads` workers, best of 5,
+ * as core/peak.h measures the FP32 FMA peak; `what` says how. On the C model: 0 and why
+ * (CT_OK); without bf16 products: ct_bf16_check's refusal. */
+ct_status ct_bf16_peak(int threads, double *gflops, char *what, size_t cap);
+
 /* Elements (uint16_t) of a packed op(B) [K, N] and of the work buffer for an A [M, K]. */
 size_t ct_gemm_bf16_pack_elems(int K, int N);
 size_t ct_gemm_bf16_work_elems(int M, int K);

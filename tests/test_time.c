@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "tests/test.h"
+#include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 #include "io/json.h"
 #include "io/svg.h"
@@ -434,6 +435,8 @@ static void test_gpu_and_errors(void)
         { "time cnn --protocol smoke --device cpu --epochs 1 --samples 64 --val-samples 0 --json /nonexistent-dir/r.json",
           "/nonexistent-dir/r.json" },
         { "time --compare", "needs at least one" },
+        { "time cnn --precision fp16", "'fp16' is not a precision" },
+        { "time cnn --precision bf16,bf16", "bf16 is named twice" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc = t_run_ctrain(bad[i].args, out, sizeof out);
@@ -459,6 +462,39 @@ static ct_status session_run(ct_session *s, ct_fit_config *fit, float *weights)
     const ct_params *p = s->d->params(s->net);
     if (st == CT_OK) memcpy(weights, p->data, p->numel * sizeof(float));
     return st;
+}
+
+/* --precision fp32,bf16: both rows side by side, the bf16 one on the C model of the tiles here
+ * (CTRAIN_BF16_MODEL=1), its JSON says so; without bf16 products the row says why. */
+static void test_precision(void)
+{
+    char base[256], args[1024], bjson[300];
+    tmp_path(base, sizeof base, "p.json");
+    snprintf(bjson, sizeof bjson, "%.*s-cpu-bf16.json", (int)strlen(base) - 5, base);
+    t_case("time/--precision fp32,bf16: a row each, side by side, and a JSON each");
+    snprintf(args, sizeof args, "time siamese-lstm --protocol smoke --device cpu --threads 1 --epochs 1 --pairs 64 --val-pairs 32 "
+             "--precision fp32,bf16 --json %s", base);
+    setenv("CTRAIN_BF16_MODEL", "1", 1);
+    int rc = t_run_ctrain(args, out, sizeof out);
+    unsetenv("CTRAIN_BF16_MODEL");
+    char cpu[512], bf[512];
+    line_of(cpu, sizeof cpu, table_line(out, "cpu"));
+    line_of(bf, sizeof bf, table_line(out, "cpu bf16"));
+    t_check(rc == 0 && cpu[0] && bf[0] && !strstr(bf, "n/a   n/a   n/a"), "exit %d, rows '%s' and '%s': %s", rc, cpu, bf, out);
+    t_check(strstr(out, "precision fp32,bf16") && strstr(out, "cpu bf16: ") && strstr(out, "bf16 peak: no bf16 peak"),
+            "the protocol line and the bf16 row's description: %s", out);
+    char probe[1200];
+    snprintf(probe, sizeof probe, "grep -q '\"precision\": \"bf16\"' %s", bjson);
+    t_check(system(probe) == 0, "%s does not record precision bf16", bjson);
+
+    t_case("time/--precision bf16 on a CPU without bf16 products: the row says why, n/a");
+    const char *cut = ct_kernels_bf16() == CT_BF16_NONE ? NULL : "avx512";
+    if (cut) setenv("CTRAIN_CPU_KERNELS", cut, 1);
+    rc = t_run_ctrain("time siamese-lstm --protocol smoke --device cpu --threads 1 --epochs 1 --pairs 64 --val-pairs 32 "
+                      "--precision bf16", out, sizeof out);
+    if (cut) unsetenv("CTRAIN_CPU_KERNELS");
+    t_check(rc == 1 && strstr(out, "cpu bf16: unavailable: ") && strstr(out, "AMX-BF16") && strstr(out, "no device could be timed"),
+            "exit %d: %s", rc, out);
 }
 
 static void test_session(void)
@@ -496,5 +532,6 @@ void suite_time(void)
     test_svg();
     test_command();
     test_gpu_and_errors();
+    test_precision();
     test_session();
 }
