@@ -19,9 +19,10 @@
 #   ceiling   bench_lstm --ceiling --threads 2: the machine's CPU on 2 threads, the LSTM      60
 #             step as training runs it beside its matrix products alone, against the
 #             CPU's FP32 FMA peak (what the cell costs there; bench/RESULTS.md)
-#   amx       `ctrain_tests bf16` with CT_REQUIRE_AMX=1 when the CPU has amx_bf16: ctrain's       30
-#             AMX-BF16 product kernel on the real tiles, bit for bit against the exact C
-#             model of the tile instructions that every other machine tests it through
+#   amx       `ctrain_tests bf16 lstm_bf16 conv_bf16` with CT_REQUIRE_AMX=1 when the CPU has     90
+#             amx_bf16: ctrain's AMX-BF16 product kernel, the LSTM and conv2d in bf16 on the real
+#             tiles, bit for bit against the exact C model of the tile instructions that every
+#             other machine tests them through, and a bf16 training run against FP32
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
 #             --threads 16 --per-layer (synthetic data)                                90/120/60
 #             and, when this ctrain has --logdir, TensorBoard files of the CPU and
@@ -42,6 +43,9 @@
 #             and resumed from the checkpoint, weights bit-identical to the uninterrupted run
 #   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
 #             with `python3` from PATH (the same workloads as the time-* steps)          75 each
+#   bf16-*    when the CPU has amx_bf16: ctrain time siamese-lstm and cnn --device cpu        120 each
+#             --threads 2 --precision fp32,bf16 --protocol bench, and PyTorch's bf16 autocast
+#             on the same workload (python3 on PATH): the AMX targets of docs/precision.md
 #   cpu-tests the whole test suite once (in the background, beside racecheck)          240
 #   racecheck compute-sanitizer --tool racecheck on the same, only ctrain's own kernels   150
 #             (names ending in _kernel or _reduce; cuBLAS and cuDNN run unchecked), all
@@ -218,9 +222,15 @@ if gpu:
     cl = re.findall(r"^  (step, .*|the cell .*)$", text("ceiling.log"), re.M)
     lines.append("CPU LSTM on 2 threads, as trained and its products alone (%s):" % status("ceiling"))
     lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in cl)
-    am = re.findall(r"^(?:PASS|FAIL|SKIP) bf16/(?:real AMX|dispatch: the chain).*$", text("amx.log"), re.M)
+    am = re.findall(r"^(?:PASS|FAIL|SKIP) (?:bf16/(?:real AMX|dispatch: the chain)|lstm_bf16/|conv_bf16/the shapes on).*$",
+                    text("amx.log"), re.M)
     lines.append("CPU bf16 products on AMX tiles against the tile model (%s):" % status("amx"))
     lines.extend("  " + l[:200] for l in am)
+    for m in ("siamese-lstm", "cnn"):
+        bl = re.findall(r"^cpu(?: bf16)? +\d.*$", text("bf16-%s.log" % m), re.M)
+        tl = re.findall(r"^pytorch .*$", text("bf16-%s.log" % m), re.M)
+        lines.append("CPU %s on 2 threads, fp32 and bf16 (AMX), and PyTorch bf16 autocast (%s):" % (m, status("bf16-" + m)))
+        lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in bl + tl)
     lines.append("")
     lines.append("%-13s %-22s %10s %12s   %s" % ("model", "run", "s/epoch", "samples/s", "step"))
     ratio = []
@@ -259,7 +269,8 @@ if gpu:
     lines.extend("  " + l[:200] for l in (res or ([] if status("resume").startswith("not run") else ["no result lines: see resume.log"])))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "amx", "store", "e2e", "nccl", "resume",
+    for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "amx", "bf16-siamese-lstm", "bf16-cnn",
+              "store", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
     for k in steps:
@@ -453,7 +464,7 @@ else
 fi
 
 if grep -q -w amx_bf16 /proc/cpuinfo 2>/dev/null; then
-  run_step amx 30 env CT_REQUIRE_AMX=1 "$tests" bf16
+  run_step amx 90 env CT_REQUIRE_AMX=1 "$tests" bf16 lstm_bf16 conv_bf16
 else
   not_run amx "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
 fi
@@ -538,6 +549,24 @@ for tf in "" "--tf32"; do
     not_run "torch-siamese-lstm$sfx" "$why"; not_run "torch-cnn$sfx" "$why"
   fi
 done
+
+# ---- 4b. bf16 on the CPU's AMX tiles against PyTorch's bf16 autocast, 2 threads ----
+if grep -q -w amx_bf16 /proc/cpuinfo 2>/dev/null; then
+  for m in siamese-lstm cnn; do
+    if [ $m = cnn ]; then w="--samples 6000 --val-samples 1000"; tw="--data synthetic --samples 6000 --val-samples 1000"; script=cnn_torch.py
+    else w="--pairs 3072 --val-pairs 1024"; tw="--pairs 3072 --val-pairs 1024"; script=siamese_torch.py; fi
+    if [ $py_ok = 1 ] || (have python3 && python3 -c 'import torch' 2>/dev/null); then
+      run_step "bf16-$m" 120 sh -c "\"\$1\" time $m --protocol bench --device cpu --threads 2 --precision fp32,bf16 $w --json \"\$2\" && \
+        python3 \"\$3\" --epochs 4 --batch 128 --threads 2 --protocol bench $tw --autocast bf16 --json \"\$4\"" \
+        sh "$ctrain" "$out/ctrain-$m-prec.json" "$here/bench/$script" "$out/torch-$m-cpu-bf16.json"
+    else
+      run_step "bf16-$m" 120 "$ctrain" time $m --protocol bench --device cpu --threads 2 --precision fp32,bf16 $w --json "$out/ctrain-$m-prec.json"
+    fi
+  done
+else
+  not_run bf16-siamese-lstm "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
+  not_run bf16-cnn "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
+fi
 
 # ---- 5. the whole suite (background) beside the race check ----
 run_step cpu-tests 240 "$tests" ${GPU_CHECK_SUITES:-} &
