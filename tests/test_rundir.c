@@ -362,7 +362,7 @@ void suite_rundir(void)
     write_text(dpath("time.yaml"), "protocol: smoke\nepochs: 2\ndevice: gpu\nthreads: 1\nverbose: false\n");
     snprintf(args, sizeof args, "time small-cnn --config %s --device cpu", dpath("time.yaml"));
     rc = t_run_ctrain(args, out, sizeof out);
-    t_check(rc == 0 && strstr(out, "Protocol: smoke: 2 epochs") && strstr(out, "devices cpu\n"), "exit %d: %s", rc, out);
+    t_check(rc == 0 && strstr(out, "Protocol: smoke: 2 epochs") && strstr(out, "devices cpu; precision fp32\n"), "exit %d: %s", rc, out);
     write_text(dpath("time-bad.yaml"), "protocol: smoke\nhidden: 3\n");
     snprintf(args, sizeof args, "time small-cnn --config %s", dpath("time-bad.yaml"));
     rc = t_run_ctrain(args, out, sizeof out);
