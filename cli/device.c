@@ -29,9 +29,6 @@ ct_status cli_open_device(const char *spec, int tf32, int deterministic, int pre
     if (index < 0 && (tf32 || deterministic))
         return ct_fail(CT_EINVAL, "%s applies to the GPU; with --device cpu leave it out (the CPU always computes in FP32, "
                        "deterministically for a given --threads)", tf32 ? "--tf32" : "--deterministic");
-    if (index >= 0 && precision == CT_BF16)
-        return ct_fail(CT_EINVAL, "--precision bf16 runs on the CPU only so far (AMX-BF16 or AVX512-BF16); on the GPU use "
-                       "--precision fp32 (with --tf32 for its tensor cores)");
     const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = (ct_dtype)precision };
     cli_close_device();
     if (index < 0) {
@@ -101,8 +98,6 @@ ct_status cli_time_device_open(time_run *r, int threads, int tf32, int determini
     *gpu = 0;
     CT_TRY(ct_gpu_parse_device(r->device, &index));
     const ct_math math = { .tf32 = tf32, .deterministic = deterministic, .dtype = (ct_dtype)precision };
-    if (index >= 0 && precision == CT_BF16)
-        return unavailable(r, "bf16 on the GPU is not built yet (fp32, and --tf32 for its tensor cores)");
     ct_sgemm_rate peak;
     cli_close_device();
     if (index < 0) {

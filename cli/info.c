@@ -50,7 +50,7 @@ void cli_print_header(FILE *out, int threads)
             ct_kernels_get() < ct_kernels_cpu() ? " (CTRAIN_CPU_KERNELS; the CPU runs wider ones)" : "");
     if (be && be->math.dtype == CT_BF16)
         fprintf(out, "Precision: bf16 mixed: products on bfloat16 operands (%s), float32 sums, weights and optimizer\n",
-                ct_bf16_kernels_name(ct_kernels_bf16()));
+                be->host_memory ? ct_bf16_kernels_name(ct_kernels_bf16()) : "GPU tensor cores: cuBLAS and cuDNN");
     else if (be)   /* a command with one backend (train, eval); time names its precisions per run */
         fprintf(out, "Precision: fp32%s\n", !be->host_memory && be->math.tf32 ? " (TF32 products allowed)" : "");
     fprintf(out, "BLAS: %s, core %s\n", ct_blas_config(), ct_blas_select_note());
@@ -118,10 +118,10 @@ int cmd_info(int argc, char **argv)
     printf("BLAS policy: %s for this CPU (%s)\n", best, why);
     /* what --precision bf16 runs on here (ctrain train --help, --precision) */
     if (ct_bf16_check() == CT_OK)
-        printf("--precision bf16: CPU products on %s%s; GPU: not built yet (fp32 and --tf32)\n", ct_bf16_kernels_name(ct_kernels_bf16()),
+        printf("--precision bf16: CPU products on %s%s; GPU: compute capability 8.0+ with cuDNN 9.13+\n", ct_bf16_kernels_name(ct_kernels_bf16()),
                ct_kernels_bf16() == CT_BF16_MODEL ? " (CTRAIN_BF16_MODEL=1: exact, for tests, not for speed)" : "");
     else
-        printf("--precision bf16: not on this machine: %s; GPU: not built yet (fp32 and --tf32)\n", ct_last_error());
+        printf("--precision bf16: not on this CPU: %s; GPU: compute capability 8.0+ with cuDNN 9.13+\n", ct_last_error());
     char nccl[700];
     printf("Data-parallel: %s%s%s%s\n", ct_dist_backend(),
            ct_dist_compiled() ? " (mpirun -np N ctrain train ...)" : ": one process (make MPI=1 with libopenmpi-dev)",

@@ -14,10 +14,22 @@
  * ct_conv2d_workspace_floats_gpu for the largest batch, as on the CPU; another batch size
  * only picks among the algorithms that fit it. Shapes are host-side state (descriptors,
  * no device memory); the plan keeps the CONV2D_GPU_SHAPES most recently used.
+ *
+ * bf16 (the backend's math.dtype = CT_BF16 when planned: mixed precision, docs/precision.md):
+ * the convolutions run in cuDNN's pseudo-bf16 configuration - input, filter and output
+ * descriptors CUDNN_DATA_BFLOAT16, the convolution descriptor's compute type
+ * CUDNN_DATA_FLOAT (FP32 accumulation) - with the algorithms (and their math types,
+ * tensor-op math allowed) chosen for those descriptors. The layer's tensors stay FP32:
+ * the plan holds device buffers for the bf16 copies (allocated when planned, for the
+ * largest batch), and the convolutions read and write those: forward's output comes
+ * back as bf16 and is converted to FP32 (so out holds bf16-rounded sums), backward
+ * filter writes a bf16 dw that is then added into the FP32 dw, backward data a bf16 din
+ * converted to FP32. The bias and its gradient stay FP32 (the FP32 descriptors).
  */
 #ifndef CT_CUDA_CONV2D_H
 #define CT_CUDA_CONV2D_H
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,7 +50,8 @@ enum { CONV2D_GPU_FWD, CONV2D_GPU_BWD_DATA, CONV2D_GPU_BWD_FILTER };
 typedef struct {
     int N;                                          /* batch size; 0 = an unused slot */
     unsigned long used;                             /* the plan's clock at the last use */
-    struct cudnnTensorStruct *x_desc, *y_desc;
+    struct cudnnTensorStruct *x_desc, *y_desc;      /* FP32 [N, C, H, W], [N, OC, OH, OW] */
+    struct cudnnTensorStruct *xh_desc, *yh_desc;    /* bf16 plans: the same shapes in bf16 (NULL in FP32 plans) */
     struct cudnnConvolutionStruct *conv_desc[3];    /* per direction, with its algorithm's math type */
     int algo[3];                                    /* cuDNN's enum values, per direction */
     size_t bytes[3];                                /* the workspace each needs */
@@ -51,6 +64,10 @@ typedef struct {
     ct_math math;                                   /* the backend's math when planned: TF32, determinism, data type */
     struct cudnnTensorStruct *b_desc;
     struct cudnnFilterStruct *w_desc;
+    struct cudnnFilterStruct *wh_desc;              /* bf16 plans: [OC, C, KH, KW] in bf16 (else NULL) */
+    uint16_t *xh;                                   /* bf16 plans, device: [d.N, C, H, W] in, then din, in bf16 */
+    uint16_t *yh;                                   /* bf16 plans, device: [d.N, OC, OH, OW] out, then dout, in bf16 */
+    uint16_t *wh, *dwh;                             /* bf16 plans, device: [OC, C, KH, KW] w and its gradient in bf16 */
     size_t ws_bytes;                                /* the workspace planned: the largest need at d.N */
     conv2d_gpu_shape shape[CONV2D_GPU_SHAPES];
     unsigned long clock;

@@ -1,7 +1,9 @@
 /* cuda/dense.h - the GPU twin of layers/dense.h (same formulas and layouts; device
  * pointers; conventions in cuda/device.h). Matrix products are cuBLAS sgemm on the
  * row-major buffers (read by cuBLAS as their column-major transposes); FP32 unless
- * the context allows TF32. Bias sums run in a fixed order (deterministic). */
+ * the context allows TF32; in bf16 (mixed precision) cublasGemmEx with bf16 operands and
+ * FP32 accumulation and output (cuda/dense.cu). Bias sums run in a fixed order
+ * (deterministic), in FP32 in either precision. */
 #ifndef CT_CUDA_DENSE_H
 #define CT_CUDA_DENSE_H
 #include <stddef.h>

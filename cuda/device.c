@@ -107,6 +107,7 @@ static void gpu_release(ct_gpu *g)
     if (g->host_scratch) cudaFreeHost(g->host_scratch);
     if (g->bn_sync) cudaFree(g->bn_sync);
     if (g->host_bn_sync) cudaFreeHost(g->host_bn_sync);
+    if (g->bf16_scratch) cudaFree(g->bf16_scratch);
     if (g->cudnn) cudnnDestroy(g->cudnn);
     if (g->cublas) cublasDestroy(g->cublas);
     if (g->copy_stream) cudaStreamDestroy(g->copy_stream);
@@ -187,7 +188,9 @@ void ct_gpu_describe(const ct_gpu *g, const ct_math *math, char *buf, size_t n)
              g->driver_version / 1000, g->driver_version % 1000 / 10, g->runtime_version / 1000, g->runtime_version % 1000 / 10,
              g->cudnn_version / 10000, g->cudnn_version / 100 % 100, g->cudnn_version % 100,
              g->cublas_version / 10000, g->cublas_version / 100 % 100, g->cublas_version % 100,
-             math->tf32 ? "TF32 allowed" : "FP32 (no TF32)", math->deterministic ? ", deterministic" : "");
+             math->dtype == CT_BF16 ? "bf16 mixed precision (bf16 operands, FP32 sums)"
+             : math->tf32 ? "TF32 allowed" : "FP32 (no TF32)",
+             math->deterministic ? ", deterministic" : "");
 }
 
 ct_status ct_gpu_sync(const ct_gpu *g)
@@ -224,6 +227,30 @@ ct_status ct_gpu_malloc(const ct_gpu *g, void **ptr, size_t bytes, const char *w
 }
 
 void ct_gpu_free(void *ptr) { if (ptr) cudaFree(ptr); }
+
+void *ct_gpu_bf16_scratch(ct_gpu *g, size_t bytes)
+{
+    CT_ASSERT(g != NULL);
+    if (bytes <= g->bf16_scratch_bytes) return g->bf16_scratch;
+    size_t want = g->bf16_scratch_bytes * 2;   /* doubling: a handful of growths in a whole run */
+    if (want < bytes) want = bytes;
+    if (want < ((size_t)1 << 20)) want = (size_t)1 << 20;
+    cudaError_t e = cudaStreamSynchronize(g->stream);   /* queued products may still read the old block */
+    if (e != cudaSuccess) ct_gpu_fatal(__FILE__, __LINE__, "cudaStreamSynchronize", cudaGetErrorString(e));
+    if (g->bf16_scratch) cudaFree(g->bf16_scratch);
+    g->bf16_scratch = NULL;
+    g->bf16_scratch_bytes = 0;
+    e = cudaMalloc(&g->bf16_scratch, want);
+    if (e != cudaSuccess) {
+        g->bf16_scratch = NULL;
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s (%.1f MiB for the bf16 copies of a dense layer's operands)", cudaGetErrorString(e),
+                 want / 1048576.0);
+        ct_gpu_fatal(__FILE__, __LINE__, "cudaMalloc", msg);
+    }
+    g->bf16_scratch_bytes = want;
+    return g->bf16_scratch;
+}
 
 ct_status ct_gpu_host_alloc(void **ptr, size_t bytes, const char *what)
 {

@@ -39,6 +39,15 @@
  * plans read it when they are made. math.deterministic = 1 makes cuDNN convolution
  * plans pick only deterministic algorithms (ctrain's own kernels are always
  * deterministic: fixed reduction orders, no float atomics).
+ * math.dtype = CT_BF16 is mixed precision as PyTorch's autocast does it (docs/precision.md):
+ * the operands of the dense products (cublasGemmEx, bf16 in, FP32 out, CUBLAS_COMPUTE_32F),
+ * of the convolutions (cuDNN's pseudo-bf16 configuration) and of the LSTM (cuDNN RNN with
+ * bf16 data and FP32 math) are rounded to bf16 (to nearest even) on the device, every sum
+ * is FP32, and the parameters, gradients, optimizer state and every other layer stay FP32.
+ * The GPU computes it where it has bf16 tensor cores (compute capability 8.0 and later)
+ * and cuDNN 9.13 or later (bf16 RNN data); elsewhere ct_backend_open_gpu refuses it with
+ * one line (CT_ENODEV). The bf16 copies of the operands live in the plans (LSTM, conv2d:
+ * allocated when planned) or, for dense (no plan), in the context's bf16 scratch below.
  */
 #ifndef CT_CUDA_DEVICE_H
 #define CT_CUDA_DEVICE_H
@@ -74,6 +83,8 @@ typedef struct ct_gpu {
     double *host_scratch;              /* [CT_GPU_SCRATCH] pinned host doubles receiving them */
     double *bn_sync;                   /* [CT_GPU_BN_SYNC] device doubles: synchronised batchnorm's per-channel sums */
     double *host_bn_sync;              /* [CT_GPU_BN_SYNC] pinned host doubles: the same, summed over the replicas */
+    void *bf16_scratch;                /* device: the bf16 copies of the dense products' operands (ct_gpu_bf16_scratch) */
+    size_t bf16_scratch_bytes;         /* its size; 0 until a bf16 product first asks */
 } ct_gpu;
 
 #define CT_GPU_SCRATCH 320          /* doubles: [0, 64) results read back, [64, 320) reduction partial sums */
@@ -113,6 +124,15 @@ void      ct_gpu_host_free(void *ptr);
 /* Synchronous copies (checkpoints, tests) on g's compute stream: host <-> device, n bytes. */
 ct_status ct_gpu_upload(const ct_gpu *g, void *dst_dev, const void *src_host, size_t bytes);
 ct_status ct_gpu_download(const ct_gpu *g, void *dst_host, const void *src_dev, size_t bytes);
+
+/* CUDA builds: the context's bf16 scratch, at least `bytes` long, for the operands of the
+ * products that have no plan (dense in bf16). It grows to the largest request and is kept
+ * until ct_gpu_close; a request that fits returns it at once (every step after the first).
+ * Growing waits for the compute stream (the old block may still be read by queued work)
+ * before cudaFree, and cudaFree/cudaMalloc synchronise the device themselves: a stall, but
+ * only when a larger product than any before comes (the first steps). Inside a step, so
+ * running out of memory there is fatal (ct_gpu_fatal). */
+void     *ct_gpu_bf16_scratch(ct_gpu *g, size_t bytes);
 
 /* A failure inside a training step (the memory was planned before, so this is the
  * device or the driver failing, not user input): prints "ctrain: GPU error at

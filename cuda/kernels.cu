@@ -1,12 +1,14 @@
 /* kernels.cu - ctrain's own kernels: pair heads, losses and accuracies, dropout,
  * optimizers and global-norm clipping (see kernels.h; the math is in the CPU
- * headers layers/pair.h, loss.h, dropout.h, optim.h).
+ * headers layers/pair.h, loss.h, dropout.h, optim.h), and the float32 <-> bf16
+ * conversions of mixed precision.
  *
  * Reductions: one block of CT_THREADS threads, each thread summing a strided slice
  * in double, then a tree in shared memory - fixed order, so deterministic.
  */
 #include <math.h>
 #include <string.h>
+#include <cuda_bf16.h>
 #include "cuda/check.h"
 #include "cuda/reduce.cuh"
 #include "cuda/counter_rng.h"
@@ -22,6 +24,49 @@ static const double *scratch_read(ct_gpu *g, int count)
     CT_CUDA_CHECK(cudaMemcpyAsync(g->host_scratch, g->scratch, (size_t)count * sizeof(double), cudaMemcpyDeviceToHost, g->stream));
     CT_CUDA_CHECK(cudaStreamSynchronize(g->stream));
     return g->host_scratch;
+}
+
+/* ==== bf16 conversions ==== */
+
+static_assert(sizeof(__nv_bfloat16) == sizeof(uint16_t), "a bf16 is held as a uint16_t");
+
+__global__ static void bf16_from_float_kernel(__nv_bfloat16 *dst, const float *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+__global__ static void float_from_bf16_kernel(float *dst, const __nv_bfloat16 *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __bfloat162float(src[i]);
+}
+
+__global__ static void float_add_bf16_kernel(float *dst, const __nv_bfloat16 *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] += __bfloat162float(src[i]);
+}
+
+extern "C" void ct_bf16_from_float_gpu(const ct_backend *be, uint16_t *dst, const float *src, size_t n)
+{
+    if (!n) return;
+    bf16_from_float_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>((__nv_bfloat16 *)dst, src, n);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void ct_float_from_bf16_gpu(const ct_backend *be, float *dst, const uint16_t *src, size_t n)
+{
+    if (!n) return;
+    float_from_bf16_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(dst, (const __nv_bfloat16 *)src, n);
+    CT_LAUNCH_CHECK();
+}
+
+extern "C" void ct_float_add_bf16_gpu(const ct_backend *be, float *dst, const uint16_t *src, size_t n)
+{
+    if (!n) return;
+    float_add_bf16_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, ct_gpu_stream(be)>>>(dst, (const __nv_bfloat16 *)src, n);
+    CT_LAUNCH_CHECK();
 }
 
 /* ==== pair heads ==== */

@@ -2,7 +2,8 @@
  * the contrastive and softmax cross-entropy losses with their accuracies
  * (layers/loss.h), dropout (layers/dropout.h) and the optimizers with global-norm
  * clipping (layers/optim.h): what the models call through the GPU's table of
- * operations (cuda/ops_gpu.h).
+ * operations (cuda/ops_gpu.h); and the float32 <-> bf16 conversions of mixed
+ * precision (the layers' bf16 paths in dense.cu, conv2d.cu, lstm.cu).
  *
  * Each function is the `_gpu` twin of the CPU function of the same name (same
  * arguments, device pointers; see cuda/device.h for the conventions) and computes
@@ -60,6 +61,16 @@ void ct_dropout_forward_part_gpu(const ct_backend *be, float *out, float *mask, 
                                  int first, int rows, float p, ct_rng *rng);
 void ct_dropout_apply_gpu(const ct_backend *be, float *out, const float *mask, const float *in, size_t n);
 void ct_dropout_backward_gpu(const ct_backend *be, float *din, const float *dout, const float *mask, size_t n);
+
+/* ---- bf16 conversions (mixed precision, cuda/device.h) ----
+ * bf16 values are held as uint16_t (the bit pattern of __nv_bfloat16: the upper half of the
+ * float32), so C files need no CUDA headers. Queued on the compute stream; n may be 0. */
+/* dst [n] = bf16(src), rounded to nearest, ties to even (__float2bfloat16_rn, as core/bf16.h). */
+void ct_bf16_from_float_gpu(const ct_backend *be, uint16_t *dst, const float *src, size_t n);
+/* dst [n] = float(src) (exact). */
+void ct_float_from_bf16_gpu(const ct_backend *be, float *dst, const uint16_t *src, size_t n);
+/* dst [n] += float(src): a bf16 gradient accumulated into a float32 one. */
+void ct_float_add_bf16_gpu(const ct_backend *be, float *dst, const uint16_t *src, size_t n);
 
 /* ---- optimizers on the flat device buffers ----
  * Same formulas, validation and state as ct_optim (layers/optim.h), with o->m and o->v

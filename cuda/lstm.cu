@@ -31,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cuda_bf16.h>
 #include "cuda/check.h"
+#include "cuda/kernels.h"
 #include "cuda/lstm.h"
 
 /* ---- helper kernels ---- */
@@ -43,6 +45,16 @@ __global__ static void segs_kernel(float *flat, float *wspace, const lstm_wspace
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < s.n; i += (size_t)gridDim.x * blockDim.x) {
         if (unpack) flat[s.flat + i] += wspace[s.wspace + i];
         else wspace[s.wspace + i] = flat[s.flat + i];
+    }
+}
+
+/* bf16 plans: pack with rounding (wspace = bf16(flat)) or unpack-add (flat += float(wspace)) */
+__global__ static void segs_bf16_kernel(float *flat, __nv_bfloat16 *wspace, const lstm_wspace_seg *segs, int unpack)
+{
+    const lstm_wspace_seg s = segs[blockIdx.y];
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < s.n; i += (size_t)gridDim.x * blockDim.x) {
+        if (unpack) flat[s.flat + i] += __bfloat162float(wspace[s.wspace + i]);
+        else wspace[s.wspace + i] = __float2bfloat16_rn(flat[s.flat + i]);
     }
 }
 
@@ -74,8 +86,8 @@ __global__ static void seq_mean_bwd_kernel(float *dy, const float *dout, const i
 static ct_status set_rnn(lstm_gpu *p, int algo)
 {
     CT_CUDNN_TRY(cudnnSetRNNDescriptor_v8(p->rnn, (cudnnRNNAlgo_t)algo, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
-                                          CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-                                          p->math.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH,
+                                          CUDNN_LINEAR_INPUT, p->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                          p->bf16 ? CUDNN_TENSOR_OP_MATH : p->math.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH,
                                           p->d.I, p->d.H, p->d.H, p->d.L, p->drop, CUDNN_RNN_PADDED_IO_ENABLED));
     p->algo = algo;
     return CT_OK;
@@ -100,13 +112,17 @@ static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int g
     const int *lens = len_host ? len_host : p->len_full_host;
     if (B == p->shape_B && T == p->shape_T && !memcmp(lens, p->shape_len, (size_t)B * sizeof(int))) return CT_OK;
     p->shape_B = 0;   /* set again below; none valid if that fails */
-    CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->x_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                           T, B, d->I, lens, &fill));
-    CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->y_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                           T, B, d->H, lens, &fill));
+    /* the padding fill is read in the data's type: a bf16 zero for bf16 plans */
+    const uint16_t fill_bf16 = 0;
+    const cudnnDataType_t dt = p->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    const void *fillp = p->bf16 ? (const void *)&fill_bf16 : (const void *)&fill;
+    CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->x_desc, dt, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                           T, B, d->I, lens, (void *)fillp));
+    CT_CUDNN_TRY(cudnnSetRNNDataDescriptor(p->y_desc, dt, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                           T, B, d->H, lens, (void *)fillp));
     int dims[3] = { d->L, B, d->H }, strides[3] = { B * d->H, d->H, 1 };
-    CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->h_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
-    CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->c_desc, CUDNN_DATA_FLOAT, 3, dims, strides));
+    CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->h_desc, dt, 3, dims, strides));
+    CT_CUDNN_TRY(cudnnSetTensorNdDescriptor(p->c_desc, dt, 3, dims, strides));
     size_t work, reserve;
     CT_CUDNN_TRY(cudnnGetRNNTempSpaceSizes(p->gpu->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc, &work, &reserve));
     if (work > p->work_bytes || reserve > p->reserve_bytes) {
@@ -144,9 +160,11 @@ static long long tensor_numel(cudnnTensorDescriptor_t t)
     return n;
 }
 
-static ct_status weight_locations(lstm_gpu *p, lstm_wspace_loc *loc, const float *base)
+/* Offsets and sizes in elements of the weight space's type (float, or bf16 in bf16 plans). */
+static ct_status weight_locations(lstm_gpu *p, lstm_wspace_loc *loc, const void *base)
 {
     cudnnHandle_t h = p->gpu->cudnn;
+    const long long es = p->bf16 ? (long long)sizeof(uint16_t) : (long long)sizeof(float);
     cudnnTensorDescriptor_t md, bd;
     CT_CUDNN_TRY(cudnnCreateTensorDescriptor(&md));
     if (cudnnCreateTensorDescriptor(&bd) != CUDNN_STATUS_SUCCESS) { cudnnDestroyTensorDescriptor(md); return ct_fail(CT_ENODEV, "cuDNN: cannot create a tensor descriptor"); }
@@ -161,8 +179,8 @@ static ct_status weight_locations(lstm_gpu *p, lstm_wspace_loc *loc, const float
                 break;
             }
             lstm_wspace_loc *c = &loc[l * 8 + k];
-            c->m_off = ((const char *)ma - (const char *)base) / (long long)sizeof(float);
-            c->b_off = ((const char *)ba - (const char *)base) / (long long)sizeof(float);
+            c->m_off = ((const char *)ma - (const char *)base) / es;
+            c->b_off = ((const char *)ba - (const char *)base) / es;
             c->m_n = tensor_numel(md);
             c->b_n = tensor_numel(bd);
         }
@@ -178,7 +196,7 @@ static const char *algo_name(int algo)
 
 static void say_layout(const lstm_gpu *p)
 {
-    if (!p->map.direct)
+    if (!p->map.direct && !p->bf16)   /* bf16 plans always pack (with conversion): nothing to say */
         fprintf(stderr, "ctrain: note: cuDNN's LSTM weight layout differs from ctrain's (%s); "
                 "the weights are packed into cuDNN's layout once per step\n", p->map.why);
 }
@@ -255,7 +273,8 @@ extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const l
                                       const lstm_ids *ids, const float *params_dev)
 {
     const char *force = getenv("CTRAIN_LSTM_ALGO");
-    if (!(force && !strcmp(force, "standard"))) {
+    const int bf16 = be->math.dtype == CT_BF16;   /* the standard algorithm only (see the top of this file) */
+    if (!bf16 && !(force && !strcmp(force, "standard"))) {
         ct_status st = plan_with(be, p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);
         int runs = st == CT_OK ? step_runs(p, params_dev) : 0;
         if (runs == 1 && same_weight_space(p, params_dev)) {
@@ -298,6 +317,7 @@ static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d
     ct_gpu *g = ct_gpu_of(be);
     p->gpu = g;
     p->math = be->math;
+    p->bf16 = be->math.dtype == CT_BF16;
     p->d = *d;
     cudnnRNNDescriptor_t rnn;
     cudnnRNNDataDescriptor_t xd, yd;
@@ -324,6 +344,25 @@ static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d
     CT_TRY(set_shape(p, d->B, d->T, NULL, 1));
     /* the weight-space check */
     lstm_wspace_loc loc[LSTM_MAX_LAYERS * 8];
+    size_t BT = (size_t)d->B * d->T, LBH = (size_t)d->L * d->B * d->H;
+    if (p->bf16) {   /* cuDNN's own bf16 weight space, packed from the flat buffer every step */
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->wh, p->wspace_bytes, "LSTM bf16 weights"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dwh, p->wspace_bytes, "LSTM bf16 weight gradients"));
+        CT_TRY(weight_locations(p, loc, p->wh));
+        CT_TRY(ct_lstm_wspace_map_make_packed(&p->map, loc, p->wspace_bytes / sizeof(uint16_t), ps, ids, d->I, d->H, d->L));
+        CT_TRY(ct_gpu_malloc(p->gpu, &p->segs, (size_t)p->map.nseg * sizeof(lstm_wspace_seg), "LSTM weight segments"));
+        CT_TRY(ct_gpu_upload(p->gpu, p->segs, p->map.seg, (size_t)p->map.nseg * sizeof(lstm_wspace_seg)));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->xh, BT * d->I * sizeof(uint16_t), "LSTM bf16 inputs"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dxh, BT * d->I * sizeof(uint16_t), "LSTM bf16 input gradients"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->yh, BT * d->H * sizeof(uint16_t), "LSTM bf16 outputs"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dyh, BT * d->H * sizeof(uint16_t), "LSTM bf16 output gradients"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->hyh, LBH * sizeof(uint16_t), "LSTM bf16 final states"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dhyh, LBH * sizeof(uint16_t), "LSTM bf16 final-state gradients"));
+        /* FP32: the mean's sequence and its gradient */
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->y, BT * d->H * sizeof(float), "LSTM outputs"));
+        CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dy, BT * d->H * sizeof(float), "LSTM output gradients"));
+        return CT_OK;
+    }
     CT_TRY(weight_locations(p, loc, params_dev));
     CT_TRY(ct_lstm_wspace_map_make(&p->map, loc, p->wspace_bytes / sizeof(float), ps, ids, d->I, d->H, d->L));
     if (!p->map.direct) {
@@ -333,7 +372,6 @@ static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d
         CT_TRY(ct_gpu_upload(p->gpu, p->segs, p->map.seg, (size_t)p->map.nseg * sizeof(lstm_wspace_seg)));
     }
     /* buffers */
-    size_t BT = (size_t)d->B * d->T, LBH = (size_t)d->L * d->B * d->H;
     CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->y, BT * d->H * sizeof(float), "LSTM outputs"));
     CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->dy, BT * d->H * sizeof(float), "LSTM output gradients"));
     CT_TRY(ct_gpu_malloc(p->gpu, (void **)&p->hy, LBH * sizeof(float), "LSTM final states"));
@@ -350,7 +388,8 @@ extern "C" void ct_lstm_plan_free_gpu(lstm_gpu *p)
     if (p->h_desc) cudnnDestroyTensorDescriptor(p->h_desc);
     if (p->c_desc) cudnnDestroyTensorDescriptor(p->c_desc);
     if (p->drop) cudnnDestroyDropoutDescriptor(p->drop);
-    void *dev[] = { p->work, p->reserve, p->y, p->dy, p->hy, p->dhy, p->dx, p->wpack, p->dwpack, p->segs, p->len_full_dev };
+    void *dev[] = { p->work, p->reserve, p->y, p->dy, p->hy, p->dhy, p->dx, p->wpack, p->dwpack, p->segs, p->len_full_dev,
+                    p->wh, p->dwh, p->xh, p->dxh, p->yh, p->dyh, p->hyh, p->dhyh };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) ct_gpu_free(dev[i]);
     free(p->len_full_host);
     free(p->shape_len);
@@ -396,11 +435,94 @@ static void check_call(lstm_gpu *p, const lstm_dims *d, const int *len, const in
     if (set_shape(p, d->B, d->T, len_host, forward) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "set_shape", ct_last_error());
 }
 
+/* ---- bf16 plans ---- */
+
+static void run_segs_bf16(lstm_gpu *p, float *flat, uint16_t *wspace, int unpack)
+{
+    size_t longest = 0;
+    for (int s = 0; s < p->map.nseg; s++) longest = p->map.seg[s].n > longest ? p->map.seg[s].n : longest;
+    dim3 grid(ct_gpu_blocks(longest, CT_THREADS) > 64 ? 64 : ct_gpu_blocks(longest, CT_THREADS), (unsigned)p->map.nseg);
+    segs_bf16_kernel<<<grid, CT_THREADS, 0, p->gpu->stream>>>(flat, (__nv_bfloat16 *)wspace, (const lstm_wspace_seg *)p->segs,
+                                                               unpack);
+    CT_LAUNCH_CHECK();
+}
+
+static void lstm_forward_bf16(const ct_backend *be, float *out, lstm_gpu *p, const float *x, const int *len,
+                              const int *len_host, const float *params, const lstm_dims *d)
+{
+    ct_gpu *g = p->gpu;
+    check_call(p, d, len, len_host, 1);   /* the standard algorithm, set when planned */
+    const int B = d->B, T = d->T, H = d->H;
+    const int *dev_len = len ? len : p->len_full_dev;
+    run_segs_bf16(p, (float *)params, p->wh, 0);   /* reads params only */
+    ct_bf16_from_float_gpu(be, p->xh, x, (size_t)B * T * d->I);
+    CT_CUDNN_CHECK(cudnnRNNForward(g->cudnn, p->rnn, CUDNN_FWD_MODE_TRAINING, dev_len, p->x_desc, p->xh, p->y_desc, p->yh,
+                                   p->h_desc, NULL, p->hyh, p->c_desc, NULL, NULL, p->wspace_bytes, p->wh,
+                                   p->work_bytes, p->work, p->reserve_bytes, p->reserve));
+    switch (d->ret) {
+    case LSTM_RETURN_LAST:   /* the last layer's h at each sequence's last valid step = its hy */
+        ct_float_from_bf16_gpu(be, out, p->hyh + (size_t)(d->L - 1) * B * H, (size_t)B * H);
+        break;
+    case LSTM_RETURN_SEQUENCE:
+        ct_float_from_bf16_gpu(be, out, p->yh, (size_t)B * T * H);
+        break;
+    case LSTM_RETURN_MEAN:
+        ct_float_from_bf16_gpu(be, p->y, p->yh, (size_t)B * T * H);
+        seq_mean_kernel<<<ct_gpu_blocks((size_t)B * H, CT_THREADS), CT_THREADS, 0, g->stream>>>(out, p->y, dev_len, B, T, H);
+        CT_LAUNCH_CHECK();
+        break;
+    }
+}
+
+static void lstm_backward_bf16(const ct_backend *be, float *dx, float *grads, lstm_gpu *p, const float *dout, const float *x,
+                               const int *len, const int *len_host, const lstm_dims *d)
+{
+    ct_gpu *g = p->gpu;
+    check_call(p, d, len, len_host, 0);
+    const int B = d->B, T = d->T, H = d->H;
+    const int *dev_len = len ? len : p->len_full_dev;
+    const size_t BTH = (size_t)B * T * H, BTI = (size_t)B * T * d->I;
+    const uint16_t *dhy = NULL;
+    switch (d->ret) {
+    case LSTM_RETURN_LAST:   /* gradient enters through the last layer's hy only */
+        CT_CUDA_CHECK(cudaMemsetAsync(p->dyh, 0, BTH * sizeof(uint16_t), g->stream));
+        CT_CUDA_CHECK(cudaMemsetAsync(p->dhyh, 0, (size_t)d->L * B * H * sizeof(uint16_t), g->stream));
+        ct_bf16_from_float_gpu(be, p->dhyh + (size_t)(d->L - 1) * B * H, dout, (size_t)B * H);
+        dhy = p->dhyh;
+        break;
+    case LSTM_RETURN_SEQUENCE:
+        ct_bf16_from_float_gpu(be, p->dyh, dout, BTH);
+        break;
+    case LSTM_RETURN_MEAN:
+        seq_mean_bwd_kernel<<<ct_gpu_blocks(BTH, CT_THREADS), CT_THREADS, 0, g->stream>>>(p->dy, dout, dev_len, B, T, H);
+        CT_LAUNCH_CHECK();
+        ct_bf16_from_float_gpu(be, p->dyh, p->dy, BTH);
+        break;
+    }
+    /* dx at padded steps is 0, as on the CPU (cuDNN documents its padding fill for outputs only) */
+    if (dx && len) CT_CUDA_CHECK(cudaMemsetAsync(p->dxh, 0, BTI * sizeof(uint16_t), g->stream));
+    CT_CUDNN_CHECK(cudnnRNNBackwardData_v8(g->cudnn, p->rnn, dev_len, p->y_desc, p->yh, p->dyh, p->x_desc, p->dxh,
+                                           p->h_desc, NULL, dhy, NULL, p->c_desc, NULL, NULL, NULL,
+                                           p->wspace_bytes, p->wh, p->work_bytes, p->work, p->reserve_bytes, p->reserve));
+    if (dx) ct_float_from_bf16_gpu(be, dx, p->dxh, BTI);
+    /* the weight gradients: into a zeroed bf16 space (cuDNN's only mode adds), then into the FP32 grads */
+    ct_bf16_from_float_gpu(be, p->xh, x, BTI);   /* this batch's x, as its forward converted it */
+    CT_CUDA_CHECK(cudaMemsetAsync(p->dwh, 0, p->wspace_bytes, g->stream));
+    CT_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(g->cudnn, p->rnn, CUDNN_WGRAD_MODE_ADD, dev_len, p->x_desc, p->xh, p->h_desc, NULL,
+                                              p->y_desc, p->yh, p->wspace_bytes, p->dwh, p->work_bytes, p->work,
+                                              p->reserve_bytes, p->reserve));
+    run_segs_bf16(p, grads, p->dwh, 1);
+}
+
 extern "C" void ct_lstm_forward_gpu(const ct_backend *be, float *out, lstm_gpu *p, const float *x, const int *len,
                                     const int *len_host, const float *params, const lstm_dims *d)
 {
     ct_gpu *g = ct_gpu_of(be);
     CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
+    if (p->bf16) {
+        lstm_forward_bf16(be, out, p, x, len, len_host, params, d);
+        return;
+    }
     choose_algo(p, d, len_host);   /* backward keeps this batch's choice */
     check_call(p, d, len, len_host, 1);
     const int B = d->B, T = d->T, H = d->H;
@@ -436,6 +558,10 @@ extern "C" void ct_lstm_backward_gpu(const ct_backend *be, float *dx, float *gra
 {
     ct_gpu *g = ct_gpu_of(be);
     CT_ASSERT(g == p->gpu);
+    if (p->bf16) {
+        lstm_backward_bf16(be, dx, grads, p, dout, x, len, len_host, d);
+        return;
+    }
     check_call(p, d, len, len_host, 0);
     const int B = d->B, T = d->T, H = d->H;
     const int *dev_len = len ? len : p->len_full_dev;

@@ -17,10 +17,22 @@
  *
  * Backward: BackwardData then BackwardWeights with CUDNN_WGRAD_MODE_ADD, so the
  * weight gradients ACCUMULATE into the flat gradient buffer, dx is overwritten.
+ *
+ * bf16 (the backend's math.dtype = CT_BF16 when planned: mixed precision, docs/precision.md):
+ * the RNN descriptor has dataType CUDNN_DATA_BFLOAT16, mathPrec CUDNN_DATA_FLOAT (the
+ * gates, the cell and every sum in FP32) and CUDNN_TENSOR_OP_MATH, with the standard
+ * algorithm. cuDNN's weight space is then bf16 (biases included: cuDNN has one data type
+ * per weight space) and never the flat buffer: every forward packs it from the FP32
+ * parameters, rounding to nearest even, through the segment map (lstm_map.h:
+ * ct_lstm_wspace_map_make_packed); x and dout are converted to bf16 into the plan's
+ * buffers, y, hy and dx come back as bf16 and are converted to FP32; the weight gradients
+ * go into a zeroed bf16 gradient space and are then added into the FP32 flat gradient
+ * buffer through the same map. All those buffers are the plan's, made when planned.
  */
 #ifndef CT_CUDA_LSTM_H
 #define CT_CUDA_LSTM_H
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +63,11 @@ typedef struct {
     float *dhy;                           /* [L, B, H] gradient into hy */
     float *dx;                            /* [B, T, I] when the caller does not want dx */
     float *wpack, *dwpack;                /* fallback only: packed weights and their gradients */
+    int bf16;                             /* the plan computes in bf16 (math.dtype == CT_BF16) */
+    uint16_t *wh, *dwh;                   /* bf16 plans: cuDNN's bf16 weight space and its gradient (wspace_bytes each) */
+    uint16_t *xh, *dxh;                   /* bf16 plans: [B, T, I] x and dx in bf16 */
+    uint16_t *yh, *dyh;                   /* bf16 plans: [B, T, H] y and dy in bf16 */
+    uint16_t *hyh, *dhyh;                 /* bf16 plans: [L, B, H] hy and dhy in bf16 */
     void *segs;                           /* fallback only: the copy segments, on the device */
     int *len_full_dev;                    /* [B] all full_T (len == NULL) */
     int *len_full_host;                   /* [B] all full_T */

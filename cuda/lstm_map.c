@@ -45,6 +45,24 @@ static void add_seg(lstm_wspace_map *map, size_t ws, size_t flat, size_t n)
     map->seg[map->nseg++] = (lstm_wspace_seg){ ws, flat, n };
 }
 
+/* The copy segments of every matrix and bias, in weight-space order (merged where contiguous). */
+static void map_segments(lstm_wspace_map *map, const lstm_wspace_loc *loc, const ct_params *ps, const lstm_ids *ids, int I,
+                         int H, int L)
+{
+    for (int l = 0; l < L; l++) {
+        for (int k = 0; k < 8; k++) {
+            size_t mf, bf;
+            flat_loc(&mf, &bf, ps, ids, l, k, I, H);
+            add_seg(map, (size_t)loc[l * 8 + k].m_off, mf, (size_t)loc[l * 8 + k].m_n);
+        }
+        for (int k = 0; k < 8; k++) {
+            size_t mf, bf;
+            flat_loc(&mf, &bf, ps, ids, l, k, I, H);
+            add_seg(map, (size_t)loc[l * 8 + k].b_off, bf, (size_t)loc[l * 8 + k].b_n);
+        }
+    }
+}
+
 ct_status ct_lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_floats,
                                const ct_params *ps, const lstm_ids *ids, int I, int H, int L)
 {
@@ -116,18 +134,19 @@ ct_status ct_lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *l
         return CT_OK;
     }
     /* 3. fallback: copy segments in weight-space order */
-    for (int l = 0; l < L; l++) {
-        for (int k = 0; k < 8; k++) {
-            size_t mf, bf;
-            flat_loc(&mf, &bf, ps, ids, l, k, I, H);
-            add_seg(map, (size_t)loc[l * 8 + k].m_off, mf, (size_t)loc[l * 8 + k].m_n);
-        }
-        for (int k = 0; k < 8; k++) {
-            size_t mf, bf;
-            flat_loc(&mf, &bf, ps, ids, l, k, I, H);
-            add_seg(map, (size_t)loc[l * 8 + k].b_off, bf, (size_t)loc[l * 8 + k].b_n);
-        }
-    }
+    map_segments(map, loc, ps, ids, I, H, L);
+    return CT_OK;
+}
+
+ct_status ct_lstm_wspace_map_make_packed(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_elems,
+                                         const ct_params *ps, const lstm_ids *ids, int I, int H, int L)
+{
+    CT_TRY(ct_lstm_wspace_map_make(map, loc, wspace_elems, ps, ids, I, H, L));
+    if (!map->direct) return CT_OK;
+    map->direct = 0;
+    map->base = 0;
+    snprintf(map->why, sizeof map->why, "the weight space is in another data type than the float32 parameters");
+    map_segments(map, loc, ps, ids, I, H, L);
     return CT_OK;
 }
 

@@ -58,6 +58,13 @@ typedef struct {
 ct_status ct_lstm_wspace_map_make(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_floats,
                                const ct_params *ps, const lstm_ids *ids, int I, int H, int L);
 
+/* The same check, but the result is always the copy segments (direct = 0): for a weight
+ * space in another data type than the flat buffer (bf16, cuda/lstm.cu), which is packed
+ * with conversion every step even where the layouts agree. Sizes and offsets in elements
+ * of the weight space's type. */
+ct_status ct_lstm_wspace_map_make_packed(lstm_wspace_map *map, const lstm_wspace_loc *loc, size_t wspace_elems,
+                                         const ct_params *ps, const lstm_ids *ids, int I, int H, int L);
+
 /* Host reference of the fallback copies (the GPU runs the same segments in one kernel):
  * pack:  wspace[seg] = flat[seg];   unpack_add: flat[seg] += wspace[seg]. */
 void ct_lstm_wspace_pack(float *wspace, const float *flat, const lstm_wspace_map *map);

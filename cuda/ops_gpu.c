@@ -64,6 +64,25 @@ static ct_gpu *gpu_of(const ct_backend *be)
 
 static void gpu_close(ct_backend *be) { ct_gpu_close(be->dev); }
 
+/* bf16 (mixed precision, cuda/device.h) needs bf16 tensor cores - compute capability 8.0
+ * (Ampere) and later - for the products and convolutions, and cuDNN 9.13 or later for the
+ * LSTM's bf16 RNN data (cudnnGetVersion: 10000 major + 100 minor + patch). */
+#define GPU_BF16_MIN_CC 8
+#define GPU_BF16_MIN_CUDNN 91300
+
+static ct_status gpu_check_dtype(const ct_backend *be, ct_dtype t)
+{
+    if (t == CT_F32) return CT_OK;
+    if (t != CT_BF16)
+        return ct_fail(CT_EINVAL, "this backend computes in %s and %s only", ct_dtype_name(CT_F32), ct_dtype_name(CT_BF16));
+    const ct_gpu *g = gpu_of(be);
+    if (g->cc_major >= GPU_BF16_MIN_CC && g->cudnn_version >= GPU_BF16_MIN_CUDNN) return CT_OK;
+    return ct_fail(CT_ENODEV, "GPU %d (%s) has compute capability %d.%d and cuDNN %zu.%zu.%zu; bf16 needs compute capability "
+                   "%d.0 or later (bf16 tensor cores) and cuDNN %d.%d or later (bf16 RNN data): use --precision fp32",
+                   g->index, g->name, g->cc_major, g->cc_minor, g->cudnn_version / 10000, g->cudnn_version / 100 % 100,
+                   g->cudnn_version % 100, GPU_BF16_MIN_CC, GPU_BF16_MIN_CUDNN / 10000, GPU_BF16_MIN_CUDNN / 100 % 100);
+}
+
 /* ---- memory on the backend's GPU ---- */
 
 static ct_status gpu_mem_alloc(const ct_backend *be, void **ptr, size_t bytes, const char *what)
@@ -255,6 +274,7 @@ static void gpu_conv2d_backward(const ct_backend *be, float *din, float *dw, flo
 
 static const ct_ops gpu_ops = {
     .close = gpu_close,
+    .check_dtype = gpu_check_dtype,
     .mem_alloc = gpu_mem_alloc,
     .mem_free = gpu_mem_free,
     .upload = gpu_upload,
@@ -320,6 +340,12 @@ ct_status ct_backend_open_gpu(ct_backend *be, int index, const ct_math *math)
     CT_TRY(ct_gpu_open(&g, index, math));
     *be = (ct_backend){ .ops = &gpu_ops, .name = "gpu", .host_memory = 0, .dev = g };
     if (math) be->math = *math;
+    const ct_status st = ct_backend_check_dtype(be, "opening the backend");   /* a data type this GPU cannot compute: refused here */
+    if (st != CT_OK) {
+        ct_gpu_close(g);
+        memset(be, 0, sizeof *be);
+        return st;
+    }
     return CT_OK;
 }
 

@@ -8,7 +8,8 @@
  *            ct_ops_cpu   (layers/ops_cpu.c)  the functions of layers/, on OpenBLAS
  *            ct_ops_gpu() (cuda/ops_gpu.c)    their twins of cuda/, on cuBLAS and cuDNN
  *   math   the math settings (ct_math): TF32 allowed, deterministic algorithms only,
- *          and the data type the plans compute in (core/dtype.h; float32 only today)
+ *          and the data type the plans compute in (core/dtype.h: float32, or bf16
+ *          where the backend's check_dtype accepts it)
  *   dev    the device's own context: NULL on the CPU; on the GPU its ct_gpu
  *          (cuda/device.h: the device, its streams, cuBLAS and cuDNN handles, scratch)
  *
@@ -46,8 +47,10 @@
  *     batch; each call gives its batch size N <= the planned one.
  * A plan takes its data type (and on the GPU TF32 and determinism) from the
  * backend's math when it is made, and keeps it; a data type the backend cannot
- * compute is CT_EINVAL with one line (ct_backend_check_dtype). A plan is used with
- * the backend that made it.
+ * compute is refused with one line (ct_backend_check_dtype, which asks the
+ * backend's check_dtype entry: the CPU answers from its bf16 products, the GPU from
+ * its compute capability and cuDNN version). A plan is used with the backend that
+ * made it.
  *
  * Memory: mem_alloc allocates zeroed device memory (ct_backend_mem gives it as the
  * allocator the models' arenas use, core/arena.h); upload/download are synchronous
@@ -82,12 +85,16 @@ typedef struct ct_backend ct_backend;
 typedef struct ct_math {
     int tf32;            /* GPU: allow TensorFloat-32 tensor cores in products, convolutions and the LSTM */
     int deterministic;   /* GPU: deterministic cuDNN algorithms only (the CPU always is) */
-    ct_dtype dtype;      /* the data type the plans compute in (core/dtype.h; CT_F32 today) */
+    ct_dtype dtype;      /* the data type the plans compute in (core/dtype.h: CT_F32, or CT_BF16 where check_dtype allows) */
 } ct_math;
 
 typedef struct ct_ops {
     /* ---- the backend itself ---- */
     void      (*close)(ct_backend *be);   /* releases be->dev (ct_backend_close calls it) */
+    /* CT_OK when this backend computes in data type t on its device; else CT_ENODEV (the
+     * device lacks what t needs) or CT_EINVAL (a type it never computes), with one line
+     * left by ct_fail saying why. ct_backend_check_dtype asks it; it reads be->dev only. */
+    ct_status (*check_dtype)(const ct_backend *be, ct_dtype t);
 
     /* ---- memory ---- */
     ct_status (*mem_alloc)(const ct_backend *be, void **ptr, size_t bytes, const char *what);   /* zeroed device memory */
@@ -223,8 +230,10 @@ ct_status ct_backend_open_cpu(ct_backend *be, const ct_math *math);
 /* Closes a backend opened by ct_backend_open_cpu or ct_backend_open_gpu (waits for its
  * queued work, releases its device context) and zeroes it; a zeroed one is left alone. */
 void      ct_backend_close(ct_backend *be);
-/* CT_OK when be computes in its math's data type; else CT_EINVAL naming `what`, the
- * backend and the type (the plans call it: only float32 is computed today). */
+/* CT_OK when be computes in its math's data type (float32 always; another type when the
+ * backend's check_dtype entry accepts it); else that entry's status (CT_ENODEV: the device
+ * lacks it; CT_EINVAL: never computed) with one line naming `what`, the backend, the type
+ * and the entry's reason. The plans and the backends' open functions call it. */
 ct_status ct_backend_check_dtype(const ct_backend *be, const char *what);
 /* be's device memory as an arena's allocator (core/arena.h); it keeps the address of be. */
 ct_allocator ct_backend_mem(const ct_backend *be);

@@ -450,8 +450,18 @@ static float cpu_clip_grad_norm(const ct_backend *be, float *grad, size_t n, flo
     return ct_clip_grad_norm(grad, n, max_norm);
 }
 
+/* float32 always; bf16 where this CPU has bf16 products (layers/gemm_bf16.h: ct_bf16_check) */
+static ct_status cpu_check_dtype(const ct_backend *be, ct_dtype t)
+{
+    (void)be;
+    if (t == CT_F32) return CT_OK;
+    if (t == CT_BF16) return ct_bf16_check();
+    return ct_fail(CT_EINVAL, "this backend computes in %s and %s only", ct_dtype_name(CT_F32), ct_dtype_name(CT_BF16));
+}
+
 const ct_ops ct_ops_cpu = {
     .close = cpu_close,
+    .check_dtype = cpu_check_dtype,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .upload = cpu_copy_in,
@@ -533,9 +543,10 @@ void ct_backend_close(ct_backend *be)
 ct_status ct_backend_check_dtype(const ct_backend *be, const char *what)
 {
     if (be->math.dtype == CT_F32) return CT_OK;
-    if (be->math.dtype == CT_BF16 && be->ops == &ct_ops_cpu) {   /* the CPU's bf16 products, where it has them */
-        if (ct_bf16_check() == CT_OK) return CT_OK;
-        return ct_fail(CT_ENODEV, "%s on the %s in %s: %s", what, be->name, ct_dtype_name(CT_BF16), ct_last_error());
+    if (be->ops && be->ops->check_dtype) {   /* the backend answers for its device */
+        const ct_status st = be->ops->check_dtype(be, be->math.dtype);
+        if (st == CT_OK) return CT_OK;
+        return ct_fail(st, "%s on the %s in %s: %s", what, be->name, ct_dtype_name(be->math.dtype), ct_last_error());
     }
     return ct_fail(CT_EINVAL, "%s on the %s: this backend computes in %s only, not %s", what, be->name,
                    ct_dtype_name(CT_F32), ct_dtype_name(be->math.dtype));

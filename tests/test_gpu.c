@@ -21,6 +21,17 @@
  * sums 100 steps of differently-ordered products); a model's training step 1e-4;
  * with TF32 allowed 5e-3 (10-bit mantissas); dropout masks exactly.
  *
+ * bf16 (mixed precision) cases ("bf16/..."): the GPU backend opened with math.dtype =
+ * CT_BF16 against the CPU's bf16 layers on the C model of the AMX tiles
+ * (ct_gemm_bf16_use_model, layers/gemm_bf16.h) AND against the FP32 GPU layers. Dense
+ * and conv2d are checked element by element against the bound (2) of gemm_bf16.h,
+ * scaled by each element's own S = sum_k |a_k| |b_k| (S computed by the FP32 CPU layer on
+ * the absolute values of the operands); the LSTM with gemm_bf16's many-steps tolerance of
+ * tests/test_lstm_bf16.c, 2^-4 of each tensor's largest entry; a short siamese-lstm
+ * training through the CLI with losses within 5% of FP32's. Each prints the errors it
+ * measured. A GPU that cannot compute bf16 (compute capability < 8.0 or cuDNN < 9.13)
+ * refuses the backend: the bf16 cases are then skipped with its one-line reason.
+ *
  * CT_GPU_CASES="a,b" runs only the compared cases whose name holds a or b (to narrow
  * down a failure under a sanitizer); the others are neither run nor counted. A part
  * written "-c" leaves out the cases whose name holds c: "-tf32/lstm" runs all but those.
@@ -36,6 +47,7 @@
 #include "cuda/device.h"
 #include "cuda/lstm_map.h"
 #include "cuda/ops_gpu.h"
+#include "layers/gemm_bf16.h"
 #include "layers/lstm.h"
 #include "layers/ops.h"
 #include "layers/pair.h"
@@ -171,6 +183,37 @@ static void test_weight_map_direct(void)
         }
     t_check(bad == 0, "%d gate views misplaced", bad);
     t_check(map.base + wsf <= ps.numel, "the weight space lies inside the buffer");
+    ct_params_free(&ps);
+}
+
+/* bf16: a layout that could map directly is still packed (the weight space is in another
+ * type), and its segments copy every view to where the direct map would have put it. */
+static void test_weight_map_packed(void)
+{
+    t_case("gpu/lstm_weight_map_packed (bf16 weight spaces)");
+    const int I = 40, H = 128, L = 2;
+    ct_params ps;
+    lstm_ids ids;
+    build_lstm_params(&ps, &ids, I, H, L);
+    for (size_t i = 0; i < ps.numel; i++) ps.data[i] = (float)i;
+    lstm_wspace_loc loc[LSTM_MAX_LAYERS * 8];
+    size_t wsf = ct_lstm_wspace_loc_packed(loc, I, H, L);
+    lstm_wspace_map direct, packed;
+    t_check(ct_lstm_wspace_map_make(&direct, loc, wsf, &ps, &ids, I, H, L) == CT_OK && direct.direct == 1, "direct map: %s",
+            ct_last_error());
+    t_check(ct_lstm_wspace_map_make_packed(&packed, loc, wsf, &ps, &ids, I, H, L) == CT_OK, "packed map: %s", ct_last_error());
+    t_check(packed.direct == 0 && packed.nseg >= 1, "packed: direct %d, %d segments", packed.direct, packed.nseg);
+    float *ws = t_alloc(wsf);
+    ct_lstm_wspace_pack(ws, ps.data, &packed);
+    size_t bad = 0;
+    for (size_t i = 0; i < wsf; i++) bad += ws[i] != ps.data[direct.base + i];
+    t_check(bad == 0, "%zu of %zu weight-space elements differ from the direct map's", bad, wsf);
+    memset(ps.grad, 0, ps.numel * sizeof(float));
+    ct_lstm_wspace_unpack_add(ps.grad, ws, &packed);
+    bad = 0;
+    for (size_t i = 0; i < wsf; i++) bad += ps.grad[direct.base + i] != ps.data[direct.base + i];
+    t_check(bad == 0, "unpack-add: %zu elements differ", bad);
+    free(ws);
     ct_params_free(&ps);
 }
 
@@ -1145,6 +1188,306 @@ static void conv_cases(const ct_backend *gpu, const char *prefix)
     compare("conv2d_winograd_shape", case_conv2d, gpu, 12);
 }
 
+/* ---- bf16 (mixed precision): the GPU's bf16 layers against the CPU's bf16 layers (tile
+ * model) and against the FP32 GPU layers ----
+ *
+ * Tolerances, from layers/gemm_bf16.h (u = 2^-24, gamma_K = K u / (1 - K u), S = sum_k |a_k||b_k|
+ * of the element, K the longest sum of the case):
+ *   against the FP32 GPU layer: bound (2), (2^-7 + 2^-16 + gamma_K (1 + 2^-8)^2) S, for the
+ *     bf16 result, plus gamma_K S for the FP32 reference's own sums;
+ *   against the CPU's bf16 layer (the same bf16-rounded operands, only the sums differ):
+ *     bound (1) for each, gamma_{K+1} (1 + 2^-8)^2 S for the CPU and twice that for the GPU
+ *     (tensor cores may align the addends by truncation: up to 2u per addition);
+ *   conv2d adds cuDNN's bf16 output (forward out, din, and dw before it is added into the
+ *     FP32 dw): one rounding to bf16, 2^-8 of the result, at most 2^-8 (1 + bound (2)) S;
+ *   every element also gets 1e-6 of the tensor's largest entry (the bias and the
+ *     accumulation into dw are FP32 additions on both sides).
+ * The biases' gradients are FP32 sums on both sides (normalised 1e-5). */
+
+static double bf16_gamma(double K) { const double u = ldexp(1.0, -24); return K * u / (1.0 - K * u); }
+static double bf16_bound2(double K) { return ldexp(1.0, -7) + ldexp(1.0, -16) + bf16_gamma(K) * (1 + ldexp(1.0, -8)) * (1 + ldexp(1.0, -8)); }
+
+/* |got - ref| <= coef S + 1e-6 max|ref| element by element; prints the largest share of the bound used */
+static void bf16_within(const char *what, const float *got, const float *ref, const float *S, size_t n, double coef)
+{
+    double big = 0, worst = 0, norm = 0;
+    for (size_t i = 0; i < n; i++) big = fabs(ref[i]) > big ? fabs(ref[i]) : big;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)got[i] - ref[i]), lim = coef * S[i] + 1e-6 * big;
+        if (!isfinite(got[i]) || e > lim) { if (!bad) first = i; bad++; }
+        if (lim > 0 && e / lim > worst) worst = e / lim;
+        if (e > norm) norm = e;
+    }
+    printf("     %-44s largest error %.3g of the bound (%.3g S); normalised %.3g\n", what, worst, coef, big > 0 ? norm / big : norm);
+    t_check(bad == 0, "%s: %zu of %zu elements past the bound (first [%zu]: %g, reference %g, S %g)", what, bad, n, first,
+            (double)got[first], (double)ref[first], (double)S[first]);
+}
+
+static float *dget(const ct_backend *be, const float *dev, size_t n)
+{
+    float *h = t_alloc(n);
+    CT_ASSERT(be->ops->download(be, h, dev, n * sizeof(float)) == CT_OK);
+    return h;
+}
+static float *absdup(const float *x, size_t n) { float *a = t_alloc(n); for (size_t i = 0; i < n; i++) a[i] = fabsf(x[i]); return a; }
+
+typedef struct { float *v[4]; } bf16_res;   /* out, din, dw, db: host copies */
+static void bf16_res_free(bf16_res *r) { for (int i = 0; i < 4; i++) free(r->v[i]); }
+
+/* dense forward and backward on be: out, din, dw (accumulated onto dw0), db (onto db0) */
+static void dense_run(const ct_backend *be, bf16_res *r, int B, int In, int O, const float *x, const float *w, const float *b,
+                      const float *dout, const float *dw0, const float *db0)
+{
+    float *gx = dput(be, x, (size_t)B * In), *gw = dput(be, w, (size_t)O * In), *gb = b ? dput(be, b, O) : NULL;
+    float *gdout = dput(be, dout, (size_t)B * O), *gdw = dput(be, dw0, (size_t)O * In), *gdb = dput(be, db0, O);
+    float *gout = dnan(be, (size_t)B * O), *gdin = dnan(be, (size_t)B * In);
+    be->ops->dense_forward(be, gout, gx, gw, gb, B, In, O);
+    be->ops->dense_backward(be, gdin, gdw, gdb, gdout, gx, gw, B, In, O);
+    t_check(be->ops->sync(be) == CT_OK, "%s: queued work failed: %s", be->name, ct_last_error());
+    r->v[0] = dget(be, gout, (size_t)B * O);
+    r->v[1] = dget(be, gdin, (size_t)B * In);
+    r->v[2] = dget(be, gdw, (size_t)O * In);
+    r->v[3] = dget(be, gdb, O);
+    void *dv[] = { gx, gw, gb, gdout, gdw, gdb, gout, gdin };
+    for (size_t i = 0; i < 8; i++) dfree(be, dv[i]);
+}
+
+static void bf16_dense(const ct_backend *g16, const ct_backend *cpu16, const ct_backend *g32, int B, int In, int O, uint64_t seed)
+{
+    char name[64];
+    snprintf(name, sizeof name, "bf16/dense_%dx%dx%d", B, In, O);
+    if (!case_selected(name)) return;
+    t_case("gpu/%s", name);
+    ct_rng r;
+    ct_rng_seed(&r, seed, 77);
+    const size_t nx = (size_t)B * In, nw = (size_t)O * In, no = (size_t)B * O;
+    float *x = rnd(nx, -1, 1, &r), *w = rnd(nw, -1, 1, &r), *b = rnd(O, -1, 1, &r), *dout = rnd(no, -1, 1, &r);
+    float *dw0 = rnd(nw, -1, 1, &r), *db0 = rnd(O, -1, 1, &r), *zw = t_alloc(nw), *zb = t_alloc(O);
+    memset(zw, 0, nw * sizeof(float));
+    memset(zb, 0, O * sizeof(float));
+    bf16_res a, c, f, S;
+    dense_run(g16, &a, B, In, O, x, w, b, dout, dw0, db0);
+    dense_run(cpu16, &c, B, In, O, x, w, b, dout, dw0, db0);
+    dense_run(g32, &f, B, In, O, x, w, b, dout, dw0, db0);
+    float *ax = absdup(x, nx), *aw = absdup(w, nw), *ad = absdup(dout, no);
+    dense_run(&ct_cpu_backend, &S, B, In, O, ax, aw, NULL, ad, zw, zb);   /* S of out, din, dw */
+    const double K = In > B ? (In > O ? In : O) : (B > O ? B : O);
+    const double to_fp32 = bf16_bound2(K) + bf16_gamma(K);
+    const double to_cpu = 3 * bf16_gamma(K + 1) * (1 + ldexp(1.0, -8)) * (1 + ldexp(1.0, -8));
+    const char *what[3] = { "out", "din", "dw (accumulated)" };
+    const size_t n[3] = { no, nx, nw };
+    for (int k = 0; k < 3; k++) {
+        char w1[64], w2[64];
+        snprintf(w1, sizeof w1, "%s vs the CPU's bf16", what[k]);
+        snprintf(w2, sizeof w2, "%s vs the GPU's FP32", what[k]);
+        bf16_within(w1, a.v[k], c.v[k], S.v[k], n[k], to_cpu);
+        bf16_within(w2, a.v[k], f.v[k], S.v[k], n[k], to_fp32);
+    }
+    t_close("db (accumulated, FP32) vs the GPU's FP32", a.v[3], f.v[3], O, 1e-5);
+    bf16_res_free(&a); bf16_res_free(&c); bf16_res_free(&f); bf16_res_free(&S);
+    free(x); free(w); free(b); free(dout); free(dw0); free(db0); free(zw); free(zb); free(ax); free(aw); free(ad);
+}
+
+/* conv2d forward and backward at the planned batch on be (host results as dense_run's) */
+static void conv_run(const ct_backend *be, bf16_res *r, const conv2d_dims *d, const float *x, const float *w, const float *b,
+                     const float *dout, const float *dw0, const float *db0)
+{
+    const size_t nin = (size_t)d->N * d->C * d->H * d->W, nout = (size_t)d->N * d->OC * d->OH * d->OW,
+                 nw = (size_t)d->OC * d->C * d->KH * d->KW;
+    memset(r, 0, sizeof *r);
+    void *plan = NULL;
+    ct_status st = be->ops->conv2d_plan(be, &plan, d, b != NULL);
+    t_check(st == CT_OK, "%s conv2d plan: %s", be->name, ct_last_error());
+    if (st != CT_OK) {   /* results of NaN: every comparison then fails, after the plan's own message */
+        const size_t ns[4] = { nout, nin, nw, (size_t)d->OC };
+        for (int i = 0; i < 4; i++) { r->v[i] = t_alloc(ns[i]); for (size_t j = 0; j < ns[i]; j++) r->v[i][j] = NAN; }
+        return;
+    }
+    float *gx = dput(be, x, nin), *gw = dput(be, w, nw), *gb = b ? dput(be, b, d->OC) : NULL, *gdout = dput(be, dout, nout);
+    float *gdw = dput(be, dw0, nw), *gdb = dput(be, db0, d->OC), *gout = dnan(be, nout), *gdin = dnan(be, nin);
+    float *gws = dalloc(be, (be->ops->conv2d_workspace_floats(be, plan) + 1) * sizeof(float));
+    be->ops->conv2d_forward(be, gout, gws, gx, gw, gb, plan, d->N);
+    be->ops->conv2d_backward(be, gdin, gdw, b ? gdb : NULL, gws, gdout, gx, gw, plan, d->N);
+    t_check(be->ops->sync(be) == CT_OK, "%s: queued work failed: %s", be->name, ct_last_error());
+    r->v[0] = dget(be, gout, nout);
+    r->v[1] = dget(be, gdin, nin);
+    r->v[2] = dget(be, gdw, nw);
+    r->v[3] = dget(be, gdb, d->OC);
+    be->ops->conv2d_plan_free(be, plan);
+    void *dv[] = { gx, gw, gb, gdout, gdw, gdb, gout, gdin, gws };
+    for (size_t i = 0; i < 9; i++) dfree(be, dv[i]);
+}
+
+static void bf16_conv(const ct_backend *g16, const ct_backend *cpu16, const ct_backend *g32, const char *label,
+                      int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad, uint64_t seed)
+{
+    char name[64];
+    snprintf(name, sizeof name, "bf16/conv2d_%s", label);
+    if (!case_selected(name)) return;
+    t_case("gpu/%s", name);
+    conv2d_dims d;
+    CT_ASSERT(ct_conv2d_dims_make(&d, N, C, H, W, OC, KH, KW, stride, pad) == CT_OK);
+    d.winograd = 0;   /* the FP32 CPU layer that computes S: im2col, so S is the plain sum of |a||b| */
+    ct_rng r;
+    ct_rng_seed(&r, seed, 77);
+    const size_t nin = (size_t)N * C * H * W, nout = (size_t)N * OC * d.OH * d.OW, nw = (size_t)OC * C * KH * KW;
+    float *x = rnd(nin, -1, 1, &r), *w = rnd(nw, -1, 1, &r), *b = rnd(OC, -1, 1, &r), *dout = rnd(nout, -1, 1, &r);
+    float *dw0 = rnd(nw, -1, 1, &r), *db0 = rnd(OC, -1, 1, &r), *zw = t_alloc(nw), *zb = t_alloc(OC);
+    memset(zw, 0, nw * sizeof(float));
+    memset(zb, 0, OC * sizeof(float));
+    bf16_res a, c, f, S;
+    conv_run(g16, &a, &d, x, w, b, dout, dw0, db0);
+    conv_run(cpu16, &c, &d, x, w, b, dout, dw0, db0);
+    conv_run(g32, &f, &d, x, w, b, dout, dw0, db0);
+    float *ax = absdup(x, nin), *aw = absdup(w, nw), *ad = absdup(dout, nout);
+    conv_run(&ct_cpu_backend, &S, &d, ax, aw, NULL, ad, zw, zb);   /* S of out, din, dw */
+    double K = (double)C * KH * KW;
+    if ((double)N * d.OH * d.OW > K) K = (double)N * d.OH * d.OW;
+    if ((double)OC * KH * KW > K) K = (double)OC * KH * KW;
+    const double out_round = ldexp(1.0, -8) * (1 + bf16_bound2(K));
+    const double to_fp32 = bf16_bound2(K) + bf16_gamma(K) + out_round;
+    const double to_cpu = 3 * bf16_gamma(K + 1) * (1 + ldexp(1.0, -8)) * (1 + ldexp(1.0, -8)) + out_round;
+    const char *what[3] = { "out", "din", "dw (accumulated)" };
+    const size_t n[3] = { nout, nin, nw };
+    for (int k = 0; k < 3; k++) {
+        char w1[64], w2[64];
+        snprintf(w1, sizeof w1, "%s vs the CPU's bf16", what[k]);
+        snprintf(w2, sizeof w2, "%s vs the GPU's FP32", what[k]);
+        bf16_within(w1, a.v[k], c.v[k], S.v[k], n[k], to_cpu);
+        bf16_within(w2, a.v[k], f.v[k], S.v[k], n[k], to_fp32);
+    }
+    t_close("db (accumulated, FP32) vs the GPU's FP32", a.v[3], f.v[3], OC, 1e-5);
+    bf16_res_free(&a); bf16_res_free(&c); bf16_res_free(&f); bf16_res_free(&S);
+    free(x); free(w); free(b); free(dout); free(dw0); free(db0); free(zw); free(zb); free(ax); free(aw); free(ad);
+}
+
+/* An LSTM case (case_lstm, lstm_cfg) on the bf16 GPU, the bf16 CPU and the FP32 GPU from the
+ * same seed; every output compared with the case's tolerance (2^-4: test_lstm_bf16.c's). */
+static void bf16_lstm(const char *name, const ct_backend *g16, const ct_backend *cpu16, const ct_backend *g32, uint64_t seed)
+{
+    if (!case_selected(name)) return;
+    t_case("gpu/%s", name);
+    t_outs o[3];
+    const ct_backend *be[3] = { g16, cpu16, g32 };
+    const char *who[3] = { "", "the CPU's bf16", "the GPU's FP32" };
+    for (int k = 0; k < 3; k++) {
+        memset(&o[k], 0, sizeof o[k]);
+        ct_rng r;
+        ct_rng_seed(&r, seed, 77);
+        gpu_tf32 = 0;
+        case_lstm(be[k], &r, &o[k]);
+        t_check(be[k]->ops->sync(be[k]) == CT_OK, "%s: queued work failed: %s", be[k]->name, ct_last_error());
+    }
+    for (int k = 1; k < 3; k++) {
+        t_check(o[0].n == o[k].n && o[0].n > 0, "%d outputs vs %d", o[0].n, o[k].n);
+        for (int i = 0; i < o[0].n && i < o[k].n; i++) {
+            char what[128];
+            snprintf(what, sizeof what, "%.80s vs %.20s", o[0].o[i].name, who[k]);
+            const double e = t_close(what, o[0].o[i].v, o[k].o[i].v, o[k].o[i].n, o[k].o[i].tol);
+            printf("     %-60s normalised error %.3g (tolerance %.3g)\n", what, e, o[k].o[i].tol);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < o[k].n; i++) free(o[k].o[i].v);
+}
+
+/* The epoch lines' numbers: loss and val_loss of each "Epoch" summary line. */
+static int bf16_epoch_losses(const char *out, double *loss, double *val, int max)
+{
+    int n = 0;
+    for (const char *p = strstr(out, " - loss: "); p && n < max; p = strstr(p + 1, " - loss: ")) {
+        const char *v = strstr(p, "val_loss: ");
+        loss[n] = atof(p + 9);
+        val[n] = v ? atof(v + 10) : NAN;
+        n++;
+    }
+    return n;
+}
+
+/* siamese-lstm trained 4 epochs on the GPU in bf16 and in FP32 from the same seed: every
+ * epoch's loss and val_loss within 5% of FP32's (the CPU's bf16 training test's tolerance). */
+static void bf16_training(void)
+{
+    const char *name = "bf16/training_siamese_lstm";
+    if (!case_selected(name)) return;
+    t_case("gpu/%s (--precision bf16 against fp32 on the GPU, losses within 5%%)", name);
+    static char out[2][1 << 15];
+    const char *base = "train siamese-lstm --data synthetic --pairs 512 --val-pairs 128 --batch 64 --hidden 32 --embed 16 "
+                       "--frames 40 --speakers 10 --utts 6 --threads 2 --no-run-dir --no-progress --epochs 4 --device gpu";
+    char args[1024];
+    snprintf(args, sizeof args, "%s --precision fp32", base);
+    const int rc0 = t_run_ctrain(args, out[0], sizeof out[0]);
+    snprintf(args, sizeof args, "%s --precision bf16", base);
+    const int rc1 = t_run_ctrain(args, out[1], sizeof out[1]);
+    t_check(rc0 == 0 && rc1 == 0, "exit %d and %d:\n%s\n%s", rc0, rc1, out[0], out[1]);
+    t_check(strstr(out[1], "bf16") != NULL, "the bf16 run's output does not name bf16:\n%s", out[1]);
+    double l[2][8], v[2][8];
+    const int n0 = bf16_epoch_losses(out[0], l[0], v[0], 8), n1 = bf16_epoch_losses(out[1], l[1], v[1], 8);
+    t_check(n0 == 4 && n1 == 4, "4 epoch lines each: %d, %d", n0, n1);
+    double worst = 0;
+    for (int e = 0; e < n0 && e < n1; e++) {
+        const double dl = fabs(l[1][e] - l[0][e]) / l[0][e], dv = fabs(v[1][e] - v[0][e]) / v[0][e];
+        if (dl > worst) worst = dl;
+        if (dv > worst) worst = dv;
+        t_check(dl <= 0.05 && dv <= 0.05, "epoch %d: loss %.5f vs %.5f, val_loss %.5f vs %.5f", e + 1, l[1][e], l[0][e], v[1][e],
+                v[0][e]);
+    }
+    printf("     largest relative difference of a loss: %.3g (tolerance 0.05)\n", worst);
+}
+
+static const char *const bf16_cases[] = {
+    "bf16/dense_37x130x67", "bf16/dense_256x128x64", "bf16/conv2d_im2col", "bf16/conv2d_stride1", "bf16/lstm_stacked_masked",
+    "bf16/lstm_T100", "bf16/lstm_T100_full_length", "bf16/lstm_return_sequence", "bf16/lstm_return_mean",
+    "bf16/lstm_smaller_batch_and_steps", "bf16/training_siamese_lstm",
+};
+
+/* The bf16 cases on GPU 0 opened in bf16 (the FP32 GPU backend g32 beside it). */
+static void run_bf16_cases(const ct_backend *g32)
+{
+    const ct_math m16 = { .dtype = CT_BF16 };
+    ct_backend g16, cpu16;
+    if (ct_backend_open_gpu(&g16, 0, &m16) != CT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", ct_last_error());
+        for (size_t i = 0; i < sizeof bf16_cases / sizeof bf16_cases[0]; i++)
+            if (case_selected(bf16_cases[i])) t_skip("gpu/%s: %s", bf16_cases[i], why);
+        return;
+    }
+    char line[512];
+    ct_gpu_describe(g16.dev, &g16.math, line, sizeof line);
+    printf("  %s\n", line);
+    ct_gemm_bf16_use_model(1);   /* the CPU's bf16 products on the tile model: any CPU */
+    if (ct_backend_open_cpu(&cpu16, &m16) != CT_OK) {
+        t_case("gpu/bf16 (the CPU's bf16 backend on the tile model)");
+        t_check(0, "the CPU's bf16 backend: %s", ct_last_error());
+        ct_gemm_bf16_use_model(0);
+        ct_backend_close(&g16);
+        return;
+    }
+    bf16_dense(&g16, &cpu16, g32, 37, 130, 67, 40);     /* odd sizes: the products' tails */
+    bf16_dense(&g16, &cpu16, g32, 256, 128, 64, 41);    /* the seed model's head */
+    bf16_conv(&g16, &cpu16, g32, "im2col", 5, 3, 9, 8, 4, 3, 3, 2, 1, 42);
+    bf16_conv(&g16, &cpu16, g32, "stride1", 4, 8, 12, 11, 16, 3, 3, 1, 1, 43);
+    const double t4 = 0.0625;   /* 2^-4 of each tensor's largest entry */
+    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, t4, t4, -1);
+    bf16_lstm("bf16/lstm_stacked_masked", &g16, &cpu16, g32, 21);
+    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, t4, t4, -1);
+    bf16_lstm("bf16/lstm_T100", &g16, &cpu16, g32, 22);
+    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, t4, t4, -1);
+    bf16_lstm("bf16/lstm_T100_full_length", &g16, &cpu16, g32, 28);
+    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, t4, t4, -1);
+    bf16_lstm("bf16/lstm_return_sequence", &g16, &cpu16, g32, 24);
+    set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, t4, t4, -1);
+    bf16_lstm("bf16/lstm_return_mean", &g16, &cpu16, g32, 25);
+    set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, t4, t4, -1);
+    bf16_lstm("bf16/lstm_smaller_batch_and_steps", &g16, &cpu16, g32, 23);
+    ct_backend_close(&cpu16);
+    ct_gemm_bf16_use_model(0);
+    ct_backend_close(&g16);
+    bf16_training();
+}
+
 static void run_gpu_cases(const ct_backend *gpu)
 {
     char line[512];
@@ -1231,6 +1574,7 @@ static void run_gpu_cases(const ct_backend *gpu)
         ct_backend_close(&other);
     }
     gpu_resume_across_devices();
+    run_bf16_cases(gpu);
 }
 
 void suite_gpu(void)
@@ -1239,6 +1583,7 @@ void suite_gpu(void)
     test_case_filter();
     test_dropout_counter_rng();
     test_weight_map_direct();
+    test_weight_map_packed();
     test_weight_map_fallback();
     test_weight_map_other_layouts();
     test_args();
@@ -1252,6 +1597,8 @@ void suite_gpu(void)
         int has_prefix = strncmp(msg, "no NVIDIA GPU found", 19) == 0;   /* a CUDA build says it already */
         for (size_t i = 0; i < sizeof gpu_cases / sizeof gpu_cases[0]; i++)
             t_skip(has_prefix ? "gpu/%s: %s" : "gpu/%s: no NVIDIA GPU found (%s)", gpu_cases[i], msg);
+        for (size_t i = 0; i < sizeof bf16_cases / sizeof bf16_cases[0]; i++)
+            t_skip(has_prefix ? "gpu/%s: %s" : "gpu/%s: no NVIDIA GPU found (%s)", bf16_cases[i], msg);
         return;
     }
     run_gpu_cases(gpu);
