@@ -48,12 +48,12 @@ const ct_opt time_opt_table[] = {
     { CT_OPT_FLOAT, "--sample-hz", "HZ", T(sample_hz), 0, 0, 100, NULL, TIME, "how often the power, energy and temperature counters are "
       "read during the\ntimed epochs (default 4; 0: not at all): RAPL and hwmon for the CPU, NVML\nfor a GPU; a counter that is not "
       "there reads n/a with the reason", .store = CT_IN_NONE },
-    { CT_OPT_STR, "--price", "DEV=PER_HOUR,...", T(price), 0, 0, 0, NULL, TIME, "what renting each device costs an hour (e.g. "
-      "cpu=0.10,gpu=2.50, any\ncurrency): the cost per epoch and per whole run of the protocol", .store = CT_IN_NONE },
+    { CT_OPT_STR, "--price", "LIST", T(price), 0, 0, 0, NULL, TIME, "DEVICE=PER_HOUR,...: what renting each device costs an hour "
+      "(e.g.\ncpu=0.10,gpu=2.50, any currency): the cost per epoch and per whole run of the\nprotocol", .store = CT_IN_NONE },
     { CT_OPT_STR, "--electricity", "PER_KWH", T(electricity), 0, 0, 0, NULL, TIME, "the price of a kWh: each epoch's and run's "
       "electricity from the measured\njoules", .store = CT_IN_NONE },
-    { CT_OPT_STR, "--hardware-cost", "DEV=PRICE,...", T(hardware_cost), 0, 0, 0, NULL, TIME, "what buying each device costs: the "
-      "break-even, the hours of training after\nwhich owning it beats renting it at --price (less its electricity)",
+    { CT_OPT_STR, "--hardware-cost", "LIST", T(hardware_cost), 0, 0, 0, NULL, TIME, "DEVICE=PRICE,...: what buying each device costs: "
+      "the break-even, the\nhours of training after which owning it beats renting it at --price (less\nits electricity)",
       .store = CT_IN_NONE },
     { CT_OPT_STR, "--html", "FILE.html", T(html), 0, 0, 0, NULL, TIME, "a report page: the table and charts in one self-contained "
       "file (also with\n--compare A.json B.json --html FILE.html)", .store = CT_IN_NONE },
