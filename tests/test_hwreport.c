@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "tests/test.h"
+#include "cuda/device.h"
+#include "cuda/nvml.h"
 #include "io/hwmon.h"
 #include "io/json.h"
 
@@ -157,6 +159,31 @@ static void test_gpu_meter(void)
     t_check(near(m.joules, 125 + 175) && strstr(m.energy_how, "integrated"), "readings: %g J (%s)", m.joules, m.energy_how);
     ct_hw_gpu_meter("no GPU counters: libnvidia-ml.so.1 cannot be loaded", s, 0, 2, &m);
     t_check(isnan(m.joules) && isnan(m.busy_pct) && strstr(m.busy_why, "libnvidia-ml"), "no NVML: %g, why %s", m.joules, m.busy_why);
+}
+
+/* On a machine with an NVIDIA GPU: NVML, loaded at run time, reads the GPU's counters. */
+static void test_nvml(void)
+{
+    if (!ct_gpu_compiled() || ct_gpu_visible() < 1) {
+        t_skip("hwreport/NVML reads GPU 0's power, temperature and clocks: no GPU here (%s)",
+               ct_gpu_compiled() ? "none visible" : "a CPU-only build");
+        return;
+    }
+    t_case("hwreport/NVML reads GPU 0's power, temperature and clocks");
+    ct_nvml *g = NULL;
+    char name[96];
+    if (!t_check(ct_nvml_open(&g, 0, name, sizeof name) == CT_OK, "ct_nvml_open: %s", ct_last_error())) return;
+    ct_nvml_reading a, b;
+    ct_nvml_read(g, &a);
+    usleep(200000);
+    ct_nvml_read(g, &b);
+    printf("  %s: %.1f W, %.0f C, busy %.0f%%, SM %.0f MHz, memory %.0f MHz, energy counter %.0f mJ\n", name, b.power_w, b.temp_c,
+           b.busy, b.sm_mhz, b.mem_mhz, b.energy_mj);
+    t_check(b.power_w > 0 && b.power_w < 5000, "power %g W", b.power_w);
+    t_check(b.temp_c > 0 && b.temp_c < 150, "temperature %g C", b.temp_c);
+    t_check(b.sm_mhz > 0, "SM clock %g MHz", b.sm_mhz);
+    t_check(isnan(a.energy_mj) || b.energy_mj >= a.energy_mj, "the energy counter went back: %g then %g mJ", a.energy_mj, b.energy_mj);
+    ct_nvml_close(g);
 }
 
 /* The number at key in the JSON file (NaN: absent or null). */
@@ -323,6 +350,7 @@ void suite_hwreport(void)
 {
     test_sysfs();
     test_gpu_meter();
+    test_nvml();
     test_command();
     rm_tree(dir);
 }

@@ -322,8 +322,9 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
         int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0, lo, hi;
         ct_dist_part(t->dist, b, &lo, &hi);   /* this rank's rows of the batch (all of them in one process) */
         double load_t0 = ct_now();
-        ct_status ls = ct_dist_agree(t->dist, t->load(t->ctx, CT_SPLIT_TRAIN, first, b));
-        r->data_s += ct_now() - load_t0;   /* the step waits here for its data */
+        ct_status loaded = t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
+        r->data_s += ct_now() - load_t0;   /* the step waits here for its data (not for the other ranks, below) */
+        ct_status ls = ct_dist_agree(t->dist, loaded);
         if (ls != CT_OK) {   /* the data cannot be read: stop before this batch changes the weights */
             if (r->bar) fprintf(stderr, "\n");
             char msg[1024];
