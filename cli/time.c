@@ -50,6 +50,7 @@ typedef struct {
     int layers, verbose;
     int tf32, deterministic;      /* the GPU's options (cuda/device.h) */
     const char *logdir;           /* TensorBoard's root: each device writes into its own folder */
+    double sample_hz;             /* --sample-hz: the counters (cli/time_hw.c) */
     ct_fit_config fit;
     ct_session session;           /* the model: built once for its description, then opened on each device in turn */
 } workload;
@@ -109,7 +110,15 @@ static ct_status fit_model(time_run *r, workload *w, const ct_backend *be)
             st = ct_fail(CT_EINVAL, "--logdir %s: path too long", w->logdir);
         fit.logdir = logdir;
     }
-    if (st == CT_OK) st = ct_session_fit(s, &fit, NULL, &pc, r->hist, log);
+    static time_hw hw;   /* the counters, sampled while the device trains */
+    if (st == CT_OK) st = time_hw_begin(&hw, r, &w->setup, w->sample_hz);
+    fit.epoch_scalars = time_hw_epoch;
+    fit.epoch_scalars_ctx = &hw;
+    if (st == CT_OK) {
+        st = ct_session_fit(s, &fit, NULL, &pc, r->hist, log);
+        r->n_epochs = w->setup.epochs;
+        time_hw_end(&hw, r, &w->setup);
+    }
     if (log && log != stdout) fclose(log);
     r->n_epochs = w->setup.epochs;
     r->prof_batches = pc.batches;
@@ -189,6 +198,7 @@ static ct_status build_workload(workload *w, const time_opts *o, int argc, char 
     w->deterministic = o->deterministic;
     w->verbose = o->verbose;
     w->logdir = o->logdir;
+    w->sample_hz = o->sample_hz;
     CT_TRY(d->finish(w->cfg, 0));
     CT_TRY(d->load_data(&w->data, w->cfg, o->data, o->seed, s->batch));
     s->n_train = w->data.n_train;   /* the whole set when the protocol asks for more than the data has */
@@ -259,8 +269,19 @@ int cmd_time(int argc, char **argv)
                 n--;
                 break;
             }
+        const char *html = NULL;
+        for (int i = 0; i < n; i++)   /* --html FILE.html (or --html=FILE.html) anywhere among the files */
+            if (!strcmp(files[i], "--html") || !strncmp(files[i], "--html=", 7)) {
+                int eq = files[i][6] == '=', take = eq ? 1 : 2;
+                if (!eq && i + 1 >= n) { fprintf(stderr, "ctrain time --compare: --html needs a file name\n"); return 2; }
+                html = eq ? files[i] + 7 : files[i + 1];
+                if (!*html) { fprintf(stderr, "ctrain time --compare: --html needs a file name\n"); return 2; }
+                memmove(files + i, files + i + take, (size_t)(n - i - take) * sizeof *files);
+                n -= take;
+                break;
+            }
         if (n < 1) { fprintf(stderr, "ctrain time: --compare needs at least one FILE.json written by `ctrain time --json`\n"); return 2; }
-        return time_compare(n, files);
+        return time_compare(n, files, html);
     }
     static workload w;   /* large: the per-device runs */
     memset(&w, 0, sizeof w);
@@ -274,7 +295,8 @@ int cmd_time(int argc, char **argv)
     (w.d->time_defaults ? w.d->time_defaults : w.d->defaults)(w.cfg);
     time_opts o = { .protocol = "bench", .devices = "cpu,gpu", .precisions = "fp32", .data = "synthetic",
                     .threads = ct_dist_default_threads(&cli_dist, ct_cpu_count()), .seed = 1,
-                    .pairs = -1, .val_pairs = -1, .samples = -1, .val_samples = -1 };
+                    .pairs = -1, .val_pairs = -1, .samples = -1, .val_samples = -1,
+                    .sample_hz = 4 };
     int help_asked = 0, n_dev = 0, n_prec = 0, precisions[MAX_PRECISIONS];
     char devices[MAX_DEVICES][32];
     ct_status st = parse_options(&o, &w, argc - 1, argv + 1, &help_asked);
@@ -288,6 +310,17 @@ int cmd_time(int argc, char **argv)
     }
     if (st == CT_OK && o.json && !*o.json) st = ct_fail(CT_EINVAL, "--json needs a file name");
     if (st == CT_OK && o.logdir && !*o.logdir) st = ct_fail(CT_EINVAL, "--logdir needs a directory name");
+    if (st == CT_OK && o.html && !*o.html) st = ct_fail(CT_EINVAL, "--html needs a file name");
+    static time_run runs[MAX_DEVICES * MAX_PRECISIONS];
+    memset(runs, 0, sizeof runs);
+    int timed = 0, n_runs = n_dev * n_prec;
+    for (int i = 0; st == CT_OK && i < n_runs; i++) {   /* each device in each precision, the precisions side by side */
+        time_run *r = &runs[i];
+        snprintf(r->device, sizeof r->device, "%.31s", devices[i / n_prec]);
+        r->precision = precisions[i % n_prec];
+        snprintf(r->label, sizeof r->label, "%.31s%s", r->device, r->precision == CT_BF16 ? " bf16" : "");
+    }
+    if (st == CT_OK) st = time_parse_money(&o, devices, n_dev, runs, n_runs);
     if (st == CT_OK) ct_interrupt_install();   /* from here a signal stops the run cleanly */
     if (st == CT_OK) st = build_workload(&w, &o, argc, argv);
     time_baseline base = { .path = o.baseline };
@@ -316,14 +349,8 @@ int cmd_time(int argc, char **argv)
            s->protocol, s->epochs, s->n_train, s->n_val, s->sample_name, s->batch, s->seed, o.devices, o.precisions);
     fflush(stdout);
 
-    static time_run runs[MAX_DEVICES * MAX_PRECISIONS];
-    memset(runs, 0, sizeof runs);
-    int timed = 0, n_runs = n_dev * n_prec;
-    for (int i = 0; i < n_runs && st == CT_OK; i++) {   /* each device in each precision, the precisions side by side */
+    for (int i = 0; i < n_runs && st == CT_OK; i++) {
         time_run *r = &runs[i];
-        snprintf(r->device, sizeof r->device, "%.31s", devices[i / n_prec]);
-        r->precision = precisions[i % n_prec];
-        snprintf(r->label, sizeof r->label, "%.31s%s", r->device, r->precision == CT_BF16 ? " bf16" : "");
         st = run_device(r, &w);
         if (st == CT_OK && r->available && (st = time_summarise(r, s)) == CT_OK) timed++;
         if (st == CT_OK && r->available) printf("%s: %d epochs trained\n", r->label, r->n_epochs);
@@ -332,9 +359,11 @@ int cmd_time(int argc, char **argv)
     n_dev = n_runs;   /* the tables and files below: one row per run */
     if (st == CT_OK) {
         time_print_table(s, runs, n_dev);
+        time_print_hw(s, runs, n_dev);
         for (int i = 0; i < n_dev; i++) time_print_layers(s, &runs[i]);
         if (o.baseline) time_print_scaling(&base, s, runs, n_dev);
         if (o.json && ct_dist_is_root(&cli_dist)) st = time_write_outputs(o.json, s, runs, n_dev);   /* rank 0 writes */
+        if (st == CT_OK && o.html && ct_dist_is_root(&cli_dist)) st = time_write_run_html(o.html, s, runs, n_dev);
     }
     for (int i = 0; i < n_dev; i++) free(runs[i].hist);
     ct_session_free(&w.session);

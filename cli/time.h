@@ -9,8 +9,9 @@
 #include "models/seq_cnn.h"
 #include "catalog/options.h"
 #include "train/train.h"
+#include "io/hwmon.h"
 
-#define TIME_SCHEMA "ctrain-time/1"
+#define TIME_SCHEMA "ctrain-time/2"   /* /2: the counters, the money; /1 files still compare (those columns n/a) */
 #define TIME_MAX_ROWS (SEQ_CNN_MAX_LAYERS + 2)   /* every layer, "other" and the whole step */
 
 /* The command line of `ctrain time MODEL`, declared in time_opt_table (cli/time_opts.c). Numbers
@@ -19,6 +20,10 @@ typedef struct {
     const char *protocol, *devices, *data, *json, *baseline;
     const char *config, *logdir;      /* --config FILE.yaml; --logdir DIR: TensorBoard files in DIR/cpu, DIR/gpu */
     const char *precisions;           /* --precision LIST: fp32, bf16 or both, each timed on every device */
+    const char *price, *hardware_cost; /* --price DEVICE=PER_HOUR,...; --hardware-cost DEVICE=PRICE,... */
+    const char *html;                 /* --html FILE: the report page */
+    const char *electricity;          /* --electricity PER_KWH: the price of a kWh */
+    float sample_hz;                  /* --sample-hz HZ: the counters' sampling rate; 0: none */
     int epochs, batch, threads, layers, verbose, tf32, deterministic;
     long pairs, val_pairs, samples, val_samples, seed;
 } time_opts;
@@ -70,7 +75,63 @@ typedef struct time_run {
     time_layer layer[TIME_MAX_ROWS];
     long prof_batches, prof_samples;
     double prof_train_seconds;     /* training seconds of the profiled epochs */
+    /* the counters (cli/time_hw.c), over the epochs after the warm-up */
+    double sample_hz;              /* samples a second; 0: not sampled (--sample-hz 0) */
+    ct_hw_meter cpu_hw, gpu_hw;    /* the CPU package (every run) and the GPU (a GPU run; else its why says so) */
+    double data_wait;              /* share of the training time spent waiting for data (0..1) */
+    /* money; NaN: not given */
+    double price_per_hour, electricity_per_kwh, hardware_cost;
 } time_run;
+
+/* The figures a run is compared by, from a run (time_figures_of) or a file (cli/time_compare.c):
+ * the device's own meter (the CPU package for a CPU run, the GPU for a GPU run), the money.
+ * NaN: not known; the why strings say why. */
+typedef struct {
+    const char *label, *host, *model, *protocol, *precision;   /* label: "cpu", "gpu bf16" */
+    const char *file;              /* --compare: the file's name; NULL for a run */
+    double sec_median, samples_per_s, gflops, n_train;
+    double epochs;                 /* of the protocol: a whole run */
+    double joules_per_epoch, avg_w, peak_w, samples_per_joule, max_temp_c, gpu_busy_pct, data_wait;
+    double cpu_avg_w;              /* the CPU package's average power during a GPU run (the host's part) */
+    char energy_why[512], temp_why[512], busy_why[512];
+    char energy_how[128];
+    double price_per_hour, electricity_per_kwh, hardware_cost;
+    double rent_per_epoch, rent_per_run, power_per_epoch, power_per_run, break_even_hours;
+    char money_why[512];           /* why break_even_hours is NaN, when it is */
+} time_figures;
+
+/* The figures of run r (cli/time_hw.c). */
+void      time_figures_of(const time_run *r, const time_setup *s, time_figures *f);
+/* The money of f from its seconds, joules and prices (sets the rent_, power_ and break_even fields). */
+void      time_money(time_figures *f);
+
+/* The counters of one device's run: the sampler, the GPU's NVML handle, the marks at the
+ * epochs' ends (cli/time_hw.c). */
+typedef struct {
+    ct_hw_sampler sp;
+    struct ct_nvml *gpu;
+    char gpu_why[512];             /* why the GPU has no counters (a CPU run: "not a GPU run") */
+    int sampling;                  /* 0: --sample-hz 0 */
+    size_t start, *marks;          /* the sample before training and at each epoch's end [epochs] */
+    int n_marks, warmup;
+    long n_train;
+    int gpu_run;
+} time_hw;
+
+/* Starts sampling before device r's training (hz 0: nothing sampled). */
+ct_status time_hw_begin(time_hw *h, const time_run *r, const time_setup *s, double hz);
+/* ct_fit_config.epoch_scalars: marks the epoch's end; the epoch's power, energy and
+ * temperature as TensorBoard scalars. */
+int       time_hw_epoch(void *ctx, const ct_epoch_report *rep, const char **tags, float *values, int max);
+/* Stops sampling; the figures of the epochs after the warm-up into r. */
+void      time_hw_end(time_hw *h, time_run *r, const time_setup *s);
+/* --price, --electricity, --hardware-cost: into every run of a device named (a device the
+ * run does not time, or a price that is not a number, is an error naming it). */
+ct_status time_parse_money(const time_opts *o, char devices[][32], int n_dev, time_run *runs, int n_runs);
+/* The report page: the table and charts of n sets of figures (cli/time_html.c). */
+ct_status time_write_html(const char *path, const char *title, const time_figures *f, int n);
+/* --html FILE of `ctrain time MODEL`: the runs' figures. */
+ct_status time_write_run_html(const char *path, const time_setup *s, const time_run *runs, int n);
 
 /* `ctrain time --help`, from the model table. */
 void      time_help(FILE *out);
@@ -82,6 +143,8 @@ ct_status time_summarise(time_run *r, const time_setup *s);
 /* The main table of the runs on n devices, and one run's --layers table. */
 void      time_print_table(const time_setup *s, const time_run *runs, int n);
 void      time_print_layers(const time_setup *s, const time_run *r);
+/* The counters' table (joules, watts, temperature, GPU busy, data wait) and the money, with each n/a's reason once. */
+void      time_print_hw(const time_setup *s, const time_run *runs, int n);
 /* --json FILE: one JSON file per device (FILE-DEVICE.json when several) and FILE.svg. */
 ct_status time_write_outputs(const char *json, const time_setup *s, const time_run *runs, int n);
 /* The JSON file of one device's run (schema in cli/time_report.c). */
@@ -95,7 +158,7 @@ ct_status time_read_baseline(const char *path, const time_setup *s, double *samp
  * workload, normally one rank on as many cores: one line per device timed. */
 typedef struct { const char *path; double samples_per_s, ranks, threads; } time_baseline;
 void      time_print_scaling(const time_baseline *b, const time_setup *s, const time_run *runs, int n);
-/* `ctrain time --compare A.json B.json ...`: returns the exit status. */
-int       time_compare(int n, char **paths);
+/* `ctrain time --compare A.json B.json ... [--html FILE.html]`: returns the exit status. */
+int       time_compare(int n, char **paths, const char *html);
 
 #endif

@@ -23,6 +23,8 @@ typedef struct {
     const char *precision;                 /* "fp32" or "bf16"; "fp32" when absent (files before --precision) */
     int n_epochs;
     double loss, val_loss, val_accuracy;   /* of the last epoch */
+    time_figures fig;                      /* the counters and the money (schema /2; n/a in a /1 file) */
+    char label[48];                        /* the device, then " bf16" in bf16 */
 } result_file;
 
 /* The kind of value a field must hold. */
@@ -90,6 +92,61 @@ static ct_status read_epochs(result_file *rf, const json_t *epochs)
     return CT_OK;
 }
 
+/* An optional number (NaN when absent or null) and an optional string ("" when absent). */
+static double opt_num(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void opt_str(char *buf, size_t cap, const json_t *obj, const char *key, const char *dflt)
+{
+    const json_t *v = json_object_get(obj, key);
+    snprintf(buf, cap, "%s", json_is_string(v) ? json_string_value(v) : dflt);
+}
+
+/* The figures of the table and the report page; those a /1 file lacks are n/a with that reason. */
+static void read_figures(result_file *rf, const char *schema)
+{
+    time_figures *f = &rf->fig;
+    const json_t *r = rf->root, *money = json_object_get(r, "money");
+    memset(f, 0, sizeof *f);
+    snprintf(rf->label, sizeof rf->label, "%.31s%s", rf->device, strcmp(rf->precision, "bf16") ? "" : " bf16");
+    const char *slash = strrchr(rf->path, '/');
+    f->file = slash ? slash + 1 : rf->path;
+    f->label = rf->label;
+    f->host = rf->hostname;
+    f->model = rf->model;
+    f->protocol = rf->protocol;
+    f->precision = rf->precision;
+    f->sec_median = rf->sec_median;
+    f->samples_per_s = rf->samples_per_s;
+    f->gflops = rf->gflops;
+    f->n_train = rf->n_train;
+    f->joules_per_epoch = opt_num(r, "joules_per_epoch");
+    f->avg_w = opt_num(r, "avg_watts");
+    f->peak_w = opt_num(r, "peak_watts");
+    f->samples_per_joule = opt_num(r, "samples_per_joule");
+    f->max_temp_c = opt_num(r, "max_temp_c");
+    f->gpu_busy_pct = opt_num(r, "gpu_busy_pct");
+    f->data_wait = opt_num(r, "data_wait_share");
+    f->cpu_avg_w = NAN;
+    char old[160];
+    snprintf(old, sizeof old, "not recorded: a %s file (the counters came with ctrain-time/2)", schema);
+    int v1 = !json_object_get(r, "joules_per_epoch");
+    opt_str(f->energy_why, sizeof f->energy_why, r, "energy_why", v1 ? old : "");
+    opt_str(f->energy_how, sizeof f->energy_how, r, "energy_how", "");
+    opt_str(f->temp_why, sizeof f->temp_why, r, "temp_why", v1 ? old : "");
+    opt_str(f->busy_why, sizeof f->busy_why, r, "busy_why", v1 ? old : "");
+    f->price_per_hour = opt_num(money, "price_per_hour");
+    f->electricity_per_kwh = opt_num(money, "electricity_per_kwh");
+    f->hardware_cost = opt_num(money, "hardware_cost");
+    f->epochs = opt_num(money, "epochs");
+    if (!isfinite(f->epochs)) f->epochs = rf->n_epochs;
+    time_money(f);
+    if (v1 && !isfinite(f->break_even_hours)) snprintf(f->money_why, sizeof f->money_why, "%s", old);
+}
+
 static ct_status read_result(result_file *rf)
 {
     CT_TRY(ct_json_load(&rf->root, rf->path));
@@ -135,7 +192,9 @@ static ct_status read_result(result_file *rf)
     rf->blas = json_is_string(blas) ? json_string_value(blas) : "";
     const json_t *kernels = json_object_get(host, "kernels");
     rf->kernels = json_is_string(kernels) ? json_string_value(kernels) : "";
-    return need_num(rf, r, "", "peak_gflops", &rf->peak);
+    CT_TRY(need_num(rf, r, "", "peak_gflops", &rf->peak));
+    read_figures(rf, schema);
+    return CT_OK;
 }
 
 #define COMPARE_LABEL 22
@@ -182,7 +241,7 @@ ct_status time_read_baseline(const char *path, const time_setup *s, double *samp
 
 #define MAX_COMPARE 16
 
-int time_compare(int n, char **paths)
+int time_compare(int n, char **paths, const char *html)
 {
     if (n > MAX_COMPARE) { fprintf(stderr, "ctrain time --compare: at most %d files\n", MAX_COMPARE); return 2; }
     static result_file rf[MAX_COMPARE];
@@ -238,6 +297,17 @@ int time_compare(int n, char **paths)
     NUM_ROW("final val_loss", "%.4f", rf[i].val_loss);
     NUM_ROW("final val_accuracy", "%.4f", rf[i].val_accuracy);
     NUM_ROW("speed vs first", "%.2fx", rf[0].samples_per_s > 0 ? rf[i].samples_per_s / rf[0].samples_per_s : NAN);
+    NUM_ROW("joules/epoch", "%.1f", rf[i].fig.joules_per_epoch);
+    NUM_ROW("avg W", "%.1f", rf[i].fig.avg_w);
+    NUM_ROW("peak W", "%.1f", rf[i].fig.peak_w);
+    NUM_ROW("samples/joule", "%.2f", rf[i].fig.samples_per_joule);
+    NUM_ROW("max temperature C", "%.0f", rf[i].fig.max_temp_c);
+    NUM_ROW("GPU busy", "%.0f%%", rf[i].fig.gpu_busy_pct);
+    NUM_ROW("data wait", "%.1f%%", 100 * rf[i].fig.data_wait);
+    NUM_ROW("rent/epoch", "%.4g", rf[i].fig.rent_per_epoch);
+    NUM_ROW("rent/run", "%.4g", rf[i].fig.rent_per_run);
+    NUM_ROW("electricity/run", "%.4g", rf[i].fig.power_per_run);
+    NUM_ROW("break-even hours", "%.0f", rf[i].fig.break_even_hours);
 #undef STR_ROW
 #undef NUM_ROW
     for (int i = 1; i < n; i++)   /* N ranks against one rank on as many cores: data-parallel scaling */
@@ -253,8 +323,30 @@ int time_compare(int n, char **paths)
                    "GFLOP/s rather than their seconds\n", s[0], s[i]);
         }
     }
+    static char seen[MAX_COMPARE * 3][256];
+    int n_seen = 0;
+    for (int i = 0; i < n; i++) {   /* why a column is n/a: each reason once */
+        const char *why[3] = { isfinite(rf[i].fig.joules_per_epoch) ? "" : rf[i].fig.energy_why,
+                               isfinite(rf[i].fig.max_temp_c) ? "" : rf[i].fig.temp_why, "" };
+        for (int k = 0; k < 3; k++) {
+            int dup = !*why[k];
+            for (int j = 0; j < n_seen && !dup; j++) dup = !strcmp(seen[j], why[k]);
+            if (dup) continue;
+            snprintf(seen[n_seen++], 256, "%s", why[k]);
+            printf("n/a: %s: %s\n", s[i], why[k]);
+        }
+    }
+    int rc = 0;
+    if (html) {
+        static time_figures f[MAX_COMPARE];
+        for (int i = 0; i < n; i++) f[i] = rf[i].fig;
+        char title[256];
+        snprintf(title, sizeof title, "ctrain time: %d run%s compared", n, n == 1 ? "" : "s");
+        if (time_write_html(html, title, f, n) != CT_OK) { fprintf(stderr, "ctrain time --compare: %s\n", ct_last_error()); rc = 1; }
+        else printf("report page written to %s\n", html);
+    }
     for (int i = 0; i < n; i++) json_decref(rf[i].root);
-    return 0;
+    return rc;
 }
 
 /* --baseline: this run's samples/s over the baseline's (see time.h). */

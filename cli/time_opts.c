@@ -45,6 +45,18 @@ const ct_opt time_opt_table[] = {
       "share of\nthe step, GFLOP/s), measured inside the same training steps (--layers is\nthe old spelling)", .store = CT_IN_NONE },
     { CT_OPT_STR, "--json", "FILE.json", T(json), 0, 0, 0, NULL, TIME, "write the results (one file per device when several: "
       "FILE-DEVICE.json) and\na picture of the per-epoch seconds and loss curves next to it (FILE.svg)", .store = CT_IN_NONE },
+    { CT_OPT_FLOAT, "--sample-hz", "HZ", T(sample_hz), 0, 0, 100, NULL, TIME, "how often the power, energy and temperature counters are "
+      "read during the\ntimed epochs (default 4; 0: not at all): RAPL and hwmon for the CPU, NVML\nfor a GPU; a counter that is not "
+      "there reads n/a with the reason", .store = CT_IN_NONE },
+    { CT_OPT_STR, "--price", "LIST", T(price), 0, 0, 0, NULL, TIME, "DEVICE=PER_HOUR,...: what renting each device costs an hour "
+      "(e.g.\ncpu=0.10,gpu=2.50, any currency): the cost per epoch and per whole run of the\nprotocol", .store = CT_IN_NONE },
+    { CT_OPT_STR, "--electricity", "PER_KWH", T(electricity), 0, 0, 0, NULL, TIME, "the price of a kWh: each epoch's and run's "
+      "electricity from the measured\njoules", .store = CT_IN_NONE },
+    { CT_OPT_STR, "--hardware-cost", "LIST", T(hardware_cost), 0, 0, 0, NULL, TIME, "DEVICE=PRICE,...: what buying each device costs: "
+      "the break-even, the\nhours of training after which owning it beats renting it at --price (less\nits electricity)",
+      .store = CT_IN_NONE },
+    { CT_OPT_STR, "--html", "FILE.html", T(html), 0, 0, 0, NULL, TIME, "a report page: the table and charts in one self-contained "
+      "file (also with\n--compare A.json B.json --html FILE.html)", .store = CT_IN_NONE },
     { CT_OPT_BOOL, "--verbose", "", T(verbose), 0, 0, 0, NULL, TIME, "show the Keras-style training log", .store = CT_IN_NONE },
     { CT_OPT_STR, "--logdir", "DIR", T(logdir), 0, 0, 0, NULL, TIME, "TensorBoard event files of each device's run in DIR/cpu, DIR/gpu "
       "(TensorBoard\noverlays them): loss, accuracy, val_loss, val_accuracy, learning_rate,\nepoch_seconds, samples_per_second per "

@@ -4,6 +4,7 @@
  * over the epochs after the warm-up, the table of seconds, samples/s, GFLOP/s
  * and the fractions of both peaks, the --per-layer table, and the JSON and SVG
  * files of --json (cli/time_report.c writes them). */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,4 +240,78 @@ ct_status time_write_outputs(const char *json, const time_setup *s, const time_r
     CT_TRY(time_write_svg(path, s, runs, n));
     printf("picture written to %s\n", path);
     return CT_OK;
+}
+
+/* ---- the counters and the money ---- */
+/* A number with fmt, or n/a. */
+static void cell(char *buf, size_t n, const char *fmt, double v)
+{
+    if (isfinite(v)) snprintf(buf, n, fmt, v); else snprintf(buf, n, "n/a");
+}
+
+/* Prints "what: why" unless the same reason was printed already (each reason once). */
+static void reason_once(const char *what, const char *why, char seen[][512], int *n_seen)
+{
+    if (!why || !*why) return;
+    for (int i = 0; i < *n_seen; i++) if (!strcmp(seen[i], why)) return;
+    if (*n_seen < 16) snprintf(seen[(*n_seen)++], 512, "%s", why);
+    printf("n/a: %s: %s\n", what, why);
+}
+
+void time_print_hw(const time_setup *s, const time_run *runs, int n)
+{
+    int money = 0;
+    for (int i = 0; i < n; i++) money |= isfinite(runs[i].price_per_hour) || isfinite(runs[i].electricity_per_kwh);
+    printf("\n%-8s %9s %7s %7s %10s %7s %8s %9s", "device", "J/epoch", "avg W", "peak W", "samples/J", "max C", "GPU busy", "data wait");
+    if (money) printf(" %10s %10s %10s %10s %11s", "rent/epoch", "rent/run", "power/epoch", "power/run", "break-even h");
+    printf("\n");
+    char seen[16][512];
+    int n_seen = 0;
+    for (int i = 0; i < n; i++) {
+        time_figures f;
+        time_figures_of(&runs[i], s, &f);
+        char c[12][32];
+        cell(c[0], 32, "%.1f", f.joules_per_epoch);
+        cell(c[1], 32, "%.1f", f.avg_w);
+        cell(c[2], 32, "%.1f", f.peak_w);
+        cell(c[3], 32, "%.2f", f.samples_per_joule);
+        cell(c[4], 32, "%.0f", f.max_temp_c);
+        cell(c[5], 32, "%.0f%%", f.gpu_busy_pct);
+        cell(c[6], 32, "%.1f%%", 100 * f.data_wait);
+        printf("%-8s %9s %7s %7s %10s %7s %8s %9s", f.label, c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+        if (money) {
+            cell(c[7], 32, "%.4g", f.rent_per_epoch);
+            cell(c[8], 32, "%.4g", f.rent_per_run);
+            cell(c[9], 32, "%.4g", f.power_per_epoch);
+            cell(c[10], 32, "%.4g", f.power_per_run);
+            cell(c[11], 32, "%.0f", f.break_even_hours);
+            printf(" %10s %10s %11s %10s %12s", c[7], c[8], c[9], c[10], c[11]);
+        }
+        printf("\n");
+    }
+    for (int i = 0; i < n; i++) {
+        if (!runs[i].available) continue;
+        time_figures f;
+        time_figures_of(&runs[i], s, &f);
+        char what[96];
+        snprintf(what, sizeof what, "%s energy and power", f.label);
+        reason_once(what, isfinite(f.joules_per_epoch) ? NULL : f.energy_why, seen, &n_seen);
+        snprintf(what, sizeof what, "%s temperature", f.label);
+        reason_once(what, isfinite(f.max_temp_c) ? NULL : f.temp_why, seen, &n_seen);
+        if (strncmp(runs[i].device, "gpu", 3) == 0) {
+            snprintf(what, sizeof what, "%s GPU busy", f.label);
+            reason_once(what, isfinite(f.gpu_busy_pct) ? NULL : f.busy_why, seen, &n_seen);
+        }
+        if (isfinite(f.joules_per_epoch)) printf("%s: energy from the %s\n", f.label, f.energy_how);
+        if (isfinite(f.cpu_avg_w)) printf("%s: the CPU package drew %.1f W meanwhile (not in the figures above)\n", f.label, f.cpu_avg_w);
+        if (money && isfinite(f.hardware_cost) && !isfinite(f.break_even_hours)) printf("%s: break-even n/a: %s\n", f.label, f.money_why);
+    }
+    char text[1024];
+    snprintf(text, sizeof text, "Power: the device's own counter (the CPU package for the CPU, the board for a GPU; not the wall), "
+             "over the epochs after the warm-up, sampled %s. J/epoch: the whole epoch, validation included; samples/J: training "
+             "%s per epoch over it. Data wait: the share of the training time spent waiting for batches.%s",
+             runs[0].sample_hz > 0 ? "by a thread a few times a second" : "not at all (--sample-hz 0)", s->sample_name,
+             money ? " Run: all the protocol's epochs at the median s/epoch. Break-even: hours of training after which owning "
+                     "the device (--hardware-cost) beats renting it (--price), less its electricity (--electricity)." : "");
+    print_wrapped(text);
 }

@@ -27,6 +27,28 @@
  *                                            the sgemm peak (these names predate the FMA peak; files
  *                                            without the fma_ fields read as n/a in --compare)
  *   layers (with --layers): [ { name, forward_ms, backward_ms, share, gflops } ], profiled_batches
+ *
+ * Added in "ctrain-time/2" (cli/time_hw.c; a /1 file has none of them and --compare shows n/a):
+ *   joules_per_epoch, avg_watts, peak_watts  the device's own meter (CPU run: the RAPL package
+ *                                            counters; GPU run: NVML's board figures), over the
+ *                                            epochs after the warm-up; joules of a whole epoch
+ *                                            (validation included), W = J / s, peak: the highest
+ *                                            power between two samples (RAPL) or reading (NVML)
+ *   samples_per_joule                        training samples per epoch / joules_per_epoch
+ *   max_temp_c                               the device's highest temperature, degrees C
+ *   gpu_busy_pct                             NVML's mean GPU utilisation (percent of time a kernel ran)
+ *   data_wait_share                          of the training seconds, the share spent waiting in
+ *                                            the task's load() for a batch (0..1)
+ *   energy_how, energy_why, temp_why, busy_why   how the joules were measured; why each is null ("" when not)
+ *   hardware: { sample_hz,                   0: not sampled (--sample-hz 0)
+ *               cpu: { seconds, joules, avg_w, peak_w, energy_how, energy_why, max_temp_c, temp_why, n_samples },
+ *               gpu: { the same, busy_pct, mem_busy_pct, sm_mhz, busy_why } }
+ *                                            both meters of the run (a GPU run's cpu: the host's package)
+ *   money: { price_per_hour, electricity_per_kwh, hardware_cost      as given (null: not given)
+ *            epochs                                                  a whole run of the protocol
+ *            rent_per_epoch, rent_per_run                            price x median s/epoch (x epochs)
+ *            electricity_per_epoch, electricity_per_run              joules_per_epoch / 3.6e6 x per kWh
+ *            break_even_hours, break_even_why }                      hardware_cost / (price - electricity an hour)
  */
 #include <math.h>
 #include <stdio.h>
@@ -109,6 +131,62 @@ static void write_layers(ct_json_writer *w, const time_run *r)
     ct_json_array_end(w);
 }
 
+static void write_meter(ct_json_writer *w, const char *key, const ct_hw_meter *m, int gpu)
+{
+    ct_json_object_begin(w, key);
+    ct_json_num(w, "seconds", m->seconds);
+    ct_json_num(w, "joules", m->joules);
+    ct_json_num(w, "avg_w", m->avg_w);
+    ct_json_num(w, "peak_w", m->peak_w);
+    ct_json_str(w, "energy_how", m->energy_how);
+    ct_json_str(w, "energy_why", isfinite(m->joules) ? "" : m->energy_why);
+    ct_json_num(w, "max_temp_c", m->max_temp_c);
+    ct_json_str(w, "temp_why", isfinite(m->max_temp_c) ? "" : m->temp_why);
+    if (gpu) {
+        ct_json_num(w, "busy_pct", m->busy_pct);
+        ct_json_num(w, "mem_busy_pct", m->mem_busy_pct);
+        ct_json_num(w, "sm_mhz", m->sm_mhz);
+        ct_json_str(w, "busy_why", isfinite(m->busy_pct) ? "" : m->busy_why);
+    }
+    ct_json_int(w, "n_samples", m->n_samples);
+    ct_json_object_end(w);
+}
+
+/* The counters and the money (schema /2). */
+static void write_hardware(ct_json_writer *w, const time_setup *s, const time_run *r)
+{
+    time_figures f;
+    time_figures_of(r, s, &f);
+    ct_json_num(w, "joules_per_epoch", f.joules_per_epoch);
+    ct_json_num(w, "avg_watts", f.avg_w);
+    ct_json_num(w, "peak_watts", f.peak_w);
+    ct_json_num(w, "samples_per_joule", f.samples_per_joule);
+    ct_json_num(w, "max_temp_c", f.max_temp_c);
+    ct_json_num(w, "gpu_busy_pct", f.gpu_busy_pct);
+    ct_json_num(w, "data_wait_share", f.data_wait);
+    ct_json_str(w, "energy_how", isfinite(f.joules_per_epoch) ? f.energy_how : "");
+    ct_json_str(w, "energy_why", isfinite(f.joules_per_epoch) ? "" : f.energy_why);
+    ct_json_str(w, "temp_why", isfinite(f.max_temp_c) ? "" : f.temp_why);
+    ct_json_str(w, "busy_why", isfinite(f.gpu_busy_pct) ? "" : f.busy_why);
+    ct_json_object_begin(w, "hardware");
+    ct_json_num(w, "sample_hz", r->sample_hz);
+    write_meter(w, "cpu", &r->cpu_hw, 0);
+    write_meter(w, "gpu", &r->gpu_hw, 1);
+    ct_json_object_end(w);
+    ct_json_object_begin(w, "money");
+    ct_json_num(w, "price_per_hour", f.price_per_hour);
+    ct_json_num(w, "electricity_per_kwh", f.electricity_per_kwh);
+    ct_json_num(w, "hardware_cost", f.hardware_cost);
+    ct_json_int(w, "epochs", s->epochs);
+    ct_json_num(w, "rent_per_epoch", f.rent_per_epoch);
+    ct_json_num(w, "rent_per_run", f.rent_per_run);
+    ct_json_num(w, "electricity_per_epoch", f.power_per_epoch);
+    ct_json_num(w, "electricity_per_run", f.power_per_run);
+    ct_json_num(w, "break_even_hours", f.break_even_hours);
+    ct_json_str(w, "break_even_why", isfinite(f.break_even_hours) ? "" : f.money_why);
+    ct_json_object_end(w);
+}
+
 ct_status time_write_json(const char *path, const time_setup *s, const time_run *r)
 {
     FILE *f = fopen(path, "w");
@@ -161,6 +239,7 @@ ct_status time_write_json(const char *path, const time_setup *s, const time_run 
     ct_json_str(&w, "peak_what", r->peak_what);
     ct_json_num(&w, "fraction_of_peak", r->peak > 0 ? r->gflops / r->peak : NAN);
     if (r->n_layers) write_layers(&w, r);
+    write_hardware(&w, s, r);
     ct_json_object_end(&w);
     ct_status st = ct_json_writer_finish(&w);
     if (fclose(f) != 0 && st == CT_OK) st = CT_EIO;

@@ -17,7 +17,8 @@
 #           TensorBoard files with TensorBoard's own reader installs tensorboard from
 #           PyPI into a virtual environment (tests/tensorboard_venv.sh); libopenmpi-dev and openmpi-bin, so that the
 #           build has data-parallel training and the tests run it under mpirun -np 2; ffmpeg,
-#           the command-line tool, which the .m4a tests encode their AAC files with
+#           the command-line tool, which the .m4a tests encode their AAC files with; chromium, whose
+#           headless mode renders `ctrain time --html`'s page and dumps its DOM (tests/test_hwreport.c)
 #   golden  adds torchaudio, for `make golden`
 #   bench   adds python3-venv and binutils (readelf) to golden's: `make bench` also
 #           times the newest PyTorch from PyPI in a virtual environment
@@ -32,7 +33,7 @@
 set -eu
 
 BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev libyaml-dev libavformat-dev libavcodec-dev libswresample-dev libavutil-dev espeak-ng sox dataset-fashion-mnist"
-TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv libopenmpi-dev openmpi-bin ffmpeg"
+TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv libopenmpi-dev openmpi-bin ffmpeg chromium"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"
 FUZZ_PKGS="clang libclang-rt-14-dev"

@@ -258,7 +258,7 @@ static const char *PY_SCHEMA =
     "\"train_samples_per_s\":num,\"gflops\":num,\"peak_gflops\":num,\"host\":dict,\"ctrain_version\":str,"
     "\"fma_peak_gflops\":num,\"fraction_of_fma_peak\":num,\"fma_peak_what\":str}; "
     "[sys.exit(\"%s: %s\" % (k, type(d.get(k)))) for k,t in need.items() if not isinstance(d.get(k), t)]; "
-    "assert d[\"schema\"]==\"ctrain-time/1\" and d[\"device\"]==\"cpu\" and d[\"protocol\"]==\"smoke\"; "
+    "assert d[\"schema\"]==\"ctrain-time/2\" and d[\"device\"]==\"cpu\" and d[\"protocol\"]==\"smoke\"; "
     "assert all(k in d[\"host\"] for k in (\"hostname\",\"cpu\",\"blas\",\"blas_core\",\"cpu_features\")); "
     "assert 0 < d[\"fma_peak_gflops\"] < 1e7 and abs(d[\"fraction_of_fma_peak\"] - d[\"gflops\"] / d[\"fma_peak_gflops\"]) < 1e-9; "
     "e=d[\"epochs\"]; assert len(e)==2 and all(isinstance(x[k],num) for x in e for k in "

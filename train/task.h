@@ -17,12 +17,16 @@ typedef struct {
     double seconds, train_seconds, val_seconds;   /* wall time: whole epoch, training part, validation part */
     double loss, accuracy, val_loss, val_accuracy;
     double val_eer;                               /* equal error rate on a trial list; < 0 when not computed */
+    double data_seconds;                          /* of train_seconds, the time the loop waited in the task's
+                                                     load() for its batches; not one of ct_epoch_fields (the
+                                                     CSV, checkpoints and TensorBoard keep their columns):
+                                                     `ctrain time` reports it as the share spent waiting for data */
 } ct_epoch_log;
 
 /* The fields of ct_epoch_log, declared once (train/task.c) and walked by every file that logs
  * epochs: the CSV log's columns (in this order), a checkpoint's /history/<name> datasets,
  * TensorBoard's scalars and `ctrain time`'s JSON "epochs". A new field is one row here and
- * its member above. */
+ * its member above (data_seconds alone is a member without a row). */
 enum {
     CT_EPOCH_VAL = 1,        /* a validation number: TensorBoard leaves it out when nothing is validated */
     CT_EPOCH_OPTIONAL = 2,   /* < 0 when not computed: an empty CSV cell, no TensorBoard scalar, null in JSON */

@@ -171,6 +171,7 @@ typedef struct {
     long seen, skipped, steps_run;   /* steps_run: batches of this epoch trained by this call (for ms/step) */
     long steps_total;                /* batches trained by this call of ct_fit */
     long trained;                    /* samples this process trains in the epoch (fewer when resumed inside it) */
+    double data_s;                   /* seconds of the epoch spent in the task's load() */
     float lr;
 } fit_run;
 
@@ -308,6 +309,7 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
     r->t0 = ct_now();
     r->sum_loss = r->sum_correct = 0;
     r->seen = r->skipped = r->steps_run = 0;
+    r->data_s = 0;
     r->lr = ct_sched_lr(&cfg->sched, e);
     if (e == r->start_epoch && r->start_step > 0) {   /* resumed inside this epoch: the order is the checkpoint's */
         r->sum_loss = r->prog.sum_loss; r->sum_correct = r->prog.sum_correct; r->seen = r->prog.seen; r->skipped = r->prog.skipped;
@@ -319,7 +321,10 @@ static ct_status fit_train_epoch(fit_run *r, int e, int *stopped)
     for (long first = step * cfg->batch; first < t->n_train; first += cfg->batch, step++) {
         int b = (int)(t->n_train - first < cfg->batch ? t->n_train - first : cfg->batch), correct = 0, lo, hi;
         ct_dist_part(t->dist, b, &lo, &hi);   /* this rank's rows of the batch (all of them in one process) */
-        ct_status ls = ct_dist_agree(t->dist, t->load(t->ctx, CT_SPLIT_TRAIN, first, b));
+        double load_t0 = ct_now();
+        ct_status loaded = t->load(t->ctx, CT_SPLIT_TRAIN, first, b);
+        r->data_s += ct_now() - load_t0;   /* the step waits here for its data (not for the other ranks, below) */
+        ct_status ls = ct_dist_agree(t->dist, loaded);
         if (ls != CT_OK) {   /* the data cannot be read: stop before this batch changes the weights */
             if (r->bar) fprintf(stderr, "\n");
             char msg[1024];
@@ -410,7 +415,7 @@ static ct_status fit_close_epoch(fit_run *r, int e, ct_epoch_log *log, int *inte
                        "Lower the learning rate (--lr) or clip gradients (--clip-norm)", isnan(vl) ? "NaN" : "infinite", e + 1, last_good(r));
     *log = (ct_epoch_log){ .seconds = t2 - r->t0, .train_seconds = t1 - r->t0, .val_seconds = t2 - t1,
                            .loss = r->seen ? r->sum_loss / r->seen : NAN, .accuracy = r->seen ? r->sum_correct / r->seen : NAN,
-                           .val_loss = vl, .val_accuracy = va, .val_eer = -1.0 };
+                           .val_loss = vl, .val_accuracy = va, .val_eer = -1.0, .data_seconds = r->data_s };
     if (t->end_epoch) {
         t->end_epoch(t->ctx, e, log);
         log->seconds = ct_now() - r->t0;   /* the epoch's seconds include whatever end_epoch evaluated */
@@ -475,10 +480,12 @@ static ct_status fit_after_epoch(fit_run *r, int e, const ct_epoch_log *log, int
     fit_mark(r, e + 1, 0);
     if (improved && cfg->save_best) CT_TRY(save_to(r, cfg->save_best));
     if (cfg->checkpoint) CT_TRY(save_to(r, cfg->checkpoint));
+    const char *tags[CT_EPOCH_TAGS_MAX + CT_EPOCH_EXTRA_MAX];
+    float values[CT_EPOCH_TAGS_MAX + CT_EPOCH_EXTRA_MAX];
+    int n = r->tb.f ? ct_epoch_scalars(&rep, r->t->n_val > 0, tags, values) : 0, extra = 0;
+    if (cfg->epoch_scalars) extra = cfg->epoch_scalars(cfg->epoch_scalars_ctx, &rep, tags + n, values + n, CT_EPOCH_EXTRA_MAX);
     if (r->tb.f) {
-        const char *tags[CT_EPOCH_TAGS_MAX];
-        float values[CT_EPOCH_TAGS_MAX];
-        int n = ct_epoch_scalars(&rep, r->t->n_val > 0, tags, values);
+        n += extra;
         CT_TRY(ct_tfevents_scalars(&r->tb, e + 1, ct_tfevents_now(), tags, values, n));
         CT_TRY(ct_tfevents_flush(&r->tb));
     }

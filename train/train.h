@@ -71,6 +71,7 @@ typedef struct {
  * Keras log's loss, accuracy, val_loss, val_accuracy, val_eer (only the ones the run
  * computes), then learning_rate, epoch_seconds and samples_per_second. Returns the count. */
 #define CT_EPOCH_TAGS_MAX 8
+#define CT_EPOCH_EXTRA_MAX 16   /* the caller's own scalars of an epoch (ct_fit_config.epoch_scalars) */
 int ct_epoch_scalars(const ct_epoch_report *r, int has_val, const char **tags, float *values);
 
 typedef struct {
@@ -96,6 +97,11 @@ typedef struct {
                                             resume is `command --resume FILE` (NULL: no such line) */
     const char *logdir;                  /* TensorBoard event files written here (created if missing) */
     ct_status (*on_epoch)(void *ctx, const ct_epoch_report *r);   /* after every epoch; an error stops training */
+    /* after every epoch, before TensorBoard's event (whether or not there is one): the caller's
+     * own scalars of the epoch, at most CT_EPOCH_EXTRA_MAX, added to the event (`ctrain time`'s
+     * power and temperature); returns their count */
+    int (*epoch_scalars)(void *ctx, const ct_epoch_report *r, const char **tags, float *values, int max);
+    void *epoch_scalars_ctx;
     void *on_epoch_ctx;
 } ct_fit_config;
 
