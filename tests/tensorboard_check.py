@@ -13,7 +13,8 @@ DIR is one device's folder (LOGDIR/cpu). What is checked:
   - EventAccumulator (tensorboard.backend.event_processing.event_accumulator) loads
     the folder: file_version 2, exactly the tags expected (loss, accuracy, val_loss,
     val_accuracy, learning_rate, epoch_seconds, samples_per_second, and val_eer with
-    --eer), each at steps 1..E;
+    --eer; for `ctrain time` also data_wait_share, a share in [0, 1], and the power,
+    energy and temperature tags where the machine has those counters), each at steps 1..E;
   - each value against the record: the CSV log's (6 decimals; seconds 3) or
     `ctrain time --json`'s (10 significant digits), the learning rate of the step
     schedule lr * gamma^floor((step - 1) / step_size), and samples/s = N / the
@@ -111,9 +112,20 @@ def main():
     want = {"loss", "accuracy", "val_loss", "val_accuracy", "learning_rate", "epoch_seconds", "samples_per_second"}
     if args.eer:
         want.add("val_eer")
+    # `ctrain time` adds the share of training spent waiting for data, and the counters' figures
+    # where the machine has the counters (cli/time_hw.c): required and allowed
+    optional = set()
+    if args.time_json:
+        want.add("data_wait_share")
+        optional = {"power_watts", "peak_watts", "energy_joules", "samples_per_joule", "temperature_celsius",
+                    "gpu_busy_percent", "gpu_sm_clock_mhz", "cpu_package_watts"}
     tags = set(acc.Tags()["scalars"])
-    if tags != want:
-        fail("tags %s, expected %s" % (sorted(tags), sorted(want)))
+    if not (want <= tags <= want | optional):
+        fail("tags %s, expected %s%s" % (sorted(tags), sorted(want), " and some of %s" % sorted(optional) if optional else ""))
+    for tag in sorted(tags & optional):
+        steps = [e.step for e in acc.Scalars(tag)]
+        if not steps or steps != sorted(set(steps)):
+            fail("%s: steps %s" % (tag, steps))
 
     rows, metric_tol, seconds_tol, train_tol = record_rows(args)
     now = time.time()
@@ -129,6 +141,10 @@ def main():
                 fail("%s step %d: wall_time %.3f is not the time of the run" % (tag, e.step, e.wall_time))
             if tag == "learning_rate":
                 ref, tol = args.lr * args.gamma ** ((e.step - 1) // args.step_size), 0.0
+            elif tag == "data_wait_share":
+                if not 0.0 <= e.value <= 1.0:
+                    fail("%s step %d: %.9g is not a share" % (tag, e.step, e.value))
+                continue
             elif tag == "epoch_seconds":
                 ref, tol = r["seconds"], seconds_tol
             elif tag == "samples_per_second":
