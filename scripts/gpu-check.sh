@@ -46,6 +46,10 @@
 #   bf16-*    when the CPU has amx_bf16: ctrain time siamese-lstm and cnn --device cpu        120 each
 #             --threads 2 --precision fp32,bf16 --protocol bench, and PyTorch's bf16 autocast
 #             on the same workload (python3 on PATH): the AMX targets of docs/precision.md
+#   gpubf16-* ctrain time siamese-lstm and cnn --device gpu --precision fp32,bf16: bf16 on    60 each
+#             the tensor cores against FP32, with NVML's power and energy figures and the
+#             report page (--html) where this ctrain has them
+#   nvml      `ctrain_tests hwreport` with CT_REQUIRE_GPU=1: NVML's power, temperature, clocks  60
 #   cpu-tests the whole test suite once (in the background, beside racecheck)          240
 #   racecheck compute-sanitizer --tool racecheck on the same, only ctrain's own kernels   150
 #             (names ending in _kernel or _reduce; cuBLAS and cuDNN run unchecked), all
@@ -269,7 +273,13 @@ if gpu:
     lines.extend("  " + l[:200] for l in (res or ([] if status("resume").startswith("not run") else ["no result lines: see resume.log"])))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
+    for m in ("siamese-lstm", "cnn"):
+        gl = re.findall(r"^gpu(?: bf16)? +\d.*$", text("gpubf16-%s.log" % m), re.M)
+        lines.append("GPU %s, fp32 and bf16 (%s):" % (m, status("gpubf16-" + m)))
+        lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in gl)
+    lines.append("NVML through the hardware report (%s)" % status("nvml"))
     for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "amx", "bf16-siamese-lstm", "bf16-cnn",
+              "gpubf16-siamese-lstm", "gpubf16-cnn", "nvml",
               "store", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
@@ -478,13 +488,15 @@ has_tf32=0
 "$ctrain" time --help 2>&1 | grep -q -e '--tf32' && has_tf32=1
 has_logdir=0
 "$ctrain" time --help 2>&1 | grep -q -e '--logdir' && has_logdir=1
+html=""
+"$ctrain" time --help 2>&1 | grep -q -e '--html' && html=1
 say "ctrain time: device option $devflag; --tf32 $( [ $has_tf32 = 1 ] && echo available || echo 'not in this ctrain (TF32 runs of ctrain left out)')"
 for spec in siamese-lstm:90 siamese-cnn:120 cnn:60; do
   m=${spec%%:*}; cap=${spec#*:}
   data=""; [ "$m" = cnn ] && data="--data synthetic"
   if [ $has_logdir = 1 ]; then
     run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" $layerflag $data \
-        --json "$out/ctrain-$m.json" --logdir "$out/tensorboard/$m"
+        --json "$out/ctrain-$m.json" --logdir "$out/tensorboard/$m" ${html:+--html "$out/report-$m.html"}
   else
     run_step "time-$m" "$cap" "$ctrain" time "$m" $devflag cpu,gpu --protocol bench --threads "$threads" $layerflag $data --json "$out/ctrain-$m.json"
   fi
@@ -567,6 +579,18 @@ else
   not_run bf16-siamese-lstm "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
   not_run bf16-cnn "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
 fi
+
+# ---- 4c. bf16 on the GPU's tensor cores, NVML through the hardware report ----
+if "$ctrain" time --help 2>&1 | grep -q -e '--precision'; then
+  for m in siamese-lstm cnn; do
+    data=""; [ "$m" = cnn ] && data="--data synthetic"
+    run_step "gpubf16-$m" 60 "$ctrain" time "$m" $devflag gpu --precision fp32,bf16 --protocol bench --threads "$threads" $data \
+      --json "$out/ctrain-$m-gpu-prec.json" ${html:+--html "$out/report-$m-gpu-prec.html"}
+  done
+else
+  not_run gpubf16-siamese-lstm "this ctrain has no --precision"; not_run gpubf16-cnn "this ctrain has no --precision"
+fi
+run_step nvml 60 env CT_REQUIRE_GPU=1 "$tests" hwreport
 
 # ---- 5. the whole suite (background) beside the race check ----
 run_step cpu-tests 240 "$tests" ${GPU_CHECK_SUITES:-} &
