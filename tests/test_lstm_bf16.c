@@ -86,9 +86,8 @@ static size_t n_params(int I, int H, int L)
     ct_params ps;
     lstm_ids ids;
     ct_params_init(&ps);
-    CT_ASSERT(ct_lstm_params_add(&ids, &ps, "lstm", I, H, L) == CT_OK);
-    size_t n = 0;
-    for (int i = 0; i < ps.n; i++) n += ps.p[i].numel;
+    CT_ASSERT(ct_lstm_params_add(&ids, &ps, "lstm", I, H, L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
+    const size_t n = ps.numel;   /* the flat buffer, alignment padding included */
     ct_params_free(&ps);
     return n;
 }
