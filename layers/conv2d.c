@@ -217,6 +217,15 @@ typedef struct {
 
 static size_t col_floats(const conv2d_dims *d) { return (size_t)d->C * d->KH * d->KW * d->OH * d->OW; }
 
+/* out_n [OC, P] += b [OC], broadcast over the P output positions */
+static void add_bias(float *out_n, const float *b, int OC, int P)
+{
+    for (int o = 0; o < OC; o++) {
+        float *row = out_n + (size_t)o * P, bo = b[o];
+        for (int i = 0; i < P; i++) row[i] += bo;
+    }
+}
+
 static void forward_image(void *ctx, int n, int worker)
 {
     const conv_job *j = ctx;
@@ -232,12 +241,7 @@ static void forward_image(void *ctx, int n, int worker)
     }
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, P, K, 1.0f, j->w, K, col, P, 0.0f, out_n, P);
-    if (j->b) {
-        for (int o = 0; o < OC; o++) {
-            float *row = out_n + (size_t)o * P, bo = j->b[o];
-            for (int i = 0; i < P; i++) row[i] += bo;
-        }
-    }
+    if (j->b) add_bias(out_n, j->b, OC, P);
 }
 
 static void backward_image(void *ctx, int n, int worker)
@@ -534,12 +538,7 @@ static void forward_image_bf16(void *ctx, int n, int worker)
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
     ct_gemm_bf16_pack(r.pack, col, P, 0, K, P);
     ct_gemm_bf16(OC, P, K, j->w, K, 0, r.pack, r.work, out_n, P, 0);
-    if (j->b) {
-        for (int o = 0; o < OC; o++) {
-            float *row = out_n + (size_t)o * P, bo = j->b[o];
-            for (int i = 0; i < P; i++) row[i] += bo;
-        }
-    }
+    if (j->b) add_bias(out_n, j->b, OC, P);
 }
 
 static void backward_image_bf16(void *ctx, int n, int worker)

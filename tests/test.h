@@ -54,6 +54,9 @@ int    t_run_ctrain(const char *args, char *out, size_t n);
 const char *t_scratch_dir(void);
 /* $CTRAIN_BIN (bin/ctrain if unset) as an absolute path, quoted for the shell. */
 const char *t_ctrain_bin(void);
+/* The loss and val_loss of each epoch line (" - loss: X ... val_loss: Y") of a training log,
+ * in order, at most max (val NAN where the line has none); returns how many were found. */
+int    t_epoch_losses(const char *log, double *loss, double *val, int max);
 
 /* A feature store DIR/feats.h5 of 12 synthetic speakers (6 utterances each, 24-40 frames
  * of 8 mels) with VoxCeleb-style paths, and a trial list DIR/trials.txt of every pair of

@@ -1392,19 +1392,6 @@ static void bf16_lstm(const char *name, const ct_backend *g16, const ct_backend 
         for (int i = 0; i < o[k].n; i++) free(o[k].o[i].v);
 }
 
-/* The epoch lines' numbers: loss and val_loss of each "Epoch" summary line. */
-static int bf16_epoch_losses(const char *out, double *loss, double *val, int max)
-{
-    int n = 0;
-    for (const char *p = strstr(out, " - loss: "); p && n < max; p = strstr(p + 1, " - loss: ")) {
-        const char *v = strstr(p, "val_loss: ");
-        loss[n] = atof(p + 9);
-        val[n] = v ? atof(v + 10) : NAN;
-        n++;
-    }
-    return n;
-}
-
 /* siamese-lstm trained 4 epochs on the GPU in bf16 and in FP32 from the same seed: every
  * epoch's loss and val_loss within 5% of FP32's (the CPU's bf16 training test's tolerance). */
 static void bf16_training(void)
@@ -1423,7 +1410,7 @@ static void bf16_training(void)
     t_check(rc0 == 0 && rc1 == 0, "exit %d and %d:\n%s\n%s", rc0, rc1, out[0], out[1]);
     t_check(strstr(out[1], "bf16") != NULL, "the bf16 run's output does not name bf16:\n%s", out[1]);
     double l[2][8], v[2][8];
-    const int n0 = bf16_epoch_losses(out[0], l[0], v[0], 8), n1 = bf16_epoch_losses(out[1], l[1], v[1], 8);
+    const int n0 = t_epoch_losses(out[0], l[0], v[0], 8), n1 = t_epoch_losses(out[1], l[1], v[1], 8);
     t_check(n0 == 4 && n1 == 4, "4 epoch lines each: %d, %d", n0, n1);
     double worst = 0;
     for (int e = 0; e < n0 && e < n1; e++) {

@@ -264,19 +264,6 @@ static void test_real_kernel(void)
     free(p); free(x); free(dout);
 }
 
-/* The epoch lines' numbers: loss and val_loss of each "Epoch" summary line. */
-static int epoch_losses(const char *out, double *loss, double *val, int max)
-{
-    int n = 0;
-    for (const char *p = strstr(out, " - loss: "); p && n < max; p = strstr(p + 1, " - loss: ")) {
-        const char *v = strstr(p, "val_loss: ");
-        loss[n] = atof(p + 9);
-        val[n] = v ? atof(v + 10) : NAN;
-        n++;
-    }
-    return n;
-}
-
 static char run_out[2][1 << 15];
 
 static void test_training(void)
@@ -294,7 +281,7 @@ static void test_training(void)
     t_check(rc0 == 0 && rc1 == 0, "exit %d and %d:\n%s\n%s", rc0, rc1, run_out[0], run_out[1]);
     t_check(strstr(run_out[0], "Precision: fp32") && strstr(run_out[1], "Precision: bf16 mixed"), "the header names the precision");
     double l[2][8], v[2][8];
-    int n0 = epoch_losses(run_out[0], l[0], v[0], 8), n1 = epoch_losses(run_out[1], l[1], v[1], 8);
+    int n0 = t_epoch_losses(run_out[0], l[0], v[0], 8), n1 = t_epoch_losses(run_out[1], l[1], v[1], 8);
     t_check(n0 == 4 && n1 == 4, "4 epoch lines each: %d, %d", n0, n1);
     double worst = 0;
     for (int e = 0; e < n0 && e < n1; e++) {

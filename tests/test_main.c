@@ -189,6 +189,18 @@ const char *t_scratch_dir(void)
     return scratch;
 }
 
+int t_epoch_losses(const char *log, double *loss, double *val, int max)
+{
+    int n = 0;
+    for (const char *p = strstr(log, " - loss: "); p && n < max; p = strstr(p + 1, " - loss: ")) {
+        const char *v = strstr(p, "val_loss: ");
+        loss[n] = atof(p + 9);
+        val[n] = v ? atof(v + 10) : NAN;
+        n++;
+    }
+    return n;
+}
+
 const char *t_ctrain_bin(void)
 {
     if (!ctrain_abs[0]) {
