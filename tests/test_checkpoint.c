@@ -390,7 +390,7 @@ static void case_round_trip(void)
     ct_optim_init(&ob, &oc, b.ps.numel);
     for (size_t i = 0; i < a.ps.numel; i++) { oa.m[i] = ct_rng_uniform(&r) - 0.5f; oa.v[i] = ct_rng_uniform(&r); }
     oa.step = 17;
-    ct_epoch_log ha[3], hb[3];
+    ct_epoch_log ha[3] = { { 0 } }, hb[3];   /* data_seconds stays 0: checkpoints do not record it (train/task.h) */
     for (int e = 0; e < 3; e++) {
         double *f = &ha[e].seconds;
         for (int k = 0; k < 8; k++) f[k] = ct_rng_uniform_double(&r);
