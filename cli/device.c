@@ -33,13 +33,7 @@ ct_status cli_open_device(const char *spec, int tf32, int deterministic, int pre
     cli_close_device();
     if (index < 0) {
         ct_status st = ct_backend_open_cpu(&cli_backend, &math);
-        if (st != CT_OK && precision == CT_BF16) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", ct_last_error());
-            char *cut = strstr(why, ": use float32");
-            if (cut) *cut = 0;
-            return ct_fail(st, "--precision bf16: %s: use --precision fp32", why);
-        }
+        if (st != CT_OK && precision == CT_BF16) return ct_fail(st, "--precision bf16: %s", ct_last_error());
         CT_TRY(st);
     } else {
         CT_TRY(ct_backend_open_gpu(&cli_backend, index, &math));   /* no CUDA, no GPU, no such index: its one-line message */

@@ -414,11 +414,11 @@ ct_status ct_bf16_check(void)
     const ct_kernels cpu = ct_kernels_cpu_all(), use = ct_kernels_get_all();
     if (cpu >= CT_KERNELS_AVX512BF16)
         return ct_fail(CT_ENODEV, "bf16 products need AMX-BF16 or AVX512-BF16, which this CPU has (%s) but the kernels in use "
-                       "(%s: CTRAIN_CPU_KERNELS or ct_kernels_set) leave out: unset CTRAIN_CPU_KERNELS or choose amx or avx512bf16",
+                       "(%s: CTRAIN_CPU_KERNELS or ct_kernels_set) leave out: unset CTRAIN_CPU_KERNELS or choose amx or avx512bf16, or use float32 (--precision fp32)",
                        ct_kernels_name(cpu), ct_kernels_name(use));
     const char *amx = ct_kernels_amx_refusal();
     return ct_fail(CT_ENODEV, "bf16 products need AMX-BF16 (TDPBF16PS) or AVX512-BF16 (VDPBF16PS), and this CPU has neither "
-                   "(its widest are %s%s%s): use float32", ct_kernels_name(cpu), amx[0] ? "; " : "", amx);
+                   "(its widest are %s%s%s): use float32 (--precision fp32)", ct_kernels_name(cpu), amx[0] ? "; " : "", amx);
 }
 
 void ct_gemm_bf16_on(ct_bf16_kernels which, int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp,

@@ -305,7 +305,7 @@ static void test_training(void)
     int rc = t_run_ctrain(args, run_out[0], sizeof run_out[0]);
     unsetenv("CTRAIN_CPU_KERNELS");
     t_check(rc == 2 && strstr(run_out[0], "--precision bf16") && strstr(run_out[0], "AMX-BF16") &&
-            strstr(run_out[0], "use --precision fp32") && !strstr(run_out[0], "Epoch"), "exit %d: %s", rc, run_out[0]);
+            strstr(run_out[0], "use float32 (--precision fp32)") && !strstr(run_out[0], "Epoch"), "exit %d: %s", rc, run_out[0]);
     snprintf(args, sizeof args, "%s --epochs 1 --precision fp16", base);
     rc = t_run_ctrain(args, run_out[0], sizeof run_out[0]);
     t_check(rc == 2 && strstr(run_out[0], "--precision") && strstr(run_out[0], "bf16"), "an unknown precision: exit %d: %s", rc, run_out[0]);
