@@ -101,12 +101,6 @@ ct_status cli_time_device_open(time_run *r, int threads, int tf32, int determini
         CT_TRY(ct_peak_sgemm_cpu(&peak));
         snprintf(r->peak_what, sizeof r->peak_what, "OpenBLAS sgemm %d^3, %d thread%s, median of %d", CT_PEAK_N,
                  threads, threads == 1 ? "" : "s", peak.repeats);
-        ct_fma_rate fma;
-        CT_TRY(ct_peak_fma_cpu(&fma, threads));
-        r->fma_peak = fma.peak;
-        r->fma_peak_best = fma.best;
-        snprintf(r->fma_peak_what, sizeof r->fma_peak_what, "FP32 FMA loop, %s, %d thread%s, best of %d (median %.1f)",
-                 ct_fma_isa_name(fma.isa), fma.threads, fma.threads == 1 ? "" : "s", fma.repeats, fma.median);
         /* the CPU: --tf32 and --deterministic are the GPU's; bf16 where the CPU has bf16 products */
         const ct_math cpu_math = { .dtype = (ct_dtype)precision };
         if (ct_backend_open_cpu(&cli_backend, &cpu_math) != CT_OK) return unavailable(r, ct_last_error());
@@ -117,6 +111,14 @@ ct_status cli_time_device_open(time_run *r, int threads, int tf32, int determini
             if (st != CT_OK) { cli_close_device(); return st; }
             r->fma_peak = r->fma_peak_best = g;
             snprintf(r->fma_peak_what, sizeof r->fma_peak_what, "%s", what);
+        } else {
+            ct_fma_rate fma;
+            ct_status st = ct_peak_fma_cpu(&fma, threads);
+            if (st != CT_OK) { cli_close_device(); return st; }
+            r->fma_peak = fma.peak;
+            r->fma_peak_best = fma.best;
+            snprintf(r->fma_peak_what, sizeof r->fma_peak_what, "FP32 FMA loop, %s, %d thread%s, best of %d (median %.1f)",
+                     ct_fma_isa_name(fma.isa), fma.threads, fma.threads == 1 ? "" : "s", fma.repeats, fma.median);
         }
     } else {
         if (ct_backend_open_gpu(&cli_backend, index, &math) != CT_OK) return unavailable(r, ct_last_error());
