@@ -506,7 +506,7 @@ static void lstm_backward_bf16(const ct_backend *be, float *dx, float *grads, ls
                                            p->wspace_bytes, p->wh, p->work_bytes, p->work, p->reserve_bytes, p->reserve));
     if (dx) ct_float_from_bf16_gpu(be, dx, p->dxh, BTI);
     /* the weight gradients: into a zeroed bf16 space (cuDNN's only mode adds), then into the FP32 grads */
-    ct_bf16_from_float_gpu(be, p->xh, x, BTI);   /* this batch's x, as its forward converted it */
+    (void)x;   /* p->xh holds this batch's x in bf16: its forward converted it (a backward follows its own forward) */
     CT_CUDA_CHECK(cudaMemsetAsync(p->dwh, 0, p->wspace_bytes, g->stream));
     CT_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(g->cudnn, p->rnn, CUDNN_WGRAD_MODE_ADD, dev_len, p->x_desc, p->xh, p->h_desc, NULL,
                                               p->y_desc, p->yh, p->wspace_bytes, p->dwh, p->work_bytes, p->work,
