@@ -103,41 +103,138 @@ static float f32_at(const uint8_t *row, int n) { float f; memcpy(&f, row + 4 * n
 static float fma_dz(float a, float b, float c) { return dz(fmaf(a, b, dz(c))); }
 static float add_dz(float x, float y) { return dz(dz(x) + dz(y)); }
 
+/* One row m of TDPBF16PS, plainly, as the SDM (or the intrinsics guide) says: the reference. */
+static void dp_row_scalar(ct_tile_order order, uint8_t *crow, const uint8_t *arow, const uint8_t (*b)[64], int pairs, int cols)
+{
+    float out[16];
+    if (order == CT_TILE_ORDER_SDM) {
+        float temp[32] = { 0 };   /* temp[2n], temp[2n+1]: the even and the odd products of column n */
+        for (int q = 0; q < pairs; q++) {
+            const uint8_t *brow = b[q];
+            const float a0 = bf16_at(arow, 2 * q), a1 = bf16_at(arow, 2 * q + 1);
+            for (int n = 0; n < cols; n++) {
+                temp[2 * n]     = fma_dz(a0, bf16_at(brow, 2 * n),     temp[2 * n]);
+                temp[2 * n + 1] = fma_dz(a1, bf16_at(brow, 2 * n + 1), temp[2 * n + 1]);
+            }
+        }
+        for (int n = 0; n < cols; n++) out[n] = add_dz(f32_at(crow, n), add_dz(temp[2 * n], temp[2 * n + 1]));
+    } else {                      /* the intrinsics guide: C's element takes both products of each pair, even first */
+        for (int n = 0; n < cols; n++) out[n] = f32_at(crow, n);
+        for (int q = 0; q < pairs; q++) {
+            const uint8_t *brow = b[q];
+            const float a0 = bf16_at(arow, 2 * q), a1 = bf16_at(arow, 2 * q + 1);
+            for (int n = 0; n < cols; n++) {
+                out[n] = fma_dz(a0, bf16_at(brow, 2 * n), out[n]);
+                out[n] = fma_dz(a1, bf16_at(brow, 2 * n + 1), out[n]);
+            }
+        }
+    }
+    memset(crow, 0, 64);          /* the row written, bytes past colsb zeroed */
+    memcpy(crow, out, (size_t)cols * 4);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* The same instruction, fast: eight columns to a register with plain vfmadd and vaddps
+ * (round to nearest even, no flushing), in the same order. This equals the plain rows bit
+ * for bit unless a denormal appears somewhere: as an input, or as a result the model would
+ * flush. Every such case leaves a mark: a denormal operand raises MXCSR's DE flag, a
+ * denormal inexact result raises UE (and is then an operand of the next step, raising DE
+ * too), and an exact denormal result is either the next step's operand (DE) or one of the
+ * outputs, which are scanned. So the caller clears the flags, runs this, and on any mark
+ * runs the plain rows from the saved C tile instead. Returns 1 when an output is denormal. */
+#define CT_AVX2_FMA __attribute__((target("avx2,fma")))
+/* R = 1 or 2 rows of C at once (two rows: eight independent chains, enough to keep both
+ * FMA units busy); returns 1 when an output is denormal. */
+static inline CT_AVX2_FMA __attribute__((always_inline))
+int dp_rows_avx2(const int R, ct_tile_order order, uint8_t (*ct)[64], const uint8_t (*at)[64], __m256 even[16][2], __m256 odd[16][2],
+                 int pairs, int cols)
+{
+    __m256 c[2][2], e[2][2], o[2][2];
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < 2; h++) { c[r][h] = _mm256_loadu_ps((const float *)ct[r] + 8 * h); e[r][h] = o[r][h] = _mm256_setzero_ps(); }
+    for (int q = 0; q < pairs; q++)
+        for (int r = 0; r < R; r++) {
+            uint32_t w;   /* A's pair q of row r: (bf16[2q], bf16[2q+1]) */
+            memcpy(&w, at[r] + 4 * q, 4);
+            const __m256 a0 = _mm256_set1_ps(f32_bits(w << 16)), a1 = _mm256_set1_ps(f32_bits(w & 0xffff0000u));
+            for (int h = 0; h < 2; h++) {
+                if (order == CT_TILE_ORDER_SDM) {
+                    e[r][h] = _mm256_fmadd_ps(a0, even[q][h], e[r][h]);
+                    o[r][h] = _mm256_fmadd_ps(a1, odd[q][h], o[r][h]);
+                } else
+                    c[r][h] = _mm256_fmadd_ps(a1, odd[q][h], _mm256_fmadd_ps(a0, even[q][h], c[r][h]));
+            }
+        }
+    int tiny = 0;
+    for (int r = 0; r < R; r++) {
+        float out[16];
+        for (int h = 0; h < 2; h++)
+            _mm256_storeu_ps(out + 8 * h, order == CT_TILE_ORDER_SDM ? _mm256_add_ps(c[r][h], _mm256_add_ps(e[r][h], o[r][h])) : c[r][h]);
+        for (int n = 0; n < cols; n++) tiny |= out[n] != 0 && !(bits_f32(out[n]) & 0x7f800000u);
+        memset(ct[r], 0, 64);
+        memcpy(ct[r], out, (size_t)cols * 4);
+    }
+    return tiny;
+}
+
+static CT_AVX2_FMA __attribute__((noinline))
+int dp_tile_avx2(ct_tile_order order, uint8_t (*ct)[64], const uint8_t (*at)[64], const uint8_t (*bt)[64], int rows, int pairs, int cols)
+{
+    /* B's pairs as float32, once per instruction: even[q] = bf16[2n] of row q, odd[q] = bf16[2n+1]. */
+    __m256 even[16][2], odd[16][2];
+    for (int q = 0; q < pairs; q++)
+        for (int h = 0; h < 2; h++) {
+            const __m256i w = _mm256_loadu_si256((const __m256i *)bt[q] + h);   /* word n: (bf16[2n], bf16[2n+1]) */
+            even[q][h] = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+            odd[q][h]  = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xffff0000u)));
+        }
+    int tiny = 0;
+    for (int m = 0; m < rows; m += 2)
+        tiny |= rows - m >= 2 ? dp_rows_avx2(2, order, ct + m, at + m, even, odd, pairs, cols)
+                              : dp_rows_avx2(1, order, ct + m, at + m, even, odd, pairs, cols);
+    return tiny;
+}
+#define MXCSR_DE   0x0002u   /* denormal operand (flag) */
+#define MXCSR_UE   0x0010u   /* underflow (flag) */
+#define MXCSR_DAZ  0x0040u
+#define MXCSR_RC   0x6000u   /* rounding control: 00 = to nearest even */
+#define MXCSR_FTZ  0x8000u
+#endif
+
+static int model_vector = -1;   /* -1: not chosen yet (the AVX2 rows where the FP32 kernels are AVX2 or wider) */
+
+int ct_tile_model_vector(int on)
+{
+    const int before = model_vector;
+    model_vector = on;
+    return before;
+}
+
 void ct_tile_model_dpbf16ps(ct_tile_model *tm, int c, int a, int b)
 {
     const ct_tile_config *g = &tm->cfg;
     CT_ASSERT(c != a && c != b && a != b);
     CT_ASSERT(g->rows[c] == g->rows[a] && g->colsb[c] == g->colsb[b] && g->colsb[a] / 4 == g->rows[b]);
     const int rows = g->rows[c], pairs = g->colsb[a] / 4, cols = g->colsb[c] / 4;
-    for (int m = 0; m < rows; m++) {
-        uint8_t *crow = tm->t[c][m];
-        const uint8_t *arow = tm->t[a][m];
-        float out[16];
-        if (tm->order == CT_TILE_ORDER_SDM) {
-            float temp[32] = { 0 };   /* temp[2n], temp[2n+1]: the even and the odd products of column n */
-            for (int q = 0; q < pairs; q++) {
-                const uint8_t *brow = tm->t[b][q];
-                const float a0 = bf16_at(arow, 2 * q), a1 = bf16_at(arow, 2 * q + 1);
-                for (int n = 0; n < cols; n++) {
-                    temp[2 * n]     = fma_dz(a0, bf16_at(brow, 2 * n),     temp[2 * n]);
-                    temp[2 * n + 1] = fma_dz(a1, bf16_at(brow, 2 * n + 1), temp[2 * n + 1]);
-                }
-            }
-            for (int n = 0; n < cols; n++) out[n] = add_dz(f32_at(crow, n), add_dz(temp[2 * n], temp[2 * n + 1]));
-        } else {                      /* the intrinsics guide: C's element takes both products of each pair, even first */
-            for (int n = 0; n < cols; n++) out[n] = f32_at(crow, n);
-            for (int q = 0; q < pairs; q++) {
-                const uint8_t *brow = tm->t[b][q];
-                const float a0 = bf16_at(arow, 2 * q), a1 = bf16_at(arow, 2 * q + 1);
-                for (int n = 0; n < cols; n++) {
-                    out[n] = fma_dz(a0, bf16_at(brow, 2 * n), out[n]);
-                    out[n] = fma_dz(a1, bf16_at(brow, 2 * n + 1), out[n]);
-                }
-            }
-        }
-        memset(crow, 0, 64);          /* the row written, bytes past colsb zeroed */
-        memcpy(crow, out, (size_t)cols * 4);
+    const uint8_t (*bt)[64] = (const uint8_t (*)[64])tm->t[b];
+    if (model_vector < 0) model_vector = ct_kernels_get() >= CT_KERNELS_AVX2;
+    int done = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (model_vector) {   /* the fast rows, under a clean MXCSR; the plain rows again if a denormal left a mark */
+        uint8_t saved[16][64];
+        memcpy(saved, tm->t[c], sizeof saved);
+        const unsigned csr = _mm_getcsr();
+        _mm_setcsr(csr & ~(MXCSR_DE | MXCSR_UE | MXCSR_DAZ | MXCSR_FTZ | MXCSR_RC));
+        const int tiny = dp_tile_avx2(tm->order, tm->t[c], (const uint8_t (*)[64])tm->t[a], bt, rows, pairs, cols);
+        const unsigned flags = _mm_getcsr();
+        _mm_setcsr(csr);
+        done = !tiny && !(flags & (MXCSR_DE | MXCSR_UE));
+        if (!done) memcpy(tm->t[c], saved, sizeof saved);
     }
+#endif
+    if (!done)
+        for (int m = 0; m < rows; m++) dp_row_scalar(tm->order, tm->t[c][m], tm->t[a][m], bt, pairs, cols);
     for (int m = rows; m < 16; m++) memset(tm->t[c][m], 0, 64);   /* rows past the configured ones zeroed */
 }
 

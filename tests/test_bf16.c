@@ -183,9 +183,13 @@ static uint16_t rand_bf16(ct_rng *r, int special)
     return ct_bf16_from_float((ct_rng_uniform(r) * 2 - 1) * (float)ldexp(1, (int)ct_rng_below(r, 9) - 4));
 }
 
-static void tile_model(void)
+/* The model's TDPBF16PS computed one element at a time (vec = 0) or eight columns at a time
+ * (vec = 1, AVX2): both against the instruction's order written plainly. */
+static void tile_model_order(int vec)
 {
-    t_case("bf16/tile model: TDPBF16PS on tiles of every shape = the SDM's order written plainly, bit for bit");
+    const char *how = vec ? "AVX2 rows" : "plain C rows";
+    const int before_vec = ct_tile_model_vector(vec);
+    t_case("bf16/tile model (%s): TDPBF16PS on tiles of every shape = the SDM's order written plainly, bit for bit", how);
     {
         ct_rng r;
         ct_rng_seed(&r, 1234, 5);
@@ -228,7 +232,7 @@ static void tile_model(void)
         t_check(bad == 0, "%d elements differ", bad);
     }
 
-    t_case("bf16/tile model: denormal inputs as zero, denormal results flushed, the two documented orders differ");
+    t_case("bf16/tile model (%s): denormal inputs as zero, denormal results flushed, the two documented orders differ", how);
     {
         ct_tile_config cfg = { .palette = 1 };
         cfg.rows[0] = 1; cfg.colsb[0] = 4;   /* C: 1 x 1 */
@@ -262,6 +266,56 @@ static void tile_model(void)
                         order ? "intrinsics guide" : "SDM", bits_of(out), ccfg);
             }
     }
+    ct_tile_model_vector(before_vec);
+}
+
+/* One TDPBF16PS on random full tiles (infinities, denormals and tiny values among them),
+ * in the given order and row code; the C tile after it is written to out. */
+static void tile_dp_random(int seed, int order, int vec, float out[16][16])
+{
+    ct_rng r;
+    ct_rng_seed(&r, (uint64_t)seed, 9);
+    ct_tile_config cfg = { .palette = 1 };
+    for (int t = 0; t < 3; t++) { cfg.rows[t] = 16; cfg.colsb[t] = 64; }
+    uint16_t A[16][32], B[16][32];
+    float C[16][16];
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 32; j++) {
+            A[i][j] = ct_rng_below(&r, 500) ? rand_bf16(&r, 1) : 0x7f80;   /* now and then +inf */
+            B[i][j] = rand_bf16(&r, 1);
+        }
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) C[i][j] = (j + seed) % 4 ? (ct_rng_uniform(&r) * 2 - 1) : (float)ldexp(ct_rng_uniform(&r), -128);
+    const ct_tile_order before = ct_gemm_bf16_model_order((ct_tile_order)order);
+    const int before_vec = ct_tile_model_vector(vec);
+    ct_tile_model tm;
+    ct_tile_model_config(&tm, &cfg);
+    ct_tile_model_load(&tm, 0, C, sizeof C[0]);
+    ct_tile_model_load(&tm, 1, A, sizeof A[0]);
+    ct_tile_model_load(&tm, 2, B, sizeof B[0]);
+    ct_tile_model_dpbf16ps(&tm, 0, 1, 2);
+    ct_tile_model_store(&tm, 0, out, sizeof out[0]);
+    ct_tile_model_vector(before_vec);
+    ct_gemm_bf16_model_order(before);
+}
+
+static void tile_model(void)
+{
+    tile_model_order(0);
+    if (ct_kernels_cpu() >= CT_KERNELS_AVX2) {
+        tile_model_order(1);
+        t_case("bf16/tile model: the AVX2 rows = the plain C rows, bit for bit, both orders, 400 random tiles");
+        int bad = 0;
+        for (int seed = 0; seed < 200; seed++)
+            for (int order = 0; order < 2; order++) {
+                float plain[16][16], vec[16][16];
+                tile_dp_random(seed, order, 0, plain);
+                tile_dp_random(seed, order, 1, vec);
+                if (memcmp(plain, vec, sizeof plain) && bad++ < 3) t_check(0, "tile %d (%s order) differs", seed, order ? "guide" : "SDM");
+            }
+        t_check(bad == 0, "%d of 400 tiles differ", bad);
+    } else
+        t_skip("bf16/tile model (AVX2 rows): this CPU has no AVX2 and FMA, only the plain C rows run here");
 
     t_case("bf16/tile model: configurations the instruction faults on are refused");
     {
