@@ -123,11 +123,17 @@ ct_status cli_time_device_open(time_run *r, int threads, int tf32, int determini
     } else {
         if (ct_backend_open_gpu(&cli_backend, index, &math) != CT_OK) return unavailable(r, ct_last_error());
         ct_gpu_describe(cli_backend.dev, &cli_backend.math, r->device_desc, sizeof r->device_desc);
-        /* the peak at the run's precision: TF32 tensor cores when they are allowed */
-        ct_status st = ct_sgemm_rate_gpu(cli_backend.dev, &peak, CT_PEAK_N, tf32, CT_PEAK_REPEATS);
+        /* the peak at the run's precision: bf16 tensor cores, or TF32 ones when they are allowed */
+        const int bf16 = precision == CT_BF16;
+        ct_status st = bf16 ? ct_gemm_rate_gpu_bf16(cli_backend.dev, &peak, CT_PEAK_N, CT_PEAK_REPEATS)
+                            : ct_sgemm_rate_gpu(cli_backend.dev, &peak, CT_PEAK_N, tf32, CT_PEAK_REPEATS);
         if (st != CT_OK) { cli_close_device(); return st; }
-        snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS sgemm %d^3 (%s), median of %d", CT_PEAK_N,
-                 tf32 ? "TF32 allowed" : "FP32, no TF32", peak.repeats);
+        if (bf16)
+            snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS GemmEx %d^3 (bf16 in, FP32 accumulation), median of %d",
+                     CT_PEAK_N, peak.repeats);
+        else
+            snprintf(r->peak_what, sizeof r->peak_what, "cuBLAS sgemm %d^3 (%s), median of %d", CT_PEAK_N,
+                     tf32 ? "TF32 allowed" : "FP32, no TF32", peak.repeats);
     }
     r->peak = peak.median;
     r->peak_best = peak.best;

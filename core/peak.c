@@ -212,4 +212,10 @@ ct_status ct_sgemm_rate_gpu(struct ct_gpu *g, ct_sgemm_rate *r, int n, int tf32,
     (void)g; (void)r; (void)n; (void)tf32; (void)repeats;
     return ct_fail(CT_ENODEV, "this ctrain was built without CUDA (CPU only): no GPU sgemm peak to measure");
 }
+
+ct_status ct_gemm_rate_gpu_bf16(struct ct_gpu *g, ct_sgemm_rate *r, int n, int repeats)
+{
+    (void)g; (void)r; (void)n; (void)repeats;
+    return ct_fail(CT_ENODEV, "this ctrain was built without CUDA (CPU only): no GPU bf16 peak to measure");
+}
 #endif

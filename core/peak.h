@@ -95,5 +95,9 @@ ct_status ct_peak_sgemm_gpu(struct ct_gpu *g, ct_sgemm_rate *r);
  * CT_ENOMEM if three n x n matrices do not fit. */
 #define CT_PEAK_MAX_REPEATS 64
 ct_status ct_sgemm_rate_gpu(struct ct_gpu *g, ct_sgemm_rate *r, int n, int tf32, int repeats);
+/* The product the GPU's bf16 layers run: cublasGemmEx of n^3 with bf16 A and B, float32 C
+ * and float32 accumulation (CUBLAS_COMPUTE_32F: the bf16 tensor cores), `repeats` timed
+ * repeats after a warm-up. The "peak" of a bf16 run. Errors as above. */
+ct_status ct_gemm_rate_gpu_bf16(struct ct_gpu *g, ct_sgemm_rate *r, int n, int repeats);
 
 #endif

@@ -1,10 +1,13 @@
-/* peak.cu - the GPU's practical sgemm peak (core/peak.h: ct_peak_sgemm_gpu,
- * ct_sgemm_rate_gpu): cuBLAS sgemm of n^3 on the given GPU's compute stream,
- * timed with CUDA events, one warm-up then `repeats` repeats. ct_peak_sgemm_gpu
- * runs CT_PEAK_N^3 in the cuBLAS handle's math mode (plain FP32 unless the GPU was
- * opened with tf32); ct_sgemm_rate_gpu chooses the size and FP32 or TF32 itself
- * and puts the handle's math mode back afterwards. */
+/* peak.cu - the GPU's practical matrix-product peak (core/peak.h: ct_peak_sgemm_gpu,
+ * ct_sgemm_rate_gpu, ct_gemm_rate_gpu_bf16): a cuBLAS product of n^3 on the given GPU's
+ * compute stream, timed with CUDA events, one warm-up then `repeats` repeats.
+ * ct_peak_sgemm_gpu runs sgemm of CT_PEAK_N^3 in the cuBLAS handle's math mode (plain
+ * FP32 unless the GPU was opened with tf32); ct_sgemm_rate_gpu chooses the size and FP32
+ * or TF32 itself and puts the handle's math mode back afterwards; ct_gemm_rate_gpu_bf16
+ * times the product the bf16 layers run (cublasGemmEx, bf16 A and B, float32 C and
+ * accumulation: cuda/dense.cu). */
 #include <stdlib.h>
+#include <cuda_bf16.h>
 #include "cuda/check.h"
 extern "C" {
 #include "core/peak.h"
@@ -16,14 +19,26 @@ __global__ static void fill_kernel(float *x, size_t n, float scale)
         x[i] = scale * (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f * scale;
 }
 
-/* Times the sgemms into ms[repeats]; everything it allocates is freed by the caller's cleanup. */
+/* The same values, rounded to bf16 (to nearest even). */
+__global__ static void fill_bf16_kernel(__nv_bfloat16 *x, size_t n, float scale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = __float2bfloat16_rn(scale * (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f * scale);
+}
+
+/* Times the products into ms[repeats] (bf16: A and B hold bf16); everything it allocates is
+ * freed by the caller's cleanup. */
 static ct_status time_sgemms(ct_gpu *g, double *ms, int repeats, float *A, float *B, float *C, int n, cudaEvent_t e0,
-                             cudaEvent_t e1)
+                             cudaEvent_t e1, int bf16)
 {
     const float one = 1.0f, zero = 0.0f;
     for (int rep = -1; rep < repeats; rep++) {   /* rep -1 is the warm-up */
         CT_CUDA_TRY(cudaEventRecord(e0, g->stream));
-        CT_CUBLAS_TRY(cublasSgemm(g->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, n, B, n, &zero, C, n));
+        if (bf16)
+            CT_CUBLAS_TRY(cublasGemmEx(g->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, CUDA_R_16BF, n, B, CUDA_R_16BF, n,
+                                       &zero, C, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        else
+            CT_CUBLAS_TRY(cublasSgemm(g->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, n, B, n, &zero, C, n));
         CT_CUDA_TRY(cudaEventRecord(e1, g->stream));
         CT_CUDA_TRY(cudaEventSynchronize(e1));
         float t = 0;
@@ -33,7 +48,8 @@ static ct_status time_sgemms(ct_gpu *g, double *ms, int repeats, float *A, float
     return CT_OK;
 }
 
-/* math: -1 the handle's mode, 0 plain FP32, 1 TF32 tensor cores. */
+/* math: -1 the handle's mode, 0 plain FP32, 1 TF32 tensor cores, 2 bf16 operands (GemmEx). */
+enum { MATH_BF16 = 2 };
 static ct_status peak_gpu(ct_gpu *g, ct_sgemm_rate *r, int n, int repeats, int math)
 {
     if (!g) return ct_fail(CT_ENODEV, "no GPU is open (ct_gpu_open first)");
@@ -51,16 +67,20 @@ static ct_status peak_gpu(ct_gpu *g, ct_sgemm_rate *r, int n, int repeats, int m
     if (st == CT_OK) st = ct_gpu_malloc(g, (void **)&C, nn * sizeof(float), "sgemm C");
     if (st == CT_OK && (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess))
         st = ct_fail(CT_ENODEV, "cudaEventCreate failed");
-    if (st == CT_OK && math >= 0) {
+    if (st == CT_OK && math >= 0 && math != MATH_BF16) {
         if (cublasGetMathMode(g->cublas, &saved) != CUBLAS_STATUS_SUCCESS
             || cublasSetMathMode(g->cublas, math ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS)
             st = ct_fail(CT_ENODEV, "cublasSetMathMode failed");
         else restore = 1;
     }
-    if (st == CT_OK) {
+    if (st == CT_OK && math == MATH_BF16) {   /* A and B hold n x n bf16 (half of their bytes) */
+        fill_bf16_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>((__nv_bfloat16 *)A, nn, 1.0f);
+        fill_bf16_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>((__nv_bfloat16 *)B, nn, 0.5f);
+        st = time_sgemms(g, ms, R, A, B, C, n, e0, e1, 1);
+    } else if (st == CT_OK) {
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(A, nn, 1.0f);
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(B, nn, 0.5f);
-        st = time_sgemms(g, ms, R, A, B, C, n, e0, e1);
+        st = time_sgemms(g, ms, R, A, B, C, n, e0, e1, 0);
     }
     if (restore) cublasSetMathMode(g->cublas, saved);
     if (st == CT_OK) {
@@ -84,4 +104,9 @@ extern "C" ct_status ct_peak_sgemm_gpu(struct ct_gpu *g, ct_sgemm_rate *r)
 extern "C" ct_status ct_sgemm_rate_gpu(struct ct_gpu *g, ct_sgemm_rate *r, int n, int tf32, int repeats)
 {
     return peak_gpu(g, r, n, repeats, tf32 ? 1 : 0);
+}
+
+extern "C" ct_status ct_gemm_rate_gpu_bf16(struct ct_gpu *g, ct_sgemm_rate *r, int n, int repeats)
+{
+    return peak_gpu(g, r, n, repeats, MATH_BF16);
 }

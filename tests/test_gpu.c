@@ -43,6 +43,7 @@
 #include <string.h>
 #include "tests/test.h"
 #include "core/params.h"
+#include "core/peak.h"
 #include "cuda/counter_rng.h"
 #include "cuda/device.h"
 #include "cuda/lstm_map.h"
@@ -1426,8 +1427,25 @@ static void bf16_training(void)
 static const char *const bf16_cases[] = {
     "bf16/dense_37x130x67", "bf16/dense_256x128x64", "bf16/conv2d_im2col", "bf16/conv2d_stride1", "bf16/lstm_stacked_masked",
     "bf16/lstm_T100", "bf16/lstm_T100_full_length", "bf16/lstm_return_sequence", "bf16/lstm_return_mean",
-    "bf16/lstm_smaller_batch_and_steps", "bf16/training_siamese_lstm",
+    "bf16/lstm_smaller_batch_and_steps", "bf16/training_siamese_lstm", "bf16/peak",
 };
+
+/* `time`'s "of peak" for a bf16 GPU run: the bf16 product (GemmEx, float32 accumulation) runs
+ * and outpaces plain FP32 sgemm of the same size, as bf16 tensor cores do on every GPU that
+ * bf16 opens on (compute capability 8.0 and later). */
+static void bf16_peak(const ct_backend *g16)
+{
+    if (!case_selected("bf16/peak")) return;
+    t_case("gpu/bf16/peak (cuBLAS GemmEx bf16 %d^3 against FP32 sgemm of the same size)", CT_PEAK_N);
+    ct_sgemm_rate b = { 0 }, f = { 0 };
+    const ct_status sb = ct_gemm_rate_gpu_bf16(g16->dev, &b, CT_PEAK_N, 3);
+    t_check(sb == CT_OK, "bf16 rate: %s", ct_last_error());
+    const ct_status sf = ct_sgemm_rate_gpu(g16->dev, &f, CT_PEAK_N, 0, 3);
+    t_check(sf == CT_OK, "FP32 rate: %s", ct_last_error());
+    printf("     bf16 %.0f GFLOP/s, FP32 %.0f GFLOP/s (medians of 3)\n", b.median, f.median);
+    if (sb == CT_OK && sf == CT_OK) t_check(b.median > 1.5 * f.median, "bf16 %.0f GFLOP/s is not above 1.5x FP32's %.0f", b.median, f.median);
+    t_check(ct_gemm_rate_gpu_bf16(g16->dev, &b, 0, 3) == CT_EINVAL, "n = 0 accepted");
+}
 
 /* The bf16 cases on GPU 0 opened in bf16 (the FP32 GPU backend g32 beside it). */
 static void run_bf16_cases(const ct_backend *g32)
@@ -1469,6 +1487,7 @@ static void run_bf16_cases(const ct_backend *g32)
     bf16_lstm("bf16/lstm_return_mean", &g16, &cpu16, g32, 25);
     set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, t4, t4, -1);
     bf16_lstm("bf16/lstm_smaller_batch_and_steps", &g16, &cpu16, g32, 23);
+    bf16_peak(&g16);
     ct_backend_close(&cpu16);
     ct_gemm_bf16_use_model(0);
     ct_backend_close(&g16);
