@@ -77,6 +77,8 @@ typedef struct time_run {
     double prof_train_seconds;     /* training seconds of the profiled epochs */
     /* the counters (cli/time_hw.c), over the epochs after the warm-up */
     double sample_hz;              /* samples a second; 0: not sampled (--sample-hz 0) */
+    double sampler_cpu, sampled, mark_seconds;   /* the sampling thread's CPU seconds over `sampled` wall
+                                                    seconds; the epoch-end samples' seconds (NaN: none) */
     ct_hw_meter cpu_hw, gpu_hw;    /* the CPU package (every run) and the GPU (a GPU run; else its why says so) */
     double data_wait;              /* share of the training time spent waiting for data (0..1) */
     /* money; NaN: not given */

@@ -95,6 +95,7 @@ int time_hw_epoch(void *ctx, const ct_epoch_report *rep, const char **tags, floa
 void time_hw_end(time_hw *h, time_run *r, const time_setup *s)
 {
     r->sample_hz = 0;
+    r->sampler_cpu = r->sampled = r->mark_seconds = NAN;
     int first = r->n_epochs > s->warmup ? s->warmup : 0;
     double data = 0, train = 0;
     for (int e = first; e < r->n_epochs; e++) { data += r->hist[e].data_seconds; train += r->hist[e].train_seconds; }
@@ -106,6 +107,9 @@ void time_hw_end(time_hw *h, time_run *r, const time_setup *s)
     }
     ct_hw_sampler_stop(&h->sp);
     r->sample_hz = 1.0 / h->sp.period;
+    r->sampler_cpu = h->sp.cpu_seconds;
+    r->sampled = h->sp.wall_seconds;
+    r->mark_seconds = h->sp.mark_seconds;
     /* the stretch: the warm-up epoch's end (the start when there is no warm-up) to the last epoch's end */
     int k = r->n_epochs - first;
     if (h->n_marks >= r->n_epochs && k > 0) {

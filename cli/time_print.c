@@ -306,6 +306,11 @@ void time_print_hw(const time_setup *s, const time_run *runs, int n)
         if (isfinite(f.cpu_avg_w)) printf("%s: the CPU package drew %.1f W meanwhile (not in the figures above)\n", f.label, f.cpu_avg_w);
         if (money && isfinite(f.hardware_cost) && !isfinite(f.break_even_hours)) printf("%s: break-even n/a: %s\n", f.label, f.money_why);
     }
+    for (int i = 0; i < n; i++)
+        if (runs[i].available && isfinite(runs[i].sampler_cpu) && runs[i].sampled > 0)
+            printf("%s: sampling cost the sampling thread %.1f ms of CPU in %.1f s (%.3f%% of one core), the epochs' ends %.2f ms\n",
+                   runs[i].label, 1e3 * runs[i].sampler_cpu, runs[i].sampled, 100 * runs[i].sampler_cpu / runs[i].sampled,
+                   1e3 * runs[i].mark_seconds);
     char text[1024];
     snprintf(text, sizeof text, "Power: the device's own counter (the CPU package for the CPU, the board for a GPU; not the wall), "
              "over the epochs after the warm-up, sampled %s. J/epoch: the whole epoch, validation included; samples/J: training "

@@ -41,6 +41,10 @@
  *                                            the task's load() for a batch (0..1)
  *   energy_how, energy_why, temp_why, busy_why   how the joules were measured; why each is null ("" when not)
  *   hardware: { sample_hz,                   0: not sampled (--sample-hz 0)
+ *               sampler_cpu_seconds, sampled_seconds, mark_seconds
+ *                                            what sampling cost: the sampling thread's own CPU time over
+ *                                            the sampled_seconds it ran, and the wall time the epochs'
+ *                                            ends spent taking their samples (null: not sampled)
  *               cpu: { seconds, joules, avg_w, peak_w, energy_how, energy_why, max_temp_c, temp_why, n_samples },
  *               gpu: { the same, busy_pct, mem_busy_pct, sm_mhz, busy_why } }
  *                                            both meters of the run (a GPU run's cpu: the host's package)
@@ -170,6 +174,9 @@ static void write_hardware(ct_json_writer *w, const time_setup *s, const time_ru
     ct_json_str(w, "busy_why", isfinite(f.gpu_busy_pct) ? "" : f.busy_why);
     ct_json_object_begin(w, "hardware");
     ct_json_num(w, "sample_hz", r->sample_hz);
+    ct_json_num(w, "sampler_cpu_seconds", r->sampler_cpu);
+    ct_json_num(w, "sampled_seconds", r->sampled);
+    ct_json_num(w, "mark_seconds", r->mark_seconds);
     write_meter(w, "cpu", &r->cpu_hw, 0);
     write_meter(w, "gpu", &r->gpu_hw, 1);
     ct_json_object_end(w);

@@ -288,6 +288,8 @@ static void *sampler_main(void *arg)
         ts.tv_nsec = (long)((next - (double)ts.tv_sec) * 1e9);
         while (!sp->stop && pthread_cond_timedwait(&sp->cv, &sp->mu, &ts) == 0) { }
     }
+    struct timespec cpu;   /* what this thread cost the machine, all of it */
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) sp->cpu_seconds = cpu.tv_sec + cpu.tv_nsec * 1e-9;
     pthread_mutex_unlock(&sp->mu);
     return NULL;
 }
@@ -299,6 +301,7 @@ ct_status ct_hw_sampler_start(ct_hw_sampler *sp, double hz, ct_hw_gpu_read gpu, 
     sp->gpu = gpu;
     sp->gpu_ctx = gpu_ctx;
     sp->period = hz > 0 ? 1.0 / hz : 0;
+    sp->started = ct_now();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -315,15 +318,18 @@ ct_status ct_hw_sampler_start(ct_hw_sampler *sp, double hz, ct_hw_gpu_read gpu, 
 
 size_t ct_hw_sampler_mark(ct_hw_sampler *sp)
 {
+    const double t0 = ct_now();
     pthread_mutex_lock(&sp->mu);
     size_t i = take(sp);
     pthread_mutex_unlock(&sp->mu);
+    sp->mark_seconds += ct_now() - t0;
     return i;
 }
 
 void ct_hw_sampler_stop(ct_hw_sampler *sp)
 {
     if (!sp->running) return;
+    sp->wall_seconds = ct_now() - sp->started;
     pthread_mutex_lock(&sp->mu);
     sp->stop = 1;
     pthread_cond_signal(&sp->cv);

@@ -104,6 +104,10 @@ typedef struct {
     int running, stop;
     ct_hw_sample *s;                   /* [n] of [cap], in time order */
     size_t n, cap;
+    /* what sampling cost, for the record (set by ct_hw_sampler_stop) */
+    double started, wall_seconds;      /* ct_now() at the start; seconds from the start to the stop */
+    double cpu_seconds;                /* the sampling thread's own CPU time (CLOCK_THREAD_CPUTIME_ID) */
+    double mark_seconds;               /* wall time the callers spent in ct_hw_sampler_mark */
 } ct_hw_sampler;
 
 /* Opens the CPU's counters and starts the thread, `hz` samples a second (hz <= 0: no thread;
@@ -111,7 +115,7 @@ typedef struct {
 ct_status ct_hw_sampler_start(ct_hw_sampler *sp, double hz, ct_hw_gpu_read gpu, void *gpu_ctx);
 /* One sample now; its index (SIZE_MAX when out of memory: the sample is lost). */
 size_t    ct_hw_sampler_mark(ct_hw_sampler *sp);
-/* Stops the thread (the samples stay) / frees the samples. */
+/* Stops the thread (the samples stay; wall_seconds and cpu_seconds set) / frees the samples. */
 void      ct_hw_sampler_stop(ct_hw_sampler *sp);
 void      ct_hw_sampler_free(ct_hw_sampler *sp);
 

@@ -263,6 +263,8 @@ static const char *PY_SCHEMA =
     "assert 0 < d[\"fma_peak_gflops\"] < 1e7 and abs(d[\"fraction_of_fma_peak\"] - d[\"gflops\"] / d[\"fma_peak_gflops\"]) < 1e-9; "
     "e=d[\"epochs\"]; assert len(e)==2 and all(isinstance(x[k],num) for x in e for k in "
     "(\"seconds\",\"train_seconds\",\"val_seconds\",\"loss\",\"accuracy\",\"val_loss\",\"val_accuracy\")); "
+    "h=d[\"hardware\"]; assert h[\"sample_hz\"] > 0 and 0 <= h[\"sampler_cpu_seconds\"] < h[\"sampled_seconds\"] "
+    "and 0 <= h[\"mark_seconds\"] < h[\"sampled_seconds\"], h; "
     "assert [l[\"name\"] for l in d[\"layers\"]]";
 
 /* The JSON written by the command, read back: the schema's fields and types. */
