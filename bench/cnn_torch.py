@@ -5,6 +5,8 @@ and with `ctrain train cnn` (same data, optimizer and epochs).
     /usr/bin/python3 bench/cnn_torch.py [--threads N] [--batch B] [--repeats R]
     /usr/bin/python3 bench/cnn_torch.py --epochs 12 [--data DIR|synthetic] [--samples N] [--val-samples M]
                                         [--threads N] [--json FILE] [--peak GFLOPS] [--device cuda]
+                                        [--sample-hz HZ] [--price cpu=PER_HOUR] [--electricity PER_KWH]
+                                        [--hardware-cost cpu=PRICE]
 
 Network: conv 32 3x3, relu, conv 64 3x3, relu, maxpool 2, dropout 0.25, flatten,
 dense 128, relu, dropout 0.5, dense 10, softmax cross-entropy; Adam lr 1e-3.
@@ -17,7 +19,11 @@ Fashion-MNIST; `synthetic`: random images and labels of the same shapes) and
 prints a Keras-style log with per-epoch seconds, then the statistics of
 `ctrain time cnn` (median, min, max seconds over the epochs after the warm-up,
 training images/s, GFLOP/s); --json FILE records them in ctrain time's schema
-(bench/torch_timing.py). Validation runs in batches of --batch, as ctrain's does.
+(bench/torch_timing.py: ctrain-time/2, with the energy, temperature and data-wait
+figures measured as ctrain measures them, counters sampled --sample-hz times a
+second, and the money of --price, --electricity and --hardware-cost; the data
+wait is the time spent taking each training batch out of the tensors).
+Validation runs in batches of --batch, as ctrain's does.
 """
 import argparse
 import gzip
@@ -112,7 +118,7 @@ def images(a):
     return xtr[:n], ytr[:n], xte[:v], yte[:v]
 
 
-def train(a):
+def train(a, prices):
     dev = torch.device(a.device)
     xtr, ytr, xte, yte = (t.to(dev) for t in images(a))
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -121,23 +127,27 @@ def train(a):
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
     print(f"PyTorch {torch.__version__} on {a.device}, {a.threads} threads")
     print(f"Train on {len(xtr)} samples, validate on {len(xte)} samples")
+    hw = torch_timing.Hardware(a.device, a.sample_hz) if a.json else None
     hist = []
     for ep in range(a.epochs):
         sync()
         t0 = time.perf_counter()
         m.train()
         perm = torch.randperm(len(xtr), device=dev)
-        tl, tc = 0.0, 0
+        tl, tc, wait = 0.0, 0, 0.0
         for i in range(0, len(xtr), a.batch):
+            tw = time.perf_counter()           # fetching the batch: the data wait, as ctrain times its load()
             idx = perm[i:i + a.batch]
+            xb, yb = xtr[idx], ytr[idx]
+            wait += time.perf_counter() - tw
             opt.zero_grad()
             with torch_timing.autocast(dev.type):
-                z = m(xtr[idx])
-                loss = F.cross_entropy(z, ytr[idx])
+                z = m(xb)
+                loss = F.cross_entropy(z, yb)
             loss.backward()
             opt.step()
             tl += loss.item() * len(idx)
-            tc += (z.argmax(1) == ytr[idx]).sum().item()
+            tc += (z.argmax(1) == yb).sum().item()
         sync()
         t1 = time.perf_counter()
         m.eval()
@@ -149,8 +159,10 @@ def train(a):
                 vc += (z.argmax(1) == yte[i:i + a.batch]).sum().item()
         sync()
         t2 = time.perf_counter()
+        if hw:
+            hw.epoch_end()
         nv = max(len(xte), 1)
-        hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, tl / len(xtr), tc / len(xtr), vl / nv, vc / nv))
+        hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, tl / len(xtr), tc / len(xtr), vl / nv, vc / nv, wait))
         torch_timing.print_epoch(ep, a.epochs, hist[-1])
     torch_timing.report("cnn", a.device, hist, len(xtr), FLOPS_PER_IMAGE, "images", a.peak, a.fma_peak)
     if a.json:
@@ -159,7 +171,8 @@ def train(a):
                                            "dense128,relu,dropout0.5,dense10), Adam lr 0.001",
                                 batch=a.batch, seed=a.seed, n_train=len(xtr), n_val=len(xte), epochs=hist,
                                 flops_per_sample=FLOPS_PER_IMAGE, peak=a.peak, fma_peak=a.fma_peak, ctrain_blas=a.ctrain_blas,
-                                flops_counted="conv and dense matrix products, as ctrain counts them (models/seq_cnn.h)")
+                                flops_counted="conv and dense matrix products, as ctrain counts them (models/seq_cnn.h)",
+                                hardware=hw, prices=prices)
 
 
 def main():
@@ -183,8 +196,9 @@ def main():
     torch.set_num_threads(a.threads)
     torch_timing.set_tf32(a.tf32)
     torch_timing.set_autocast(a.autocast)
+    prices = torch_timing.parse_money(a, a.device)
     if a.epochs > 0:
-        train(a)
+        train(a, prices)
     else:
         bench(a)
 

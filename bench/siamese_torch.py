@@ -11,12 +11,18 @@ nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> Euclidean distance
 With --epochs N it instead trains epoch by epoch like `ctrain time siamese-lstm`
 (--pairs training and --val-pairs validation pairs per epoch, validation under
 no_grad after each epoch) and reports the same per-epoch statistics; --json FILE
-records them in ctrain time's schema (bench/torch_timing.py). The inputs are a
+records them in ctrain time's schema (bench/torch_timing.py: ctrain-time/2, with
+the energy, temperature and data-wait figures measured as ctrain measures them,
+counters sampled --sample-hz times a second, and the money of --price,
+--electricity and --hardware-cost). The inputs are a
 pool of 16 random batches of the right shapes, cycled, so data preparation costs
-PyTorch nothing (ctrain crops its batches from a corpus on a loader thread).
+PyTorch nothing (ctrain crops its batches from a corpus on a loader thread);
+the time spent taking a batch from it is the data wait.
 --device cuda runs it on the GPU (cuDNN's LSTM).
 
     /usr/bin/python3 bench/siamese_torch.py --epochs 4 --pairs 3072 --val-pairs 1024 [--json FILE] [--device cuda]
+                                            [--sample-hz HZ] [--price cpu=PER_HOUR] [--electricity PER_KWH]
+                                            [--hardware-cost cpu=PRICE]
 """
 import argparse
 import statistics
@@ -53,7 +59,7 @@ FLOPS_COUNTED = ("matrix products only, as ctrain counts them (models/siamese_ls
                  "and dense 2*S*H*D with S = 2 sequences per pair, backward twice the forward")
 
 
-def epochs(args):
+def epochs(args, prices):
     """Epoch-by-epoch training, timed like `ctrain time siamese-lstm`."""
     dev = torch.device(args.device)
     torch.manual_seed(args.seed)
@@ -64,13 +70,15 @@ def epochs(args):
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
     def run(n_pairs, train):
-        loss_sum, right, k = 0.0, 0, 0
+        loss_sum, right, k, wait = 0.0, 0, 0, 0.0
         for first in range(0, n_pairs, B):
+            t = time.perf_counter()            # fetching the batch: the data wait, as ctrain times its load()
             b = min(B, n_pairs - first)
             x, y = pool[k % len(pool)]
             x = torch.cat([x[:b], x[B:B + b]]) if b < B else x
             y = y[:b]
             k += 1
+            wait += time.perf_counter() - t
             if train:
                 opt.zero_grad()
                 with torch_timing.autocast(dev.type):
@@ -84,21 +92,24 @@ def epochs(args):
                     loss = contrastive(d, y)
             loss_sum += loss.item() * b
             right += ((d < 0.5).float() == y).sum().item()
-        return loss_sum / max(n_pairs, 1), right / max(n_pairs, 1)
+        return loss_sum / max(n_pairs, 1), right / max(n_pairs, 1), wait
 
     print(f"PyTorch {torch.__version__} siamese-lstm on {args.device}, {args.threads} threads: "
           f"{args.pairs} training + {args.val_pairs} validation pairs, batch {B}")
+    hw = torch_timing.Hardware(args.device, args.sample_hz) if args.json else None
     hist = []
     for e in range(args.epochs):
         sync()
         t0 = time.perf_counter()
-        loss, acc = run(args.pairs, True)
+        loss, acc, wait = run(args.pairs, True)
         sync()
         t1 = time.perf_counter()
-        vloss, vacc = run(args.val_pairs, False)
+        vloss, vacc, _ = run(args.val_pairs, False)
         sync()
         t2 = time.perf_counter()
-        hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, loss, acc, vloss, vacc))
+        if hw:
+            hw.epoch_end()
+        hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, loss, acc, vloss, vacc, wait))
         torch_timing.print_epoch(e, args.epochs, hist[-1])
     torch_timing.report("siamese-lstm", args.device, hist, args.pairs, step_flops(1), "pairs", args.peak, args.fma_peak)
     if args.json:
@@ -107,7 +118,7 @@ def epochs(args):
                                 device=args.device, threads=args.threads, batch=B, seed=args.seed, n_train=args.pairs,
                                 n_val=args.val_pairs, epochs=hist, flops_per_sample=step_flops(1),
                                 flops_counted=FLOPS_COUNTED, peak=args.peak, fma_peak=args.fma_peak,
-                                ctrain_blas=args.ctrain_blas)
+                                ctrain_blas=args.ctrain_blas, hardware=hw, prices=prices)
 
 
 def main():
@@ -130,8 +141,9 @@ def main():
     torch.set_num_threads(args.threads)
     torch_timing.set_tf32(args.tf32)
     torch_timing.set_autocast(args.autocast)
+    prices = torch_timing.parse_money(args, args.device)
     if args.epochs > 0:
-        return epochs(args)
+        return epochs(args, prices)
     torch.manual_seed(1)
     B, T, I, H, D = args.batch, 100, 40, 128, 64
     model = Siamese(I, H, D)

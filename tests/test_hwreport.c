@@ -9,14 +9,21 @@
  *     --hardware-cost and --electricity refused in one line with exit 2;
  *   - --compare of a /1 file (the new rows n/a, said why) beside a /2 file;
  *   - the report page: nothing in it points outside the file, and headless Chromium's
- *     DOM of it holds the figures of the JSON it came from (SKIP when no chromium). */
+ *     DOM of it holds the figures of the JSON it came from (SKIP when no chromium);
+ *   - the PyTorch twins (bench/siamese_torch.py, bench/cnn_torch.py) under a fake tree
+ *     whose counter keeps moving and wrapping: schema /2 with the figures ctrain's
+ *     arithmetic gives, the reasons in ctrain's words when there are no counters, their
+ *     money, and `time --compare` of a ctrain file and a twin's with figures for both
+ *     (SKIP when /usr/bin/python3 cannot import torch). */
 #define _DEFAULT_SOURCE   /* setenv, unsetenv, realpath */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include "tests/test.h"
 #include "cuda/device.h"
 #include "cuda/nvml.h"
@@ -346,11 +353,210 @@ static void test_command(void)
     check_dom("time --compare --html's page (a /1 and a /2 file)", chtml, old, json);
 }
 
+/* ---- the PyTorch twins ---- */
+#define PYTHON "/usr/bin/python3"
+#define TICK_UJ 250000   /* the moving counter's step: 0.25 J, wrapping at 1 J every 4th step */
+
+/* A child that advances intel-rapl:0 (max_energy_range_uj 1 J) by 0.25 J every 20 ms, wrapping
+ * at 1 J, each value written whole (a new file renamed over the counter); its pid. The
+ * sampler (100 Hz) sees at most 3 steps between two samples, less than one wrap range. */
+static pid_t start_ticking(void)
+{
+    put("class/powercap/intel-rapl:0/energy_uj", "0");
+    put("class/powercap/intel-rapl:0/max_energy_range_uj", "1000000");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    char path[512], tmp[520];
+    snprintf(path, sizeof path, "%s/class/powercap/intel-rapl:0/energy_uj", dir);
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    for (long n = 1; ; n++) {
+        FILE *f = fopen(tmp, "w");
+        if (f) { fprintf(f, "%ld\n", n * TICK_UJ % 1000000); fclose(f); rename(tmp, path); }
+        usleep(20000);
+    }
+}
+
+static void stop_ticking(pid_t pid)
+{
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static const char *json_text(json_t *root, const char *obj, const char *key)
+{
+    json_t *o = obj ? json_object_get(root, obj) : root;
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "(none)";
+}
+
+static double json_sub(json_t *root, const char *obj, const char *sub, const char *key)
+{
+    json_t *v = json_object_get(json_object_get(json_object_get(root, obj), sub), key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static int close_to(double a, double b) { return fabs(a - b) <= 1e-9 * (fabs(b) > 1 ? fabs(b) : 1); }
+
+/* Whether j joules are a whole number of the moving counter's steps (0.25 J). */
+static int whole_steps(double j) { return isfinite(j) && fabs(j / 0.25 - round(j / 0.25)) < 1e-6; }
+
+/* Runs "ENV python3 bench/SCRIPT ARGS" from the source tree, its output into out; the exit status. */
+static int run_twin(const char *root, const char *script, const char *args)
+{
+    char cmd[2048], log[300];
+    snprintf(log, sizeof log, "%s/twin.txt", dir);
+    snprintf(cmd, sizeof cmd, "CTRAIN_SYSFS_ROOT='%s' " PYTHON " bench/%s %s > '%s' 2>&1", root, script, args, log);
+    int rc = system(cmd);
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    out[n] = 0;
+    if (f) fclose(f);
+    return rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc);
+}
+
+/* The figures of a JSON written under the moving counter: what ctrain's arithmetic gives. */
+static void check_moving(json_t *root, const char *file, int timed_epochs, double n_train, double hz)
+{
+    const char *schema = json_text(root, NULL, "schema");
+    t_check(!strcmp(schema, "ctrain-time/2"), "%s: schema %s, want ctrain-time/2", file, schema);
+    double j = json_sub(root, "hardware", "cpu", "joules"), s = json_sub(root, "hardware", "cpu", "seconds");
+    double jpe = json_num(root, NULL, "joules_per_epoch"), w = json_num(root, NULL, "avg_watts");
+    t_check(whole_steps(j), "%s: %.9g J is not a whole number of the counter's 0.25 J steps", file, j);
+    t_check(jpe > 0 && close_to(jpe * timed_epochs, j), "%s: joules_per_epoch %.12g, want %.12g J / %d epochs", file, jpe, j, timed_epochs);
+    t_check(s > 0 && close_to(w, j / s) && close_to(jpe * timed_epochs, w * s), "%s: avg_watts %.12g, want %.12g J / %.12g s", file, w, j, s);
+    t_check(json_num(root, NULL, "peak_watts") >= w, "%s: peak %.12g W below the average %.12g", file, json_num(root, NULL, "peak_watts"), w);
+    t_check(close_to(json_num(root, NULL, "samples_per_joule"), n_train / jpe), "%s: samples_per_joule %.12g, want %g / %.12g", file,
+            json_num(root, NULL, "samples_per_joule"), n_train, jpe);
+    t_check(json_num(root, NULL, "max_temp_c") == 70.5 && json_sub(root, "hardware", "cpu", "max_temp_c") == 70.5,
+            "%s: max_temp_c %g, want 70.5 (coretemp's package; k10temp's Tctl reads 61.25)", file, json_num(root, NULL, "max_temp_c"));
+    t_check(!strcmp(json_text(root, NULL, "energy_how"), "RAPL package energy counters (2 zones)") && !*json_text(root, NULL, "energy_why"),
+            "%s: energy_how '%s', energy_why '%s'", file, json_text(root, NULL, "energy_how"), json_text(root, NULL, "energy_why"));
+    t_check(isnan(json_num(root, NULL, "gpu_busy_pct")) && !strcmp(json_text(root, NULL, "busy_why"), "not a GPU run"),
+            "%s: gpu_busy_pct %g, busy_why '%s'", file, json_num(root, NULL, "gpu_busy_pct"), json_text(root, NULL, "busy_why"));
+    t_check(json_num(root, "hardware", "sample_hz") == hz && json_sub(root, "hardware", "cpu", "n_samples") >= 2,
+            "%s: sample_hz %g, %g samples", file, json_num(root, "hardware", "sample_hz"), json_sub(root, "hardware", "cpu", "n_samples"));
+    double dw = json_num(root, NULL, "data_wait_share");
+    t_check(dw >= 0 && dw < 1, "%s: data_wait_share %g", file, dw);
+}
+
+static void test_twins(void)
+{
+    if (access(PYTHON, X_OK) != 0 || system(PYTHON " -c 'import torch' > /dev/null 2>&1") != 0) {
+        t_skip("hwreport/the PyTorch twins write ctrain-time/2: %s cannot import torch (install Debian's python3-torch)", PYTHON);
+        return;
+    }
+    char tj[300], cj[300], ej[300], kj[300], args[2048], empty[300];
+    snprintf(tj, sizeof tj, "%s/siamese-torch.json", dir);
+    snprintf(cj, sizeof cj, "%s/cnn-torch.json", dir);
+    snprintf(kj, sizeof kj, "%s/cnn-ctrain.json", dir);
+    snprintf(ej, sizeof ej, "%s/empty-torch.json", dir);
+    snprintf(empty, sizeof empty, "%s/empty", dir);
+    fake_tree();
+    mkdir(empty, 0755);
+
+    t_case("hwreport/siamese_torch.py under a moving, wrapping counter: schema /2, ctrain's arithmetic, money");
+    pid_t ticker = start_ticking();
+    snprintf(args, sizeof args, "--epochs 3 --pairs 16 --val-pairs 8 --batch 8 --threads 1 --sample-hz 100 --json '%s' "
+             "--price cpu=3600 --electricity 0.3 --hardware-cost cpu=100", tj);
+    int rc = run_twin(dir, "siamese_torch.py", args);
+    t_check(rc == 0, "siamese_torch.py: exit %d: %s", rc, out);
+    json_t *root = NULL;
+    if (rc == 0 && t_check(ct_json_load(&root, tj) == CT_OK, "%s: %s", tj, ct_last_error())) {
+        check_moving(root, tj, 2, 16, 100);
+        double j = json_sub(root, "hardware", "cpu", "joules");
+        t_check(j >= 1.0, "%.9g J over at least 4 steps must count each wrap at 1 J (a wrap left uncounted makes it less than 1 J)", j);
+        double sec = json_num(root, "epoch_seconds", "median"), w = json_num(root, NULL, "avg_watts");
+        double jpe = json_num(root, NULL, "joules_per_epoch");
+        t_check(close_to(json_num(root, "money", "rent_per_epoch"), sec) && close_to(json_num(root, "money", "rent_per_run"), 3 * sec),
+                "rent %.12g / %.12g, want the median seconds %.12g x 1 and x 3", json_num(root, "money", "rent_per_epoch"),
+                json_num(root, "money", "rent_per_run"), sec);
+        t_check(close_to(json_num(root, "money", "electricity_per_epoch"), jpe / 3.6e6 * 0.3), "electricity per epoch %.12g",
+                json_num(root, "money", "electricity_per_epoch"));
+        t_check(close_to(json_num(root, "money", "break_even_hours"), 100 / (3600 - w / 1000 * 0.3)), "break-even %.12g, want %.12g",
+                json_num(root, "money", "break_even_hours"), 100 / (3600 - w / 1000 * 0.3));
+        json_t *e0 = json_array_get(json_object_get(root, "epochs"), 0);
+        t_check(json_object_get(e0, "loss") && !json_object_get(e0, "data_seconds"), "an epoch's fields changed");
+        json_decref(root);
+    }
+
+    t_case("hwreport/cnn_torch.py and ctrain time cnn under the same moving counter");
+    snprintf(args, sizeof args, "--epochs 2 --data synthetic --samples 64 --val-samples 32 --batch 32 --threads 1 --sample-hz 100 "
+             "--json '%s' --price cpu=3600 --hardware-cost cpu=100", cj);
+    rc = run_twin(dir, "cnn_torch.py", args);
+    t_check(rc == 0, "cnn_torch.py: exit %d: %s", rc, out);
+    if (rc == 0 && t_check(ct_json_load(&root, cj) == CT_OK, "%s: %s", cj, ct_last_error())) {
+        check_moving(root, cj, 1, 64, 100);
+        json_decref(root);
+    }
+    snprintf(args, sizeof args, "CTRAIN_SYSFS_ROOT=%s %s time cnn --protocol smoke --device cpu --threads 1 --epochs 2 --samples 64 "
+             "--val-samples 32 --sample-hz 100 --price cpu=3600 --electricity 0.3 --hardware-cost cpu=100 --json %s > %s/ctrain.txt 2>&1",
+             dir, t_ctrain_bin(), kj, dir);
+    rc = system(args);
+    stop_ticking(ticker);
+    t_check(rc == 0, "ctrain time cnn: exit %d (%s/ctrain.txt)", rc, dir);
+    if (rc == 0 && t_check(ct_json_load(&root, kj) == CT_OK, "%s: %s", kj, ct_last_error())) {
+        double j = json_sub(root, "hardware", "cpu", "joules");
+        t_check(whole_steps(j), "ctrain: %.9g J is not a whole number of the counter's 0.25 J steps", j);
+        json_decref(root);
+    }
+
+    t_case("hwreport/time --compare of ctrain's file and siamese_torch.py's: energy and cost rows with figures for both");
+    snprintf(args, sizeof args, "time --compare %s %s", kj, tj);
+    rc = t_run_ctrain(args, out, sizeof out);
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    const char *rows[] = { "joules/epoch", "avg W", "peak W", "max temperature C", "data wait", "rent/epoch", "rent/run",
+                           "electricity/run", "break-even hours" };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *line = out;
+        while (line && strncmp(line, rows[i], strlen(rows[i])) != 0) line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+        size_t len = line ? strcspn(line, "\n") : 0;
+        char row[256];
+        snprintf(row, sizeof row, "%.*s", (int)(len < 255 ? len : 255), line ? line : "");
+        t_check(line && !strstr(row, "n/a"), "row '%s' missing or n/a: '%s'\n%s", rows[i], row, out);
+    }
+    t_check(!strstr(out, "not recorded"), "a file read as /1: %s", out);
+
+    t_case("hwreport/siamese_torch.py without counters: null figures, the reasons in ctrain's words");
+    snprintf(args, sizeof args, "--epochs 2 --pairs 8 --val-pairs 0 --batch 8 --threads 1 --json '%s' --price cpu=1 --electricity 0.3 "
+             "--hardware-cost cpu=10", ej);
+    rc = run_twin(empty, "siamese_torch.py", args);
+    t_check(rc == 0, "siamese_torch.py: exit %d: %s", rc, out);
+    ct_hw hw;
+    setenv("CTRAIN_SYSFS_ROOT", empty, 1);
+    ct_hw_open(&hw);   /* ctrain's reasons for the same tree */
+    unsetenv("CTRAIN_SYSFS_ROOT");
+    if (rc == 0 && t_check(ct_json_load(&root, ej) == CT_OK, "%s: %s", ej, ct_last_error())) {
+        t_check(isnan(json_num(root, NULL, "joules_per_epoch")) && isnan(json_num(root, NULL, "avg_watts"))
+                && isnan(json_num(root, NULL, "samples_per_joule")) && isnan(json_sub(root, "hardware", "cpu", "joules")),
+                "figures without a counter: %g J/epoch", json_num(root, NULL, "joules_per_epoch"));
+        t_check(!strcmp(json_text(root, NULL, "energy_why"), hw.energy_why), "energy_why '%s', ctrain's '%s'",
+                json_text(root, NULL, "energy_why"), hw.energy_why);
+        t_check(isnan(json_num(root, NULL, "max_temp_c")) && !strcmp(json_text(root, NULL, "temp_why"), hw.temp_why),
+                "temp_why '%s', ctrain's '%s'", json_text(root, NULL, "temp_why"), hw.temp_why);
+        char want[700];
+        snprintf(want, sizeof want, "break-even with --electricity needs the device's power: %.400s", hw.energy_why);
+        t_check(isnan(json_num(root, "money", "break_even_hours")) && !strcmp(json_text(root, "money", "break_even_why"), want),
+                "break_even_why '%s'", json_text(root, "money", "break_even_why"));
+        t_check(close_to(json_num(root, "money", "rent_per_epoch"), json_num(root, "epoch_seconds", "median") / 3600), "rent per epoch");
+        json_decref(root);
+    }
+
+    t_case("hwreport/siamese_torch.py --price for a device it does not time: one line, exit 2");
+    rc = run_twin(dir, "siamese_torch.py", "--epochs 1 --pairs 8 --price gpu=2.50");
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    t_check(rc == 2 && lines == 1 && strstr(out, "--price gpu=2.50: this run does not time gpu (its devices: cpu)"),
+            "exit %d, %d lines: %s", rc, lines, out);
+}
+
 void suite_hwreport(void)
 {
     test_sysfs();
     test_gpu_meter();
     test_nvml();
     test_command();
+    test_twins();
     rm_tree(dir);
 }
