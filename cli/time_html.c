@@ -75,26 +75,27 @@ static void bar_chart(FILE *o, const char *title, const char *unit, const time_f
     esc(o, title);
     fprintf(o, "</figcaption>\n");
     if (!k) { fprintf(o, "<p class=\"na\">n/a for every run</p></figure>\n"); return; }
-    const int W = 480, bar_h = 24, gap = 8, label_w = 170, h = n * (bar_h + gap) + gap;
+    /* each run: its name on a line of its own (names are long: file, machine, device), its bar below */
+    const int W = 480, name_h = 18, bar_h = 20, gap = 10, row_h = name_h + bar_h + gap, h = n * row_h;
     fprintf(o, "<svg viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", W, h);
     esc(o, title);
     fprintf(o, "\">\n");
     static const char *colors[] = { "#4878d0", "#ee854a", "#6acc64", "#d65f5f", "#956cb4", "#8c613c", "#dc7ec0", "#797979" };
     for (int i = 0; i < n; i++) {
-        double v = fig(&f[i], c), y = gap + i * (bar_h + gap);
+        double v = fig(&f[i], c), y = i * row_h, bar_y = y + name_h;
         char name[256], val[64];
         row_name(name, sizeof name, &f[i]);
-        fprintf(o, "<text x=\"%d\" y=\"%.0f\" class=\"l\">", label_w - 6, y + bar_h * 0.7);
+        fprintf(o, "<text x=\"0\" y=\"%.0f\" class=\"l\">", y + name_h - 4);
         esc(o, name);
         fprintf(o, "</text>");
         if (isfinite(v)) {
-            double len = mx > 0 ? (W - label_w - 110) * v / mx : 0;
+            double len = mx > 0 ? (W - 110) * v / mx : 0;
             snprintf(val, sizeof val, c->fmt, v);
-            fprintf(o, "<rect x=\"%d\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", label_w, y, len, bar_h, colors[i % 8]);
-            fprintf(o, "<text x=\"%.1f\" y=\"%.0f\" class=\"v\">%s%s%s</text>\n", label_w + len + 4, y + bar_h * 0.7, val,
+            fprintf(o, "<rect x=\"0\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", bar_y, len, bar_h, colors[i % 8]);
+            fprintf(o, "<text x=\"%.1f\" y=\"%.0f\" class=\"v\">%s%s%s</text>\n", len + 4, bar_y + bar_h * 0.75, val,
                     *unit ? " " : "", unit);
         } else {
-            fprintf(o, "<text x=\"%d\" y=\"%.0f\" class=\"v\">n/a</text>\n", label_w + 4, y + bar_h * 0.7);
+            fprintf(o, "<text x=\"4\" y=\"%.0f\" class=\"v\">n/a</text>\n", bar_y + bar_h * 0.75);
         }
     }
     fprintf(o, "</svg></figure>\n");
@@ -111,7 +112,7 @@ static const char *CSS =
     "td.na{color:#999}"
     ".charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}"
     "figure{margin:0}figcaption{font-weight:600;margin:.5em 0}svg{width:100%;height:auto}"
-    "svg text{font-size:15px;fill:#222}svg text.l{text-anchor:end}"
+    "svg text{font-size:15px;fill:#222}svg text.l{font-size:13px;fill:#555}"
     ".why{font-size:.85em;color:#555}"
     "@media (max-width:600px){body{padding:6px}table{font-size:.8em}}";
 
