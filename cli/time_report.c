@@ -3,7 +3,8 @@
  * back for `ctrain time --compare` and --baseline).
  *
  * JSON schema "ctrain-time/1" (one object; numbers that are not finite are null):
- *   schema, framework ("ctrain 0.1.0"; bench/torch_timing.py writes "pytorch ..."), ctrain_version,
+ *   schema, framework ("ctrain 0.1.0"; bench/torch_timing.py writes "pytorch ..." and, in its files
+ *   only, pytorch (its build), ctrain_blas_core and tf32), ctrain_version,
  *   date (UTC, ISO 8601), command
  *   host: { hostname, os, cpu, cpu_features, logical_cores, blas, blas_core, kernels, hdf5, gpu }
  *                                            blas_core: the kernels OpenBLAS ran and who chose them;
