@@ -202,7 +202,7 @@ int dp_tile_avx2(ct_tile_order order, uint8_t (*ct)[64], const uint8_t (*at)[64]
 #define MXCSR_FTZ  0x8000u
 #endif
 
-static int model_vector = -1;   /* -1: not chosen yet (the AVX2 rows where the FP32 kernels are AVX2 or wider) */
+static int model_vector = -1;   /* -1: not chosen yet (the fast rows, wherever the FP32 kernels are AVX2 or wider) */
 
 int ct_tile_model_vector(int on)
 {
@@ -218,10 +218,10 @@ void ct_tile_model_dpbf16ps(ct_tile_model *tm, int c, int a, int b)
     CT_ASSERT(g->rows[c] == g->rows[a] && g->colsb[c] == g->colsb[b] && g->colsb[a] / 4 == g->rows[b]);
     const int rows = g->rows[c], pairs = g->colsb[a] / 4, cols = g->colsb[c] / 4;
     const uint8_t (*bt)[64] = (const uint8_t (*)[64])tm->t[b];
-    if (model_vector < 0) model_vector = ct_kernels_get() >= CT_KERNELS_AVX2;
+    if (model_vector < 0) model_vector = 1;
     int done = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (model_vector) {   /* the fast rows, under a clean MXCSR; the plain rows again if a denormal left a mark */
+    if (model_vector && ct_kernels_get() >= CT_KERNELS_AVX2) {   /* the fast rows (AVX2, FMA) under a clean MXCSR; the plain rows again on a mark */
         uint8_t saved[16][64];
         memcpy(saved, tm->t[c], sizeof saved);
         const unsigned csr = _mm_getcsr();

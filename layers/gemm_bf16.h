@@ -200,11 +200,12 @@ void ct_tile_model_zero(ct_tile_model *tm, int t);                              
  * instruction requires (rows of C = rows of A, bytes per row of C = of B, A's bytes per
  * row / 4 = B's rows), else CT_ASSERT (the instruction faults). */
 void ct_tile_model_dpbf16ps(ct_tile_model *tm, int c, int a, int b);
-/* How the model computes TDPBF16PS: on = 1, eight columns at a time with AVX2 and FMA and
- * no flushing, falling back to the plain rows whenever a denormal appears (MXCSR's flags
- * and a scan of the outputs tell; the default where the FP32 kernels are AVX2 or wider);
- * on = 0, always the plain rows, one element at a time. The results are the same bit for
- * bit (the tests check it); the first is what makes training on the model practical.
+/* How the model computes TDPBF16PS: on = 1 (the default), eight columns at a time with AVX2
+ * and FMA and no flushing, falling back to the plain rows whenever a denormal appears
+ * (MXCSR's flags and a scan of the outputs tell); on = 0, always the plain rows, one element
+ * at a time. Where the FP32 kernels are narrower than AVX2 (a CPU without it, or
+ * CTRAIN_CPU_KERNELS=blas) the plain rows run whatever on says. The results are the same bit
+ * for bit (the tests check it); the fast rows are what make training on the model practical.
  * Returns the setting before (-1: not chosen yet). */
 int  ct_tile_model_vector(int on);
 
