@@ -2,6 +2,7 @@
  * samples at the file's rate (see audio_m4a.h). A build without FFmpeg
  * (`make FFMPEG=0`, the relocatable tarball) refuses them in one line. */
 #ifdef CT_HAVE_FFMPEG
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,16 +13,26 @@
 #include <libavformat/avformat.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/error.h>
+#include <libavutil/mem.h>
 #include <libavutil/log.h>
 #include <libswresample/swresample.h>
 #include "io/audio.h"
 #include "io/audio_m4a.h"
 
-/* FFmpeg logs its own complaints on stderr ("moov atom not found", "Error
- * decoding AAC frame header"); silenced once for the process, so a damaged file
- * is reported only by our one line. */
+/* Set once for the process: FFmpeg's own complaints on stderr ("moov atom not
+ * found", "Error decoding AAC frame header") silenced, so a damaged file is
+ * reported only by our one line; and the largest block FFmpeg may allocate at
+ * once cut from 2 GiB to 256 MiB. A hostile header can claim a table of any size
+ * (the fuzzer found one that made the MP4 demuxer ask for 1 GiB); an hour of AAC
+ * needs a few MB of tables, and our decoded samples are not FFmpeg's to allocate.
+ * Past the limit, opening fails and the file is refused in one line. */
+#define M4A_MAX_BLOCK ((size_t)256 << 20)
 static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
-static void quiet(void) { av_log_set_level(AV_LOG_QUIET); }
+static void quiet(void)
+{
+    av_log_set_level(AV_LOG_QUIET);
+    av_max_alloc(M4A_MAX_BLOCK);
+}
 
 static uint32_t be32(const unsigned char *p)
 { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]; }
@@ -204,8 +215,12 @@ ct_status ct_audio_decode_m4a(float **out, size_t *n, int *rate, const char *pat
     int e = avformat_open_input(&fmt, path, av_find_input_format("mp4"), NULL);
     if (e < 0) {
         fmt = NULL;
-        st = ct_fail(CT_EFORMAT, "%s: not an MP4/M4A file that FFmpeg can read (%s); use AAC in .m4a, WAV, FLAC or OGG",
-                     path, av_why(e, why, sizeof why));
+        if (e == AVERROR(ENOMEM))
+            st = ct_fail(CT_EFORMAT, "%s: its MP4 header claims a table larger than the %zu MiB FFmpeg may allocate at once: "
+                         "a damaged file; use AAC in .m4a, WAV, FLAC or OGG", path, M4A_MAX_BLOCK >> 20);
+        else
+            st = ct_fail(CT_EFORMAT, "%s: not an MP4/M4A file that FFmpeg can read (%s); use AAC in .m4a, WAV, FLAC or OGG",
+                         path, av_why(e, why, sizeof why));
         goto done;
     }
     const AVCodec *codec = NULL;

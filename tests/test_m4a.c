@@ -350,6 +350,17 @@ void suite_m4a(void)
     t_check(st == CT_EFORMAT && x == NULL && strstr(ct_last_error(), P(w1)) && strstr(ct_last_error(), "not an MP4")
             && !strchr(ct_last_error(), '\n'), "a WAV read as MP4: %d %s", st, ct_last_error());
 
+    const char *huge = "tests/fuzz/corpus/m4a/bad-huge-table.m4a";
+    if (access(huge, R_OK) != 0)
+        t_skip("m4a/a header claiming a 1 GiB table: %s is not here (run from the source tree)", huge);
+    else {
+        t_case("m4a/a header claiming a 1 GiB table (found by the fuzzer) is refused in one line, nothing allocated for it");
+        x = NULL;
+        ct_status st_huge = ct_audio_read_m4a(&x, &n, huge, 0);
+        t_check(st_huge == CT_EFORMAT && x == NULL && strstr(ct_last_error(), "256 MiB") && !strchr(ct_last_error(), '\n'),
+                "%s: %d %s", huge, st_huge, ct_last_error());
+    }
+
     t_case("m4a/a trial list naming .wav matches the .m4a store, and .m4a the WAV store, with one line");
     FILE *tf = fopen(P("trials-wav.txt"), "w"), *tm = fopen(P("trials-m4a.txt"), "w");
     if (tf && tm) {
