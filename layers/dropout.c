@@ -4,10 +4,44 @@
  * element order, so a given stream state always gives the same mask; the mask
  * holds the scale itself (0 or 1/(1-p)), so forward and backward are the same
  * elementwise product.
+ *
+ * Threads: element i's mask is draw i of the stream, so the elements can be cut
+ * into one contiguous range per worker (core/threads.h: ct_parallel_range); the
+ * worker of [lo, hi) starts from a copy of the stream moved lo draws ahead
+ * (ct_rng_advance, O(log lo)), and the caller's stream is moved n draws ahead
+ * at the end. The mask is therefore the same, bit for bit, on any number of
+ * threads as the one-thread loop gives, and the stream ends in the same state.
  */
 #include <string.h>
 #include "core/error.h"
+#include "core/threads.h"
 #include "layers/dropout.h"
+
+typedef struct {
+    float *out, *mask;
+    const float *in;
+    float p, scale;
+    ct_rng start;   /* the stream at draw 0 of this call */
+} dropout_job;
+
+/* draws lo .. hi-1 into mask[lo, hi), then out = in * mask there */
+static void dropout_forward_range(void *ctx, size_t lo, size_t hi)
+{
+    const dropout_job *j = ctx;
+    ct_rng r = j->start;
+    ct_rng_advance(&r, lo);
+    float *mask = j->mask;
+    ct_rng_uniform_fill(&r, mask + lo, hi - lo);   /* one uniform per element, then keep it when >= p */
+    for (size_t i = lo; i < hi; i++) mask[i] = mask[i] >= j->p ? j->scale : 0.0f;
+    for (size_t i = lo; i < hi; i++) j->out[i] = j->in[i] * mask[i];
+}
+
+/* out = in * mask over [lo, hi) (in = dout, out = din for the backward pass) */
+static void dropout_apply_range(void *ctx, size_t lo, size_t hi)
+{
+    const dropout_job *j = ctx;
+    for (size_t i = lo; i < hi; i++) j->out[i] = j->in[i] * j->mask[i];
+}
 
 /* out, mask, in [n] */
 void ct_dropout_forward(float *out, float *mask, const float *in, size_t n, float p, int train, ct_rng *rng)
@@ -17,10 +51,9 @@ void ct_dropout_forward(float *out, float *mask, const float *in, size_t n, floa
         if (out != in) memcpy(out, in, n * sizeof *out);
         return;
     }
-    const float scale = 1.0f / (1.0f - p);
-    ct_rng_uniform_fill(rng, mask, n);   /* one uniform per element, then keep it when >= p */
-    for (size_t i = 0; i < n; i++) mask[i] = mask[i] >= p ? scale : 0.0f;
-    ct_dropout_apply(out, mask, in, n);
+    dropout_job j = { .out = out, .mask = mask, .in = in, .p = p, .scale = 1.0f / (1.0f - p), .start = *rng };
+    ct_parallel_range(n, n, dropout_forward_range, &j);
+    ct_rng_advance(rng, n);   /* where n draws in one loop leave the stream */
 }
 
 /* out, mask, in [S * n, per]: the rows [first, first + n) of each of S segments of `rows` rows */
@@ -40,12 +73,13 @@ void ct_dropout_forward_part(float *out, float *mask, const float *in, size_t pe
 /* out = in * mask */
 void ct_dropout_apply(float *out, const float *mask, const float *in, size_t n)
 {
-    for (size_t i = 0; i < n; i++) out[i] = in[i] * mask[i];
+    dropout_job j = { .out = out, .mask = (float *)mask, .in = in };
+    ct_parallel_range(n, n, dropout_apply_range, &j);
 }
 
 /* out = in * mask is linear in `in` with diagonal Jacobian mask, so
  *   din = dout * mask */
 void ct_dropout_backward(float *din, const float *dout, const float *mask, size_t n)
 {
-    for (size_t i = 0; i < n; i++) din[i] = dout[i] * mask[i];
+    ct_dropout_apply(din, mask, dout, n);
 }

@@ -10,6 +10,9 @@
  * Adam loops only with -fno-math-errno: otherwise GCC keeps a scalar errno path
  * for sqrtf, although v >= 0 never takes it).
  *
+ * The loop is cut into one contiguous range per worker thread; each float's
+ * update reads and writes only that float, so the split changes no result.
+ *
  * Padding floats of the buffer have p = 0 and grad = 0; every update below maps
  * (p, grad, m, v) = (0, 0, 0, 0) to itself, so padding stays zero.
  */
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <strings.h>
 #include "core/hot.h"
+#include "core/threads.h"
 
 static const double optim_pi = 3.14159265358979323846;
 
@@ -151,12 +155,11 @@ float ct_clip_grad_norm(float *grad, size_t n, float max_norm)
  * m = g at step 1, which is torch's buf = g.clone());  the direction is
  * g + mu m (Nesterov) or m (heavy ball);  p -= lr direction. */
 CT_HOT
-static void sgd_step(ct_optim *o, float *p, const float *grad, float lr)
+static void sgd_step(const ct_optim *o, float *p, const float *grad, float lr, size_t lo, size_t hi)
 {
     const float wd = o->cfg.weight_decay, mu = o->cfg.momentum;
-    const size_t n = o->n;
     if (!o->m) {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = lo; i < hi; i++) {
             float g = grad[i] + wd * p[i];
             p[i] -= lr * g;
         }
@@ -164,7 +167,7 @@ static void sgd_step(ct_optim *o, float *p, const float *grad, float lr)
     }
     float *m = o->m;
     const int nesterov = o->cfg.nesterov;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = lo; i < hi; i++) {
         float g = grad[i] + wd * p[i];
         m[i] = mu * m[i] + g;
         float d = nesterov ? g + mu * m[i] : m[i];
@@ -176,13 +179,12 @@ static void sgd_step(ct_optim *o, float *p, const float *grad, float lr)
  * g = grad + wd p;  v = rho v + (1 - rho) g^2;  p -= lr g / (sqrt(v) + eps).
  * eps is added AFTER the square root, as in torch (Keras 2 does the same). */
 CT_HOT
-static void rmsprop_step(ct_optim *o, float *p, const float *grad, float lr)
+static void rmsprop_step(const ct_optim *o, float *p, const float *grad, float lr, size_t lo, size_t hi)
 {
     const float wd = o->cfg.weight_decay, rho = o->cfg.rho, eps = o->cfg.eps;
     const float one_minus_rho = (float)(1.0 - (double)rho);
-    const size_t n = o->n;
     float *v = o->v;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = lo; i < hi; i++) {
         float g = grad[i] + wd * p[i];
         v[i] = rho * v[i] + one_minus_rho * g * g;
         p[i] -= lr * (g / (sqrtf(v[i]) + eps));
@@ -197,7 +199,7 @@ static void rmsprop_step(ct_optim *o, float *p, const float *grad, float lr)
  *   written as torch does:  p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  * so eps is added to the bias-corrected root, not to the raw one. */
 CT_HOT
-static void adam_step(ct_optim *o, float *p, const float *grad, float lr)
+static void adam_step(const ct_optim *o, float *p, const float *grad, float lr, size_t lo, size_t hi)
 {
     const double b1 = o->cfg.beta1, b2 = o->cfg.beta2, t = (double)o->step;
     const float beta1 = o->cfg.beta1, beta2 = o->cfg.beta2, eps = o->cfg.eps;
@@ -207,9 +209,8 @@ static void adam_step(ct_optim *o, float *p, const float *grad, float lr)
     const int decoupled = o->cfg.kind == OPT_ADAMW;
     const float wd_grad = decoupled ? 0.0f : o->cfg.weight_decay;
     const float decay = decoupled ? (float)(1.0 - (double)lr * o->cfg.weight_decay) : 1.0f;
-    const size_t n = o->n;
     float *m = o->m, *v = o->v;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = lo; i < hi; i++) {
         float pi = p[i] * decay;                 /* AdamW; decay = 1 for Adam */
         float g = grad[i] + wd_grad * pi;        /* Adam;  wd_grad = 0 for AdamW */
         m[i] = beta1 * m[i] + one_minus_b1 * g;
@@ -219,17 +220,34 @@ static void adam_step(ct_optim *o, float *p, const float *grad, float lr)
     }
 }
 
+/* One step's update of the floats [lo, hi): every float is updated on its own,
+ * so the buffer is cut into one range per worker (core/threads.h:
+ * ct_parallel_range) and the result is the same on any number of threads. */
+typedef struct {
+    const ct_optim *o;
+    float *param;
+    const float *grad;
+    float lr;
+} optim_job;
+
+static void optim_step_range(void *ctx, size_t lo, size_t hi)
+{
+    const optim_job *j = ctx;
+    switch (j->o->cfg.kind) {
+    case OPT_SGD:     sgd_step(j->o, j->param, j->grad, j->lr, lo, hi); break;
+    case OPT_RMSPROP: rmsprop_step(j->o, j->param, j->grad, j->lr, lo, hi); break;
+    case OPT_ADAM:
+    case OPT_ADAMW:   adam_step(j->o, j->param, j->grad, j->lr, lo, hi); break;
+    }
+}
+
 void ct_optim_step(ct_optim *o, float *param, float *grad, float lr)
 {
     CT_ASSERT(o && (o->n == 0 || (param && grad)));
     if (o->cfg.clip_norm > 0.0f) ct_clip_grad_norm(grad, o->n, o->cfg.clip_norm);
     o->step++;
-    switch (o->cfg.kind) {
-    case OPT_SGD:     sgd_step(o, param, grad, lr); break;
-    case OPT_RMSPROP: rmsprop_step(o, param, grad, lr); break;
-    case OPT_ADAM:
-    case OPT_ADAMW:   adam_step(o, param, grad, lr); break;
-    }
+    optim_job j = { .o = o, .param = param, .grad = grad, .lr = lr };
+    ct_parallel_range(o->n, o->n, optim_step_range, &j);
 }
 
 /* ---- learning-rate schedules ----

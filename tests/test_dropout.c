@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/test.h"
+#include "core/threads.h"
 #include "layers/dropout.h"
 
 /* f = sum_i (in * mask)_i * wout_i */
@@ -152,6 +153,46 @@ static void test_part(void)
         }
 }
 
+/* The mask is cut into one range per worker, each from its own jump of the stream:
+ * on 2 and 3 workers mask, output, backward and the stream's final state must be
+ * the one-worker call's, bit for bit. N is above the split size and not a multiple
+ * of 2, 3 or the fill's 16 lanes, so every worker has a ragged start and end. */
+static void test_workers(void)
+{
+    enum { N = 100003 };
+    const float p = 0.25f;
+    float *x = t_alloc(N), *dout = t_alloc(N), *ref = NULL;
+    ct_rng r; ct_rng_seed(&r, 8, 21);
+    t_fill_uniform(x, N, -1, 1, &r);
+    t_fill_uniform(dout, N, -1, 1, &r);
+    ct_rng ref_end = { 0, 0 };
+    for (int threads = 1; threads <= 3; threads++) {
+        if (threads > 1) t_case("dropout/%d workers draw the one-worker mask and leave the stream where it does", threads);
+        float *o = t_alloc(3 * (size_t)N);   /* out, mask, din */
+        ct_rng dr; ct_rng_seed(&dr, 42, CT_STREAM_DROPOUT);
+        ct_rng_advance(&dr, 5);              /* a stream already in use */
+        ct_threads_set(threads);
+        ct_dropout_forward(o, o + N, x, N, p, 1, &dr);
+        ct_dropout_backward(o + 2 * (size_t)N, dout, o + N, N);
+        ct_threads_set(1);
+        if (!ref) { ref = o; ref_end = dr; continue; }
+        t_check(memcmp(o, ref, 3 * (size_t)N * sizeof *o) == 0, "out, mask or din differ from one worker's");
+        t_check(dr.state == ref_end.state && dr.inc == ref_end.inc, "the stream ends elsewhere than one worker's");
+        free(o);
+    }
+    t_case("dropout/the split mask is the serial draws: mask[i] from draw i");
+    ct_rng s; ct_rng_seed(&s, 42, CT_STREAM_DROPOUT);
+    ct_rng_advance(&s, 5);
+    size_t bad = 0;
+    for (size_t i = 0; i < N; i++) {
+        float u = ct_rng_uniform(&s), want = u >= p ? 1.0f / (1.0f - p) : 0.0f;
+        bad += ref[N + i] != want;
+    }
+    t_check(bad == 0, "%zu of %d mask values are not those of draw i", bad, N);
+    t_check(s.state == ref_end.state, "the stream ends elsewhere than N single draws leave it");
+    free(ref); free(x); free(dout);
+}
+
 void suite_dropout(void)
 {
     ct_rng r; ct_rng_seed(&r, 2024, 13);
@@ -160,5 +201,6 @@ void suite_dropout(void)
     gradcheck_dropout(256, 0.1f, &r);
     test_statistics();
     test_part();
+    test_workers();
     test_parity();
 }

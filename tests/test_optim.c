@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/test.h"
+#include "core/threads.h"
 #include "layers/optim.h"
 
 /* Parity tolerance: the same float32 math as torch, step for step; what differs
@@ -269,6 +270,43 @@ static void test_quadratic(void)
     test_quadratic_one("clip sgd", c, 1e-4);
 }
 
+/* The update is cut into one range per worker: three steps of every kind on 2 and
+ * 3 workers must give the one-worker parameters and state bit for bit. N is above
+ * the split size and odd, so the ranges start and end off the vector width. */
+static void test_workers(void)
+{
+    enum { N = 70001 };
+    const ct_optim_kind kinds[4] = { OPT_SGD, OPT_RMSPROP, OPT_ADAM, OPT_ADAMW };
+    const char *names[4] = { "sgd momentum", "rmsprop", "adam", "adamw" };
+    float *p0 = t_alloc(N), *g = t_alloc(N);
+    ct_rng r; ct_rng_seed(&r, 31, 7);
+    t_fill_uniform(p0, N, -1, 1, &r);
+    t_fill_uniform(g, N, -1, 1, &r);
+    for (int k = 0; k < 4; k++) {
+        ct_optim_config cfg = cfg_make(kinds[k], 0.01f, 0.01f);
+        if (kinds[k] == OPT_SGD) cfg.momentum = 0.9f;
+        float *ref = NULL;
+        for (int threads = 1; threads <= 3; threads++) {
+            if (threads > 1) t_case("optim/%s on %d workers gives the one-worker parameters and state", names[k], threads);
+            float *p = t_alloc(3 * (size_t)N);   /* the parameters, then m and v as they end */
+            memcpy(p, p0, N * sizeof *p);
+            ct_optim o;
+            if (!t_check(ct_optim_init(&o, &cfg, N) == CT_OK, "init: %s", ct_last_error())) { free(p); break; }
+            ct_threads_set(threads);
+            for (int step = 0; step < 3; step++) ct_optim_step(&o, p, g, cfg.lr);
+            ct_threads_set(1);
+            if (o.m) memcpy(p + N, o.m, N * sizeof *p);
+            if (o.v) memcpy(p + 2 * (size_t)N, o.v, N * sizeof *p);
+            ct_optim_free(&o);
+            if (!ref) { ref = p; continue; }
+            t_check(memcmp(p, ref, 3 * (size_t)N * sizeof *p) == 0, "parameters or state differ from one worker's");
+            free(p);
+        }
+        free(ref);
+    }
+    free(p0); free(g);
+}
+
 /* ---- 3. Validation ---- */
 
 static void check_bad(const ct_optim_config *c, const char *field, const char *what)
@@ -366,5 +404,6 @@ void suite_optim(void)
     test_parity_clip();
     test_parity_sched();
     test_quadratic();
+    test_workers();
     test_validation();
 }
