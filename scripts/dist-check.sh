@@ -175,6 +175,16 @@ if [ $rc = 0 ] && grep -q '^store-warm .* of synthetic' "$tmp/store.txt"; then
   ok "scripts/gpu-store.sh on the CPU, from the extracted copy: the seed protocol fed from a store, streamed (${dt}s)"
 else bad "scripts/gpu-store.sh on the CPU: exit $rc in ${dt}s: $(tail -n 4 "$tmp/store.txt")"; fi
 
+# 7d. its CPU-threads step (scripts/cpu-scaling.sh) at 1 and 2 threads, 2 epochs a run
+t0=$(date +%s)
+bare CPU_SCALING_EPOCHS=2 CTRAIN_CUDA_LIBS=/nonexistent sh "$root/scripts/cpu-scaling.sh" "$root/bin/ctrain" "$tmp/scaling" 1 2 \
+  > "$tmp/scaling.txt" 2>&1
+rc=$?
+dt=$(($(date +%s) - t0))
+if [ $rc = 0 ] && [ "$(grep -c '^ *2 .*%' "$tmp/scaling.txt")" = 2 ]; then
+  ok "scripts/cpu-scaling.sh from the extracted copy: both models at 1 and 2 threads, with the efficiency table (${dt}s)"
+else bad "scripts/cpu-scaling.sh: exit $rc in ${dt}s: $(tail -n 4 "$tmp/scaling.txt")"; fi
+
 # 8. Open MPI's runtime from the tarball, with the system's own hidden: its folders (ompi_info
 #    names them) and PMIx's under empty file systems, its launchers under /dev/null
 if [ ! -x "$root/bin/mpirun" ]; then

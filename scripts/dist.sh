@@ -17,7 +17,7 @@
 #                   (scripts/dist-mpirun.sh). NCCL is not shipped: ctrain loads it at run time.
 #   tests/golden/, tests/fixtures/, tests/fuzz/corpus/ and hdf5/, tests/*.py, tests/tensorboard_venv.sh, examples/make_corpus.py
 #                   what the test suite reads and runs
-#   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh (with gpu-e2e.sh, gpu-resume.sh, gpu-store.sh, same-weights.sh, e2e_data.py)   the GPU machine's check
+#   bench/*.py      the PyTorch peers;  scripts/gpu-check.sh (with cpu-scaling.sh, gpu-e2e.sh, gpu-resume.sh, gpu-store.sh, same-weights.sh, e2e_data.py)   the GPU machine's check
 #   README.md, BUILDINFO
 # Needs patchelf (scripts/deps.sh dist installs it), ldd, tar and gzip.
 set -u
@@ -158,7 +158,7 @@ mkdir -p "$top/tests/fuzz" && cp -R tests/fuzz/corpus tests/fuzz/hdf5 "$top/test
     die "copying tests/fuzz/corpus and tests/fuzz/hdf5 failed"   # replayed by the suite fuzz; hdf5/: the file that hangs libhdf5
 cp examples/make_corpus.py "$top/examples/" || die "copying examples/make_corpus.py failed"
 cp bench/*.py "$top/bench/" || die "copying bench/*.py failed"
-cp scripts/gpu-check.sh scripts/gpu-e2e.sh scripts/gpu-resume.sh scripts/gpu-store.sh scripts/same-weights.sh scripts/e2e_data.py scripts/cuda-libs.sh "$top/scripts/" || die "copying scripts/gpu-check.sh failed"
+cp scripts/gpu-check.sh scripts/cpu-scaling.sh scripts/gpu-e2e.sh scripts/gpu-resume.sh scripts/gpu-store.sh scripts/same-weights.sh scripts/e2e_data.py scripts/cuda-libs.sh "$top/scripts/" || die "copying scripts/gpu-check.sh failed"
 sed "s|@VERSION@|$version|g" scripts/dist-README.md > "$top/README.md" || die "writing README.md failed"
 
 # BUILDINFO: where and how it was built, and where each shipped library came from

@@ -50,6 +50,9 @@
 #             the tensor cores against FP32, with NVML's power and energy figures and the
 #             report page (--html) where this ctrain has them
 #   nvml      `ctrain_tests hwreport` with CT_REQUIRE_GPU=1: NVML's power, temperature, clocks  60
+#   scaling   scripts/cpu-scaling.sh: siamese-lstm and cnn on the CPU at 2, 4, 8 and 16       180
+#             threads (GPU_CHECK_THREADS), speed-up, parallel efficiency and each layer's
+#             ms per batch, and PyTorch's twins on 16 threads in FP32 and bf16 autocast
 #   cpu-tests the whole test suite once (in the background, beside racecheck)          240
 #   racecheck compute-sanitizer --tool racecheck on the same, only ctrain's own kernels   150
 #             (names ending in _kernel or _reduce; cuBLAS and cuDNN run unchecked), all
@@ -235,6 +238,9 @@ if gpu:
         tl = re.findall(r"^pytorch .*$", text("bf16-%s.log" % m), re.M)
         lines.append("CPU %s on 2 threads, fp32 and bf16 (AMX), and PyTorch bf16 autocast (%s):" % (m, status("bf16-" + m)))
         lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in bl + tl)
+    sc = text(os.path.join("scaling", "scaling.txt"))
+    lines.append("CPU threads, 2 to %s (%s):" % (os.environ.get("GPU_CHECK_THREADS", "16"), status("scaling")))
+    lines.extend("  " + l[:160] for l in sc.splitlines() if l.strip())
     lines.append("")
     lines.append("%-13s %-22s %10s %12s   %s" % ("model", "run", "s/epoch", "samples/s", "step"))
     ratio = []
@@ -591,6 +597,15 @@ else
   not_run gpubf16-siamese-lstm "this ctrain has no --precision"; not_run gpubf16-cnn "this ctrain has no --precision"
 fi
 run_step nvml 60 env CT_REQUIRE_GPU=1 "$tests" hwreport
+
+# ---- 4d. the CPU's threads: 2 to all of them, ctrain against PyTorch on all (before the suite loads the CPU) ----
+if [ -f "$here/scripts/cpu-scaling.sh" ]; then
+  counts=""
+  for t in 2 4 8 16 32 64; do [ "$t" -lt "$threads" ] && counts="$counts $t"; done
+  run_step scaling 180 sh "$here/scripts/cpu-scaling.sh" "$ctrain" "$out/scaling" $counts "$threads"
+else
+  not_run scaling "scripts/cpu-scaling.sh is missing"
+fi
 
 # ---- 5. the whole suite (background) beside the race check ----
 run_step cpu-tests 240 "$tests" ${GPU_CHECK_SUITES:-} &

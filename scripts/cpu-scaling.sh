@@ -1,0 +1,126 @@
+#!/bin/sh
+# cpu-scaling.sh - how ctrain's CPU training speed grows with threads: the siamese
+# LSTM and the Keras mnist_cnn on the bench protocol (synthetic data), one
+# `ctrain time --per-layer` run per thread count, then a table of samples/s, the
+# speed-up over the fewest threads and the parallel efficiency, and each layer's
+# milliseconds per batch at every count (where the efficiency is lost). Where
+# python3 has PyTorch, its twins (bench/siamese_torch.py, bench/cnn_torch.py) run
+# at the largest count in FP32 and, where the CPU has AMX-BF16 or AVX512-BF16,
+# with bf16 autocast, so ctrain and PyTorch are side by side on all the threads.
+#
+#   usage: scripts/cpu-scaling.sh CTRAIN OUTDIR [THREADS...]     (default: 2 4 8 16)
+#
+# Parallel efficiency from a to b threads = (rate_b / rate_a) / (b / a): 100% when
+# b threads train b/a times as fast as a. It says nothing when the machine has
+# fewer cores than threads (the table says so); the figure the project aims for is
+# at least 70% from 2 to 16 threads on a machine with 16 cores (bench/RESULTS.md).
+# CPU_SCALING_EPOCHS=N runs N epochs instead of the protocol's 4 (the first is the
+# warm-up, so N >= 2). Writes OUTDIR/ctrain-MODEL-tN.json, OUTDIR/torch-MODEL-tN[-bf16].json, one log per
+# run and OUTDIR/scaling.txt (the table, also printed). Exit status: 0 when every
+# run ran, 1 when one failed (the others still run), 2 for bad arguments.
+set -u
+[ $# -ge 2 ] || { echo "usage: scripts/cpu-scaling.sh CTRAIN OUTDIR [THREADS...]" >&2; exit 2; }
+ctrain=$1; out=$2; shift 2
+threads=${*:-2 4 8 16}
+for t in $threads; do
+  case $t in ''|*[!0-9]*|0) echo "cpu-scaling.sh: '$t' is not a thread count (a whole number >= 1)" >&2; exit 2 ;; esac
+done
+[ -x "$ctrain" ] || { echo "cpu-scaling.sh: $ctrain is not an executable ctrain" >&2; exit 2; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out" || exit 2
+epochs=""
+if [ -n "${CPU_SCALING_EPOCHS:-}" ]; then
+  case $CPU_SCALING_EPOCHS in ''|*[!0-9]*|0|1) echo "cpu-scaling.sh: CPU_SCALING_EPOCHS='$CPU_SCALING_EPOCHS': give 2 or more (the first epoch is the warm-up)" >&2; exit 2 ;; esac
+  epochs=$CPU_SCALING_EPOCHS
+fi
+rc=0
+last=""
+for t in $threads; do last=$t; done
+
+for m in siamese-lstm cnn; do
+  data=""; [ $m = cnn ] && data="--data synthetic"
+  for t in $threads; do
+    echo "-- ctrain time $m --device cpu --threads $t"
+    "$ctrain" time $m --device cpu --protocol bench --threads "$t" --per-layer $data ${epochs:+--epochs $epochs} \
+      --json "$out/ctrain-$m-t$t.json" > "$out/ctrain-$m-t$t.log" 2>&1 || { echo "   failed: see $out/ctrain-$m-t$t.log"; rc=1; }
+  done
+done
+
+# the PyTorch twins at the largest count, FP32 and (where ctrain runs bf16 on this CPU) bf16 autocast
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch' 2>/dev/null; then
+  bf16=""
+  "$ctrain" info --no-peak 2>/dev/null | grep -q '^--precision bf16: CPU products on ' && bf16=1
+  for m in siamese-lstm cnn; do
+    if [ $m = cnn ]; then script=cnn_torch.py; w="--data synthetic --samples 6000 --val-samples 1000"
+    else script=siamese_torch.py; w="--pairs 3072 --val-pairs 1024"; fi
+    for ac in "" ${bf16:+bf16}; do
+      sfx=${ac:+-bf16}
+      echo "-- PyTorch $m --threads $last${ac:+ --autocast bf16}"
+      python3 "$here/bench/$script" --device cpu --epochs "${epochs:-4}" --batch 128 --threads "$last" --protocol bench $w \
+        ${ac:+--autocast $ac} --json "$out/torch-$m-t$last$sfx.json" > "$out/torch-$m-t$last$sfx.log" 2>&1 \
+        || { echo "   failed: see $out/torch-$m-t$last$sfx.log"; rc=1; }
+    done
+  done
+else
+  echo "-- PyTorch not run: python3 on PATH has no torch" | tee "$out/torch-missing.log"
+fi
+
+py=""
+for c in python3 /usr/bin/python3; do command -v "$c" >/dev/null 2>&1 && { py=$c; break; }; done
+if [ -z "$py" ]; then echo "cpu-scaling.sh: no python3 for the table; the JSON files are in $out"; exit $rc; fi
+"$py" - "$out" $threads <<'EOF' | tee "$out/scaling.txt"
+import json, os, sys
+out, counts = sys.argv[1], [int(t) for t in sys.argv[2:]]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except (OSError, ValueError):
+        return None
+cores = os.cpu_count() or 0
+for m, unit in (("siamese-lstm", "pairs/s"), ("cnn", "images/s")):
+    runs = [(t, load("ctrain-%s-t%d.json" % (m, t))) for t in counts]
+    runs = [(t, d) for t, d in runs if d]
+    if not runs:
+        print("%s: no run finished" % m); continue
+    host = runs[0][1].get("host", {})
+    print("%s on %s (%d logical cores), bench protocol, synthetic data, median of epochs 2-%d" % (
+        m, host.get("cpu", "?"), cores, len(runs[0][1].get("epochs", [])) or 4))
+    print("  %7s %12s %9s %11s   %s" % ("threads", unit, "speed-up", "efficiency", "ms per batch"))
+    t0, r0 = runs[0][0], runs[0][1]["train_samples_per_s"]
+    for t, d in runs:
+        r = d["train_samples_per_s"]
+        su = r / r0
+        eff = su / (t / t0)
+        note = "" if t <= cores else "  (more threads than cores)"
+        step = 1000.0 * d.get("batch", 128) / r if r else 0
+        print("  %7d %12.0f %8.2fx %10.0f%%   %.1f%s" % (t, r, su, 100 * eff, step, note))
+    # the layers: ms per training batch at each count, and each layer's own speed-up
+    names = [l["name"] for l in runs[0][1].get("layers", [])]
+    if names:
+        print("  per layer, ms per training batch (forward + backward), and its speed-up %d -> %d threads:" % (t0, runs[-1][0]))
+        print("  %-24s" % "layer" + "".join("%9s" % ("t=%d" % t) for t, _ in runs) + "   speed-up")
+        for i, n in enumerate(names):
+            ms = []
+            for t, d in runs:
+                ls = d.get("layers", [])
+                ms.append(ls[i]["forward_ms"] + ls[i]["backward_ms"] if i < len(ls) else float("nan"))
+            su = ms[0] / ms[-1] if ms[-1] > 0 else float("nan")
+            print("  %-24s" % n[:24] + "".join("%9.2f" % x for x in ms) + "   %7.2fx" % su)
+        # the step less its layers: the optimizer, the data, the loss's glue (from the timed epochs,
+        # the layers from the profiled batches: an estimate, noisy where it is small)
+        rest = []
+        for t, d in runs:
+            r = d["train_samples_per_s"]
+            step = 1000.0 * d.get("batch", 128) / r if r else float("nan")
+            rest.append(step - sum(l["forward_ms"] + l["backward_ms"] for l in d.get("layers", [])))
+        print("  %-24s" % "other (optimizer, data)" + "".join("%9.2f" % x for x in rest)
+              + ("   %7.2fx" % (rest[0] / rest[-1]) if rest[-1] > 0 else ""))
+    for sfx, what in (("", "FP32"), ("-bf16", "bf16 autocast")):
+        tr = load("torch-%s-t%d%s.json" % (m, runs[-1][0], sfx))
+        if tr:
+            print("  PyTorch %s %s on %d threads: %.0f %s; ctrain FP32 / PyTorch %s = %.2fx" % (
+                tr.get("framework", "").replace("PyTorch ", ""), what, runs[-1][0], tr["train_samples_per_s"], unit,
+                what, runs[-1][1]["train_samples_per_s"] / tr["train_samples_per_s"]))
+    print()
+EOF
+exit $rc
