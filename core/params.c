@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/params.h"
+#include "core/threads.h"
 
 #define CT_ALIGN_FLOATS 16   /* 64 bytes */
 
@@ -72,7 +73,11 @@ int ct_params_find(const ct_params *ps, const char *name)
     return -1;
 }
 
-void ct_params_zero_grad(ct_params *ps) { memset(ps->grad, 0, ps->numel * sizeof(float)); }
+/* one contiguous range of the gradient buffer per worker (a few MB for the CNN: on many
+ * cores one thread's memset would be a serial part of every step) */
+static void zero_range(void *ctx, size_t lo, size_t hi) { memset((float *)ctx + lo, 0, (hi - lo) * sizeof(float)); }
+
+void ct_params_zero_grad(ct_params *ps) { ct_parallel_range(ps->numel, ps->numel, zero_range, ps->grad); }
 
 size_t ct_params_count(const ct_params *ps)
 {

@@ -423,13 +423,19 @@ void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, c
 }
 
 /* db [OC] += sum over images and positions of dout [N, OC, P]: float32 in every path. */
-static void bias_grad(float *db, const float *dout, const conv2d_dims *d)
+/* db [OC] += sum over images and positions of dout [N, OC, P], for the channels [lo, hi) on
+ * each worker (ct_parallel_range): every channel's sum is made by one worker, over the
+ * images in order, so the split changes no bit. */
+typedef struct { float *db; const float *dout; const conv2d_dims *d; } bias_grad_job;
+
+static void bias_grad_range(void *ctx, size_t lo, size_t hi)
 {
-    const int P = d->OH * d->OW, OC = d->OC;
-    for (int n = 0; n < d->N; n++) {
-        const float *dout_n = dout + (size_t)n * OC * P;           /* [OC, P] */
-        for (int o = 0; o < OC; o++) {
-            const float *row = dout_n + (size_t)o * P;
+    const bias_grad_job *j = ctx;
+    const int P = j->d->OH * j->d->OW, OC = j->d->OC;
+    for (int n = 0; n < j->d->N; n++) {
+        const float *dout_n = j->dout + (size_t)n * OC * P;        /* [OC, P] */
+        for (size_t o = lo; o < hi; o++) {
+            const float *row = dout_n + o * P;
             float s[16] = { 0 };   /* 16 running sums (one vector), added at the end */
             int i = 0;
             for (; i + 16 <= P; i += 16)
@@ -437,9 +443,15 @@ static void bias_grad(float *db, const float *dout, const conv2d_dims *d)
             for (; i < P; i++) s[0] += row[i];
             float t = 0.0f;
             for (int l = 0; l < 16; l++) t += s[l];
-            db[o] += t;
+            j->db[o] += t;
         }
     }
+}
+
+static void bias_grad(float *db, const float *dout, const conv2d_dims *d)
+{
+    bias_grad_job j = { db, dout, d };
+    ct_parallel_range((size_t)d->OC, (size_t)d->N * d->OC * d->OH * d->OW, bias_grad_range, &j);
 }
 
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,

@@ -461,6 +461,28 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
     }
 }
 
+/* [B, T, I] <-> time-major [T, B, I]: one memcpy of I floats per (b, t), the sequences
+ * [lo, hi) on each worker (ct_parallel_range: every row is copied on its own). */
+typedef struct { float *dst; const float *src; int B, T, I, to_time_major; } lstm_transpose_job;
+
+static void lstm_transpose_range(void *ctx, size_t lo, size_t hi)
+{
+    const lstm_transpose_job *j = ctx;
+    const size_t I = (size_t)j->I;
+    for (size_t b = lo; b < hi; b++)
+        for (int t = 0; t < j->T; t++) {
+            const size_t bt = (b * j->T + t) * I, tb = ((size_t)t * j->B + b) * I;
+            if (j->to_time_major) memcpy(j->dst + tb, j->src + bt, I * sizeof *j->dst);
+            else                  memcpy(j->dst + bt, j->src + tb, I * sizeof *j->dst);
+        }
+}
+
+static void lstm_transpose(float *dst, const float *src, int B, int T, int I, int to_time_major)
+{
+    lstm_transpose_job j = { dst, src, B, T, I, to_time_major };
+    ct_parallel_range((size_t)B, (size_t)B * T * I, lstm_transpose_range, &j);
+}
+
 /* Shares of the batch: one per thread, at most one per sequence. */
 static int lstm_parts(int B)
 {
@@ -478,10 +500,7 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
     lstm_cache_view cv;
     lstm_cache_layout(&cv, cache, d);
 
-    /* x [B, T, I] -> time-major [T, B, I] */
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            memcpy(cv.x + ((size_t)t * B + b) * I, x + ((size_t)b * T + t) * I, (size_t)I * sizeof *x);
+    lstm_transpose(cv.x, x, B, T, I, 1);   /* x [B, T, I] -> time-major [T, B, I] */
 
     for (int l = 0; l < L; l++) {
         const lstm_layer_cache *lc = &cv.l[l];
@@ -715,6 +734,40 @@ static void lstm_dx_bf16(void *ctx, int part, int worker)
     }
 }
 
+/* The sums over the workers of what each added up for its sequences, for the gate rows
+ * [lo, hi): db (into both bias gradients), and where the steps made them dW_hh [4H, H] and
+ * dW_ih [4H, Il] (stored as dW_ih^T [Il, 4H] when dwi_t). Each value is added in worker
+ * order 0, 1, ..., so the split of the rows changes no bit. */
+typedef struct {
+    const lstm_ws_view *wv;
+    const lstm_grads *g;
+    size_t G;
+    int H, Il, parts, dw, dwi_t;
+} lstm_reduce_job;
+
+static void lstm_reduce_range(void *ctx, size_t lo, size_t hi)
+{
+    const lstm_reduce_job *j = ctx;
+    const lstm_ws_view *wv = j->wv;
+    const size_t G = j->G, H = (size_t)j->H, Il = (size_t)j->Il;
+    for (size_t n = lo; n < hi; n++) {
+        float db = wv->db[n];
+        for (int p = 1; p < j->parts; p++) db += wv->db[(size_t)p * G + n];
+        j->g->b_ih[n] += db;
+        j->g->b_hh[n] += db;
+    }
+    if (!j->dw) return;
+    for (int p = 0; p < j->parts; p++) {
+        const float *dwh = wv->dw + (size_t)p * wv->dw_floats, *dwi = dwh + G * H;
+        for (size_t i = lo * H; i < hi * H; i++) j->g->w_hh[i] += dwh[i];
+        if (j->dwi_t)   /* dwi is dW_ih^T [Il, 4H] */
+            for (size_t n = lo; n < hi; n++)
+                for (size_t k = 0; k < Il; k++) j->g->w_ih[n * Il + k] += dwi[k * G + n];
+        else
+            for (size_t i = lo * Il; i < hi * Il; i++) j->g->w_ih[i] += dwi[i];
+    }
+}
+
 void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *dout, const float *cache,
                    const float *x, const int *len, const lstm_weights *w, const lstm_dims *d)
 {
@@ -745,21 +798,13 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
                              .T = T, .H = H, .hard = hard, .top = top, .ret = d->ret, .parts = lstm_parts(B),
                              .keep_dz = !(wp || bf16) || l > 0 || dx != NULL, .dwi_t = wp && G % CT_GEMM_NR == 0 };
         ct_parallel(job.parts, job.parts, lstm_recurrence_backward, &job);
-        float *db = wv.db;                               /* partial sums, in part order */
-        for (int p = 1; p < job.parts; p++)
-            for (size_t j = 0; j < G; j++) db[j] += wv.db[(size_t)p * G + j];
+        /* the workers' partial sums (db; dW_hh and dW_ih where the steps made them), added in
+         * worker order, gate rows [lo, hi) on each worker */
+        lstm_reduce_job rj = { .wv = &wv, .g = &g[l], .G = G, .H = H, .Il = Il, .parts = job.parts,
+                               .dw = wp || bf16, .dwi_t = job.dwi_t };
+        ct_parallel_range(G, G * (size_t)job.parts * (rj.dw ? (size_t)(H + Il) : 1), lstm_reduce_range, &rj);
 
-        if (wp || bf16) {   /* the workers' sums of the weight gradients, added in worker order */
-            for (int p = 0; p < job.parts; p++) {
-                const float *dwh = wv.dw + (size_t)p * wv.dw_floats, *dwi = dwh + G * H;
-                for (size_t i = 0; i < G * (size_t)H; i++) g[l].w_hh[i] += dwh[i];
-                if (job.dwi_t)   /* dwi is dW_ih^T [Il, 4H] */
-                    for (size_t n = 0; n < G; n++)
-                        for (int k = 0; k < Il; k++) g[l].w_ih[n * Il + k] += dwi[(size_t)k * G + n];
-                else
-                    for (size_t i = 0; i < G * (size_t)Il; i++) g[l].w_ih[i] += dwi[i];
-            }
-        } else {
+        if (!(wp || bf16)) {
             /* dW_hh [4H, H] += dz^T [4H, (T-1)B] h_prev [(T-1)B, H]   (step 0's h_prev is 0) */
             if (T > 1)
                 ct_sgemm(CblasTrans, CblasNoTrans, (int)G, H, (int)(TB - B),
@@ -768,7 +813,6 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
             ct_sgemm(CblasTrans, CblasNoTrans, (int)G, Il, (int)TB,
                         1.0f, wv.dz, (int)G, X, Il, 1.0f, g[l].w_ih, Il);
         }
-        for (size_t j = 0; j < G; j++) { g[l].b_ih[j] += wv.db[j]; g[l].b_hh[j] += wv.db[j]; }
         /* dX [TB, Il] = dz [TB, 4H] W_ih [4H, Il]: layer l-1's dseq, or dx (time-major) */
         if ((l > 0 || dx) && bf16) {
             ct_gemm_bf16_pack(wv.bwi, w[l].w_ih, Il, 0, (int)G, Il);
@@ -779,8 +823,5 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
                         1.0f, wv.dz, (int)G, w[l].w_ih, Il, 0.0f, wv.dseq, Il);
     }
     (void)x;   /* the cache holds the time-major copy */
-    if (dx)    /* [T, B, I] -> [B, T, I] */
-        for (int b = 0; b < B; b++)
-            for (int t = 0; t < T; t++)
-                memcpy(dx + ((size_t)b * T + t) * I, wv.dseq + ((size_t)t * B + b) * I, (size_t)I * sizeof *dx);
+    if (dx) lstm_transpose(dx, wv.dseq, B, T, I, 0);   /* [T, B, I] -> [B, T, I] */
 }

@@ -376,21 +376,23 @@ static void suite_contract(void)
     rig_free(&r);
 }
 
-/* The recurrence split by sequence across workers (2 and 3 threads; B = 7 does
- * not divide evenly) against one thread: out, dx and every parameter gradient.
- * Only the order of the bias sums differs (partial sums per worker), so the
- * tolerance is a float rounding one. */
-static void suite_workers(void)
+/* The recurrence split by sequence across workers (2 and 3 threads) against one
+ * thread: out, dx and every parameter gradient. Two sizes: B = 7, which does not
+ * divide evenly, and one large enough that the transposes to and from time-major
+ * order and the sum of the workers' gradients are split across the workers too
+ * (core/threads.h: CT_PARALLEL_MIN_ELEMS). The forward pass is the same bit for
+ * bit; the gradients are summed per worker, then over the workers, so their
+ * order differs and the tolerance is a float rounding one. */
+static void workers_case(const lstm_dims *dp, const int *len, const char *what)
 {
-    lstm_dims d = { 7, 6, 3, 5, 2, LSTM_RETURN_MEAN, LSTM_SIGMOID, CT_F32 };
-    int len[7] = { 6, 1, 3, 6, 2, 5, 4 };
+    lstm_dims d = *dp;
     ct_rng rng;
     ct_rng_seed(&rng, 91, 1);
     rig ref;
     rig_init(&ref, &d, len, 0.7f, &rng);
     rig_backward(&ref);
     for (int threads = 2; threads <= 3; threads++) {
-        t_case("lstm/%d workers agree with 1 (L=2 B=7 ret=mean, masked)", threads);
+        t_case("lstm/%d workers agree with 1 (%s)", threads, what);
         rig r = ref;   /* same weights and inputs; its own outputs and gradients */
         ct_threads_set(threads);   /* before sizing: the workspace holds one region per worker */
         r.out = t_alloc(out_floats(&d)); r.dx = t_alloc((size_t)d.B * d.T * d.I);
@@ -409,6 +411,18 @@ static void suite_workers(void)
         free(r.out); free(r.dx); free(r.cache); free(r.ws); free(grad);
     }
     rig_free(&ref);
+}
+
+static void suite_workers(void)
+{
+    const lstm_dims small = { 7, 6, 3, 5, 2, LSTM_RETURN_MEAN, LSTM_SIGMOID, CT_F32 };
+    const int len[7] = { 6, 1, 3, 6, 2, 5, 4 };
+    workers_case(&small, len, "L=2 B=7 ret=mean, masked");
+    /* B T I = 76,800 values to transpose; 4H x (H + Il) x workers >= 104,448 to sum */
+    const lstm_dims large = { 64, 30, 40, 96, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_F32 };
+    int len64[64];
+    for (int b = 0; b < 64; b++) len64[b] = 30 - (b * 7) % 30;
+    workers_case(&large, len64, "L=2 B=64 T=30 I=40 H=96 ret=sequence, masked: transposes and sums split too");
 }
 
 /* The fused forward step (layers/lstm_fused.h: AVX-512, H a multiple of 16) against
