@@ -77,19 +77,21 @@ int main(int argc, char **argv)
     }
     double peak = pk.median, fma = fr.peak;
     double *ts = malloc((size_t)repeats * sizeof *ts), *te = malloc((size_t)repeats * sizeof *te);
+    double step_sum = 0, par_sum = 0;   /* the timed training steps, and their time inside ct_parallel */
     for (int r = -warmup; r < repeats; r++) {
         if (r == 0 && layers) {
             m.prof.on = 1;
             memset(m.prof.fwd, 0, sizeof m.prof.fwd);
             memset(m.prof.bwd, 0, sizeof m.prof.bwd);
         }
+        double p0 = ct_parallel_seconds();
         double t0 = ct_now();
         ct_params_zero_grad(&m.params);
         ct_seq_cnn_forward(&m, x, labels, B, 1, &rngs.dropout, NULL);
         ct_seq_cnn_backward(&m, x, labels, B);
         ct_optim_step(&o, m.params.data, m.params.grad, cfg.lr);
         double t1 = ct_now();
-        if (r >= 0) ts[r] = t1 - t0;
+        if (r >= 0) { ts[r] = t1 - t0; step_sum += t1 - t0; par_sum += ct_parallel_seconds() - p0; }
     }
     m.prof.on = 0;
     for (int r = -1; r < repeats; r++) {   /* evaluation forward (validation) */
@@ -110,6 +112,9 @@ int main(int argc, char **argv)
            "(the least disturbed of %d)\n", 1e3 * best, B / best, flops / best * 1e-9, 100.0 * flops / best * 1e-9 / fma,
            100.0 * flops / best * 1e-9 / peak, repeats);
     printf("  eval forward   %8.2f ms  %7.0f images/s\n", 1e3 * ev, B / ev);
+    /* what more threads cannot shorten: the step's time outside the worker pool (core/threads.h) */
+    printf("  outside the threads %.2f ms of the training step's %.2f ms (%.1f%%; mean over %d steps)\n",
+           1e3 * (step_sum - par_sum) / repeats, 1e3 * step_sum / repeats, 100.0 * (step_sum - par_sum) / step_sum, repeats);
     printf("  epoch estimate (60000 train + 10000 eval images): %.1f s\n", 60000.0 / ips + 10000.0 * ev / B);
     if (layers) {
         printf("  per layer (mean over %d steps):     forward ms  backward ms   step GFLOP/s\n", repeats);

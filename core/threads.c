@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <cblas.h>
 #include "core/threads.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 static int ct_nthreads = 1;
@@ -68,7 +69,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static double parallel_seconds;   /* wall time of the training thread's outermost ct_parallel calls */
+
+double ct_parallel_seconds(void) { return parallel_seconds; }
+
+static int parallel_run(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx);
+
 int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
+{
+    if (inside_task) return parallel_run(n_tasks, workers, fn, ctx);
+    const double t0 = ct_now();
+    const int used = parallel_run(n_tasks, workers, fn, ctx);
+    parallel_seconds += ct_now() - t0;
+    return used;
+}
+
+static int parallel_run(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
 {
     CT_ASSERT(workers >= 1 && workers <= CT_MAX_WORKERS && n_tasks >= 0);
     if (workers > n_tasks) workers = n_tasks > 0 ? n_tasks : 1;
@@ -126,7 +142,9 @@ void ct_parallel_range(size_t n, size_t values, void (*fn)(void *ctx, size_t lo,
 {
     int parts = ct_nthreads < CT_MAX_WORKERS ? ct_nthreads : CT_MAX_WORKERS;
     if ((size_t)parts > n) parts = (int)n;
-    if (parts < 2 || inside_task || values < CT_PARALLEL_MIN_ELEMS) { fn(ctx, 0, n); return; }
+    /* too small to split: here. One thread: one part, through ct_parallel all the same, so
+     * that ct_parallel_seconds counts it as the parallel work it is on more threads */
+    if (n < 2 || inside_task || values < CT_PARALLEL_MIN_ELEMS) { fn(ctx, 0, n); return; }
     range_job j = { .n = n, .parts = parts, .fn = fn, .ctx = ctx };
     ct_parallel(parts, parts, range_part, &j);
 }
@@ -166,7 +184,7 @@ void ct_sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float
               const float *B, int ldb, float beta, float *C, int ldc)
 {
     int parts = ct_nthreads < CT_MAX_WORKERS ? ct_nthreads : CT_MAX_WORKERS;
-    if (parts < 2 || inside_task || 2.0 * M * N * K < CT_SGEMM_SPLIT_FLOPS) {
+    if (inside_task || 2.0 * M * N * K < CT_SGEMM_SPLIT_FLOPS) {   /* one thread: one block, as ct_parallel_range */
         cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }

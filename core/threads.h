@@ -39,6 +39,13 @@ const char *ct_blas_config(void);   /* OpenBLAS's own description of its build *
 int  ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx);
 
 
+/* Wall seconds the training thread has spent in its (outermost) ct_parallel calls
+ * since the process started, including the work of ct_parallel_range and ct_sgemm
+ * that more threads would share (on one thread too). The rest of a training step's
+ * time is serial: what no number of threads shortens (Amdahl's law), and what a step
+ * on many cores waits for. bench_siamese and bench_cnn print it per step. */
+double ct_parallel_seconds(void);
+
 /* Elementwise loops: fn(ctx, lo, hi) over [0, n) cut into one contiguous range per
  * worker when the loop touches at least CT_PARALLEL_MIN_ELEMS values in all
  * (`values`: n for a plain loop, n * plane size for a loop over planes), else

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include "tests/test.h"
 #include "core/arena.h"
+#include "core/clock.h"
 #include "core/interrupt.h"
 #include "core/params.h"
 #include "core/rng.h"
@@ -130,6 +132,34 @@ static void test_parallel(void)
         for (int i = 0; i < n; i++) ok &= l.worker[i] == i % used && l.order[i] == i / used;
         for (int i = n; i < 100; i++) ok &= l.worker[i] == -1;
         t_check(ok, "task i must run once, on worker i %% workers, as that worker's (i / workers)-th task");
+    }
+}
+
+/* ct_parallel_seconds: the time of the outermost ct_parallel calls, on one thread too, and
+ * nothing for the caller's own serial work. Sleeps, so the clock cannot miss them. */
+static void sleep_ms(int ms) { struct timespec ts = { 0, ms * 1000000L }; nanosleep(&ts, NULL); }
+static void sleeping_task(void *ctx, int task, int worker)
+{
+    (void)worker;
+    if (task == 0 && !ctx) ct_parallel(2, 2, sleeping_task, (void *)1);   /* nested once: inside the outer call's time */
+    sleep_ms(20);
+}
+
+static void test_parallel_seconds(void)
+{
+    t_case("core/parallel_seconds counts the pool's calls (1 and 2 threads), not serial work");
+    for (int threads = 1; threads <= 2; threads++) {
+        ct_threads_set(threads);
+        double p0 = ct_parallel_seconds(), t0 = ct_now();
+        sleep_ms(30);                                   /* serial: not counted */
+        double p1 = ct_parallel_seconds();
+        ct_parallel(2, threads, sleeping_task, NULL);   /* 2 tasks of 20 ms, the first with 2 nested */
+        double t1 = ct_now(), inside = ct_parallel_seconds() - p1;
+        ct_threads_set(1);
+        const double want = threads == 1 ? 0.080 : 0.060;   /* one worker: 4 sleeps; two: 3 on worker 0 */
+        t_check(p1 - p0 < 0.005, "%d threads: %.1f ms counted for serial work", threads, 1e3 * (p1 - p0));
+        t_check(inside >= want - 0.002 && inside <= (t1 - t0) - 0.029, "%d threads: %.1f ms counted for %.0f ms of tasks",
+                threads, 1e3 * inside, 1e3 * want);
     }
 }
 
@@ -273,6 +303,7 @@ void suite_core(void)
     test_params();
     test_arena();
     test_parallel();
+    test_parallel_seconds();
     test_interrupt();
 }
 
