@@ -14,6 +14,12 @@
 # b threads train b/a times as fast as a. It says nothing when the machine has
 # fewer cores than threads (the table says so); the figure the project aims for is
 # at least 70% from 2 to 16 threads on a machine with 16 cores (bench/RESULTS.md).
+# The machine itself rarely scales by b/a: when the logical cores are hyperthreads
+# two of them share one core's FMA units, and many cores run at a lower clock than
+# two. So each run's own FP32 FMA peak (measured by `ctrain time` at its thread
+# count) is shown beside it, and "of the peak's" = ctrain's speed-up over the FMA
+# peak's speed-up (the "peak's" column): 100% when ctrain grows exactly as the
+# hardware's arithmetic does.
 # CPU_SCALING_EPOCHS=N runs N epochs instead of the protocol's 4 (the first is the
 # warm-up, so N >= 2). Writes OUTDIR/ctrain-MODEL-tN.json, OUTDIR/torch-MODEL-tN[-bf16].json, one log per
 # run and OUTDIR/scaling.txt (the table, also printed). Exit status: 0 when every
@@ -77,6 +83,25 @@ def load(name):
     except (OSError, ValueError):
         return None
 cores = os.cpu_count() or 0
+def physical_cores():
+    # distinct (package, core) pairs in sysfs; None where the topology cannot be read
+    seen = set()
+    for c in range(cores):
+        try:
+            base = "/sys/devices/system/cpu/cpu%d/topology/" % c
+            seen.add((open(base + "physical_package_id").read().strip(), open(base + "core_id").read().strip()))
+        except OSError:
+            return None
+    return len(seen) or None
+def fma_median(d):
+    # `ctrain time` measures its FP32 FMA peak at the run's thread count: "best of 7 (median X)"
+    import re
+    m = re.search(r"median ([0-9.]+)", d.get("fma_peak_what", "") or "")
+    return float(m.group(1)) if m else d.get("fma_peak_gflops")
+phys = physical_cores()
+print("this machine: %d logical cores%s" % (cores, ", %d physical (%s)" % (phys, "hyperthreads: two threads share a core's FMA units"
+      if phys and phys < cores else "no hyperthreads") if phys else ", physical cores unknown"))
+print()
 for m, unit in (("siamese-lstm", "pairs/s"), ("cnn", "images/s")):
     runs = [(t, load("ctrain-%s-t%d.json" % (m, t))) for t in counts]
     runs = [(t, d) for t, d in runs if d]
@@ -85,15 +110,18 @@ for m, unit in (("siamese-lstm", "pairs/s"), ("cnn", "images/s")):
     host = runs[0][1].get("host", {})
     print("%s on %s (%d logical cores), bench protocol, synthetic data, median of epochs 2-%d" % (
         m, host.get("cpu", "?"), cores, len(runs[0][1].get("epochs", [])) or 4))
-    print("  %7s %12s %9s %11s   %s" % ("threads", unit, "speed-up", "efficiency", "ms per batch"))
-    t0, r0 = runs[0][0], runs[0][1]["train_samples_per_s"]
+    print("  %7s %12s %9s %11s %14s %9s %14s   %s" % ("threads", unit, "speed-up", "efficiency", "FMA peak GF/s",
+          "peak's", "of the peak's", "ms per batch"))
+    t0, r0, p0 = runs[0][0], runs[0][1]["train_samples_per_s"], fma_median(runs[0][1])
     for t, d in runs:
-        r = d["train_samples_per_s"]
+        r, p = d["train_samples_per_s"], fma_median(d)
         su = r / r0
         eff = su / (t / t0)
+        psu = p / p0 if p and p0 else None
         note = "" if t <= cores else "  (more threads than cores)"
         step = 1000.0 * d.get("batch", 128) / r if r else 0
-        print("  %7d %12.0f %8.2fx %10.0f%%   %.1f%s" % (t, r, su, 100 * eff, step, note))
+        print("  %7d %12.0f %8.2fx %10.0f%% %14s %9s %14s   %.1f%s" % (t, r, su, 100 * eff, "%.0f" % p if p else "?",
+              "%.2fx" % psu if psu else "?", "%.0f%%" % (100 * su / psu) if psu else "?", step, note))
     # the layers: ms per training batch at each count, and each layer's own speed-up
     names = [l["name"] for l in runs[0][1].get("layers", [])]
     if names:
