@@ -454,28 +454,53 @@ static void bias_grad(float *db, const float *dout, const conv2d_dims *d)
     ct_parallel_range((size_t)d->OC, (size_t)d->N * d->OC * d->OH * d->OW, bias_grad_range, &j);
 }
 
+/* dw [OC, K] += the workers' partial filter gradients, added in worker order, for the output
+ * channels [lo, hi) on each thread (ct_parallel_range). Partial k (k = first .. used-1) is at
+ * part0 + (k - first) stride: dW^T [K, OC] on the packed path, which starts at worker 0;
+ * dW [OC, K] on the others, whose worker 0 summed straight into dw. Each value sees the
+ * workers in the same order however the channels are split. */
+typedef struct {
+    float *dw;
+    const float *part0;
+    size_t stride, K, OC;
+    int first, used, transposed;
+} dw_sum_job;
+
+static void dw_sum_range(void *ctx, size_t lo, size_t hi)
+{
+    const dw_sum_job *j = ctx;
+    const size_t K = j->K, OC = j->OC;
+    for (int k = j->first; k < j->used; k++) {
+        const float *part = j->part0 + (size_t)(k - j->first) * j->stride;
+        if (j->transposed)
+            for (size_t o = lo; o < hi; o++)
+                for (size_t i = 0; i < K; i++) j->dw[o * K + i] += part[i * OC + o];
+        else
+            for (size_t i = lo * K; i < hi * K; i++) j->dw[i] += part[i];
+    }
+}
+
+static void dw_sum(float *dw, const float *part0, size_t stride, int first, int used, int transposed, const conv2d_dims *d)
+{
+    dw_sum_job j = { .dw = dw, .part0 = part0, .stride = stride, .K = (size_t)d->C * d->KH * d->KW, .OC = (size_t)d->OC,
+                     .first = first, .used = used, .transposed = transposed };
+    ct_parallel_range(j.OC, j.OC * j.K * (size_t)used, dw_sum_range, &j);
+}
+
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d)
 {
-    const int K = d->C * d->KH * d->KW, OC = d->OC;
     if (db) bias_grad(db, dout, d);
     if (d->winograd) { ct_conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
     if (d->packed) {
         /* dw [OC, K] += the workers' dW^T [K, OC], in worker order */
         const int used = ct_parallel(d->N, d->workers, backward_image_packed, &j);
-        for (int k = 0; k < used; k++) {
-            const float *dwt = ws + (size_t)k * packed_worker_floats(d);
-            for (int o = 0; o < OC; o++)
-                for (int i = 0; i < K; i++) dw[(size_t)o * K + i] += dwt[(size_t)i * OC + o];
-        }
+        dw_sum(dw, ws, packed_worker_floats(d), 0, used, 1, d);
         return;
     }
     const int used = ct_parallel(d->N, d->workers, backward_image, &j);
-    for (int k = 1; k < used; k++) {
-        const float *part = ws + (size_t)d->workers * col_floats(d) + (size_t)(k - 1) * OC * K;
-        for (size_t i = 0; i < (size_t)OC * K; i++) dw[i] += part[i];
-    }
+    dw_sum(dw, ws + (size_t)d->workers * col_floats(d), (size_t)d->OC * d->C * d->KH * d->KW, 1, used, 0, d);
 }
 
 /* ---- bf16 operands (layers/gemm_bf16.h): the im2col path's products on ct_gemm_bf16 ----
@@ -595,8 +620,5 @@ void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const 
     if (db) bias_grad(db, dout, d);   /* float32, as the float32 layer: the same bits */
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
     const int used = ct_parallel(d->N, d->workers, backward_image_bf16, &j);
-    for (int k = 1; k < used; k++) {
-        const float *part = ws + (size_t)d->workers * bf16_worker_floats(d) + (size_t)(k - 1) * OC * K;
-        for (size_t i = 0; i < (size_t)OC * K; i++) dw[i] += part[i];
-    }
+    dw_sum(dw, ws + (size_t)d->workers * bf16_worker_floats(d), (size_t)OC * K, 1, used, 0, d);
 }

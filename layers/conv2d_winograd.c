@@ -385,6 +385,34 @@ void ct_conv2d_winograd_forward(float *out, float *ws, const float *in, const fl
     ct_parallel(n_chunks(d), n_workers(d), convolve_chunk, &j);
 }
 
+/* The filter gradient of the output channels [lo, hi) on each thread (ct_parallel_range):
+ * worker 0's dU [16, OC, C] += the other workers' partial sums, in worker order, then
+ * dw [o, c] += G^T dU [., o, c] G. Every value is summed in the same order however the
+ * channels are split. */
+typedef struct {
+    const conv2d_dims *d;
+    float *dw, *dU;
+    size_t worker_size;
+    int used;
+} dw_job;
+
+static void dw_range(void *ctx, size_t lo, size_t hi)
+{
+    const dw_job *j = ctx;
+    const size_t C = (size_t)j->d->C, OCC = (size_t)j->d->OC * C;
+    for (int k = 1; k < j->used; k++) {
+        const float *part = j->dU + (size_t)k * j->worker_size;
+        for (size_t xi = 0; xi < 16; xi++)
+            for (size_t i = xi * OCC + lo * C; i < xi * OCC + hi * C; i++) j->dU[i] += part[i];
+    }
+    for (size_t o = lo; o < hi; o++)
+        for (size_t c = 0; c < C; c++) {
+            float du[16];
+            for (size_t xi = 0; xi < 16; xi++) du[xi] = j->dU[xi * OCC + o * C + c];
+            filter_transform_adjoint(j->dw + (o * C + c) * 9, du);
+        }
+}
+
 void ct_conv2d_winograd_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
                               const conv2d_dims *d)
 {
@@ -397,17 +425,8 @@ void ct_conv2d_winograd_backward(float *din, float *dw, float *ws, const float *
     wino_job j = job_make(d, &s, ws);
     j.in = in; j.dout = dout;
     const int used = ct_parallel(n_chunks(d), W, filter_grad_chunk, &j);
-    float *dU = j.ws;
-    for (int k = 1; k < used; k++) {
-        const float *part = j.ws + (size_t)k * j.worker_size;
-        for (size_t i = 0; i < 16 * OCC; i++) dU[i] += part[i];
-    }
-    for (int o = 0; o < OC; o++)
-        for (int c = 0; c < C; c++) {
-            float du[16];
-            for (int xi = 0; xi < 16; xi++) du[xi] = dU[xi * OCC + (size_t)o * C + c];
-            filter_transform_adjoint(dw + ((size_t)o * C + c) * 9, du);
-        }
+    dw_job dj = { .d = d, .dw = dw, .dU = j.ws, .worker_size = j.worker_size, .used = used };
+    ct_parallel_range((size_t)OC, 16 * OCC * (size_t)used, dw_range, &dj);
     if (!din) return;
 
     /* input gradient: a convolution of dout [N, OC, OH, OW] with the rotated filters

@@ -225,13 +225,37 @@ static void conv_algos_agree(int N, int C, int H, int W, int OC, int pad, uint64
     conv_result_free(&want);
 }
 
-/* The bias gradient is summed channel by channel, the channels split across the threads
- * (a serial loop over a 4.7 M-value map before): on 2 and 3 threads db must be the
- * one-thread sum bit for bit, and so must the forward output. The sizes are the
- * mnist_cnn's second convolution, well above the split size. */
-static void conv_bias_threads(void)
+/* The sums after the workers - the bias gradient over all images, and the workers' partial
+ * filter gradients - are split by output channel across the threads (serial loops before).
+ * Each value must be summed in the same order however it is split: with the workers fixed
+ * (4, from the thread count when the dims are made), running on 1 thread and on 4 must give
+ * out, din, dw and db bit for bit, for each lowering. The sizes are the mnist_cnn's second
+ * convolution, above the split size. And the bias gradient does not depend on the workers
+ * at all: 1, 2 and 3 threads give the same db. */
+static void conv_sums_threads(void)
 {
     enum { N = 128, C = 32, H = 26, OC = 64 };
+    const int algos[3] = { ALGO_WINOGRAD, ALGO_PACKED, ALGO_IM2COL };
+    const char *names[3] = { "winograd", "im2col packed", "im2col" };
+    for (int a = 0; a < 3; a++) {
+        t_case("conv2d/%s, 4 workers: the sums after them split across 4 threads give the 1-thread bits", names[a]);
+        conv2d_dims d;
+        ct_threads_set(4);
+        int ok = ct_conv2d_dims_make(&d, N, C, H, H, OC, 3, 3, 1, 0) == CT_OK;
+        ct_threads_set(1);
+        if (!t_check(ok, "dims: %s", ct_last_error())) return;
+        set_algo(&d, algos[a]);
+        conv_result one = conv_run(&d, 40);
+        ct_threads_set(4);
+        conv_result four = conv_run(&d, 40);
+        ct_threads_set(1);
+        t_check(memcmp(one.out, four.out, conv_n_out(&d) * sizeof *one.out) == 0, "out differs");
+        t_check(memcmp(one.din, four.din, conv_n_in(&d) * sizeof *one.din) == 0, "din differs");
+        t_check(memcmp(one.dw, four.dw, conv_n_w(&d) * sizeof *one.dw) == 0, "dw differs");
+        t_check(memcmp(one.db, four.db, OC * sizeof *one.db) == 0, "db differs");
+        conv_result_free(&one);
+        conv_result_free(&four);
+    }
     conv_result ref = { 0 };
     for (int threads = 1; threads <= 3; threads++) {
         if (threads > 1) t_case("conv2d/bias gradient and output on %d threads are the one-thread bits", threads);
@@ -349,7 +373,7 @@ void suite_conv2d(void)
     conv_parity("conv2d_1x1");
     conv_parity("conv2d_5x5_s3_p0");
     conv_algos_agree(128, 32, 26, 26, 64, 0, 30);         /* the mnist_cnn's second convolution: several chunks */
-    conv_bias_threads();
+    conv_sums_threads();
     conv_algos_agree(5, 16, 9, 9, 8, 1, 31);
     conv_algos_agree(3, 8, 7, 12, 5, 2, 32);
     conv_algos_agree(1, 9, 3, 3, 4, 1, 33);               /* one image: one worker even with two threads */
