@@ -58,8 +58,12 @@ void ct_parallel_range(size_t n, size_t values, void (*fn)(void *ctx, size_t lo,
  * A product of more than CT_SGEMM_SPLIT_FLOPS is split into ct_threads_get()
  * blocks of rows of C (or of columns, when C has fewer rows than columns), one
  * single-threaded cblas_sgemm each on the workers; smaller ones run in the
- * caller. Every element of C is computed by one call over the whole of K, so
- * the result does not depend on the thread count. */
+ * caller. Every element of C is computed by one call over the whole of K: on one
+ * thread the result is cblas_sgemm's, and on a given thread count it is the same
+ * every time. Across thread counts it can differ in the last bits, because
+ * OpenBLAS may sum a smaller block in another order (which of its kernels runs
+ * can depend on the block's size); each result is a float32 sum of the K products all the same
+ * (tests/test_core.c checks the bound). */
 #define CT_SGEMM_SPLIT_FLOPS 4e6
 void ct_sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);

@@ -163,6 +163,61 @@ static void test_parallel_seconds(void)
     }
 }
 
+/* ct_sgemm: split by rows of C (or by columns, when C is wider than tall) across the
+ * threads, every element from one call over the whole of K. One thread is cblas_sgemm
+ * itself, bit for bit; each thread count gives the same bits every time. Across thread
+ * counts the bits may differ: OpenBLAS may sum a block of rows in an order that depends
+ * on the block's size (which of its kernels runs), as the 130 x 70 and 128 x 128 cases
+ * here show on OpenBLAS 0.3.21 (row blocks; the column splits kept the bits). Each result is still a float32 sum of the K
+ * products, so it is within gamma_K sum_k |a||b| of the exact value, and two of them
+ * within twice that of each other (C's old value adds one term). */
+static void test_sgemm_threads(void)
+{
+    const int shapes[][3] = { { 130, 70, 300 }, { 37, 260, 150 }, { 128, 128, 1000 }, { 3, 500, 900 } };   /* M, N, K */
+    for (int sh = 0; sh < 4; sh++)
+        for (int tr = 0; tr < 4; tr++) {
+            const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
+            const CBLAS_TRANSPOSE ta = tr & 1 ? CblasTrans : CblasNoTrans, tb = tr & 2 ? CblasTrans : CblasNoTrans;
+            t_case("core/sgemm %dx%dx%d %s%s on 1-4 threads: cblas_sgemm's bits on one, repeatable, within the bound",
+                   M, N, K, tr & 1 ? "A^T" : "A", tr & 2 ? " B^T" : " B");
+            const int lda = ta == CblasNoTrans ? K : M, ldb = tb == CblasNoTrans ? N : K;
+            float *A = t_alloc((size_t)M * K), *B = t_alloc((size_t)K * N), *C0 = t_alloc((size_t)M * N);
+            float *ref = t_alloc((size_t)M * N), *C = t_alloc((size_t)M * N), *again = t_alloc((size_t)M * N);
+            ct_rng r;
+            ct_rng_seed(&r, 60 + sh, 4 + tr);
+            t_fill_uniform(A, (size_t)M * K, -1, 1, &r);
+            t_fill_uniform(B, (size_t)K * N, -1, 1, &r);
+            t_fill_uniform(C0, (size_t)M * N, -1, 1, &r);
+            memcpy(ref, C0, (size_t)M * N * sizeof *ref);
+            cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, ref, N);
+            const double gamma = (K + 1) * 0x1p-24 / (1 - (K + 1) * 0x1p-24);
+            for (int threads = 1; threads <= 4; threads++) {
+                ct_threads_set(threads);
+                memcpy(C, C0, (size_t)M * N * sizeof *C);
+                ct_sgemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, C, N);
+                memcpy(again, C0, (size_t)M * N * sizeof *C);
+                ct_sgemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, again, N);
+                ct_threads_set(1);
+                if (threads == 1)
+                    t_check(memcmp(C, ref, (size_t)M * N * sizeof *C) == 0, "1 thread: C differs from cblas_sgemm's");
+                t_check(memcmp(C, again, (size_t)M * N * sizeof *C) == 0, "%d threads: two calls differ", threads);
+                size_t bad = 0;
+                for (int i = 0; i < M && threads > 1; i++)
+                    for (int j = 0; j < N; j++) {
+                        double mag = fabs(C0[(size_t)i * N + j]);
+                        for (int k = 0; k < K; k++) {
+                            const float a = ta == CblasNoTrans ? A[(size_t)i * lda + k] : A[(size_t)k * lda + i];
+                            const float b = tb == CblasNoTrans ? B[(size_t)k * ldb + j] : B[(size_t)j * ldb + k];
+                            mag += 0.5 * fabs((double)a * b);
+                        }
+                        bad += fabs((double)C[(size_t)i * N + j] - ref[(size_t)i * N + j]) > 2 * gamma * mag;
+                    }
+                t_check(bad == 0, "%d threads: %zu elements further from one thread's than 2 gamma_K sum |a||b|", threads, bad);
+            }
+            free(A); free(B); free(C0); free(ref); free(C); free(again);
+        }
+}
+
 static void test_params(void)
 {
     t_case("core/params layout, views and names");
@@ -304,6 +359,7 @@ void suite_core(void)
     test_arena();
     test_parallel();
     test_parallel_seconds();
+    test_sgemm_threads();
     test_interrupt();
 }
 
