@@ -5,7 +5,10 @@
  * n - 1 persistent threads that sleep on a condition variable between calls
  * (they never spin). The pieces are a convolution's chunks of images
  * (transform, small gemm, transform), the LSTM recurrence split by sequence,
- * and the row blocks of a large matrix product (ct_sgemm below).
+ * the row blocks of a large matrix product (ct_sgemm below), and ranges of the
+ * loops around them (ct_parallel_range: activations, pooling, dropout, the
+ * optimizer update, the sums of the workers' partial gradients), so that almost
+ * nothing of a training step runs on one thread (ct_parallel_seconds).
  *
  * OpenBLAS itself always runs single-threaded, inside whichever worker calls
  * it. Its own thread pool would otherwise sit spinning (sched_yield) between
