@@ -123,6 +123,7 @@ static ct_status fit_model(time_run *r, workload *w, const ct_backend *be)
     r->n_epochs = w->setup.epochs;
     r->prof_batches = pc.batches;
     r->prof_samples = pc.samples;
+    r->prof_parallel_seconds = pc.parallel_seconds;
     if (st == CT_OK && w->layers) w->d->layer_rows(s->net, add_layer, r);
     ct_session_close(s, st != CT_OK);
     return st;

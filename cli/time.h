@@ -75,6 +75,7 @@ typedef struct time_run {
     time_layer layer[TIME_MAX_ROWS];
     long prof_batches, prof_samples;
     double prof_train_seconds;     /* training seconds of the profiled epochs */
+    double prof_parallel_seconds;  /* of them, the training thread's seconds in the worker pool (a CPU run) */
     /* the counters (cli/time_hw.c), over the epochs after the warm-up */
     double sample_hz;              /* samples a second; 0: not sampled (--sample-hz 0) */
     double sampler_cpu, sampled, mark_seconds;   /* the sampling thread's CPU seconds over `sampled` wall
@@ -145,6 +146,8 @@ ct_status time_summarise(time_run *r, const time_setup *s);
 /* The main table of the runs on n devices, and one run's --layers table. */
 void      time_print_table(const time_setup *s, const time_run *runs, int n);
 void      time_print_layers(const time_setup *s, const time_run *r);
+/* ms per profiled training step outside the worker threads (a CPU run with --per-layer), else -1. */
+double    time_serial_ms(const time_run *r);
 /* The counters' table (joules, watts, temperature, GPU busy, data wait) and the money, with each n/a's reason once. */
 void      time_print_hw(const time_setup *s, const time_run *runs, int n);
 /* --json FILE: one JSON file per device (FILE-DEVICE.json when several) and FILE.svg. */

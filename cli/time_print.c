@@ -183,6 +183,15 @@ static void layer_row(const char *name, const char *fwd, const char *bwd, double
     printf("%-28s %10s %10s %10.3f %7.1f%% %9s\n", name, fwd, bwd, total_ms, 100 * share, gf);
 }
 
+/* ms per profiled training step spent outside the worker pool (core/threads.h), CPU runs
+ * with --per-layer; -1 elsewhere (a GPU run's pool is idle while the GPU works). */
+double time_serial_ms(const time_run *r)
+{
+    if (r->prof_batches < 1 || strncmp(r->device, "cpu", 3) != 0) return -1;
+    double ms = 1e3 * (r->prof_train_seconds - r->prof_parallel_seconds) / (double)r->prof_batches;
+    return ms > 0 ? ms : 0;
+}
+
 void time_print_layers(const time_setup *s, const time_run *r)
 {
     if (!r->available || r->n_layers == 0) return;
@@ -208,6 +217,9 @@ void time_print_layers(const time_setup *s, const time_run *r)
     char gs[32];
     snprintf(gs, sizeof gs, "%.1f", step_ms > 0 ? s->flops_per_sample * (double)r->prof_samples / nb / (step_ms * 1e-3) / 1e9 : 0);
     layer_row("training step", "", "", step_ms, 1, gs);
+    if (time_serial_ms(r) >= 0)
+        printf("of which outside the worker threads: %.2f ms (%.1f%%), what more threads cannot shorten\n",
+               time_serial_ms(r), step_ms > 0 ? 100 * time_serial_ms(r) / step_ms : 0);
 }
 
 /* FILE.json -> FILE-DEVICE.json when several devices are timed; the picture is FILE.svg. */

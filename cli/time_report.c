@@ -28,6 +28,9 @@
  *                                            the sgemm peak (these names predate the FMA peak; files
  *                                            without the fma_ fields read as n/a in --compare)
  *   layers (with --layers): [ { name, forward_ms, backward_ms, share, gflops } ], profiled_batches
+ *   outside_threads_ms (with --layers)       of a profiled training step, the ms the training thread
+ *                                            spent outside the worker pool (core/threads.h): what more
+ *                                            threads cannot shorten; null on a GPU (files before it lack it)
  *
  * Added in "ctrain-time/2" (cli/time_hw.c; a /1 file has none of them and --compare shows n/a):
  *   joules_per_epoch, avg_watts, peak_watts  the device's own meter (CPU run: the RAPL package
@@ -121,6 +124,7 @@ static void write_layers(ct_json_writer *w, const time_run *r)
 {
     double nb = (double)r->prof_batches, step = nb > 0 ? r->prof_train_seconds / nb : 0;
     ct_json_int(w, "profiled_batches", r->prof_batches);
+    ct_json_num(w, "outside_threads_ms", time_serial_ms(r) >= 0 ? time_serial_ms(r) : NAN);
     ct_json_array_begin(w, "layers");
     for (int i = 0; nb > 0 && i < r->n_layers; i++) {
         const time_layer *l = &r->layer[i];

@@ -19,7 +19,8 @@
 # two. So each run's own FP32 FMA peak (measured by `ctrain time` at its thread
 # count) is shown beside it, and "of the peak's" = ctrain's speed-up over the FMA
 # peak's speed-up (the "peak's" column): 100% when ctrain grows exactly as the
-# hardware's arithmetic does.
+# hardware's arithmetic does. Beside each step's milliseconds, in brackets, the part
+# of it that ran outside the worker threads: what no number of threads shortens.
 # CPU_SCALING_EPOCHS=N runs N epochs instead of the protocol's 4 (the first is the
 # warm-up, so N >= 2). Writes OUTDIR/ctrain-MODEL-tN.json, OUTDIR/torch-MODEL-tN[-bf16].json, one log per
 # run and OUTDIR/scaling.txt (the table, also printed). Exit status: 0 when every
@@ -111,7 +112,7 @@ for m, unit in (("siamese-lstm", "pairs/s"), ("cnn", "images/s")):
     print("%s on %s (%d logical cores), bench protocol, synthetic data, median of epochs 2-%d" % (
         m, host.get("cpu", "?"), cores, len(runs[0][1].get("epochs", [])) or 4))
     print("  %7s %12s %9s %11s %14s %9s %14s   %s" % ("threads", unit, "speed-up", "efficiency", "FMA peak GF/s",
-          "peak's", "of the peak's", "ms per batch"))
+          "peak's", "of the peak's", "ms per batch (outside the threads)"))
     t0, r0, p0 = runs[0][0], runs[0][1]["train_samples_per_s"], fma_median(runs[0][1])
     for t, d in runs:
         r, p = d["train_samples_per_s"], fma_median(d)
@@ -120,8 +121,10 @@ for m, unit in (("siamese-lstm", "pairs/s"), ("cnn", "images/s")):
         psu = p / p0 if p and p0 else None
         note = "" if t <= cores else "  (more threads than cores)"
         step = 1000.0 * d.get("batch", 128) / r if r else 0
-        print("  %7d %12.0f %8.2fx %10.0f%% %14s %9s %14s   %.1f%s" % (t, r, su, 100 * eff, "%.0f" % p if p else "?",
-              "%.2fx" % psu if psu else "?", "%.0f%%" % (100 * su / psu) if psu else "?", step, note))
+        serial = d.get("outside_threads_ms")
+        print("  %7d %12.0f %8.2fx %10.0f%% %14s %9s %14s   %.1f (%s)%s" % (t, r, su, 100 * eff, "%.0f" % p if p else "?",
+              "%.2fx" % psu if psu else "?", "%.0f%%" % (100 * su / psu) if psu else "?", step,
+              "%.2f" % serial if isinstance(serial, (int, float)) else "?", note))
     # the layers: ms per training batch at each count, and each layer's own speed-up
     names = [l["name"] for l in runs[0][1].get("layers", [])]
     if names:

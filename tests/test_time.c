@@ -292,6 +292,22 @@ static void check_json_file(const char *path, const char *model, int epochs)
     check_python("time --json schema", PY_SCHEMA, path);
 }
 
+/* A CPU run with --per-layer says how much of a step ran outside the worker threads, in its
+ * table and its JSON: a number of ms, at least 0 and less than the whole step. */
+static void check_outside_threads(const char *path, const char *printed)
+{
+    const char *line = strstr(printed, "of which outside the worker threads: ");
+    t_check(line != NULL, "no line on the time outside the worker threads: %s", printed);
+    json_t *root = NULL;
+    if (!t_check(ct_json_load(&root, path) == CT_OK, "%s: %s", path, ct_last_error())) return;
+    const json_t *v = json_object_get(root, "outside_threads_ms");
+    const double samples_per_s = json_number_value(json_object_get(root, "train_samples_per_s"));
+    const double step_ms = samples_per_s > 0 ? 1e3 * json_number_value(json_object_get(root, "batch")) / samples_per_s : 0;
+    t_check(json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) < step_ms,
+            "%s: outside_threads_ms %g should be in [0, the step's %g ms)", path, json_number_value(v), step_ms);
+    json_decref(root);
+}
+
 static void test_command(void)
 {
     char base[256], args[1024], sjson[300], cjson[300], svg[300];
@@ -310,6 +326,7 @@ static void test_command(void)
     t_check(strstr(out, "FLOPs: ") && strstr(out, "matrix products"), "what the FLOPs count is not said: %s", out);
     t_check(strstr(out, sjson) && strstr(out, svg), "output names %s and %s: %s", sjson, svg, out);
     check_json_file(sjson, "siamese-lstm", 2);
+    check_outside_threads(sjson, out);
     check_python("time svg", "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])", svg);
 
     t_case("time/cnn smoke: --per-layer lists every layer of the network; one device writes FILE itself");

@@ -13,6 +13,10 @@ typedef struct {
     int profile;              /* 0: train without timing the layers */
     int warmup;               /* epochs before the profiled ones */
     long batches, samples;    /* out: training batches and samples profiled */
+    double parallel_seconds;  /* out: of the profiled epochs' training (not validation), the
+                                 seconds the training thread spent in the worker pool
+                                 (core/threads.h: ct_parallel_seconds); the rest ran on one thread */
+    double mark;              /* internal: the pool's seconds at the current training batch's start; < 0: none */
 } ct_profile_counts;
 
 /* Trains `task` as ct_fit does, the log to `out`, hist [cfg->epochs]; prof is the
