@@ -146,12 +146,12 @@ ct_status time_summarise(time_run *r, const time_setup *s);
 /* The main table of the runs on n devices, and one run's --layers table. */
 void      time_print_table(const time_setup *s, const time_run *runs, int n);
 void      time_print_layers(const time_setup *s, const time_run *r);
-/* ms per profiled training step outside the worker threads (a CPU run with --per-layer), else -1. */
-double    time_serial_ms(const time_run *r);
 /* The counters' table (joules, watts, temperature, GPU busy, data wait) and the money, with each n/a's reason once. */
 void      time_print_hw(const time_setup *s, const time_run *runs, int n);
 /* --json FILE: one JSON file per device (FILE-DEVICE.json when several) and FILE.svg. */
 ct_status time_write_outputs(const char *json, const time_setup *s, const time_run *runs, int n);
+/* ms per profiled training step outside the worker threads (a CPU run with --per-layer), else -1. */
+double    time_serial_ms(const time_run *r);
 /* The JSON file of one device's run (schema in cli/time_report.c). */
 ct_status time_write_json(const char *path, const time_setup *s, const time_run *r);
 /* Per-epoch seconds per device and the loss curves, side by side. */

@@ -183,15 +183,6 @@ static void layer_row(const char *name, const char *fwd, const char *bwd, double
     printf("%-28s %10s %10s %10.3f %7.1f%% %9s\n", name, fwd, bwd, total_ms, 100 * share, gf);
 }
 
-/* ms per profiled training step spent outside the worker pool (core/threads.h), CPU runs
- * with --per-layer; -1 elsewhere (a GPU run's pool is idle while the GPU works). */
-double time_serial_ms(const time_run *r)
-{
-    if (r->prof_batches < 1 || strncmp(r->device, "cpu", 3) != 0) return -1;
-    double ms = 1e3 * (r->prof_train_seconds - r->prof_parallel_seconds) / (double)r->prof_batches;
-    return ms > 0 ? ms : 0;
-}
-
 void time_print_layers(const time_setup *s, const time_run *r)
 {
     if (!r->available || r->n_layers == 0) return;

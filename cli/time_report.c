@@ -120,6 +120,15 @@ static void write_epochs(ct_json_writer *w, const time_run *r)
     ct_json_array_end(w);
 }
 
+/* ms per profiled training step spent outside the worker pool (core/threads.h), CPU runs
+ * with --per-layer; -1 elsewhere (a GPU run's pool is idle while the GPU works). */
+double time_serial_ms(const time_run *r)
+{
+    if (r->prof_batches < 1 || strncmp(r->device, "cpu", 3) != 0) return -1;
+    double ms = 1e3 * (r->prof_train_seconds - r->prof_parallel_seconds) / (double)r->prof_batches;
+    return ms > 0 ? ms : 0;
+}
+
 static void write_layers(ct_json_writer *w, const time_run *r)
 {
     double nb = (double)r->prof_batches, step = nb > 0 ? r->prof_train_seconds / nb : 0;
