@@ -422,10 +422,9 @@ void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, c
     ct_parallel(d->N, d->workers, d->packed ? forward_image_packed : forward_image, &j);
 }
 
-/* db [OC] += sum over images and positions of dout [N, OC, P]: float32 in every path. */
-/* db [OC] += sum over images and positions of dout [N, OC, P], for the channels [lo, hi) on
- * each worker (ct_parallel_range): every channel's sum is made by one worker, over the
- * images in order, so the split changes no bit. */
+/* db [OC] += sum over images and positions of dout [N, OC, P], float32 in every path, for
+ * the channels [lo, hi) on each worker (ct_parallel_range): every channel's sum is made by
+ * one worker, over the images in order, so the split changes no bit. */
 typedef struct { float *db; const float *dout; const conv2d_dims *d; } bias_grad_job;
 
 static void bias_grad_range(void *ctx, size_t lo, size_t hi)

@@ -37,9 +37,11 @@ static void dropout_forward_range(void *ctx, size_t lo, size_t hi)
 }
 
 /* out = in * mask over [lo, hi) (in = dout, out = din for the backward pass) */
+typedef struct { float *out; const float *mask, *in; } apply_job;
+
 static void dropout_apply_range(void *ctx, size_t lo, size_t hi)
 {
-    const dropout_job *j = ctx;
+    const apply_job *j = ctx;
     for (size_t i = lo; i < hi; i++) j->out[i] = j->in[i] * j->mask[i];
 }
 
@@ -73,7 +75,7 @@ void ct_dropout_forward_part(float *out, float *mask, const float *in, size_t pe
 /* out = in * mask */
 void ct_dropout_apply(float *out, const float *mask, const float *in, size_t n)
 {
-    dropout_job j = { .out = out, .mask = (float *)mask, .in = in };
+    apply_job j = { .out = out, .mask = mask, .in = in };
     ct_parallel_range(n, n, dropout_apply_range, &j);
 }
 
