@@ -7,6 +7,7 @@
 #include <string.h>
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
+#include "layers/amx_tiles.h"
 #include "core/bf16.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -238,27 +239,7 @@ void ct_tile_model_dpbf16ps(ct_tile_model *tm, int c, int a, int b)
     for (int m = rows; m < 16; m++) memset(tm->t[c][m], 0, 64);   /* rows past the configured ones zeroed */
 }
 
-/* ---- the AMX kernel, once, over the tile operations ----
- * The instructions as inline assembly (GNU syntax: sources first, the destination last);
- * a tile is named by its number, a literal. Inline assembly needs no compiler support for
- * AMX, only an assembler that knows the mnemonics (binutils 2.36+). */
-#define AMX_LDTILECFG(cfg)              __asm__ volatile("ldtilecfg %0" ::"m"(*(const ct_tile_config *)(cfg)))
-#define AMX_TILERELEASE()               __asm__ volatile("tilerelease" ::: "memory")
-#define AMX_TILEZERO(t)                 __asm__ volatile("tilezero %%tmm" #t ::)
-#define AMX_TILELOADD(t, base, stride)  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"((long)(stride)) : "memory")
-#define AMX_TILESTORED(t, base, stride) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"((long)(stride)) : "memory")
-#define AMX_TDPBF16PS(c, a, b)          __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
-
-/* The seam: REAL is a constant at each of the two call sites of amx_blocks (1: the tiles,
- * 0: the model tm), so each instance keeps only its own branch. */
-#define T_ZERO(t)                do { if (REAL) AMX_TILEZERO(t); else ct_tile_model_zero(tm, t); } while (0)
-#define T_LOAD(t, base, stride)  do { if (REAL) AMX_TILELOADD(t, base, stride); else ct_tile_model_load(tm, t, base, stride); } while (0)
-#define T_STORE(t, base, stride) do { if (REAL) AMX_TILESTORED(t, base, stride); else ct_tile_model_store(tm, t, base, stride); } while (0)
-#define T_DP(c, a, b)            do { if (REAL) AMX_TDPBF16PS(c, a, b); else ct_tile_model_dpbf16ps(tm, c, a, b); } while (0)
-
-/* All eight tiles 16 rows x 64 bytes. */
-static const ct_tile_config TILES_16x64 = {
-    .palette = 1, .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 }, .rows = { 16, 16, 16, 16, 16, 16, 16, 16 } };
+/* ---- the AMX kernel, once, over the tile operations (layers/amx_tiles.h: the seam) ---- */
 
 /* The part of C [16, 16] at (r0, c0) that exists (rows below M, columns below N) to or from
  * a full 16 x 16 buffer (zeros where C has no element). */
@@ -319,7 +300,7 @@ void amx_blocks(const int REAL, ct_tile_model *tm, int M, int N, int K, const ui
 static __attribute__((target("amx-tile,amx-bf16"), noinline))
 void amx_tiles(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int acc)
 {
-    AMX_LDTILECFG(&TILES_16x64);
+    AMX_LDTILECFG(&CT_TILES_16x64);
     amx_blocks(1, NULL, M, N, K, ap, bp, C, ldc, acc);
     AMX_TILERELEASE();
 }
@@ -330,7 +311,7 @@ static __attribute__((noinline))
 void amx_model(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int acc)
 {
     ct_tile_model tm;
-    CT_ASSERT(ct_tile_model_config(&tm, &TILES_16x64) == CT_OK);
+    CT_ASSERT(ct_tile_model_config(&tm, &CT_TILES_16x64) == CT_OK);
     amx_blocks(0, &tm, M, N, K, ap, bp, C, ldc, acc);
 }
 
@@ -413,7 +394,7 @@ static __attribute__((target("amx-tile,amx-bf16"), noinline))
 double amx_peak_rounds(long rounds)
 {
     static const uint16_t ones[16 * 32] __attribute__((aligned(64))) = { 0 };   /* zeros: the rate does not depend on the values */
-    AMX_LDTILECFG(&TILES_16x64);
+    AMX_LDTILECFG(&CT_TILES_16x64);
     AMX_TILEZERO(0); AMX_TILEZERO(1); AMX_TILEZERO(2); AMX_TILEZERO(3);
     AMX_TILELOADD(4, ones, 64); AMX_TILELOADD(5, ones, 64); AMX_TILELOADD(6, ones, 64); AMX_TILELOADD(7, ones, 64);
     const double t0 = ct_now();

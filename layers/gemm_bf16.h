@@ -23,7 +23,8 @@
  * two call sites makes each operation either the instruction itself (inline assembly,
  * in a function compiled with target("amx-tile,amx-bf16")) or the model's C function.
  * Everything else - what is loaded from where, in what order, with which tails - is the
- * same code in both.
+ * same code in both. (layers/amx_tiles.h holds the instructions and that seam, shared with
+ * the LSTM's fused bf16 step, layers/lstm_bf16.h.)
  *
  * ---- Layouts ----
  * Tiles (palette 1): all eight configured 16 rows x 64 bytes.

@@ -100,6 +100,10 @@
  * (to nearest even), its sums float32. Per layer and step, for a worker's rows:
  *
  *   forward   z_t  = x_t W_ih^T + h_{t-1} W_hh^T        W_ih^T, W_hh^T packed once per batch
+ *             on the AMX tiles (or their model) with H a multiple of 16, one product
+ *             [x_t | h_{t-1}] [W_ih | W_hh]^T with the cell applied per block of 16 rows
+ *             x 16 units (layers/lstm_bf16.h: the fused step; ct_lstm_set_fused(0) for
+ *             the two products and the cell loop)
  *   backward  dh  += dz_t W_hh                         W_hh packed once per batch
  *             dW_hh += dz_t^T h_{t-1}   dW_ih += dz_t^T x_t   h_{t-1}, x_t packed per step
  *   after     dX   = dz W_ih                           W_ih packed once; rows split across workers
@@ -127,6 +131,7 @@
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 #include "layers/lstm_fused.h"
+#include "layers/lstm_bf16.h"
 
 /* ---- scalar math for the fused gate loops ----------------------------------
  * Written branch-free so the compiler vectorises the gate loops (libm's expf and
@@ -192,6 +197,7 @@ typedef struct {
     float *wp_ih;                              /* W_ih^T [I_l, 4H] packed, likewise */
     float *wpf;                                /* [W_ih | W_hh] packed per unit block (layers/lstm_fused.h), one layer at a time */
     uint16_t *bih, *bhh;                       /* bf16: W_ih^T [I_l, 4H] and W_hh^T [H, 4H] packed (layers/gemm_bf16.h) */
+    uint16_t *bwf;                             /* bf16, H a multiple of 16: [W_ih | W_hh] packed for the tiles' fused step (layers/lstm_bf16.h) */
     uint16_t *work;                            /* bf16: per worker, a step's rows rounded to bf16 */
     size_t work_elems;                         /* per worker */
 } lstm_cache_view;
@@ -225,7 +231,11 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
         v->bih = (uint16_t *)f;
         TAKE(f, halves(ct_gemm_bf16_pack_elems(d->H, 4 * d->H)));
         v->bhh = (uint16_t *)f;
-        v->work_elems = round16(ct_gemm_bf16_work_elems(rows, lstm_wide(d)));
+        const int fused = d->H % CT_LSTM_BF16_UNITS == 0;   /* whether the tiles' fused step can run; it chooses at run time */
+        TAKE(f, fused ? halves(ct_lstm_bf16_pack_elems(lstm_wide(d), d->H)) : 0);
+        v->bwf = (uint16_t *)f;
+        const size_t w1 = ct_gemm_bf16_work_elems(rows, lstm_wide(d)), w2 = fused ? ct_lstm_bf16_work_elems(rows, lstm_wide(d), d->H) : 0;
+        v->work_elems = round16(w1 > w2 ? w1 : w2);
         TAKE(f, halves((size_t)parts * v->work_elems));
         v->work = (uint16_t *)f;
     }
@@ -350,14 +360,16 @@ void ct_lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, co
 static int lstm_fused_on = 1;
 void ct_lstm_set_fused(int on) { lstm_fused_on = on != 0; }
 
-/* One step's fused loop for one sequence: z (pre-activations without the
- * biases, [4H]) becomes the gates (i, f, g, o); writes c_t, tanh(c_t), h_t. */
+/* One step's fused loop for one sequence, units 0 .. n-1 of its H: z (pre-activations
+ * without the biases; gate q of unit j at z[q H + j]) becomes the gates (i, f, g, o);
+ * writes c_t, tanh(c_t), h_t. n = H for a whole row; the bf16 tiles pass 16 units at a
+ * time, every pointer moved to the block's first unit. */
 static inline __attribute__((always_inline))
 void lstm_cell_forward(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
                        const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh,
-                       int H, int hard)
+                       int n, int H, int hard)
 {
-    for (int j = 0; j < H; j++) {
+    for (int j = 0; j < n; j++) {
         float zi = z[j]         + b_ih[j]         + b_hh[j];
         float zf = z[H + j]     + b_ih[H + j]     + b_hh[H + j];
         float zg = z[2 * H + j] + b_ih[2 * H + j] + b_hh[2 * H + j];
@@ -378,13 +390,13 @@ void lstm_cell_forward(float *restrict z, float *restrict c, float *restrict tc,
 CT_HOT
 static __attribute__((noinline))
 void lstm_cell_forward_sigmoid(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
-                               const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int H)
-{ lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, H, 0); }
+                               const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int n, int H)
+{ lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, n, H, 0); }
 CT_HOT
 static __attribute__((noinline))
 void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
-                            const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int H)
-{ lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, H, 1); }
+                            const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int n, int H)
+{ lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, n, H, 1); }
 
 /* Padded steps of sequences [b0, b1) at step t (t >= len[b]): the state is carried. */
 static void lstm_step_carry(const lstm_layer_cache *lc, int t, const int *len, int B, int b0, int b1, int H)
@@ -411,8 +423,31 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
             memcpy(cnext, cprev, (size_t)H * sizeof *cnext);
             continue;
         }
-        if (hard) lstm_cell_forward_hard(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H);
-        else      lstm_cell_forward_sigmoid(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H);
+        if (hard) lstm_cell_forward_hard(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H, H);
+        else      lstm_cell_forward_sigmoid(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H, H);
+    }
+}
+
+/* The cell of one block of the bf16 tiles' fused step (layers/lstm_bf16.h): rows r0 ..
+ * r0+nr-1 of the step's rows (time-major row row0 + r), units u0 .. u0+15. */
+typedef struct {
+    const lstm_layer_cache *lc;
+    const lstm_weights *w;
+    size_t row0;                  /* t B + b0: the step's first row */
+    int B, H, hard;
+} lstm_cell_job;
+
+static void lstm_cell_block(void *ctx, int r0, int nr, int u0)
+{
+    const lstm_cell_job *j = ctx;
+    const size_t G = 4 * (size_t)j->H, H = (size_t)j->H, B = (size_t)j->B;
+    for (int r = r0; r < r0 + nr; r++) {
+        const size_t row = j->row0 + (size_t)r;
+        float *z = j->lc->gate + row * G + u0, *tc = j->lc->tc + row * H + u0;
+        float *cnext = j->lc->c + (row + B) * H + u0, *hnext = j->lc->h + (row + B) * H + u0;
+        const float *cprev = j->lc->c + row * H + u0;
+        if (j->hard) lstm_cell_forward_hard(z, cnext, tc, hnext, cprev, j->w->b_ih + u0, j->w->b_hh + u0, CT_LSTM_BF16_UNITS, j->H);
+        else         lstm_cell_forward_sigmoid(z, cnext, tc, hnext, cprev, j->w->b_ih + u0, j->w->b_hh + u0, CT_LSTM_BF16_UNITS, j->H);
     }
 }
 
@@ -424,6 +459,8 @@ typedef struct {
     const float *wp;              /* W_hh^T packed, or NULL: cblas_sgemm (and the input projection done before) */
     const float *wp_ih;           /* W_ih^T packed: each step projects its own inputs */
     const lstm_cache_view *bf16;  /* bf16 products (its bih, bhh, work), or NULL */
+    const uint16_t *bwf;          /* bf16: [W_ih | W_hh] packed for the tiles' fused step (layers/lstm_bf16.h), or NULL */
+    ct_bf16_kernels bk;           /* bf16: what the fused step runs on (the tiles or their model) */
     const float *X;               /* [T*B, Il] the layer's input, time-major */
     const int *len;
     int B, T, H, Il, hard, parts;
@@ -444,6 +481,14 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
             ct_lstm_fused_step(b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->lc->c + r * H, j->wpf,
                                j->w->b_ih, j->w->b_hh, gt, j->lc->c + (r + B) * H, j->lc->tc + r * H,
                                j->lc->h + (r + B) * H, j->hard);
+            lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
+            continue;
+        }
+        if (j->bwf) {    /* bf16 on tiles: products and cell block by block; then the padded rows carry their state */
+            const size_t r = (size_t)t * B + b0;
+            lstm_cell_job cj = { .lc = j->lc, .w = j->w, .row0 = r, .B = B, .H = H, .hard = j->hard };
+            ct_lstm_bf16_step(j->bk, b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->bwf,
+                              j->bf16->work + (size_t)part * j->bf16->work_elems, gt, (int)G, lstm_cell_block, &cj);
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
             continue;
         }
@@ -512,7 +557,11 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
          * with the packed kernel each step does both products for its own rows; else the input
          * projection of all steps is one product here, and the steps add theirs */
         const float *wp = NULL, *wpf = NULL;
-        if (d->dtype == CT_BF16) {
+        const uint16_t *bwf = NULL;
+        if (d->dtype == CT_BF16 && lstm_fused_on && ct_lstm_bf16_fused_ok(H)) {
+            ct_lstm_bf16_pack(cv.bwf, w[l].w_ih, w[l].w_hh, Il, H);
+            bwf = cv.bwf;
+        } else if (d->dtype == CT_BF16) {
             ct_gemm_bf16_pack(cv.bih, w[l].w_ih, Il, 1, Il, (int)G);
             ct_gemm_bf16_pack(cv.bhh, w[l].w_hh, H, 1, H, (int)G);
         } else if (lstm_fused_on && ct_lstm_fused_ok(H)) {
@@ -527,7 +576,7 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
         }
         /* the steps, each worker with its share of the sequences */
         lstm_fwd_job job = { .lc = lc, .w = &w[l], .wpf = wpf, .wp = wp, .wp_ih = cv.wp_ih,
-                             .bf16 = d->dtype == CT_BF16 ? &cv : NULL, .X = X, .len = len, .B = B, .T = T, .H = H,
+                             .bf16 = d->dtype == CT_BF16 ? &cv : NULL, .bwf = bwf, .bk = ct_kernels_bf16(), .X = X, .len = len, .B = B, .T = T, .H = H,
                              .Il = Il, .hard = hard, .parts = lstm_parts(B) };
         ct_parallel(job.parts, job.parts, lstm_recurrence_forward, &job);
     }

@@ -19,6 +19,11 @@
  *     recurrence no closed bound is derived (lstm.c says why); the case states its
  *     tolerance, 2^-4 of each tensor's largest entry - eight times one product's
  *     operand rounding, 2^-7 - and prints what it measured.
+ *   - the tiles' fused step (layers/lstm_bf16.h), on the model: its z equals ct_gemm_bf16
+ *     over the stacked operands [x | h_{t-1}] and [W_ih | W_hh]^T bit for bit (the same
+ *     instructions on the same pairs), each block's cell is called exactly once, after
+ *     its z is stored; rows past a multiple of 16, K past a multiple of 32, t = 0.
+ *     The layer cases above run with the fused step and with the plain one.
  *   - the threads: the forward output and dx are the same bit for bit on 1 and 2
  *     threads (a row's products never depend on how rows are shared).
  *   - training: `ctrain train siamese-lstm --precision bf16` against --precision fp32
@@ -36,6 +41,7 @@
 #include "core/threads.h"
 #include "layers/gemm_bf16.h"
 #include "layers/lstm.h"
+#include "layers/lstm_bf16.h"
 
 static float bf(float x) { return ct_float_from_bf16(ct_bf16_from_float(x)); }
 
@@ -160,26 +166,30 @@ static void test_many_steps(void)
         { 6, 30, 16, 16, 2, LSTM_RETURN_MEAN, 0 },
     };
     const double tol = 1.0 / 16;
-    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
-        const int B = cs[k].B, T = cs[k].T, I = cs[k].I, H = cs[k].H, L = cs[k].L;
-        t_case("lstm_bf16/many steps against float32 B=%d T=%d I=%d H=%d L=%d ret=%d len=%s (tolerance 2^-4)", B, T, I, H, L,
-               (int)cs[k].ret, cs[k].len ? "yes" : "no");
-        lstm_dims d = { B, T, I, H, L, cs[k].ret, LSTM_SIGMOID, CT_F32 };
+    for (size_t k = 0; k < 2 * sizeof cs / sizeof cs[0]; k++) {
+        const int c = (int)(k / 2), plain = (int)(k % 2);   /* each case with the tiles' fused step (where H allows it) and plain */
+        const int B = cs[c].B, T = cs[c].T, I = cs[c].I, H = cs[c].H, L = cs[c].L;
+        if (plain && H % CT_LSTM_BF16_UNITS) continue;     /* the plain step was the only one */
+        ct_lstm_set_fused(!plain);
+        t_case("lstm_bf16/many steps against float32 B=%d T=%d I=%d H=%d L=%d ret=%d len=%s, %s step (tolerance 2^-4)", B, T, I, H, L,
+               (int)cs[c].ret, cs[c].len ? "yes" : "no", plain || !ct_lstm_bf16_fused_ok(H) ? "plain" : "fused");
+        lstm_dims d = { B, T, I, H, L, cs[c].ret, LSTM_SIGMOID, CT_F32 };
         ct_rng rng;
-        ct_rng_seed(&rng, 500 + k, 0);
+        ct_rng_seed(&rng, 500 + c, 0);
         const size_t np = n_params(I, H, L), nx = (size_t)B * T * I, no = out_floats(&d);
         float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
         t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
         t_fill_uniform(x, nx, -1.5f, 1.5f, &rng);
         t_fill_uniform(dout, no, -1.0f, 1.0f, &rng);
         int len[64];
-        for (int b = 0; b < B; b++) len[b] = cs[k].len ? 1 + (int)ct_rng_below(&rng, (unsigned)T) : T;
+        for (int b = 0; b < B; b++) len[b] = cs[c].len ? 1 + (int)ct_rng_below(&rng, (unsigned)T) : T;
         lrig f, h;
         lrig_init(&f, &d, p);
-        lrig_run(&f, x, cs[k].len ? len : NULL, dout);
+        lrig_run(&f, x, cs[c].len ? len : NULL, dout);
         d.dtype = CT_BF16;
         lrig_init(&h, &d, p);
-        lrig_run(&h, x, cs[k].len ? len : NULL, dout);
+        lrig_run(&h, x, cs[c].len ? len : NULL, dout);
+        ct_lstm_set_fused(1);
         double eo = rel_max(h.out, f.out, no), ex = rel_max(h.dx, f.dx, nx), eg = 0;
         for (int l = 0; l < L; l++) {
             const int Il = l ? H : I;
@@ -189,8 +199,85 @@ static void test_many_steps(void)
         }
         t_check(eo <= tol && ex <= tol && eg <= tol, "out %.3g, dx %.3g, parameter gradients %.3g (tolerance %.3g)", eo, ex, eg, tol);
         printf("     measured: out %.3g, dx %.3g, parameter gradients %.3g of their largest entries\n", eo, ex, eg);
+        static float fused_out[4096];   /* the fused run's output, for the plain run after it */
+        if (!plain && no <= 4096) memcpy(fused_out, h.out, no * sizeof(float));
+        if (plain) {
+            /* the two steps sum in different orders (one product over [x | h], or two): the same results to rounding, not bit for bit */
+            size_t differ = 0;
+            for (size_t i = 0; i < no; i++) differ += memcmp(&fused_out[i], &h.out[i], sizeof(float)) != 0;
+            printf("     fused against plain: %zu of %zu outputs differ in their bits, by at most %.3g of the largest\n", differ, no,
+                   rel_max(fused_out, h.out, no));
+        }
         lrig_free(&f); lrig_free(&h);
         free(p); free(x); free(dout);
+    }
+}
+
+/* The fused step's cell hook for the test: copies the block's z as it finds it, counts the calls. */
+typedef struct { const float *z; float *seen; int *calls; int ldz, H; } fused_probe;
+
+static void probe_cell(void *ctx, int r0, int nr, int u0)
+{
+    const fused_probe *p = ctx;
+    for (int r = r0; r < r0 + nr; r++) {
+        p->calls[r * (p->H / CT_LSTM_BF16_UNITS) + u0 / CT_LSTM_BF16_UNITS]++;
+        for (int q = 0; q < 4; q++)
+            memcpy(p->seen + (size_t)r * p->ldz + (size_t)q * p->H + u0, p->z + (size_t)r * p->ldz + (size_t)q * p->H + u0,
+                   CT_LSTM_BF16_UNITS * sizeof(float));
+    }
+}
+
+static void test_fused_step(void)
+{
+    static const struct { int rows, Il, H, ldz_extra, first; } cs[] = {
+        { 16, 40, 128, 0, 0 }, { 37, 17, 32, 0, 0 }, { 1, 3, 16, 8, 0 }, { 5, 100, 48, 0, 1 }, { 33, 64, 64, 16, 0 },
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int M = cs[k].rows, Il = cs[k].Il, H = cs[k].H, K = Il + H, G = 4 * H, ldz = G + cs[k].ldz_extra;
+        t_case("lstm_bf16/fused step on the model = the product over [x | h] [W_ih | W_hh]^T, bit for bit: rows %d, Il %d, H %d%s",
+               M, Il, H, cs[k].first ? ", t = 0" : "");
+        ct_rng rng;
+        ct_rng_seed(&rng, 900 + k, 0);
+        float *wih = malloc((size_t)G * Il * sizeof(float)), *whh = malloc((size_t)G * H * sizeof(float));
+        float *x = malloc((size_t)M * Il * sizeof(float)), *hp = malloc((size_t)M * H * sizeof(float));
+        float *a = calloc((size_t)M * K, sizeof(float)), *w = malloc((size_t)G * K * sizeof(float));
+        float *zref = malloc((size_t)M * G * sizeof(float)), *z = malloc((size_t)M * ldz * sizeof(float));
+        float *seen = malloc((size_t)M * ldz * sizeof(float));
+        int *calls = calloc((size_t)M * (H / CT_LSTM_BF16_UNITS), sizeof(int));
+        t_fill_uniform(wih, (size_t)G * Il, -0.5f, 0.5f, &rng);
+        t_fill_uniform(whh, (size_t)G * H, -0.5f, 0.5f, &rng);
+        t_fill_uniform(x, (size_t)M * Il, -2, 2, &rng);
+        t_fill_uniform(hp, (size_t)M * H, -1, 1, &rng);
+        for (int m = 0; m < M; m++) {   /* the stacked rows [x | h_{t-1}] (h_{-1} = 0) and weights [W_ih | W_hh] */
+            memcpy(a + (size_t)m * K, x + (size_t)m * Il, Il * sizeof(float));
+            if (!cs[k].first) memcpy(a + (size_t)m * K + Il, hp + (size_t)m * H, H * sizeof(float));
+        }
+        for (int n = 0; n < G; n++) {
+            memcpy(w + (size_t)n * K, wih + (size_t)n * Il, Il * sizeof(float));
+            memcpy(w + (size_t)n * K + Il, whh + (size_t)n * H, H * sizeof(float));
+        }
+        uint16_t *bp = malloc(ct_gemm_bf16_pack_elems(K, G) * 2), *work = malloc(ct_gemm_bf16_work_elems(M, K) * 2);
+        ct_gemm_bf16_pack(bp, w, K, 1, K, G);
+        ct_gemm_bf16_on(CT_BF16_MODEL, M, G, K, a, K, 0, bp, work, zref, G, 0);
+        uint16_t *wp = malloc(ct_lstm_bf16_pack_elems(Il, H) * 2), *fwork = malloc(ct_lstm_bf16_work_elems(M, Il, H) * 2);
+        ct_lstm_bf16_pack(wp, wih, whh, Il, H);
+        for (size_t i = 0; i < (size_t)M * ldz; i++) z[i] = seen[i] = NAN;
+        fused_probe pr = { z, seen, calls, ldz, H };
+        ct_lstm_bf16_step(CT_BF16_MODEL, M, Il, H, x, cs[k].first ? NULL : hp, wp, fwork, z, ldz, probe_cell, &pr);
+        int diff = 0, twice = 0, pad = 0;
+        for (int m = 0; m < M; m++) {
+            for (int n = 0; n < G; n++) {
+                diff += memcmp(&z[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
+                diff += memcmp(&seen[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
+            }
+            for (int n = G; n < ldz; n++) pad += !isnan(z[(size_t)m * ldz + n]);
+            for (int u = 0; u < H / CT_LSTM_BF16_UNITS; u++) twice += calls[m * (H / CT_LSTM_BF16_UNITS) + u] != 1;
+        }
+        t_check(!diff, "%d elements of z (as stored, or as the cell found them) differ from the stacked product", diff);
+        t_check(!twice, "%d blocks' cells were not called exactly once", twice);
+        t_check(!pad, "%d elements past 4H in z's rows were written", pad);
+        free(wih); free(whh); free(x); free(hp); free(a); free(w); free(zref); free(z); free(seen); free(calls);
+        free(bp); free(work); free(wp); free(fwork);
     }
 }
 
@@ -237,31 +324,37 @@ static void test_real_kernel(void)
         }
         return;
     }
-    t_case("lstm_bf16/%s against the model, bit for bit", ct_bf16_kernels_name(k));
     const lstm_dims d = { 12, 9, 40, 32, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_BF16 };
-    ct_rng rng;
-    ct_rng_seed(&rng, 4, 0);
-    const size_t np = n_params(40, 32, 2), nx = (size_t)12 * 9 * 40, no = out_floats(&d);
-    float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
-    t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
-    t_fill_uniform(x, nx, -1, 1, &rng);
-    t_fill_uniform(dout, no, -1, 1, &rng);
-    lrig a, b;
-    lrig_init(&a, &d, p);
-    lrig_run(&a, x, NULL, dout);
-    ct_gemm_bf16_use_model(1);
-    lrig_init(&b, &d, p);
-    lrig_run(&b, x, NULL, dout);
-    const int same_avx = k == CT_BF16_AMX;   /* vdpbf16ps sums in another order: only the bounds hold */
-    if (same_avx) {
-        t_check(!memcmp(a.out, b.out, no * sizeof(float)) && !memcmp(a.ps.grad, b.ps.grad, a.ps.numel * sizeof(float)),
-                "the tiles and their model differ");
-    } else {
-        t_close("output", a.out, b.out, no, 1e-5);
-        t_close("gradients", a.ps.grad, b.ps.grad, a.ps.numel, 1e-5);
+    for (int plain = 0; plain < 2; plain++) {   /* with the tiles: their fused forward step, then the plain one */
+        if (plain && k != CT_BF16_AMX) break;    /* vdpbf16ps has only the plain step */
+        t_case("lstm_bf16/%s against the model, %s forward step, bit for bit", ct_bf16_kernels_name(k),
+               plain || k != CT_BF16_AMX ? "plain" : "fused");
+        ct_lstm_set_fused(!plain);
+        ct_rng rng;
+        ct_rng_seed(&rng, 4, 0);
+        const size_t np = n_params(40, 32, 2), nx = (size_t)12 * 9 * 40, no = out_floats(&d);
+        float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
+        t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
+        t_fill_uniform(x, nx, -1, 1, &rng);
+        t_fill_uniform(dout, no, -1, 1, &rng);
+        lrig a, b;
+        ct_gemm_bf16_use_model(0);
+        lrig_init(&a, &d, p);
+        lrig_run(&a, x, NULL, dout);
+        ct_gemm_bf16_use_model(1);
+        lrig_init(&b, &d, p);
+        lrig_run(&b, x, NULL, dout);
+        ct_lstm_set_fused(1);
+        if (k == CT_BF16_AMX) {   /* vdpbf16ps sums in another order: only the bounds hold */
+            t_check(!memcmp(a.out, b.out, no * sizeof(float)) && !memcmp(a.ps.grad, b.ps.grad, a.ps.numel * sizeof(float)),
+                    "the tiles and their model differ");
+        } else {
+            t_close("output", a.out, b.out, no, 1e-5);
+            t_close("gradients", a.ps.grad, b.ps.grad, a.ps.numel, 1e-5);
+        }
+        lrig_free(&a); lrig_free(&b);
+        free(p); free(x); free(dout);
     }
-    lrig_free(&a); lrig_free(&b);
-    free(p); free(x); free(dout);
 }
 
 static char run_out[2][1 << 15];
@@ -316,6 +409,7 @@ void suite_lstm_bf16(void)
 {
     ct_gemm_bf16_use_model(1);
     test_one_step();
+    test_fused_step();
     test_many_steps();
     test_threads();
     test_real_kernel();

@@ -1,0 +1,136 @@
+/* lstm_bf16.c - one LSTM forward step in bf16 on AMX tiles, the cell applied block by
+ * block (see lstm_bf16.h): packing, the kernel written once over the tile operations
+ * (layers/amx_tiles.h), and its two instances, the tiles and their C model. */
+#include <string.h>
+#include "layers/lstm_bf16.h"
+#include "layers/amx_tiles.h"
+#include "layers/gemm_packed.h"
+#include "core/bf16.h"
+#include "core/error.h"
+
+#define UB CT_LSTM_BF16_UNITS
+#define KB CT_BF16_KB
+#define NB CT_BF16_NB
+
+static int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+int ct_lstm_bf16_fused_ok(int H)
+{
+    const ct_bf16_kernels k = ct_kernels_bf16();
+    return H > 0 && H % UB == 0 && (k == CT_BF16_AMX || k == CT_BF16_MODEL);
+}
+
+size_t ct_lstm_bf16_pack_elems(int Il, int H) { return (size_t)4 * H * (size_t)round_up(Il + H, KB); }
+size_t ct_lstm_bf16_work_elems(int rows, int Il, int H) { return (size_t)round_up(rows, 16) * (size_t)round_up(Il + H, KB); }
+
+/* [H/16][4][Kp/2][16][2]: element (u, q, p, j, h) = bf16(W[q H + 16u + j][2p + h]), W = [W_ih | W_hh]. */
+void ct_lstm_bf16_pack(uint16_t *wp, const float *w_ih, const float *w_hh, int Il, int H)
+{
+    CT_ASSERT(H % UB == 0);
+    const int K = Il + H, Kp = round_up(K, KB);
+    for (int u = 0; u < H / UB; u++)
+        for (int q = 0; q < 4; q++)
+            for (int p = 0; p < Kp / 2; p++) {
+                uint16_t *row = wp + (((size_t)u * 4 + q) * (Kp / 2) + p) * (NB * 2);   /* one tile row: 16 units x 2 */
+                for (int j = 0; j < UB; j++) {
+                    const size_t n = (size_t)q * H + (size_t)u * UB + j;             /* row of W */
+                    for (int h = 0; h < 2; h++) {
+                        const int k = 2 * p + h;
+                        row[2 * j + h] = k < Il ? ct_bf16_from_float(w_ih[n * Il + k])
+                                       : k < K  ? ct_bf16_from_float(w_hh[n * H + (k - Il)]) : 0;
+                    }
+                }
+            }
+}
+
+/* The rows [x | hprev] rounded into work [Mp][Kp]; zeros past Il + H and past `rows`. */
+static void pack_rows(uint16_t *work, int rows, int Il, int H, const float *x, const float *hprev)
+{
+    const int Kp = round_up(Il + H, KB), Mp = round_up(rows, 16);
+    for (int m = 0; m < Mp; m++) {
+        uint16_t *row = work + (size_t)m * Kp;
+        if (m >= rows) { memset(row, 0, (size_t)Kp * sizeof *row); continue; }
+        ct_bf16s_from_floats(row, x + (size_t)m * Il, (size_t)Il);
+        if (hprev) ct_bf16s_from_floats(row + Il, hprev + (size_t)m * H, (size_t)H);
+        else       memset(row + Il, 0, (size_t)H * sizeof *row);
+        memset(row + Il + H, 0, (size_t)(Kp - Il - H) * sizeof *row);
+    }
+}
+
+/* The kernel, once. For each unit block u, for each 16 rows: the four gates' tiles zeroed,
+ * the k-blocks summed in order, the tiles stored into z (through `edge` when the block has
+ * fewer than 16 rows), then the block's cell. */
+static inline __attribute__((always_inline))
+void lstm_tiles(const int REAL, ct_tile_model *tm, int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp,
+                float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+{
+    const size_t astride = (size_t)Kp * 2, zstride = (size_t)ldz * 4;   /* bytes from row to row */
+    const size_t panel = (size_t)(Kp / 2) * NB * 2;                     /* elements of one gate's packed panel */
+    float edge[16][4 * UB];                                             /* a short block's four tiles, side by side */
+    for (int u = 0; u < H / UB; u++) {
+        const uint16_t *bi = wp + (size_t)4 * u * panel, *bf = bi + panel, *bg = bf + panel, *bo = bg + panel;
+        for (int r0 = 0; r0 < rows; r0 += 16) {
+            const uint16_t *a = ap + (size_t)r0 * Kp;
+            T_ZERO(0); T_ZERO(1); T_ZERO(2); T_ZERO(3);
+            for (int kb = 0; kb < Kp / KB; kb++) {
+                const size_t k = (size_t)kb * (KB / 2) * NB * 2;   /* pair-row 16 kb of a panel */
+                T_LOAD(4, a + (size_t)kb * KB, astride);           /* rows r0 .. r0+15, k 32 kb .. 32 kb + 31 */
+                T_LOAD(5, bi + k, 64);
+                T_LOAD(6, bf + k, 64);
+                T_LOAD(7, bg + k, 64);
+                T_DP(0, 4, 5); T_DP(1, 4, 6); T_DP(2, 4, 7);
+                T_LOAD(5, bo + k, 64);
+                T_DP(3, 4, 5);
+            }
+            const int nr = rows - r0 < 16 ? rows - r0 : 16;
+            float *zb = z + (size_t)r0 * ldz + (size_t)u * UB;     /* gate q of the block at zb + q H */
+            if (nr == 16) {
+                T_STORE(0, zb, zstride);         T_STORE(1, zb + H, zstride);
+                T_STORE(2, zb + 2 * H, zstride); T_STORE(3, zb + 3 * H, zstride);
+            } else {
+                T_STORE(0, &edge[0][0], sizeof edge[0]);      T_STORE(1, &edge[0][UB], sizeof edge[0]);
+                T_STORE(2, &edge[0][2 * UB], sizeof edge[0]); T_STORE(3, &edge[0][3 * UB], sizeof edge[0]);
+                for (int r = 0; r < nr; r++)
+                    for (int q = 0; q < 4; q++) memcpy(zb + (size_t)r * ldz + (size_t)q * H, &edge[r][q * UB], UB * sizeof(float));
+            }
+            cell(ctx, r0, nr, u * UB);
+        }
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static __attribute__((target("amx-tile,amx-bf16"), noinline))
+void lstm_amx(int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+{
+    AMX_LDTILECFG(&CT_TILES_16x64);
+    lstm_tiles(1, NULL, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
+    AMX_TILERELEASE();
+}
+#endif
+
+static __attribute__((noinline))
+void lstm_model(int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+{
+    ct_tile_model tm;
+    CT_ASSERT(ct_tile_model_config(&tm, &CT_TILES_16x64) == CT_OK);
+    lstm_tiles(0, &tm, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
+}
+
+void ct_lstm_bf16_step(ct_bf16_kernels which, int rows, int Il, int H, const float *x, const float *hprev,
+                       const uint16_t *wp, uint16_t *work, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+{
+    CT_ASSERT(H % UB == 0 && Il >= 1 && ldz >= 4 * H && wp && work && z && cell);
+    if (rows < 1) return;
+    const int Kp = round_up(Il + H, KB);
+    pack_rows(work, rows, Il, H, x, hprev);
+    switch (which) {
+    case CT_BF16_MODEL: lstm_model(rows, H, Kp, work, wp, z, ldz, cell, ctx); return;
+#if defined(__x86_64__) && defined(__GNUC__)
+    case CT_BF16_AMX:
+        CT_ASSERT(ct_kernels_cpu_all() >= CT_KERNELS_AMX);
+        lstm_amx(rows, H, Kp, work, wp, z, ldz, cell, ctx);
+        return;
+#endif
+    default: CT_ASSERT(!"the tiles or their model (ct_lstm_bf16_fused_ok)");
+    }
+}
