@@ -4,11 +4,16 @@
  *
  *   build/bench/bench_lstm [--threads N] [--batch B] [--steps T] [--input I]
  *                          [--hidden H] [--layers L] [--repeats R] [--plain]
- *                          [--ceiling]
+ *                          [--ceiling] [--bf16]
  *   defaults: 2 threads, B=256 sequences, T=100 frames, I=40 features, H=128
  *   units, L=1 layer, return last, sigmoid; 2 warm-up steps, median of 10.
  *   --plain: the forward step as two packed products and a cell loop instead
  *   of the fused kernel (layers/lstm_fused.h), to measure what fusing gives.
+ *   --bf16: the layer in mixed precision (layers/lstm.c, "bf16"): its products on
+ *   the CPU's bf16 kernels (AMX tiles, vdpbf16ps, or the C model of the tiles with
+ *   CTRAIN_BF16_MODEL=1); with AMX, the forward step is the tiles' fused step
+ *   (layers/lstm_bf16.h) and --plain its two products and cell loop. Prints each
+ *   phase's rate as a share of the bf16 peak measured beside it (ct_bf16_peak).
  *   --ceiling: then the same step as training runs it (no dx: the model's
  *   first layer needs none) beside its matrix products alone, timed the same
  *   way on the same workers and shapes: the forward's [x_t | h_{t-1}] W^T in
@@ -39,9 +44,11 @@
 #include "core/peak.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 #include "layers/lstm.h"   /* after <cblas.h>: it removes complex.h's macro I */
 #include "layers/lstm_fused.h"
+#include "layers/lstm_bf16.h"
 
 static double now_s(void)
 {
@@ -52,7 +59,7 @@ static double now_s(void)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_lstm [--threads N] [--batch B] [--steps T] [--input I] [--hidden H] [--layers L] [--repeats R] [--plain] [--ceiling]\n");
+    fprintf(stderr, "usage: bench_lstm [--threads N] [--batch B] [--steps T] [--input I] [--hidden H] [--layers L] [--repeats R] [--plain] [--ceiling] [--bf16]\n");
     exit(2);
 }
 
@@ -204,11 +211,12 @@ done:
 int main(int argc, char **argv)
 {
     ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
-    int threads = 2, B = 256, T = 100, I = 40, H = 128, L = 1, repeats = 10, warmup = 2, plain = 0, ceiling = 0;
+    int threads = 2, B = 256, T = 100, I = 40, H = 128, L = 1, repeats = 10, warmup = 2, plain = 0, ceiling = 0, bf16 = 0;
     for (int a = 1; a < argc; a++) {
         int *dst = NULL;
         if (!strcmp(argv[a], "--plain")) { ct_lstm_set_fused(0); plain = 1; continue; }
         if (!strcmp(argv[a], "--ceiling")) { ceiling = 1; continue; }
+        if (!strcmp(argv[a], "--bf16")) { bf16 = 1; continue; }
         if (!strcmp(argv[a], "--threads")) dst = &threads;
         else if (!strcmp(argv[a], "--batch")) dst = &B;
         else if (!strcmp(argv[a], "--steps")) dst = &T;
@@ -222,6 +230,8 @@ int main(int argc, char **argv)
         if (*dst <= 0) usage();
     }
     ct_threads_set(threads);
+    if (bf16 && ct_bf16_check() != CT_OK) { fprintf(stderr, "bench_lstm: --bf16: %s\n", ct_last_error()); return 2; }
+    if (bf16 && ceiling) { fprintf(stderr, "bench_lstm: --ceiling measures the float32 step: leave out --bf16\n"); return 2; }
 
     ct_params ps;
     ct_params_init(&ps);
@@ -237,7 +247,7 @@ int main(int argc, char **argv)
     lstm_grads g[LSTM_MAX_LAYERS];
     ct_lstm_params_view(w, g, &ps, &ids);
 
-    lstm_dims d = { B, T, I, H, L, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 };
+    lstm_dims d = { B, T, I, H, L, LSTM_RETURN_LAST, LSTM_SIGMOID, bf16 ? CT_BF16 : CT_F32 };
     size_t nx = (size_t)B * T * I, nout = (size_t)B * H;
     size_t ncache = ct_lstm_cache_floats(&d), nws = ct_lstm_workspace_floats(&d);
     float *x = ct_alloc_aligned(nx * sizeof(float), "x"), *dx = ct_alloc_aligned(nx * sizeof(float), "dx");
@@ -264,13 +274,27 @@ int main(int argc, char **argv)
     }
     double mf = ct_sort_median(tf, repeats), mb = ct_sort_median(tb, repeats), msum = ct_sort_median(ts, repeats);
 
-    printf("ctrain LSTM  B=%d T=%d I=%d H=%d L=%d ret=last sigmoid, %d threads, %s forward step (OpenBLAS: %s)\n",
-           B, T, I, H, L, threads, plain || !ct_lstm_fused_ok(H) ? "plain" : "fused", ct_blas_config());
+    const int fused = !plain && (bf16 ? ct_lstm_bf16_fused_ok(H) : ct_lstm_fused_ok(H));
+    printf("ctrain LSTM  B=%d T=%d I=%d H=%d L=%d ret=last sigmoid, %d threads, %s, %s forward step (OpenBLAS: %s)\n",
+           B, T, I, H, L, threads, bf16 ? ct_bf16_kernels_name(ct_kernels_bf16()) : "float32", fused ? "fused" : "plain",
+           ct_blas_config());
     printf("  cache %.1f MB, workspace %.1f MB\n", ncache * 4e-6, nws * 4e-6);
     printf("  forward   %8.2f ms  %6.1f GFLOP/s\n", 1e3 * mf, flops_fwd / mf * 1e-9);
     printf("  backward  %8.2f ms  %6.1f GFLOP/s\n", 1e3 * mb, flops_bwd / mb * 1e-9);
     printf("  step      %8.2f ms  %6.1f GFLOP/s   (median of %d; FLOPs = 3 x 2*B*T*4H*(I+H) = %.2f GFLOP)\n",
            1e3 * msum, (flops_fwd + flops_bwd) / msum * 1e-9, repeats, (flops_fwd + flops_bwd) * 1e-9);
+    if (bf16) {   /* the products' rate against what the bf16 instruction alone does on these threads */
+        double peak = 0;
+        char what[160];
+        if (ct_bf16_peak(threads, &peak, what, sizeof what) != CT_OK)
+            printf("  bf16 peak: %s\n", ct_last_error());
+        else if (peak <= 0)
+            printf("  %s\n", what);
+        else
+            printf("  bf16 peak %.0f GFLOP/s (%s): forward %.1f%%, backward %.1f%%, step %.1f%% of it\n", peak, what,
+                   100 * flops_fwd / mf * 1e-9 / peak, 100 * flops_bwd / mb * 1e-9 / peak,
+                   100 * (flops_fwd + flops_bwd) / msum * 1e-9 / peak);
+    }
 
     int st = 0;
     if (ceiling && plain) { fprintf(stderr, "bench_lstm: --ceiling compares the fused forward step: leave out --plain\n"); st = 2; }
