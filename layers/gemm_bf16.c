@@ -24,33 +24,86 @@ static int round_up(int x, int m) { return (x + m - 1) / m * m; }
 size_t ct_gemm_bf16_pack_elems(int K, int N) { return (size_t)round_up(N, 2 * NB) * (size_t)round_up(K, KB); }
 size_t ct_gemm_bf16_work_elems(int M, int K) { return (size_t)round_up(M, MB) * (size_t)round_up(K, KB); }
 
+/* Packing runs at every product (A) or every batch (B), beside kernels that do 16 x 16 x 32
+ * multiply-adds per instruction, so it must not convert one element at a time: every row is
+ * rounded with ct_bf16s_from_floats (eight at a time with AVX2; core/bf16.h) into a small
+ * buffer, and then only moved. The rounding is the same function either way, so the packed
+ * bits are the element-by-element definitions' (tests/test_bf16.c checks both layouts). */
+enum { PACK_CHUNK = 256 };   /* elements of a row rounded at once */
+
 /* op(B) [K, N] -> [P][Kp/2][16][2]: element (p, q, j, h) = bf16(op(B)[2q + h, 16p + j]), zeros past K and N. */
 void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
 {
     const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
-    for (int p = 0; p < P; p++)
-        for (int q = 0; q < Kp / 2; q++) {
-            uint16_t *row = bp + ((size_t)p * (Kp / 2) + q) * (NB * 2);   /* [16][2]: one tile row, 64 bytes */
-            for (int j = 0; j < NB; j++)
+    const size_t panel = (size_t)(Kp / 2) * NB * 2;   /* elements of one panel */
+    uint16_t r[2][PACK_CHUNK];
+    if (!trans) {
+        /* B [K, N] row-major: pair-row q interleaves rows 2q and 2q+1, PACK_CHUNK columns at a time */
+        for (int q = 0; q < Kp / 2; q++)
+            for (int n0 = 0; n0 < P * NB; n0 += PACK_CHUNK) {
+                const int nc = P * NB - n0 < PACK_CHUNK ? P * NB - n0 : PACK_CHUNK;       /* a multiple of 16 */
+                const int have = N - n0 < 0 ? 0 : N - n0 < nc ? N - n0 : nc;           /* columns that exist */
                 for (int h = 0; h < 2; h++) {
-                    const int k = 2 * q + h, n = p * NB + j;
-                    row[2 * j + h] = k < K && n < N ? ct_bf16_from_float(trans ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]) : 0;
+                    const int k = 2 * q + h;
+                    if (k < K && have > 0) ct_bf16s_from_floats(r[h], B + (size_t)k * ldb + n0, (size_t)have);
+                    memset(r[h] + (k < K ? have : 0), 0, (size_t)(nc - (k < K ? have : 0)) * sizeof r[h][0]);
                 }
+                for (int c = 0; c < nc; c += NB) {
+                    uint16_t *row = bp + (size_t)((n0 + c) / NB) * panel + (size_t)q * NB * 2;   /* one tile row, 64 bytes */
+                    for (int j = 0; j < NB; j++) { row[2 * j] = r[0][c + j]; row[2 * j + 1] = r[1][c + j]; }
+                }
+            }
+        return;
+    }
+    /* B [N, K] (op(B) = B^T): column n of op(B) is row n of B, contiguous; its pairs go down
+     * panel n / 16, one 32-bit pair per tile row, at column n % 16 */
+    memset(bp, 0, (size_t)P * panel * sizeof *bp);
+    for (int n = 0; n < N; n++) {
+        uint16_t *col = bp + (size_t)(n / NB) * panel + (size_t)(n % NB) * 2;   /* pair-row 0 of column n */
+        for (int k0 = 0; k0 < K; k0 += PACK_CHUNK) {
+            const int kc = K - k0 < PACK_CHUNK ? K - k0 : PACK_CHUNK;
+            ct_bf16s_from_floats(r[0], B + (size_t)n * ldb + k0, (size_t)kc);
+            if (kc % 2) r[0][kc] = 0;   /* the last pair's second half: past K */
+            for (int q = 0; q < (kc + 1) / 2; q++) memcpy(col + (size_t)(k0 / 2 + q) * NB * 2, r[0] + 2 * q, 2 * sizeof *col);
         }
+    }
 }
 
-/* op(A) [M, K] -> work [Mp][Kp] bf16, rounded as it goes; zeros past M and K. */
+/* op(A) [M, K] -> work [Mp][Kp] bf16, rounded as it goes; zeros past M and K. trans_a: A is
+ * [K, M], each output row a column of A: 16 columns are gathered into a float block, 16 rows
+ * of PACK_CHUNK at a time (reading A's rows, not striding down its columns), then rounded. */
 static void pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int K)
 {
     const int Mp = round_up(M, MB), Kp = round_up(K, KB);
-    for (int i = 0; i < Mp; i++) {
-        uint16_t *row = w + (size_t)i * Kp;
-        if (i >= M) { memset(row, 0, (size_t)Kp * sizeof *row); continue; }
-        if (!trans_a) ct_bf16s_from_floats(row, A + (size_t)i * lda, (size_t)K);
-        else for (int k = 0; k < K; k++) row[k] = ct_bf16_from_float(A[(size_t)k * lda + i]);
-        memset(row + K, 0, (size_t)(Kp - K) * sizeof *row);
+    if (!trans_a) {
+        for (int i = 0; i < Mp; i++) {
+            uint16_t *row = w + (size_t)i * Kp;
+            if (i >= M) { memset(row, 0, (size_t)Kp * sizeof *row); continue; }
+            ct_bf16s_from_floats(row, A + (size_t)i * lda, (size_t)K);
+            memset(row + K, 0, (size_t)(Kp - K) * sizeof *row);
+        }
+        return;
+    }
+    float blk[16][PACK_CHUNK];
+    for (int i0 = 0; i0 < Mp; i0 += 16) {
+        const int mi = M - i0 < 0 ? 0 : M - i0 < 16 ? M - i0 : 16;   /* rows of this block that exist */
+        for (int k0 = 0; k0 < K; k0 += PACK_CHUNK) {
+            const int kc = K - k0 < PACK_CHUNK ? K - k0 : PACK_CHUNK;
+            for (int k = 0; k < kc; k++) {
+                const float *a = A + (size_t)(k0 + k) * lda + i0;
+                for (int ii = 0; ii < mi; ii++) blk[ii][k] = a[ii];
+            }
+            for (int ii = 0; ii < mi; ii++) ct_bf16s_from_floats(w + (size_t)(i0 + ii) * Kp + k0, blk[ii], (size_t)kc);
+        }
+        for (int ii = 0; ii < 16; ii++) {
+            uint16_t *row = w + (size_t)(i0 + ii) * Kp;
+            if (ii >= mi) memset(row, 0, (size_t)Kp * sizeof *row);
+            else          memset(row + K, 0, (size_t)(Kp - K) * sizeof *row);
+        }
     }
 }
+
+void ct_gemm_bf16_pack_a(uint16_t *work, const float *A, int lda, int trans_a, int M, int K) { pack_a(work, A, lda, trans_a, M, K); }
 
 /* ---- the tile machine in C (gemm_bf16.h: "What TDPBF16PS computes") ---- */
 
@@ -499,12 +552,10 @@ ct_status ct_bf16_check(void)
                    "(its widest are %s%s%s): use float32 (--precision fp32)", ct_kernels_name(cpu), amx[0] ? "; " : "", amx);
 }
 
-void ct_gemm_bf16_on(ct_bf16_kernels which, int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp,
-                     uint16_t *work, float *C, int ldc, int accumulate)
+/* The product of packed operands on a named implementation. */
+static void packed_on(ct_bf16_kernels which, int M, int N, int K, const uint16_t *work, const uint16_t *bp, float *C, int ldc,
+                      int accumulate)
 {
-    CT_ASSERT(K >= 1 && bp && work && C);
-    if (M < 1 || N < 1) return;
-    pack_a(work, A, lda, trans_a, M, K);
     switch (which) {
     case CT_BF16_MODEL: amx_model(M, N, K, work, bp, C, ldc, accumulate); return;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -519,6 +570,23 @@ void ct_gemm_bf16_on(ct_bf16_kernels which, int M, int N, int K, const float *A,
 #endif
     default: CT_ASSERT(!"a bf16 kernel this CPU runs (ct_bf16_check)");
     }
+}
+
+void ct_gemm_bf16_on(ct_bf16_kernels which, int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp,
+                     uint16_t *work, float *C, int ldc, int accumulate)
+{
+    CT_ASSERT(K >= 1 && bp && work && C);
+    if (M < 1 || N < 1) return;
+    pack_a(work, A, lda, trans_a, M, K);
+    packed_on(which, M, N, K, work, bp, C, ldc, accumulate);
+}
+
+void ct_gemm_bf16_packed(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int accumulate)
+{
+    const ct_bf16_kernels k = ct_kernels_bf16();
+    CT_ASSERT(k != CT_BF16_NONE && K >= 1 && ap && bp && C);
+    if (M < 1 || N < 1) return;
+    packed_on(k, M, N, K, ap, bp, C, ldc, accumulate);
 }
 
 void ct_gemm_bf16(int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp, uint16_t *work, float *C,

@@ -160,6 +160,12 @@ size_t ct_gemm_bf16_work_elems(int M, int K);
 /* Rounds op(B) [K, N] to bf16 and packs it into bp (layout above): trans = 0, B is [K, N]
  * row-major with leading dimension ldb; trans = 1, B is [N, K] (op(B) = B^T). */
 void   ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N);
+/* Rounds op(A) [M, K] into work (ct_gemm_bf16_work_elems(M, K) elements, layout above), as
+ * ct_gemm_bf16 does at every call: for an A that several products share (pack it once, then
+ * ct_gemm_bf16_packed for each). trans_a = 0: A is [M, K] with leading dimension lda; 1: [K, M]. */
+void   ct_gemm_bf16_pack_a(uint16_t *work, const float *A, int lda, int trans_a, int M, int K);
+/* C [M, N] (+)= A op(B) with both operands packed (ct_gemm_bf16_pack_a, ct_gemm_bf16_pack). */
+void   ct_gemm_bf16_packed(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int accumulate);
 /* C [M, N] (leading dimension ldc) += op(A) [M, K] op(B), op(B) packed in bp, op(A) rounded
  * to bf16 into work (ct_gemm_bf16_work_elems(M, K) elements, overwritten); accumulate = 0:
  * C = op(A) op(B) (C's old values are not read). trans_a = 0: A is [M, K] row-major with

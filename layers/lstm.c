@@ -736,13 +736,14 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
         /* dh_{t-1} [b0:b1, H] += dz_t [b0:b1, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
         if (j->bf16) {   /* the same three products with bf16 operands; dW_ih as [4H, Il] */
             uint16_t *work = wv->work + (size_t)part * wv->work_elems, *bpk = wv->bpk + (size_t)part * wv->bpk_elems;
+            if (t > 0) ct_gemm_bf16(rows, H, (int)G, dzt, (int)G, 0, wv->bwh, work, wv->dh + (size_t)b0 * H, H, 1);
+            ct_gemm_bf16_pack_a(work, dzt, (int)G, 1, (int)G, rows);   /* dz_t^T [4H, rows], rounded once for both dW */
             if (t > 0) {
-                ct_gemm_bf16(rows, H, (int)G, dzt, (int)G, 0, wv->bwh, work, wv->dh + (size_t)b0 * H, H, 1);
                 ct_gemm_bf16_pack(bpk, j->lc->h + ((size_t)t * B + b0) * H, H, 0, rows, H);
-                ct_gemm_bf16((int)G, H, rows, dzt, (int)G, 1, bpk, work, dwh, H, 1);
+                ct_gemm_bf16_packed((int)G, H, rows, work, bpk, dwh, H, 1);
             }
             ct_gemm_bf16_pack(bpk, j->X + ((size_t)t * B + b0) * Il, Il, 0, rows, Il);
-            ct_gemm_bf16((int)G, Il, rows, dzt, (int)G, 1, bpk, work, dwi, Il, 1);
+            ct_gemm_bf16_packed((int)G, Il, rows, work, bpk, dwi, Il, 1);
         } else if (j->wp) {
             if (t > 0) {
                 ct_gemm_packed(rows, H, (int)G, dzt, (int)G, 0, j->wp, wv->dh + (size_t)b0 * H, H, 1);

@@ -23,24 +23,29 @@ int ct_lstm_bf16_fused_ok(int H)
 size_t ct_lstm_bf16_pack_elems(int Il, int H) { return (size_t)4 * H * (size_t)round_up(Il + H, KB); }
 size_t ct_lstm_bf16_work_elems(int rows, int Il, int H) { return (size_t)round_up(rows, 16) * (size_t)round_up(Il + H, KB); }
 
-/* [H/16][4][Kp/2][16][2]: element (u, q, p, j, h) = bf16(W[q H + 16u + j][2p + h]), W = [W_ih | W_hh]. */
+/* [H/16][4][Kp/2][16][2]: element (u, q, p, j, h) = bf16(W[q H + 16u + j][2p + h]), W = [W_ih | W_hh].
+ * Row n of W is rounded whole (ct_bf16s_from_floats), then its pairs go down its panel's
+ * column, one 32-bit pair per tile row. */
 void ct_lstm_bf16_pack(uint16_t *wp, const float *w_ih, const float *w_hh, int Il, int H)
 {
     CT_ASSERT(H % UB == 0);
     const int K = Il + H, Kp = round_up(K, KB);
-    for (int u = 0; u < H / UB; u++)
-        for (int q = 0; q < 4; q++)
-            for (int p = 0; p < Kp / 2; p++) {
-                uint16_t *row = wp + (((size_t)u * 4 + q) * (Kp / 2) + p) * (NB * 2);   /* one tile row: 16 units x 2 */
-                for (int j = 0; j < UB; j++) {
-                    const size_t n = (size_t)q * H + (size_t)u * UB + j;             /* row of W */
-                    for (int h = 0; h < 2; h++) {
-                        const int k = 2 * p + h;
-                        row[2 * j + h] = k < Il ? ct_bf16_from_float(w_ih[n * Il + k])
-                                       : k < K  ? ct_bf16_from_float(w_hh[n * H + (k - Il)]) : 0;
-                    }
-                }
-            }
+    const size_t panel = (size_t)(Kp / 2) * NB * 2;   /* elements of one gate's panel */
+    uint16_t row[2 * KB];                             /* a chunk of row n, rounded */
+    for (size_t n = 0; n < 4 * (size_t)H; n++) {
+        const size_t q = n / (size_t)H, u = n % (size_t)H / UB, j = n % UB;
+        uint16_t *col = wp + (u * 4 + q) * panel + 2 * j;   /* pair-row 0 of this column */
+        for (int k0 = 0; k0 < Kp; k0 += 2 * KB) {           /* 64 k at a time: [x part | h part | zeros] */
+            const int ke = Kp - k0 < 2 * KB ? Kp : k0 + 2 * KB;
+            int a = k0, b = ke < Il ? ke : Il;
+            if (a < b) ct_bf16s_from_floats(row, w_ih + n * Il + a, (size_t)(b - a));
+            a = k0 > Il ? k0 : Il; b = ke < K ? ke : K;
+            if (a < b) ct_bf16s_from_floats(row + (a - k0), w_hh + n * H + (a - Il), (size_t)(b - a));
+            a = k0 > K ? k0 : K;
+            if (a < ke) memset(row + (a - k0), 0, (size_t)(ke - a) * sizeof *row);
+            for (int p = 0; p < (ke - k0) / 2; p++) memcpy(col + (size_t)(k0 / 2 + p) * NB * 2, row + 2 * p, 2 * sizeof *row);
+        }
+    }
 }
 
 /* The rows [x | hprev] rounded into work [Mp][Kp]; zeros past Il + H and past `rows`. */

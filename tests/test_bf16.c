@@ -4,6 +4,10 @@
  *     AVX2, against a reference that rounds by comparing distances in double;
  *   - the tile model, one TDPBF16PS at a time, against a plain loop of the SDM's order
  *     (bit for bit), its DAZ and FTZ, and a case where the two documented orders differ;
+ *   - the packing of both operands (ct_gemm_bf16_pack, ct_gemm_bf16_pack_a), plain and
+ *     transposed, element by element against the layouts' definitions (every element
+ *     rounded on its own with ct_bf16_from_float), over a buffer filled with garbage first,
+ *     with tails in M, N and K and K past the packers' chunk of 256;
  *   - the AMX kernel through the model: against a plain loop of the same order over the
  *     whole product (bit for bit: packing, tiling, tails), and against the derived bounds
  *     (1) and (2) of gemm_bf16.h, for M, N, K with every tail;
@@ -642,9 +646,65 @@ static void real_instructions(void)
         t_skip("bf16/AVX512-BF16 kernel within the bounds: this CPU has no AVX512-BF16 (no avx512_bf16 in /proc/cpuinfo)");
 }
 
+/* ---- packing against the layouts' definitions (gemm_bf16.h, "Layouts") ---- */
+
+static void packing(void)
+{
+    static const struct { int K, N; } bs[] = { { 1, 1 }, { 31, 16 }, { 33, 17 }, { 64, 40 }, { 300, 33 }, { 513, 5 }, { 7, 300 } };
+    for (size_t c = 0; c < sizeof bs / sizeof bs[0]; c++)
+        for (int trans = 0; trans < 2; trans++) {
+            const int K = bs[c].K, N = bs[c].N, ld = (trans ? K : N) + 3;   /* a leading dimension past the row */
+            const int Kp = (K + 31) / 32 * 32, P = (N + 31) / 32 * 2;
+            t_case("bf16/pack B: K=%d N=%d%s, against the definition", K, N, trans ? " (B^T given)" : "");
+            ct_rng rng;
+            ct_rng_seed(&rng, 40 + c, trans);
+            const size_t nb = (size_t)(trans ? N : K) * ld, np = ct_gemm_bf16_pack_elems(K, N);
+            float *b = malloc(nb * sizeof *b);
+            uint16_t *bp = malloc(np * sizeof *bp);
+            t_fill_uniform(b, nb, -3, 3, &rng);
+            memset(bp, 0xAA, np * sizeof *bp);
+            ct_gemm_bf16_pack(bp, b, ld, trans, K, N);
+            size_t bad = 0;
+            for (int p = 0; p < P; p++)
+                for (int q = 0; q < Kp / 2; q++)
+                    for (int j = 0; j < 16; j++)
+                        for (int h = 0; h < 2; h++) {
+                            const int k = 2 * q + h, n = 16 * p + j;
+                            const uint16_t want = k < K && n < N ? ct_bf16_from_float(trans ? b[(size_t)n * ld + k] : b[(size_t)k * ld + n]) : 0;
+                            bad += bp[(((size_t)p * (Kp / 2) + q) * 16 + j) * 2 + h] != want;
+                        }
+            t_check(np == (size_t)P * Kp * 16 && !bad, "%zu of %zu packed elements differ from the definition", bad, np);
+            free(b); free(bp);
+        }
+    static const struct { int M, K; } as[] = { { 1, 1 }, { 15, 31 }, { 17, 33 }, { 33, 257 }, { 128, 128 }, { 40, 600 } };
+    for (size_t c = 0; c < sizeof as / sizeof as[0]; c++)
+        for (int trans = 0; trans < 2; trans++) {
+            const int M = as[c].M, K = as[c].K, ld = (trans ? M : K) + 5;
+            const int Mp = (M + 31) / 32 * 32, Kp = (K + 31) / 32 * 32;
+            t_case("bf16/pack A: M=%d K=%d%s, against the definition", M, K, trans ? " (A^T given)" : "");
+            ct_rng rng;
+            ct_rng_seed(&rng, 60 + c, trans);
+            const size_t na = (size_t)(trans ? K : M) * ld, nw = ct_gemm_bf16_work_elems(M, K);
+            float *a = malloc(na * sizeof *a);
+            uint16_t *w = malloc(nw * sizeof *w);
+            t_fill_uniform(a, na, -3, 3, &rng);
+            memset(w, 0xAA, nw * sizeof *w);
+            ct_gemm_bf16_pack_a(w, a, ld, trans, M, K);
+            size_t bad = 0;
+            for (int i = 0; i < Mp; i++)
+                for (int k = 0; k < Kp; k++) {
+                    const uint16_t want = i < M && k < K ? ct_bf16_from_float(trans ? a[(size_t)k * ld + i] : a[(size_t)i * ld + k]) : 0;
+                    bad += w[(size_t)i * Kp + k] != want;
+                }
+            t_check(nw == (size_t)Mp * Kp && !bad, "%zu of %zu packed elements differ from the definition", bad, nw);
+            free(a); free(w);
+        }
+}
+
 void suite_bf16(void)
 {
     conversions();
+    packing();
     tile_model();
     products();
     dispatch();

@@ -260,7 +260,20 @@ static void test_fused_step(void)
         ct_gemm_bf16_pack(bp, w, K, 1, K, G);
         ct_gemm_bf16_on(CT_BF16_MODEL, M, G, K, a, K, 0, bp, work, zref, G, 0);
         uint16_t *wp = malloc(ct_lstm_bf16_pack_elems(Il, H) * 2), *fwork = malloc(ct_lstm_bf16_work_elems(M, Il, H) * 2);
+        memset(wp, 0xAA, ct_lstm_bf16_pack_elems(Il, H) * 2);   /* garbage: the packing must write every element */
         ct_lstm_bf16_pack(wp, wih, whh, Il, H);
+        const int Kp = (K + 31) / 32 * 32;
+        size_t wrong = 0;   /* the layout's definition (lstm_bf16.h): (u, q, p, j, h) = bf16(W[q H + 16u + j][2p + h]), 0 past K */
+        for (int u = 0; u < H / 16; u++)
+            for (int q = 0; q < 4; q++)
+                for (int pp = 0; pp < Kp / 2; pp++)
+                    for (int j = 0; j < 16; j++)
+                        for (int h = 0; h < 2; h++) {
+                            const int kk = 2 * pp + h, n = q * H + 16 * u + j;
+                            const uint16_t want = kk < K ? ct_bf16_from_float(w[(size_t)n * K + kk]) : 0;
+                            wrong += wp[((((size_t)u * 4 + q) * (Kp / 2) + pp) * 16 + j) * 2 + h] != want;
+                        }
+        t_check(!wrong && ct_lstm_bf16_pack_elems(Il, H) == (size_t)4 * H * Kp, "%zu packed weights differ from the layout's definition", wrong);
         for (size_t i = 0; i < (size_t)M * ldz; i++) z[i] = seen[i] = NAN;
         fused_probe pr = { z, seen, calls, ldz, H };
         ct_lstm_bf16_step(CT_BF16_MODEL, M, Il, H, x, cs[k].first ? NULL : hp, wp, fwork, z, ldz, probe_cell, &pr);
