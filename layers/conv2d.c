@@ -503,19 +503,20 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
 }
 
 /* ---- bf16 operands (layers/gemm_bf16.h): the im2col path's products on ct_gemm_bf16 ----
+ * Once per batch, before the images: W [OC, K] rounded and packed as the forward's A, or
+ * W^T [K, OC] as the backward's (ct_gemm_bf16_pack_a), shared by every worker.
  * Per image n on worker w (K = C*KH*KW, P = OH*OW):
  *   forward:  col [K, P] = im2col(in_n), packed as B (rounded once);
- *             out_n [OC, P] = W [OC, K] x col, W rounded to bf16 as ct_gemm_bf16 packs it;
- *             + b[o] on row o, in float32
+ *             out_n [OC, P] = W [OC, K] x col; + b[o] on row o, in float32
  *   backward: col^T [P, K] packed; dW [OC, K] += dout_n [OC, P] x col^T (dout_n rounded);
- *             dout_n [OC, P] packed; dcol [K, P] = W^T [K, OC] x dout_n (W^T rounded);
+ *             dout_n [OC, P] packed; dcol [K, P] = W^T [K, OC] x dout_n;
  *             din_n = col2im(dcol) in float32; for 1x1 stride-1 unpadded kernels col is in_n
  *             and dcol is din_n, as in the float32 path.
  * Worker w's region: col [K, P] floats, the packed operand (the largest of the three
- * products' ct_gemm_bf16_pack_elems), the rounded-operand buffer (the largest
- * ct_gemm_bf16_work_elems), each in floats rounded up to 16 (64 bytes). After the regions:
- * a partial dW [OC, K] per worker but the first, started at its first image and added
- * in worker order, as the float32 path does. */
+ * products' ct_gemm_bf16_pack_elems), the rounded-operand buffer for dout_n
+ * (ct_gemm_bf16_work_elems(OC, P)), each in floats rounded up to 16 (64 bytes). After the
+ * regions: a partial dW [OC, K] per worker but the first, started at its first image and
+ * added in worker order, as the float32 path does; then the packed W (or W^T). */
 static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
 static size_t bf16_floats(size_t elems) { return round16((elems + 1) / 2); }   /* floats that hold `elems` bf16 */
 static size_t max3z(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
@@ -531,9 +532,16 @@ static size_t bf16_pack_floats(const conv2d_dims *d)
 static size_t bf16_work_floats(const conv2d_dims *d)
 {
     const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
-    return bf16_floats(max3z(ct_gemm_bf16_work_elems(OC, K),      /* forward: W [OC, K] */
-                             ct_gemm_bf16_work_elems(OC, P),      /* dW: dout_n [OC, P] */
-                             ct_gemm_bf16_work_elems(K, OC)));    /* dcol: W^T [K, OC] */
+    (void)K;
+    return bf16_floats(ct_gemm_bf16_work_elems(OC, P));          /* dW: dout_n [OC, P] */
+}
+
+/* The packed weights, shared: W [OC, K] (forward) or W^T [K, OC] (backward). */
+static size_t bf16_weight_floats(const conv2d_dims *d)
+{
+    const int K = d->C * d->KH * d->KW, OC = d->OC;
+    const size_t f = ct_gemm_bf16_work_elems(OC, K), b = ct_gemm_bf16_work_elems(K, OC);
+    return bf16_floats(f > b ? f : b);
 }
 
 static size_t bf16_worker_floats(const conv2d_dims *d)
@@ -541,11 +549,16 @@ static size_t bf16_worker_floats(const conv2d_dims *d)
     return round16(col_floats(d)) + bf16_pack_floats(d) + bf16_work_floats(d);
 }
 
-size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d)
+/* Where the packed weights start: after the workers' regions and partial dWs. */
+static size_t bf16_weight_offset(const conv2d_dims *d)
 {
     const size_t K = (size_t)d->C * d->KH * d->KW;
-    return (size_t)d->workers * bf16_worker_floats(d) + (size_t)(d->workers - 1) * d->OC * K;
+    return (size_t)d->workers * bf16_worker_floats(d) + round16((size_t)(d->workers - 1) * d->OC * K);
 }
+
+size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d) { return bf16_weight_offset(d) + bf16_weight_floats(d); }
+
+static uint16_t *bf16_weights(float *ws, const conv2d_dims *d) { return (uint16_t *)(void *)(ws + bf16_weight_offset(d)); }
 
 typedef struct {
     float    *col;    /* [K, P]: im2col, later dcol */
@@ -573,7 +586,7 @@ static void forward_image_bf16(void *ctx, int n, int worker)
     if (!conv2d_is_pointwise(d)) { im2col(r.col, P, in_n, d); col = r.col; }
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
     ct_gemm_bf16_pack(r.pack, col, P, 0, K, P);
-    ct_gemm_bf16(OC, P, K, j->w, K, 0, r.pack, r.work, out_n, P, 0);
+    ct_gemm_bf16_packed(OC, P, K, bf16_weights(j->ws, d), r.pack, out_n, P, 0);
     if (j->b) add_bias(out_n, j->b, OC, P);
 }
 
@@ -600,7 +613,7 @@ static void backward_image_bf16(void *ctx, int n, int worker)
     float *din_n = j->din + (size_t)n * in_img;
     const int pw = conv2d_is_pointwise(d);
     ct_gemm_bf16_pack(r.pack, dout_n, P, 0, OC, P);
-    ct_gemm_bf16(K, P, OC, j->w, K, 1, r.pack, r.work, pw ? din_n : r.col, P, 0);
+    ct_gemm_bf16_packed(K, P, OC, bf16_weights(j->ws, d), r.pack, pw ? din_n : r.col, P, 0);
     if (pw) return;
     memset(din_n, 0, in_img * sizeof *din_n);
     col2im_add(din_n, r.col, d);
@@ -608,6 +621,8 @@ static void backward_image_bf16(void *ctx, int n, int worker)
 
 void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
 {
+    const int K = d->C * d->KH * d->KW;
+    ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 0, d->OC, K);   /* W [OC, K], once for every image */
     conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
     ct_parallel(d->N, d->workers, forward_image_bf16, &j);
 }
@@ -617,6 +632,7 @@ void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const 
 {
     const int K = d->C * d->KH * d->KW, OC = d->OC;
     if (db) bias_grad(db, dout, d);   /* float32, as the float32 layer: the same bits */
+    if (din) ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 1, K, OC);   /* W^T [K, OC], once for every image */
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
     const int used = ct_parallel(d->N, d->workers, backward_image_bf16, &j);
     dw_sum(dw, ws + (size_t)d->workers * bf16_worker_floats(d), (size_t)OC * K, 1, used, 0, d);
