@@ -69,6 +69,48 @@ void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, 
     }
 }
 
+/* blk[ii][k] = A[(k0 + k) lda + i0 + ii] for ii < mi, k < kc: 16 columns of A, gathered into
+ * rows. Plainly, one element at a time; with AVX2, 8 x 8 blocks transposed in registers
+ * (eight rows of A loaded, three rounds of shuffles, eight rows of blk stored). */
+static void gather_plain(float (*blk)[PACK_CHUNK], const float *A, int lda, int i0, int mi, int k0, int kc, int from)
+{
+    for (int k = 0; k < kc; k++) {
+        const float *a = A + (size_t)(k0 + k) * lda + i0;
+        for (int ii = from; ii < mi; ii++) blk[ii][k] = a[ii];
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+static __attribute__((target("avx2"))) void gather_avx2(float (*blk)[PACK_CHUNK], const float *A, int lda, int i0, int mi, int k0, int kc)
+{
+    const int m8 = mi / 8 * 8, k8 = kc / 8 * 8;
+    for (int ib = 0; ib < m8; ib += 8) {
+        for (int kb = 0; kb < k8; kb += 8) {
+            __m256 r[8], t[8];
+            for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(A + (size_t)(k0 + kb + k) * lda + i0 + ib);   /* row k: columns ib .. ib+7 */
+            for (int k = 0; k < 8; k += 2) {   /* pairs of rows interleaved */
+                t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+                t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+            }
+            for (int k = 0; k < 8; k += 4) {   /* then quadruples */
+                r[k]     = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+                r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+                r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+                r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+            }
+            for (int c = 0; c < 4; c++) {      /* then the 128-bit halves: column c and c + 4 */
+                _mm256_storeu_ps(&blk[ib + c][kb],     _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
+                _mm256_storeu_ps(&blk[ib + c + 4][kb], _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
+            }
+        }
+        for (int k = k8; k < kc; k++)
+            for (int ii = ib; ii < ib + 8; ii++) blk[ii][k] = A[(size_t)(k0 + k) * lda + i0 + ii];
+    }
+    gather_plain(blk, A, lda, i0, mi, k0, kc, m8);
+}
+#endif
+
 /* op(A) [M, K] -> work [Mp][Kp] bf16, rounded as it goes; zeros past M and K. trans_a: A is
  * [K, M], each output row a column of A: 16 columns are gathered into a float block, 16 rows
  * of PACK_CHUNK at a time (reading A's rows, not striding down its columns), then rounded. */
@@ -89,10 +131,11 @@ static void pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int
         const int mi = M - i0 < 0 ? 0 : M - i0 < 16 ? M - i0 : 16;   /* rows of this block that exist */
         for (int k0 = 0; k0 < K; k0 += PACK_CHUNK) {
             const int kc = K - k0 < PACK_CHUNK ? K - k0 : PACK_CHUNK;
-            for (int k = 0; k < kc; k++) {
-                const float *a = A + (size_t)(k0 + k) * lda + i0;
-                for (int ii = 0; ii < mi; ii++) blk[ii][k] = a[ii];
-            }
+#if defined(__x86_64__) && defined(__GNUC__)
+            if (ct_kernels_get() >= CT_KERNELS_AVX2) gather_avx2(blk, A, lda, i0, mi, k0, kc);
+            else
+#endif
+                gather_plain(blk, A, lda, i0, mi, k0, kc, 0);
             for (int ii = 0; ii < mi; ii++) ct_bf16s_from_floats(w + (size_t)(i0 + ii) * Kp + k0, blk[ii], (size_t)kc);
         }
         for (int ii = 0; ii < 16; ii++) {
