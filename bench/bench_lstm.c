@@ -4,7 +4,7 @@
  *
  *   build/bench/bench_lstm [--threads N] [--batch B] [--steps T] [--input I]
  *                          [--hidden H] [--layers L] [--repeats R] [--plain]
- *                          [--ceiling] [--bf16]
+ *                          [--ceiling] [--bf16 [--units-outer]]
  *   defaults: 2 threads, B=256 sequences, T=100 frames, I=40 features, H=128
  *   units, L=1 layer, return last, sigmoid; 2 warm-up steps, median of 10.
  *   --plain: the forward step as two packed products and a cell loop instead
@@ -12,7 +12,8 @@
  *   --bf16: the layer in mixed precision (layers/lstm.c, "bf16"): its products on
  *   the CPU's bf16 kernels (AMX tiles, vdpbf16ps, or the C model of the tiles with
  *   CTRAIN_BF16_MODEL=1); with AMX, the forward step is the tiles' fused step
- *   (layers/lstm_bf16.h) and --plain its two products and cell loop. Prints each
+ *   (layers/lstm_bf16.h) and --plain its two products and cell loop; --units-outer
+ *   runs the fused step's other loop order (lstm_bf16.h, "Order"). Prints each
  *   phase's rate as a share of the bf16 peak measured beside it (ct_bf16_peak).
  *   --ceiling: then the same step as training runs it (no dx: the model's
  *   first layer needs none) beside its matrix products alone, timed the same
@@ -59,7 +60,7 @@ static double now_s(void)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_lstm [--threads N] [--batch B] [--steps T] [--input I] [--hidden H] [--layers L] [--repeats R] [--plain] [--ceiling] [--bf16]\n");
+    fprintf(stderr, "usage: bench_lstm [--threads N] [--batch B] [--steps T] [--input I] [--hidden H] [--layers L] [--repeats R] [--plain] [--ceiling] [--bf16 [--units-outer]]\n");
     exit(2);
 }
 
@@ -211,12 +212,13 @@ done:
 int main(int argc, char **argv)
 {
     ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
-    int threads = 2, B = 256, T = 100, I = 40, H = 128, L = 1, repeats = 10, warmup = 2, plain = 0, ceiling = 0, bf16 = 0;
+    int threads = 2, B = 256, T = 100, I = 40, H = 128, L = 1, repeats = 10, warmup = 2, plain = 0, ceiling = 0, bf16 = 0, units_outer = 0;
     for (int a = 1; a < argc; a++) {
         int *dst = NULL;
         if (!strcmp(argv[a], "--plain")) { ct_lstm_set_fused(0); plain = 1; continue; }
         if (!strcmp(argv[a], "--ceiling")) { ceiling = 1; continue; }
         if (!strcmp(argv[a], "--bf16")) { bf16 = 1; continue; }
+        if (!strcmp(argv[a], "--units-outer")) { units_outer = 1; ct_lstm_set_bf16_rows_outer(0); continue; }
         if (!strcmp(argv[a], "--threads")) dst = &threads;
         else if (!strcmp(argv[a], "--batch")) dst = &B;
         else if (!strcmp(argv[a], "--steps")) dst = &T;
@@ -231,6 +233,7 @@ int main(int argc, char **argv)
     }
     ct_threads_set(threads);
     if (bf16 && ct_bf16_check() != CT_OK) { fprintf(stderr, "bench_lstm: --bf16: %s\n", ct_last_error()); return 2; }
+    if (units_outer && !bf16) { fprintf(stderr, "bench_lstm: --units-outer is the bf16 fused step's loop order: add --bf16\n"); return 2; }
     if (bf16 && ceiling) { fprintf(stderr, "bench_lstm: --ceiling measures the float32 step: leave out --bf16\n"); return 2; }
 
     ct_params ps;
@@ -276,7 +279,8 @@ int main(int argc, char **argv)
 
     const int fused = !plain && (bf16 ? ct_lstm_bf16_fused_ok(H) : ct_lstm_fused_ok(H));
     printf("ctrain LSTM  B=%d T=%d I=%d H=%d L=%d ret=last sigmoid, %d threads, %s, %s forward step (OpenBLAS: %s)\n",
-           B, T, I, H, L, threads, bf16 ? ct_bf16_kernels_name(ct_kernels_bf16()) : "float32", fused ? "fused" : "plain",
+           B, T, I, H, L, threads, bf16 ? ct_bf16_kernels_name(ct_kernels_bf16()) : "float32",
+           !fused ? "plain" : bf16 && units_outer ? "fused (unit blocks outside)" : bf16 ? "fused (rows outside)" : "fused",
            ct_blas_config());
     printf("  cache %.1f MB, workspace %.1f MB\n", ncache * 4e-6, nws * 4e-6);
     printf("  forward   %8.2f ms  %6.1f GFLOP/s\n", 1e3 * mf, flops_fwd / mf * 1e-9);

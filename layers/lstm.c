@@ -101,9 +101,9 @@
  *
  *   forward   z_t  = x_t W_ih^T + h_{t-1} W_hh^T        W_ih^T, W_hh^T packed once per batch
  *             on the AMX tiles (or their model) with H a multiple of 16, one product
- *             [x_t | h_{t-1}] [W_ih | W_hh]^T with the cell applied per block of 16 rows
- *             x 16 units (layers/lstm_bf16.h: the fused step; ct_lstm_set_fused(0) for
- *             the two products and the cell loop)
+ *             [x_t | h_{t-1}] [W_ih | W_hh]^T with the cell applied per 16 rows
+ *             (layers/lstm_bf16.h: the fused step; ct_lstm_set_fused(0) for the two
+ *             products and the cell loop)
  *   backward  dh  += dz_t W_hh                         W_hh packed once per batch
  *             dW_hh += dz_t^T h_{t-1}   dW_ih += dz_t^T x_t   h_{t-1}, x_t packed per step
  *   after     dX   = dz W_ih                           W_ih packed once; rows split across workers
@@ -359,6 +359,8 @@ void ct_lstm_params_view(lstm_weights *w, lstm_grads *g, const ct_params *ps, co
 
 static int lstm_fused_on = 1;
 void ct_lstm_set_fused(int on) { lstm_fused_on = on != 0; }
+static ct_lstm_tile_order lstm_bf16_order = CT_LSTM_TILES_ROWS_OUTER;
+void ct_lstm_set_bf16_rows_outer(int on) { lstm_bf16_order = on ? CT_LSTM_TILES_ROWS_OUTER : CT_LSTM_TILES_UNITS_OUTER; }
 
 /* One step's fused loop for one sequence, units 0 .. n-1 of its H: z (pre-activations
  * without the biases; gate q of unit j at z[q H + j]) becomes the gates (i, f, g, o);
@@ -455,7 +457,8 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
 }
 
 /* The cell of one block of the bf16 tiles' fused step (layers/lstm_bf16.h): rows r0 ..
- * r0+nr-1 of the step's rows (time-major row row0 + r), units u0 .. u0+15. */
+ * r0+nr-1 of the step's rows (time-major row row0 + r), units u0 .. u0+nu-1: 16 of them
+ * (the unit blocks outside), or all H (the rows outside: the plain step's whole rows). */
 typedef struct {
     const lstm_layer_cache *lc;
     const lstm_weights *w;
@@ -463,15 +466,23 @@ typedef struct {
     int B, H, hard;
 } lstm_cell_job;
 
-static void lstm_cell_block(void *ctx, int r0, int nr, int u0)
+static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
 {
     const lstm_cell_job *j = ctx;
     const size_t G = 4 * (size_t)j->H, H = (size_t)j->H, B = (size_t)j->B, row = j->row0 + (size_t)r0;
     float *z = j->lc->gate + row * G + u0, *tc = j->lc->tc + row * H + u0;
     float *cnext = j->lc->c + (row + B) * H + u0, *hnext = j->lc->h + (row + B) * H + u0;
     const float *cprev = j->lc->c + row * H + u0;
-    if (j->hard) lstm_cell_block_hard(z, cnext, tc, hnext, cprev, j->w->b_ih + u0, j->w->b_hh + u0, nr, j->H);
-    else         lstm_cell_block_sigmoid(z, cnext, tc, hnext, cprev, j->w->b_ih + u0, j->w->b_hh + u0, nr, j->H);
+    const float *bi = j->w->b_ih + u0, *bh = j->w->b_hh + u0;
+    if (nu == CT_LSTM_BF16_UNITS) {
+        if (j->hard) lstm_cell_block_hard(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
+        else         lstm_cell_block_sigmoid(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
+        return;
+    }
+    for (size_t r = 0; r < (size_t)nr; r++) {   /* whole rows, as lstm_step_forward */
+        if (j->hard) lstm_cell_forward_hard(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
+        else         lstm_cell_forward_sigmoid(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
+    }
 }
 
 /* One layer's recurrence (step 2) for one worker's share of the sequences. */
@@ -510,7 +521,7 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
         if (j->bwf) {    /* bf16 on tiles: products and cell block by block; then the padded rows carry their state */
             const size_t r = (size_t)t * B + b0;
             lstm_cell_job cj = { .lc = j->lc, .w = j->w, .row0 = r, .B = B, .H = H, .hard = j->hard };
-            ct_lstm_bf16_step(j->bk, b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->bwf,
+            ct_lstm_bf16_step(j->bk, lstm_bf16_order, b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->bwf,
                               j->bf16->work + (size_t)part * j->bf16->work_elems, gt, (int)G, lstm_cell_block, &cj);
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
             continue;

@@ -82,6 +82,9 @@ size_t ct_lstm_workspace_floats(const lstm_dims *d);
 /* The forward step fused into one kernel (layers/lstm_fused.h) is used where it runs (AVX-512,
  * H a multiple of 16) unless turned off here: for tests and benchmarks that compare the two. */
 void ct_lstm_set_fused(int on);
+/* The bf16 fused step's loop order on the tiles (layers/lstm_bf16.h, "Order"): 1 rows outside
+ * (the default), 0 unit blocks outside. For benchmarks that compare the two, and tests. */
+void ct_lstm_set_bf16_rows_outer(int on);
 
 /* out: [B, H] or [B, T, H] (see ret); cache [ct_lstm_cache_floats]; w [L]. */
 void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,

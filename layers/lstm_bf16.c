@@ -62,78 +62,97 @@ static void pack_rows(uint16_t *work, int rows, int Il, int H, const float *x, c
     }
 }
 
-/* The kernel, once. For each unit block u, for each 16 rows: the four gates' tiles zeroed,
- * the k-blocks summed in order, the tiles stored into z (through `edge` when the block has
- * fewer than 16 rows), then the block's cell. */
+/* One block, on the tiles: z of rows r0 .. r0+15 (the first nr of them exist) for the four
+ * gates of units 16u .. 16u+15. The gates' tiles zeroed, the k-blocks summed in order, the
+ * tiles stored into z (through `edge` when the block has fewer than 16 rows). */
 static inline __attribute__((always_inline))
-void lstm_tiles(const int REAL, ct_tile_model *tm, int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp,
-                float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+void tile_block(const int REAL, ct_tile_model *tm, int u, int r0, int nr, int H, int Kp, const uint16_t *ap, const uint16_t *wp,
+                float *z, int ldz, float (*edge)[4 * UB])
 {
     const size_t astride = (size_t)Kp * 2, zstride = (size_t)ldz * 4;   /* bytes from row to row */
     const size_t panel = (size_t)(Kp / 2) * NB * 2;                     /* elements of one gate's packed panel */
-    float edge[16][4 * UB];                                             /* a short block's four tiles, side by side */
-    for (int u = 0; u < H / UB; u++) {
-        const uint16_t *bi = wp + (size_t)4 * u * panel, *bf = bi + panel, *bg = bf + panel, *bo = bg + panel;
+    const uint16_t *bi = wp + (size_t)4 * u * panel, *bf = bi + panel, *bg = bf + panel, *bo = bg + panel;
+    const uint16_t *a = ap + (size_t)r0 * Kp;
+    T_ZERO(0); T_ZERO(1); T_ZERO(2); T_ZERO(3);
+    for (int kb = 0; kb < Kp / KB; kb++) {
+        const size_t k = (size_t)kb * (KB / 2) * NB * 2;   /* pair-row 16 kb of a panel */
+        T_LOAD(4, a + (size_t)kb * KB, astride);           /* rows r0 .. r0+15, k 32 kb .. 32 kb + 31 */
+        T_LOAD(5, bi + k, 64);
+        T_LOAD(6, bf + k, 64);
+        T_LOAD(7, bg + k, 64);
+        T_DP(0, 4, 5); T_DP(1, 4, 6); T_DP(2, 4, 7);
+        T_LOAD(5, bo + k, 64);
+        T_DP(3, 4, 5);
+    }
+    float *zb = z + (size_t)r0 * ldz + (size_t)u * UB;     /* gate q of the block at zb + q H */
+    if (nr == 16) {
+        T_STORE(0, zb, zstride);         T_STORE(1, zb + H, zstride);
+        T_STORE(2, zb + 2 * H, zstride); T_STORE(3, zb + 3 * H, zstride);
+    } else {
+        T_STORE(0, &edge[0][0], sizeof edge[0]);      T_STORE(1, &edge[0][UB], sizeof edge[0]);
+        T_STORE(2, &edge[0][2 * UB], sizeof edge[0]); T_STORE(3, &edge[0][3 * UB], sizeof edge[0]);
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4; q++) memcpy(zb + (size_t)r * ldz + (size_t)q * H, &edge[r][q * UB], UB * sizeof(float));
+    }
+}
+
+/* The kernel, once, in either order (lstm_bf16.h, "Order"): unit blocks outside, each
+ * block's cell as soon as it is stored; or 16 rows outside, their cell once every unit
+ * block of them is stored. */
+static inline __attribute__((always_inline))
+void lstm_tiles(const int REAL, ct_tile_model *tm, ct_lstm_tile_order order, int rows, int H, int Kp, const uint16_t *ap,
+                const uint16_t *wp, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+{
+    float edge[16][4 * UB];   /* a short block's four tiles, side by side */
+    if (order == CT_LSTM_TILES_UNITS_OUTER) {
+        for (int u = 0; u < H / UB; u++)
+            for (int r0 = 0; r0 < rows; r0 += 16) {
+                const int nr = rows - r0 < 16 ? rows - r0 : 16;
+                tile_block(REAL, tm, u, r0, nr, H, Kp, ap, wp, z, ldz, edge);
+                cell(ctx, r0, nr, u * UB, UB);
+            }
+    } else {
         for (int r0 = 0; r0 < rows; r0 += 16) {
-            const uint16_t *a = ap + (size_t)r0 * Kp;
-            T_ZERO(0); T_ZERO(1); T_ZERO(2); T_ZERO(3);
-            for (int kb = 0; kb < Kp / KB; kb++) {
-                const size_t k = (size_t)kb * (KB / 2) * NB * 2;   /* pair-row 16 kb of a panel */
-                T_LOAD(4, a + (size_t)kb * KB, astride);           /* rows r0 .. r0+15, k 32 kb .. 32 kb + 31 */
-                T_LOAD(5, bi + k, 64);
-                T_LOAD(6, bf + k, 64);
-                T_LOAD(7, bg + k, 64);
-                T_DP(0, 4, 5); T_DP(1, 4, 6); T_DP(2, 4, 7);
-                T_LOAD(5, bo + k, 64);
-                T_DP(3, 4, 5);
-            }
             const int nr = rows - r0 < 16 ? rows - r0 : 16;
-            float *zb = z + (size_t)r0 * ldz + (size_t)u * UB;     /* gate q of the block at zb + q H */
-            if (nr == 16) {
-                T_STORE(0, zb, zstride);         T_STORE(1, zb + H, zstride);
-                T_STORE(2, zb + 2 * H, zstride); T_STORE(3, zb + 3 * H, zstride);
-            } else {
-                T_STORE(0, &edge[0][0], sizeof edge[0]);      T_STORE(1, &edge[0][UB], sizeof edge[0]);
-                T_STORE(2, &edge[0][2 * UB], sizeof edge[0]); T_STORE(3, &edge[0][3 * UB], sizeof edge[0]);
-                for (int r = 0; r < nr; r++)
-                    for (int q = 0; q < 4; q++) memcpy(zb + (size_t)r * ldz + (size_t)q * H, &edge[r][q * UB], UB * sizeof(float));
-            }
-            cell(ctx, r0, nr, u * UB);
+            for (int u = 0; u < H / UB; u++) tile_block(REAL, tm, u, r0, nr, H, Kp, ap, wp, z, ldz, edge);
+            cell(ctx, r0, nr, 0, H);
         }
     }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 static __attribute__((target("amx-tile,amx-bf16"), noinline))
-void lstm_amx(int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+void lstm_amx(ct_lstm_tile_order order, int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz,
+              ct_lstm_cell_block cell, void *ctx)
 {
     AMX_LDTILECFG(&CT_TILES_16x64);
-    lstm_tiles(1, NULL, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
+    lstm_tiles(1, NULL, order, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
     AMX_TILERELEASE();
 }
 #endif
 
 static __attribute__((noinline))
-void lstm_model(int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+void lstm_model(ct_lstm_tile_order order, int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz,
+                ct_lstm_cell_block cell, void *ctx)
 {
     ct_tile_model tm;
     CT_ASSERT(ct_tile_model_config(&tm, &CT_TILES_16x64) == CT_OK);
-    lstm_tiles(0, &tm, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
+    lstm_tiles(0, &tm, order, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
 }
 
-void ct_lstm_bf16_step(ct_bf16_kernels which, int rows, int Il, int H, const float *x, const float *hprev,
-                       const uint16_t *wp, uint16_t *work, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+void ct_lstm_bf16_step(ct_bf16_kernels which, ct_lstm_tile_order order, int rows, int Il, int H, const float *x,
+                       const float *hprev, const uint16_t *wp, uint16_t *work, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
 {
     CT_ASSERT(H % UB == 0 && Il >= 1 && ldz >= 4 * H && wp && work && z && cell);
     if (rows < 1) return;
     const int Kp = round_up(Il + H, KB);
     pack_rows(work, rows, Il, H, x, hprev);
     switch (which) {
-    case CT_BF16_MODEL: lstm_model(rows, H, Kp, work, wp, z, ldz, cell, ctx); return;
+    case CT_BF16_MODEL: lstm_model(order, rows, H, Kp, work, wp, z, ldz, cell, ctx); return;
 #if defined(__x86_64__) && defined(__GNUC__)
     case CT_BF16_AMX:
         CT_ASSERT(ct_kernels_cpu_all() >= CT_KERNELS_AMX);
-        lstm_amx(rows, H, Kp, work, wp, z, ldz, cell, ctx);
+        lstm_amx(order, rows, H, Kp, work, wp, z, ldz, cell, ctx);
         return;
 #endif
     default: CT_ASSERT(!"the tiles or their model (ct_lstm_bf16_fused_ok)");

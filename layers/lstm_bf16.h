@@ -1,6 +1,6 @@
 /* lstm_bf16.h - one LSTM forward step in bf16 on AMX tiles: the gate products of the
  * stacked input [x_t | h_{t-1}] for all four gates of 16 hidden units at once, and the
- * cell applied to each block of 16 rows x 16 units as soon as its tiles are stored.
+ * cell applied to 16 rows as soon as their tiles are stored.
  *
  * The plain bf16 step (layers/lstm.c) is two products and a pass of the cell:
  *   z  = x_t W_ih^T           (x_t rounded to bf16 and packed; C tiles zeroed, stored)
@@ -9,7 +9,7 @@
  * Here the rows are rounded and packed once, side by side ([x_t | h_{t-1}], K = Il + H,
  * so the two inputs share their k-blocks: for the siamese model's Il = 40, H = 128 that
  * is 6 blocks of 32 instead of 2 + 4, with 24 of the first product's 64 k padding), every
- * C tile is zeroed once and stored once, and the cell finds its z in L1.
+ * C tile is zeroed once and stored once, and the cell finds its z in cache.
  *
  * ---- Tiles ----
  * All eight tiles are 16 rows x 64 bytes (as layers/gemm_bf16.h configures them):
@@ -17,9 +17,25 @@
  *   tmm4        A: the 16 rows' [x_t | h_{t-1}], k-block kb (16 rows x 32 bf16)
  *   tmm5..tmm7  B: the gates' weights, k-block kb (16 pair-rows x 16 units x 2 bf16); the
  *               fourth gate reuses tmm5 once the first gate's product is issued
- * Per k-block: 1 + 4 tile loads, 4 TDPBF16PS (each 16 x 16 x 32 multiply-adds). The
- * loop runs unit blocks outside and row blocks inside, so one unit block's weights (4
- * panels of Kp x 16 bf16: 24 KiB at Kp = 192) stay in L1 while the packed rows stream.
+ * Per k-block: 1 + 4 tile loads, 4 TDPBF16PS (each 16 x 16 x 32 multiply-adds).
+ *
+ * ---- Order ----
+ * Two loop orders, the same sums (each block's z does not depend on the order):
+ *   units outer  (CT_LSTM_TILES_UNITS_OUTER) one unit block's weights (4 panels
+ *                of Kp x 16 bf16: 24 KiB at Kp = 192) stay in L1 while the packed rows
+ *                stream past them, and each block's cell runs as soon as its tiles are
+ *                stored: 16 rows x 16 units, 64-byte pieces of each row of c, h and tanh(c).
+ *   rows outer   (CT_LSTM_TILES_ROWS_OUTER, what layers/lstm.c runs) the 16 rows' A tiles stay in L1 while every
+ *                unit block's weights stream (all of them, 192 KiB, per 16 rows), and the
+ *                cell runs on 16 whole rows once all their blocks are stored, as the plain
+ *                step's cell does.
+ * The first loads four times less from L2 for the products, the second gives the cell whole
+ * rows. Measured on the C model of the tiles (siamese shapes, 2 threads, Zen 3), the cell
+ * took 19-20 ms of CPU per training step with the rows outside (as the plain step's cell)
+ * and 34-36 ms with the unit blocks outside; the products' extra L2 traffic with the rows
+ * outside (192 KiB of weights per 16 rows, about 1.5 MiB per step and worker) is estimated
+ * at about 1.4 ms per training step at the tiles' rate. So the rows go outside until an AMX
+ * machine times both (bench_lstm --bf16, and with --units-outer).
  *
  * ---- Packing ----
  * The weights, once per layer and batch: W = [W_ih | W_hh] ([4H, Il + H], PyTorch's gate
@@ -60,16 +76,18 @@ size_t ct_lstm_bf16_work_elems(int rows, int Il, int H);
 /* Rounds and packs w_ih [4H, Il] and w_hh [4H, H] (row-major) into wp (layout above). */
 void   ct_lstm_bf16_pack(uint16_t *wp, const float *w_ih, const float *w_hh, int Il, int H);
 
-/* The cell of one block: rows r0 .. r0+nr-1 of the step (nr <= 16), units u0 .. u0+15,
- * called once per block after its z (z + r ldz + q H + u0 .. +15, q = 0..3) is stored. */
-typedef void (*ct_lstm_cell_block)(void *ctx, int r0, int nr, int u0);
+/* The cell of one block: rows r0 .. r0+nr-1 of the step (nr <= 16), units u0 .. u0+nu-1
+ * (nu = 16 with the units outer, H with the rows outer), called once per block after its z
+ * (z + r ldz + q H + u0 .. +nu-1, q = 0..3) is stored. */
+typedef void (*ct_lstm_cell_block)(void *ctx, int r0, int nr, int u0, int nu);
+typedef enum { CT_LSTM_TILES_UNITS_OUTER = 0, CT_LSTM_TILES_ROWS_OUTER = 1 } ct_lstm_tile_order;
 /* One step for `rows` consecutive sequences:
  *   x [rows, Il] (row stride Il), hprev [rows, H] (NULL at t = 0: h_{-1} = 0)
  *   z [rows, ldz]: the pre-activations without biases, in lstm.c's layout (gate q of unit
  *     j at column q H + j), then whatever `cell` makes of them
  * with `work` (ct_lstm_bf16_work_elems) overwritten, on the implementation `which`
- * (CT_BF16_AMX or CT_BF16_MODEL). */
-void   ct_lstm_bf16_step(ct_bf16_kernels which, int rows, int Il, int H, const float *x, const float *hprev,
-                         const uint16_t *wp, uint16_t *work, float *z, int ldz, ct_lstm_cell_block cell, void *ctx);
+ * (CT_BF16_AMX or CT_BF16_MODEL), in the loop order `order`. */
+void   ct_lstm_bf16_step(ct_bf16_kernels which, ct_lstm_tile_order order, int rows, int Il, int H, const float *x,
+                         const float *hprev, const uint16_t *wp, uint16_t *work, float *z, int ldz, ct_lstm_cell_block cell, void *ctx);
 
 #endif

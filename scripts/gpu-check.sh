@@ -23,8 +23,8 @@
 #             amx_bf16: ctrain's AMX-BF16 product kernel, the LSTM and conv2d in bf16 on the real
 #             tiles, bit for bit against the exact C model of the tile instructions that every
 #             other machine tests them through, and a bf16 training run against FP32; then
-#             bench_lstm --bf16 on 2 threads with the tiles' fused forward step and with the
-#             plain one (--plain), each phase as a share of the AMX peak
+#             bench_lstm --bf16 on 2 threads with the tiles' fused forward step in both loop
+#             orders and with the plain one (--plain), each phase as a share of the AMX peak
 #   time-*    ctrain time siamese-lstm, siamese-cnn, cnn --device cpu,gpu --protocol bench
 #             --threads 16 --per-layer (synthetic data)                                90/120/60
 #             and, when this ctrain has --logdir, TensorBoard files of the CPU and
@@ -236,7 +236,7 @@ if gpu:
     lines.append("CPU bf16 products on AMX tiles against the tile model (%s):" % status("amx"))
     lines.extend("  " + l[:200] for l in am)
     bb = re.findall(r"^(ctrain LSTM .*|  (?:forward|backward|step|bf16 peak) .*)$", text("amx.log"), re.M)
-    lines.append("CPU LSTM in bf16 on 2 threads, the tiles' fused forward step and the plain one:")
+    lines.append("CPU LSTM in bf16 on 2 threads, the tiles' fused forward step (both loop orders) and the plain one:")
     lines.extend("  " + re.sub(r" +", " ", l)[:200] for l in bb)
     for m in ("siamese-lstm", "cnn"):
         bl = re.findall(r"^cpu(?: bf16)? +\d.*$", text("bf16-%s.log" % m), re.M)
@@ -486,7 +486,7 @@ fi
 
 if grep -q -w amx_bf16 /proc/cpuinfo 2>/dev/null; then
   run_step amx 120 sh -c 'CT_REQUIRE_AMX=1 "$1" bf16 lstm_bf16 conv_bf16; rc=$?
-    "$2" --bf16 --threads 2 && "$2" --bf16 --threads 2 --plain && exit $rc' sh "$tests" "$blstm"
+    "$2" --bf16 --threads 2 && "$2" --bf16 --threads 2 --units-outer && "$2" --bf16 --threads 2 --plain && exit $rc' sh "$tests" "$blstm"
 else
   not_run amx "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
 fi

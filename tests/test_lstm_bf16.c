@@ -216,15 +216,16 @@ static void test_many_steps(void)
 /* The fused step's cell hook for the test: copies the block's z as it finds it, counts the calls. */
 typedef struct { const float *z; float *seen; int *calls; int ldz, H; } fused_probe;
 
-static void probe_cell(void *ctx, int r0, int nr, int u0)
+static void probe_cell(void *ctx, int r0, int nr, int u0, int nu)
 {
     const fused_probe *p = ctx;
-    for (int r = r0; r < r0 + nr; r++) {
-        p->calls[r * (p->H / CT_LSTM_BF16_UNITS) + u0 / CT_LSTM_BF16_UNITS]++;
-        for (int q = 0; q < 4; q++)
-            memcpy(p->seen + (size_t)r * p->ldz + (size_t)q * p->H + u0, p->z + (size_t)r * p->ldz + (size_t)q * p->H + u0,
-                   CT_LSTM_BF16_UNITS * sizeof(float));
-    }
+    for (int r = r0; r < r0 + nr; r++)
+        for (int u = u0; u < u0 + nu; u += CT_LSTM_BF16_UNITS) {
+            p->calls[r * (p->H / CT_LSTM_BF16_UNITS) + u / CT_LSTM_BF16_UNITS]++;
+            for (int q = 0; q < 4; q++)
+                memcpy(p->seen + (size_t)r * p->ldz + (size_t)q * p->H + u, p->z + (size_t)r * p->ldz + (size_t)q * p->H + u,
+                       CT_LSTM_BF16_UNITS * sizeof(float));
+        }
 }
 
 static void test_fused_step(void)
@@ -234,7 +235,7 @@ static void test_fused_step(void)
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int M = cs[k].rows, Il = cs[k].Il, H = cs[k].H, K = Il + H, G = 4 * H, ldz = G + cs[k].ldz_extra;
-        t_case("lstm_bf16/fused step on the model = the product over [x | h] [W_ih | W_hh]^T, bit for bit: rows %d, Il %d, H %d%s",
+        t_case("lstm_bf16/fused step on the model = the product over [x | h] [W_ih | W_hh]^T, bit for bit, both orders: rows %d, Il %d, H %d%s",
                M, Il, H, cs[k].first ? ", t = 0" : "");
         ct_rng rng;
         ct_rng_seed(&rng, 900 + k, 0);
@@ -274,24 +275,57 @@ static void test_fused_step(void)
                             wrong += wp[((((size_t)u * 4 + q) * (Kp / 2) + pp) * 16 + j) * 2 + h] != want;
                         }
         t_check(!wrong && ct_lstm_bf16_pack_elems(Il, H) == (size_t)4 * H * Kp, "%zu packed weights differ from the layout's definition", wrong);
-        for (size_t i = 0; i < (size_t)M * ldz; i++) z[i] = seen[i] = NAN;
-        fused_probe pr = { z, seen, calls, ldz, H };
-        ct_lstm_bf16_step(CT_BF16_MODEL, M, Il, H, x, cs[k].first ? NULL : hp, wp, fwork, z, ldz, probe_cell, &pr);
-        int diff = 0, twice = 0, pad = 0;
-        for (int m = 0; m < M; m++) {
-            for (int n = 0; n < G; n++) {
-                diff += memcmp(&z[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
-                diff += memcmp(&seen[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
+        for (int order = 0; order < 2; order++) {   /* the unit blocks outside, then the rows */
+            const char *on = order ? "rows outside" : "unit blocks outside";
+            for (size_t i = 0; i < (size_t)M * ldz; i++) z[i] = seen[i] = NAN;
+            memset(calls, 0, (size_t)M * (H / CT_LSTM_BF16_UNITS) * sizeof *calls);
+            fused_probe pr = { z, seen, calls, ldz, H };
+            ct_lstm_bf16_step(CT_BF16_MODEL, order ? CT_LSTM_TILES_ROWS_OUTER : CT_LSTM_TILES_UNITS_OUTER, M, Il, H, x,
+                              cs[k].first ? NULL : hp, wp, fwork, z, ldz, probe_cell, &pr);
+            int diff = 0, twice = 0, pad = 0;
+            for (int m = 0; m < M; m++) {
+                for (int n = 0; n < G; n++) {
+                    diff += memcmp(&z[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
+                    diff += memcmp(&seen[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
+                }
+                for (int n = G; n < ldz; n++) pad += !isnan(z[(size_t)m * ldz + n]);
+                for (int u = 0; u < H / CT_LSTM_BF16_UNITS; u++) twice += calls[m * (H / CT_LSTM_BF16_UNITS) + u] != 1;
             }
-            for (int n = G; n < ldz; n++) pad += !isnan(z[(size_t)m * ldz + n]);
-            for (int u = 0; u < H / CT_LSTM_BF16_UNITS; u++) twice += calls[m * (H / CT_LSTM_BF16_UNITS) + u] != 1;
+            t_check(!diff, "%s: %d elements of z (as stored, or as the cell found them) differ from the stacked product", on, diff);
+            t_check(!twice, "%s: %d blocks' cells were not called exactly once", on, twice);
+            t_check(!pad, "%s: %d elements past 4H in z's rows were written", on, pad);
         }
-        t_check(!diff, "%d elements of z (as stored, or as the cell found them) differ from the stacked product", diff);
-        t_check(!twice, "%d blocks' cells were not called exactly once", twice);
-        t_check(!pad, "%d elements past 4H in z's rows were written", pad);
         free(wih); free(whh); free(x); free(hp); free(a); free(w); free(zref); free(z); free(seen); free(calls);
         free(bp); free(work); free(wp); free(fwork);
     }
+}
+
+/* The two loop orders of the fused step give the layer the same bits: the same sums, the same cell. */
+static void test_orders(void)
+{
+    t_case("lstm_bf16/the fused step's two loop orders: the same output, dx and gradients, bit for bit");
+    const lstm_dims d = { 21, 6, 24, 32, 2, LSTM_RETURN_SEQUENCE, LSTM_HARD_SIGMOID, CT_BF16 };
+    ct_rng rng;
+    ct_rng_seed(&rng, 12, 0);
+    const size_t np = n_params(24, 32, 2), nx = (size_t)21 * 6 * 24, no = out_floats(&d);
+    float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
+    t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
+    t_fill_uniform(x, nx, -1, 1, &rng);
+    t_fill_uniform(dout, no, -1, 1, &rng);
+    int len[21];
+    for (int b = 0; b < 21; b++) len[b] = 1 + (int)ct_rng_below(&rng, 6);
+    lrig a, b;
+    lrig_init(&a, &d, p);
+    lrig_run(&a, x, len, dout);
+    ct_lstm_set_bf16_rows_outer(0);
+    lrig_init(&b, &d, p);
+    lrig_run(&b, x, len, dout);
+    ct_lstm_set_bf16_rows_outer(1);
+    t_check(ct_lstm_bf16_fused_ok(32), "the fused step does not run here");
+    t_check(!memcmp(a.out, b.out, no * sizeof(float)) && !memcmp(a.dx, b.dx, nx * sizeof(float)) &&
+            !memcmp(a.ps.grad, b.ps.grad, a.ps.numel * sizeof(float)), "the orders' results differ");
+    lrig_free(&a); lrig_free(&b);
+    free(p); free(x); free(dout);
 }
 
 static void test_threads(void)
@@ -338,11 +372,13 @@ static void test_real_kernel(void)
         return;
     }
     const lstm_dims d = { 12, 9, 40, 32, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_BF16 };
-    for (int plain = 0; plain < 2; plain++) {   /* with the tiles: their fused forward step, then the plain one */
-        if (plain && k != CT_BF16_AMX) break;    /* vdpbf16ps has only the plain step */
+    for (int v = 0; v < 3; v++) {   /* with the tiles: their fused forward step in both orders, then the plain one */
+        if (v && k != CT_BF16_AMX) break;   /* vdpbf16ps has only the plain step */
+        const int plain = v == 2;
         t_case("lstm_bf16/%s against the model, %s forward step, bit for bit", ct_bf16_kernels_name(k),
-               plain || k != CT_BF16_AMX ? "plain" : "fused");
+               k != CT_BF16_AMX || plain ? "plain" : v ? "fused (unit blocks outside)" : "fused (rows outside)");
         ct_lstm_set_fused(!plain);
+        ct_lstm_set_bf16_rows_outer(v != 1);
         ct_rng rng;
         ct_rng_seed(&rng, 4, 0);
         const size_t np = n_params(40, 32, 2), nx = (size_t)12 * 9 * 40, no = out_floats(&d);
@@ -358,6 +394,7 @@ static void test_real_kernel(void)
         lrig_init(&b, &d, p);
         lrig_run(&b, x, NULL, dout);
         ct_lstm_set_fused(1);
+        ct_lstm_set_bf16_rows_outer(1);
         if (k == CT_BF16_AMX) {   /* vdpbf16ps sums in another order: only the bounds hold */
             t_check(!memcmp(a.out, b.out, no * sizeof(float)) && !memcmp(a.ps.grad, b.ps.grad, a.ps.numel * sizeof(float)),
                     "the tiles and their model differ");
@@ -424,6 +461,7 @@ void suite_lstm_bf16(void)
     test_one_step();
     test_fused_step();
     test_many_steps();
+    test_orders();
     test_threads();
     test_real_kernel();
     test_training();
