@@ -98,6 +98,25 @@ static size_t n_params(int I, int H, int L)
     return n;
 }
 
+/* A case's data, drawn from rng in this order: parameters in [-0.3, 0.3], the input in
+ * [-xa, xa], the output's gradient in [-1, 1]. */
+typedef struct { float *p, *x, *dout; size_t np, nx, no; } ldata;
+
+static ldata ldata_make(const lstm_dims *d, ct_rng *rng, float xa)
+{
+    ldata c = { .np = n_params(d->I, d->H, d->L), .nx = (size_t)d->B * d->T * d->I, .no = out_floats(d) };
+    c.p = malloc(c.np * sizeof(float));
+    c.x = malloc(c.nx * sizeof(float));
+    c.dout = malloc(c.no * sizeof(float));
+    CT_ASSERT(c.p && c.x && c.dout);
+    t_fill_uniform(c.p, c.np, -0.3f, 0.3f, rng);
+    t_fill_uniform(c.x, c.nx, -xa, xa, rng);
+    t_fill_uniform(c.dout, c.no, -1.0f, 1.0f, rng);
+    return c;
+}
+
+static void ldata_free(ldata *c) { free(c->p); free(c->x); free(c->dout); }
+
 static double rsig(double z, int hard) { return hard ? fmin(1.0, fmax(0.0, 0.2 * z + 0.5)) : 1.0 / (1.0 + exp(-z)); }
 
 static void test_one_step(void)
@@ -176,11 +195,9 @@ static void test_many_steps(void)
         lstm_dims d = { B, T, I, H, L, cs[c].ret, LSTM_SIGMOID, CT_F32 };
         ct_rng rng;
         ct_rng_seed(&rng, 500 + c, 0);
-        const size_t np = n_params(I, H, L), nx = (size_t)B * T * I, no = out_floats(&d);
-        float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
-        t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
-        t_fill_uniform(x, nx, -1.5f, 1.5f, &rng);
-        t_fill_uniform(dout, no, -1.0f, 1.0f, &rng);
+        ldata cd = ldata_make(&d, &rng, 1.5f);
+        float *p = cd.p, *x = cd.x, *dout = cd.dout;
+        const size_t nx = cd.nx, no = cd.no;
         int len[64];
         for (int b = 0; b < B; b++) len[b] = cs[c].len ? 1 + (int)ct_rng_below(&rng, (unsigned)T) : T;
         lrig f, h;
@@ -209,7 +226,7 @@ static void test_many_steps(void)
                    rel_max(fused_out, h.out, no));
         }
         lrig_free(&f); lrig_free(&h);
-        free(p); free(x); free(dout);
+        ldata_free(&cd);
     }
 }
 
@@ -307,11 +324,9 @@ static void test_orders(void)
     const lstm_dims d = { 21, 6, 24, 32, 2, LSTM_RETURN_SEQUENCE, LSTM_HARD_SIGMOID, CT_BF16 };
     ct_rng rng;
     ct_rng_seed(&rng, 12, 0);
-    const size_t np = n_params(24, 32, 2), nx = (size_t)21 * 6 * 24, no = out_floats(&d);
-    float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
-    t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
-    t_fill_uniform(x, nx, -1, 1, &rng);
-    t_fill_uniform(dout, no, -1, 1, &rng);
+    ldata cd = ldata_make(&d, &rng, 1.0f);
+    float *p = cd.p, *x = cd.x, *dout = cd.dout;
+    const size_t nx = cd.nx, no = cd.no;
     int len[21];
     for (int b = 0; b < 21; b++) len[b] = 1 + (int)ct_rng_below(&rng, 6);
     lrig a, b;
@@ -325,7 +340,7 @@ static void test_orders(void)
     t_check(!memcmp(a.out, b.out, no * sizeof(float)) && !memcmp(a.dx, b.dx, nx * sizeof(float)) &&
             !memcmp(a.ps.grad, b.ps.grad, a.ps.numel * sizeof(float)), "the orders' results differ");
     lrig_free(&a); lrig_free(&b);
-    free(p); free(x); free(dout);
+    ldata_free(&cd);
 }
 
 static void test_threads(void)
@@ -335,11 +350,9 @@ static void test_threads(void)
     const lstm_dims d = { 9, 7, 11, 16, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_BF16 };
     ct_rng rng;
     ct_rng_seed(&rng, 9, 0);
-    const size_t np = n_params(11, 16, 2), nx = (size_t)9 * 7 * 11, no = out_floats(&d);
-    float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
-    t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
-    t_fill_uniform(x, nx, -1, 1, &rng);
-    t_fill_uniform(dout, no, -1, 1, &rng);
+    ldata cd = ldata_make(&d, &rng, 1.0f);
+    float *p = cd.p, *x = cd.x, *dout = cd.dout;
+    const size_t nx = cd.nx, no = cd.no;
     lrig a, b;
     ct_threads_set(1);
     lrig_init(&a, &d, p);
@@ -352,7 +365,7 @@ static void test_threads(void)
     t_check(!memcmp(a.dx, b.dx, nx * sizeof(float)), "dx differs between 1 and 2 threads");
     t_close("parameter gradients (summed per worker)", b.ps.grad, a.ps.grad, a.ps.numel, 1e-5);
     lrig_free(&a); lrig_free(&b);
-    free(p); free(x); free(dout);
+    ldata_free(&cd);
 }
 
 /* Where the CPU has its own bf16 kernel: the LSTM on it is the LSTM on the model, bit for bit. */
@@ -381,11 +394,9 @@ static void test_real_kernel(void)
         ct_lstm_set_bf16_rows_outer(v != 1);
         ct_rng rng;
         ct_rng_seed(&rng, 4, 0);
-        const size_t np = n_params(40, 32, 2), nx = (size_t)12 * 9 * 40, no = out_floats(&d);
-        float *p = malloc(np * sizeof *p), *x = malloc(nx * sizeof *x), *dout = malloc(no * sizeof *dout);
-        t_fill_uniform(p, np, -0.3f, 0.3f, &rng);
-        t_fill_uniform(x, nx, -1, 1, &rng);
-        t_fill_uniform(dout, no, -1, 1, &rng);
+        ldata cd = ldata_make(&d, &rng, 1.0f);
+        float *p = cd.p, *x = cd.x, *dout = cd.dout;
+        const size_t no = cd.no;
         lrig a, b;
         ct_gemm_bf16_use_model(0);
         lrig_init(&a, &d, p);
@@ -403,7 +414,7 @@ static void test_real_kernel(void)
             t_close("gradients", a.ps.grad, b.ps.grad, a.ps.numel, 1e-5);
         }
         lrig_free(&a); lrig_free(&b);
-        free(p); free(x); free(dout);
+        ldata_free(&cd);
     }
 }
 
