@@ -400,13 +400,14 @@ void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restric
                             const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int n, int H)
 { lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, n, H, 1); }
 
-/* The same loop for the bf16 tiles' fused step (layers/lstm_bf16.h): `rows` consecutive
- * time-major rows, units 0 .. 15 of each from the block's first unit (every pointer already
- * there); z's rows 4H floats apart, the others' H. With the unit count a constant each row
- * is whole vectors, and one call covers the block (on the tile model, siamese shapes, 2
- * threads: 32-40 ms of CPU per training step in this loop, against 39-46 ms with one call per
- * row; the float32 path's whole rows take 16 ms for the same elements, so the unit blocks'
- * scattered 64-byte pieces of c, h and tanh(c) still cost, at least on the model). */
+/* The same loop for the bf16 tiles' fused step with the unit blocks outside (layers/lstm_bf16.h,
+ * "Order"): `rows` consecutive time-major rows, units 0 .. 15 of each from the block's first
+ * unit (every pointer already there); z's rows 4H floats apart, the others' H. With the unit
+ * count a constant each row is whole vectors, and one call covers the block (on the tile
+ * model, siamese shapes, 2 threads: 32-40 ms of CPU per training step in this loop, against
+ * 39-46 ms with one call per row; the float32 path's whole rows take 16 ms for the same
+ * elements, so the unit blocks' scattered 64-byte pieces of c, h and tanh(c) still cost, at
+ * least on the model, which is why the rows go outside). */
 CT_HOT
 static __attribute__((noinline))
 void lstm_cell_block_sigmoid(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,

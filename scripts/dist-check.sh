@@ -63,9 +63,9 @@ else bad "RUNPATH not as expected:$runpath_bad"; fi
 #    the LSTM's fused step and its products alone (layers/lstm_fused.c, ct_lstm_fused_ok),
 #    the bf16 conversions eight at a time (core/bf16.c, ct_bf16_vectorised) and the
 #    AVX512-BF16 product and its peak loop (layers/gemm_bf16.c, ct_kernels_bf16), and the
-#    tile model's fast rows (layers/gemm_bf16.c, dp_tile_avx2: only where ct_kernels_get()
-#    is AVX2 or wider)
-avx_dispatched='fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|strip2_whole|strip2_part|fused_step_sigmoid|fused_step_hard|fused_products|narrow_avx2|widen_avx2|gemm_avx512bf16|avx512bf16_peak_rounds|dp_tile_avx2'
+#    tile model's fast rows and the transposed bf16 packing's 8 x 8 gather (layers/gemm_bf16.c,
+#    dp_tile_avx2 and gather_avx2: only where ct_kernels_get() is AVX2 or wider)
+avx_dispatched='fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|strip2_whole|strip2_part|fused_step_sigmoid|fused_step_hard|fused_products|narrow_avx2|widen_avx2|gemm_avx512bf16|avx512bf16_peak_rounds|dp_tile_avx2|gather_avx2'
 avx_bad=""
 for f in "$root"/libexec/*/*; do
   case $f in *.sh) continue ;; esac
