@@ -531,9 +531,7 @@ static size_t bf16_pack_floats(const conv2d_dims *d)
 
 static size_t bf16_work_floats(const conv2d_dims *d)
 {
-    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
-    (void)K;
-    return bf16_floats(ct_gemm_bf16_work_elems(OC, P));          /* dW: dout_n [OC, P] */
+    return bf16_floats(ct_gemm_bf16_work_elems(d->OC, d->OH * d->OW));   /* dW: dout_n [OC, P] */
 }
 
 /* The packed weights, shared: W [OC, K] (forward) or W^T [K, OC] (backward). */

@@ -44,9 +44,9 @@ void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, 
                 const int nc = P * NB - n0 < PACK_CHUNK ? P * NB - n0 : PACK_CHUNK;       /* a multiple of 16 */
                 const int have = N - n0 < 0 ? 0 : N - n0 < nc ? N - n0 : nc;           /* columns that exist */
                 for (int h = 0; h < 2; h++) {
-                    const int k = 2 * q + h;
-                    if (k < K && have > 0) ct_bf16s_from_floats(r[h], B + (size_t)k * ldb + n0, (size_t)have);
-                    memset(r[h] + (k < K ? have : 0), 0, (size_t)(nc - (k < K ? have : 0)) * sizeof r[h][0]);
+                    const int k = 2 * q + h, got = k < K ? have : 0;   /* row k's columns that exist; zeros after */
+                    if (got) ct_bf16s_from_floats(r[h], B + (size_t)k * ldb + n0, (size_t)got);
+                    memset(r[h] + got, 0, (size_t)(nc - got) * sizeof r[h][0]);
                 }
                 for (int c = 0; c < nc; c += NB) {
                     uint16_t *row = bp + (size_t)((n0 + c) / NB) * panel + (size_t)q * NB * 2;   /* one tile row, 64 bytes */
@@ -114,7 +114,7 @@ static __attribute__((target("avx2"))) void gather_avx2(float (*blk)[PACK_CHUNK]
 /* op(A) [M, K] -> work [Mp][Kp] bf16, rounded as it goes; zeros past M and K. trans_a: A is
  * [K, M], each output row a column of A: 16 columns are gathered into a float block, 16 rows
  * of PACK_CHUNK at a time (reading A's rows, not striding down its columns), then rounded. */
-static void pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int K)
+void ct_gemm_bf16_pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int K)
 {
     const int Mp = round_up(M, MB), Kp = round_up(K, KB);
     if (!trans_a) {
@@ -145,8 +145,6 @@ static void pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int
         }
     }
 }
-
-void ct_gemm_bf16_pack_a(uint16_t *work, const float *A, int lda, int trans_a, int M, int K) { pack_a(work, A, lda, trans_a, M, K); }
 
 /* ---- the tile machine in C (gemm_bf16.h: "What TDPBF16PS computes") ---- */
 
@@ -620,7 +618,7 @@ void ct_gemm_bf16_on(ct_bf16_kernels which, int M, int N, int K, const float *A,
 {
     CT_ASSERT(K >= 1 && bp && work && C);
     if (M < 1 || N < 1) return;
-    pack_a(work, A, lda, trans_a, M, K);
+    ct_gemm_bf16_pack_a(work, A, lda, trans_a, M, K);
     packed_on(which, M, N, K, work, bp, C, ldc, accumulate);
 }
 
