@@ -146,6 +146,50 @@ void ct_gemm_bf16_pack_a(uint16_t *w, const float *A, int lda, int trans_a, int 
     }
 }
 
+/* wt [Kp][Mt] = the packing of A^T from w [Mp][Kp], the packing of A [M, K]: wt's row i is
+ * w's column i, zeros past M and K. One 8 x 8 block at a time: eight 16-bit rows in, eight out,
+ * by interleaving pairs of rows, then pairs of pairs, then halves (SSE2, which every x86-64
+ * has; the plain loop elsewhere). */
+static void transpose8_bf16(uint16_t *dst, size_t ldd, const uint16_t *src, size_t lds)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+    __m128i r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm_loadu_si128((const __m128i *)(src + (size_t)k * lds));
+    for (int k = 0; k < 8; k += 2) {   /* rows k, k+1 interleaved: columns 0-3, then 4-7 */
+        t[k / 2]     = _mm_unpacklo_epi16(r[k], r[k + 1]);
+        t[k / 2 + 4] = _mm_unpackhi_epi16(r[k], r[k + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) {   /* r[h], r[h+1]: rows 0-3 of columns (0,1), (2,3) (each + h); r[h+2], r[h+3]: rows 4-7 */
+        r[h]     = _mm_unpacklo_epi32(t[h], t[h + 1]);
+        r[h + 1] = _mm_unpackhi_epi32(t[h], t[h + 1]);
+        r[h + 2] = _mm_unpacklo_epi32(t[h + 2], t[h + 3]);
+        r[h + 3] = _mm_unpackhi_epi32(t[h + 2], t[h + 3]);
+    }
+    for (int q = 0; q < 4; q++) {      /* rows 0-3 beside rows 4-7 of the same two columns: whole columns */
+        const __m128i top = r[q / 2 * 4 + q % 2], bottom = r[q / 2 * 4 + q % 2 + 2];
+        _mm_storeu_si128((__m128i *)(dst + (size_t)(2 * q) * ldd),     _mm_unpacklo_epi64(top, bottom));
+        _mm_storeu_si128((__m128i *)(dst + (size_t)(2 * q + 1) * ldd), _mm_unpackhi_epi64(top, bottom));
+    }
+#else
+    for (int i = 0; i < 8; i++)
+        for (int k = 0; k < 8; k++) dst[(size_t)i * ldd + k] = src[(size_t)k * lds + i];
+#endif
+}
+
+void ct_gemm_bf16_transpose_a(uint16_t *wt, const uint16_t *w, int M, int K)
+{
+    const size_t ldw = (size_t)round_up(K, KB), ldt = (size_t)round_up(M, KB);   /* row lengths of w and wt */
+    const int Kt = round_up(K, MB), M8 = M / 8 * 8, K8 = K / 8 * 8;
+    for (int k0 = 0; k0 < M8; k0 += 8)
+        for (int i0 = 0; i0 < K8; i0 += 8) transpose8_bf16(wt + (size_t)i0 * ldt + k0, ldt, w + (size_t)k0 * ldw + i0, ldw);
+    for (int i = 0; i < Kt; i++) {
+        uint16_t *row = wt + (size_t)i * ldt;
+        const int from = i < K8 ? M8 : 0, to = i < K ? M : 0;   /* what the blocks left of this row */
+        for (int k = from; k < to; k++) row[k] = w[(size_t)k * ldw + i];
+        memset(row + to, 0, (ldt - (size_t)to) * sizeof *row);
+    }
+}
+
 /* ---- the tile machine in C (gemm_bf16.h: "What TDPBF16PS computes") ---- */
 
 static ct_tile_order model_order = CT_TILE_ORDER_SDM;

@@ -164,6 +164,11 @@ void   ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K
  * ct_gemm_bf16 does at every call: for an A that several products share (pack it once, then
  * ct_gemm_bf16_packed for each). trans_a = 0: A is [M, K] with leading dimension lda; 1: [K, M]. */
 void   ct_gemm_bf16_pack_a(uint16_t *work, const float *A, int lda, int trans_a, int M, int K);
+/* wt (ct_gemm_bf16_work_elems(K, M) elements) = the packing of A^T [K, M], made from work
+ * holding A [M, K] packed by ct_gemm_bf16_pack_a: the same bits as packing A^T from the floats
+ * (rounding is element by element), without rounding again or striding down float columns. For
+ * an operand used both ways (the LSTM backward's dz_t: dh = dz_t W_hh and dW = dz_t^T h). */
+void   ct_gemm_bf16_transpose_a(uint16_t *wt, const uint16_t *work, int M, int K);
 /* C [M, N] (+)= A op(B) with both operands packed (ct_gemm_bf16_pack_a, ct_gemm_bf16_pack). */
 void   ct_gemm_bf16_packed(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int accumulate);
 /* C [M, N] (leading dimension ldc) += op(A) [M, K] op(B), op(B) packed in bp, op(A) rounded

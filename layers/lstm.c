@@ -255,8 +255,9 @@ typedef struct {
     size_t dw_floats, pk_floats, dzs_floats;   /* per worker */
     uint16_t *bwh, *bwi;   /* bf16: W_hh [4H, H] and W_ih [4H, I_l] packed (layers/gemm_bf16.h) */
     uint16_t *bpk;         /* bf16: per worker, one step's h_{t-1} or x_t rows packed */
-    uint16_t *work;        /* bf16: per worker, an operand rounded to bf16 */
-    size_t bpk_elems, work_elems;   /* per worker */
+    uint16_t *work;        /* bf16: per worker, an operand rounded to bf16 (dz_t [rows, 4H] in the steps) */
+    uint16_t *workt;       /* bf16: per worker, dz_t^T [4H, rows]: work's values transposed */
+    size_t bpk_elems, work_elems, workt_elems;   /* per worker */
 } lstm_ws_view;
 
 /* The rows of dX = dz W_ih that one bf16 product takes (its operand buffer's size). */
@@ -296,9 +297,12 @@ static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
         v->bpk = (uint16_t *)f;
         size_t w1 = ct_gemm_bf16_work_elems(rows, G), w2 = ct_gemm_bf16_work_elems(G, rows);
         size_t w3 = ct_gemm_bf16_work_elems(LSTM_BF16_DX_ROWS, G);
-        v->work_elems = round16(w1 > w2 ? (w1 > w3 ? w1 : w3) : (w2 > w3 ? w2 : w3));
+        v->work_elems = round16(w1 > w3 ? w1 : w3);
         TAKE(f, halves((size_t)parts * v->work_elems));
         v->work = (uint16_t *)f;
+        v->workt_elems = round16(w2);
+        TAKE(f, halves((size_t)parts * v->workt_elems));
+        v->workt = (uint16_t *)f;
     }
 #undef TAKE
     return off;
@@ -770,15 +774,17 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
         }
         /* dh_{t-1} [b0:b1, H] += dz_t [b0:b1, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
         if (j->bf16) {   /* the same three products with bf16 operands; dW_ih as [4H, Il] */
-            uint16_t *work = wv->work + (size_t)part * wv->work_elems, *bpk = wv->bpk + (size_t)part * wv->bpk_elems;
-            if (t > 0) ct_gemm_bf16(rows, H, (int)G, dzt, (int)G, 0, wv->bwh, work, wv->dh + (size_t)b0 * H, H, 1);
-            ct_gemm_bf16_pack_a(work, dzt, (int)G, 1, (int)G, rows);   /* dz_t^T [4H, rows], rounded once for both dW */
+            uint16_t *work = wv->work + (size_t)part * wv->work_elems, *workt = wv->workt + (size_t)part * wv->workt_elems;
+            uint16_t *bpk = wv->bpk + (size_t)part * wv->bpk_elems;
+            ct_gemm_bf16_pack_a(work, dzt, (int)G, 0, rows, (int)G);       /* dz_t [rows, 4H], rounded once for all three */
+            if (t > 0) ct_gemm_bf16_packed(rows, H, (int)G, work, wv->bwh, wv->dh + (size_t)b0 * H, H, 1);
+            ct_gemm_bf16_transpose_a(workt, work, rows, (int)G);           /* dz_t^T [4H, rows] for both dW: moved, not rounded again */
             if (t > 0) {
                 ct_gemm_bf16_pack(bpk, j->lc->h + ((size_t)t * B + b0) * H, H, 0, rows, H);
-                ct_gemm_bf16_packed((int)G, H, rows, work, bpk, dwh, H, 1);
+                ct_gemm_bf16_packed((int)G, H, rows, workt, bpk, dwh, H, 1);
             }
             ct_gemm_bf16_pack(bpk, j->X + ((size_t)t * B + b0) * Il, Il, 0, rows, Il);
-            ct_gemm_bf16_packed((int)G, Il, rows, work, bpk, dwi, Il, 1);
+            ct_gemm_bf16_packed((int)G, Il, rows, workt, bpk, dwi, Il, 1);
         } else if (j->wp) {
             if (t > 0) {
                 ct_gemm_packed(rows, H, (int)G, dzt, (int)G, 0, j->wp, wv->dh + (size_t)b0 * H, H, 1);

@@ -699,6 +699,33 @@ static void packing(void)
             t_check(nw == (size_t)Mp * Kp && !bad, "%zu of %zu packed elements differ from the definition", bad, nw);
             free(a); free(w);
         }
+    /* A packed, then transposed in place of packing A^T from the floats (the LSTM backward's dz_t) */
+    static const struct { int M, K; } ts[] = { { 1, 1 }, { 7, 9 }, { 8, 8 }, { 17, 33 }, { 33, 257 }, { 40, 600 }, { 130, 70 }, { 128, 512 } };
+    for (size_t c = 0; c < sizeof ts / sizeof ts[0]; c++) {
+        const int M = ts[c].M, K = ts[c].K, ld = K + 3;
+        const int Mt = (K + 31) / 32 * 32, Kt = (M + 31) / 32 * 32;   /* A^T [K, M] packed: [Mt][Kt] */
+        t_case("bf16/pack A then transpose: M=%d K=%d, against the definition of A^T's packing", M, K);
+        ct_rng rng;
+        ct_rng_seed(&rng, 80 + c, 0);
+        const size_t na = (size_t)M * ld, nw = ct_gemm_bf16_work_elems(M, K), nt = ct_gemm_bf16_work_elems(K, M);
+        float *a = malloc(na * sizeof *a);
+        uint16_t *w = malloc(nw * sizeof *w), *wt = malloc(nt * sizeof *wt);
+        t_fill_uniform(a, na, -3, 3, &rng);
+        a[na / 2] = NAN;                    /* moved, not rounded again: a NaN stays the NaN packing made */
+        a[na / 3] = 1e-39f;                 /* a subnormal */
+        memset(w, 0xAA, nw * sizeof *w);
+        memset(wt, 0x55, nt * sizeof *wt);
+        ct_gemm_bf16_pack_a(w, a, ld, 0, M, K);
+        ct_gemm_bf16_transpose_a(wt, w, M, K);
+        size_t bad = 0;
+        for (int i = 0; i < Mt; i++)
+            for (int k = 0; k < Kt; k++) {
+                const uint16_t want = i < K && k < M ? ct_bf16_from_float(a[(size_t)k * ld + i]) : 0;
+                bad += wt[(size_t)i * Kt + k] != want;
+            }
+        t_check(nt == (size_t)Mt * Kt && !bad, "%zu of %zu elements differ from A^T's packing", bad, nt);
+        free(a); free(w); free(wt);
+    }
 }
 
 void suite_bf16(void)
