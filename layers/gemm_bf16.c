@@ -12,6 +12,9 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/threads.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #define KB CT_BF16_KB
 #define NB CT_BF16_NB
@@ -30,6 +33,28 @@ size_t ct_gemm_bf16_work_elems(int M, int K) { return (size_t)round_up(M, MB) * 
  * buffer, and then only moved. The rounding is the same function either way, so the packed
  * bits are the element-by-element definitions' (tests/test_bf16.c checks both layouts). */
 enum { PACK_CHUNK = 256 };   /* elements of a row rounded at once */
+
+/* dst [pairs][16] 32-bit words = the transpose of t's [16][pairs] words (pairs a multiple of
+ * 4): 4 x 4 blocks of words, transposed in SSE2 registers where there are, else one at a time. */
+static void pair_rows_transposed(uint16_t *dst, uint16_t (*t)[PACK_CHUNK], int pairs)
+{
+    for (int q = 0; q < pairs; q += 4)
+        for (int j = 0; j < NB; j += 4) {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+            const __m128i r0 = _mm_loadu_si128((const __m128i *)(t[j] + 2 * q)), r1 = _mm_loadu_si128((const __m128i *)(t[j + 1] + 2 * q));
+            const __m128i r2 = _mm_loadu_si128((const __m128i *)(t[j + 2] + 2 * q)), r3 = _mm_loadu_si128((const __m128i *)(t[j + 3] + 2 * q));
+            const __m128i a = _mm_unpacklo_epi32(r0, r1), b = _mm_unpackhi_epi32(r0, r1);   /* rows j, j+1: pairs q, q+1 | q+2, q+3 */
+            const __m128i c = _mm_unpacklo_epi32(r2, r3), d = _mm_unpackhi_epi32(r2, r3);   /* rows j+2, j+3: the same */
+            _mm_storeu_si128((__m128i *)(dst + ((size_t)q * NB + j) * 2),       _mm_unpacklo_epi64(a, c));
+            _mm_storeu_si128((__m128i *)(dst + ((size_t)(q + 1) * NB + j) * 2), _mm_unpackhi_epi64(a, c));
+            _mm_storeu_si128((__m128i *)(dst + ((size_t)(q + 2) * NB + j) * 2), _mm_unpacklo_epi64(b, d));
+            _mm_storeu_si128((__m128i *)(dst + ((size_t)(q + 3) * NB + j) * 2), _mm_unpackhi_epi64(b, d));
+#else
+            for (int qq = q; qq < q + 4; qq++)
+                for (int jj = j; jj < j + 4; jj++) memcpy(dst + ((size_t)qq * NB + jj) * 2, t[jj] + 2 * qq, 2 * sizeof *dst);
+#endif
+        }
+}
 
 /* op(B) [K, N] -> [P][Kp/2][16][2]: element (p, q, j, h) = bf16(op(B)[2q + h, 16p + j]), zeros past K and N. */
 void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
@@ -55,18 +80,22 @@ void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, 
             }
         return;
     }
-    /* B [N, K] (op(B) = B^T): column n of op(B) is row n of B, contiguous; its pairs go down
-     * panel n / 16, one 32-bit pair per tile row, at column n % 16 */
-    memset(bp, 0, (size_t)P * panel * sizeof *bp);
-    for (int n = 0; n < N; n++) {
-        uint16_t *col = bp + (size_t)(n / NB) * panel + (size_t)(n % NB) * 2;   /* pair-row 0 of column n */
-        for (int k0 = 0; k0 < K; k0 += PACK_CHUNK) {
-            const int kc = K - k0 < PACK_CHUNK ? K - k0 : PACK_CHUNK;
-            ct_bf16s_from_floats(r[0], B + (size_t)n * ldb + k0, (size_t)kc);
-            if (kc % 2) r[0][kc] = 0;   /* the last pair's second half: past K */
-            for (int q = 0; q < (kc + 1) / 2; q++) memcpy(col + (size_t)(k0 / 2 + q) * NB * 2, r[0] + 2 * q, 2 * sizeof *col);
+    /* B [N, K] (op(B) = B^T): column n of op(B) is row n of B, contiguous, and panel p holds
+     * rows 16p .. 16p+15 of B. Those 16 rows are rounded PACK_CHUNK at a time into t, whose
+     * 32-bit words are pairs (k, k+1) of a row: t is [16][pairs], and the panel's tile rows are
+     * its transpose, [pairs][16] (pair_rows_transposed). Every element is written, zeros included. */
+    uint16_t t[NB][PACK_CHUNK];
+    for (int p = 0; p < P; p++)
+        for (int k0 = 0; k0 < Kp; k0 += PACK_CHUNK) {
+            const int kc = Kp - k0 < PACK_CHUNK ? Kp - k0 : PACK_CHUNK;   /* a multiple of 32 */
+            const int have = K - k0 < kc ? K - k0 : kc;                  /* columns that exist (> 0) */
+            for (int j = 0; j < NB; j++) {
+                const int n = p * NB + j, got = n < N ? have : 0;
+                if (got) ct_bf16s_from_floats(t[j], B + (size_t)n * ldb + k0, (size_t)got);
+                memset(t[j] + got, 0, (size_t)(kc - got) * sizeof t[j][0]);
+            }
+            pair_rows_transposed(bp + (size_t)p * panel + (size_t)k0 * NB, t, kc / 2);
         }
-    }
 }
 
 /* blk[ii][k] = A[(k0 + k) lda + i0 + ii] for ii < mi, k < kc: 16 columns of A, gathered into
