@@ -142,6 +142,29 @@ static inline void tap_row(float *dst, int ox0, int n, const float *src, int xlo
     for (int ox = hi > ox0 ? hi : ox0; ox < end; ox++) dst[ox - ox0] = 0.0f;
 }
 
+/* Row k of the column matrix, tap (c, ky, kx) with k = (c KH + ky) KW + kx, gathered from
+ * one image im [C, H, W]: position pos = oy OW + ox goes to row[(pos / width) panel + pos %
+ * width] (row: where position 0 goes). width = P, one panel: a plain row of P. */
+static void im2col_tap(float *row, int width, size_t panel, const float *im, const conv2d_dims *d, int k)
+{
+    const int H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad, OH = d->OH, OW = d->OW;
+    const int c = k / (KH * KW), ky = k / KW % KH, kx = k % KW;
+    const float *imc = im + (size_t)c * H * W;                          /* [H, W] */
+    int xlo, xhi;
+    conv2d_valid_range(&xlo, &xhi, kx, s, p, W, OW);
+    const int ix0 = xlo * s + kx - p;                                   /* input column of ox = xlo */
+    for (int oy = 0; oy < OH; oy++) {
+        const int iy = oy * s + ky - p;
+        const float *src = iy < 0 || iy >= H ? NULL : imc + (size_t)iy * W + ix0;
+        if (width >= OH * OW) { tap_row(row + (size_t)oy * OW, 0, OW, src, xlo, xhi, s); continue; }   /* one panel */
+        for (int ox = 0; ox < OW;) {                                    /* the row, cut at panel edges */
+            const int pos = oy * OW + ox, q = pos % width, n = width - q < OW - ox ? width - q : OW - ox;
+            tap_row(row + (size_t)(pos / width) * panel + q, ox, n, src, xlo, xhi, s);
+            ox += n;
+        }
+    }
+}
+
 /* col <- receptive fields of one image im [C, H, W]: the matrix [K, P] (K = C*KH*KW,
  * P = OH*OW) cut into panels of `width` columns, [ceil(P/width)][K][width], element
  * (k, p) at (p / width) K width + k width + p % width. width = P is the plain
@@ -150,29 +173,9 @@ static inline void tap_row(float *dst, int ox0, int n, const float *src, int xlo
 CT_HOT
 static void im2col(float *col, int width, const float *im, const conv2d_dims *d)
 {
-    const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad;
-    const int OH = d->OH, OW = d->OW, K = C * KH * KW, P = OH * OW;
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW;
     const size_t panel = (size_t)K * width;
-    for (int c = 0; c < C; c++) {
-        const float *imc = im + (size_t)c * H * W;                      /* [H, W] */
-        for (int ky = 0; ky < KH; ky++) {
-            for (int kx = 0; kx < KW; kx++) {
-                const int k = (c * KH + ky) * KW + kx;                  /* this tap's row */
-                int xlo, xhi;
-                conv2d_valid_range(&xlo, &xhi, kx, s, p, W, OW);
-                const int ix0 = xlo * s + kx - p;                       /* input column of ox = xlo */
-                for (int oy = 0; oy < OH; oy++) {
-                    const int iy = oy * s + ky - p;
-                    const float *src = iy < 0 || iy >= H ? NULL : imc + (size_t)iy * W + ix0;
-                    for (int ox = 0; ox < OW;) {                        /* the row, cut at panel edges */
-                        const int pos = oy * OW + ox, q = pos % width, n = width - q < OW - ox ? width - q : OW - ox;
-                        tap_row(col + (size_t)(pos / width) * panel + (size_t)k * width + q, ox, n, src, xlo, xhi, s);
-                        ox += n;
-                    }
-                }
-            }
-        }
-    }
+    for (int k = 0; k < K; k++) im2col_tap(col + (size_t)k * width, width, panel, im, d, k);
     if (P % width)   /* the last panel's columns past P */
         for (int k = 0; k < K; k++)
             memset(col + (size_t)(P / width) * panel + (size_t)k * width + P % width, 0,
@@ -512,11 +515,17 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  *             dout_n [OC, P] packed; dcol [K, P] = W^T [K, OC] x dout_n;
  *             din_n = col2im(dcol) in float32; for 1x1 stride-1 unpadded kernels col is in_n
  *             and dcol is din_n, as in the float32 path.
- * Worker w's region: col [K, P] floats, the packed operand (the largest of the three
+ * col is never built whole in float32: BF16_TAPS of its rows at a time are gathered into the
+ * start of the column buffer (16 x P floats, which stay in the core's cache) and rounded into
+ * their place in the packed operand (ct_gemm_bf16_pack_rows; for col^T, whose columns they
+ * are, ct_gemm_bf16_pack_cols: one panel). Whole, col is several hundred kilobytes (the
+ * mnist_cnn's second layer: 288 x 576 floats, 648 KiB), written and read back per image.
+ * Worker w's region: col [K, P] floats (dcol in backward), the packed operand (the largest of the three
  * products' ct_gemm_bf16_pack_elems), the rounded-operand buffer for dout_n
  * (ct_gemm_bf16_work_elems(OC, P)), each in floats rounded up to 16 (64 bytes). After the
  * regions: a partial dW [OC, K] per worker but the first, started at its first image and
  * added in worker order, as the float32 path does; then the packed W (or W^T). */
+enum { BF16_TAPS = CT_BF16_NB };   /* rows of col gathered at a time: one panel of col^T */
 static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
 static size_t bf16_floats(size_t elems) { return round16((elems + 1) / 2); }   /* floats that hold `elems` bf16 */
 static size_t max3z(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
@@ -580,10 +589,14 @@ static void forward_image_bf16(void *ctx, int n, int worker)
     const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;   /* [C, H, W] */
     float *out_n = j->out + (size_t)n * OC * P;                    /* [OC, P] */
     const bf16_region r = bf16_region_of(j->ws, d, worker);
-    const float *col = in_n;                                       /* [K, P] */
-    if (!conv2d_is_pointwise(d)) { im2col(r.col, P, in_n, d); col = r.col; }
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
-    ct_gemm_bf16_pack(r.pack, col, P, 0, K, P);
+    if (conv2d_is_pointwise(d)) ct_gemm_bf16_pack(r.pack, in_n, P, 0, K, P);   /* col is in_n */
+    else
+        for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {   /* 16 rows of col gathered, then rounded into place */
+            const int kc = K - k0 < BF16_TAPS ? K - k0 : BF16_TAPS;
+            for (int k = k0; k < k0 + kc; k++) im2col_tap(r.col + (size_t)(k - k0) * P, P, 0, in_n, d, k);
+            ct_gemm_bf16_pack_rows(r.pack, r.col, P, k0, kc, K, P);
+        }
     ct_gemm_bf16_packed(OC, P, K, bf16_weights(j->ws, d), r.pack, out_n, P, 0);
     if (j->b) add_bias(out_n, j->b, OC, P);
 }
@@ -601,9 +614,14 @@ static void backward_image_bf16(void *ctx, int n, int worker)
      * partial dW, started (overwritten) at their first image */
     float *dw = worker == 0 ? j->dw : j->ws + (size_t)W * bf16_worker_floats(d) + (size_t)(worker - 1) * OC * K;
     const int acc = worker == 0 || n != worker;
-    const float *col = in_n;                                       /* [K, P] */
-    if (!conv2d_is_pointwise(d)) { im2col(r.col, P, in_n, d); col = r.col; }
-    ct_gemm_bf16_pack(r.pack, col, P, 1, P, K);                    /* op(B) = col^T [P, K] */
+    /* op(B) = col^T [P, K]: its columns are col's rows, 16 of them (one panel) gathered at a time */
+    if (conv2d_is_pointwise(d)) ct_gemm_bf16_pack(r.pack, in_n, P, 1, P, K);   /* col is in_n */
+    else
+        for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {
+            const int kc = K - k0 < BF16_TAPS ? K - k0 : BF16_TAPS;
+            for (int k = k0; k < k0 + kc; k++) im2col_tap(r.col + (size_t)(k - k0) * P, P, 0, in_n, d, k);
+            ct_gemm_bf16_pack_cols(r.pack, r.col, P, k0, kc, P, K);
+        }
     ct_gemm_bf16(OC, K, P, dout_n, P, 0, r.pack, r.work, dw, K, acc);
     if (!j->din) return;
     /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]: into din_n itself for 1x1 kernels, else into

@@ -56,46 +56,75 @@ static void pair_rows_transposed(uint16_t *dst, uint16_t (*t)[PACK_CHUNK], int p
         }
 }
 
-/* op(B) [K, N] -> [P][Kp/2][16][2]: element (p, q, j, h) = bf16(op(B)[2q + h, 16p + j]), zeros past K and N. */
-void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
+/* 16 columns of two rounded rows interleaved into one 64-byte tile row: pair j is (r0[j], r1[j]). */
+static void pair_interleaved(uint16_t *row, const uint16_t *r0, const uint16_t *r1)
 {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+    for (int j = 0; j < NB; j += 8) {
+        const __m128i a = _mm_loadu_si128((const __m128i *)(r0 + j)), b = _mm_loadu_si128((const __m128i *)(r1 + j));
+        _mm_storeu_si128((__m128i *)(row + 2 * j),     _mm_unpacklo_epi16(a, b));
+        _mm_storeu_si128((__m128i *)(row + 2 * j + 8), _mm_unpackhi_epi16(a, b));
+    }
+#else
+    for (int j = 0; j < NB; j++) { row[2 * j] = r0[j]; row[2 * j + 1] = r1[j]; }
+#endif
+}
+
+/* op(B) [K, N] -> [P][Kp/2][16][2]: element (p, q, j, h) = bf16(op(B)[2q + h, 16p + j]), zeros
+ * past K and N. Rows k0 .. k0+kc-1 of op(B), given as floats rows [kc][ldr]: pair-row q
+ * interleaves rows 2q and 2q+1, PACK_CHUNK columns at a time. The chunk that reaches K also
+ * writes the zero pair-rows up to Kp. */
+void ct_gemm_bf16_pack_rows(uint16_t *bp, const float *rows, int ldr, int k0, int kc, int K, int N)
+{
+    CT_ASSERT(k0 % 2 == 0 && kc > 0 && k0 + kc <= K && (kc % 2 == 0 || k0 + kc == K));
     const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
     const size_t panel = (size_t)(Kp / 2) * NB * 2;   /* elements of one panel */
+    const int qend = k0 + kc == K ? Kp / 2 : (k0 + kc) / 2;
     uint16_t r[2][PACK_CHUNK];
-    if (!trans) {
-        /* B [K, N] row-major: pair-row q interleaves rows 2q and 2q+1, PACK_CHUNK columns at a time */
-        for (int q = 0; q < Kp / 2; q++)
-            for (int n0 = 0; n0 < P * NB; n0 += PACK_CHUNK) {
-                const int nc = P * NB - n0 < PACK_CHUNK ? P * NB - n0 : PACK_CHUNK;       /* a multiple of 16 */
-                const int have = N - n0 < 0 ? 0 : N - n0 < nc ? N - n0 : nc;           /* columns that exist */
-                for (int h = 0; h < 2; h++) {
-                    const int k = 2 * q + h, got = k < K ? have : 0;   /* row k's columns that exist; zeros after */
-                    if (got) ct_bf16s_from_floats(r[h], B + (size_t)k * ldb + n0, (size_t)got);
-                    memset(r[h] + got, 0, (size_t)(nc - got) * sizeof r[h][0]);
-                }
-                for (int c = 0; c < nc; c += NB) {
-                    uint16_t *row = bp + (size_t)((n0 + c) / NB) * panel + (size_t)q * NB * 2;   /* one tile row, 64 bytes */
-                    for (int j = 0; j < NB; j++) { row[2 * j] = r[0][c + j]; row[2 * j + 1] = r[1][c + j]; }
-                }
+    for (int q = k0 / 2; q < qend; q++)
+        for (int n0 = 0; n0 < P * NB; n0 += PACK_CHUNK) {
+            const int nc = P * NB - n0 < PACK_CHUNK ? P * NB - n0 : PACK_CHUNK;       /* a multiple of 16 */
+            const int have = N - n0 < 0 ? 0 : N - n0 < nc ? N - n0 : nc;           /* columns that exist */
+            for (int h = 0; h < 2; h++) {
+                const int k = 2 * q + h, got = k < k0 + kc ? have : 0;   /* row k's columns that exist; zeros after */
+                if (got) ct_bf16s_from_floats(r[h], rows + (size_t)(k - k0) * ldr + n0, (size_t)got);
+                memset(r[h] + got, 0, (size_t)(nc - got) * sizeof r[h][0]);
             }
-        return;
-    }
-    /* B [N, K] (op(B) = B^T): column n of op(B) is row n of B, contiguous, and panel p holds
-     * rows 16p .. 16p+15 of B. Those 16 rows are rounded PACK_CHUNK at a time into t, whose
-     * 32-bit words are pairs (k, k+1) of a row: t is [16][pairs], and the panel's tile rows are
-     * its transpose, [pairs][16] (pair_rows_transposed). Every element is written, zeros included. */
+            for (int c = 0; c < nc; c += NB)   /* one tile row, 64 bytes, per panel */
+                pair_interleaved(bp + (size_t)((n0 + c) / NB) * panel + (size_t)q * NB * 2, r[0] + c, r[1] + c);
+        }
+}
+
+/* Columns n0 .. n0+nc-1 of op(B) [K, N], given as the rows of B^T, cols [nc][ldc]: column n
+ * of op(B) is contiguous, and panel p holds columns 16p .. 16p+15. Those 16 rows are rounded
+ * PACK_CHUNK at a time into t, whose 32-bit words are pairs (k, k+1) of a row: t is
+ * [16][pairs], and the panel's tile rows are its transpose, [pairs][16]
+ * (pair_rows_transposed). Every element is written, zeros included; the call that reaches N
+ * also writes the zero panels up to P. */
+void ct_gemm_bf16_pack_cols(uint16_t *bp, const float *cols, int ldc, int n0, int nc, int K, int N)
+{
+    CT_ASSERT(n0 % NB == 0 && nc > 0 && n0 + nc <= N && (nc % NB == 0 || n0 + nc == N));
+    const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
+    const size_t panel = (size_t)(Kp / 2) * NB * 2;
+    const int pend = n0 + nc == N ? P : (n0 + nc) / NB;
     uint16_t t[NB][PACK_CHUNK];
-    for (int p = 0; p < P; p++)
+    for (int p = n0 / NB; p < pend; p++)
         for (int k0 = 0; k0 < Kp; k0 += PACK_CHUNK) {
             const int kc = Kp - k0 < PACK_CHUNK ? Kp - k0 : PACK_CHUNK;   /* a multiple of 32 */
             const int have = K - k0 < kc ? K - k0 : kc;                  /* columns that exist (> 0) */
             for (int j = 0; j < NB; j++) {
-                const int n = p * NB + j, got = n < N ? have : 0;
-                if (got) ct_bf16s_from_floats(t[j], B + (size_t)n * ldb + k0, (size_t)got);
+                const int n = p * NB + j, got = n < n0 + nc ? have : 0;
+                if (got) ct_bf16s_from_floats(t[j], cols + (size_t)(n - n0) * ldc + k0, (size_t)got);
                 memset(t[j] + got, 0, (size_t)(kc - got) * sizeof t[j][0]);
             }
             pair_rows_transposed(bp + (size_t)p * panel + (size_t)k0 * NB, t, kc / 2);
         }
+}
+
+void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
+{
+    if (trans) ct_gemm_bf16_pack_cols(bp, B, ldb, 0, N, K, N);   /* B [N, K]: op(B) = B^T */
+    else       ct_gemm_bf16_pack_rows(bp, B, ldb, 0, K, K, N);   /* B [K, N] row-major */
 }
 
 /* blk[ii][k] = A[(k0 + k) lda + i0 + ii] for ii < mi, k < kc: 16 columns of A, gathered into

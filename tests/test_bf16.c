@@ -674,7 +674,22 @@ static void packing(void)
                             bad += bp[(((size_t)p * (Kp / 2) + q) * 16 + j) * 2 + h] != want;
                         }
             t_check(np == (size_t)P * Kp * 16 && !bad, "%zu of %zu packed elements differ from the definition", bad, np);
-            free(b); free(bp);
+            /* the same, a part at a time (ct_gemm_bf16_pack_rows / _cols): parts of uneven sizes,
+             * the last one cut short by K or N, into a buffer of garbage */
+            t_case("bf16/pack B in parts: K=%d N=%d%s, the same bits as whole", K, N, trans ? " (B^T given, 16-column parts)" : " (row parts)");
+            uint16_t *bq = malloc(np * sizeof *bq);
+            memset(bq, 0x55, np * sizeof *bq);
+            int parts = 0;
+            if (!trans)
+                for (int k0 = 0, step = 2; k0 < K; k0 += step, step = step == 2 ? 6 : step == 6 ? 16 : 2, parts++)
+                    ct_gemm_bf16_pack_rows(bq, b + (size_t)k0 * ld, ld, k0, K - k0 < step ? K - k0 : step, K, N);
+            else
+                for (int n0 = 0, step = 16; n0 < N; n0 += step, step = step == 16 ? 32 : 16, parts++)
+                    ct_gemm_bf16_pack_cols(bq, b + (size_t)n0 * ld, ld, n0, N - n0 < step ? N - n0 : step, K, N);
+            size_t differ = 0;
+            for (size_t i = 0; i < np; i++) differ += bq[i] != bp[i];
+            t_check(!differ, "%zu of %zu elements packed in %d parts differ from the whole packing", differ, np, parts);
+            free(b); free(bp); free(bq);
         }
     static const struct { int M, K; } as[] = { { 1, 1 }, { 15, 31 }, { 17, 33 }, { 33, 257 }, { 128, 128 }, { 40, 600 } };
     for (size_t c = 0; c < sizeof as / sizeof as[0]; c++)
