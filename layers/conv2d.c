@@ -511,8 +511,9 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  * Per image n on worker w (K = C*KH*KW, P = OH*OW):
  *   forward:  col [K, P] = im2col(in_n), packed as B (rounded once);
  *             out_n [OC, P] = W [OC, K] x col; + b[o] on row o, in float32
- *   backward: col^T [P, K] packed; dW [OC, K] += dout_n [OC, P] x col^T (dout_n rounded);
- *             dout_n [OC, P] packed; dcol [K, P] = W^T [K, OC] x dout_n;
+ *   backward: col^T [P, K] packed; dout_n [OC, P] rounded once (ct_gemm_bf16_pack_a);
+ *             dW [OC, K] += dout_n x col^T;
+ *             dout_n repacked as B (ct_gemm_bf16_pack_from_a); dcol [K, P] = W^T [K, OC] x dout_n;
  *             din_n = col2im(dcol) in float32; for 1x1 stride-1 unpadded kernels col is in_n
  *             and dcol is din_n, as in the float32 path.
  * col is never built whole in float32: BF16_TAPS of its rows at a time are gathered into the
@@ -622,13 +623,14 @@ static void backward_image_bf16(void *ctx, int n, int worker)
             for (int k = k0; k < k0 + kc; k++) im2col_tap(r.col + (size_t)(k - k0) * P, P, 0, in_n, d, k);
             ct_gemm_bf16_pack_cols(r.pack, r.col, P, k0, kc, P, K);
         }
-    ct_gemm_bf16(OC, K, P, dout_n, P, 0, r.pack, r.work, dw, K, acc);
+    ct_gemm_bf16_pack_a(r.work, dout_n, P, 0, OC, P);             /* dout_n rounded once, for both products */
+    ct_gemm_bf16_packed(OC, K, P, r.work, r.pack, dw, K, acc);
     if (!j->din) return;
     /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]: into din_n itself for 1x1 kernels, else into
      * the column buffer (col is no longer needed), then scattered back by col2im */
     float *din_n = j->din + (size_t)n * in_img;
     const int pw = conv2d_is_pointwise(d);
-    ct_gemm_bf16_pack(r.pack, dout_n, P, 0, OC, P);
+    ct_gemm_bf16_pack_from_a(r.pack, r.work, OC, P);               /* dout_n [OC, P] as B, from its rounding */
     ct_gemm_bf16_packed(K, P, OC, bf16_weights(j->ws, d), r.pack, pw ? din_n : r.col, P, 0);
     if (pw) return;
     memset(din_n, 0, in_img * sizeof *din_n);

@@ -121,6 +121,19 @@ void ct_gemm_bf16_pack_cols(uint16_t *bp, const float *cols, int ldc, int n0, in
         }
 }
 
+/* From B [K, N] already rounded and packed as an A (w [Kp][Np], zeros past K and N): pair-row
+ * q of every panel interleaves w's rows 2q and 2q+1, 16 columns at a time; nothing to round,
+ * and the zeros are w's own. */
+void ct_gemm_bf16_pack_from_a(uint16_t *bp, const uint16_t *w, int K, int N)
+{
+    const int Kp = round_up(K, KB), Np = round_up(N, 2 * NB);   /* Np: w's row length, P panels of 16 */
+    const size_t panel = (size_t)(Kp / 2) * NB * 2;
+    for (int q = 0; q < Kp / 2; q++) {
+        const uint16_t *r0 = w + (size_t)(2 * q) * Np, *r1 = r0 + Np;
+        for (int p = 0; p < Np / NB; p++) pair_interleaved(bp + (size_t)p * panel + (size_t)q * NB * 2, r0 + p * NB, r1 + p * NB);
+    }
+}
+
 void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
 {
     if (trans) ct_gemm_bf16_pack_cols(bp, B, ldb, 0, N, K, N);   /* B [N, K]: op(B) = B^T */

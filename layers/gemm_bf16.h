@@ -179,6 +179,10 @@ void   ct_gemm_bf16_pack_a(uint16_t *work, const float *A, int lda, int trans_a,
  * (rounding is element by element), without rounding again or striding down float columns. For
  * an operand used both ways (the LSTM backward's dz_t: dh = dz_t W_hh and dW = dz_t^T h). */
 void   ct_gemm_bf16_transpose_a(uint16_t *wt, const uint16_t *work, int M, int K);
+/* bp = the packing of B [K, N] (ct_gemm_bf16_pack, trans = 0) made from work holding the same B
+ * packed as an A (ct_gemm_bf16_pack_a(work, B, ldb, 0, K, N)): the same bits, without rounding
+ * again. For an operand used both ways (conv2d's dout_n: A of dW, B of dcol). */
+void   ct_gemm_bf16_pack_from_a(uint16_t *bp, const uint16_t *work, int K, int N);
 /* C [M, N] (+)= A op(B) with both operands packed (ct_gemm_bf16_pack_a, ct_gemm_bf16_pack). */
 void   ct_gemm_bf16_packed(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int accumulate);
 /* C [M, N] (leading dimension ldc) += op(A) [M, K] op(B), op(B) packed in bp, op(A) rounded

@@ -691,6 +691,26 @@ static void packing(void)
             t_check(!differ, "%zu of %zu elements packed in %d parts differ from the whole packing", differ, np, parts);
             free(b); free(bp); free(bq);
         }
+    /* B packed from its packing as an A (ct_gemm_bf16_pack_from_a): the same bits as from the floats */
+    for (size_t c = 0; c < sizeof bs / sizeof bs[0]; c++) {
+        const int K = bs[c].K, N = bs[c].N, ld = N + 7;
+        t_case("bf16/pack B from its A packing: K=%d N=%d, the same bits as from the floats", K, N);
+        ct_rng rng;
+        ct_rng_seed(&rng, 50 + c, 0);
+        const size_t nb = (size_t)K * ld, np = ct_gemm_bf16_pack_elems(K, N), nw = ct_gemm_bf16_work_elems(K, N);
+        float *b = malloc(nb * sizeof *b);
+        uint16_t *bp = malloc(np * sizeof *bp), *bq = malloc(np * sizeof *bq), *w = malloc(nw * sizeof *w);
+        t_fill_uniform(b, nb, -3, 3, &rng);
+        b[nb / 2] = NAN; b[nb / 3] = 1e-40f;   /* a NaN and a subnormal move like any other value */
+        memset(bq, 0x55, np * sizeof *bq);
+        ct_gemm_bf16_pack(bp, b, ld, 0, K, N);
+        ct_gemm_bf16_pack_a(w, b, ld, 0, K, N);
+        ct_gemm_bf16_pack_from_a(bq, w, K, N);
+        size_t differ = 0;
+        for (size_t i = 0; i < np; i++) differ += bq[i] != bp[i];
+        t_check(!differ, "%zu of %zu elements differ", differ, np);
+        free(b); free(bp); free(bq); free(w);
+    }
     static const struct { int M, K; } as[] = { { 1, 1 }, { 15, 31 }, { 17, 33 }, { 33, 257 }, { 128, 128 }, { 40, 600 } };
     for (size_t c = 0; c < sizeof as / sizeof as[0]; c++)
         for (int trans = 0; trans < 2; trans++) {
