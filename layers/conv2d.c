@@ -44,6 +44,7 @@
 #include <string.h>
 #include "core/hot.h"
 #include "core/threads.h"
+#include "core/bf16.h"
 #include "layers/conv2d.h"
 #include "layers/conv2d_winograd.h"
 #include "layers/gemm_bf16.h"
@@ -127,42 +128,60 @@ static void conv2d_valid_range(int *lo, int *hi, int k, int s, int p, int size, 
     *lo = l; *hi = h;
 }
 
+/* The gather below works on elements of es bytes: float32 columns (4) and, for the bf16
+ * path, bf16 ones (2) gathered from the image rounded once. Both are inlined with es a
+ * constant, so that every memcpy of one element is a plain move. */
+#define CT_INLINE static inline __attribute__((always_inline))
+
 /* dst [n] <- outputs ox0 .. ox0+n-1 of one tap on one output row: the input row
  * `src` (NULL: a row of padding) read from its column ix0 at output xlo with stride
  * s, zero outside the valid outputs [xlo, xhi). */
-static inline void tap_row(float *dst, int ox0, int n, const float *src, int xlo, int xhi, int s)
+CT_INLINE void tap_row(char *dst, int ox0, int n, const char *src, int xlo, int xhi, int s, size_t es)
 {
     const int end = ox0 + n;
-    if (!src) { memset(dst, 0, (size_t)n * sizeof *dst); return; }
+    if (!src) { memset(dst, 0, (size_t)n * es); return; }
     int lo = xlo > ox0 ? xlo : ox0, hi = xhi < end ? xhi : end;
     if (hi < lo) hi = lo;
-    for (int ox = ox0; ox < lo && ox < end; ox++) dst[ox - ox0] = 0.0f;
-    if (s == 1) memcpy(dst + (lo - ox0), src + (lo - xlo), (size_t)(hi - lo) * sizeof *dst);
-    else for (int ox = lo; ox < hi; ox++) dst[ox - ox0] = src[(size_t)(ox - xlo) * s];
-    for (int ox = hi > ox0 ? hi : ox0; ox < end; ox++) dst[ox - ox0] = 0.0f;
+    const int zl = (lo < end ? lo : end) - ox0, zr = hi > ox0 ? hi : ox0;   /* zeros: [ox0, ox0+zl) and [zr, end) */
+    if (zl > 0) memset(dst, 0, (size_t)zl * es);
+    if (s == 1) memcpy(dst + (size_t)(lo - ox0) * es, src + (size_t)(lo - xlo) * es, (size_t)(hi - lo) * es);
+    else for (int ox = lo; ox < hi; ox++) memcpy(dst + (size_t)(ox - ox0) * es, src + (size_t)(ox - xlo) * s * es, es);
+    if (zr < end) memset(dst + (size_t)(zr - ox0) * es, 0, (size_t)(end - zr) * es);
 }
 
 /* Row k of the column matrix, tap (c, ky, kx) with k = (c KH + ky) KW + kx, gathered from
  * one image im [C, H, W]: position pos = oy OW + ox goes to row[(pos / width) panel + pos %
- * width] (row: where position 0 goes). width = P, one panel: a plain row of P. */
-static void im2col_tap(float *row, int width, size_t panel, const float *im, const conv2d_dims *d, int k)
+ * width] (row: where position 0 goes; panel in elements). width = P, one panel: a plain row
+ * of P. */
+CT_INLINE void im2col_tap_es(char *row, int width, size_t panel, const char *im, const conv2d_dims *d, int k, size_t es)
 {
     const int H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad, OH = d->OH, OW = d->OW;
     const int c = k / (KH * KW), ky = k / KW % KH, kx = k % KW;
-    const float *imc = im + (size_t)c * H * W;                          /* [H, W] */
+    const char *imc = im + (size_t)c * H * W * es;                      /* [H, W] */
     int xlo, xhi;
     conv2d_valid_range(&xlo, &xhi, kx, s, p, W, OW);
     const int ix0 = xlo * s + kx - p;                                   /* input column of ox = xlo */
     for (int oy = 0; oy < OH; oy++) {
         const int iy = oy * s + ky - p;
-        const float *src = iy < 0 || iy >= H ? NULL : imc + (size_t)iy * W + ix0;
-        if (width >= OH * OW) { tap_row(row + (size_t)oy * OW, 0, OW, src, xlo, xhi, s); continue; }   /* one panel */
+        const char *src = iy < 0 || iy >= H ? NULL : imc + ((size_t)iy * W + ix0) * es;
+        if (width >= OH * OW) { tap_row(row + (size_t)oy * OW * es, 0, OW, src, xlo, xhi, s, es); continue; }   /* one panel */
         for (int ox = 0; ox < OW;) {                                    /* the row, cut at panel edges */
             const int pos = oy * OW + ox, q = pos % width, n = width - q < OW - ox ? width - q : OW - ox;
-            tap_row(row + (size_t)(pos / width) * panel + q, ox, n, src, xlo, xhi, s);
+            tap_row(row + ((size_t)(pos / width) * panel + q) * es, ox, n, src, xlo, xhi, s, es);
             ox += n;
         }
     }
+}
+
+static void im2col_tap(float *row, int width, size_t panel, const float *im, const conv2d_dims *d, int k)
+{
+    im2col_tap_es((char *)row, width, panel, (const char *)im, d, k, sizeof *row);
+}
+
+/* row [P] <- row k of the column matrix in bf16, from the image rounded to bf16, imb [C, H, W] */
+static void im2col_tap_bf16(uint16_t *row, const uint16_t *imb, const conv2d_dims *d, int k)
+{
+    im2col_tap_es((char *)row, d->OH * d->OW, 0, (const char *)imb, d, k, sizeof *row);
 }
 
 /* col <- receptive fields of one image im [C, H, W]: the matrix [K, P] (K = C*KH*KW,
@@ -516,12 +535,15 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  *             dout_n repacked as B (ct_gemm_bf16_pack_from_a); dcol [K, P] = W^T [K, OC] x dout_n;
  *             din_n = col2im(dcol) in float32; for 1x1 stride-1 unpadded kernels col is in_n
  *             and dcol is din_n, as in the float32 path.
- * col is never built whole in float32: BF16_TAPS of its rows at a time are gathered into the
- * start of the column buffer (16 x P floats, which stay in the core's cache) and rounded into
- * their place in the packed operand (ct_gemm_bf16_pack_rows; for col^T, whose columns they
- * are, ct_gemm_bf16_pack_cols: one panel). Whole, col is several hundred kilobytes (the
- * mnist_cnn's second layer: 288 x 576 floats, 648 KiB), written and read back per image.
- * Worker w's region: col [K, P] floats (dcol in backward), the packed operand (the largest of the three
+ * col is never built in float32. Rounding is element by element and im2col only copies, so
+ * im2col(bf16(in_n)) = bf16(im2col(in_n)) bit for bit (padding: bf16(0) = 0): each pixel is
+ * rounded once (K x P elements of col come from C x H x W pixels: in the mnist_cnn's second
+ * layer 166 k from 22 k), then BF16_TAPS rows of col at a time are gathered in bf16 into a
+ * small buffer (16 x P, in the core's cache) and moved into their place in the packed operand
+ * (ct_gemm_bf16_pack_rows_bf16; for col^T, whose columns they are, ..._cols_bf16: one panel).
+ * Whole, in float32, col would be 648 KiB there, written and read back per image.
+ * Worker w's region: col [K, P] floats (dcol in backward), the image in bf16 [C, H, W], the
+ * gathered rows in bf16 [16, P], the packed operand (the largest of the three
  * products' ct_gemm_bf16_pack_elems), the rounded-operand buffer for dout_n
  * (ct_gemm_bf16_work_elems(OC, P)), each in floats rounded up to 16 (64 bytes). After the
  * regions: a partial dW [OC, K] per worker but the first, started at its first image and
@@ -552,9 +574,13 @@ static size_t bf16_weight_floats(const conv2d_dims *d)
     return bf16_floats(f > b ? f : b);
 }
 
+/* The image rounded, [C, H, W], and BF16_TAPS rows of col gathered from it, [16, P]: bf16. */
+static size_t bf16_img_floats(const conv2d_dims *d) { return bf16_floats((size_t)d->C * d->H * d->W); }
+static size_t bf16_taps_floats(const conv2d_dims *d) { return bf16_floats((size_t)BF16_TAPS * d->OH * d->OW); }
+
 static size_t bf16_worker_floats(const conv2d_dims *d)
 {
-    return round16(col_floats(d)) + bf16_pack_floats(d) + bf16_work_floats(d);
+    return round16(col_floats(d)) + bf16_img_floats(d) + bf16_taps_floats(d) + bf16_pack_floats(d) + bf16_work_floats(d);
 }
 
 /* Where the packed weights start: after the workers' regions and partial dWs. */
@@ -569,7 +595,9 @@ size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d) { return bf16_weigh
 static uint16_t *bf16_weights(float *ws, const conv2d_dims *d) { return (uint16_t *)(void *)(ws + bf16_weight_offset(d)); }
 
 typedef struct {
-    float    *col;    /* [K, P]: im2col, later dcol */
+    float    *col;    /* [K, P]: dcol */
+    uint16_t *img;    /* [C, H, W]: the image rounded */
+    uint16_t *taps;   /* [BF16_TAPS, P]: rows of col gathered from img */
     uint16_t *pack;   /* the packed operand B */
     uint16_t *work;   /* op(A) rounded to bf16 */
 } bf16_region;
@@ -577,9 +605,9 @@ typedef struct {
 static bf16_region bf16_region_of(float *ws, const conv2d_dims *d, int worker)
 {
     float *base = ws + (size_t)worker * bf16_worker_floats(d);
-    float *pack = base + round16(col_floats(d));
-    return (bf16_region){ .col = base, .pack = (uint16_t *)(void *)pack,
-                          .work = (uint16_t *)(void *)(pack + bf16_pack_floats(d)) };
+    float *img = base + round16(col_floats(d)), *taps = img + bf16_img_floats(d), *pack = taps + bf16_taps_floats(d);
+    return (bf16_region){ .col = base, .img = (uint16_t *)(void *)img, .taps = (uint16_t *)(void *)taps,
+                          .pack = (uint16_t *)(void *)pack, .work = (uint16_t *)(void *)(pack + bf16_pack_floats(d)) };
 }
 
 static void forward_image_bf16(void *ctx, int n, int worker)
@@ -592,12 +620,14 @@ static void forward_image_bf16(void *ctx, int n, int worker)
     const bf16_region r = bf16_region_of(j->ws, d, worker);
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
     if (conv2d_is_pointwise(d)) ct_gemm_bf16_pack(r.pack, in_n, P, 0, K, P);   /* col is in_n */
-    else
-        for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {   /* 16 rows of col gathered, then rounded into place */
+    else {
+        ct_bf16s_from_floats(r.img, in_n, (size_t)d->C * d->H * d->W);   /* each pixel rounded once */
+        for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {   /* 16 rows of col gathered, then moved into place */
             const int kc = K - k0 < BF16_TAPS ? K - k0 : BF16_TAPS;
-            for (int k = k0; k < k0 + kc; k++) im2col_tap(r.col + (size_t)(k - k0) * P, P, 0, in_n, d, k);
-            ct_gemm_bf16_pack_rows(r.pack, r.col, P, k0, kc, K, P);
+            for (int k = k0; k < k0 + kc; k++) im2col_tap_bf16(r.taps + (size_t)(k - k0) * P, r.img, d, k);
+            ct_gemm_bf16_pack_rows_bf16(r.pack, r.taps, P, k0, kc, K, P);
         }
+    }
     ct_gemm_bf16_packed(OC, P, K, bf16_weights(j->ws, d), r.pack, out_n, P, 0);
     if (j->b) add_bias(out_n, j->b, OC, P);
 }
@@ -617,12 +647,14 @@ static void backward_image_bf16(void *ctx, int n, int worker)
     const int acc = worker == 0 || n != worker;
     /* op(B) = col^T [P, K]: its columns are col's rows, 16 of them (one panel) gathered at a time */
     if (conv2d_is_pointwise(d)) ct_gemm_bf16_pack(r.pack, in_n, P, 1, P, K);   /* col is in_n */
-    else
+    else {
+        ct_bf16s_from_floats(r.img, in_n, in_img);
         for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {
             const int kc = K - k0 < BF16_TAPS ? K - k0 : BF16_TAPS;
-            for (int k = k0; k < k0 + kc; k++) im2col_tap(r.col + (size_t)(k - k0) * P, P, 0, in_n, d, k);
-            ct_gemm_bf16_pack_cols(r.pack, r.col, P, k0, kc, P, K);
+            for (int k = k0; k < k0 + kc; k++) im2col_tap_bf16(r.taps + (size_t)(k - k0) * P, r.img, d, k);
+            ct_gemm_bf16_pack_cols_bf16(r.pack, r.taps, P, k0, kc, P, K);
         }
+    }
     ct_gemm_bf16_pack_a(r.work, dout_n, P, 0, OC, P);             /* dout_n rounded once, for both products */
     ct_gemm_bf16_packed(OC, K, P, r.work, r.pack, dw, K, acc);
     if (!j->din) return;

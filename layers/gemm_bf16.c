@@ -34,9 +34,10 @@ size_t ct_gemm_bf16_work_elems(int M, int K) { return (size_t)round_up(M, MB) * 
  * bits are the element-by-element definitions' (tests/test_bf16.c checks both layouts). */
 enum { PACK_CHUNK = 256 };   /* elements of a row rounded at once */
 
-/* dst [pairs][16] 32-bit words = the transpose of t's [16][pairs] words (pairs a multiple of
- * 4): 4 x 4 blocks of words, transposed in SSE2 registers where there are, else one at a time. */
-static void pair_rows_transposed(uint16_t *dst, uint16_t (*t)[PACK_CHUNK], int pairs)
+/* dst [pairs][16] 32-bit words = the transpose of the 16 rows t[j] (pairs words each, pairs a
+ * multiple of 4): 4 x 4 blocks of words, transposed in SSE2 registers where there are, else one
+ * at a time. */
+static void pair_rows_transposed(uint16_t *dst, const uint16_t *const t[NB], int pairs)
 {
     for (int q = 0; q < pairs; q += 4)
         for (int j = 0; j < NB; j += 4) {
@@ -70,74 +71,95 @@ static void pair_interleaved(uint16_t *row, const uint16_t *r0, const uint16_t *
 #endif
 }
 
+/* dst [n] <- src [got] rounded to bf16 (src: float32) or copied (bf16), then zeros up to n. */
+static void row_in(uint16_t *dst, const void *src, int bf16, int got, int n)
+{
+    if (got > 0 && bf16) memcpy(dst, src, (size_t)got * sizeof *dst);
+    else if (got > 0)    ct_bf16s_from_floats(dst, src, (size_t)got);
+    memset(dst + (got > 0 ? got : 0), 0, (size_t)(n - (got > 0 ? got : 0)) * sizeof *dst);
+}
+
 /* op(B) [K, N] -> [P][Kp/2][16][2]: element (p, q, j, h) = bf16(op(B)[2q + h, 16p + j]), zeros
- * past K and N. Rows k0 .. k0+kc-1 of op(B), given as floats rows [kc][ldr]: pair-row q
- * interleaves rows 2q and 2q+1, PACK_CHUNK columns at a time. The chunk that reaches K also
- * writes the zero pair-rows up to Kp. */
-void ct_gemm_bf16_pack_rows(uint16_t *bp, const float *rows, int ldr, int k0, int kc, int K, int N)
+ * past K and N. Rows k0 .. k0+kc-1 of op(B), given as rows [kc][ldr] of float32 (rounded here)
+ * or of bf16 (already rounded): pair-row q interleaves rows 2q and 2q+1. Float rows are rounded
+ * PACK_CHUNK columns at a time into a small buffer; bf16 rows are read where they are, but for
+ * a panel cut short by N. The chunk that reaches K also writes the zero pair-rows up to Kp. */
+static void pack_rows(uint16_t *bp, const void *rows, int bf16, int ldr, int k0, int kc, int K, int N)
 {
     CT_ASSERT(k0 % 2 == 0 && kc > 0 && k0 + kc <= K && (kc % 2 == 0 || k0 + kc == K));
     const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
-    const size_t panel = (size_t)(Kp / 2) * NB * 2;   /* elements of one panel */
+    const size_t panel = (size_t)(Kp / 2) * NB * 2, es = bf16 ? 2 : 4;   /* elements of one panel; bytes per source element */
     const int qend = k0 + kc == K ? Kp / 2 : (k0 + kc) / 2;
+    static const uint16_t zeros[PACK_CHUNK];
     uint16_t r[2][PACK_CHUNK];
     for (int q = k0 / 2; q < qend; q++)
         for (int n0 = 0; n0 < P * NB; n0 += PACK_CHUNK) {
             const int nc = P * NB - n0 < PACK_CHUNK ? P * NB - n0 : PACK_CHUNK;       /* a multiple of 16 */
             const int have = N - n0 < 0 ? 0 : N - n0 < nc ? N - n0 : nc;           /* columns that exist */
+            const uint16_t *src[2];
             for (int h = 0; h < 2; h++) {
                 const int k = 2 * q + h, got = k < k0 + kc ? have : 0;   /* row k's columns that exist; zeros after */
-                if (got) ct_bf16s_from_floats(r[h], rows + (size_t)(k - k0) * ldr + n0, (size_t)got);
-                memset(r[h] + got, 0, (size_t)(nc - got) * sizeof r[h][0]);
+                const char *from = (const char *)rows + ((size_t)(k - k0) * ldr + n0) * es;
+                if (!got) src[h] = zeros;
+                else if (bf16 && got == nc) src[h] = (const uint16_t *)(const void *)from;
+                else { row_in(r[h], from, bf16, got, nc); src[h] = r[h]; }
             }
             for (int c = 0; c < nc; c += NB)   /* one tile row, 64 bytes, per panel */
-                pair_interleaved(bp + (size_t)((n0 + c) / NB) * panel + (size_t)q * NB * 2, r[0] + c, r[1] + c);
+                pair_interleaved(bp + (size_t)((n0 + c) / NB) * panel + (size_t)q * NB * 2, src[0] + c, src[1] + c);
         }
 }
 
-/* Columns n0 .. n0+nc-1 of op(B) [K, N], given as the rows of B^T, cols [nc][ldc]: column n
- * of op(B) is contiguous, and panel p holds columns 16p .. 16p+15. Those 16 rows are rounded
- * PACK_CHUNK at a time into t, whose 32-bit words are pairs (k, k+1) of a row: t is
- * [16][pairs], and the panel's tile rows are its transpose, [pairs][16]
- * (pair_rows_transposed). Every element is written, zeros included; the call that reaches N
- * also writes the zero panels up to P. */
-void ct_gemm_bf16_pack_cols(uint16_t *bp, const float *cols, int ldc, int n0, int nc, int K, int N)
+/* Columns n0 .. n0+nc-1 of op(B) [K, N], given as the rows of B^T, cols [nc][ldc], float32 or
+ * bf16: column n of op(B) is contiguous, and panel p holds columns 16p .. 16p+15. Those 16
+ * rows are taken PACK_CHUNK at a time (float32 ones rounded into t; bf16 ones read where they
+ * are, but at a tail), their 32-bit words being pairs (k, k+1) of a row, and the panel's tile
+ * rows are their transpose, [pairs][16] (pair_rows_transposed). Every element is written, zeros
+ * included; the call that reaches N also writes the zero panels up to P. */
+static void pack_cols(uint16_t *bp, const void *cols, int bf16, int ldc, int n0, int nc, int K, int N)
 {
     CT_ASSERT(n0 % NB == 0 && nc > 0 && n0 + nc <= N && (nc % NB == 0 || n0 + nc == N));
     const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
-    const size_t panel = (size_t)(Kp / 2) * NB * 2;
+    const size_t panel = (size_t)(Kp / 2) * NB * 2, es = bf16 ? 2 : 4;
     const int pend = n0 + nc == N ? P : (n0 + nc) / NB;
+    static const uint16_t zeros[PACK_CHUNK];
     uint16_t t[NB][PACK_CHUNK];
+    const uint16_t *src[NB];
     for (int p = n0 / NB; p < pend; p++)
         for (int k0 = 0; k0 < Kp; k0 += PACK_CHUNK) {
             const int kc = Kp - k0 < PACK_CHUNK ? Kp - k0 : PACK_CHUNK;   /* a multiple of 32 */
             const int have = K - k0 < kc ? K - k0 : kc;                  /* columns that exist (> 0) */
             for (int j = 0; j < NB; j++) {
                 const int n = p * NB + j, got = n < n0 + nc ? have : 0;
-                if (got) ct_bf16s_from_floats(t[j], cols + (size_t)(n - n0) * ldc + k0, (size_t)got);
-                memset(t[j] + got, 0, (size_t)(kc - got) * sizeof t[j][0]);
+                const char *from = (const char *)cols + ((size_t)(n - n0) * ldc + k0) * es;
+                if (!got) src[j] = zeros;
+                else if (bf16 && got == kc) src[j] = (const uint16_t *)(const void *)from;
+                else { row_in(t[j], from, bf16, got, kc); src[j] = t[j]; }
             }
-            pair_rows_transposed(bp + (size_t)p * panel + (size_t)k0 * NB, t, kc / 2);
+            pair_rows_transposed(bp + (size_t)p * panel + (size_t)k0 * NB, src, kc / 2);
         }
 }
 
-/* From B [K, N] already rounded and packed as an A (w [Kp][Np], zeros past K and N): pair-row
- * q of every panel interleaves w's rows 2q and 2q+1, 16 columns at a time; nothing to round,
- * and the zeros are w's own. */
+void ct_gemm_bf16_pack_rows_bf16(uint16_t *bp, const uint16_t *rows, int ldr, int k0, int kc, int K, int N)
+{
+    pack_rows(bp, rows, 1, ldr, k0, kc, K, N);
+}
+
+void ct_gemm_bf16_pack_cols_bf16(uint16_t *bp, const uint16_t *cols, int ldc, int n0, int nc, int K, int N)
+{
+    pack_cols(bp, cols, 1, ldc, n0, nc, K, N);
+}
+
+/* From B [K, N] already packed as an A (w [Kp][Np], zeros past K and N): its rows are bf16 rows
+ * of op(B), Np = N rounded up to 32 apart. */
 void ct_gemm_bf16_pack_from_a(uint16_t *bp, const uint16_t *w, int K, int N)
 {
-    const int Kp = round_up(K, KB), Np = round_up(N, 2 * NB);   /* Np: w's row length, P panels of 16 */
-    const size_t panel = (size_t)(Kp / 2) * NB * 2;
-    for (int q = 0; q < Kp / 2; q++) {
-        const uint16_t *r0 = w + (size_t)(2 * q) * Np, *r1 = r0 + Np;
-        for (int p = 0; p < Np / NB; p++) pair_interleaved(bp + (size_t)p * panel + (size_t)q * NB * 2, r0 + p * NB, r1 + p * NB);
-    }
+    pack_rows(bp, w, 1, round_up(N, KB), 0, K, K, N);
 }
 
 void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
 {
-    if (trans) ct_gemm_bf16_pack_cols(bp, B, ldb, 0, N, K, N);   /* B [N, K]: op(B) = B^T */
-    else       ct_gemm_bf16_pack_rows(bp, B, ldb, 0, K, K, N);   /* B [K, N] row-major */
+    if (trans) pack_cols(bp, B, 0, ldb, 0, N, K, N);   /* B [N, K]: op(B) = B^T */
+    else       pack_rows(bp, B, 0, ldb, 0, K, K, N);   /* B [K, N] row-major */
 }
 
 /* blk[ii][k] = A[(k0 + k) lda + i0 + ii] for ii < mi, k < kc: 16 columns of A, gathered into

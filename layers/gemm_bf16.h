@@ -160,16 +160,18 @@ size_t ct_gemm_bf16_work_elems(int M, int K);
 /* Rounds op(B) [K, N] to bf16 and packs it into bp (layout above): trans = 0, B is [K, N]
  * row-major with leading dimension ldb; trans = 1, B is [N, K] (op(B) = B^T). */
 void   ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N);
-/* The same packing a part at a time, for an op(B) that is made a part at a time and never
- * whole (conv2d's columns, gathered 16 taps at a time into a small buffer):
- *   pack_rows: rows k0 .. k0+kc-1 of op(B), given as floats rows [kc] with leading dimension
- *              ldr; k0 even, and kc even unless k0 + kc = K;
- *   pack_cols: columns n0 .. n0+nc-1 of op(B), given as the rows of B^T, cols [nc] with leading
- *              dimension ldc; n0 a multiple of 16, and nc too unless n0 + nc = N.
+/* The same packing a part at a time, from values already rounded to bf16, for an op(B) that
+ * is made a part at a time and never whole (conv2d rounds each image once and gathers its
+ * columns in bf16, 16 taps at a time, into a small buffer):
+ *   pack_rows_bf16: rows k0 .. k0+kc-1 of op(B), given as rows [kc] with leading dimension
+ *                   ldr; k0 even, and kc even unless k0 + kc = K;
+ *   pack_cols_bf16: columns n0 .. n0+nc-1 of op(B), given as the rows of B^T, cols [nc] with
+ *                   leading dimension ldc; n0 a multiple of 16, and nc too unless n0 + nc = N.
  * Every range must be packed once; the part that reaches K (rows) or N (columns) also writes
- * the padding after it. The packed bits are ct_gemm_bf16_pack's. */
-void   ct_gemm_bf16_pack_rows(uint16_t *bp, const float *rows, int ldr, int k0, int kc, int K, int N);
-void   ct_gemm_bf16_pack_cols(uint16_t *bp, const float *cols, int ldc, int n0, int nc, int K, int N);
+ * the padding after it. Nothing is rounded again: the bits are those of ct_gemm_bf16_pack on
+ * the floats the values were rounded from. */
+void   ct_gemm_bf16_pack_rows_bf16(uint16_t *bp, const uint16_t *rows, int ldr, int k0, int kc, int K, int N);
+void   ct_gemm_bf16_pack_cols_bf16(uint16_t *bp, const uint16_t *cols, int ldc, int n0, int nc, int K, int N);
 /* Rounds op(A) [M, K] into work (ct_gemm_bf16_work_elems(M, K) elements, layout above), as
  * ct_gemm_bf16 does at every call: for an A that several products share (pack it once, then
  * ct_gemm_bf16_packed for each). trans_a = 0: A is [M, K] with leading dimension lda; 1: [K, M]. */

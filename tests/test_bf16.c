@@ -676,20 +676,24 @@ static void packing(void)
             t_check(np == (size_t)P * Kp * 16 && !bad, "%zu of %zu packed elements differ from the definition", bad, np);
             /* the same, a part at a time (ct_gemm_bf16_pack_rows / _cols): parts of uneven sizes,
              * the last one cut short by K or N, into a buffer of garbage */
-            t_case("bf16/pack B in parts: K=%d N=%d%s, the same bits as whole", K, N, trans ? " (B^T given, 16-column parts)" : " (row parts)");
-            uint16_t *bq = malloc(np * sizeof *bq);
+            /* the same B rounded first, then packed a part at a time (ct_gemm_bf16_pack_rows_bf16 /
+             * _cols_bf16): parts of uneven sizes, the last one cut short by K or N, into garbage */
+            t_case("bf16/pack B in parts from bf16: K=%d N=%d%s, the same bits as whole", K, N,
+                   trans ? " (B^T given, 16-column parts)" : " (row parts)");
+            uint16_t *bq = malloc(np * sizeof *bq), *bh = malloc(nb * sizeof *bh);
+            ct_bf16s_from_floats(bh, b, nb);
             memset(bq, 0x55, np * sizeof *bq);
             int parts = 0;
             if (!trans)
                 for (int k0 = 0, step = 2; k0 < K; k0 += step, step = step == 2 ? 6 : step == 6 ? 16 : 2, parts++)
-                    ct_gemm_bf16_pack_rows(bq, b + (size_t)k0 * ld, ld, k0, K - k0 < step ? K - k0 : step, K, N);
+                    ct_gemm_bf16_pack_rows_bf16(bq, bh + (size_t)k0 * ld, ld, k0, K - k0 < step ? K - k0 : step, K, N);
             else
                 for (int n0 = 0, step = 16; n0 < N; n0 += step, step = step == 16 ? 32 : 16, parts++)
-                    ct_gemm_bf16_pack_cols(bq, b + (size_t)n0 * ld, ld, n0, N - n0 < step ? N - n0 : step, K, N);
+                    ct_gemm_bf16_pack_cols_bf16(bq, bh + (size_t)n0 * ld, ld, n0, N - n0 < step ? N - n0 : step, K, N);
             size_t differ = 0;
             for (size_t i = 0; i < np; i++) differ += bq[i] != bp[i];
             t_check(!differ, "%zu of %zu elements packed in %d parts differ from the whole packing", differ, np, parts);
-            free(b); free(bp); free(bq);
+            free(b); free(bp); free(bq); free(bh);
         }
     /* B packed from its packing as an A (ct_gemm_bf16_pack_from_a): the same bits as from the floats */
     for (size_t c = 0; c < sizeof bs / sizeof bs[0]; c++) {
