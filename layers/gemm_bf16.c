@@ -156,10 +156,36 @@ void ct_gemm_bf16_pack_from_a(uint16_t *bp, const uint16_t *w, int K, int N)
     pack_rows(bp, w, 1, round_up(N, KB), 0, K, K, N);
 }
 
+/* ---- sharing the work with the threads ----
+ * Outside a ct_parallel task, a packing of at least CT_PARALLEL_MIN_ELEMS values, or a product
+ * of at least CT_SGEMM_SPLIT_FLOPS, is shared by ct_threads_get() workers (core/threads.h):
+ * B packed in blocks of SPLIT_COLS columns, A in blocks of MB rows, the product in blocks of
+ * MB rows x SPLIT_COLS columns of C. Each block is the same packing or product on a part of the
+ * matrices: a block of columns of a packed B is itself a packed matrix (its panels are
+ * contiguous and SPLIT_COLS is a multiple of the 32 columns the tiles take at once), and every
+ * element of C is summed by the same instructions in the same order whatever the blocks (the
+ * tiles and vdpbf16ps both run over one element's k in order). So the bits do not depend on the
+ * thread count (tests/test_bf16.c checks it). Inside a task (conv2d's images, the LSTM's
+ * workers) all of it runs in the caller. */
+enum { SPLIT_COLS = 64 };   /* 4 panels: the AVX512-BF16 kernel's register block */
+
+static size_t panel_elems(int K) { return (size_t)(round_up(K, KB) / 2) * NB * 2; }
+
+typedef struct { uint16_t *bp; const float *B; int ldb, trans, K, N; } pack_job;
+
+static void pack_blocks(void *ctx, size_t lo, size_t hi)   /* columns [lo, hi) x SPLIT_COLS of op(B) */
+{
+    const pack_job *j = ctx;
+    const int n0 = (int)lo * SPLIT_COLS, n1 = (int)hi * SPLIT_COLS < j->N ? (int)hi * SPLIT_COLS : j->N;
+    uint16_t *bp = j->bp + (size_t)(n0 / NB) * panel_elems(j->K);
+    if (j->trans) pack_cols(bp, j->B + (size_t)n0 * j->ldb, 0, j->ldb, 0, n1 - n0, j->K, n1 - n0);   /* B [N, K]: op(B) = B^T */
+    else          pack_rows(bp, j->B + n0, 0, j->ldb, 0, j->K, j->K, n1 - n0);                        /* B [K, N] row-major */
+}
+
 void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
 {
-    if (trans) pack_cols(bp, B, 0, ldb, 0, N, K, N);   /* B [N, K]: op(B) = B^T */
-    else       pack_rows(bp, B, 0, ldb, 0, K, K, N);   /* B [K, N] row-major */
+    pack_job j = { bp, B, ldb, trans, K, N };
+    ct_parallel_range((size_t)(N + SPLIT_COLS - 1) / SPLIT_COLS, (size_t)K * N, pack_blocks, &j);
 }
 
 /* blk[ii][k] = A[(k0 + k) lda + i0 + ii] for ii < mi, k < kc: 16 columns of A, gathered into
@@ -207,7 +233,7 @@ static __attribute__((target("avx2"))) void gather_avx2(float (*blk)[PACK_CHUNK]
 /* op(A) [M, K] -> work [Mp][Kp] bf16, rounded as it goes; zeros past M and K. trans_a: A is
  * [K, M], each output row a column of A: 16 columns are gathered into a float block, 16 rows
  * of PACK_CHUNK at a time (reading A's rows, not striding down its columns), then rounded. */
-void ct_gemm_bf16_pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int K)
+static void pack_a_rows(uint16_t *w, const float *A, int lda, int trans_a, int M, int K)
 {
     const int Mp = round_up(M, MB), Kp = round_up(K, KB);
     if (!trans_a) {
@@ -237,6 +263,22 @@ void ct_gemm_bf16_pack_a(uint16_t *w, const float *A, int lda, int trans_a, int 
             else          memset(row + K, 0, (size_t)(Kp - K) * sizeof *row);
         }
     }
+}
+
+typedef struct { uint16_t *w; const float *A; int lda, trans_a, M, K; } pack_a_job;
+
+static void pack_a_blocks(void *ctx, size_t lo, size_t hi)   /* rows [lo, hi) x MB of op(A) */
+{
+    const pack_a_job *j = ctx;
+    const int r0 = (int)lo * MB, r1 = (int)hi * MB < j->M ? (int)hi * MB : j->M;
+    const float *A = j->trans_a ? j->A + r0 : j->A + (size_t)r0 * j->lda;   /* op(A)'s row r0: A's row, or column */
+    pack_a_rows(j->w + (size_t)r0 * round_up(j->K, KB), A, j->lda, j->trans_a, r1 - r0, j->K);
+}
+
+void ct_gemm_bf16_pack_a(uint16_t *w, const float *A, int lda, int trans_a, int M, int K)
+{
+    pack_a_job j = { w, A, lda, trans_a, M, K };
+    ct_parallel_range((size_t)round_up(M, MB) / MB, (size_t)M * K, pack_a_blocks, &j);
 }
 
 /* wt [Kp][Mt] = the packing of A^T from w [Mp][Kp], the packing of A [M, K]: wt's row i is
@@ -750,13 +792,48 @@ static void packed_on(ct_bf16_kernels which, int M, int N, int K, const uint16_t
     }
 }
 
+typedef struct {
+    ct_bf16_kernels which;
+    int M, N, K, ldc, acc, row_blocks;
+    const uint16_t *ap, *bp;
+    float *C;
+} product_job;
+
+/* Blocks [lo, hi) of C, numbered column block by column block (a block of B's panels stays in
+ * cache while the rows go by, as in the kernels' own loop order); the row blocks that follow
+ * one another in one column block are one call. */
+static void product_blocks(void *ctx, size_t lo, size_t hi)
+{
+    const product_job *j = ctx;
+    const size_t Kp = (size_t)round_up(j->K, KB);
+    for (size_t t = lo; t < hi;) {
+        const int cb = (int)(t / (size_t)j->row_blocks), rb0 = (int)(t % (size_t)j->row_blocks);
+        const size_t end = (size_t)(cb + 1) * (size_t)j->row_blocks < hi ? (size_t)(cb + 1) * (size_t)j->row_blocks : hi;
+        const int rb1 = rb0 + (int)(end - t);
+        const int n0 = cb * SPLIT_COLS, n1 = n0 + SPLIT_COLS < j->N ? n0 + SPLIT_COLS : j->N;
+        const int r0 = rb0 * MB, r1 = rb1 * MB < j->M ? rb1 * MB : j->M;
+        packed_on(j->which, r1 - r0, n1 - n0, j->K, j->ap + (size_t)r0 * Kp, j->bp + (size_t)(n0 / NB) * panel_elems(j->K),
+                  j->C + (size_t)r0 * j->ldc + n0, j->ldc, j->acc);
+        t = end;
+    }
+}
+
+static void products(ct_bf16_kernels which, int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc,
+                     int accumulate)
+{
+    if (2.0 * M * N * K < CT_SGEMM_SPLIT_FLOPS) { packed_on(which, M, N, K, ap, bp, C, ldc, accumulate); return; }
+    product_job j = { which, M, N, K, ldc, accumulate, round_up(M, MB) / MB, ap, bp, C };
+    const size_t blocks = (size_t)j.row_blocks * (size_t)((N + SPLIT_COLS - 1) / SPLIT_COLS);
+    ct_parallel_range(blocks, (size_t)M * N * K, product_blocks, &j);
+}
+
 void ct_gemm_bf16_on(ct_bf16_kernels which, int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp,
                      uint16_t *work, float *C, int ldc, int accumulate)
 {
     CT_ASSERT(K >= 1 && bp && work && C);
     if (M < 1 || N < 1) return;
     ct_gemm_bf16_pack_a(work, A, lda, trans_a, M, K);
-    packed_on(which, M, N, K, work, bp, C, ldc, accumulate);
+    products(which, M, N, K, work, bp, C, ldc, accumulate);
 }
 
 void ct_gemm_bf16_packed(int M, int N, int K, const uint16_t *ap, const uint16_t *bp, float *C, int ldc, int accumulate)
@@ -764,7 +841,7 @@ void ct_gemm_bf16_packed(int M, int N, int K, const uint16_t *ap, const uint16_t
     const ct_bf16_kernels k = ct_kernels_bf16();
     CT_ASSERT(k != CT_BF16_NONE && K >= 1 && ap && bp && C);
     if (M < 1 || N < 1) return;
-    packed_on(k, M, N, K, ap, bp, C, ldc, accumulate);
+    products(k, M, N, K, ap, bp, C, ldc, accumulate);
 }
 
 void ct_gemm_bf16(int M, int N, int K, const float *A, int lda, int trans_a, const uint16_t *bp, uint16_t *work, float *C,

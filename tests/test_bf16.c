@@ -23,6 +23,7 @@
 #include <string.h>
 #include "tests/test.h"
 #include "core/bf16.h"
+#include "core/threads.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 
@@ -767,12 +768,66 @@ static void packing(void)
     }
 }
 
+/* ---- the threads: the same bits on 1, 2 and 3 (gemm_bf16.c, "sharing the work") ----
+ * Products and packings large enough to be shared out, with tails in every dimension, both
+ * layouts of each operand, C = and C +=, on the tile model (and the CPU's own kernel where it
+ * has one): the packed B, the packed A and C against one thread's, bit for bit. */
+static void threads_same_bits(void)
+{
+    static const struct { int M, N, K; } sh[] = { { 128, 260, 600 }, { 70, 130, 1000 }, { 33, 200, 2100 } };   /* every M K and K N past CT_PARALLEL_MIN_ELEMS */
+    const int threads_before = ct_threads_get();
+    for (int kernel = 0; kernel < 2; kernel++) {
+        const ct_bf16_kernels which = kernel ? ct_kernels_bf16() : CT_BF16_MODEL;
+        if (kernel && which == CT_BF16_NONE) {
+            t_skip("bf16/threads on the CPU's own kernel: this CPU has no bf16 kernel (the tile model ran the same cases)");
+            continue;
+        }
+        for (size_t c = 0; c < sizeof sh / sizeof sh[0]; c++)
+            for (int layout = 0; layout < 4; layout++) {
+                const int ta = layout & 1, tb = layout >> 1, acc = (int)c % 2;
+                ct_rng rng;
+                ct_rng_seed(&rng, 90 + c, (uint64_t)layout);
+                product p;
+                product_make(&p, sh[c].M, sh[c].N, sh[c].K, ta, tb, acc, &rng);
+                t_case("bf16/threads %s: M %d N %d K %d, A%s B%s, %s: packing and product the same on 1, 2 and 3 threads",
+                       ct_bf16_kernels_name(which), p.M, p.N, p.K, ta ? "^T" : "", tb ? "^T" : "", acc ? "C +=" : "C =");
+                const size_t np = ct_gemm_bf16_pack_elems(p.K, p.N), nw = ct_gemm_bf16_work_elems(p.M, p.K);
+                uint16_t *bp1 = NULL, *w1 = NULL;
+                float *C1 = NULL;
+                int differ = 0;
+                for (int threads = 1; threads <= 3; threads++) {
+                    ct_threads_set(threads);
+                    memset(p.bp, 0x55, np * sizeof *p.bp);
+                    memset(p.work, 0x55, nw * sizeof *p.work);
+                    ct_gemm_bf16_pack(p.bp, p.B, p.ldb, tb, p.K, p.N);
+                    float *C = product_run(&p, which);
+                    if (threads == 1) {
+                        bp1 = malloc(np * sizeof *bp1); w1 = malloc(nw * sizeof *w1);
+                        memcpy(bp1, p.bp, np * sizeof *bp1); memcpy(w1, p.work, nw * sizeof *w1);
+                        C1 = C;
+                        continue;
+                    }
+                    if (memcmp(bp1, p.bp, np * sizeof *bp1)) differ |= 1;
+                    if (memcmp(w1, p.work, nw * sizeof *w1)) differ |= 2;
+                    if (memcmp(C1, C, (size_t)p.M * p.ldc * sizeof *C)) differ |= 4;
+                    free(C);
+                }
+                ct_threads_set(threads_before);
+                t_check(!differ, "on 2 or 3 threads:%s%s%s differ from 1 thread's", differ & 1 ? " packed B" : "",
+                        differ & 2 ? " packed A" : "", differ & 4 ? " C" : "");
+                free(bp1); free(w1); free(C1);
+                product_free(&p);
+            }
+    }
+}
+
 void suite_bf16(void)
 {
     conversions();
     packing();
     tile_model();
     products();
+    threads_same_bits();
     dispatch();
     real_instructions();
 }
