@@ -201,31 +201,32 @@ static void im2col(float *col, int width, const float *im, const conv2d_dims *d)
                    (size_t)(width - P % width) * sizeof *col);
 }
 
-/* im [C, H, W] += col2im(col): the adjoint of im2col (padding entries are dropped). */
+/* im [C, H, W] += row k of a column matrix, row [P], added back to the pixels tap k copied
+ * them from (padding entries are dropped). */
 CT_HOT
+static void col2im_tap_add(float *im, const float *row, const conv2d_dims *d, int k)
+{
+    const int H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad, OH = d->OH, OW = d->OW;
+    const int c = k / (KH * KW), ky = k / KW % KH, kx = k % KW;
+    float *imc = im + (size_t)c * H * W;
+    int xlo, xhi;
+    conv2d_valid_range(&xlo, &xhi, kx, s, p, W, OW);
+    const int ix0 = xlo * s + kx - p, n = xhi - xlo;
+    for (int oy = 0; oy < OH; oy++, row += OW) {
+        const int iy = oy * s + ky - p;
+        if (iy < 0 || iy >= H) continue;
+        float *dst = imc + (size_t)iy * W + ix0;
+        const float *sx = row + xlo;
+        if (s == 1) for (int j = 0; j < n; j++) dst[j] += sx[j];
+        else        for (int j = 0; j < n; j++) dst[(size_t)j * s] += sx[j];
+    }
+}
+
+/* im [C, H, W] += col2im(col): the adjoint of im2col, tap after tap. */
 static void col2im_add(float *im, const float *col, const conv2d_dims *d)
 {
-    const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW, s = d->stride, p = d->pad;
-    const int OH = d->OH, OW = d->OW;
-    for (int c = 0; c < C; c++) {
-        float *imc = im + (size_t)c * H * W;
-        for (int ky = 0; ky < KH; ky++) {
-            for (int kx = 0; kx < KW; kx++) {
-                const float *src = col + ((size_t)(c * KH + ky) * KW + kx) * OH * OW;
-                int xlo, xhi;
-                conv2d_valid_range(&xlo, &xhi, kx, s, p, W, OW);
-                const int ix0 = xlo * s + kx - p, n = xhi - xlo;
-                for (int oy = 0; oy < OH; oy++, src += OW) {
-                    const int iy = oy * s + ky - p;
-                    if (iy < 0 || iy >= H) continue;
-                    float *dst = imc + (size_t)iy * W + ix0;
-                    const float *sx = src + xlo;
-                    if (s == 1) for (int j = 0; j < n; j++) dst[j] += sx[j];
-                    else        for (int j = 0; j < n; j++) dst[(size_t)j * s] += sx[j];
-                }
-            }
-        }
-    }
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW;
+    for (int k = 0; k < K; k++) col2im_tap_add(im, col + (size_t)k * P, d, k);
 }
 
 /* ---- the im2col path: one image per task, shared by d->workers threads ----
@@ -533,7 +534,7 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  *   backward: col^T [P, K] packed; dout_n [OC, P] rounded once (ct_gemm_bf16_pack_a);
  *             dW [OC, K] += dout_n x col^T;
  *             dout_n repacked as B (ct_gemm_bf16_pack_from_a); dcol [K, P] = W^T [K, OC] x dout_n;
- *             din_n = col2im(dcol) in float32; for 1x1 stride-1 unpadded kernels col is in_n
+ *             din_n = col2im(dcol) in float32, dcol a block of rows at a time; for 1x1 stride-1 unpadded kernels col is in_n
  *             and dcol is din_n, as in the float32 path.
  * col is never built in float32. Rounding is element by element and im2col only copies, so
  * im2col(bf16(in_n)) = bf16(im2col(in_n)) bit for bit (padding: bf16(0) = 0): each pixel is
@@ -541,14 +542,18 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  * layer 166 k from 22 k), then BF16_TAPS rows of col at a time are gathered in bf16 into a
  * small buffer (16 x P, in the core's cache) and moved into their place in the packed operand
  * (ct_gemm_bf16_pack_rows_bf16; for col^T, whose columns they are, ..._cols_bf16: one panel).
- * Whole, in float32, col would be 648 KiB there, written and read back per image.
- * Worker w's region: col [K, P] floats (dcol in backward), the image in bf16 [C, H, W], the
+ * Whole, in float32, col would be 648 KiB there, written and read back per image. dcol is
+ * not built whole either: BF16_DCOL of its rows at a time are computed into a small float32
+ * buffer and added into din_n by col2im right away (rows of W^T packed as A are taken 32 at a
+ * time, so the blocks are whole tiles, and each row of dcol is the same sum either way).
+ * Worker w's region: dcol's rows [BF16_DCOL, P] in float32, the image in bf16 [C, H, W], the
  * gathered rows in bf16 [16, P], the packed operand (the largest of the three
  * products' ct_gemm_bf16_pack_elems), the rounded-operand buffer for dout_n
  * (ct_gemm_bf16_work_elems(OC, P)), each in floats rounded up to 16 (64 bytes). After the
  * regions: a partial dW [OC, K] per worker but the first, started at its first image and
  * added in worker order, as the float32 path does; then the packed W (or W^T). */
 enum { BF16_TAPS = CT_BF16_NB };   /* rows of col gathered at a time: one panel of col^T */
+enum { BF16_DCOL = CT_BF16_MB };   /* rows of dcol computed at a time: two A tiles of W^T */
 static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
 static size_t bf16_floats(size_t elems) { return round16((elems + 1) / 2); }   /* floats that hold `elems` bf16 */
 static size_t max3z(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
@@ -574,13 +579,15 @@ static size_t bf16_weight_floats(const conv2d_dims *d)
     return bf16_floats(f > b ? f : b);
 }
 
-/* The image rounded, [C, H, W], and BF16_TAPS rows of col gathered from it, [16, P]: bf16. */
+/* BF16_DCOL rows of dcol, [32, P], in float32; the image rounded, [C, H, W], and BF16_TAPS rows
+ * of col gathered from it, [16, P], in bf16. */
+static size_t bf16_dcol_floats(const conv2d_dims *d) { return round16((size_t)BF16_DCOL * d->OH * d->OW); }
 static size_t bf16_img_floats(const conv2d_dims *d) { return bf16_floats((size_t)d->C * d->H * d->W); }
 static size_t bf16_taps_floats(const conv2d_dims *d) { return bf16_floats((size_t)BF16_TAPS * d->OH * d->OW); }
 
 static size_t bf16_worker_floats(const conv2d_dims *d)
 {
-    return round16(col_floats(d)) + bf16_img_floats(d) + bf16_taps_floats(d) + bf16_pack_floats(d) + bf16_work_floats(d);
+    return bf16_dcol_floats(d) + bf16_img_floats(d) + bf16_taps_floats(d) + bf16_pack_floats(d) + bf16_work_floats(d);
 }
 
 /* Where the packed weights start: after the workers' regions and partial dWs. */
@@ -595,7 +602,7 @@ size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d) { return bf16_weigh
 static uint16_t *bf16_weights(float *ws, const conv2d_dims *d) { return (uint16_t *)(void *)(ws + bf16_weight_offset(d)); }
 
 typedef struct {
-    float    *col;    /* [K, P]: dcol */
+    float    *dcol;   /* [BF16_DCOL, P]: rows of dcol */
     uint16_t *img;    /* [C, H, W]: the image rounded */
     uint16_t *taps;   /* [BF16_TAPS, P]: rows of col gathered from img */
     uint16_t *pack;   /* the packed operand B */
@@ -605,8 +612,8 @@ typedef struct {
 static bf16_region bf16_region_of(float *ws, const conv2d_dims *d, int worker)
 {
     float *base = ws + (size_t)worker * bf16_worker_floats(d);
-    float *img = base + round16(col_floats(d)), *taps = img + bf16_img_floats(d), *pack = taps + bf16_taps_floats(d);
-    return (bf16_region){ .col = base, .img = (uint16_t *)(void *)img, .taps = (uint16_t *)(void *)taps,
+    float *img = base + bf16_dcol_floats(d), *taps = img + bf16_img_floats(d), *pack = taps + bf16_taps_floats(d);
+    return (bf16_region){ .dcol = base, .img = (uint16_t *)(void *)img, .taps = (uint16_t *)(void *)taps,
                           .pack = (uint16_t *)(void *)pack, .work = (uint16_t *)(void *)(pack + bf16_pack_floats(d)) };
 }
 
@@ -658,15 +665,20 @@ static void backward_image_bf16(void *ctx, int n, int worker)
     ct_gemm_bf16_pack_a(r.work, dout_n, P, 0, OC, P);             /* dout_n rounded once, for both products */
     ct_gemm_bf16_packed(OC, K, P, r.work, r.pack, dw, K, acc);
     if (!j->din) return;
-    /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]: into din_n itself for 1x1 kernels, else into
-     * the column buffer (col is no longer needed), then scattered back by col2im */
+    /* dcol [K, P] = W^T [K, OC] x dout_n [OC, P]: into din_n itself for 1x1 kernels; else
+     * BF16_DCOL rows at a time into the small float32 buffer, each row scattered back by col2im
+     * at once (the taps in order: the additions into din_n are col2im's, in its order) */
     float *din_n = j->din + (size_t)n * in_img;
-    const int pw = conv2d_is_pointwise(d);
+    const uint16_t *wt = bf16_weights(j->ws, d);                   /* W^T [K, OC] packed as A: rows of round_up(OC, 32) */
     ct_gemm_bf16_pack_from_a(r.pack, r.work, OC, P);               /* dout_n [OC, P] as B, from its rounding */
-    ct_gemm_bf16_packed(K, P, OC, bf16_weights(j->ws, d), r.pack, pw ? din_n : r.col, P, 0);
-    if (pw) return;
+    if (conv2d_is_pointwise(d)) { ct_gemm_bf16_packed(K, P, OC, wt, r.pack, din_n, P, 0); return; }
     memset(din_n, 0, in_img * sizeof *din_n);
-    col2im_add(din_n, r.col, d);
+    const size_t ldw = (size_t)ct_gemm_bf16_work_elems(CT_BF16_MB, OC) / CT_BF16_MB;   /* a packed row of W^T */
+    for (int k0 = 0; k0 < K; k0 += BF16_DCOL) {
+        const int kc = K - k0 < BF16_DCOL ? K - k0 : BF16_DCOL;
+        ct_gemm_bf16_packed(kc, P, OC, wt + (size_t)k0 * ldw, r.pack, r.dcol, P, 0);   /* dcol rows k0 .. k0+kc-1 */
+        for (int k = k0; k < k0 + kc; k++) col2im_tap_add(din_n, r.dcol + (size_t)(k - k0) * P, d, k);
+    }
 }
 
 void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
