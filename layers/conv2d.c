@@ -617,6 +617,26 @@ static bf16_region bf16_region_of(float *ws, const conv2d_dims *d, int worker)
                           .pack = (uint16_t *)(void *)pack, .work = (uint16_t *)(void *)(pack + bf16_pack_floats(d)) };
 }
 
+/* r->pack <- the column matrix of in_n [C, H, W] packed as B: col [K, P] (transposed = 0, the
+ * forward's), or col^T [P, K] (1, the weight gradient's, whose columns are col's rows: 16 of
+ * them, one panel, per gathering). For 1x1 stride-1 unpadded kernels col is in_n itself. */
+static void pack_columns_bf16(const bf16_region *r, const float *in_n, const conv2d_dims *d, int transposed)
+{
+    const int K = d->C * d->KH * d->KW, P = d->OH * d->OW;
+    if (conv2d_is_pointwise(d)) {
+        if (transposed) ct_gemm_bf16_pack(r->pack, in_n, P, 1, P, K);
+        else            ct_gemm_bf16_pack(r->pack, in_n, P, 0, K, P);
+        return;
+    }
+    ct_bf16s_from_floats(r->img, in_n, (size_t)d->C * d->H * d->W);   /* each pixel rounded once */
+    for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {   /* BF16_TAPS rows of col gathered, then moved into place */
+        const int kc = K - k0 < BF16_TAPS ? K - k0 : BF16_TAPS;
+        for (int k = k0; k < k0 + kc; k++) im2col_tap_bf16(r->taps + (size_t)(k - k0) * P, r->img, d, k);
+        if (transposed) ct_gemm_bf16_pack_cols_bf16(r->pack, r->taps, P, k0, kc, P, K);
+        else            ct_gemm_bf16_pack_rows_bf16(r->pack, r->taps, P, k0, kc, K, P);
+    }
+}
+
 static void forward_image_bf16(void *ctx, int n, int worker)
 {
     const conv_job *j = ctx;
@@ -626,15 +646,7 @@ static void forward_image_bf16(void *ctx, int n, int worker)
     float *out_n = j->out + (size_t)n * OC * P;                    /* [OC, P] */
     const bf16_region r = bf16_region_of(j->ws, d, worker);
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
-    if (conv2d_is_pointwise(d)) ct_gemm_bf16_pack(r.pack, in_n, P, 0, K, P);   /* col is in_n */
-    else {
-        ct_bf16s_from_floats(r.img, in_n, (size_t)d->C * d->H * d->W);   /* each pixel rounded once */
-        for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {   /* 16 rows of col gathered, then moved into place */
-            const int kc = K - k0 < BF16_TAPS ? K - k0 : BF16_TAPS;
-            for (int k = k0; k < k0 + kc; k++) im2col_tap_bf16(r.taps + (size_t)(k - k0) * P, r.img, d, k);
-            ct_gemm_bf16_pack_rows_bf16(r.pack, r.taps, P, k0, kc, K, P);
-        }
-    }
+    pack_columns_bf16(&r, in_n, d, 0);
     ct_gemm_bf16_packed(OC, P, K, bf16_weights(j->ws, d), r.pack, out_n, P, 0);
     if (j->b) add_bias(out_n, j->b, OC, P);
 }
@@ -652,16 +664,7 @@ static void backward_image_bf16(void *ctx, int n, int worker)
      * partial dW, started (overwritten) at their first image */
     float *dw = worker == 0 ? j->dw : j->ws + (size_t)W * bf16_worker_floats(d) + (size_t)(worker - 1) * OC * K;
     const int acc = worker == 0 || n != worker;
-    /* op(B) = col^T [P, K]: its columns are col's rows, 16 of them (one panel) gathered at a time */
-    if (conv2d_is_pointwise(d)) ct_gemm_bf16_pack(r.pack, in_n, P, 1, P, K);   /* col is in_n */
-    else {
-        ct_bf16s_from_floats(r.img, in_n, in_img);
-        for (int k0 = 0; k0 < K; k0 += BF16_TAPS) {
-            const int kc = K - k0 < BF16_TAPS ? K - k0 : BF16_TAPS;
-            for (int k = k0; k < k0 + kc; k++) im2col_tap_bf16(r.taps + (size_t)(k - k0) * P, r.img, d, k);
-            ct_gemm_bf16_pack_cols_bf16(r.pack, r.taps, P, k0, kc, P, K);
-        }
-    }
+    pack_columns_bf16(&r, in_n, d, 1);                             /* op(B) = col^T [P, K] */
     ct_gemm_bf16_pack_a(r.work, dout_n, P, 0, OC, P);             /* dout_n rounded once, for both products */
     ct_gemm_bf16_packed(OC, K, P, r.work, r.pack, dw, K, acc);
     if (!j->din) return;

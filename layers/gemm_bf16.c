@@ -34,6 +34,8 @@ size_t ct_gemm_bf16_work_elems(int M, int K) { return (size_t)round_up(M, MB) * 
  * bits are the element-by-element definitions' (tests/test_bf16.c checks both layouts). */
 enum { PACK_CHUNK = 256 };   /* elements of a row rounded at once */
 
+static size_t panel_elems(int K) { return (size_t)(round_up(K, KB) / 2) * NB * 2; }   /* one panel of a packed B */
+
 /* dst [pairs][16] 32-bit words = the transpose of the 16 rows t[j] (pairs words each, pairs a
  * multiple of 4): 4 x 4 blocks of words, transposed in SSE2 registers where there are, else one
  * at a time. */
@@ -88,7 +90,7 @@ static void pack_rows(uint16_t *bp, const void *rows, int bf16, int ldr, int k0,
 {
     CT_ASSERT(k0 % 2 == 0 && kc > 0 && k0 + kc <= K && (kc % 2 == 0 || k0 + kc == K));
     const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
-    const size_t panel = (size_t)(Kp / 2) * NB * 2, es = bf16 ? 2 : 4;   /* elements of one panel; bytes per source element */
+    const size_t panel = panel_elems(K), es = bf16 ? 2 : 4;   /* bytes per source element */
     const int qend = k0 + kc == K ? Kp / 2 : (k0 + kc) / 2;
     static const uint16_t zeros[PACK_CHUNK];
     uint16_t r[2][PACK_CHUNK];
@@ -99,9 +101,9 @@ static void pack_rows(uint16_t *bp, const void *rows, int bf16, int ldr, int k0,
             const uint16_t *src[2];
             for (int h = 0; h < 2; h++) {
                 const int k = 2 * q + h, got = k < k0 + kc ? have : 0;   /* row k's columns that exist; zeros after */
+                if (!got) { src[h] = zeros; continue; }
                 const char *from = (const char *)rows + ((size_t)(k - k0) * ldr + n0) * es;
-                if (!got) src[h] = zeros;
-                else if (bf16 && got == nc) src[h] = (const uint16_t *)(const void *)from;
+                if (bf16 && got == nc) src[h] = (const uint16_t *)(const void *)from;
                 else { row_in(r[h], from, bf16, got, nc); src[h] = r[h]; }
             }
             for (int c = 0; c < nc; c += NB)   /* one tile row, 64 bytes, per panel */
@@ -119,7 +121,7 @@ static void pack_cols(uint16_t *bp, const void *cols, int bf16, int ldc, int n0,
 {
     CT_ASSERT(n0 % NB == 0 && nc > 0 && n0 + nc <= N && (nc % NB == 0 || n0 + nc == N));
     const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
-    const size_t panel = (size_t)(Kp / 2) * NB * 2, es = bf16 ? 2 : 4;
+    const size_t panel = panel_elems(K), es = bf16 ? 2 : 4;
     const int pend = n0 + nc == N ? P : (n0 + nc) / NB;
     static const uint16_t zeros[PACK_CHUNK];
     uint16_t t[NB][PACK_CHUNK];
@@ -130,9 +132,9 @@ static void pack_cols(uint16_t *bp, const void *cols, int bf16, int ldc, int n0,
             const int have = K - k0 < kc ? K - k0 : kc;                  /* columns that exist (> 0) */
             for (int j = 0; j < NB; j++) {
                 const int n = p * NB + j, got = n < n0 + nc ? have : 0;
+                if (!got) { src[j] = zeros; continue; }
                 const char *from = (const char *)cols + ((size_t)(n - n0) * ldc + k0) * es;
-                if (!got) src[j] = zeros;
-                else if (bf16 && got == kc) src[j] = (const uint16_t *)(const void *)from;
+                if (bf16 && got == kc) src[j] = (const uint16_t *)(const void *)from;
                 else { row_in(t[j], from, bf16, got, kc); src[j] = t[j]; }
             }
             pair_rows_transposed(bp + (size_t)p * panel + (size_t)k0 * NB, src, kc / 2);
@@ -168,8 +170,6 @@ void ct_gemm_bf16_pack_from_a(uint16_t *bp, const uint16_t *w, int K, int N)
  * thread count (tests/test_bf16.c checks it). Inside a task (conv2d's images, the LSTM's
  * workers) all of it runs in the caller. */
 enum { SPLIT_COLS = 64 };   /* 4 panels: the AVX512-BF16 kernel's register block */
-
-static size_t panel_elems(int K) { return (size_t)(round_up(K, KB) / 2) * NB * 2; }
 
 typedef struct { uint16_t *bp; const float *B; int ldb, trans, K, N; } pack_job;
 
