@@ -1,7 +1,9 @@
 /* test_main.c - the test runner: runs every suite (or those whose name contains
  * one of the command-line arguments), prints a line per case, and ends with
  * "N passed, N failed" (", N skipped" when some cases cannot run here, such as
- * GPU cases without a GPU). Exit status is non-zero if any case failed.
+ * GPU cases without a GPU). Exit status is non-zero if any case failed. Each
+ * suite's wall time follows its cases, and the slowest suites are listed before
+ * the closing line: where a long run's time goes.
  *
  *   build/ctrain_tests            run everything
  *   build/ctrain_tests lstm dense run suites whose names contain "lstm" or "dense"
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include "core/blas_select.h"
 #include "tests/test.h"
 #include "core/threads.h"
@@ -302,6 +305,13 @@ double t_gradcheck(const char *what, t_objective f, void *ctx, float *x, const f
     return err;
 }
 
+static double wall_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int main(int argc, char **argv)
 {
     ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
@@ -311,12 +321,15 @@ int main(int argc, char **argv)
 #define ENTRY(s) { #s, suite_##s },
         SUITES(ENTRY)
     };
-    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
+    enum { N_SUITES = sizeof suites / sizeof suites[0] };
+    double seconds[N_SUITES] = { 0 }, total = 0;
+    for (size_t i = 0; i < N_SUITES; i++) {
         int want = argc < 2;
         for (int a = 1; a < argc; a++) if (strstr(suites[i].name, argv[a])) want = 1;
         if (!want) continue;
         printf("== %s\n", suites[i].name);
         fflush(stdout);
+        double t0 = wall_seconds();
         if (!suites[i].fn) {
             t_case("%s/linked", suites[i].name);
             t_check(0, "suite_%s is not linked into the test binary", suites[i].name);
@@ -324,7 +337,21 @@ int main(int argc, char **argv)
             suites[i].fn();
         }
         case_close();
+        seconds[i] = wall_seconds() - t0;
+        total += seconds[i];
+        printf("== %s: %.1f s\n", suites[i].name, seconds[i]);
     }
+    /* the five slowest suites, slowest first (selection over a few dozen entries) */
+    printf("slowest suites:");
+    for (int k = 0; k < 5; k++) {
+        size_t best = N_SUITES;
+        for (size_t i = 0; i < N_SUITES; i++)
+            if (seconds[i] > 0 && (best == N_SUITES || seconds[i] > seconds[best])) best = i;
+        if (best == N_SUITES) break;
+        printf("%s %s %.1f s (%.0f%%)", k ? "," : "", suites[best].name, seconds[best], 100.0 * seconds[best] / (total > 0 ? total : 1));
+        seconds[best] = -seconds[best];   /* taken */
+    }
+    printf("; %.1f s in all\n", total);
     if (scratch[0]) {   /* the command-line cases' working directory and what the runs left there */
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
