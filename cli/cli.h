@@ -63,7 +63,5 @@ ct_status cli_precision_list(const char *list, int *out, int max, int *n);
 void cli_print_gpu_line(FILE *out);
 /* The hardware/software header printed before training: CPU model, cores, threads, BLAS. */
 void cli_print_header(FILE *out, int threads);
-/* The CPU's model name from /proc/cpuinfo ("unknown CPU" when there is none) (cli/info.c). */
-void cli_cpu_model(char *buf, size_t n);
 
 #endif

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/time.h"
 #include "catalog/train_opts.h"
+#include "core/blas_select.h"
 #include "core/peak.h"
 #include "core/threads.h"
 #include "cuda/device.h"
@@ -96,7 +97,7 @@ ct_status cli_time_device_open(time_run *r, int threads, int tf32, int determini
     cli_close_device();
     if (index < 0) {
         char cpu[256];
-        cli_cpu_model(cpu, sizeof cpu);
+        ct_cpu_name(cpu, sizeof cpu);
         snprintf(r->device_desc, sizeof r->device_desc, "%s, %d of %d logical cores", cpu, threads, ct_cpu_count());
         CT_TRY(ct_peak_sgemm_cpu(&peak));
         snprintf(r->peak_what, sizeof r->peak_what, "OpenBLAS sgemm %d^3, %d thread%s, median of %d", CT_PEAK_N,

@@ -14,32 +14,11 @@
 #include "core/threads.h"
 #include "cuda/device.h"
 
-void cli_cpu_model(char *buf, size_t n)
-{
-    snprintf(buf, n, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *p = strchr(line, ':');
-            if (p) {
-                p++;
-                while (*p == ' ') p++;
-                p[strcspn(p, "\n")] = '\0';
-                snprintf(buf, n, "%s", p);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
 void cli_print_header(FILE *out, int threads)
 {
     char cpu[256];
     unsigned maj, min, rel;
-    cli_cpu_model(cpu, sizeof cpu);
+    ct_cpu_name(cpu, sizeof cpu);
     H5get_libversion(&maj, &min, &rel);
     const ct_backend *be = cli_device();
     const ct_gpu *g = be && !be->host_memory ? be->dev : NULL;

@@ -87,7 +87,7 @@ static void write_host(ct_json_writer *w)
     char hdf5[64];
     if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
     if (uname(&u) == 0) snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
-    cli_cpu_model(cpu, sizeof cpu);
+    ct_cpu_name(cpu, sizeof cpu);
     H5get_libversion(&maj, &min, &rel);
     snprintf(hdf5, sizeof hdf5, "%u.%u.%u", maj, min, rel);
     ct_json_object_begin(w, "host");

@@ -1,4 +1,4 @@
-/* blas_select.c - CPU feature detection, the choice of OpenBLAS core for this
+/* blas_select.c - the CPU's name and features, the choice of OpenBLAS core for this
  * CPU, and the start-up check that puts OpenBLAS on it (see blas_select.h). */
 #include <errno.h>
 #include <stdio.h>
@@ -71,6 +71,27 @@ void ct_cpu_detect(ct_cpu_features *f)
         if (a1 & (1u << 5)) f->flags |= CT_CPU_AVX512_BF16;
     }
 #endif
+}
+
+void ct_cpu_name(char *buf, size_t n)
+{
+    snprintf(buf, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *p = strchr(line, ':');
+            if (p) {
+                p++;
+                while (*p == ' ') p++;
+                p[strcspn(p, "\n")] = '\0';
+                snprintf(buf, n, "%s", p);
+            }
+            break;
+        }
+    }
+    fclose(f);
 }
 
 void ct_cpu_describe(const ct_cpu_features *f, char *buf, size_t n)

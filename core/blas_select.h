@@ -64,6 +64,8 @@ typedef struct {
 
 /* This CPU (all zero flags on a non-x86 build). */
 void ct_cpu_detect(ct_cpu_features *f);
+/* The CPU's name, /proc/cpuinfo's first "model name" ("unknown CPU" when there is none), into buf. */
+void ct_cpu_name(char *buf, size_t n);
 /* "AMD family 26 model 2: AVX-512 (F CD BW DQ VL VNNI BF16), AVX2, FMA" into buf. */
 void ct_cpu_describe(const ct_cpu_features *f, char *buf, size_t n);
 
