@@ -4,9 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "io/h5.h"
-#include "io/h5probe.h"
-
-void ct_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 ct_status ct_h5_open(hid_t *f, const char *path)
 {
@@ -66,57 +63,6 @@ ct_status ct_h5_shape(hid_t f, const char *name, int *ndim, size_t dims[CT_H5_DI
     H5Sclose(s);
     H5Dclose(d);
     return st;
-}
-
-#define H5_MAX_RATIO 1032ULL   /* deflate's largest compression ratio */
-
-ct_status ct_h5_check_stored(hid_t d, const char *name, unsigned long long elems)
-{
-    if (elems == 0) return CT_OK;
-    hid_t t = H5Dget_type(d), p = H5Dget_create_plist(d), f = H5Iget_file_id(d);
-    hsize_t file_size = 0;
-    if (f < 0 || H5Fget_filesize(f, &file_size) < 0) file_size = 0;
-    unsigned long long per = 1;   /* bytes per element in the file, at least */
-    if (t >= 0) {
-        int vlen = H5Tis_variable_str(t) > 0 || H5Tget_class(t) == H5T_VLEN;
-        size_t size = H5Tget_size(t);
-        per = vlen ? 4 : size > 0 ? size : 1;
-    }
-    int squeezed = 0;   /* a filter that can make the data smaller than it is (any but the checksum) */
-    int nf = p >= 0 ? H5Pget_nfilters(p) : 0;
-    for (int i = 0; i < nf; i++) {
-        unsigned flags;
-        size_t nv = 0;
-        if (H5Pget_filter2(p, (unsigned)i, &flags, &nv, NULL, 0, NULL, NULL) != H5Z_FILTER_FLETCHER32) squeezed = 1;
-    }
-    /* HDF5 reads a chunked dataset a whole chunk at a time, into a buffer of the chunk's
-     * size, which the file states: a chunk larger than any ctrain writes or reads is refused */
-    unsigned long long chunk = 0;
-    if (p >= 0 && H5Pget_layout(p) == H5D_CHUNKED) {
-        hsize_t cd[H5S_MAX_RANK];
-        int rank = H5Pget_chunk(p, H5S_MAX_RANK, cd);
-        chunk = rank > 0 ? per : 0;
-        for (int i = 0; i < rank; i++) chunk = chunk > CT_H5_CHUNK_MAX || cd[i] > CT_H5_CHUNK_MAX ? CT_H5_CHUNK_MAX + 1ULL : chunk * cd[i];
-        if (rank < 0) chunk = CT_H5_CHUNK_MAX + 1ULL;
-    }
-    hsize_t stored = H5Dget_storage_size(d);   /* for a chunked dataset: the sizes its chunk index states */
-    if (t >= 0) H5Tclose(t);
-    if (p >= 0) H5Pclose(p);
-    if (f >= 0) H5Fclose(f);
-    if (stored > file_size)   /* HDF5 allocates for a stated chunk size before reading it */
-        return ct_fail(CT_EFORMAT, "dataset %s states %llu bytes of storage in a file of %llu bytes: the file is damaged or "
-                       "truncated", name, (unsigned long long)stored, (unsigned long long)file_size);
-    if (chunk > CT_H5_CHUNK_MAX)
-        return ct_fail(CT_EFORMAT, "dataset %s is stored in chunks of more than %d MiB, which ctrain does not read: the file "
-                       "is damaged, or was written with chunks far larger than usual (rewrite it with smaller ones)", name,
-                       CT_H5_CHUNK_MAX >> 20);
-    unsigned long long need = elems > ~0ULL / per ? ~0ULL : elems * per;
-    unsigned long long can = squeezed ? (stored > ~0ULL / H5_MAX_RATIO ? ~0ULL : stored * H5_MAX_RATIO) : stored;
-    if (need > can)
-        return ct_fail(CT_EFORMAT, "dataset %s declares %llu values (%llu bytes) but the file stores %llu bytes of it%s: "
-                       "the file is damaged or truncated", name, elems, need, (unsigned long long)stored,
-                       squeezed ? ", too few for any compression" : "");
-    return CT_OK;
 }
 
 static ct_status read_typed(hid_t f, const char *name, void *dst, size_t n, hid_t memtype)

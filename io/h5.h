@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <hdf5.h>
 #include "core/error.h"
+#include "io/h5probe.h"   /* ct_h5_quiet, ct_h5_check_stored: the checks below every reader */
 
 #define CT_H5_DIMS_MAX 8
 
-void      ct_h5_quiet(void);                                   /* silence HDF5's error printing */
 ct_status ct_h5_open(hid_t *f, const char *path);              /* read-only; clear error if missing/corrupt */
 ct_status ct_h5_create(hid_t *f, const char *path);            /* truncates */
 void      ct_h5_close(hid_t f);
@@ -21,18 +21,6 @@ void      ct_h5_close(hid_t f);
 int       ct_h5_exists(hid_t f, const char *name);             /* dataset or group at path `name` */
 /* Shape of a dataset: *ndim and dims[0..ndim). */
 ct_status ct_h5_shape(hid_t f, const char *name, int *ndim, size_t dims[CT_H5_DIMS_MAX]);
-/* Whether the open dataset d (called `name` in messages) really stores `elems`
- * elements. HDF5 reads the parts of a dataset that were never written as fill
- * values, so a file of a few hundred bytes can declare a dataset of any size:
- * what its layout says is stored (at most the file's size; with a compression
- * filter, at most 1032 times that, deflate's limit) must hold elems elements of
- * its type (4 bytes at least per variable-length string), in chunks of at most
- * CT_H5_CHUNK_MAX bytes. CT_EFORMAT naming the dataset and both sizes otherwise. Readers call it before allocating for a size
- * read from a file. */
-ct_status ct_h5_check_stored(hid_t d, const char *name, unsigned long long elems);
-/* The largest chunk ct_h5_check_stored lets through (HDF5 allocates a whole chunk to
- * read any of it): 64 MiB, four times the feature store's largest (1024 x 4096 floats). */
-#define CT_H5_CHUNK_MAX (64 << 20)
 /* Read a whole dataset converted to float/int; it must hold exactly n elements,
  * stored in the file (ct_h5_check_stored). */
 ct_status ct_h5_read_f32(hid_t f, const char *name, float *dst, size_t n);
