@@ -179,9 +179,9 @@ int ct_gemm_packed_available(void) { return ct_kernels_get() != CT_KERNELS_BLAS;
  * MROWS is a constant at every call, so the accumulators live in registers. */
 #define CT_AVX512 __attribute__((target("avx512f")))
 static inline __attribute__((always_inline)) CT_AVX512
-void tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak, const int *restrict aoff,
-          const float *restrict panel, size_t ldp, const int *restrict boff, float *restrict C, int ldc,
-          const __mmask16 *m, int acc)
+void gemm_tile(const int MROWS, int K, const float *restrict A, size_t ai, size_t ak, const int *restrict aoff,
+               const float *restrict panel, size_t ldp, const int *restrict boff, float *restrict C, int ldc,
+               const __mmask16 *m, int acc)
 {
     const float *arow[MR];   /* row i of op(A) starts at arow[i]; its k-th value at arow[i][k * ak] */
 #pragma GCC unroll 16
@@ -219,7 +219,7 @@ void tile_rest(int rows, int K, const float *A, size_t ai, size_t ak, const int 
                const int *boff, float *C, int ldc, const __mmask16 *m, int acc)
 {
     switch (rows) {
-#define CASE(r) case r: tile(r, K, A, ai, ak, aoff, panel, ldp, boff, C, ldc, m, acc); break;
+#define CASE(r) case r: gemm_tile(r, K, A, ai, ak, aoff, panel, ldp, boff, C, ldc, m, acc); break;
     CASE(1) CASE(2) CASE(3) CASE(4) CASE(5)
 #undef CASE
     default: break;
@@ -246,7 +246,7 @@ void gemm_packed_avx512(int M, int N, int K, const float *A, int lda, int trans_
         float *Cp = C + (size_t)p * NR;
         int i = 0;
 #define TILE_A(i) (aoff ? A : A + (size_t)(i) * ai), ai, ak, (aoff ? aoff + (i) : NULL)
-        for (; i + MR <= M; i += MR) tile(MR, K, TILE_A(i), panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
+        for (; i + MR <= M; i += MR) gemm_tile(MR, K, TILE_A(i), panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
         if (i < M) tile_rest(M - i, K, TILE_A(i), panel, ldp, boff, Cp + (size_t)i * ldc, ldc, m, acc);
 #undef TILE_A
     }
@@ -269,11 +269,11 @@ static inline __attribute__((always_inline)) CT_AVX2 __m256i lanes(int have)
 }
 
 /* One tile: rows [0, MROWS) of C, one strip of 16 columns (WHOLE: all 16 exist; else the
- * masks m[0], m[1] keep those that do); A, the panel and boff as tile() above. */
+ * masks m[0], m[1] keep those that do); A, the panel and boff as gemm_tile() above. */
 static inline __attribute__((always_inline)) CT_AVX2
-void tile2(const int MROWS, const int WHOLE, int K, const float *restrict A, size_t ai, size_t ak, const int *restrict aoff,
-           const float *restrict panel, size_t ldp, const int *restrict boff, float *restrict C, int ldc, const __m256i *m,
-           int acc)
+void gemm_tile2(const int MROWS, const int WHOLE, int K, const float *restrict A, size_t ai, size_t ak, const int *restrict aoff,
+                const float *restrict panel, size_t ldp, const int *restrict boff, float *restrict C, int ldc, const __m256i *m,
+                int acc)
 {
     const float *arow[MR2];
 #pragma GCC unroll 6
@@ -314,7 +314,7 @@ void strip2(const int WHOLE, int M, int K, const float *A, size_t ai, size_t ak,
             size_t ldp, const int *boff, float *C, int ldc, const __m256i *m, int acc)
 {
     int i = 0;
-#define TILE2(r) tile2(r, WHOLE, K, aoff ? A : A + (size_t)i * ai, ai, ak, aoff ? aoff + i : NULL, panel, ldp, boff, \
+#define TILE2(r) gemm_tile2(r, WHOLE, K, aoff ? A : A + (size_t)i * ai, ai, ak, aoff ? aoff + i : NULL, panel, ldp, boff, \
                        C + (size_t)i * ldc, ldc, m, acc)
     for (; i + MR2 <= M; i += MR2) TILE2(MR2);
     switch (M - i) {   /* the rows that do not fill a whole tile, one instance per count */

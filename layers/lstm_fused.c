@@ -82,9 +82,9 @@ INLINE __m512 v_hard_sigmoid(__m512 x)
  * HARD are constants at each call, so the 24 accumulators live in registers.
  * HARD = PRODUCTS_ONLY stores the sums as they are (ct_lstm_fused_products). */
 #define PRODUCTS_ONLY 2
-INLINE void tile(const int MROWS, const int HARD, int Il, int H, const float *restrict x, const float *restrict hp,
-                 const float *restrict cp, const float *restrict panel, const float *restrict b_ih,
-                 const float *restrict b_hh, float *restrict gate, float *restrict c, float *restrict tc, float *restrict h)
+INLINE void step_tile(const int MROWS, const int HARD, int Il, int H, const float *restrict x, const float *restrict hp,
+                      const float *restrict cp, const float *restrict panel, const float *restrict b_ih,
+                      const float *restrict b_hh, float *restrict gate, float *restrict c, float *restrict tc, float *restrict h)
 {
     __m512 acc[MR][4];
     /* The tile's outputs are fresh memory (each step writes new rows of the cache): ask for
@@ -163,7 +163,7 @@ INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const 
         const size_t o = (size_t)u * UB;
         int i = 0;
 #define AT(p, n) ((p) ? (p) + (n) : NULL)   /* hprev at t = 0, and the cell's operands with PRODUCTS_ONLY, are NULL */
-#define TILE(R) tile(R, HARD, Il, H, x + (size_t)i * Il, AT(hprev, (size_t)i * H), AT(cprev, (size_t)i * H + o), \
+#define TILE(R) step_tile(R, HARD, Il, H, x + (size_t)i * Il, AT(hprev, (size_t)i * H), AT(cprev, (size_t)i * H + o), \
                      panel, AT(b_ih, o), AT(b_hh, o), gate + (size_t)i * G + o, AT(c, (size_t)i * H + o), \
                      AT(tc, (size_t)i * H + o), AT(h, (size_t)i * H + o))
         for (; i + MR <= rows; i += MR) TILE(MR);
