@@ -30,6 +30,16 @@
 # Every user-facing target first runs scripts/deps.sh, which does nothing when the
 # packages are already there. The real build lives in the `build` target, run by a
 # second make so that pkg-config sees the packages deps.sh just installed.
+#
+# The build uses every core (JOBS, default: nproc) unless the command line says how many
+# (make -j4); JOBS=1 builds one file at a time.
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(MAKELEVEL),0)
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(JOBS)
+endif
+endif
 
 SAN      ?= 0
 CC       ?= cc
