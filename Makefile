@@ -24,7 +24,7 @@
 #                   into gpu-check-out/ or OUT=DIR
 #   make install    bin/ctrain, libctrain.a and .so, the headers, ctrain.pc and the man page
 #                   under PREFIX (/usr/local), staged under DESTDIR when given; make uninstall
-#                   removes them (README.md, "Installing the library")
+#                   removes them (docs/library.md, "Installing the library")
 #   make clean
 #
 # Every user-facing target first runs scripts/deps.sh, which does nothing when the
@@ -308,7 +308,7 @@ golden:
 	@sh scripts/deps.sh golden
 	@for g in tests/golden_gen/gen_*.py; do echo "golden: $$g"; /usr/bin/python3 $$g tests/golden || exit 1; done
 
-# ---- make dist: the relocatable tarball (README.md, "Running on another machine") ----
+# ---- make dist: the relocatable tarball (docs/running-elsewhere.md) ----
 # Two builds for a portable x86-64 level, not -march=native: the machine the tarball
 # runs on may lack instructions this one has. core/hot.h's CT_HOT (on with
 # CT_PORTABLE) compiles the hot loops for x86-64-v3 and v4 too and picks one at run
@@ -336,7 +336,7 @@ gpu-check: deps
 	@$(MAKE) --no-print-directory build SAN=0
 	@sh scripts/gpu-check.sh $(OUT)
 
-# ---- make install / make uninstall: the library for other programs (README.md,
+# ---- make install / make uninstall: the library for other programs (docs/library.md,
 # "Installing the library"). Under DESTDIR$(PREFIX):
 #   bin/ctrain
 #   lib/libctrain.a, lib/libctrain.so.VERSION, its links libctrain.so.MAJOR (the soname)

@@ -34,8 +34,8 @@ static const ct_opt OPTS[] = {
     { CT_OPT_CHOICE, "--recurrent", "NAME", offsetof(lstm_cfg, m.recurrent), 0, 0, 0, ct_lstm_recurrent_choices,
       SIZE_CMDS, "sigmoid or hard_sigmoid gate activation", .store = LSTM_KEPT },
     { CT_OPT_CHOICE, "--pool", "WHAT", offsetof(lstm_cfg, m.pool), 0, 0, 0, ct_lstm_pool_choices, SIZE_CMDS,
-      "mean: the LSTM's mean over the utterance's frames feeds the embedding;\nlast: its last hidden state (the seed's model, far weaker: see the\n"
-      "README) (default: mean to train; last for a file that eval or import\nreads without it, as such files were trained)", .store = LSTM_KEPT },
+      "mean: the LSTM's mean over the utterance's frames feeds the embedding;\nlast: its last hidden state (the seed's model, far weaker: see\n"
+      "docs/training.md) (default: mean to train; last for a file that\neval or import reads without it, as such files were trained)", .store = LSTM_KEPT },
     /* recorded with the model, set by no flag: the distance below which a pair is called "same" */
     { CT_OPT_FLOAT, NULL, "X", offsetof(lstm_cfg, m.threshold), 0, 0, 1e9, NULL, 0, NULL, .key = "threshold", .store = CT_IN_MODEL },
     CT_SPEAKER_OPTS(lstm_cfg, data),
@@ -47,11 +47,11 @@ static void defaults(void *vc)
     lstm_cfg *c = vc;
     c->m = ct_siamese_lstm_defaults();
     /* The embedding pools the mean over time by default: on corpora unlike the demo's it gives a far better
-     * model (README). ct_siamese_lstm_defaults() stays the seed's exact model (the last hidden state), which
+     * model (docs/training.md, "Choosing the defaults"). ct_siamese_lstm_defaults() stays the seed's exact model (the last hidden state), which
      * `ctrain time` times and --pool last reproduces. */
     c->m.pool = LSTM_RETURN_MEAN;
     ct_speaker_opts_defaults(&c->data);
-    c->data.pairs = 10000;   /* with the cosine schedule and lr 3e-3 of ct_model_siamese_lstm.train: README, "Choosing the defaults" */
+    c->data.pairs = 10000;   /* with the cosine schedule and lr 3e-3 of ct_model_siamese_lstm.train: docs/training.md, "Choosing the defaults" */
 }
 
 static void time_defaults(void *vc)
@@ -262,7 +262,7 @@ const ct_model_descriptor ct_model_siamese_lstm = {
     .task = CT_TASK_SPEAKER,
     .cfg_size = sizeof(lstm_cfg), .net_size = sizeof(siamese_lstm),
     .opts = OPTS,
-    /* chosen by measurement on corpora unlike the demo's (README, "Choosing the defaults"): a larger learning
+    /* chosen by measurement on corpora unlike the demo's (docs/training.md, "Choosing the defaults"): a larger learning
      * rate with a cosine schedule, and 10,000 pairs x 6 epochs, beat RMSprop's lr 1e-3 and 6,000 x 5 there */
     .train = { .epochs = 6, .batch = 128, .optimizer = OPT_RMSPROP, .lr = 3e-3f, .schedule = "cosine", .data = "synthetic" },
     .defaults = defaults, .time_defaults = time_defaults, .finish = finish, .from_meta = from_meta, .describe = describe,

@@ -23,7 +23,7 @@
  * The descriptors are in catalog/model_*.c; what the two speaker models and the
  * two image models share is in catalog/model_speaker.c and catalog/model_image.c.
  * Adding a model is writing one descriptor and listing it in ct_models
- * (catalog/model_table.c); README.md, "How to add a model", walks through it.
+ * (catalog/model_table.c); docs/extending.md, "How to add a model", walks through it.
  */
 #ifndef CT_MODEL_TABLE_H
 #define CT_MODEL_TABLE_H

@@ -79,7 +79,7 @@ const ct_opt ct_train_opt_table[] = {
       "resumes it; exit 130 or 143, --out not written. A second signal exits at once, writing nothing.",
       0, 0, 0, 0, 0, NULL, TRAIN, NULL, .store = CT_IN_NONE },
 
-    { CT_OPT_HEADING, "watching and repeating runs (README.md, \"Watching and repeating runs\"):", 0, 0, 0, 0, 0, NULL, TRAIN, NULL, .store = CT_IN_NONE },
+    { CT_OPT_HEADING, "watching and repeating runs (docs/training.md, \"Watching and repeating runs\"):", 0, 0, 0, 0, 0, NULL, TRAIN, NULL, .store = CT_IN_NONE },
     { CT_OPT_STR, "--config", "FILE.yaml", T(config), 0, 0, 0, NULL, TRAIN,
       "options from a YAML file, one `key: value` per line, keys named after the long\noptions with '_' for '-' (epochs: 6, "
       "clip_norm: 1, tf32: true); options on\nthe command line win", .store = CT_IN_NONE },

@@ -7,7 +7,7 @@
  * train/train.h), which prints Keras's per-epoch log. Exits 0 when the held-out
  * accuracy of the last epoch reaches PASS_ACCURACY, 1 when it does not, 2 on an error.
  *
- * Against an installed ctrain (README.md, "Installing the library"):
+ * Against an installed ctrain (docs/library.md, "Installing the library"):
  *
  *   cc -O2 -o train_small examples/train_small.c $(pkg-config --cflags --libs ctrain)
  *   ./train_small

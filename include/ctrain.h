@@ -3,7 +3,7 @@
  *   #include <ctrain.h>
  *   cc prog.c $(pkg-config --cflags --libs ctrain)
  *
- * (examples/train_small.c; README.md, "Installing the library"). In layer order,
+ * (examples/train_small.c; docs/library.md, "Installing the library"). In layer order,
  * core <- layers <- models <- train, io on core only, cuda beside layers:
  *
  *   errors         ct_status, ct_last_error                     core/error.h

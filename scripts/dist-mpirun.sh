@@ -10,7 +10,7 @@
 # manager) and runs Open MPI @OMPI_VERSION@'s orterun from mpi/bin/; the ranks
 # inherit that environment, so bin/ctrain's MPI library finds the same plug-ins.
 # It starts ranks on this machine; across machines use the cluster's own MPI with
-# a ctrain built against it (README.md, "Data-parallel training").
+# a ctrain built against it (docs/distributed.md).
 set -u
 self=$0
 if r=$(readlink -f -- "$0" 2>/dev/null) && [ -n "$r" ]; then self=$r; fi

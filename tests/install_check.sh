@@ -1,7 +1,7 @@
 #!/bin/sh
 # install_check.sh - `make install` as a library user meets it, end to end:
 #
-#   1. make install DESTDIR=TMP/stage PREFIX=/usr: exactly the files README.md lists
+#   1. make install DESTDIR=TMP/stage PREFIX=/usr: exactly the files docs/library.md lists
 #      (the public headers: ctrain.h and what it reaches, scripts/public-headers.sh;
 #      both libraries, ctrain.pc, the man page, bin/ctrain); no private header
 #      (scripts/private-headers.txt: layers/gemm_packed.h, cuda/lstm_map.h,
