@@ -29,7 +29,9 @@
  * the absolute values of the operands); the LSTM with gemm_bf16's many-steps tolerance of
  * tests/test_lstm_bf16.c, 2^-4 of each tensor's largest entry; a short siamese-lstm
  * training through the CLI with losses within 5% of FP32's. Each prints the errors it
- * measured. A GPU that cannot compute bf16 (compute capability < 8.0 or cuDNN < 9.13)
+ * measured. Those bounds hold for an FP32 result too, so each layer's output must also
+ * differ from the FP32 GPU layer's somewhere (its operands were rounded: the bf16 path
+ * ran). A GPU that cannot compute bf16 (compute capability < 8.0 or cuDNN < 9.13)
  * refuses the backend: the bf16 cases are then skipped with its one-line reason.
  *
  * CT_GPU_CASES="a,b" runs only the compared cases whose name holds a or b (to narrow
@@ -777,6 +779,7 @@ typedef struct {
 static lstm_case_cfg lstm_cfg;
 
 #ifdef CT_HAVE_CUDA
+#include "cuda/conv2d.h"
 #include "cuda/lstm.h"
 static int lstm_plan_direct(const void *plan, char *why, size_t n) { const lstm_gpu *p = plan; snprintf(why, n, "%s", p->map.why); return p->map.direct; }
 #endif
@@ -1225,6 +1228,15 @@ static void bf16_within(const char *what, const float *got, const float *ref, co
             (double)got[first], (double)ref[first], (double)S[first]);
 }
 
+/* The bf16 layer's result is not the FP32 layer's bit for bit: its operands were rounded, so
+ * the bf16 path ran (every bound above also holds for an FP32 result, which they cannot tell apart). */
+static void bf16_ran(const char *what, const float *g16, const float *g32, size_t n)
+{
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++) differ += g16[i] != g32[i];
+    t_check(differ > 0, "%s: all %zu elements equal the FP32 GPU layer's bit for bit: the bf16 path did not run", what, n);
+}
+
 static float *dget(const ct_backend *be, const float *dev, size_t n)
 {
     float *h = t_alloc(n);
@@ -1285,6 +1297,7 @@ static void bf16_dense(const ct_backend *g16, const ct_backend *cpu16, const ct_
         bf16_within(w1, a.v[k], c.v[k], S.v[k], n[k], to_cpu);
         bf16_within(w2, a.v[k], f.v[k], S.v[k], n[k], to_fp32);
     }
+    bf16_ran("out", a.v[0], f.v[0], no);
     t_close("db (accumulated, FP32) vs the GPU's FP32", a.v[3], f.v[3], O, 1e-5);
     bf16_res_free(&a); bf16_res_free(&c); bf16_res_free(&f); bf16_res_free(&S);
     free(x); free(w); free(b); free(dout); free(dw0); free(db0); free(zw); free(zb); free(ax); free(aw); free(ad);
@@ -1311,6 +1324,15 @@ static void conv_run(const ct_backend *be, bf16_res *r, const conv2d_dims *d, co
     be->ops->conv2d_forward(be, gout, gws, gx, gw, gb, plan, d->N);
     be->ops->conv2d_backward(be, gdin, gdw, b ? gdb : NULL, gws, gdout, gx, gw, plan, d->N);
     t_check(be->ops->sync(be) == CT_OK, "%s: queued work failed: %s", be->name, ct_last_error());
+#ifdef CT_HAVE_CUDA
+    if (!be->host_memory) {   /* the algorithms the bounds were met (or missed) with: FFT and Winograd ones round differently */
+        const conv2d_gpu_shape *s = ct_conv2d_shape_gpu(plan, d->N);
+        if (s)
+            printf("     cuDNN algorithms (%s): forward %d, backward data %d, backward filter %d (cudnnConvolution*Algo_t)\n",
+                   be->math.dtype == CT_BF16 ? "bf16" : "FP32", s->algo[CONV2D_GPU_FWD], s->algo[CONV2D_GPU_BWD_DATA],
+                   s->algo[CONV2D_GPU_BWD_FILTER]);
+    }
+#endif
     r->v[0] = dget(be, gout, nout);
     r->v[1] = dget(be, gdin, nin);
     r->v[2] = dget(be, gdw, nw);
@@ -1358,6 +1380,7 @@ static void bf16_conv(const ct_backend *g16, const ct_backend *cpu16, const ct_b
         bf16_within(w1, a.v[k], c.v[k], S.v[k], n[k], to_cpu);
         bf16_within(w2, a.v[k], f.v[k], S.v[k], n[k], to_fp32);
     }
+    bf16_ran("out", a.v[0], f.v[0], nout);
     t_close("db (accumulated, FP32) vs the GPU's FP32", a.v[3], f.v[3], OC, 1e-5);
     bf16_res_free(&a); bf16_res_free(&c); bf16_res_free(&f); bf16_res_free(&S);
     free(x); free(w); free(b); free(dout); free(dw0); free(db0); free(zw); free(zb); free(ax); free(aw); free(ad);
@@ -1389,6 +1412,7 @@ static void bf16_lstm(const char *name, const ct_backend *g16, const ct_backend 
             printf("     %-60s normalised error %.3g (tolerance %.3g)\n", what, e, o[k].o[i].tol);
         }
     }
+    if (o[0].n > 0 && o[2].n > 0 && o[0].o[0].n == o[2].o[0].n) bf16_ran(o[0].o[0].name, o[0].o[0].v, o[2].o[0].v, o[0].o[0].n);
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < o[k].n; i++) free(o[k].o[i].v);
 }
