@@ -76,12 +76,16 @@ static ct_status peak_gpu(ct_gpu *g, ct_sgemm_rate *r, int n, int repeats, int m
     if (st == CT_OK && math == MATH_BF16) {   /* A and B hold n x n bf16 (half of their bytes) */
         fill_bf16_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>((__nv_bfloat16 *)A, nn, 1.0f);
         fill_bf16_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>((__nv_bfloat16 *)B, nn, 0.5f);
-        st = time_sgemms(g, ms, R, A, B, C, n, e0, e1, 1);
     } else if (st == CT_OK) {
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(A, nn, 1.0f);
         fill_kernel<<<ct_gpu_blocks(nn, CT_THREADS), CT_THREADS, 0, g->stream>>>(B, nn, 0.5f);
-        st = time_sgemms(g, ms, R, A, B, C, n, e0, e1, 0);
     }
+    if (st == CT_OK) {   /* the fills' launches (a bad configuration is reported only here) */
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            st = ct_fail(CT_ENODEV, "%s:%d: filling the product's operands: %s", __FILE__, __LINE__, cudaGetErrorString(e));
+    }
+    if (st == CT_OK) st = time_sgemms(g, ms, R, A, B, C, n, e0, e1, math == MATH_BF16);
     if (restore) cublasSetMathMode(g->cublas, saved);
     if (st == CT_OK) {
         double flop = 2.0 * n * n * (double)n;
