@@ -48,10 +48,12 @@
 #   bf16-*    when the CPU has amx_bf16: ctrain time siamese-lstm and cnn --device cpu        120 each
 #             --threads 2 --precision fp32,bf16 --protocol bench, and PyTorch's bf16 autocast
 #             on the same workload (python3 on PATH): the AMX targets of docs/precision.md
-#   gpubf16-* ctrain time siamese-lstm and cnn --device gpu --precision fp32,bf16: bf16 on    60 each
-#             the tensor cores against FP32, with NVML's power and energy figures and the
-#             report page (--html) where this ctrain has them
-#   nvml      `ctrain_tests hwreport` with CT_REQUIRE_GPU=1: NVML's power, temperature, clocks  60
+#   gpubf16-* ctrain time siamese-lstm and cnn --device gpu --precision fp32,bf16 --per-layer  150 each
+#             on ten times the bench training set: bf16 on the tensor cores against FP32, with
+#             NVML's power and energy figures and the report page (--html) where this ctrain has
+#             them, PyTorch AMP (bf16 autocast) on the same workload, and for the LSTM FP32 on
+#             cuDNN's standard algorithm (bf16's) and the seed protocol's epoch in bf16
+#   nvml      `ctrain_tests hwreport`, its NVML case required to pass: power, temperature, clocks  60
 #   scaling   scripts/cpu-scaling.sh: siamese-lstm and cnn on the CPU at 2, 4, 8 and 16       180
 #             threads (GPU_CHECK_THREADS), speed-up, parallel efficiency and each layer's
 #             ms per batch, and PyTorch's twins on 16 threads in FP32 and bf16 autocast
@@ -286,7 +288,10 @@ if gpu:
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
     for m in ("siamese-lstm", "cnn"):
         gl = re.findall(r"^gpu(?: bf16)? +\d.*$", text("gpubf16-%s.log" % m), re.M)
-        lines.append("GPU %s, fp32 and bf16 (%s):" % (m, status("gpubf16-" + m)))
+        gl += re.findall(r"^pytorch .*$", text("gpubf16-%s.log" % m), re.M)
+        gl += ["FP32, cuDNN's standard algorithm: " + l for l in re.findall(r"^gpu +\d.*$", text("gpubf16-%s-standard.log" % m), re.M)]
+        gl += ["seed protocol, bf16: " + l for l in re.findall(r"^gpu bf16 +\d.*$", text("gpubf16-%s-seed.log" % m), re.M)]
+        lines.append("GPU %s, fp32 and bf16, PyTorch AMP (%s):" % (m, status("gpubf16-" + m)))
         lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in gl)
     lines.append("NVML through the hardware report (%s)" % status("nvml"))
     for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "amx", "bf16-siamese-lstm", "bf16-cnn",
@@ -593,16 +598,36 @@ else
 fi
 
 # ---- 4c. bf16 on the GPU's tensor cores, NVML through the hardware report ----
+# Ten times the bench protocol's training set, so that an epoch lasts long enough for NVML's
+# energy counter; each layer's milliseconds (--per-layer); PyTorch's AMP (bf16 autocast) on the
+# same workload (bench/*_torch.py --autocast bf16, logged beside); for the LSTM also FP32 on
+# cuDNN's standard algorithm, the one cuDNN offers bf16 data (gpubf16-siamese-lstm-standard.log),
+# and the seed protocol's epoch in bf16 (gpubf16-siamese-lstm-seed.log).
 if "$ctrain" time --help 2>&1 | grep -q -e '--precision'; then
   for m in siamese-lstm cnn; do
-    data=""; [ "$m" = cnn ] && data="--data synthetic"
-    run_step "gpubf16-$m" 60 "$ctrain" time "$m" $devflag gpu --precision fp32,bf16 --protocol bench --threads "$threads" $data \
-      --json "$out/ctrain-$m-gpu-prec.json" ${html:+--html "$out/report-$m-gpu-prec.html"}
+    if [ "$m" = cnn ]; then w="--data synthetic --samples 60000 --val-samples 1000"; script=cnn_torch.py
+    else w="--pairs 30720 --val-pairs 1024"; script=siamese_torch.py; fi
+    run_step "gpubf16-$m" 150 sh -c 'ctrain=$1 m=$2 w=$3 script=$4 out=$5 threads=$6 devflag=$7 html=$8 py=$9
+      "$ctrain" time "$m" $devflag gpu --precision fp32,bf16 --protocol bench --threads "$threads" --per-layer $w \
+        --json "$out/ctrain-$m-gpu-prec.json" ${html:+--html "$out/report-$m-gpu-prec.html"} || exit 1
+      if [ -n "$py" ]; then
+        python3 "$py/$script" --device cuda --autocast bf16 --epochs 4 --batch 128 --threads "$threads" --protocol bench $w \
+          --json "$out/torch-$m-cuda-bf16.json" || exit 1
+      fi
+      [ "$m" = siamese-lstm ] || exit 0
+      CTRAIN_LSTM_ALGO=standard "$ctrain" time "$m" $devflag gpu --protocol bench --threads "$threads" $w \
+        --json "$out/ctrain-$m-gpu-standard-algo.json" > "$out/gpubf16-$m-standard.log" 2>&1 || exit 1
+      "$ctrain" time "$m" $devflag gpu --precision bf16 --protocol seed --epochs 2 --threads "$threads" \
+        --json "$out/ctrain-$m-seed-gpu-bf16.json" > "$out/gpubf16-$m-seed.log" 2>&1' \
+      sh "$ctrain" "$m" "$w" "$script" "$out" "$threads" "$devflag" "$html" "$([ $py_ok = 1 ] && echo "$here/bench")"
   done
 else
   not_run gpubf16-siamese-lstm "this ctrain has no --precision"; not_run gpubf16-cnn "this ctrain has no --precision"
 fi
-run_step nvml 60 env CT_REQUIRE_GPU=1 "$tests" hwreport
+# The hardware report's suite as a user runs it (its cases that need Chromium or Debian's python3-torch
+# skip here), and its NVML case must have read this GPU.
+run_step nvml 60 sh -c '"$1" hwreport > "$2" 2>&1; rc=$?; cat "$2"; [ $rc = 0 ] || exit 1
+  grep -q "^PASS hwreport/NVML reads" "$2" || { echo "gpu-check: the NVML case did not pass"; exit 1; }' sh "$tests" "$out/.nvml-suite.log"
 
 # ---- 4d. the CPU's threads: 2 to all of them, ctrain against PyTorch on all (before the suite loads the CPU) ----
 if [ -f "$here/scripts/cpu-scaling.sh" ]; then
