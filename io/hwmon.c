@@ -240,6 +240,11 @@ void ct_hw_gpu_meter(const char *gpu_why, const ct_hw_sample *s, size_t lo, size
     if (!isfinite(m->busy_pct)) snprintf(m->busy_why, sizeof m->busy_why, "NVML gave no utilisation rates");
     m->peak_w = max_of(s, lo, hi, offsetof(ct_hw_sample, gpu_w));
     if (hi <= lo || !(m->seconds > 0)) { snprintf(m->energy_why, sizeof m->energy_why, "fewer than two samples"); return; }
+    if (m->seconds < CT_HW_GPU_MIN_SECONDS) {
+        snprintf(m->energy_why, sizeof m->energy_why, "the epochs after the warm-up lasted %.2f s, under the %.0f s NVML's power "
+                 "figures need on recent GPUs (they average over 1 s); time more samples per epoch", m->seconds, CT_HW_GPU_MIN_SECONDS);
+        return;
+    }
     if (isfinite(s[lo].gpu_mj) && isfinite(s[hi].gpu_mj)) {   /* the board's own counter: exact */
         m->joules = (s[hi].gpu_mj - s[lo].gpu_mj) / 1e3;
         snprintf(m->energy_how, sizeof m->energy_how, "NVML total energy counter");

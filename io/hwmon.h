@@ -87,6 +87,10 @@ const char *ct_hw_sysfs_root(void);
  * hwmon), and the GPU's (gpu_why: why there is none, or NULL when the samples hold it). */
 void ct_hw_cpu_meter(const ct_hw *hw, const ct_hw_sample *s, size_t lo, size_t hi, ct_hw_meter *m);
 void ct_hw_gpu_meter(const char *gpu_why, const ct_hw_sample *s, size_t lo, size_t hi, ct_hw_meter *m);
+/* A GPU's joules and average watts need a stretch at least this long: NVML averages a recent
+ * GPU's power over 1 s, and over 0.12 s of epochs an H200's energy counter gave 427 W average
+ * against a highest reading of 109 W. Shorter: n/a, saying so. */
+#define CT_HW_GPU_MIN_SECONDS 1.0
 /* A meter with nothing measured, every _why set to why. */
 void ct_hw_meter_none(ct_hw_meter *m, const char *why);
 

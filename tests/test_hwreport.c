@@ -151,7 +151,7 @@ static void test_sysfs(void)
 
 static void test_gpu_meter(void)
 {
-    t_case("hwreport/GPU meter: NVML's energy counter, else the power readings integrated; utilisation means");
+    t_case("hwreport/GPU meter: NVML's energy counter, else the power readings integrated; utilisation means; n/a under 1 s");
     ct_hw_sample s[3];
     for (int i = 0; i < 3; i++) {
         s[i] = (ct_hw_sample){ .t = i, .gpu_w = 100 + 50 * i, .gpu_mj = 1000.0 * (10 + 120 * i), .gpu_temp_c = 60 + i,
@@ -164,6 +164,10 @@ static void test_gpu_meter(void)
     for (int i = 0; i < 3; i++) s[i].gpu_mj = NAN;
     ct_hw_gpu_meter(NULL, s, 0, 2, &m);
     t_check(near(m.joules, 125 + 175) && strstr(m.energy_how, "integrated"), "readings: %g J (%s)", m.joules, m.energy_how);
+    for (int i = 0; i < 3; i++) s[i].t = 0.4 * i;   /* 0.8 s: too short for NVML's figures */
+    ct_hw_gpu_meter(NULL, s, 0, 2, &m);
+    t_check(isnan(m.joules) && isnan(m.avg_w) && strstr(m.energy_why, "0.80 s") && m.peak_w == 200 && m.max_temp_c == 62,
+            "0.8 s: %g J, %g W (%s)", m.joules, m.avg_w, m.energy_why);
     ct_hw_gpu_meter("no GPU counters: libnvidia-ml.so.1 cannot be loaded", s, 0, 2, &m);
     t_check(isnan(m.joules) && isnan(m.busy_pct) && strstr(m.busy_why, "libnvidia-ml"), "no NVML: %g, why %s", m.joules, m.busy_why);
 }
