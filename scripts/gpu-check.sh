@@ -51,8 +51,9 @@
 #   gpubf16-* ctrain time siamese-lstm and cnn --device gpu --precision fp32,bf16 --per-layer  150 each
 #             on ten times the bench training set: bf16 on the tensor cores against FP32, with
 #             NVML's power and energy figures and the report page (--html) where this ctrain has
-#             them, PyTorch AMP (bf16 autocast) on the same workload, and for the LSTM FP32 on
-#             cuDNN's standard algorithm (bf16's) and the seed protocol's epoch in bf16
+#             them, TF32 on the same workload (its energy), PyTorch AMP (bf16 autocast) on the
+#             same workload, and for the LSTM FP32 on cuDNN's standard algorithm (bf16's) and
+#             the seed protocol's epoch in bf16
 #   nvml      `ctrain_tests hwreport`, its NVML case required to pass: power, temperature, clocks  60
 #   scaling   scripts/cpu-scaling.sh: siamese-lstm and cnn on the CPU at 2, 4, 8 and 16       180
 #             threads (GPU_CHECK_THREADS), speed-up, parallel efficiency and each layer's
@@ -290,6 +291,7 @@ if gpu:
     for m in ("siamese-lstm", "cnn"):
         gl = re.findall(r"^gpu(?: bf16)? +\d.*$", text("gpubf16-%s.log" % m), re.M)
         gl += re.findall(r"^pytorch .*$", text("gpubf16-%s.log" % m), re.M)
+        gl += ["TF32: " + l for l in re.findall(r"^gpu +\d.*$", text("gpubf16-%s-tf32.log" % m), re.M)]
         gl += ["FP32, cuDNN's standard algorithm: " + l for l in re.findall(r"^gpu +\d.*$", text("gpubf16-%s-standard.log" % m), re.M)]
         gl += ["seed protocol, bf16: " + l for l in re.findall(r"^gpu bf16 +\d.*$", text("gpubf16-%s-seed.log" % m), re.M)]
         lines.append("GPU %s, fp32 and bf16, PyTorch AMP (%s):" % (m, status("gpubf16-" + m)))
@@ -615,6 +617,8 @@ if "$ctrain" time --help 2>&1 | grep -q -e '--precision'; then
         python3 "$py/$script" --device cuda --autocast bf16 --epochs 4 --batch 128 --threads "$threads" --protocol bench $w \
           --json "$out/torch-$m-cuda-bf16.json" || exit 1
       fi
+      "$ctrain" time "$m" $devflag gpu --tf32 --protocol bench --threads "$threads" $w \
+        --json "$out/ctrain-$m-gpu-tf32-energy.json" > "$out/gpubf16-$m-tf32.log" 2>&1 || exit 1
       [ "$m" = siamese-lstm ] || exit 0
       CTRAIN_LSTM_ALGO=standard "$ctrain" time "$m" $devflag gpu --protocol bench --threads "$threads" $w \
         --json "$out/ctrain-$m-gpu-standard-algo.json" > "$out/gpubf16-$m-standard.log" 2>&1 || exit 1
