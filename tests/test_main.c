@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include "core/blas_select.h"
+#include "core/clock.h"
 #include "tests/test.h"
 #include "core/threads.h"
 #include "io/h5.h"
@@ -305,13 +305,6 @@ double t_gradcheck(const char *what, t_objective f, void *ctx, float *x, const f
     return err;
 }
 
-static double wall_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
     ct_blas_select(argv);   /* OpenBLAS on the best kernels it has for this CPU (core/blas_select.h) */
@@ -329,7 +322,7 @@ int main(int argc, char **argv)
         if (!want) continue;
         printf("== %s\n", suites[i].name);
         fflush(stdout);
-        double t0 = wall_seconds();
+        double t0 = ct_now();
         if (!suites[i].fn) {
             t_case("%s/linked", suites[i].name);
             t_check(0, "suite_%s is not linked into the test binary", suites[i].name);
@@ -337,7 +330,7 @@ int main(int argc, char **argv)
             suites[i].fn();
         }
         case_close();
-        seconds[i] = wall_seconds() - t0;
+        seconds[i] = ct_now() - t0;
         total += seconds[i];
         printf("== %s: %.1f s\n", suites[i].name, seconds[i]);
     }
