@@ -450,11 +450,13 @@ static void test_training(void)
     char path[1024], recorded[32] = "";
     snprintf(path, sizeof path, "%s/bf16-ck.h5", t_scratch_dir());
     hid_t ck;
-    if (ct_h5_open(&ck, path) == CT_OK) {
-        if (ct_h5_attr_read_str(ck, "/training", "precision", recorded, sizeof recorded) != CT_OK) recorded[0] = '\0';
+    ct_status st = ct_h5_open(&ck, path);
+    if (st == CT_OK) {
+        st = ct_h5_attr_read_str(ck, "/training", "precision", recorded, sizeof recorded);
         ct_h5_close(ck);
     }
-    t_check(strcmp(recorded, "bf16") == 0, "the checkpoint's /training/precision is \"%s\", not bf16 (%s)", recorded, path);
+    t_check(st == CT_OK && strcmp(recorded, "bf16") == 0, "the checkpoint's /training/precision is \"%s\", not bf16 (%s%s%s)",
+            recorded, path, st == CT_OK ? "" : ": ", st == CT_OK ? "" : ct_last_error());
 
     t_case("lstm_bf16/--precision bf16 without bf16 products: one line, and --precision fp32");
     ct_gemm_bf16_use_model(0);
