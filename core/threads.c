@@ -1,7 +1,8 @@
-/* threads.c - the thread count for OpenBLAS, and ct_parallel's small pool of
- * sleeping workers (see threads.h). */
+/* threads.c - the thread count for OpenBLAS, and the pools of sleeping workers:
+ * ct_parallel's, the training thread's, and those ct_workers_new makes (see threads.h). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <cblas.h>
 #include "core/threads.h"
@@ -27,20 +28,25 @@ int ct_cpu_count(void)
 
 const char *ct_blas_config(void) { return openblas_get_config(); }
 
-/* ---- ct_parallel ---- */
+/* ---- pools of sleeping workers: the training pool (ct_parallel) and any other (ct_workers) ---- */
 
-static struct {
+struct ct_workers {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    int started;                  /* threads running worker_main: workers 1 .. started */
-    unsigned long generation;     /* bumped once per ct_parallel call */
-    int pending;                  /* threads of this call that have not finished */
+    pthread_t thread[CT_MAX_WORKERS];   /* workers 1 .. started */
+    int started;                  /* threads running worker_main */
+    int joinable, stop;           /* a ct_workers_new pool: its threads are joined by ct_workers_free */
+    unsigned long generation;     /* bumped once per run */
+    int pending;                  /* threads of this run that have not finished */
     void (*fn)(void *ctx, int task, int worker);
     void *ctx;
     int n_tasks, workers;
-} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+};
 
-static _Thread_local int inside_task;   /* set while this thread runs a ct_parallel task */
+/* The training thread's pool: its threads are detached and live as long as the process. */
+static ct_workers training = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+
+static _Thread_local int inside_task;   /* set while this thread runs a task of any pool */
 
 static void run_share(int worker, int n_tasks, int workers, void (*fn)(void *, int, int), void *ctx)
 {
@@ -49,23 +55,29 @@ static void run_share(int worker, int n_tasks, int workers, void (*fn)(void *, i
     inside_task = 0;
 }
 
+typedef struct { ct_workers *pool; int id; } worker_arg;
+
 static void *worker_main(void *arg)
 {
-    const int id = (int)(intptr_t)arg;
+    worker_arg a = *(worker_arg *)arg;
+    free(arg);
+    ct_workers *p = a.pool;
     unsigned long seen = 0;
-    pthread_mutex_lock(&pool.mu);
+    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.go, &pool.mu);
-        seen = pool.generation;
-        if (id >= pool.workers) continue;   /* not needed this time */
-        int n = pool.n_tasks, w = pool.workers;
-        void (*fn)(void *, int, int) = pool.fn;
-        void *ctx = pool.ctx;
-        pthread_mutex_unlock(&pool.mu);
-        run_share(id, n, w, fn, ctx);
-        pthread_mutex_lock(&pool.mu);
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+        while (p->generation == seen && !p->stop) pthread_cond_wait(&p->go, &p->mu);
+        if (p->stop) break;
+        seen = p->generation;
+        if (a.id >= p->workers) continue;   /* not needed this time */
+        int n = p->n_tasks, w = p->workers;
+        void (*fn)(void *, int, int) = p->fn;
+        void *ctx = p->ctx;
+        pthread_mutex_unlock(&p->mu);
+        run_share(a.id, n, w, fn, ctx);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0) pthread_cond_signal(&p->done);
     }
+    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -73,53 +85,86 @@ static double parallel_seconds;   /* wall time of the training thread's outermos
 
 double ct_parallel_seconds(void) { return parallel_seconds; }
 
-static int parallel_run(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx);
+static int pool_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx);
 
 int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
 {
-    if (inside_task) return parallel_run(n_tasks, workers, fn, ctx);
+    if (inside_task) return pool_run(&training, n_tasks, workers, fn, ctx);
     const double t0 = ct_now();
-    const int used = parallel_run(n_tasks, workers, fn, ctx);
+    const int used = pool_run(&training, n_tasks, workers, fn, ctx);
     parallel_seconds += ct_now() - t0;
     return used;
 }
 
-static int parallel_run(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
+int ct_workers_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
+{
+    return pool_run(p, n_tasks, workers, fn, ctx);
+}
+
+static int pool_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
 {
     CT_ASSERT(workers >= 1 && workers <= CT_MAX_WORKERS && n_tasks >= 0);
     if (workers > n_tasks) workers = n_tasks > 0 ? n_tasks : 1;
-    if (inside_task) {   /* nested: this worker runs everything itself */
+    if (inside_task || !p) {   /* nested (or no pool): this thread runs everything itself */
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return 1;
     }
-    pthread_mutex_lock(&pool.mu);
-    while (pool.started < workers - 1) {   /* start sleeping workers on first need */
+    pthread_mutex_lock(&p->mu);
+    while (p->started < workers - 1) {   /* start sleeping workers on first need */
         pthread_t t;
         pthread_attr_t a;
+        worker_arg *arg = malloc(sizeof *arg);
+        if (!arg) break;
+        *arg = (worker_arg){ p, p->started + 1 };
         pthread_attr_init(&a);
-        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&t, &a, worker_main, (void *)(intptr_t)(pool.started + 1));
+        if (!p->joinable) pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &a, worker_main, arg);
         pthread_attr_destroy(&a);
-        if (rc != 0) break;
-        pool.started++;
+        if (rc != 0) { free(arg); break; }
+        p->thread[++p->started] = t;
     }
-    const int helpers = workers - 1 < pool.started ? workers - 1 : pool.started;
+    const int helpers = workers - 1 < p->started ? workers - 1 : p->started;
     if (helpers == 0) {
-        pthread_mutex_unlock(&pool.mu);
+        pthread_mutex_unlock(&p->mu);
         run_share(0, n_tasks, 1, fn, ctx);
         return 1;
     }
     workers = helpers + 1;
-    pool.fn = fn; pool.ctx = ctx; pool.n_tasks = n_tasks; pool.workers = workers;
-    pool.pending = helpers;
-    pool.generation++;
-    pthread_cond_broadcast(&pool.go);
-    pthread_mutex_unlock(&pool.mu);
+    p->fn = fn; p->ctx = ctx; p->n_tasks = n_tasks; p->workers = workers;
+    p->pending = helpers;
+    p->generation++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
     run_share(0, n_tasks, workers, fn, ctx);
-    pthread_mutex_lock(&pool.mu);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
     return workers;
+}
+
+ct_workers *ct_workers_new(void)
+{
+    ct_workers *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->joinable = 1;
+    return p;
+}
+
+void ct_workers_free(ct_workers *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (int k = 1; k <= p->started; k++) pthread_join(p->thread[k], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+    free(p);
 }
 
 /* ---- ct_parallel_range ---- */

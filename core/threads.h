@@ -23,13 +23,13 @@
 
 #include <stddef.h>
 #include <cblas.h>
+#include "core/workers.h"
 
 void ct_threads_set(int n);      /* n >= 1; OpenBLAS is kept at one thread */
 int  ct_threads_get(void);
 int  ct_cpu_count(void);         /* online processors */
 const char *ct_blas_config(void);   /* OpenBLAS's own description of its build */
 
-#define CT_MAX_WORKERS 64
 /* Runs fn(ctx, task, worker) for task = 0 .. n_tasks-1 on `workers` workers
  * (1 <= workers <= CT_MAX_WORKERS; worker 0 is the calling thread) and returns
  * when all are done. The assignment is fixed: worker w runs tasks w, w + workers,

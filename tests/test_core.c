@@ -133,6 +133,26 @@ static void test_parallel(void)
         for (int i = n; i < 100; i++) ok &= l.worker[i] == -1;
         t_check(ok, "task i must run once, on worker i %% workers, as that worker's (i / workers)-th task");
     }
+
+    t_case("core/workers: a pool of its own runs the same assignment, beside the training pool; freed with its threads joined");
+    ct_workers *p = ct_workers_new();
+    if (t_check(p != NULL, "ct_workers_new")) {
+        int ok = 1;
+        for (int round = 0; round < 3; round++) {   /* the same threads, reused */
+            parallel_log l;
+            memset(&l, 0, sizeof l);
+            int used = ct_workers_run(p, 100, 3 + round, parallel_task, &l);
+            ok &= used == 3 + round;
+            for (int i = 0; i < 100; i++) ok &= l.worker[i] == i % used && l.order[i] == i / used;
+        }
+        parallel_log l;
+        memset(&l, 0, sizeof l);
+        ok &= ct_workers_run(NULL, 10, 4, parallel_task, &l) == 1;   /* no pool: all in the caller */
+        for (int i = 0; i < 10; i++) ok &= l.worker[i] == 0 && l.order[i] == i;
+        t_check(ok, "tasks ran on the wrong worker or in the wrong order");
+        ct_workers_free(p);
+        ct_workers_free(NULL);
+    }
 }
 
 /* ct_parallel_seconds: the time of the outermost ct_parallel calls, on one thread too, and
