@@ -20,6 +20,7 @@ void ct_speaker_opts_defaults(ct_speaker_opts *o)
     o->val_pairs = 2000;
     o->val_split = CT_VAL_SPEAKERS;
     o->val_fraction = 0.25f;
+    o->loader_threads = 4;
 }
 
 ct_status ct_speaker_opts_check(const ct_speaker_opts *o)
@@ -78,7 +79,7 @@ ct_status ct_speaker_load(ct_model_data *d, const ct_speaker_opts *o, const char
     d->source = source;
     speaker_task_config *tc = &d->tc;
     *tc = (speaker_task_config){ .pairs = o->pairs, .val_pairs = o->val_pairs, .batch = batch, .val_split = (ct_val_split)o->val_split,
-                                 .val_fraction = o->val_fraction, .seed = (uint64_t)seed };
+                                 .val_fraction = o->val_fraction, .seed = (uint64_t)seed, .readers = o->loader_threads };
     d->n_train = o->pairs;
     d->n_val = o->val_pairs;
     ct_synth_config sc = o->synth;

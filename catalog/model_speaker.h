@@ -15,6 +15,7 @@ typedef struct {
     float val_fraction;
     const char *trials;          /* --trials FILE, or NULL */
     const char *data_memory;     /* --data-memory SIZE, or NULL: half the memory available */
+    int loader_threads;          /* --loader-threads N: threads reading a batch from a streamed store */
     const char *exclude_trials;  /* --exclude-trials FILE, or NULL */
 } ct_speaker_opts;
 
@@ -44,6 +45,9 @@ extern const ct_opt_choice ct_val_split_choices[];   /* speakers, videos */
     { CT_OPT_STR, "--data-memory", "SIZE", offsetof(T, M.data_memory), 0, 0, 0, NULL, CT_CMD_TRAIN | CT_CMD_TIME, \
       "memory for the feature store (512M, 8G; default half the memory\navailable): a store that fits is loaded, a larger one is streamed\n" \
       "from the file as batches need it (the same crops and weights)", .store = CT_IN_CONFIG }, \
+    { CT_OPT_INT, "--loader-threads", "N", offsetof(T, M.loader_threads), 0, 1, CT_LOADER_MAX_READERS, NULL, CT_CMD_TRAIN | CT_CMD_TIME, \
+      "threads that read each batch's crops from a streamed store at once\n(default 4, at most the cores; the same crops and weights)", \
+      .store = CT_IN_CONFIG }, \
     { CT_OPT_HEADING, "synthetic data (--data synthetic):", 0, 0, 0, 0, 0, NULL, CT_CMD_TRAIN, NULL, .store = CT_IN_NONE }, \
     { CT_OPT_INT, "--speakers", "N", offsetof(T, M.synth.speakers), 0, 4, 1000000, NULL, CT_CMD_TRAIN, "speakers", .store = CT_SPEAKER_KEPT }, \
     { CT_OPT_INT, "--utts", "N", offsetof(T, M.synth.utts_per_speaker), 0, 2, 100000, NULL, CT_CMD_TRAIN, "utterances per speaker", .store = CT_SPEAKER_KEPT }, \

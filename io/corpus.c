@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "io/corpus.h"
+#include "core/workers.h"
 
 void ct_corpus_free(ct_corpus *c)
 {
@@ -246,18 +247,31 @@ ct_status ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, 
     return ct_pairs_batch_part(x, len, y, p, B, 0, B, c, T, r);
 }
 
-ct_status ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
-                              ct_rng *r)
+/* Pairs [s_lo, s_hi) of the part [lo, hi) of a batch of B pairs: their crops, lengths
+ * and labels, at their places in the part's x [2n, T, I], len [2n], y [n] (n = hi - lo).
+ * Every pair's crop is drawn from r, in batch order, whoever reads it. */
+static ct_status batch_share(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, int s_lo, int s_hi,
+                             const ct_corpus *c, int T, ct_rng *r)
 {
     size_t row = (size_t)T * c->n_mels;
-    int n = hi - lo;   /* the part's pairs: x [2n, T, I], len [2n], y [n] */
+    int n = hi - lo;
     ct_status st = CT_OK;
+    if (c->source && c->source->hint) {   /* a disk: the crops' places first, so that all their reads start at once */
+        ct_rng before = *r;
+        for (int k = 0; k < B; k++)
+            for (int side = 0; side < 2; side++) {
+                int u = side ? p[k].b : p[k].a, first, l;
+                crop_place(c, u, T, r, &first, &l);
+                if (k >= s_lo && k < s_hi) c->source->hint(c->source, u, first, l);
+            }
+        *r = before;   /* drawn again below, the same */
+    }
     for (int k = 0; k < B; k++) {
-        int mine = k >= lo && k < hi, j = k - lo;
+        int mine = k >= s_lo && k < s_hi, j = k - lo;
         for (int side = 0; side < 2; side++) {   /* a, then b: the order the starts are drawn in */
             int u = side ? p[k].b : p[k].a, first, l;
             crop_place(c, u, T, r, &first, &l);
-            if (!mine || st != CT_OK) continue;   /* another rank's pair, or a read already failed: draw only */
+            if (!mine || st != CT_OK) continue;   /* another rank's or reader's pair, or a read already failed: draw only */
             float *dst = x + (size_t)(side ? n + j : j) * row;
             st = ct_corpus_frames(c, u, first, l, dst);
             if (l < T) memset(dst + (size_t)l * c->n_mels, 0, (size_t)(T - l) * c->n_mels * sizeof *dst);
@@ -265,5 +279,53 @@ ct_status ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, in
         }
         if (mine) y[j] = p[k].y;
     }
+    return st;
+}
+
+ct_status ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
+                              ct_rng *r)
+{
+    return batch_share(x, len, y, p, B, lo, hi, lo, hi, c, T, r);
+}
+
+/* ---- a batch read by several threads ---- */
+
+typedef struct {
+    float *x, *y;
+    int *len;
+    const ct_pair *p;
+    int B, lo, hi, T, shares;
+    const ct_corpus *c;
+    ct_rng start, end;                       /* the crop stream before the batch, and after it */
+    ct_status st[CT_LOADER_MAX_READERS];     /* per share */
+    char msg[CT_LOADER_MAX_READERS][512];    /*   and its reader's message (messages are per thread) */
+} share_job;
+
+static void share_task(void *ctx, int t, int worker)
+{
+    share_job *j = ctx;
+    (void)worker;
+    int n = j->hi - j->lo, s_lo = j->lo + (int)((long)n * t / j->shares), s_hi = j->lo + (int)((long)n * (t + 1) / j->shares);
+    ct_rng r = j->start;
+    j->st[t] = batch_share(j->x, j->len, j->y, j->p, j->B, j->lo, j->hi, s_lo, s_hi, j->c, j->T, &r);
+    if (j->st[t] != CT_OK) snprintf(j->msg[t], sizeof j->msg[t], "%s", ct_last_error());
+    if (t == 0) j->end = r;
+}
+
+ct_status ct_pairs_batch_pool(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
+                              ct_rng *crop, ct_workers *pool, int readers)
+{
+    if (!pool || readers <= 1 || hi - lo < 2) return ct_pairs_batch_part(x, len, y, p, B, lo, hi, c, T, crop);
+    share_job *j = malloc(sizeof *j);
+    if (!j) return ct_pairs_batch_part(x, len, y, p, B, lo, hi, c, T, crop);   /* the same batch, on this thread */
+    *j = (share_job){ .x = x, .y = y, .len = len, .p = p, .B = B, .lo = lo, .hi = hi, .T = T, .c = c, .start = *crop };
+    j->shares = readers < CT_LOADER_MAX_READERS ? readers : CT_LOADER_MAX_READERS;
+    if (j->shares > hi - lo) j->shares = hi - lo;
+    ct_workers_run(pool, j->shares, j->shares, share_task, j);
+    ct_status st = CT_OK;
+    for (int t = 0; t < j->shares && st == CT_OK; t++)
+        if (j->st[t] != CT_OK) st = ct_fail(j->st[t], "%s", j->msg[t]);
+    *crop = j->end;
+    free(j);
     return st;
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/workers.h"
 
 typedef struct {
     int speaker;       /* 0 .. n_speakers-1 */
@@ -34,11 +35,14 @@ typedef struct {
 
 /* Frames read on demand. read() copies frames [first, first + n) of utterance u
  * into dst [n, n_mels] as float32; it may be called from any thread (a source
- * serialises its own reads). close() frees the source. */
+ * serialises its own reads where it must). close() frees the source. hint()
+ * (NULL: none) says those frames will be read soon, so that a source on a disk can
+ * start reading a whole batch's crops at once; it changes no result. */
 typedef struct ct_frame_source ct_frame_source;
 struct ct_frame_source {
     ct_status (*read)(ct_frame_source *src, int u, int first, int n, float *dst);
     void      (*close)(ct_frame_source *src);
+    void      (*hint)(ct_frame_source *src, int u, int first, int n);
 };
 
 typedef struct {
@@ -127,5 +131,14 @@ ct_status ct_pairs_batch(float *x, int *len, float *y, const ct_pair *p, int B, 
  * and each pair gets the crop it gets in the whole batch. */
 ct_status ct_pairs_batch_part(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
                          ct_rng *crop);
+/* The same part, its pairs read by `readers` threads of `pool` at once (contiguous
+ * shares; at most CT_LOADER_MAX_READERS; pool NULL or readers 1: the caller alone).
+ * Every reader draws the whole batch's crops from its own copy of `crop` and reads its
+ * share, so x, len, y, where `crop` ends and any error are ct_pairs_batch_part's. The
+ * frames must be in memory or come from a source that reads on several threads at once
+ * (a feature store through its chunk map, io/featstore.h). */
+#define CT_LOADER_MAX_READERS 16
+ct_status ct_pairs_batch_pool(float *x, int *len, float *y, const ct_pair *p, int B, int lo, int hi, const ct_corpus *c, int T,
+                              ct_rng *crop, ct_workers *pool, int readers);
 
 #endif

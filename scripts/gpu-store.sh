@@ -7,7 +7,9 @@
 # --protocol seed` then runs three times on DEVICE: synthetic, the store streamed
 # (--data-memory 1G: the path a store larger than memory takes) with the file in
 # the page cache, and the same after the page cache is dropped (as root; else
-# said so). Prints each run's training pairs/s and its ratio to synthetic's.
+# said so). Prints each run's training pairs/s and its ratio to synthetic's, and
+# before them what the batch loader alone reads from the store (bench_loader, beside
+# scale_store: 1 and 4 reader threads, warm and cold page cache).
 #   usage: scripts/gpu-store.sh CTRAIN SCALE_STORE OUTDIR DEVICE THREADS [EPOCHS] [PAIRS]
 set -u
 ctrain=$1; maker=$2; out=$3; dev=$4; threads=$5; epochs=${6:-2}; pairs=${7:-0}
@@ -23,8 +25,20 @@ one() {   # one NAME ARGS...: a `ctrain time` run, its JSON in OUTDIR/NAME.json
   "$ctrain" time siamese-lstm --protocol seed --epochs "$epochs" --device "$dev" --threads "$threads" $extra \
       --json "$out/$name.json" "$@" > "$out/$name.log" 2>&1 || { echo "gpu-store: $name failed: $(tail -n 1 "$out/$name.log")"; rc=1; }
 }
+# the loader alone (bench/bench_loader): batches of the seed protocol read from the store
+# by 1 and by 4 threads, ms per batch and the pairs/s it could feed
+loader=$(dirname "$maker")/bench_loader
+readers() {   # readers TAG: warm 1 and 4 threads, or after the page cache is dropped
+  for r in 1 4; do
+    [ "$1" = cold ] && { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || return 0; }
+    n=2000; [ "$1" = cold ] && n=500
+    "$loader" "$store" "$n" "$r" 2>&1 | sed -n "s/^loader: [0-9]* batches/loader $1: &/p" | sed 's/loader: //'
+  done
+}
 one synthetic --data synthetic
 cat "$store" > /dev/null
+if [ -x "$loader" ]; then readers warm; readers cold; cat "$store" > /dev/null
+else echo "gpu-store: $loader is missing: no loader-only lines"; fi
 one store-warm --data "$store" --data-memory 1G
 sync
 if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then one store-cold --data "$store" --data-memory 1G

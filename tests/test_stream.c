@@ -1,8 +1,9 @@
 /* test_stream.c - feature stores at scale: float16 conversions (every half, and
  * float32 rounding checked against the CPU's own F16C instructions where it has
  * them), float16 stores, the streamed reader (every crop the same floats as the
- * loaded store, the same batches and crop stream, a store truncated while it is
- * read named in one error), the memory budget's choice and its refusal, and
+ * loaded store, through the chunk map or, for a compressed store, H5Dread; the
+ * same batches and crop stream, read by one thread or several; a store truncated
+ * while it is read named in one error), the memory budget's choice and its refusal, and
  * `ctrain train` streamed against loaded: bit-identical weights, also after a
  * resume, and `ctrain eval` on a streamed store, a 3-minute utterance embedded whole. */
 #include <math.h>
@@ -122,6 +123,8 @@ static void store_cases(const char *dir)
                 diff += memcmp(x, a.feats + a.utt[u].offset, (size_t)b.utt[u].frames * 8 * sizeof *x) != 0;
             }
             t_check(diff == 0, "%d utterances streamed differ from the loaded float16 store", diff);
+            ct_featstore_stats s16;
+            t_check(ct_featstore_stats_of(&b, &s16) && s16.direct == 1, "a float16 store is read through its chunk map too");
             free(x);
             ct_corpus_free(&b);
         }
@@ -144,6 +147,7 @@ static void store_cases(const char *dir)
         t_check(diff == 0, "%d of %d crops differ", diff, crops);
         ct_featstore_stats s;
         t_check(ct_featstore_stats_of(&b, &s) && s.reads == (unsigned long long)crops, "stats: %llu reads for %d crops", s.reads, crops);
+        t_check(s.direct == 1, "a plain store is read through its chunk map (pread), not H5Dread");
         t_check(ct_corpus_frames(&b, 0, a.utt[0].frames - 2, 3, x) == CT_EINVAL && strstr(ct_last_error(), "asked for"),
                 "a read past the utterance's end: %s", ct_last_error());
 
@@ -170,6 +174,60 @@ static void store_cases(const char *dir)
         }
         free(x);
 
+        t_case("stream/a batch read by 1, 2, 3 or 7 threads at once: the same crops, lengths, labels and crop stream; a part too");
+        if (t_check(ct_pairs_draw(p, B, &a, NULL, spk, 10, &r) == CT_OK, "pairs: %s", ct_last_error())) {
+            size_t xs = (size_t)2 * B * T * 8;
+            float *x1 = t_alloc(xs), *xn = t_alloc(xs), y1[B], yn[B];
+            int l1[2 * B], ln[2 * B], bad = 0;
+            ct_workers *pool = ct_workers_new();
+            const int readers[] = { 1, 2, 3, 7 };
+            for (int part = 0; part < 2; part++) {   /* the whole batch, then pairs [3, 10) of it */
+                int lo = part ? 3 : 0, hi = part ? 10 : B;
+                ct_rng r1, rn;
+                ct_rng_seed(&r1, 5, 3);
+                for (int it = 0; it < 3; it++) {
+                    ct_rng start = r1;
+                    memset(x1, 0xff, xs * sizeof *x1);
+                    bad += ct_pairs_batch_part(x1, l1, y1, p, B, lo, hi, &b, T, &r1) != CT_OK;
+                    for (int k = 0; k < 4; k++) {
+                        rn = start;
+                        memset(xn, 0xff, xs * sizeof *xn);
+                        bad += ct_pairs_batch_pool(xn, ln, yn, p, B, lo, hi, &b, T, &rn, pool, readers[k]) != CT_OK;
+                        int n = hi - lo;
+                        bad += memcmp(x1, xn, (size_t)2 * n * T * 8 * sizeof *x1) != 0 || memcmp(l1, ln, sizeof(int) * 2 * (size_t)n) != 0
+                               || memcmp(y1, yn, sizeof(float) * (size_t)n) != 0;
+                        ct_rng c1 = r1;
+                        bad += ct_rng_u32(&c1) != ct_rng_u32(&rn);
+                    }
+                }
+            }
+            t_check(bad == 0, "%d differences between one reader and several", bad);
+            ct_workers_free(pool);
+            free(x1); free(xn);
+        }
+
+        t_case("stream/a compressed store (h5repack -f GZIP=1) is read through H5Dread: the same floats, the same batches");
+        char gz[300], cmd[1024];
+        snprintf(gz, sizeof gz, "%s.gz.h5", f32);
+        snprintf(cmd, sizeof cmd, "h5repack -f /feats:GZIP=1 %s %s 2>&1", f32, gz);
+        if (t_check(system(cmd) == 0, "%s failed", cmd)) {
+            ct_corpus g;
+            if (t_check(ct_featstore_stream(&g, gz) == CT_OK, "stream the compressed store: %s", ct_last_error())) {
+                int differ = 0;
+                x = t_alloc(90 * 8);
+                for (int u = 0; u < a.n_utt; u++) {
+                    differ += ct_corpus_frames(&g, u, 0, a.utt[u].frames, x) != CT_OK;
+                    differ += memcmp(x, a.feats + a.utt[u].offset, (size_t)a.utt[u].frames * 8 * sizeof *x) != 0;
+                }
+                ct_featstore_stats gs;
+                t_check(ct_featstore_stats_of(&g, &gs) && gs.direct == 0, "a compressed store must not be read through the chunk map");
+                t_check(differ == 0, "%d utterances of the compressed store differ from the loaded store", differ);
+                free(x);
+                ct_corpus_free(&g);
+            }
+            unlink(gz);
+        }
+
         t_case("stream/a store truncated while it is streamed: one error naming the file and the utterance");
         ct_corpus cc;
         FILE *in = fopen(f32, "rb"), *out = fopen(cut, "wb");
@@ -185,6 +243,19 @@ static void store_cases(const char *dir)
             for (int u = last; u >= 0 && st == CT_OK; u--) st = ct_corpus_frames(&cc, u, 0, cc.utt[u].frames, x = t_alloc(90 * 8)), free(x);
             t_check(st == CT_EIO && strstr(ct_last_error(), cut) && strstr(ct_last_error(), "/0") && strstr(ct_last_error(), "truncated"),
                     "reading a truncated store: %s: %s", ct_status_name(st), ct_last_error());
+            /* a batch of every utterance read by 3 threads: the failing reader's error reaches the caller */
+            ct_pair all[25];
+            for (int k = 0; k < 25; k++) all[k] = (ct_pair){ 2 * k, 2 * k + 1, 0.0f };
+            float *xb3 = t_alloc((size_t)2 * 25 * 12 * 8), yb3[25];
+            int lb3[50];
+            ct_rng r3;
+            ct_rng_seed(&r3, 1, 1);
+            ct_workers *pool = ct_workers_new();
+            st = ct_pairs_batch_pool(xb3, lb3, yb3, all, 25, 0, 25, &cc, 12, &r3, pool, 3);
+            t_check(st == CT_EIO && strstr(ct_last_error(), cut) && strstr(ct_last_error(), "truncated"),
+                    "a batch of 3 readers from a truncated store: %s: %s", ct_status_name(st), ct_last_error());
+            ct_workers_free(pool);
+            free(xb3);
             ct_corpus_free(&cc);
         }
         ct_corpus_free(&b);
@@ -226,22 +297,23 @@ static void cli_cases(void)
     if (!t_speaker_data(t_scratch_dir(), feats, trials, sizeof feats)) return;
     const char *common = "--mels 8 --hidden 8 --layers 1 --embed 4 --frames 10 --batch 4 --pairs 96 --val-pairs 16 --threads 1 --seed 4";
 
-    t_case("stream/cli: train streamed (a small --data-memory) gives the loaded run's weights bit for bit");
+    t_case("stream/cli: train streamed (a small --data-memory, 3 loader threads) gives the loaded run's weights bit for bit");
     snprintf(args, sizeof args, "train siamese-lstm --data %s %s --epochs 2 --out st_loaded.h5", feats, common);
     int rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && strstr(out, "loaded into memory"), "loaded run: exit %d: %s", rc, out);
-    snprintf(args, sizeof args, "train siamese-lstm --data %s %s --epochs 2 --data-memory 30K --out st_streamed.h5", feats, common);
+    snprintf(args, sizeof args, "train siamese-lstm --data %s %s --epochs 2 --data-memory 30K --loader-threads 3 --out st_streamed.h5",
+             feats, common);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && strstr(out, "streamed from the file"), "streamed run: exit %d: %s", rc, out);
     same_weights("st_loaded.h5", "st_streamed.h5");
 
-    t_case("stream/cli: a streamed run stopped inside an epoch and resumed gives the same weights");
+    t_case("stream/cli: a streamed run stopped inside an epoch and resumed (1 loader thread) gives the same weights");
     snprintf(args, sizeof args, "train siamese-lstm --data %s %s --epochs 2 --data-memory 30K --checkpoint st_ck.h5 "
              "--stop-after-steps 17 --out st_part.h5", feats, common);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0 && strstr(out, "Stopped after 17 batches"), "stopped run: exit %d: %s", rc, out);
     snprintf(args, sizeof args, "train siamese-lstm --data %s %s --epochs 2 --data-memory 30K --checkpoint st_ck.h5 --resume st_ck.h5 "
-             "--out st_resumed.h5", feats, common);
+             "--loader-threads 1 --out st_resumed.h5", feats, common);
     rc = t_run_ctrain(args, out, sizeof out);
     t_check(rc == 0, "resumed run: exit %d: %s", rc, out);
     same_weights("st_loaded.h5", "st_resumed.h5");

@@ -7,6 +7,7 @@
 #include "train/checkpoint.h"
 #include "train/dist.h"
 #include "io/h5.h"
+#include "core/threads.h"
 
 /* The first of the epochs' pair streams (epoch e: this + e); far from the other streams' numbers. */
 #define PAIRS_STREAM_BASE (0x9a125ULL << 32)
@@ -29,8 +30,8 @@ static void fill(void *ctx, int slot, int split, long first, int n)
         s->batch_pairs[slot][k] = split == CT_SPLIT_TRAIN ? s->pairs[0][s->order[first + k]] : s->pairs[1][first + k];
     int lo, hi;
     ct_dist_part(s->cfg.dist, n, &lo, &hi);   /* this rank's pairs; every pair's crops are drawn */
-    s->fill_status[slot] = ct_pairs_batch_part(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, lo, hi, s->c,
-                                               s->m.frames, crop);
+    s->fill_status[slot] = ct_pairs_batch_pool(s->x[slot], s->len[slot], s->y[slot], s->batch_pairs[slot], n, lo, hi, s->c,
+                                               s->m.frames, crop, s->readers, s->n_readers);
     if (s->fill_status[slot] != CT_OK) snprintf(s->fill_error[slot], sizeof s->fill_error[slot], "%s", ct_last_error());
     s->part_first[slot] = lo;
     s->part_rows[slot] = n;
@@ -211,6 +212,12 @@ ct_status ct_speaker_task_init(speaker_task *s, const speaker_task_config *cfg, 
     for (long i = 0; st == CT_OK && i < cfg->pairs; i++) s->order[i] = (int)i;
     free(spk_tr); free(spk_va); free(val_utt); free(tr_utt);
     if (st == CT_OK) st = m->be->ops->ring_create(m->be, &s->ring, s->block_bytes);
+    s->n_readers = 1;
+    if (st == CT_OK && c->source && cfg->readers > 1) {   /* a streamed store: helpers for the loader thread */
+        int cores = ct_cpu_count();
+        s->n_readers = cfg->readers < cores ? cfg->readers : cores;
+        if (s->n_readers > 1 && !(s->readers = ct_workers_new())) s->n_readers = 1;   /* out of memory: the loader alone, the same batches */
+    }
     if (st == CT_OK) st = ct_prefetch_start(&s->pf, fill, s);
     s->state = ct_train_state_of(m->params, m->buffers);
     if (st != CT_OK) ct_speaker_task_free(s);
@@ -346,6 +353,7 @@ ct_task ct_speaker_task_ops(speaker_task *s)
 void ct_speaker_task_free(speaker_task *s)
 {
     if (s->pf.running) { drain(s); ct_prefetch_stop(&s->pf); }
+    ct_workers_free(s->readers);
     if (s->ring) s->m.be->ops->ring_free(s->m.be, s->ring);
     free(s->pairs[0]); free(s->pairs[1]); free(s->order);
     ct_pair_sampler_free(&s->sampler);

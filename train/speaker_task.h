@@ -2,7 +2,9 @@
  * speaker_model: the siamese LSTM or the siamese CNN, models/speaker_model.h),
  * wired into the shared training loop (train/train.h): pairs of utterances
  * from a corpus, a random crop of T frames of each drawn again every epoch,
- * batches prepared on a background thread while the previous batch trains.
+ * batches prepared on a background thread while the previous batch trains
+ * (from a feature store streamed from its file, read by cfg.readers threads at
+ * once: ct_pairs_batch_pool, the same crops whatever their number).
  * Training batches run the model in training mode (dropout, batchnorm batch
  * statistics), validation batches in evaluation mode. Each batch (crops,
  * labels, lengths) is one block in host memory and reaches the model's device
@@ -69,6 +71,7 @@ typedef struct {
     int n_trials;
     int trial_batch, trial_max_frames;   /* utterances (LSTM) or windows (CNN) per embedding batch; frames kept per utterance */
     struct ct_dist *dist;       /* data-parallel: this rank loads its pairs of each batch (train/dist.h); NULL: all */
+    int readers;                /* threads reading each batch's crops from a streamed store (at most the cores); 0, 1: the loader alone */
 } speaker_task_config;
 
 typedef struct {
@@ -96,6 +99,8 @@ typedef struct {
     ct_rng crop_before[2];          /* per slot: the crop stream before that slot's training batch drew
                                        from it (the state "as of the batch boundary" a checkpoint saves) */
     ct_prefetch pf;
+    ct_workers *readers;            /* the loader's helpers reading a batch from a streamed store, or NULL */
+    int n_readers;                  /* threads reading each batch (1: the loader thread alone) */
     int n_train_speakers, n_val_speakers;
     const char **train_names;       /* [n_train_speakers] the training speakers' names (the corpus's
                                        strings), recorded in checkpoints and weights; NULL: no names */
