@@ -183,13 +183,28 @@ static void range_part(void *ctx, int part, int worker)
     j->fn(j->ctx, j->n * (size_t)part / (size_t)j->parts, j->n * (size_t)(part + 1) / (size_t)j->parts);
 }
 
+/* At most `threads` shares (and CT_MAX_WORKERS), at most one per `per` of `work`, at least one. */
+static int shares(int threads, double work, double per)
+{
+    int parts = threads < CT_MAX_WORKERS ? threads : CT_MAX_WORKERS;
+    double worth = work / per;
+    if (worth < parts) parts = worth >= 1 ? (int)worth : 1;
+    return parts;
+}
+
+int ct_parallel_range_parts(size_t n, size_t values)
+{
+    if (n < 2 || values < CT_PARALLEL_MIN_ELEMS) return 1;
+    int parts = shares(ct_nthreads, (double)values, CT_PARALLEL_PART_ELEMS);
+    return (size_t)parts > n ? (int)n : parts;
+}
+
 void ct_parallel_range(size_t n, size_t values, void (*fn)(void *ctx, size_t lo, size_t hi), void *ctx)
 {
-    int parts = ct_nthreads < CT_MAX_WORKERS ? ct_nthreads : CT_MAX_WORKERS;
-    if ((size_t)parts > n) parts = (int)n;
     /* too small to split: here. One thread: one part, through ct_parallel all the same, so
      * that ct_parallel_seconds counts it as the parallel work it is on more threads */
     if (n < 2 || inside_task || values < CT_PARALLEL_MIN_ELEMS) { fn(ctx, 0, n); return; }
+    const int parts = ct_parallel_range_parts(n, values);
     range_job j = { .n = n, .parts = parts, .fn = fn, .ctx = ctx };
     ct_parallel(parts, parts, range_part, &j);
 }
@@ -225,17 +240,23 @@ static void sgemm_part(void *ctx, int part, int worker)
     }
 }
 
+int ct_sgemm_parts(int M, int N, int K)
+{
+    const double flops = 2.0 * M * N * K;
+    if (flops < CT_SGEMM_SPLIT_FLOPS) return 1;
+    const int parts = shares(ct_nthreads, flops, CT_SGEMM_PART_FLOPS), n = M >= N ? M : N;
+    return parts < n ? parts : n;
+}
+
 void ct_sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc)
 {
-    int parts = ct_nthreads < CT_MAX_WORKERS ? ct_nthreads : CT_MAX_WORKERS;
     if (inside_task || 2.0 * M * N * K < CT_SGEMM_SPLIT_FLOPS) {   /* one thread: one block, as ct_parallel_range */
         cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     sgemm_job j = { .ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
                     .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .by_rows = M >= N };
-    const int n = j.by_rows ? M : N;
-    j.parts = parts < n ? parts : n;
+    j.parts = ct_sgemm_parts(M, N, K);
     ct_parallel(j.parts, j.parts, sgemm_part, &j);
 }

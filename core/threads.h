@@ -49,16 +49,29 @@ int  ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int w
  * on many cores waits for. bench_siamese and bench_cnn print it per step. */
 double ct_parallel_seconds(void);
 
-/* Elementwise loops: fn(ctx, lo, hi) over [0, n) cut into one contiguous range per
- * worker when the loop touches at least CT_PARALLEL_MIN_ELEMS values in all
+/* A share of split work must be worth waking a worker for (a sleeping thread takes
+ * microseconds to start, and a share that small is mostly the start): a loop gets at
+ * most one range per CT_PARALLEL_PART_ELEMS values, a product at most one block per
+ * CT_SGEMM_PART_FLOPS, and neither more than the threads. On 2 threads every split
+ * loop and product gets 2 shares, as before the rule; it matters on many threads: on
+ * 16, the siamese LSTM's dense_1 products (4.2 MFLOP each) were cut 16 ways and that
+ * layer took 0.69 ms a batch against 0.19 on 2 threads (bench/RESULTS.md, "GPU:
+ * NVIDIA H200, bf16 ..., 16 threads"). */
+#define CT_PARALLEL_PART_ELEMS 32768
+#define CT_SGEMM_PART_FLOPS 2e6
+
+/* Elementwise loops: fn(ctx, lo, hi) over [0, n) cut into contiguous ranges, one
+ * per worker, when the loop touches at least CT_PARALLEL_MIN_ELEMS values in all
  * (`values`: n for a plain loop, n * plane size for a loop over planes), else
  * fn(ctx, 0, n) in the caller. For loops whose every item is computed on its
  * own, so the split changes nothing. */
-#define CT_PARALLEL_MIN_ELEMS 65536
+#define CT_PARALLEL_MIN_ELEMS (2 * CT_PARALLEL_PART_ELEMS)
 void ct_parallel_range(size_t n, size_t values, void (*fn)(void *ctx, size_t lo, size_t hi), void *ctx);
+/* The ranges ct_parallel_range cuts such a loop into on this thread count (1: not split). */
+int  ct_parallel_range_parts(size_t n, size_t values);
 
 /* C = alpha op(A) op(B) + beta C, row-major, exactly as cblas_sgemm(CblasRowMajor, ...).
- * A product of more than CT_SGEMM_SPLIT_FLOPS is split into ct_threads_get()
+ * A product of more than CT_SGEMM_SPLIT_FLOPS is split into ct_sgemm_parts
  * blocks of rows of C (or of columns, when C has fewer rows than columns), one
  * single-threaded cblas_sgemm each on the workers; smaller ones run in the
  * caller. Every element of C is computed by one call over the whole of K: on one
@@ -67,7 +80,9 @@ void ct_parallel_range(size_t n, size_t values, void (*fn)(void *ctx, size_t lo,
  * OpenBLAS may sum a smaller block in another order (which of its kernels runs
  * can depend on the block's size); each result is a float32 sum of the K products all the same
  * (tests/test_core.c checks the bound). */
-#define CT_SGEMM_SPLIT_FLOPS 4e6
+#define CT_SGEMM_SPLIT_FLOPS (2 * CT_SGEMM_PART_FLOPS)
+/* The blocks ct_sgemm splits an M x N x K product into on this thread count (1: not split). */
+int  ct_sgemm_parts(int M, int N, int K);
 void ct_sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 

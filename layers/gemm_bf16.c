@@ -160,7 +160,7 @@ void ct_gemm_bf16_pack_from_a(uint16_t *bp, const uint16_t *w, int K, int N)
 
 /* ---- sharing the work with the threads ----
  * Outside a ct_parallel task, a packing of at least CT_PARALLEL_MIN_ELEMS values, or a product
- * of at least CT_SGEMM_SPLIT_FLOPS, is shared by ct_threads_get() workers (core/threads.h):
+ * of at least CT_SGEMM_SPLIT_FLOPS, is shared by up to ct_threads_get() workers (core/threads.h: ct_parallel_range):
  * B packed in blocks of SPLIT_COLS columns, A in blocks of MB rows, the product in blocks of
  * MB rows x SPLIT_COLS columns of C. Each block is the same packing or product on a part of the
  * matrices: a block of columns of a packed B is itself a packed matrix (its panels are

@@ -193,6 +193,23 @@ static void test_parallel_seconds(void)
  * within twice that of each other (C's old value adds one term). */
 static void test_sgemm_threads(void)
 {
+    t_case("core/split work: at most one share per CT_SGEMM_PART_FLOPS or CT_PARALLEL_PART_ELEMS, at most the threads");
+    ct_threads_set(16);
+    int ok = 1;
+    ok &= ct_sgemm_parts(256, 64, 128) == 2;        /* the siamese LSTM's dense_1 at batch 128: 4.2 MFLOP */
+    ok &= ct_sgemm_parts(128, 256, 64) == 2;
+    ok &= ct_sgemm_parts(25600, 512, 40) == 16;     /* its input projection: 1 GFLOP */
+    ok &= ct_sgemm_parts(100, 100, 150) == 1;       /* 3 MFLOP: not split */
+    ok &= ct_sgemm_parts(4, 4000, 1000) == 16;      /* split by columns */
+    ok &= ct_sgemm_parts(3, 3, 1000000) == 3;       /* no more blocks than rows or columns */
+    ok &= ct_parallel_range_parts(1000, 65536) == 2 && ct_parallel_range_parts(1000, 40000) == 1;
+    ok &= ct_parallel_range_parts(1000000, 1000000) == 16 && ct_parallel_range_parts(5, 1000000) == 5;
+    ct_threads_set(2);
+    ok &= ct_sgemm_parts(256, 64, 128) == 2 && ct_sgemm_parts(25600, 512, 40) == 2 && ct_parallel_range_parts(1000, 65536) == 2;
+    ct_threads_set(1);
+    ok &= ct_sgemm_parts(25600, 512, 40) == 1 && ct_parallel_range_parts(1000000, 1000000) == 1;
+    t_check(ok, "a share count differs from the rule");
+
     const int shapes[][3] = { { 130, 70, 300 }, { 37, 260, 150 }, { 128, 128, 1000 }, { 3, 500, 900 } };   /* M, N, K */
     for (int sh = 0; sh < 4; sh++)
         for (int tr = 0; tr < 4; tr++) {
