@@ -19,8 +19,8 @@
  *   feats        float32 [total_frames, n_mels]  every utterance's frames, one after another;
  *                float16 (IEEE binary16, core/half.h) with `prep --dtype float16`: half the
  *                bytes, each value rounded to 11 significant bits and widened exactly on reading.
- *                Chunks of CT_FEATSTORE_CHUNK_FRAMES frames (stores by older ctrain: 1024;
- *                both read the same)
+ *                Chunks of CT_FEATSTORE_CHUNK_FRAMES frames (stores by older ctrain: 8192 or
+ *                1024; all read the same)
  *   utt_offset   int64   [n_utt]   first row of utterance u in feats
  *   utt_frames   int32   [n_utt]   its number of frames (>= 1)
  *   utt_speaker  int32   [n_utt]   index into speakers
@@ -114,19 +114,25 @@
 #define CT_FEATSTORE_FORMAT  "ctrain-features"
 #define CT_FEATSTORE_VERSION 1
 #define CT_FEATSTORE_NORMALIZATION "utterance_mean_var"   /* what `ctrain prep` does: see above */
-/* Frames per chunk of /feats in new stores (81.92 s of audio; 1.25 MiB at 40 mels).
- * Measured on 500 MB stores of 3,000 utterances (bench/RESULTS.md, "training from a
- * feature store larger than memory"): the chunk size does not change the bytes a crop reads (the streamed reader
- * moves only the crop's rows: 1.00 bytes per byte used with 128, 1024 or 8192 frames),
- * only HDF5's cost of finding the chunks: 35 us per 100-frame crop with 8192-frame
- * chunks, 60-67 with 1024, 95-120 with 128, on the same busy 2-core machine; writing
- * took 6.0, 5.5 and 9.2 s. */
+/* Frames per chunk of /feats in new stores (655 s of audio; 10 MiB at 40 mels, float32).
+ * The chunk size does not change the bytes a crop reads (1.00 bytes per byte used with
+ * 128, 1024 or 8192 frames, measured on 500 MB stores of 3,000 utterances:
+ * bench/RESULTS.md, "training from a feature store larger than memory"). It sets how
+ * many chunks the streamed reader must map (below): VoxCeleb2's dev set, about 850
+ * million frames, is 13,000 chunks of 65,536 frames and would be 104,000 of 8,192
+ * (ctrain's chunk before), too many to map. Measured on a 2 GiB store (2-core VM):
+ * written in 7.4 s against 8.8 s with 8,192 frames, opened (index and map) in 0.03 s
+ * against 0.05 s, batches read as fast. Through H5Dread (a store the map cannot
+ * describe), a crop cost 35 us with 8192-frame chunks, 60-67 with 1024, 95-120 with
+ * 128, on the same busy machine. */
 #ifndef CT_FEATSTORE_CHUNK_FRAMES   /* (a build may set another to measure it) */
-#define CT_FEATSTORE_CHUNK_FRAMES 8192
+#define CT_FEATSTORE_CHUNK_FRAMES 65536
 #endif
 
 /* The most chunks the streamed reader maps (see above and featstore.c's map_chunks):
- * 40 GiB of float32 features in 8192-frame chunks. Mapping costs time quadratic in
+ * 320 GiB of float32 features at 40 mels in chunks of 65,536 frames, 40 GiB in the
+ * 8,192-frame chunks of stores by ctrain before (repack a larger one with
+ * `h5repack -l /feats:CHUNK=65536x40 old.h5 new.h5`). Mapping costs time quadratic in
  * the chunks with HDF5 1.10. */
 #define CT_FEATSTORE_MAP_MAX_CHUNKS 32768
 

@@ -228,6 +228,35 @@ static void store_cases(const char *dir)
             unlink(gz);
         }
 
+        t_case("stream/chunks of 7 frames (h5repack -l): crops across chunk edges through the chunk map, float32 and float16");
+        const char *stores[2] = { f32, f16 };
+        for (int k = 0; k < 2; k++) {
+            char small[300], cmd7[1024];
+            snprintf(small, sizeof small, "%s.c7.h5", stores[k]);
+            snprintf(cmd7, sizeof cmd7, "h5repack -l /feats:CHUNK=7x8 %s %s 2>&1", stores[k], small);
+            ct_corpus ref, g;
+            if (!t_check(system(cmd7) == 0, "%s failed", cmd7)) continue;
+            if (t_check(ct_featstore_load(&ref, stores[k]) == CT_OK, "load: %s", ct_last_error())) {
+                if (t_check(ct_featstore_stream(&g, small) == CT_OK, "stream: %s", ct_last_error())) {
+                    float *y7 = t_alloc(90 * 8);
+                    int differ = 0, n7 = 0;
+                    for (int u = 0; u < ref.n_utt; u++)
+                        for (int first = 0; first < ref.utt[u].frames; first += 3)
+                            for (int n = 1; first + n <= ref.utt[u].frames; n += 5, n7++) {
+                                differ += ct_corpus_frames(&g, u, first, n, y7) != CT_OK;
+                                differ += memcmp(y7, ref.feats + ref.utt[u].offset + (size_t)first * 8, (size_t)n * 8 * sizeof *y7) != 0;
+                            }
+                    ct_featstore_stats gs;
+                    t_check(ct_featstore_stats_of(&g, &gs) && gs.direct == 1, "%s in 7-frame chunks: not read through the chunk map", stores[k]);
+                    t_check(differ == 0, "%d of %d crops of %s in 7-frame chunks differ from the loaded store", differ, n7, stores[k]);
+                    free(y7);
+                    ct_corpus_free(&g);
+                }
+                ct_corpus_free(&ref);
+            }
+            unlink(small);
+        }
+
         t_case("stream/a store truncated while it is streamed: one error naming the file and the utterance");
         ct_corpus cc;
         FILE *in = fopen(f32, "rb"), *out = fopen(cut, "wb");
