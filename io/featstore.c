@@ -1043,7 +1043,7 @@ static void map_chunks(store_source *s, unsigned long long rows_used, int half)
     int ok = little && fapl >= 0 && fcpl >= 0 && dcpl >= 0 && t >= 0 && s->fd >= 0 && H5Pget_driver(fapl) == H5FD_SEC2
              && H5Pget_userblock(fcpl, &ub) >= 0 && ub == 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) == 0
              && H5Pget_chunk(dcpl, 2, chunk) == 2 && chunk[0] > 0 && chunk[1] == (hsize_t)s->n_mels
-             && (half || H5Tequal(t, H5T_IEEE_F32LE) > 0);
+             && (half ? s->n_mels <= DIRECT_STAGE_VALUES : H5Tequal(t, H5T_IEEE_F32LE) > 0);   /* a float16 row fits the stage */
     if (fapl >= 0) H5Pclose(fapl);
     if (fcpl >= 0) H5Pclose(fcpl);
     if (dcpl >= 0) H5Pclose(dcpl);
