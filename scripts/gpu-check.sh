@@ -280,7 +280,7 @@ if gpu:
     lines.extend("  " + l for l in (e2e or ([] if status("e2e").startswith("not run") else ["no result lines: see e2e.log"])))
     said = [l for l in text("nccl.log").splitlines() if l.startswith(("nccl: ", "h5py: ", "h5diff: ", "ctrain train: "))]
     lines.append("nccl, one rank through NCCL vs a plain run (%s)%s" % (status("nccl"), ": " + said[-1][:150] if said else ""))
-    st = [l for l in text("store.log").splitlines() if l.startswith(("synthetic ", "store-warm ", "store-cold ", "gpu-store: ", "loader "))]
+    st = [l for l in text("store.log").splitlines() if l.startswith(("synthetic ", "store-warm", "store-cold ", "gpu-store: ", "loader "))]
     lines.append("seed protocol fed from a feature store (%s):" % status("store"))
     lines.extend("  " + l[:200] for l in st)
     res = [l for l in text("resume.log").splitlines() if l.startswith(("ok   ", "FAIL "))]

@@ -4,12 +4,13 @@
 # data in memory. bench/scale_store writes the store (VoxCeleb's utterance
 # lengths, GPU_STORE_SPEAKERS speakers, default 1,000; GPU_STORE_GIB GiB, default
 # 8, in GPU_STORE_DIR, default /var/tmp/ctrain-gpu-store, kept for later runs); `ctrain time siamese-lstm
-# --protocol seed` then runs three times on DEVICE: synthetic, the store streamed
+# --protocol seed` then runs four times on DEVICE: synthetic, the store streamed
 # (--data-memory 1G: the path a store larger than memory takes) with the file in
-# the page cache, and the same after the page cache is dropped (as root; else
-# said so). Prints each run's training pairs/s and its ratio to synthetic's, and
-# before them what the batch loader alone reads from the store (bench_loader, beside
-# scale_store: 1 and 4 reader threads, warm and cold page cache).
+# the page cache, with the default 4 loader threads and with 1, and the same after
+# the page cache is dropped (as root; else said so). Prints each run's training
+# pairs/s and its ratio to synthetic's, and before them what the batch loader alone
+# reads from the store (bench_loader, beside scale_store: 1 and 4 reader threads,
+# warm and cold page cache).
 #   usage: scripts/gpu-store.sh CTRAIN SCALE_STORE OUTDIR DEVICE THREADS [EPOCHS] [PAIRS]
 set -u
 ctrain=$1; maker=$2; out=$3; dev=$4; threads=$5; epochs=${6:-2}; pairs=${7:-0}
@@ -40,6 +41,7 @@ cat "$store" > /dev/null
 if [ -x "$loader" ]; then readers warm; readers cold; cat "$store" > /dev/null
 else echo "gpu-store: $loader is missing: no loader-only lines"; fi
 one store-warm --data "$store" --data-memory 1G
+one store-warm-1t --data "$store" --data-memory 1G --loader-threads 1   # the loader thread alone
 sync
 if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then one store-cold --data "$store" --data-memory 1G
 else echo "gpu-store: the page cache could not be dropped (not root): no cold-cache run"; fi
@@ -52,9 +54,9 @@ def rate(name):
     if not os.path.exists(p): return None
     return json.load(open(p)).get("train_samples_per_s")
 base = rate("synthetic")
-for n in ("synthetic", "store-warm", "store-cold"):
+for n in ("synthetic", "store-warm", "store-warm-1t", "store-cold"):
     r = rate(n)
-    if r is None: print("%-11s not run" % n); continue
-    print("%-11s %10.0f pairs/s%s" % (n, r, "  %.1f%% of synthetic" % (100 * r / base) if base and n != "synthetic" else ""))
+    if r is None: print("%-13s not run" % n); continue
+    print("%-13s %10.0f pairs/s%s" % (n, r, "  %.1f%% of synthetic" % (100 * r / base) if base and n != "synthetic" else ""))
 PY
 exit $rc
