@@ -950,6 +950,7 @@ static ct_status direct_read(store_source *s, int u, int first, int n, float *ds
         if (half && take > DIRECT_STAGE_VALUES / M) take = DIRECT_STAGE_VALUES / M;
         void *buf = half ? (void *)stage : (void *)(dst + done * M);
         const double t0 = ct_now();
+        errno = 0;   /* a chunk beyond the map: "the file ends before them" */
         if (k >= m->n_chunks || pread_all(s->fd, buf, take * rb, m->addr[k] + within * rb) != 0) {
             int e = errno;
             long long now = 0;
