@@ -85,23 +85,16 @@ static double parallel_seconds;   /* wall time of the training thread's outermos
 
 double ct_parallel_seconds(void) { return parallel_seconds; }
 
-static int pool_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx);
-
 int ct_parallel(int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
 {
-    if (inside_task) return pool_run(&training, n_tasks, workers, fn, ctx);
+    if (inside_task) return ct_workers_run(&training, n_tasks, workers, fn, ctx);
     const double t0 = ct_now();
-    const int used = pool_run(&training, n_tasks, workers, fn, ctx);
+    const int used = ct_workers_run(&training, n_tasks, workers, fn, ctx);
     parallel_seconds += ct_now() - t0;
     return used;
 }
 
 int ct_workers_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
-{
-    return pool_run(p, n_tasks, workers, fn, ctx);
-}
-
-static int pool_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx, int task, int worker), void *ctx)
 {
     CT_ASSERT(workers >= 1 && workers <= CT_MAX_WORKERS && n_tasks >= 0);
     if (workers > n_tasks) workers = n_tasks > 0 ? n_tasks : 1;

@@ -316,16 +316,13 @@ ct_status ct_pairs_batch_pool(float *x, int *len, float *y, const ct_pair *p, in
                               ct_rng *crop, ct_workers *pool, int readers)
 {
     if (!pool || readers <= 1 || hi - lo < 2) return ct_pairs_batch_part(x, len, y, p, B, lo, hi, c, T, crop);
-    share_job *j = malloc(sizeof *j);
-    if (!j) return ct_pairs_batch_part(x, len, y, p, B, lo, hi, c, T, crop);   /* the same batch, on this thread */
-    *j = (share_job){ .x = x, .y = y, .len = len, .p = p, .B = B, .lo = lo, .hi = hi, .T = T, .c = c, .start = *crop };
-    j->shares = readers < CT_LOADER_MAX_READERS ? readers : CT_LOADER_MAX_READERS;
-    if (j->shares > hi - lo) j->shares = hi - lo;
-    ct_workers_run(pool, j->shares, j->shares, share_task, j);
+    share_job j = { .x = x, .y = y, .len = len, .p = p, .B = B, .lo = lo, .hi = hi, .T = T, .c = c, .start = *crop };   /* 8 kB */
+    j.shares = readers < CT_LOADER_MAX_READERS ? readers : CT_LOADER_MAX_READERS;
+    if (j.shares > hi - lo) j.shares = hi - lo;
+    ct_workers_run(pool, j.shares, j.shares, share_task, &j);
     ct_status st = CT_OK;
-    for (int t = 0; t < j->shares && st == CT_OK; t++)
-        if (j->st[t] != CT_OK) st = ct_fail(j->st[t], "%s", j->msg[t]);
-    *crop = j->end;
-    free(j);
+    for (int t = 0; t < j.shares && st == CT_OK; t++)
+        if (j.st[t] != CT_OK) st = ct_fail(j.st[t], "%s", j.msg[t]);
+    *crop = j.end;
     return st;
 }
