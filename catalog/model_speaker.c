@@ -116,7 +116,7 @@ void ct_speaker_data_line(const ct_model_data *d, const ct_model_task *t, const 
             d->tc.val_split == CT_VAL_SPEAKERS ? (d->trials ? "the trial list's speakers" : "held-out speakers") : "held-out videos",
             s ? s->n_train_speakers : 0, s ? s->n_val_speakers : 0, ct_optim_name(fit->optim.kind), fit->optim.lr, fit->batch);
     if (strcmp(d->source, "synthetic")) {
-        char how[256];
+        char how[512];
         fprintf(out, "Features: %s, %s\n", ct_feat_dtype_name(d->store_plan.dtype), ct_featstore_plan_line(&d->store_plan, how, sizeof how));
     }
     if (d->trials) fprintf(out, "Trials: %s, %d trials; val_eer after every epoch\n", d->trials_path, d->n_trials);
@@ -127,7 +127,7 @@ void ct_speaker_data_line(const ct_model_data *d, const ct_model_task *t, const 
 
 void ct_speaker_data_summary(const ct_model_data *d, char *buf, size_t cap)
 {
-    char how[256] = "";
+    char how[512] = "";
     if (strcmp(d->source, "synthetic")) {   /* a store: say whether it is in memory or read from the file */
         how[0] = ';';
         how[1] = ' ';

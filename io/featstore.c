@@ -881,6 +881,7 @@ typedef struct {
     int fd;                      /* HDF5's descriptor of the file, -1 if unknown */
     long long size;              /* the file's size when it was opened */
     chunk_map map;               /* the direct path (n_chunks > 0), which needs no lock */
+    char map_why[200];           /* why there is no chunk map ("" when there is one, or nothing to read) */
     int hints_left;              /* crops still to announce (source_hint); re-armed by reads from the disk */
     unsigned window_reads, window_slow;   /* reads, and slow ones in the current window (note_read) */
     ct_featstore_stats stats;    /* updated atomically */
@@ -1041,20 +1042,34 @@ static void map_chunks(store_source *s, unsigned long long rows_used, int half)
     hid_t fapl = H5Fget_access_plist(s->f), fcpl = H5Fget_create_plist(s->f), dcpl = H5Dget_create_plist(s->d);
     hid_t t = H5Dget_type(s->d);
     hsize_t ub = 1, chunk[2] = { 0, 0 };
-    int ok = little && fapl >= 0 && fcpl >= 0 && dcpl >= 0 && t >= 0 && s->fd >= 0 && H5Pget_driver(fapl) == H5FD_SEC2
-             && H5Pget_userblock(fcpl, &ub) >= 0 && ub == 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_nfilters(dcpl) == 0
-             && H5Pget_chunk(dcpl, 2, chunk) == 2 && chunk[0] > 0 && chunk[1] == (hsize_t)s->n_mels
-             && (half ? s->n_mels <= DIRECT_STAGE_VALUES : H5Tequal(t, H5T_IEEE_F32LE) > 0);   /* a float16 row fits the stage */
+    const char *why = NULL;
+    if (!little) why = "this machine is not little-endian";
+    else if (fapl < 0 || fcpl < 0 || dcpl < 0 || t < 0 || s->fd < 0) why = "HDF5 could not describe the file";
+    else if (H5Pget_driver(fapl) != H5FD_SEC2 || H5Pget_userblock(fcpl, &ub) < 0 || ub != 0)
+        why = "the file is not a plain POSIX one (another HDF5 driver, or a user block)";
+    else if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_chunk(dcpl, 2, chunk) != 2 || chunk[0] == 0 || chunk[1] != (hsize_t)s->n_mels)
+        why = "/feats is not stored in chunks of whole rows";
+    else if (H5Pget_nfilters(dcpl) != 0) why = "/feats is compressed or filtered";
+    else if (half ? s->n_mels > DIRECT_STAGE_VALUES : H5Tequal(t, H5T_IEEE_F32LE) <= 0)   /* a float16 row must fit the stage */
+        why = "/feats holds neither little-endian float32 nor float16 rows ctrain reads directly";
     if (fapl >= 0) H5Pclose(fapl);
     if (fcpl >= 0) H5Pclose(fcpl);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (t >= 0) H5Tclose(t);
-    if (!ok || rows_used == 0) return;
+    if (why) { snprintf(s->map_why, sizeof s->map_why, "%s", why); return; }
+    if (rows_used == 0) return;
     chunk_map m = { .chunk_rows = chunk[0], .row_bytes = (size_t)s->n_mels * (half ? 2 : 4) };
     m.n_chunks = (rows_used + m.chunk_rows - 1) / m.chunk_rows;
-    if (m.n_chunks > CT_FEATSTORE_MAP_MAX_CHUNKS) return;
+    if (m.n_chunks > CT_FEATSTORE_MAP_MAX_CHUNKS) {
+        snprintf(s->map_why, sizeof s->map_why, "/feats has %llu chunks, more than the %d ctrain maps (`h5repack -l "
+                 "/feats:CHUNK=%dx%d` gives it fewer)", m.n_chunks, CT_FEATSTORE_MAP_MAX_CHUNKS, CT_FEATSTORE_CHUNK_FRAMES, s->n_mels);
+        return;
+    }
     const unsigned long long chunk_bytes = m.chunk_rows * m.row_bytes;
-    if (!(m.addr = malloc(m.n_chunks * sizeof *m.addr))) return;   /* the H5Dread path needs no more memory */
+    if (!(m.addr = malloc(m.n_chunks * sizeof *m.addr))) {   /* the H5Dread path needs no more memory */
+        snprintf(s->map_why, sizeof s->map_why, "no memory for the chunk map");
+        return;
+    }
     for (unsigned long long k = 0; k < m.n_chunks; k++) {
         hsize_t at[2] = { k * m.chunk_rows, 0 }, size = 0;
         haddr_t addr = HADDR_UNDEF;
@@ -1062,6 +1077,8 @@ static void map_chunks(store_source *s, unsigned long long rows_used, int half)
         unsigned long long used = (k + 1 == m.n_chunks ? rows_used - k * m.chunk_rows : m.chunk_rows) * m.row_bytes;
         if (H5Dget_chunk_info_by_coord(s->d, at, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF || mask != 0
             || size != chunk_bytes || (unsigned long long)addr + used > (unsigned long long)s->size) {
+            snprintf(s->map_why, sizeof s->map_why, "chunk %llu of /feats is not allocated, is filtered, or does not lie inside "
+                     "the file", k);
             free(m.addr);
             return;
         }
@@ -1170,6 +1187,7 @@ ct_status ct_featstore_open_corpus(ct_corpus *c, const char *path, size_t budget
         H5Fclose(f);
     } else if (plan->streamed) {
         st = stream_frames(c, f, half, path);
+        if (st == CT_OK) snprintf(plan->no_map_why, sizeof plan->no_map_why, "%s", ((store_source *)c->source)->map_why);
     } else {
         st = load_frames(c, f, half, n_frames, path);
         H5Fclose(f);
@@ -1187,8 +1205,9 @@ const char *ct_featstore_plan_line(const ct_featstore_plan *p, char *buf, size_t
     if (!p->budget_given && p->ranks_here > 1) snprintf(dflt, sizeof dflt, ", half the memory available over %d ranks", p->ranks_here);
     else if (!p->budget_given) snprintf(dflt, sizeof dflt, ", half the memory available");
     if (p->streamed)
-        snprintf(buf, cap, "streamed from the file (%s features, more than the %s budget of --data-memory%s; %s index in memory)",
-                 fb, bb, dflt, ct_bytes_format(ib, sizeof ib, (double)p->index_bytes));
+        snprintf(buf, cap, "streamed from the file (%s features, more than the %s budget of --data-memory%s; %s index in memory)%s%s",
+                 fb, bb, dflt, ct_bytes_format(ib, sizeof ib, (double)p->index_bytes),
+                 p->no_map_why[0] ? "; crops read through HDF5, one at a time: " : "", p->no_map_why);
     else
         snprintf(buf, cap, "loaded into memory (%s, within the %s budget of --data-memory%s)", fb, bb, dflt);
     return buf;

@@ -188,6 +188,7 @@ typedef struct {
     unsigned long long feat_bytes;    /* the features as float32: what loading takes */
     unsigned long long index_bytes;   /* about what streaming keeps in memory: the index and the paths */
     ct_feat_dtype dtype;              /* what the file holds */
+    char no_map_why[200];             /* streamed: why crops go through H5Dread, not the chunk map ("": they do not) */
 } ct_featstore_plan;
 
 /* Opens the store for training or evaluation within `budget` bytes of memory (0: half

@@ -212,7 +212,12 @@ static void store_cases(const char *dir)
         snprintf(cmd, sizeof cmd, "h5repack -f /feats:GZIP=1 %s %s 2>&1", f32, gz);
         if (t_check(system(cmd) == 0, "%s failed", cmd)) {
             ct_corpus g;
-            if (t_check(ct_featstore_stream(&g, gz) == CT_OK, "stream the compressed store: %s", ct_last_error())) {
+            ct_featstore_plan gp;
+            char line[512];
+            if (t_check(ct_featstore_open_corpus(&g, gz, 20000, 1, 0, &gp) == CT_OK && gp.streamed, "stream the compressed store: %s",
+                        ct_last_error())) {
+                ct_featstore_plan_line(&gp, line, sizeof line);
+                t_check(strstr(line, "through HDF5") && strstr(line, "compressed"), "the plan line does not say why: %s", line);
                 int differ = 0;
                 x = t_alloc(90 * 8);
                 for (int u = 0; u < a.n_utt; u++) {
@@ -299,6 +304,9 @@ static void store_cases(const char *dir)
     }
     if (t_check(ct_featstore_open_corpus(&a, f32, 20000, 1, 4096, &plan) == CT_OK, "%s", ct_last_error())) {
         t_check(plan.streamed && !a.feats && a.source && plan.feat_bytes > 20000, "20 kB: streamed");
+        char line[512];
+        t_check(plan.no_map_why[0] == 0 && !strstr(ct_featstore_plan_line(&plan, line, sizeof line), "through HDF5"),
+                "a plain store streamed through its chunk map: %s", line);
         ct_corpus_free(&a);
     }
     t_check(ct_featstore_open_corpus(&a, f32, 20000, 1, 100000, &plan) == CT_EINVAL && strstr(ct_last_error(), "give at least")
