@@ -34,7 +34,10 @@
  * is 2^-24). Reached, nearly, at x = 1 + 2^-8, a tie that goes down to 1.
  *
  * The n-at-a-time versions use AVX2 where the CPU has it (8 values per step, the
- * same integer formula, so the same bits), and the scalar code elsewhere. */
+ * same integer formula, so the same bits), and the scalar code elsewhere. Narrowing
+ * uses AVX512-BF16's VCVTNE2PS2BF16 (32 values per instruction) where the CPU has it:
+ * it gives the formula's bits except on subnormal inputs, which it flushes to zero, so
+ * 32 values holding a subnormal go through the AVX2 code. */
 #ifndef CT_BF16_H
 #define CT_BF16_H
 #include <stddef.h>
@@ -45,7 +48,8 @@ float    ct_float_from_bf16(uint16_t b);
 /* n values at a time: dst[i] = conversion of src[i]. */
 void     ct_bf16s_from_floats(uint16_t *dst, const float *src, size_t n);
 void     ct_floats_from_bf16s(float *dst, const uint16_t *src, size_t n);
-/* 1 when the n-at-a-time conversions run the AVX2 code on this CPU. */
+/* What the n-at-a-time conversions run on this CPU: 0 the scalar code, 1 AVX2, 2 AVX2 and,
+ * for narrowing, the AVX512-BF16 conversion instruction (the same bits: bf16.c). */
 int      ct_bf16_vectorised(void);
 
 #endif

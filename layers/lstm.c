@@ -469,6 +469,7 @@ typedef struct {
     const lstm_weights *w;
     size_t row0;                  /* t B + b0: the step's first row */
     int B, H, hard;
+    int vec;                      /* the AVX-512 cell (layers/lstm_fused.h: the same operations, 16 units at a time) */
 } lstm_cell_job;
 
 static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
@@ -479,6 +480,10 @@ static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
     float *cnext = j->lc->c + (row + B) * H + u0, *hnext = j->lc->h + (row + B) * H + u0;
     const float *cprev = j->lc->c + row * H + u0;
     const float *bi = j->w->b_ih + u0, *bh = j->w->b_hh + u0;
+    if (j->vec) {
+        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, cnext, tc, hnext, j->hard);
+        return;
+    }
     if (nu == CT_LSTM_BF16_UNITS) {
         if (j->hard) lstm_cell_block_hard(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
         else         lstm_cell_block_sigmoid(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
@@ -525,7 +530,8 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
         }
         if (j->bwf) {    /* bf16 on tiles: products and cell block by block; then the padded rows carry their state */
             const size_t r = (size_t)t * B + b0;
-            lstm_cell_job cj = { .lc = j->lc, .w = j->w, .row0 = r, .B = B, .H = H, .hard = j->hard };
+            lstm_cell_job cj = { .lc = j->lc, .w = j->w, .row0 = r, .B = B, .H = H, .hard = j->hard,
+                                 .vec = lstm_fused_on && ct_lstm_fused_ok(H) };
             ct_lstm_bf16_step(j->bk, lstm_bf16_order, b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->bwf,
                               j->bf16->work + (size_t)part * j->bf16->work_elems, gt, (int)G, lstm_cell_block, &cj);
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);

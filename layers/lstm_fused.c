@@ -77,6 +77,30 @@ INLINE __m512 v_hard_sigmoid(__m512 x)
     return _mm512_min_ps(_mm512_set1_ps(1.0f), y);
 }
 
+/* The cell on 16 units of one row, as lstm.c's lstm_cell_forward: z = (acc + b_ih) + b_hh
+ * (acc[q]: gate q's products), the gates, c_t = f c_{t-1} + i g (two products, then their
+ * sum), h_t = o tanh(c_t). The gates go to g (gate q at g + q H), c_t, tanh(c_t) and h_t
+ * to c, tc and h; every pointer at the first of the 16 units. */
+INLINE void cell16(const int HARD, const __m512 acc[4], const float *restrict b_ih, const float *restrict b_hh,
+                   const float *restrict cp, float *restrict g, float *restrict c, float *restrict tc, float *restrict h, int H)
+{
+    __m512 z[4], y[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        z[q] = _mm512_add_ps(_mm512_add_ps(acc[q], _mm512_loadu_ps(b_ih + (size_t)q * H)), _mm512_loadu_ps(b_hh + (size_t)q * H));
+    y[0] = HARD ? v_hard_sigmoid(z[0]) : v_sigmoid(z[0]);
+    y[1] = HARD ? v_hard_sigmoid(z[1]) : v_sigmoid(z[1]);
+    y[2] = v_tanh(z[2]);
+    y[3] = HARD ? v_hard_sigmoid(z[3]) : v_sigmoid(z[3]);
+    const __m512 ct = _mm512_add_ps(_mm512_mul_ps(y[1], _mm512_loadu_ps(cp)), _mm512_mul_ps(y[0], y[2]));
+    const __m512 tct = v_tanh(ct);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) _mm512_storeu_ps(g + (size_t)q * H, y[q]);
+    _mm512_storeu_ps(c, ct);
+    _mm512_storeu_ps(tc, tct);
+    _mm512_storeu_ps(h, _mm512_mul_ps(y[3], tct));
+}
+
 /* One tile: rows [0, MROWS) of the step, units [16u, 16u + 16) (every pointer already
  * at the tile's first row and, for gate/c/tc/h/cp/biases, its first unit). MROWS and
  * HARD are constants at each call, so the 24 accumulators live in registers.
@@ -130,27 +154,10 @@ INLINE void step_tile(const int MROWS, const int HARD, int Il, int H, const floa
             for (int q = 0; q < 4; q++) _mm512_storeu_ps(gate + (size_t)i * 4 * H + (size_t)q * H, acc[i][q]);
         return;
     }
-    /* the cell, as lstm.c's lstm_cell_forward: (z + b_ih) + b_hh, gates, c_t = f c_{t-1} + i g
-     * (two products, then their sum), h_t = o tanh(c_t) */
 #pragma GCC unroll 6
-    for (int i = 0; i < MROWS; i++) {
-        __m512 z[4], y[4];
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++)
-            z[q] = _mm512_add_ps(_mm512_add_ps(acc[i][q], _mm512_loadu_ps(b_ih + (size_t)q * H)), _mm512_loadu_ps(b_hh + (size_t)q * H));
-        y[0] = HARD ? v_hard_sigmoid(z[0]) : v_sigmoid(z[0]);
-        y[1] = HARD ? v_hard_sigmoid(z[1]) : v_sigmoid(z[1]);
-        y[2] = v_tanh(z[2]);
-        y[3] = HARD ? v_hard_sigmoid(z[3]) : v_sigmoid(z[3]);
-        const __m512 ct = _mm512_add_ps(_mm512_mul_ps(y[1], _mm512_loadu_ps(cp + (size_t)i * H)), _mm512_mul_ps(y[0], y[2]));
-        const __m512 tct = v_tanh(ct);
-        float *g = gate + (size_t)i * 4 * H;
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) _mm512_storeu_ps(g + (size_t)q * H, y[q]);
-        _mm512_storeu_ps(c + (size_t)i * H, ct);
-        _mm512_storeu_ps(tc + (size_t)i * H, tct);
-        _mm512_storeu_ps(h + (size_t)i * H, _mm512_mul_ps(y[3], tct));
-    }
+    for (int i = 0; i < MROWS; i++)
+        cell16(HARD, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, c + (size_t)i * H, tc + (size_t)i * H,
+               h + (size_t)i * H, H);
 }
 
 /* All tiles of one step, for one recurrent activation (HARD constant per instance). */
@@ -200,6 +207,41 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
     if (rows >= 1) fused_products(rows, Il, H, x, hprev, wp, z);
 }
 
+/* The cell alone over rows x n units: z's gates in place (the products, without the biases, in). */
+INLINE void cell_rows(const int HARD, int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih,
+                      const float *b_hh, float *c, float *tc, float *h)
+{
+    for (int r = 0; r < rows; r++) {
+        float *zr = z + (size_t)r * ldz;
+        const size_t o = (size_t)r * H;
+        for (int u = 0; u < n; u += UB) {
+            __m512 acc[4];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) acc[q] = _mm512_loadu_ps(zr + (size_t)q * H + u);
+            cell16(HARD, acc, b_ih + u, b_hh + u, cprev + o + u, zr + u, c + o + u, tc + o + u, h + o + u, H);
+        }
+    }
+}
+
+static CT_AVX512 __attribute__((noinline))
+void cell_sigmoid(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
+                  float *c, float *tc, float *h)
+{ cell_rows(0, rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h); }
+
+static CT_AVX512 __attribute__((noinline))
+void cell_hard(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
+               float *c, float *tc, float *h)
+{ cell_rows(1, rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h); }
+
+void ct_lstm_fused_cell(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
+                        float *c, float *tc, float *h, int hard)
+{
+    CT_ASSERT(ct_lstm_fused_ok(H) && n % UB == 0 && n <= H && ldz >= 3 * (size_t)H + (size_t)n);
+    if (rows < 1) return;
+    if (hard) cell_hard(rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h);
+    else      cell_sigmoid(rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h);
+}
+
 void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                         const float *wp, const float *b_ih, const float *b_hh,
                         float *gate, float *c, float *tc, float *h, int hard)
@@ -224,6 +266,13 @@ void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hp
 void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
 {
     (void)rows; (void)Il; (void)H; (void)x; (void)hprev; (void)wp; (void)z;
+    CT_ASSERT(0);
+}
+
+void ct_lstm_fused_cell(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
+                        float *c, float *tc, float *h, int hard)
+{
+    (void)rows; (void)n; (void)H; (void)z; (void)ldz; (void)cprev; (void)b_ih; (void)b_hh; (void)c; (void)tc; (void)h; (void)hard;
     CT_ASSERT(0);
 }
 

@@ -86,8 +86,9 @@ static void conversions(void)
         free(all); free(back); free(wide);
     }
 
-    t_case("bf16/narrowing: every bf16's neighbourhood of floats (ties, overflow, NaN, denormals), scalar and AVX2%s",
-           ct_bf16_vectorised() ? "" : " (scalar only: no AVX2)");
+    t_case("bf16/narrowing: every bf16's neighbourhood of floats (ties, overflow, NaN, denormals), scalar and %s",
+           ct_bf16_vectorised() == 2 ? "AVX512-BF16 (groups with a denormal: AVX2)"
+           : ct_bf16_vectorised() ? "AVX2" : "scalar only: no AVX2");
     {
         /* the low halves: exact, just above, just below and at halfway, the top */
         const uint16_t lows[] = { 0x0000, 0x0001, 0x3fff, 0x7ffe, 0x7fff, 0x8000, 0x8001, 0xbfff, 0xfffe, 0xffff };
