@@ -200,6 +200,8 @@ typedef struct {
     uint16_t *bwf;                             /* bf16, H a multiple of 16: [W_ih | W_hh] packed for the tiles' fused step (layers/lstm_bf16.h) */
     uint16_t *work;                            /* bf16: per worker, a step's rows rounded to bf16 */
     size_t work_elems;                         /* per worker */
+    float *zblk;                               /* bf16 fused step: per worker, one block's products [16, 4H] */
+    size_t zblk_floats;                        /* per worker */
 } lstm_cache_view;
 
 static size_t halves(size_t elems) { return (elems + 1) / 2; }   /* floats that hold `elems` bf16 */
@@ -238,6 +240,8 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
         v->work_elems = round16(w1 > w2 ? w1 : w2);
         TAKE(f, halves((size_t)parts * v->work_elems));
         v->work = (uint16_t *)f;
+        v->zblk_floats = fused ? round16((size_t)CT_LSTM_BF16_UNITS * 4 * H) : 0;
+        TAKE(v->zblk, (size_t)parts * v->zblk_floats);
     }
     return off;
 }
@@ -463,10 +467,16 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
 
 /* The cell of one block of the bf16 tiles' fused step (layers/lstm_bf16.h): rows r0 ..
  * r0+nr-1 of the step's rows (time-major row row0 + r), units u0 .. u0+nu-1: 16 of them
- * (the unit blocks outside), or all H (the rows outside: the plain step's whole rows). */
+ * (the unit blocks outside), or all H (the rows outside: the plain step's whole rows).
+ * The tiles store each block's products in the worker's small zblk [16, 4H] (z_block);
+ * the AVX-512 cell writes the gates into the cache from there, streamed: the forward
+ * then never reads the cache's lines before overwriting them (on the Xeon of
+ * bench/RESULTS.md the forward's writes of fresh lines were most of its time). Without
+ * AVX-512 the scalar cell makes the gates in zblk, and they are copied. */
 typedef struct {
     const lstm_layer_cache *lc;
     const lstm_weights *w;
+    float *zblk;                  /* [16, 4H]: the block's products, rows r0 .. r0+15 at 0 .. 15 */
     size_t row0;                  /* t B + b0: the step's first row */
     int B, H, hard;
     int vec;                      /* the AVX-512 cell (layers/lstm_fused.h: the same operations, 16 units at a time) */
@@ -476,23 +486,24 @@ static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
 {
     const lstm_cell_job *j = ctx;
     const size_t G = 4 * (size_t)j->H, H = (size_t)j->H, B = (size_t)j->B, row = j->row0 + (size_t)r0;
-    float *z = j->lc->gate + row * G + u0, *tc = j->lc->tc + row * H + u0;
+    float *gate = j->lc->gate + row * G + u0, *z = j->zblk + u0, *tc = j->lc->tc + row * H + u0;
     float *cnext = j->lc->c + (row + B) * H + u0, *hnext = j->lc->h + (row + B) * H + u0;
     const float *cprev = j->lc->c + row * H + u0;
     const float *bi = j->w->b_ih + u0, *bh = j->w->b_hh + u0;
     if (j->vec) {
-        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, cnext, tc, hnext, j->hard);
+        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, gate, G, cnext, tc, hnext, j->hard);
         return;
     }
     if (nu == CT_LSTM_BF16_UNITS) {
         if (j->hard) lstm_cell_block_hard(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
         else         lstm_cell_block_sigmoid(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
-        return;
-    }
-    for (size_t r = 0; r < (size_t)nr; r++) {   /* whole rows, as lstm_step_forward */
-        if (j->hard) lstm_cell_forward_hard(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
-        else         lstm_cell_forward_sigmoid(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
-    }
+    } else
+        for (size_t r = 0; r < (size_t)nr; r++) {   /* whole rows, as lstm_step_forward */
+            if (j->hard) lstm_cell_forward_hard(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
+            else         lstm_cell_forward_sigmoid(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
+        }
+    for (size_t r = 0; r < (size_t)nr; r++)   /* the gates, made in zblk, to the cache */
+        for (size_t q = 0; q < 4; q++) memcpy(gate + r * G + q * H, z + r * G + q * H, (size_t)nu * sizeof *gate);
 }
 
 /* One layer's recurrence (step 2) for one worker's share of the sequences. */
@@ -530,10 +541,10 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
         }
         if (j->bwf) {    /* bf16 on tiles: products and cell block by block; then the padded rows carry their state */
             const size_t r = (size_t)t * B + b0;
-            lstm_cell_job cj = { .lc = j->lc, .w = j->w, .row0 = r, .B = B, .H = H, .hard = j->hard,
-                                 .vec = lstm_fused_on && ct_lstm_fused_ok(H) };
+            lstm_cell_job cj = { .lc = j->lc, .w = j->w, .zblk = j->bf16->zblk + (size_t)part * j->bf16->zblk_floats, .row0 = r,
+                                 .B = B, .H = H, .hard = j->hard, .vec = lstm_fused_on && ct_lstm_fused_ok(H) };
             ct_lstm_bf16_step(j->bk, lstm_bf16_order, b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->bwf,
-                              j->bf16->work + (size_t)part * j->bf16->work_elems, gt, (int)G, lstm_cell_block, &cj);
+                              j->bf16->work + (size_t)part * j->bf16->work_elems, cj.zblk, (int)G, 1, lstm_cell_block, &cj);
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
             continue;
         }

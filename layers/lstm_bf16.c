@@ -67,7 +67,7 @@ static void pack_rows(uint16_t *work, int rows, int Il, int H, const float *x, c
  * tiles stored into z (through `edge` when the block has fewer than 16 rows). */
 static inline __attribute__((always_inline))
 void tile_block(const int REAL, ct_tile_model *tm, int u, int r0, int nr, int H, int Kp, const uint16_t *ap, const uint16_t *wp,
-                float *z, int ldz, float (*edge)[4 * UB])
+                float *z, int ldz, int z_block, float (*edge)[4 * UB])
 {
     const size_t astride = (size_t)Kp * 2, zstride = (size_t)ldz * 4;   /* bytes from row to row */
     const size_t panel = (size_t)(Kp / 2) * NB * 2;                     /* elements of one gate's packed panel */
@@ -84,7 +84,7 @@ void tile_block(const int REAL, ct_tile_model *tm, int u, int r0, int nr, int H,
         T_LOAD(5, bo + k, 64);
         T_DP(3, 4, 5);
     }
-    float *zb = z + (size_t)r0 * ldz + (size_t)u * UB;     /* gate q of the block at zb + q H */
+    float *zb = z + (size_t)(z_block ? 0 : r0) * ldz + (size_t)u * UB;   /* gate q of the block at zb + q H */
     if (nr == 16) {
         T_STORE(0, zb, zstride);         T_STORE(1, zb + H, zstride);
         T_STORE(2, zb + 2 * H, zstride); T_STORE(3, zb + 3 * H, zstride);
@@ -101,20 +101,20 @@ void tile_block(const int REAL, ct_tile_model *tm, int u, int r0, int nr, int H,
  * block of them is stored. */
 static inline __attribute__((always_inline))
 void lstm_tiles(const int REAL, ct_tile_model *tm, ct_lstm_tile_order order, int rows, int H, int Kp, const uint16_t *ap,
-                const uint16_t *wp, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+                const uint16_t *wp, float *z, int ldz, int z_block, ct_lstm_cell_block cell, void *ctx)
 {
     float edge[16][4 * UB];   /* a short block's four tiles, side by side */
     if (order == CT_LSTM_TILES_UNITS_OUTER) {
         for (int u = 0; u < H / UB; u++)
             for (int r0 = 0; r0 < rows; r0 += 16) {
                 const int nr = rows - r0 < 16 ? rows - r0 : 16;
-                tile_block(REAL, tm, u, r0, nr, H, Kp, ap, wp, z, ldz, edge);
+                tile_block(REAL, tm, u, r0, nr, H, Kp, ap, wp, z, ldz, z_block, edge);
                 cell(ctx, r0, nr, u * UB, UB);
             }
     } else {
         for (int r0 = 0; r0 < rows; r0 += 16) {
             const int nr = rows - r0 < 16 ? rows - r0 : 16;
-            for (int u = 0; u < H / UB; u++) tile_block(REAL, tm, u, r0, nr, H, Kp, ap, wp, z, ldz, edge);
+            for (int u = 0; u < H / UB; u++) tile_block(REAL, tm, u, r0, nr, H, Kp, ap, wp, z, ldz, z_block, edge);
             cell(ctx, r0, nr, 0, H);
         }
     }
@@ -123,36 +123,37 @@ void lstm_tiles(const int REAL, ct_tile_model *tm, ct_lstm_tile_order order, int
 #if defined(__x86_64__) && defined(__GNUC__)
 static __attribute__((target("amx-tile,amx-bf16"), noinline))
 void lstm_amx(ct_lstm_tile_order order, int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz,
-              ct_lstm_cell_block cell, void *ctx)
+              int z_block, ct_lstm_cell_block cell, void *ctx)
 {
     AMX_LDTILECFG(&CT_TILES_16x64);
-    lstm_tiles(1, NULL, order, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
+    lstm_tiles(1, NULL, order, rows, H, Kp, ap, wp, z, ldz, z_block, cell, ctx);
     AMX_TILERELEASE();
 }
 #endif
 
 static __attribute__((noinline))
 void lstm_model(ct_lstm_tile_order order, int rows, int H, int Kp, const uint16_t *ap, const uint16_t *wp, float *z, int ldz,
-                ct_lstm_cell_block cell, void *ctx)
+                int z_block, ct_lstm_cell_block cell, void *ctx)
 {
     ct_tile_model tm;
     CT_ASSERT(ct_tile_model_config(&tm, &CT_TILES_16x64) == CT_OK);
-    lstm_tiles(0, &tm, order, rows, H, Kp, ap, wp, z, ldz, cell, ctx);
+    lstm_tiles(0, &tm, order, rows, H, Kp, ap, wp, z, ldz, z_block, cell, ctx);
 }
 
 void ct_lstm_bf16_step(ct_bf16_kernels which, ct_lstm_tile_order order, int rows, int Il, int H, const float *x,
-                       const float *hprev, const uint16_t *wp, uint16_t *work, float *z, int ldz, ct_lstm_cell_block cell, void *ctx)
+                       const float *hprev, const uint16_t *wp, uint16_t *work, float *z, int ldz, int z_block,
+                       ct_lstm_cell_block cell, void *ctx)
 {
     CT_ASSERT(H % UB == 0 && Il >= 1 && ldz >= 4 * H && wp && work && z && cell);
     if (rows < 1) return;
     const int Kp = round_up(Il + H, KB);
     pack_rows(work, rows, Il, H, x, hprev);
     switch (which) {
-    case CT_BF16_MODEL: lstm_model(order, rows, H, Kp, work, wp, z, ldz, cell, ctx); return;
+    case CT_BF16_MODEL: lstm_model(order, rows, H, Kp, work, wp, z, ldz, z_block, cell, ctx); return;
 #if defined(__x86_64__) && defined(__GNUC__)
     case CT_BF16_AMX:
         CT_ASSERT(ct_kernels_cpu_all() >= CT_KERNELS_AMX);
-        lstm_amx(order, rows, H, Kp, work, wp, z, ldz, cell, ctx);
+        lstm_amx(order, rows, H, Kp, work, wp, z, ldz, z_block, cell, ctx);
         return;
 #endif
     default: CT_ASSERT(!"the tiles or their model (ct_lstm_bf16_fused_ok)");

@@ -84,10 +84,14 @@ typedef enum { CT_LSTM_TILES_UNITS_OUTER = 0, CT_LSTM_TILES_ROWS_OUTER = 1 } ct_
 /* One step for `rows` consecutive sequences:
  *   x [rows, Il] (row stride Il), hprev [rows, H] (NULL at t = 0: h_{-1} = 0)
  *   z [rows, ldz]: the pre-activations without biases, in lstm.c's layout (gate q of unit
- *     j at column q H + j), then whatever `cell` makes of them
+ *     j at column q H + j), then whatever `cell` makes of them; with z_block, z is only
+ *     [16, ldz]: every block's rows r0 .. r0+15 are stored at its rows 0 .. 15, for the
+ *     cell to take before the next block overwrites them (lstm.c: a small buffer that
+ *     stays in L1, the cell writing the gates where they are kept)
  * with `work` (ct_lstm_bf16_work_elems) overwritten, on the implementation `which`
  * (CT_BF16_AMX or CT_BF16_MODEL), in the loop order `order`. */
 void   ct_lstm_bf16_step(ct_bf16_kernels which, ct_lstm_tile_order order, int rows, int Il, int H, const float *x,
-                         const float *hprev, const uint16_t *wp, uint16_t *work, float *z, int ldz, ct_lstm_cell_block cell, void *ctx);
+                         const float *hprev, const uint16_t *wp, uint16_t *work, float *z, int ldz, int z_block,
+                         ct_lstm_cell_block cell, void *ctx);
 
 #endif

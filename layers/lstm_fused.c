@@ -1,4 +1,5 @@
 /* lstm_fused.c - one LSTM forward step as a single AVX-512 kernel (see lstm_fused.h). */
+#include <stdint.h>
 #include <string.h>
 #include "layers/lstm_fused.h"
 #include "layers/gemm_packed.h"
@@ -77,12 +78,19 @@ INLINE __m512 v_hard_sigmoid(__m512 x)
     return _mm512_min_ps(_mm512_set1_ps(1.0f), y);
 }
 
+/* Stores of values no one reads before the backward: streamed past the caches with STREAM
+ * (64-byte aligned addresses), or plain stores. */
+INLINE void put_kept(const int STREAM, float *p, __m512 v) { if (STREAM) _mm512_stream_ps(p, v); else _mm512_storeu_ps(p, v); }
+
 /* The cell on 16 units of one row, as lstm.c's lstm_cell_forward: z = (acc + b_ih) + b_hh
  * (acc[q]: gate q's products), the gates, c_t = f c_{t-1} + i g (two products, then their
  * sum), h_t = o tanh(c_t). The gates go to g (gate q at g + q H), c_t, tanh(c_t) and h_t
- * to c, tc and h; every pointer at the first of the 16 units. */
-INLINE void cell16(const int HARD, const __m512 acc[4], const float *restrict b_ih, const float *restrict b_hh,
-                   const float *restrict cp, float *restrict g, float *restrict c, float *restrict tc, float *restrict h, int H)
+ * to c, tc and h; every pointer at the first of the 16 units. With STREAM the gates and
+ * tanh(c_t) are streamed past the caches (put_kept); c_t and h_t, which the next step
+ * reads, are stored. */
+INLINE void cell16(const int HARD, const int STREAM, const __m512 acc[4], const float *restrict b_ih,
+                      const float *restrict b_hh, const float *restrict cp, float *restrict g, int H,
+                      float *restrict c, float *restrict tc, float *restrict h)
 {
     __m512 z[4], y[4];
 #pragma GCC unroll 4
@@ -95,11 +103,12 @@ INLINE void cell16(const int HARD, const __m512 acc[4], const float *restrict b_
     const __m512 ct = _mm512_add_ps(_mm512_mul_ps(y[1], _mm512_loadu_ps(cp)), _mm512_mul_ps(y[0], y[2]));
     const __m512 tct = v_tanh(ct);
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; q++) _mm512_storeu_ps(g + (size_t)q * H, y[q]);
+    for (int q = 0; q < 4; q++) put_kept(STREAM, g + (size_t)q * H, y[q]);
     _mm512_storeu_ps(c, ct);
-    _mm512_storeu_ps(tc, tct);
+    put_kept(STREAM, tc, tct);
     _mm512_storeu_ps(h, _mm512_mul_ps(y[3], tct));
 }
+
 
 /* One tile: rows [0, MROWS) of the step, units [16u, 16u + 16) (every pointer already
  * at the tile's first row and, for gate/c/tc/h/cp/biases, its first unit). MROWS and
@@ -156,8 +165,8 @@ INLINE void step_tile(const int MROWS, const int HARD, int Il, int H, const floa
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++)
-        cell16(HARD, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, c + (size_t)i * H, tc + (size_t)i * H,
-               h + (size_t)i * H, H);
+        cell16(HARD, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, H, c + (size_t)i * H,
+               tc + (size_t)i * H, h + (size_t)i * H);
 }
 
 /* All tiles of one step, for one recurrent activation (HARD constant per instance). */
@@ -207,39 +216,45 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
     if (rows >= 1) fused_products(rows, Il, H, x, hprev, wp, z);
 }
 
-/* The cell alone over rows x n units: z's gates in place (the products, without the biases, in). */
-INLINE void cell_rows(const int HARD, int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih,
-                      const float *b_hh, float *c, float *tc, float *h)
+/* The cell alone over rows x n units: the products z (without the biases) in, the gates to
+ * gate (which may be z). */
+INLINE void cell_rows(const int HARD, const int STREAM, int rows, int n, int H, const float *z, size_t ldz, const float *cprev,
+                      const float *b_ih, const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h)
 {
     for (int r = 0; r < rows; r++) {
-        float *zr = z + (size_t)r * ldz;
+        const float *zr = z + (size_t)r * ldz;
+        float *gr = gate + (size_t)r * ldg;
         const size_t o = (size_t)r * H;
         for (int u = 0; u < n; u += UB) {
             __m512 acc[4];
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) acc[q] = _mm512_loadu_ps(zr + (size_t)q * H + u);
-            cell16(HARD, acc, b_ih + u, b_hh + u, cprev + o + u, zr + u, c + o + u, tc + o + u, h + o + u, H);
+            cell16(HARD, STREAM, acc, b_ih + u, b_hh + u, cprev + o + u, gr + u, H, c + o + u, tc + o + u, h + o + u);
         }
     }
+    if (STREAM) _mm_sfence();   /* the streamed stores ordered before whatever follows */
 }
 
-static CT_AVX512 __attribute__((noinline))
-void cell_sigmoid(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
-                  float *c, float *tc, float *h)
-{ cell_rows(0, rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h); }
+#define CELL(NAME, HARD, STREAM) \
+    static CT_AVX512 __attribute__((noinline)) \
+    void NAME(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh, \
+              float *gate, size_t ldg, float *c, float *tc, float *h) \
+    { cell_rows(HARD, STREAM, rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, ldg, c, tc, h); }
+CELL(cell_sigmoid, 0, 0)
+CELL(cell_hard, 1, 0)
+CELL(cell_sigmoid_stream, 0, 1)
+CELL(cell_hard_stream, 1, 1)
+#undef CELL
 
-static CT_AVX512 __attribute__((noinline))
-void cell_hard(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
-               float *c, float *tc, float *h)
-{ cell_rows(1, rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h); }
-
-void ct_lstm_fused_cell(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
-                        float *c, float *tc, float *h, int hard)
+void ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
+                        const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h, int hard)
 {
-    CT_ASSERT(ct_lstm_fused_ok(H) && n % UB == 0 && n <= H && ldz >= 3 * (size_t)H + (size_t)n);
+    CT_ASSERT(ct_lstm_fused_ok(H) && n % UB == 0 && n <= H && ldz >= 3 * (size_t)H + (size_t)n && ldg >= 3 * (size_t)H + (size_t)n);
     if (rows < 1) return;
-    if (hard) cell_hard(rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h);
-    else      cell_sigmoid(rows, n, H, z, ldz, cprev, b_ih, b_hh, c, tc, h);
+    /* streamed where every store is a whole aligned 64 bytes, and not in place (z read back) */
+    const int stream = gate != z && ((uintptr_t)gate | (uintptr_t)tc) % 64 == 0 && ldg % UB == 0 && H % UB == 0;
+    if (stream) (hard ? cell_hard_stream : cell_sigmoid_stream)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, ldg, c, tc, h);
+    else        (hard ? cell_hard : cell_sigmoid)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, ldg, c, tc, h);
 }
 
 void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
@@ -269,10 +284,11 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
     CT_ASSERT(0);
 }
 
-void ct_lstm_fused_cell(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh,
-                        float *c, float *tc, float *h, int hard)
+void ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
+                        const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h, int hard)
 {
-    (void)rows; (void)n; (void)H; (void)z; (void)ldz; (void)cprev; (void)b_ih; (void)b_hh; (void)c; (void)tc; (void)h; (void)hard;
+    (void)rows; (void)n; (void)H; (void)z; (void)ldz; (void)cprev; (void)b_ih; (void)b_hh; (void)gate; (void)ldg;
+    (void)c; (void)tc; (void)h; (void)hard;
     CT_ASSERT(0);
 }
 

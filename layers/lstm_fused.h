@@ -46,11 +46,14 @@ void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *
                           float *gate, float *c, float *tc, float *h, int hard);
 /* The step's cell alone, the same operations (every AVX-512 CPU: what the bf16 tiles' fused
  * step runs on its stored products, layers/lstm.c): `rows` rows of units [0, n) (n a multiple
- * of 16, at most H; every pointer at the first row's first unit). z's rows are ldz floats
- * apart (gate q of unit j at z[q H + j]): in, the products without biases; out, the gates
- * after their activations. cprev, c, tc, h: rows H floats apart. */
-void   ct_lstm_fused_cell(int rows, int n, int H, float *z, size_t ldz, const float *cprev, const float *b_ih,
-                          const float *b_hh, float *c, float *tc, float *h, int hard);
+ * of 16, at most H; every pointer at the first row's first unit). z: the products without
+ * biases, rows ldz floats apart (gate q of unit j at z[q H + j]); the gates after their
+ * activations go to gate (rows ldg apart; gate = z: in place). cprev, c, tc, h: rows H
+ * floats apart. Where gate is not z and gate and tc are 64-byte aligned, the gates and
+ * tanh(c_t), which only the backward reads, are streamed to memory past the caches
+ * (non-temporal stores: no read of the lines they overwrite); c_t and h_t are stored. */
+void   ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
+                          const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h, int hard);
 /* The same step's products alone: z [rows, 4H] = [x | hprev] [W_ih | W_hh]^T in the
  * same tiles, order and sums, stored where the step stores its gates, with no bias,
  * activation or cell update. Not part of training: bench_lstm --ceiling times it

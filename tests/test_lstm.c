@@ -571,10 +571,10 @@ static void suite_fused_cell(void)
             ct_lstm_fused_step(rows, Il, H, x, hp, cp, wp, bi, bh, g0, c0, t0, h0, hard);
             for (int i = 0; i < rows * H; i++) c1[i] = t1[i] = h1[i] = NAN;
             ct_lstm_fused_products(rows, Il, H, x, hp, wp, g1);
-            if (!blocks) ct_lstm_fused_cell(rows, H, H, g1, G, cp, bi, bh, c1, t1, h1, hard);
+            if (!blocks) ct_lstm_fused_cell(rows, H, H, g1, G, cp, bi, bh, g1, G, c1, t1, h1, hard);
             else
                 for (int u = 0; u < H; u += 16) {
-                    ct_lstm_fused_cell(rows, 16, H, g1 + u, G, cp + u, bi + u, bh + u, c1 + u, t1 + u, h1 + u, hard);
+                    ct_lstm_fused_cell(rows, 16, H, g1 + u, G, cp + u, bi + u, bh + u, g1 + u, G, c1 + u, t1 + u, h1 + u, hard);
                     int touched = 0;   /* units past this block: still the products and NaN */
                     for (int r = 0; r < rows; r++)
                         for (int j = u + 16; j < H; j++) touched += !isnan(c1[(size_t)r * H + j]);

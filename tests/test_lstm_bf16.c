@@ -231,8 +231,9 @@ static void test_many_steps(void)
     }
 }
 
-/* The fused step's cell hook for the test: copies the block's z as it finds it, counts the calls. */
-typedef struct { const float *z; float *seen; int *calls; int ldz, H; } fused_probe;
+/* The fused step's cell hook for the test: copies the block's z as it finds it (at the
+ * block's rows, or with z_block at rows 0 .. nr-1 of the 16-row buffer), counts the calls. */
+typedef struct { const float *z; float *seen; int *calls; int ldz, H, block; } fused_probe;
 
 static void probe_cell(void *ctx, int r0, int nr, int u0, int nu)
 {
@@ -240,8 +241,9 @@ static void probe_cell(void *ctx, int r0, int nr, int u0, int nu)
     for (int r = r0; r < r0 + nr; r++)
         for (int u = u0; u < u0 + nu; u += CT_LSTM_BF16_UNITS) {
             p->calls[r * (p->H / CT_LSTM_BF16_UNITS) + u / CT_LSTM_BF16_UNITS]++;
+            const float *zr = p->z + (size_t)(p->block ? r - r0 : r) * p->ldz;
             for (int q = 0; q < 4; q++)
-                memcpy(p->seen + (size_t)r * p->ldz + (size_t)q * p->H + u, p->z + (size_t)r * p->ldz + (size_t)q * p->H + u,
+                memcpy(p->seen + (size_t)r * p->ldz + (size_t)q * p->H + u, zr + (size_t)q * p->H + u,
                        CT_LSTM_BF16_UNITS * sizeof(float));
         }
 }
@@ -253,7 +255,7 @@ static void test_fused_step(void)
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int M = cs[k].rows, Il = cs[k].Il, H = cs[k].H, K = Il + H, G = 4 * H, ldz = G + cs[k].ldz_extra;
-        t_case("lstm_bf16/fused step on the model = the product over [x | h] [W_ih | W_hh]^T, bit for bit, both orders: rows %d, Il %d, H %d%s",
+        t_case("lstm_bf16/fused step on the model = the product over [x | h] [W_ih | W_hh]^T, bit for bit, both orders, z whole or a block: rows %d, Il %d, H %d%s",
                M, Il, H, cs[k].first ? ", t = 0" : "");
         ct_rng rng;
         ct_rng_seed(&rng, 900 + k, 0);
@@ -293,20 +295,24 @@ static void test_fused_step(void)
                             wrong += wp[((((size_t)u * 4 + q) * (Kp / 2) + pp) * 16 + j) * 2 + h] != want;
                         }
         t_check(!wrong && ct_lstm_bf16_pack_elems(Il, H) == (size_t)4 * H * Kp, "%zu packed weights differ from the layout's definition", wrong);
-        for (int order = 0; order < 2; order++) {   /* the unit blocks outside, then the rows */
-            const char *on = order ? "rows outside" : "unit blocks outside";
+        for (int order = 0; order < 4; order++) {   /* the unit blocks outside, then the rows; z whole, then a 16-row block */
+            const int block = order >= 2;
+            const char *on = order % 2 ? (block ? "rows outside, z a 16-row block" : "rows outside")
+                                       : (block ? "unit blocks outside, z a 16-row block" : "unit blocks outside");
             for (size_t i = 0; i < (size_t)M * ldz; i++) z[i] = seen[i] = NAN;
             memset(calls, 0, (size_t)M * (H / CT_LSTM_BF16_UNITS) * sizeof *calls);
-            fused_probe pr = { z, seen, calls, ldz, H };
-            ct_lstm_bf16_step(CT_BF16_MODEL, order ? CT_LSTM_TILES_ROWS_OUTER : CT_LSTM_TILES_UNITS_OUTER, M, Il, H, x,
-                              cs[k].first ? NULL : hp, wp, fwork, z, ldz, probe_cell, &pr);
+            fused_probe pr = { z, seen, calls, ldz, H, block };
+            ct_lstm_bf16_step(CT_BF16_MODEL, order % 2 ? CT_LSTM_TILES_ROWS_OUTER : CT_LSTM_TILES_UNITS_OUTER, M, Il, H, x,
+                              cs[k].first ? NULL : hp, wp, fwork, z, ldz, block, probe_cell, &pr);
             int diff = 0, twice = 0, pad = 0;
             for (int m = 0; m < M; m++) {
                 for (int n = 0; n < G; n++) {
-                    diff += memcmp(&z[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
+                    if (!block) diff += memcmp(&z[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
                     diff += memcmp(&seen[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
                 }
                 for (int n = G; n < ldz; n++) pad += !isnan(z[(size_t)m * ldz + n]);
+                if (block && m >= 16)   /* the buffer is 16 rows: nothing below them */
+                    for (int n = 0; n < G; n++) pad += !isnan(z[(size_t)m * ldz + n]);
                 for (int u = 0; u < H / CT_LSTM_BF16_UNITS; u++) twice += calls[m * (H / CT_LSTM_BF16_UNITS) + u] != 1;
             }
             t_check(!diff, "%s: %d elements of z (as stored, or as the cell found them) differ from the stacked product", on, diff);
