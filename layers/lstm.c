@@ -132,6 +132,7 @@
 #include "layers/gemm_packed.h"
 #include "layers/lstm_fused.h"
 #include "layers/lstm_bf16.h"
+#include "core/bf16.h"
 
 /* ---- scalar math for the fused gate loops ----------------------------------
  * Written branch-free so the compiler vectorises the gate loops (libm's expf and
@@ -184,10 +185,12 @@ static inline float lstm_dhard_sigmoid(float y) { return (y > 0.0f && y < 1.0f) 
 static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
 typedef struct {
-    float *gate;   /* [T, B, 4H] */
-    float *h;      /* [T+1, B, H] */
-    float *c;      /* [T+1, B, H] */
-    float *tc;     /* [T, B, H] */
+    float *gate;       /* [T, B, 4H] */
+    float *h;          /* [T+1, B, H] */
+    float *c;          /* [T+1, B, H] */
+    float *tc;         /* [T, B, H] */
+    uint16_t *gate16;  /* bf16 with the sigmoid: [T, B, 4H], the gates rounded to bf16, as the backward reads them
+                        * (gate is then the forward's scratch); NULL: the backward reads gate */
 } lstm_layer_cache;
 
 typedef struct {
@@ -205,6 +208,8 @@ typedef struct {
 } lstm_cache_view;
 
 static size_t halves(size_t elems) { return (elems + 1) / 2; }   /* floats that hold `elems` bf16 */
+/* Whether the forward keeps the gates for the backward in bf16 (the "bf16" section above). */
+static int lstm_gates_bf16(const lstm_dims *d) { return d->dtype == CT_BF16 && d->recur == LSTM_SIGMOID; }
 static int lstm_wide(const lstm_dims *d) { return d->I > d->H ? d->I : d->H; }
 static int lstm_parts(int B);
 
@@ -222,6 +227,9 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
         TAKE(v->l[l].h, TB * H + B * H);
         TAKE(v->l[l].c, TB * H + B * H);
         TAKE(v->l[l].tc, TB * H);
+        float *g16;
+        TAKE(g16, lstm_gates_bf16(d) ? halves(TB * 4 * H) : 0);
+        v->l[l].gate16 = lstm_gates_bf16(d) ? (uint16_t *)g16 : NULL;
     }
     TAKE(v->wp, ct_gemm_pack_floats(d->H, 4 * d->H));
     TAKE(v->wp_ih, ct_gemm_pack_floats(d->I > d->H ? d->I : d->H, 4 * d->H));
@@ -261,6 +269,7 @@ typedef struct {
     uint16_t *bpk;         /* bf16: per worker, one step's h_{t-1} or x_t rows packed */
     uint16_t *work;        /* bf16: per worker, an operand rounded to bf16 (dz_t [rows, 4H] in the steps) */
     uint16_t *workt;       /* bf16: per worker, dz_t^T [4H, rows]: work's values transposed */
+    float *grow;           /* bf16: per worker, one row's kept gates widened [4H] (the scalar backward cell) */
     size_t bpk_elems, work_elems, workt_elems;   /* per worker */
 } lstm_ws_view;
 
@@ -307,6 +316,7 @@ static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
         v->workt_elems = round16(w2);
         TAKE(f, halves((size_t)parts * v->workt_elems));
         v->workt = (uint16_t *)f;
+        TAKE(v->grow, (size_t)parts * (size_t)G);
     }
 #undef TAKE
     return off;
@@ -490,8 +500,9 @@ static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
     float *cnext = j->lc->c + (row + B) * H + u0, *hnext = j->lc->h + (row + B) * H + u0;
     const float *cprev = j->lc->c + row * H + u0;
     const float *bi = j->w->b_ih + u0, *bh = j->w->b_hh + u0;
+    uint16_t *g16 = j->lc->gate16 ? j->lc->gate16 + row * G + u0 : NULL;
     if (j->vec) {
-        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, gate, G, cnext, tc, hnext, j->hard);
+        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, g16 ? NULL : gate, g16, G, cnext, tc, hnext, j->hard);
         return;
     }
     if (nu == CT_LSTM_BF16_UNITS) {
@@ -503,7 +514,10 @@ static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
             else         lstm_cell_forward_sigmoid(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
         }
     for (size_t r = 0; r < (size_t)nr; r++)   /* the gates, made in zblk, to the cache */
-        for (size_t q = 0; q < 4; q++) memcpy(gate + r * G + q * H, z + r * G + q * H, (size_t)nu * sizeof *gate);
+        for (size_t q = 0; q < 4; q++) {
+            if (g16) ct_bf16s_from_floats(g16 + r * G + q * H, z + r * G + q * H, (size_t)nu);
+            else     memcpy(gate + r * G + q * H, z + r * G + q * H, (size_t)nu * sizeof *gate);
+        }
 }
 
 /* One layer's recurrence (step 2) for one worker's share of the sequences. */
@@ -559,6 +573,8 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b1 - b0, (int)G, H, 1.0f, hp, H, j->w->w_hh, H, 1.0f, gt, (int)G);
         }
         lstm_step_forward(j->lc, t, j->len, j->w, B, b0, b1, H, j->hard);
+        if (j->lc->gate16)   /* the gates kept for the backward, rounded */
+            ct_bf16s_from_floats(j->lc->gate16 + ((size_t)t * B + b0) * G, gt, (size_t)(b1 - b0) * G);
     }
 }
 
@@ -732,9 +748,11 @@ static inline void lstm_prefetch_row(const lstm_layer_cache *lc, const float *dz
 {
     if (row >= rows) return;
     size_t G = 4 * (size_t)H;
-    const char *pg = (const char *)(lc->gate + row * G), *pz = dz ? (const char *)(dz + row * G) : NULL;
+    const char *pg = lc->gate16 ? (const char *)(lc->gate16 + row * G) : (const char *)(lc->gate + row * G);
+    const char *pz = dz ? (const char *)(dz + row * G) : NULL;
     const char *pt = (const char *)(lc->tc + row * H), *pc = (const char *)(lc->c + row * H);
-    for (size_t o = 0; o < G * sizeof(float); o += 64) { __builtin_prefetch(pg + o, 0); if (dz) __builtin_prefetch(pz + o, 1); }
+    for (size_t o = 0; o < G * (lc->gate16 ? sizeof(uint16_t) : sizeof(float)); o += 64) __builtin_prefetch(pg + o, 0);
+    for (size_t o = 0; dz && o < G * sizeof(float); o += 64) __builtin_prefetch(pz + o, 1);
     for (size_t o = 0; o < (size_t)H * sizeof(float); o += 64) { __builtin_prefetch(pt + o, 0); __builtin_prefetch(pc + o, 0); }
 }
 
@@ -752,6 +770,7 @@ typedef struct {
     int B, T, H, hard, top, parts;
     int keep_dz;                  /* dz of every step is needed after the loop (dX); else one step's, in cache */
     int dwi_t;                    /* the workers sum dW_ih transposed, [Il, 4H] (4H a multiple of 64) */
+    int vec;                      /* the AVX-512 backward cell (layers/lstm_fused.h: the same operations) */
     lstm_return ret;
 } lstm_bwd_job;
 
@@ -785,7 +804,17 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
             else                                        ds = NULL;
             float *dhb = wv->dh + (size_t)b * H, *dcb = wv->dc + (size_t)b * H;
             const float *gate = j->lc->gate + row * G, *tc = j->lc->tc + row * H, *cprev = j->lc->c + row * H;
+            const uint16_t *g16 = j->lc->gate16 ? j->lc->gate16 + row * G : NULL;
             lstm_prefetch_row(j->lc, j->keep_dz ? wv->dz : NULL, row + LSTM_PREFETCH_ROWS, TB, H);
+            if (j->vec) {
+                ct_lstm_fused_cell_backward(dzr, db, dhb, dcb, ds, s, g16 ? NULL : gate, g16, tc, cprev, H, j->hard);
+                continue;
+            }
+            if (g16) {   /* the kept bf16 gates widened (exactly) for the scalar cell */
+                float *wide = wv->grow + (size_t)part * G;
+                ct_floats_from_bf16s(wide, g16, G);
+                gate = wide;
+            }
             if (j->hard) lstm_cell_backward_hard(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
             else         lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
         }
@@ -904,7 +933,8 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
         const float *X = l == 0 ? cv.x : cv.l[l - 1].h + BH;   /* [TB, Il]: the layer's input */
         lstm_bwd_job job = { .lc = lc, .wv = &wv, .w = &w[l], .wp = wp, .bf16 = bf16, .X = X, .Il = Il, .dout = dout, .len = len, .B = B,
                              .T = T, .H = H, .hard = hard, .top = top, .ret = d->ret, .parts = lstm_parts(B),
-                             .keep_dz = !(wp || bf16) || l > 0 || dx != NULL, .dwi_t = wp && G % CT_GEMM_NR == 0 };
+                             .keep_dz = !(wp || bf16) || l > 0 || dx != NULL, .dwi_t = wp && G % CT_GEMM_NR == 0,
+                             .vec = lstm_fused_on && ct_lstm_fused_ok(H) };
         ct_parallel(job.parts, job.parts, lstm_recurrence_backward, &job);
         /* the workers' partial sums (db; dW_hh and dW_ih where the steps made them), added in
          * worker order, gate rows [lo, hi) on each worker */

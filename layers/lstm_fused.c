@@ -82,14 +82,45 @@ INLINE __m512 v_hard_sigmoid(__m512 x)
  * (64-byte aligned addresses), or plain stores. */
 INLINE void put_kept(const int STREAM, float *p, __m512 v) { if (STREAM) _mm512_stream_ps(p, v); else _mm512_storeu_ps(p, v); }
 
+/* 16 floats rounded to bf16 with core/bf16.h's formula on each lane (to nearest, ties to
+ * even; a NaN cut, its quiet bit set): ct_bf16_from_float's bits, on any AVX-512 CPU. */
+INLINE __m256i v_bf16(__m512 v)
+{
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)),
+                                                         _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1))), 16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x0040))));
+}
+/* The same with AVX512-BF16's VCVTNEPS2BF16 (one instruction; written as assembly so that this
+ * file needs no target beyond AVX-512F: called only where the CPU has it). It gives the
+ * formula's bits except on subnormal inputs, which it flushes to zero (core/bf16.c); a vector
+ * holding one (the cell's gates never do: a sigmoid's output is at least 1/(1 + e^87), a
+ * tanh's 0 or at least 2^-24) takes the formula. */
+INLINE __m256i v_bf16_insn(__m512 v)
+{
+    const __m512i x = _mm512_castps_si512(v);
+    if (_mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, _mm512_set1_epi32(0x7f800000)), x, _mm512_set1_epi32(0x007fffff)))
+        return v_bf16(v);
+    __m256i r;
+    __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v));
+    return r;
+}
+/* 16 bf16 widened to floats (exact). */
+INLINE __m512 v_widen(const uint16_t *p)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
 /* The cell on 16 units of one row, as lstm.c's lstm_cell_forward: z = (acc + b_ih) + b_hh
  * (acc[q]: gate q's products), the gates, c_t = f c_{t-1} + i g (two products, then their
  * sum), h_t = o tanh(c_t). The gates go to g (gate q at g + q H), c_t, tanh(c_t) and h_t
- * to c, tc and h; every pointer at the first of the 16 units. With STREAM the gates and
- * tanh(c_t) are streamed past the caches (put_kept); c_t and h_t, which the next step
- * reads, are stored. */
-INLINE void cell16(const int HARD, const int STREAM, const __m512 acc[4], const float *restrict b_ih,
-                      const float *restrict b_hh, const float *restrict cp, float *restrict g, int H,
+ * to c, tc and h (the gates rounded to bf16 into g16 instead where g16 is not NULL); every
+ * pointer at the first of the 16 units. With STREAM the gates and tanh(c_t) are streamed
+ * past the caches (put_kept); c_t and h_t, which the next step reads, are stored. CVT: the
+ * rounding by the CPU's instruction (v_bf16_insn; the same bits). */
+INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512 acc[4], const float *restrict b_ih,
+                      const float *restrict b_hh, const float *restrict cp, float *restrict g, uint16_t *restrict g16, int H,
                       float *restrict c, float *restrict tc, float *restrict h)
 {
     __m512 z[4], y[4];
@@ -103,7 +134,11 @@ INLINE void cell16(const int HARD, const int STREAM, const __m512 acc[4], const 
     const __m512 ct = _mm512_add_ps(_mm512_mul_ps(y[1], _mm512_loadu_ps(cp)), _mm512_mul_ps(y[0], y[2]));
     const __m512 tct = v_tanh(ct);
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; q++) put_kept(STREAM, g + (size_t)q * H, y[q]);
+    for (int q = 0; q < 4; q++) {
+        if (!g16) put_kept(STREAM, g + (size_t)q * H, y[q]);
+        else if (STREAM) _mm256_stream_si256((__m256i *)(g16 + (size_t)q * H), CVT ? v_bf16_insn(y[q]) : v_bf16(y[q]));
+        else _mm256_storeu_si256((__m256i *)(g16 + (size_t)q * H), CVT ? v_bf16_insn(y[q]) : v_bf16(y[q]));
+    }
     _mm512_storeu_ps(c, ct);
     put_kept(STREAM, tc, tct);
     _mm512_storeu_ps(h, _mm512_mul_ps(y[3], tct));
@@ -165,7 +200,7 @@ INLINE void step_tile(const int MROWS, const int HARD, int Il, int H, const floa
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++)
-        cell16(HARD, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, H, c + (size_t)i * H,
+        cell16(HARD, 0, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, NULL, H, c + (size_t)i * H,
                tc + (size_t)i * H, h + (size_t)i * H);
 }
 
@@ -217,44 +252,128 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
 }
 
 /* The cell alone over rows x n units: the products z (without the biases) in, the gates to
- * gate (which may be z). */
-INLINE void cell_rows(const int HARD, const int STREAM, int rows, int n, int H, const float *z, size_t ldz, const float *cprev,
-                      const float *b_ih, const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h)
+ * gate (which may be z) or, rounded to bf16, to g16 (where g16 is not NULL). */
+INLINE void cell_rows(const int HARD, const int STREAM, const int CVT, int rows, int n, int H, const float *z, size_t ldz, const float *cprev,
+                      const float *b_ih, const float *b_hh, float *gate, uint16_t *g16, size_t ldg, float *c, float *tc, float *h)
 {
     for (int r = 0; r < rows; r++) {
         const float *zr = z + (size_t)r * ldz;
-        float *gr = gate + (size_t)r * ldg;
+        float *gr = g16 ? NULL : gate + (size_t)r * ldg;
+        uint16_t *g16r = g16 ? g16 + (size_t)r * ldg : NULL;
         const size_t o = (size_t)r * H;
         for (int u = 0; u < n; u += UB) {
             __m512 acc[4];
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) acc[q] = _mm512_loadu_ps(zr + (size_t)q * H + u);
-            cell16(HARD, STREAM, acc, b_ih + u, b_hh + u, cprev + o + u, gr + u, H, c + o + u, tc + o + u, h + o + u);
+            cell16(HARD, STREAM, CVT, acc, b_ih + u, b_hh + u, cprev + o + u, gr ? gr + u : NULL, g16r ? g16r + u : NULL, H,
+                   c + o + u, tc + o + u, h + o + u);
         }
     }
     if (STREAM) _mm_sfence();   /* the streamed stores ordered before whatever follows */
 }
 
-#define CELL(NAME, HARD, STREAM) \
+#define CELL(NAME, HARD, STREAM, CVT) \
     static CT_AVX512 __attribute__((noinline)) \
     void NAME(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh, \
-              float *gate, size_t ldg, float *c, float *tc, float *h) \
-    { cell_rows(HARD, STREAM, rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, ldg, c, tc, h); }
-CELL(cell_sigmoid, 0, 0)
-CELL(cell_hard, 1, 0)
-CELL(cell_sigmoid_stream, 0, 1)
-CELL(cell_hard_stream, 1, 1)
+              float *gate, uint16_t *g16, size_t ldg, float *c, float *tc, float *h) \
+    { cell_rows(HARD, STREAM, CVT, rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, g16, ldg, c, tc, h); }
+CELL(cell_sigmoid, 0, 0, 0)
+CELL(cell_hard, 1, 0, 0)
+CELL(cell_sigmoid_stream, 0, 1, 0)
+CELL(cell_hard_stream, 1, 1, 0)
+CELL(cell_sigmoid_stream_cvt, 0, 1, 1)   /* bf16 training's: the gates rounded by the CPU's instruction */
 #undef CELL
 
+static int cpu_has_bf16_cvt(void)
+{
+    static int has = -1;   /* every thread finds the same: a relaxed store is enough */
+    int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx512bf16");
+        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+
 void ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
-                        const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h, int hard)
+                        const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *tc, float *h, int hard)
 {
     CT_ASSERT(ct_lstm_fused_ok(H) && n % UB == 0 && n <= H && ldz >= 3 * (size_t)H + (size_t)n && ldg >= 3 * (size_t)H + (size_t)n);
+    CT_ASSERT(!gate != !gate16);
     if (rows < 1) return;
-    /* streamed where every store is a whole aligned 64 bytes, and not in place (z read back) */
-    const int stream = gate != z && ((uintptr_t)gate | (uintptr_t)tc) % 64 == 0 && ldg % UB == 0 && H % UB == 0;
-    if (stream) (hard ? cell_hard_stream : cell_sigmoid_stream)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, ldg, c, tc, h);
-    else        (hard ? cell_hard : cell_sigmoid)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, ldg, c, tc, h);
+    /* streamed where every store is a whole aligned 64 bytes (32 for the bf16 gates: each
+     * 64-byte line is two such stores, one after the other), and not in place (z read back) */
+    const int stream = (gate16 ? (uintptr_t)gate16 % 32 == 0 : gate != z && (uintptr_t)gate % 64 == 0) && (uintptr_t)tc % 64 == 0 &&
+                       ldg % UB == 0 && H % UB == 0;
+    if (stream && gate16 && !hard && cpu_has_bf16_cvt())
+        cell_sigmoid_stream_cvt(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, tc, h);
+    else if (stream) (hard ? cell_hard_stream : cell_sigmoid_stream)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, tc, h);
+    else        (hard ? cell_hard : cell_sigmoid)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, tc, h);
+}
+
+/* The backward cell of one row, as lstm.c's lstm_cell_backward, operation for operation
+ * (equations (1)-(3) of lstm.c), 16 units at a time; the gates read as floats, or as bf16
+ * (g16) and widened. WITH_DS: the output part s ds enters dh. */
+INLINE void cell_backward_row(const int HARD, const int WITH_DS, float *restrict dz, float *restrict db, float *restrict dh,
+                              float *restrict dc, const float *restrict ds, float s, const float *restrict gate,
+                              const uint16_t *restrict g16, const float *restrict tc, const float *restrict cprev, int H)
+{
+    const __m512 one = _mm512_set1_ps(1.0f), vs = _mm512_set1_ps(s);
+    for (int j = 0; j < H; j += UB) {
+        __m512 y[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) y[q] = g16 ? v_widen(g16 + (size_t)q * H + j) : _mm512_loadu_ps(gate + (size_t)q * H + j);
+        const __m512 i = y[0], f = y[1], g = y[2], o = y[3];
+        const __m512 tct = _mm512_loadu_ps(tc + j);
+        __m512 dht = _mm512_loadu_ps(dh + j);
+        if (WITH_DS) dht = _mm512_add_ps(dht, _mm512_mul_ps(vs, _mm512_loadu_ps(ds + j)));                          /* (1) */
+        const __m512 dct = _mm512_add_ps(_mm512_loadu_ps(dc + j),
+                                         _mm512_mul_ps(_mm512_mul_ps(dht, o), _mm512_sub_ps(one, _mm512_mul_ps(tct, tct))));   /* (2) */
+        __m512 ri, rf, ro;
+        if (HARD) {   /* 0.2 where 0 < y < 1, else 0 */
+            const __m512 zero = _mm512_setzero_ps(), fifth = _mm512_set1_ps(0.2f);
+            ri = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(i, zero, _CMP_GT_OQ) & _mm512_cmp_ps_mask(i, one, _CMP_LT_OQ), fifth);
+            rf = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(f, zero, _CMP_GT_OQ) & _mm512_cmp_ps_mask(f, one, _CMP_LT_OQ), fifth);
+            ro = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(o, zero, _CMP_GT_OQ) & _mm512_cmp_ps_mask(o, one, _CMP_LT_OQ), fifth);
+        } else {      /* y (1 - y) */
+            ri = _mm512_mul_ps(i, _mm512_sub_ps(one, i));
+            rf = _mm512_mul_ps(f, _mm512_sub_ps(one, f));
+            ro = _mm512_mul_ps(o, _mm512_sub_ps(one, o));
+        }
+        __m512 d[4];
+        d[0] = _mm512_mul_ps(_mm512_mul_ps(dct, g), ri);                                                            /* (3) */
+        d[1] = _mm512_mul_ps(_mm512_mul_ps(dct, _mm512_loadu_ps(cprev + j)), rf);
+        d[2] = _mm512_mul_ps(_mm512_mul_ps(dct, i), _mm512_sub_ps(one, _mm512_mul_ps(g, g)));
+        d[3] = _mm512_mul_ps(_mm512_mul_ps(dht, tct), ro);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            const size_t at = (size_t)q * H + j;
+            _mm512_storeu_ps(dz + at, d[q]);
+            _mm512_storeu_ps(db + at, _mm512_add_ps(_mm512_loadu_ps(db + at), d[q]));
+        }
+        _mm512_storeu_ps(dc + j, _mm512_mul_ps(dct, f));                                                              /* dc_{t-1} gets dc_t f_t */
+        _mm512_storeu_ps(dh + j, _mm512_setzero_ps());                                                                /* dh_{t-1}: the product adds it */
+    }
+}
+
+#define CELL_BACKWARD(NAME, HARD, WITH_DS) \
+    static CT_AVX512 __attribute__((noinline)) \
+    void NAME(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate, const uint16_t *g16, \
+              const float *tc, const float *cprev, int H) \
+    { cell_backward_row(HARD, WITH_DS, dz, db, dh, dc, ds, s, gate, g16, tc, cprev, H); }
+CELL_BACKWARD(cell_backward_sigmoid, 0, 0)
+CELL_BACKWARD(cell_backward_sigmoid_ds, 0, 1)
+CELL_BACKWARD(cell_backward_hard, 1, 0)
+CELL_BACKWARD(cell_backward_hard_ds, 1, 1)
+#undef CELL_BACKWARD
+
+void ct_lstm_fused_cell_backward(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate,
+                                 const uint16_t *gate16, const float *tc, const float *cprev, int H, int hard)
+{
+    CT_ASSERT(ct_lstm_fused_ok(H) && !gate != !gate16);
+    if (hard) (ds ? cell_backward_hard_ds : cell_backward_hard)(dz, db, dh, dc, ds, s, gate, gate16, tc, cprev, H);
+    else      (ds ? cell_backward_sigmoid_ds : cell_backward_sigmoid)(dz, db, dh, dc, ds, s, gate, gate16, tc, cprev, H);
 }
 
 void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
@@ -285,10 +404,17 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
 }
 
 void ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
-                        const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h, int hard)
+                        const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *tc, float *h, int hard)
 {
-    (void)rows; (void)n; (void)H; (void)z; (void)ldz; (void)cprev; (void)b_ih; (void)b_hh; (void)gate; (void)ldg;
+    (void)rows; (void)n; (void)H; (void)z; (void)ldz; (void)cprev; (void)b_ih; (void)b_hh; (void)gate; (void)gate16; (void)ldg;
     (void)c; (void)tc; (void)h; (void)hard;
+    CT_ASSERT(0);
+}
+
+void ct_lstm_fused_cell_backward(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate,
+                                 const uint16_t *gate16, const float *tc, const float *cprev, int H, int hard)
+{
+    (void)dz; (void)db; (void)dh; (void)dc; (void)ds; (void)s; (void)gate; (void)gate16; (void)tc; (void)cprev; (void)H; (void)hard;
     CT_ASSERT(0);
 }
 

@@ -30,6 +30,7 @@
 #ifndef CT_LSTM_FUSED_H
 #define CT_LSTM_FUSED_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* 1 when the fused step runs for hidden size H on this CPU. */
 int    ct_lstm_fused_ok(int H);
@@ -48,12 +49,20 @@ void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *
  * step runs on its stored products, layers/lstm.c): `rows` rows of units [0, n) (n a multiple
  * of 16, at most H; every pointer at the first row's first unit). z: the products without
  * biases, rows ldz floats apart (gate q of unit j at z[q H + j]); the gates after their
- * activations go to gate (rows ldg apart; gate = z: in place). cprev, c, tc, h: rows H
- * floats apart. Where gate is not z and gate and tc are 64-byte aligned, the gates and
- * tanh(c_t), which only the backward reads, are streamed to memory past the caches
- * (non-temporal stores: no read of the lines they overwrite); c_t and h_t are stored. */
+ * activations go to gate (floats; gate = z: in place) or, rounded to bf16, to gate16 (one of
+ * the two NULL), rows ldg apart. cprev, c, tc, h: rows H floats apart. Where the gates and tc
+ * are aligned (and not written in place), the gates and tanh(c_t), which only the backward
+ * reads, are streamed to memory past the caches (non-temporal stores: no read of the lines
+ * they overwrite); c_t and h_t, which the next step reads, are stored. */
 void   ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
-                          const float *b_hh, float *gate, size_t ldg, float *c, float *tc, float *h, int hard);
+                          const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *tc, float *h, int hard);
+/* The backward cell of one valid row, lstm.c's equations (1)-(3) with the same operations,
+ * 16 units at a time (every AVX-512 CPU; H a multiple of 16): reads the forward's gates [4H]
+ * (floats from gate, or bf16 from gate16, one of the two NULL), tc and cprev [H], dh and dc
+ * [H] (and the output part s ds [H] where ds is not NULL); writes dz [4H] and adds it to db
+ * [4H]; leaves dc = dc_t f_t and dh = 0. */
+void   ct_lstm_fused_cell_backward(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate,
+                                   const uint16_t *gate16, const float *tc, const float *cprev, int H, int hard);
 /* The same step's products alone: z [rows, 4H] = [x | hprev] [W_ih | W_hh]^T in the
  * same tiles, order and sums, stored where the step stores its gates, with no bias,
  * activation or cell update. Not part of training: bench_lstm --ceiling times it

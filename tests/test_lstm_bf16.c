@@ -43,6 +43,7 @@
 #include "layers/gemm_bf16.h"
 #include "layers/lstm.h"
 #include "layers/lstm_bf16.h"
+#include "layers/lstm_fused.h"
 
 static float bf(float x) { return ct_float_from_bf16(ct_bf16_from_float(x)); }
 
@@ -481,6 +482,95 @@ static void test_training(void)
     ct_gemm_bf16_use_model(1);
 }
 
+/* The backward cell with the gates kept in bf16 (lstm.c, "bf16"): fed the same gates as bf16
+ * and as float32, it gives the same bits where the gates are bf16 values already (so the
+ * widening and the plumbing are exact); fed the float32 gates and their rounding, every dz
+ * and dc_{t-1} is within the bound propagated from |y^ - y| <= 2^-8 |y| through equations
+ * (2) and (3) of lstm.c (docs/precision.md), plus float32 rounding. */
+static double lo_hi(double a, double da) { return fabs(a) + da; }   /* the largest |a| within da */
+static void test_kept_gates(void)
+{
+    if (!ct_lstm_fused_ok(16)) {
+        t_skip("lstm_bf16/backward cell on gates kept in bf16: no AVX-512F here (the scalar cell widens the gates first)");
+        return;
+    }
+    const int H = 48, G = 4 * H, R = 64;
+    ct_rng rng;
+    ct_rng_seed(&rng, 33, 1);
+    float *gate = malloc((size_t)R * G * sizeof(float)), *gr = malloc((size_t)R * G * sizeof(float));
+    uint16_t *g16 = malloc((size_t)R * G * sizeof(uint16_t));
+    float *tc = malloc((size_t)R * H * sizeof(float)), *cp = malloc((size_t)R * H * sizeof(float)), *ds = malloc((size_t)R * H * sizeof(float));
+    float dz0[4 * 48], dz1[4 * 48], db0[4 * 48] = { 0 }, db1[4 * 48] = { 0 }, dh0[48], dh1[48], dc0[48], dc1[48];
+    for (int r = 0; r < R; r++) {
+        for (int j = 0; j < H; j++) {   /* sigmoid gates in (0, 1), g in (-1, 1), some saturated */
+            const float wide = r % 4 == 0 ? 12.0f : 3.0f;
+            for (int q = 0; q < 4; q++) {
+                const float zz = wide * (2 * ct_rng_uniform(&rng) - 1);
+                gate[(size_t)r * G + q * H + j] = q == 2 ? tanhf(zz) : 1.0f / (1.0f + expf(-zz));
+            }
+            cp[(size_t)r * H + j] = 4 * (2 * ct_rng_uniform(&rng) - 1);
+            tc[(size_t)r * H + j] = tanhf(3 * (2 * ct_rng_uniform(&rng) - 1));
+            ds[(size_t)r * H + j] = 2 * ct_rng_uniform(&rng) - 1;
+        }
+        ct_bf16s_from_floats(g16 + (size_t)r * G, gate + (size_t)r * G, (size_t)G);
+        ct_floats_from_bf16s(gr + (size_t)r * G, g16 + (size_t)r * G, (size_t)G);
+    }
+    t_case("lstm_bf16/backward cell: gates given as bf16 and as the same values in float32, bit for bit");
+    int differ = 0;
+    for (int r = 0; r < R; r++) {
+        for (int j = 0; j < H; j++) { dh0[j] = dh1[j] = 2 * ct_rng_uniform(&rng) - 1; dc0[j] = dc1[j] = 2 * ct_rng_uniform(&rng) - 1; }
+        const float *d = r % 2 ? ds + (size_t)r * H : NULL;
+        ct_lstm_fused_cell_backward(dz0, db0, dh0, dc0, d, 0.5f, gr + (size_t)r * G, NULL, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        ct_lstm_fused_cell_backward(dz1, db1, dh1, dc1, d, 0.5f, NULL, g16 + (size_t)r * G, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        differ += memcmp(dz0, dz1, sizeof dz0) != 0 || memcmp(db0, db1, sizeof db0) != 0 || memcmp(dc0, dc1, sizeof dc0) != 0 ||
+                  memcmp(dh0, dh1, sizeof dh0) != 0;
+    }
+    t_check(!differ, "%d of %d rows differ", differ, R);
+
+    t_case("lstm_bf16/backward cell on gates rounded to bf16: dz and dc_{t-1} within the propagated bound");
+    const double e = ldexp(1, -8), u8 = 8 * ldexp(1, -24);   /* a gate's relative rounding; float32 arithmetic, 8 ulps */
+    double worst = 0;
+    int bad = 0;
+    for (int r = 0; r < R; r++) {
+        float dhin[48], dcin[48];
+        for (int j = 0; j < H; j++) { dhin[j] = 2 * ct_rng_uniform(&rng) - 1; dcin[j] = 2 * ct_rng_uniform(&rng) - 1; }
+        memcpy(dh0, dhin, sizeof dh0); memcpy(dh1, dhin, sizeof dh1); memcpy(dc0, dcin, sizeof dc0); memcpy(dc1, dcin, sizeof dc1);
+        ct_lstm_fused_cell_backward(dz0, db0, dh0, dc0, NULL, 1.0f, gate + (size_t)r * G, NULL, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        ct_lstm_fused_cell_backward(dz1, db1, dh1, dc1, NULL, 1.0f, NULL, g16 + (size_t)r * G, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        for (int j = 0; j < H; j++) {
+            const float *y = gate + (size_t)r * G;
+            const double i = y[j], f = y[H + j], g = y[2 * H + j], o = y[3 * H + j], t = tc[(size_t)r * H + j], c = cp[(size_t)r * H + j];
+            const double di = e * fabs(i), df = e * fabs(f), dg = e * fabs(g), dO = e * fabs(o), A = fabs(dhin[j]);
+            /* (2) dc_t = dc + dh o (1 - t^2): only o is rounded */
+            const double dct = fabs((double)dcin[j] + dhin[j] * o * (1 - t * t)), ddct = A * (1 - t * t) * dO;
+            /* the derivatives: |d(y (1 - y))| <= dy |1 - 2y| + dy^2, |d(1 - g^2)| <= dg (2|g| + dg) */
+            const double ri = i * (1 - i), rf = f * (1 - f), ro = o * (1 - o), g2 = 1 - g * g;
+            const double dri = di * fabs(1 - 2 * i) + di * di, drf = df * fabs(1 - 2 * f) + df * df;
+            const double dro = dO * fabs(1 - 2 * o) + dO * dO, dg2 = dg * (2 * fabs(g) + dg);
+            /* (3) each dz a product of factors, each perturbed: |d(ab..)| <= sum of |da| times the others at their largest */
+            const double bz[4] = {
+                ddct * lo_hi(g, dg) * lo_hi(ri, dri) + lo_hi(dct, ddct) * (dg * lo_hi(ri, dri) + fabs(g) * dri),
+                fabs(c) * (ddct * lo_hi(rf, drf) + lo_hi(dct, ddct) * drf),
+                ddct * lo_hi(i, di) * lo_hi(g2, dg2) + lo_hi(dct, ddct) * (di * lo_hi(g2, dg2) + fabs(i) * dg2),
+                A * fabs(t) * dro,
+            };
+            const double mz[4] = { dct * fabs(g) * ri, dct * fabs(c) * rf, dct * fabs(i) * g2, A * fabs(t) * ro };
+            for (int q = 0; q < 4; q++) {
+                const double err = fabs((double)dz1[q * H + j] - dz0[q * H + j]), bound = bz[q] + u8 * (mz[q] + bz[q]) + 1e-30;
+                worst = fmax(worst, err / bound);
+                if (err > bound && bad++ < 3) t_check(0, "row %d unit %d gate %d: error %.3g over the bound %.3g", r, j, q, err, bound);
+            }
+            const double errc = fabs((double)dc1[j] - dc0[j]), boundc = ddct * lo_hi(f, df) + lo_hi(dct, ddct) * df + u8 * (dct + ddct) + 1e-30;
+            worst = fmax(worst, errc / boundc);
+            if (errc > boundc && bad++ < 3) t_check(0, "row %d unit %d: dc error %.3g over the bound %.3g", r, j, errc, boundc);
+        }
+    }
+    t_check(!bad, "%d values over the bound", bad);
+    t_check(worst > 0.05, "the largest error is %.3g of the bound: the gates' rounding did not show", worst);
+    printf("     largest error: %.3g of the bound\n", worst);
+    free(gate); free(gr); free(g16); free(tc); free(cp); free(ds);
+}
+
 void suite_lstm_bf16(void)
 {
     ct_gemm_bf16_use_model(1);
@@ -488,6 +578,7 @@ void suite_lstm_bf16(void)
     test_fused_step();
     test_many_steps();
     test_orders();
+    test_kept_gates();
     test_threads();
     test_real_kernel();
     test_training();
