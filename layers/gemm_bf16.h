@@ -105,12 +105,11 @@
  * where the two documented orders differ; the AMX kernel's packing, tiles, tails and loop
  * order run through the model, against a plain loop of the same order over the whole
  * product (bit for bit) and against bounds (1) and (2) (largest error 0.93 of either
- * bound: they are nearly reached); the dispatch and the refusal. NOT yet run anywhere:
- * the real tiles (the tests compare them with the model bit for bit, and with the bounds,
- * where the CPU has AMX-BF16 and the OS grants it; they skip with the reason elsewhere),
- * the AVX512-BF16 kernel (tested against the bounds where the CPU has it), and any
- * timing: whether vdpbf16ps beats the float32 kernel on a given CPU, and how fast the
- * tiles are, await a measurement on such a machine.
+ * bound: they are nearly reached); the dispatch and the refusal. On Intel Xeons with AMX-BF16
+ * and AVX512-BF16 (bench/RESULTS.md), the same suite runs the real tiles against the model
+ * (bit for bit, every tail, and within the bounds) and the AVX512-BF16 kernel against the
+ * bounds; where the CPU lacks them those cases skip with the reason. Their speed is in
+ * bench/RESULTS.md (no AMD Zen 4/5 has run the AVX512-BF16 kernel yet).
  */
 #ifndef CT_GEMM_BF16_H
 #define CT_GEMM_BF16_H

@@ -117,8 +117,18 @@
  * errors pass through the recurrence like any perturbation of z, so no closed bound
  * is given for a whole sequence; tests/test_lstm_bf16.c compares the layer with the
  * float32 layer fed the same bf16-rounded weights and inputs, and measures the drift.
+ *
+ * The gates kept for the backward (with the sigmoid) are bf16 too, as oneDNN's bf16
+ * LSTM keeps its workspace: the forward computes the gates, c and h in float32 and
+ * uses them at full precision, and stores i, f, g, o rounded (gate16, 1 KiB per row
+ * at H = 128 instead of 2). The backward reads 40% fewer bytes of cache - on the AMX
+ * Xeon of bench/RESULTS.md it is bound by those reads, and the step took 2 ms less of
+ * 20 - and its equations (2)-(3) see gates off by at most 2^-8 of themselves:
+ * docs/precision.md propagates that to a bound on dz and dc, which the tests check.
+ * Not with the hard sigmoid: its derivative jumps from 0.2 to 0 at y = 1, and a gate
+ * just below 1 can round to 1; those gates stay float32.
  * The extra memory (bf16, counted in floats): the packed weights in the cache and
- * workspace, and per worker a packed block of rows and an operand buffer.
+ * workspace, the kept gates, and per worker a packed block of rows and an operand buffer.
  */
 #include <math.h>
 #include <stdint.h>

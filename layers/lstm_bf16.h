@@ -34,8 +34,11 @@
  * took 19-20 ms of CPU per training step with the rows outside (as the plain step's cell)
  * and 34-36 ms with the unit blocks outside; the products' extra L2 traffic with the rows
  * outside (192 KiB of weights per 16 rows, about 1.5 MiB per step and worker) is estimated
- * at about 1.4 ms per training step at the tiles' rate. So the rows go outside until an AMX
- * machine times both (bench_lstm --bf16, and with --units-outer).
+ * at about 1.4 ms per training step at the tiles' rate. On real tiles (an AMX Xeon, 2
+ * threads, bench_lstm --bf16, B = 256) the forward took 7.2-7.4 ms with the rows outside and
+ * 9.9-10.3 ms with the unit blocks outside: the rows go outside. Issuing the previous 16
+ * rows' cell between the next 16 rows' tile blocks, so that the vector units and the tiles
+ * overlap, measured no faster (7.2-7.8 ms) and was left out.
  *
  * ---- Packing ----
  * The weights, once per layer and batch: W = [W_ih | W_hh] ([4H, Il + H], PyTorch's gate
@@ -55,8 +58,8 @@
  * the fused and plain steps agree within that bound, not bit for bit.
  *
  * Runs on the tiles (CT_BF16_AMX) or on the C model (CT_BF16_MODEL): vdpbf16ps CPUs run
- * the plain step. Not yet run on real tiles: the tests check its logic on any CPU through
- * the model, and its speed awaits an AMX machine (`bench_lstm --bf16`, then with --plain).
+ * the plain step. The tests check its logic on any CPU through the model, and on an AMX
+ * machine the tiles against the model bit for bit.
  */
 #ifndef CT_LSTM_BF16_H
 #define CT_LSTM_BF16_H
