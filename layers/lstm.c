@@ -491,8 +491,9 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
  * The tiles store each block's products in the worker's small zblk [16, 4H] (z_block);
  * the AVX-512 cell writes the gates into the cache from there, streamed: the forward
  * then never reads the cache's lines before overwriting them (on the Xeon of
- * bench/RESULTS.md the forward's writes of fresh lines were most of its time). Without
- * AVX-512 the scalar cell makes the gates in zblk, and they are copied. */
+ * bench/RESULTS.md the forward's writes of fresh lines were most of its time), or into
+ * gate16 rounded. Without AVX-512 the scalar cell makes the gates in zblk, and they are
+ * copied (or rounded) from there. */
 typedef struct {
     const lstm_layer_cache *lc;
     const lstm_weights *w;
