@@ -1,4 +1,5 @@
-/* lstm_fused.c - one LSTM forward step as a single AVX-512 kernel (see lstm_fused.h). */
+/* lstm_fused.c - one LSTM forward step as a single AVX-512 kernel, and the LSTM cell alone,
+ * forward and backward, 16 units at a time (see lstm_fused.h). */
 #include <stdint.h>
 #include <string.h>
 #include "layers/lstm_fused.h"
@@ -120,8 +121,8 @@ INLINE __m512 v_widen(const uint16_t *p)
  * past the caches (put_kept); c_t and h_t, which the next step reads, are stored. CVT: the
  * rounding by the CPU's instruction (v_bf16_insn; the same bits). */
 INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512 acc[4], const float *restrict b_ih,
-                      const float *restrict b_hh, const float *restrict cp, float *restrict g, uint16_t *restrict g16, int H,
-                      float *restrict c, float *restrict tc, float *restrict h)
+                   const float *restrict b_hh, const float *restrict cp, float *restrict g, uint16_t *restrict g16, int H,
+                   float *restrict c, float *restrict tc, float *restrict h)
 {
     __m512 z[4], y[4];
 #pragma GCC unroll 4
@@ -143,7 +144,6 @@ INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512
     put_kept(STREAM, tc, tct);
     _mm512_storeu_ps(h, _mm512_mul_ps(y[3], tct));
 }
-
 
 /* One tile: rows [0, MROWS) of the step, units [16u, 16u + 16) (every pointer already
  * at the tile's first row and, for gate/c/tc/h/cp/biases, its first unit). MROWS and
@@ -253,8 +253,9 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
 
 /* The cell alone over rows x n units: the products z (without the biases) in, the gates to
  * gate (which may be z) or, rounded to bf16, to g16 (where g16 is not NULL). */
-INLINE void cell_rows(const int HARD, const int STREAM, const int CVT, int rows, int n, int H, const float *z, size_t ldz, const float *cprev,
-                      const float *b_ih, const float *b_hh, float *gate, uint16_t *g16, size_t ldg, float *c, float *tc, float *h)
+INLINE void cell_rows(const int HARD, const int STREAM, const int CVT, int rows, int n, int H, const float *z, size_t ldz,
+                      const float *cprev, const float *b_ih, const float *b_hh, float *gate, uint16_t *g16, size_t ldg,
+                      float *c, float *tc, float *h)
 {
     for (int r = 0; r < rows; r++) {
         const float *zr = z + (size_t)r * ldz;

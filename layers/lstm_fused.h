@@ -24,8 +24,15 @@
  * build's scalar code rounds each product before adding; there the two paths
  * agree to float rounding (tests/test_lstm.c checks both ways).
  *
+ * The same cell is also here on its own, forward (for the bf16 tiles' fused step, which
+ * makes its products on AMX and needs only the cell) and backward (lstm.c's equations
+ * (1)-(3), for both precisions): 16 units at a time, operation for operation the scalar
+ * cell, so with FMA in the scalar code the results are again the same bits. For bf16
+ * training the forward cell can round the gates it stores for the backward to bf16, and
+ * the backward cell read them so (lstm.c, "bf16").
+ *
  * Needs ctrain's AVX-512 kernels (ct_kernels_get(), layers/gemm_packed.h) and H a
- * multiple of 16; elsewhere lstm.c runs the plain step.
+ * multiple of 16; elsewhere lstm.c runs the plain step and the scalar cells.
  */
 #ifndef CT_LSTM_FUSED_H
 #define CT_LSTM_FUSED_H
