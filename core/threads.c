@@ -30,10 +30,13 @@ const char *ct_blas_config(void) { return openblas_get_config(); }
 
 /* ---- pools of sleeping workers: the training pool (ct_parallel) and any other (ct_workers) ---- */
 
+typedef struct { struct ct_workers *pool; int id; } worker_arg;   /* what a worker thread is started with */
+
 struct ct_workers {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     pthread_t thread[CT_MAX_WORKERS];   /* workers 1 .. started */
+    worker_arg arg[CT_MAX_WORKERS];     /*   and their arguments */
     int started;                  /* threads running worker_main */
     int joinable, stop;           /* a ct_workers_new pool: its threads are joined by ct_workers_free */
     unsigned long generation;     /* bumped once per run */
@@ -55,12 +58,9 @@ static void run_share(int worker, int n_tasks, int workers, void (*fn)(void *, i
     inside_task = 0;
 }
 
-typedef struct { ct_workers *pool; int id; } worker_arg;
-
 static void *worker_main(void *arg)
 {
-    worker_arg a = *(worker_arg *)arg;
-    free(arg);
+    const worker_arg a = *(const worker_arg *)arg;
     ct_workers *p = a.pool;
     unsigned long seen = 0;
     pthread_mutex_lock(&p->mu);
@@ -106,14 +106,13 @@ int ct_workers_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx
     while (p->started < workers - 1) {   /* start sleeping workers on first need */
         pthread_t t;
         pthread_attr_t a;
-        worker_arg *arg = malloc(sizeof *arg);
-        if (!arg) break;
+        worker_arg *arg = &p->arg[p->started + 1];
         *arg = (worker_arg){ p, p->started + 1 };
         pthread_attr_init(&a);
         if (!p->joinable) pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         int rc = pthread_create(&t, &a, worker_main, arg);
         pthread_attr_destroy(&a);
-        if (rc != 0) { free(arg); break; }
+        if (rc != 0) break;   /* fewer helpers: the tasks are shared among the threads there are */
         p->thread[++p->started] = t;
     }
     const int helpers = workers - 1 < p->started ? workers - 1 : p->started;
