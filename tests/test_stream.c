@@ -23,6 +23,27 @@ __attribute__((target("f16c"))) static uint16_t f16c_narrow(float f) { return (u
 __attribute__((target("f16c"))) static float f16c_widen(uint16_t h) { return _cvtsh_ss(h); }
 #endif
 
+/* Crops read from `got` (a streamed store) against the loaded `ref`'s floats: every
+ * utterance, starts every `step` frames, lengths 1, 1 + len_step, ...: how many failed or
+ * differ (*crops: how many were read). */
+static int crops_differ(const ct_corpus *got, const ct_corpus *ref, int step, int len_step, int *crops)
+{
+    int frames = 0;
+    for (int u = 0; u < ref->n_utt; u++) frames = ref->utt[u].frames > frames ? ref->utt[u].frames : frames;
+    float *x = t_alloc((size_t)frames * ref->n_mels);
+    int bad = 0;
+    *crops = 0;
+    for (int u = 0; u < ref->n_utt; u++)
+        for (int first = 0; first < ref->utt[u].frames; first += step)
+            for (int n = 1; first + n <= ref->utt[u].frames; n += len_step, (*crops)++) {
+                bad += ct_corpus_frames(got, u, first, n, x) != CT_OK;
+                bad += memcmp(x, ref->feats + ref->utt[u].offset + (size_t)first * ref->n_mels,
+                              (size_t)n * ref->n_mels * sizeof *x) != 0;
+            }
+    free(x);
+    return bad;
+}
+
 static uint32_t bits(float f) { uint32_t x; memcpy(&x, &f, sizeof x); return x; }
 static float from_bits(uint32_t x) { float f; memcpy(&f, &x, sizeof f); return f; }
 
@@ -137,13 +158,7 @@ static void store_cases(const char *dir)
         && t_check(ct_featstore_stream(&b, f32) == CT_OK, "stream: %s", ct_last_error())) {
         t_check(!b.feats && b.source && b.n_utt == a.n_utt && b.n_speakers == a.n_speakers, "the streamed corpus holds the index only");
         float *x = t_alloc(90 * 8);
-        int diff = 0, crops = 0;
-        for (int u = 0; u < a.n_utt; u++)
-            for (int first = 0; first < a.utt[u].frames; first += 7)
-                for (int n = 1; first + n <= a.utt[u].frames; n += 11, crops++) {
-                    diff += ct_corpus_frames(&b, u, first, n, x) != CT_OK;
-                    diff += memcmp(x, a.feats + a.utt[u].offset + (size_t)first * 8, (size_t)n * 8 * sizeof *x) != 0;
-                }
+        int crops = 0, diff = crops_differ(&b, &a, 7, 11, &crops);
         t_check(diff == 0, "%d of %d crops differ", diff, crops);
         ct_featstore_stats s;
         t_check(ct_featstore_stats_of(&b, &s) && s.reads == (unsigned long long)crops, "stats: %llu reads for %d crops", s.reads, crops);
@@ -243,18 +258,10 @@ static void store_cases(const char *dir)
             if (!t_check(system(cmd7) == 0, "%s failed", cmd7)) continue;
             if (t_check(ct_featstore_load(&ref, stores[k]) == CT_OK, "load: %s", ct_last_error())) {
                 if (t_check(ct_featstore_stream(&g, small) == CT_OK, "stream: %s", ct_last_error())) {
-                    float *y7 = t_alloc(90 * 8);
-                    int differ = 0, n7 = 0;
-                    for (int u = 0; u < ref.n_utt; u++)
-                        for (int first = 0; first < ref.utt[u].frames; first += 3)
-                            for (int n = 1; first + n <= ref.utt[u].frames; n += 5, n7++) {
-                                differ += ct_corpus_frames(&g, u, first, n, y7) != CT_OK;
-                                differ += memcmp(y7, ref.feats + ref.utt[u].offset + (size_t)first * 8, (size_t)n * 8 * sizeof *y7) != 0;
-                            }
+                    int n7 = 0, differ = crops_differ(&g, &ref, 3, 5, &n7);
                     ct_featstore_stats gs;
                     t_check(ct_featstore_stats_of(&g, &gs) && gs.direct == 1, "%s in 7-frame chunks: not read through the chunk map", stores[k]);
                     t_check(differ == 0, "%d of %d crops of %s in 7-frame chunks differ from the loaded store", differ, n7, stores[k]);
-                    free(y7);
                     ct_corpus_free(&g);
                 }
                 ct_corpus_free(&ref);
