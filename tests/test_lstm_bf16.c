@@ -487,7 +487,7 @@ static void test_training(void)
  * widening and the plumbing are exact); fed the float32 gates and their rounding, every dz
  * and dc_{t-1} is within the bound propagated from |y^ - y| <= 2^-8 |y| through equations
  * (2) and (3) of lstm.c (docs/precision.md), plus float32 rounding. */
-static double lo_hi(double a, double da) { return fabs(a) + da; }   /* the largest |a| within da */
+static double largest(double a, double da) { return fabs(a) + da; }   /* the largest |a^| where |a^ - a| <= da */
 static void test_kept_gates(void)
 {
     if (!ct_lstm_fused_ok(16)) {
@@ -549,9 +549,9 @@ static void test_kept_gates(void)
             const double dro = dO * fabs(1 - 2 * o) + dO * dO, dg2 = dg * (2 * fabs(g) + dg);
             /* (3) each dz a product of factors, each perturbed: |d(ab..)| <= sum of |da| times the others at their largest */
             const double bz[4] = {
-                ddct * lo_hi(g, dg) * lo_hi(ri, dri) + lo_hi(dct, ddct) * (dg * lo_hi(ri, dri) + fabs(g) * dri),
-                fabs(c) * (ddct * lo_hi(rf, drf) + lo_hi(dct, ddct) * drf),
-                ddct * lo_hi(i, di) * lo_hi(g2, dg2) + lo_hi(dct, ddct) * (di * lo_hi(g2, dg2) + fabs(i) * dg2),
+                ddct * largest(g, dg) * largest(ri, dri) + largest(dct, ddct) * (dg * largest(ri, dri) + fabs(g) * dri),
+                fabs(c) * (ddct * largest(rf, drf) + largest(dct, ddct) * drf),
+                ddct * largest(i, di) * largest(g2, dg2) + largest(dct, ddct) * (di * largest(g2, dg2) + fabs(i) * dg2),
                 A * fabs(t) * dro,
             };
             const double mz[4] = { dct * fabs(g) * ri, dct * fabs(c) * rf, dct * fabs(i) * g2, A * fabs(t) * ro };
@@ -560,7 +560,7 @@ static void test_kept_gates(void)
                 worst = fmax(worst, err / bound);
                 if (err > bound && bad++ < 3) t_check(0, "row %d unit %d gate %d: error %.3g over the bound %.3g", r, j, q, err, bound);
             }
-            const double errc = fabs((double)dc1[j] - dc0[j]), boundc = ddct * lo_hi(f, df) + lo_hi(dct, ddct) * df + u8 * (dct + ddct) + 1e-30;
+            const double errc = fabs((double)dc1[j] - dc0[j]), boundc = ddct * largest(f, df) + largest(dct, ddct) * df + u8 * (dct + ddct) + 1e-30;
             worst = fmax(worst, errc / boundc);
             if (errc > boundc && bad++ < 3) t_check(0, "row %d unit %d: dc error %.3g over the bound %.3g", r, j, errc, boundc);
         }
