@@ -105,8 +105,10 @@ static void maxpool_backward_planes(void *ctx, size_t lo, size_t hi)
     float *din = j->din;
     const float *dout = j->dout;
     const int *argmax = j->argmax_in;
-    memset(din + lo * in_plane, 0, (hi - lo) * in_plane * sizeof *din);
-    for (size_t k = lo * out_plane; k < hi * out_plane; k++) din[argmax[k]] += dout[k];
+    for (size_t pl = lo; pl < hi; pl++) {   /* plane by plane: each plane zeroed while in the cache, then added into */
+        memset(din + pl * in_plane, 0, in_plane * sizeof *din);
+        for (size_t k = pl * out_plane; k < (pl + 1) * out_plane; k++) din[argmax[k]] += dout[k];
+    }
 }
 
 void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d)
