@@ -36,7 +36,9 @@
  *
  * The bf16 variant (ct_conv2d_forward_bf16, ct_conv2d_backward_bf16; at the end of this
  * file) runs the plain im2col path's products on layers/gemm_bf16.h: bf16 operands,
- * float32 sums, the same workers and the same order of the partial dW sums.
+ * float32 sums, the same workers and the same order of the partial dW sums. Stride-1
+ * layers whose input channels are a multiple of 32 run instead, on the AMX tiles (and
+ * their C model), conv2d_direct_bf16.c: no column matrix and no col2im at all.
  */
 #include <cblas.h>
 #include <stdint.h>
@@ -46,6 +48,7 @@
 #include "core/threads.h"
 #include "core/bf16.h"
 #include "layers/conv2d.h"
+#include "layers/conv2d_direct_bf16.h"
 #include "layers/conv2d_winograd.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
@@ -450,23 +453,25 @@ void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, c
  * one worker, over the images in order, so the split changes no bit. */
 typedef struct { float *db; const float *dout; const conv2d_dims *d; } bias_grad_job;
 
+float ct_conv2d_bias_sum(const float *row, int P)
+{
+    float s[16] = { 0 };   /* 16 running sums (one vector), added at the end */
+    int i = 0;
+    for (; i + 16 <= P; i += 16)
+        for (int l = 0; l < 16; l++) s[l] += row[i + l];
+    for (; i < P; i++) s[0] += row[i];
+    float t = 0.0f;
+    for (int l = 0; l < 16; l++) t += s[l];
+    return t;
+}
+
 static void bias_grad_range(void *ctx, size_t lo, size_t hi)
 {
     const bias_grad_job *j = ctx;
     const int P = j->d->OH * j->d->OW, OC = j->d->OC;
     for (int n = 0; n < j->d->N; n++) {
         const float *dout_n = j->dout + (size_t)n * OC * P;        /* [OC, P] */
-        for (size_t o = lo; o < hi; o++) {
-            const float *row = dout_n + o * P;
-            float s[16] = { 0 };   /* 16 running sums (one vector), added at the end */
-            int i = 0;
-            for (; i + 16 <= P; i += 16)
-                for (int l = 0; l < 16; l++) s[l] += row[i + l];
-            for (; i < P; i++) s[0] += row[i];
-            float t = 0.0f;
-            for (int l = 0; l < 16; l++) t += s[l];
-            j->db[o] += t;
-        }
+        for (size_t o = lo; o < hi; o++) j->db[o] += ct_conv2d_bias_sum(dout_n + o * P, P);
     }
 }
 
@@ -597,7 +602,12 @@ static size_t bf16_weight_offset(const conv2d_dims *d)
     return (size_t)d->workers * bf16_worker_floats(d) + round16((size_t)(d->workers - 1) * d->OC * K);
 }
 
-size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d) { return bf16_weight_offset(d) + bf16_weight_floats(d); }
+/* Either path may run (which one depends on the CPU's bf16 kernel at the call): room for both. */
+size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d)
+{
+    const size_t im2col = bf16_weight_offset(d) + bf16_weight_floats(d), direct = ct_conv2d_direct_bf16_workspace_floats(d);
+    return im2col > direct ? im2col : direct;
+}
 
 static uint16_t *bf16_weights(float *ws, const conv2d_dims *d) { return (uint16_t *)(void *)(ws + bf16_weight_offset(d)); }
 
@@ -686,6 +696,7 @@ static void backward_image_bf16(void *ctx, int n, int worker)
 
 void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
 {
+    if (ct_conv2d_direct_bf16_runs(d)) { ct_conv2d_direct_bf16_forward(out, ws, in, w, b, d); return; }
     const int K = d->C * d->KH * d->KW;
     ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 0, d->OC, K);   /* W [OC, K], once for every image */
     conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
@@ -696,6 +707,7 @@ void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const 
                              const float *w, const conv2d_dims *d)
 {
     const int K = d->C * d->KH * d->KW, OC = d->OC;
+    if (ct_conv2d_direct_bf16_runs(d)) { ct_conv2d_direct_bf16_backward(din, dw, db, ws, dout, in, w, d); return; }
     if (db) bias_grad(db, dout, d);   /* float32, as the float32 layer: the same bits */
     if (din) ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 1, K, OC);   /* W^T [K, OC], once for every image */
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };

@@ -74,10 +74,15 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  *             din_n          = col2im(dcol) (float32 additions), db as the float32 layer's, bit for bit
  * Each element obeys gemm_bf16.h's bounds (1) and (2) with K the number of products in its
  * sum: C*KH*KW (out), N*OH*OW (dW, over the batch), OC times the taps that reach the pixel
- * (din). The callers must have checked ct_bf16_check() (or named the model).
- * Workspace, counted in floats, per worker: col [K, P] (dcol in backward), the packed
- * operand, the rounded-operand buffer; then a partial dW [OC, K] per worker but the first. */
+ * (din). The callers must have checked ct_bf16_check() (or named the model). Stride-1
+ * layers with input channels a multiple of 32 run, on the AMX tiles or their model, the
+ * direct path of conv2d_direct_bf16.h instead: the same bounds, no column matrix.
+ * Workspace, counted in floats: room for whichever of the two paths runs. */
 size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d);
+/* The bias gradient's share of one image and output channel: the sum of row [P] (dout_n's
+ * row o) as both precisions' layers form it - 16 running sums, then their sum - so that
+ * db += these, image by image in order, has the same bits on every path. */
+float ct_conv2d_bias_sum(const float *row, int P);
 /* As ct_conv2d_forward / ct_conv2d_backward, ws of ct_conv2d_bf16_workspace_floats(d). */
 void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
 void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,

@@ -27,6 +27,7 @@
 #include "core/bf16.h"
 #include "core/threads.h"
 #include "layers/conv2d.h"
+#include "layers/conv2d_direct_bf16.h"
 #include "layers/gemm_bf16.h"
 #include "layers/ops.h"
 
@@ -41,6 +42,12 @@ static const cshape SHAPES[] = {
     { 3, 2, 10, 9, 33, 5, 5, 2, 0, 1 },    /* 33 output channels: a tail past 32 */
     { 3, 9, 12, 12, 8, 3, 3, 1, 0, 1 },    /* K = 81, P = 100 */
     { 2, 16, 8, 8, 20, 5, 5, 1, 2, 1 },    /* K = 400: more than 256 products per output */
+    /* input channels a multiple of 32, stride 1: the direct path (conv2d_direct_bf16.h) on the tiles */
+    { 3, 32, 7, 9, 33, 3, 3, 1, 1, 1 },    /* padding 1, 33 output channels, batch 3 on two workers */
+    { 2, 64, 6, 5, 7, 3, 3, 1, 0, 0 },     /* two channel blocks, no padding, no bias */
+    { 1, 32, 9, 7, 16, 5, 5, 1, 2, 1 },    /* 5x5 padding 2: rows of 11 with 4 positions thrown away */
+    { 3, 32, 4, 6, 40, 1, 1, 1, 0, 1 },    /* 1x1 */
+    { 2, 32, 5, 4, 8, 2, 3, 1, 0, 1 },     /* a 2x3 kernel */
 };
 
 static uint32_t bits_of(float f) { uint32_t x; memcpy(&x, &f, sizeof x); return x; }
@@ -227,9 +234,10 @@ static void shape_case(const cshape *sh, uint64_t seed, ct_bf16_kernels which)
     check_all(&t, &x, &g, &f);
     int db_diff = 0;
     for (int o = 0; o < d->OC; o++) db_diff += bits_of(g.db[o]) != bits_of(f.db[o]);
-    t_case("conv_bf16/N=%d C=%d %dx%d OC=%d k%dx%d s%d p%d%s, %d worker%s, %s: worst error/bound (1) %.3f (2) %.3f "
+    t_case("conv_bf16/N=%d C=%d %dx%d OC=%d k%dx%d s%d p%d%s, %d worker%s, %s, %s: worst error/bound (1) %.3f (2) %.3f "
            "vs float32 layer %.3f", sh->N, sh->C, sh->H, sh->W, sh->OC, sh->KH, sh->KW, sh->s, sh->p, sh->bias ? "" : " no bias",
-           d->workers, d->workers > 1 ? "s" : "", ct_bf16_kernels_name(which), t.w1, t.w2, t.w3);
+           d->workers, d->workers > 1 ? "s" : "", ct_bf16_kernels_name(which),
+           ct_conv2d_direct_bf16_runs(d) ? "direct" : "im2col", t.w1, t.w2, t.w3);
     t_check(t.bad == 0, "%d elements of out, din, dW out of bound; first: %s", t.bad, t.msg[0]);
     for (int k = 1; k < t.bad && k < 3; k++) t_check(0, "also: %s", t.msg[k]);
     t_check(db_diff == 0, "db: %d of %d elements differ from the float32 layer's", db_diff, d->OC);

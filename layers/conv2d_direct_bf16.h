@@ -1,0 +1,30 @@
+/* conv2d_direct_bf16.h - conv2d's bf16 path without im2col, for stride-1 layers whose
+ * input channels are a multiple of 32, on the AMX tiles (or their C model): the tile
+ * products read the image and the output gradient where they lie, one tap at a time,
+ * and write out and din without a col2im. ct_conv2d_forward_bf16 and
+ * ct_conv2d_backward_bf16 (conv2d.h) call it when ct_conv2d_direct_bf16_runs says so;
+ * conv2d_direct_bf16.c has the layouts and the math. Same arguments and conventions as
+ * conv2d.h; db is summed image by image as the float32 layer sums it (ct_conv2d_bias_sum),
+ * while each image's dout is in the cache: the same bits.
+ */
+#ifndef CT_CONV2D_DIRECT_BF16_H
+#define CT_CONV2D_DIRECT_BF16_H
+#include <stddef.h>
+#include "layers/conv2d.h"
+
+/* The shape allows it: stride 1, input channels a multiple of 32. */
+int    ct_conv2d_direct_bf16_fits(const conv2d_dims *d);
+/* It runs now: the shape fits and the bf16 products are the AMX tiles or their C model
+ * (an AVX512-BF16 CPU keeps the im2col path). */
+int    ct_conv2d_direct_bf16_runs(const conv2d_dims *d);
+/* Floats of workspace (0 where the shape does not fit). */
+size_t ct_conv2d_direct_bf16_workspace_floats(const conv2d_dims *d);
+/* out [N, OC, OH, OW] = conv(in) + b (b may be NULL). */
+void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const float *w, const float *b,
+                                   const conv2d_dims *d);
+/* dw [OC, C, KH, KW] += dL/dw; db [OC] += dL/db (NULL: not computed); din [N, C, H, W]
+ * overwritten (NULL: not computed). */
+void ct_conv2d_direct_bf16_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,
+                                    const conv2d_dims *d);
+
+#endif
