@@ -150,21 +150,24 @@ INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512
  * HARD are constants at each call, so the 24 accumulators live in registers.
  * HARD = PRODUCTS_ONLY stores the sums as they are (ct_lstm_fused_products). */
 #define PRODUCTS_ONLY 2
-INLINE void step_tile(const int MROWS, const int HARD, int Il, int H, const float *restrict x, const float *restrict hp,
-                      const float *restrict cp, const float *restrict panel, const float *restrict b_ih,
-                      const float *restrict b_hh, float *restrict gate, float *restrict c, float *restrict tc, float *restrict h)
+INLINE void step_tile(const int MROWS, const int HARD, const int STREAM, int Il, int H, const float *restrict x,
+                      const float *restrict hp, const float *restrict cp, const float *restrict panel,
+                      const float *restrict b_ih, const float *restrict b_hh, float *restrict gate, float *restrict c,
+                      float *restrict tc, float *restrict h)
 {
     __m512 acc[MR][4];
     /* The tile's outputs are fresh memory (each step writes new rows of the cache): ask for
-     * their 7 cache lines per row now, for writing, so that the stores at the end do not
-     * wait on memory while the products run. */
+     * their cache lines now, for writing, so that the stores at the end do not wait on memory
+     * while the products run - except, with STREAM, the gates' and tanh(c)'s, which the
+     * cell streams past the caches (read again only by the backward). */
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++) {
+        if (!STREAM || HARD == PRODUCTS_ONLY)
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) __builtin_prefetch(gate + (size_t)i * 4 * H + (size_t)q * H, 1, 3);
+            for (int q = 0; q < 4; q++) __builtin_prefetch(gate + (size_t)i * 4 * H + (size_t)q * H, 1, 3);
         if (HARD == PRODUCTS_ONLY) continue;
         __builtin_prefetch(c + (size_t)i * H, 1, 3);
-        __builtin_prefetch(tc + (size_t)i * H, 1, 3);
+        if (!STREAM) __builtin_prefetch(tc + (size_t)i * H, 1, 3);
         __builtin_prefetch(h + (size_t)i * H, 1, 3);
     }
 #pragma GCC unroll 6
@@ -200,13 +203,15 @@ INLINE void step_tile(const int MROWS, const int HARD, int Il, int H, const floa
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++)
-        cell16(HARD, 0, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, NULL, H, c + (size_t)i * H,
+        cell16(HARD, STREAM, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, NULL, H, c + (size_t)i * H,
                tc + (size_t)i * H, h + (size_t)i * H);
 }
 
-/* All tiles of one step, for one recurrent activation (HARD constant per instance). */
-INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
-                 const float *wp, const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
+/* All tiles of one step, for one recurrent activation (HARD and STREAM constant per instance;
+ * STREAM: the gates and tanh(c) streamed, gate and tc 64-byte aligned). */
+INLINE void step(const int HARD, const int STREAM, int rows, int Il, int H, const float *x, const float *hprev,
+                 const float *cprev, const float *wp, const float *b_ih, const float *b_hh, float *gate, float *c, float *tc,
+                 float *h)
 {
     const size_t G = 4 * (size_t)H;
     for (int u = 0; u < H / UB; u++) {   /* one unit block's panel stays in cache over all row tiles */
@@ -214,7 +219,7 @@ INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const 
         const size_t o = (size_t)u * UB;
         int i = 0;
 #define AT(p, n) ((p) ? (p) + (n) : NULL)   /* hprev at t = 0, and the cell's operands with PRODUCTS_ONLY, are NULL */
-#define TILE(R) step_tile(R, HARD, Il, H, x + (size_t)i * Il, AT(hprev, (size_t)i * H), AT(cprev, (size_t)i * H + o), \
+#define TILE(R) step_tile(R, HARD, STREAM, Il, H, x + (size_t)i * Il, AT(hprev, (size_t)i * H), AT(cprev, (size_t)i * H + o), \
                      panel, AT(b_ih, o), AT(b_hh, o), gate + (size_t)i * G + o, AT(c, (size_t)i * H + o), \
                      AT(tc, (size_t)i * H + o), AT(h, (size_t)i * H + o))
         for (; i + MR <= rows; i += MR) TILE(MR);
@@ -229,21 +234,23 @@ INLINE void step(const int HARD, int rows, int Il, int H, const float *x, const 
 #undef TILE
 #undef AT
     }
+    if (STREAM) _mm_sfence();   /* the streamed stores ordered before whatever follows */
 }
 
-static CT_AVX512 __attribute__((noinline))
-void fused_step_sigmoid(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
-                  const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
-{ step(0, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
-
-static CT_AVX512 __attribute__((noinline))
-void fused_step_hard(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp,
-               const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h)
-{ step(1, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
+#define FUSED_STEP(NAME, HARD, STREAM) \
+    static CT_AVX512 __attribute__((noinline)) \
+    void NAME(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp, \
+              const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h) \
+    { step(HARD, STREAM, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
+FUSED_STEP(fused_step_sigmoid, 0, 0)
+FUSED_STEP(fused_step_hard, 1, 0)
+FUSED_STEP(fused_step_sigmoid_stream, 0, 1)
+FUSED_STEP(fused_step_hard_stream, 1, 1)
+#undef FUSED_STEP
 
 static CT_AVX512 __attribute__((noinline))
 void fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
-{ step(PRODUCTS_ONLY, rows, Il, H, x, hprev, NULL, wp, NULL, NULL, z, NULL, NULL, NULL); }
+{ step(PRODUCTS_ONLY, 0, rows, Il, H, x, hprev, NULL, wp, NULL, NULL, z, NULL, NULL, NULL); }
 
 void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
 {
@@ -383,8 +390,12 @@ void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hp
 {
     CT_ASSERT(ct_lstm_fused_ok(H) && Il >= 1);
     if (rows < 1) return;
-    if (hard) fused_step_hard(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
-    else      fused_step_sigmoid(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+    /* the gates and tanh(c) streamed where each of their stores is a whole aligned 64 bytes
+     * (H is a multiple of 16: with the bases aligned, every row and unit block is) */
+    if ((uintptr_t)gate % 64 == 0 && (uintptr_t)tc % 64 == 0)
+        (hard ? fused_step_hard_stream : fused_step_sigmoid_stream)(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+    else
+        (hard ? fused_step_hard : fused_step_sigmoid)(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
 }
 
 #else   /* not x86-64: ct_lstm_fused_ok() is 0 (ct_gemm_packed_available() is), lstm.c never calls this */
