@@ -48,7 +48,9 @@ void   ct_lstm_fused_pack(float *wp, const float *w_ih, const float *w_hh, int I
 /* One step for `rows` consecutive sequences (row-major blocks, one row per sequence):
  *   x [rows, Il], hprev [rows, H] (NULL at t = 0: h_{-1} = 0), cprev [rows, H]
  *   writes gate [rows, 4H] (i, f, g, o after their activations), c, tc = tanh(c), h [rows, H].
- * hard: Keras's hard sigmoid for i, f, o instead of the sigmoid. */
+ * hard: Keras's hard sigmoid for i, f, o instead of the sigmoid. Where gate and tc are 64-byte
+ * aligned, the gates and tanh(c), which only the backward reads, are streamed to memory past
+ * the caches (as ct_lstm_fused_cell below; the values are the same either way). */
 void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                           const float *wp, const float *b_ih, const float *b_hh,
                           float *gate, float *c, float *tc, float *h, int hard);
