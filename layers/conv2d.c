@@ -453,18 +453,6 @@ void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, c
  * one worker, over the images in order, so the split changes no bit. */
 typedef struct { float *db; const float *dout; const conv2d_dims *d; } bias_grad_job;
 
-float ct_conv2d_bias_sum(const float *row, int P)
-{
-    float s[16] = { 0 };   /* 16 running sums (one vector), added at the end */
-    int i = 0;
-    for (; i + 16 <= P; i += 16)
-        for (int l = 0; l < 16; l++) s[l] += row[i + l];
-    for (; i < P; i++) s[0] += row[i];
-    float t = 0.0f;
-    for (int l = 0; l < 16; l++) t += s[l];
-    return t;
-}
-
 static void bias_grad_range(void *ctx, size_t lo, size_t hi)
 {
     const bias_grad_job *j = ctx;

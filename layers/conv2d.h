@@ -79,10 +79,6 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  * direct path of conv2d_direct_bf16.h instead: the same bounds, no column matrix.
  * Workspace, counted in floats: room for whichever of the two paths runs. */
 size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d);
-/* The bias gradient's share of one image and output channel: the sum of row [P] (dout_n's
- * row o) as both precisions' layers form it - 16 running sums, then their sum - so that
- * db += these, image by image in order, has the same bits on every path. */
-float ct_conv2d_bias_sum(const float *row, int P);
 /* As ct_conv2d_forward / ct_conv2d_backward, ws of ct_conv2d_bf16_workspace_floats(d). */
 void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
 void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,

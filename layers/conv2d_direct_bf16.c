@@ -98,10 +98,11 @@ static geo geo_of(const conv2d_dims *d)
 }
 
 /* ---- the workspace ----
- * Per worker (each part rounded up to 64 bytes): imgv and imgp (Cp x nimg bf16 each),
- * doutp (Mqp x OCp bf16), doutv (OCp x nq bf16), a C block [32][32] float, the k-step
- * offsets (two lists of the longest product's steps), and dW^T [T][Cp][OCp] float.
- * After the workers: the rounded weights, wf or wx (OCp x T Cp bf16 either way). */
+ * Per worker (each part rounded up to 64 bytes): rnd (the larger of the image and dout_n, in
+ * bf16), imgv and imgp (Cp x nimg bf16 each), dpad and doutp (Mqp x OCp bf16 each), doutv
+ * (OCp x nq bf16), a C block [32][32] float, the k-step offsets (two lists of the longest
+ * product's steps), and dW^T [T][Cp][OCp] float. After the workers: the rounded weights, wf
+ * or wx (OCp x T Cp bf16 either way); then the bias-gradient sums [N][OC] float. */
 static size_t f16(size_t bf16s) { return round_up((bf16s + 1) / 2, 16); }   /* floats that hold them, to 64 bytes */
 
 static size_t max_steps(const geo *g) {
@@ -316,6 +317,23 @@ static void make_doutp(uint16_t *doutp, const uint16_t *dpad, const geo *g)
                 for (size_t o = o0; o < o0 + 16; o++) dst[m * OCp + o] = src[o * M2 + m];
 }
 
+/* The k-steps of (1) and (3): for each tap t, for each block b of 32 of the `kc` channels summed
+ * over (input channels in (1), output channels in (3)): A at t kc + 32 b (the rounded weights'
+ * row holds tap after tap); B at channel pair 16 b of rows `rowlen` pairs long, position
+ * base + sign s_t. Returns the steps. */
+static int tap_steps(ptrdiff_t *aoff, ptrdiff_t *boff, const conv2d_dims *d, const geo *g, int kc, size_t rowlen,
+                     ptrdiff_t base, int sign)
+{
+    int nk = 0;
+    for (int t = 0; t < g->T; t++)
+        for (int b = 0; b < kc / 32; b++, nk++) {
+            const ptrdiff_t st = (ptrdiff_t)(t / d->KW) * g->Wp + t % d->KW;
+            aoff[nk] = (ptrdiff_t)t * kc + 32 * b;
+            boff[nk] = ((ptrdiff_t)16 * b * (ptrdiff_t)rowlen + base + sign * st) * 2;
+        }
+    return nk;
+}
+
 /* ---- forward ---- */
 typedef struct {
     const conv2d_dims *d;
@@ -377,13 +395,7 @@ static void forward_image(void *ctx, int n, int worker)
     ct_bf16s_from_floats(r.rnd, j->in + (size_t)n * d->C * d->H * d->W, (size_t)d->C * d->H * d->W);
     make_imgv(r.imgv, r.rnd, d, g);
     /* k-steps (t, 32 channels): A wf at t Cp + 32 cb; B imgv at channel pair 16 cb, position s_t */
-    int nk = 0;
-    for (int t = 0; t < g->T; t++)
-        for (int cb = 0; cb < g->Cp / 32; cb++, nk++) {
-            const ptrdiff_t st = (ptrdiff_t)(t / d->KW) * g->Wp + t % d->KW;
-            r.aoff[nk] = (ptrdiff_t)t * g->Cp + 32 * cb;
-            r.boff[nk] = ((ptrdiff_t)16 * cb * (ptrdiff_t)g->nimg + st) * 2;
-        }
+    const int nk = tap_steps(r.aoff, r.boff, d, g, g->Cp, g->nimg, 0, 1);
     fwd_out o = { j, j->out + (size_t)n * d->OC * d->OH * d->OW };
     const brgemm p = {
         .mb = g->OCp / 32, .nb = (int)(g->Mqp / 32), .nk = nk, .aoff = r.aoff, .boff = r.boff,
@@ -460,13 +472,7 @@ static void backward_image(void *ctx, int n, int worker)
     /* (3) din [Cp, pixels] = wx x doutv; k-steps (t, 32 output channels): A wx at t OCp + 32 ob,
      * B doutv at output-channel pair 16 ob, position smax - s_t */
     make_doutv(r.doutv, r.dpad, g);
-    int nk3 = 0;
-    for (int t = 0; t < g->T; t++)
-        for (int ob = 0; ob < g->OCp / 32; ob++, nk3++) {
-            const ptrdiff_t st = (ptrdiff_t)(t / d->KW) * g->Wp + t % d->KW;
-            r.aoff[nk3] = (ptrdiff_t)t * g->OCp + 32 * ob;
-            r.boff[nk3] = ((ptrdiff_t)16 * ob * (ptrdiff_t)g->nq + g->smax - st) * 2;
-        }
+    const int nk3 = tap_steps(r.aoff, r.boff, d, g, g->OCp, g->nq, g->smax, -1);
     bwd_out o = { j, j->din + (size_t)n * d->C * d->H * d->W };
     const brgemm p = {
         .mb = g->Cp / 32, .nb = (int)(g->Np / 32), .nk = nk3, .aoff = r.aoff, .boff = r.boff,

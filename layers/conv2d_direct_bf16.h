@@ -4,13 +4,28 @@
  * and write out and din without a col2im. ct_conv2d_forward_bf16 and
  * ct_conv2d_backward_bf16 (conv2d.h) call it when ct_conv2d_direct_bf16_runs says so;
  * conv2d_direct_bf16.c has the layouts and the math. Same arguments and conventions as
- * conv2d.h; db is summed image by image as the float32 layer sums it (ct_conv2d_bias_sum),
+ * conv2d.h; db is summed image by image as the float32 layer sums it (ct_conv2d_bias_sum, below),
  * while each image's dout is in the cache: the same bits.
  */
 #ifndef CT_CONV2D_DIRECT_BF16_H
 #define CT_CONV2D_DIRECT_BF16_H
 #include <stddef.h>
 #include "layers/conv2d.h"
+
+/* The bias gradient's share of one image and output channel: the sum of row [P] (dout_n's
+ * row o) as every CPU path of conv2d forms it - 16 running sums, then their sum - so that
+ * db += these, image by image in order, has the same bits on every path. */
+static inline float ct_conv2d_bias_sum(const float *row, int P)
+{
+    float s[16] = { 0 };   /* 16 running sums (one vector), added at the end */
+    int i = 0;
+    for (; i + 16 <= P; i += 16)
+        for (int l = 0; l < 16; l++) s[l] += row[i + l];
+    for (; i < P; i++) s[0] += row[i];
+    float t = 0.0f;
+    for (int l = 0; l < 16; l++) t += s[l];
+    return t;
+}
 
 /* The shape allows it: stride 1, input channels a multiple of 32. */
 int    ct_conv2d_direct_bf16_fits(const conv2d_dims *d);
