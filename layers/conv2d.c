@@ -37,7 +37,7 @@
  * The bf16 variant (ct_conv2d_forward_bf16, ct_conv2d_backward_bf16; at the end of this
  * file) runs the plain im2col path's products on layers/gemm_bf16.h: bf16 operands,
  * float32 sums, the same workers and the same order of the partial dW sums. Stride-1
- * layers whose input channels are a multiple of 32 run instead, on the AMX tiles (and
+ * layers whose input channels are a multiple of 16 run instead, on the AMX tiles (and
  * their C model), conv2d_direct_bf16.c: no column matrix and no col2im at all.
  */
 #include <cblas.h>

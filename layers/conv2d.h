@@ -75,7 +75,7 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  * Each element obeys gemm_bf16.h's bounds (1) and (2) with K the number of products in its
  * sum: C*KH*KW (out), N*OH*OW (dW, over the batch), OC times the taps that reach the pixel
  * (din). The callers must have checked ct_bf16_check() (or named the model). Stride-1
- * layers with input channels a multiple of 32 run, on the AMX tiles or their model, the
+ * layers with input channels a multiple of 16 run, on the AMX tiles or their model, the
  * direct path of conv2d_direct_bf16.h instead: the same bounds, no column matrix.
  * Workspace, counted in floats: room for whichever of the two paths runs. */
 size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d);

@@ -1,5 +1,5 @@
 /* conv2d_direct_bf16.h - conv2d's bf16 path without im2col, for stride-1 layers whose
- * input channels are a multiple of 32, on the AMX tiles (or their C model): the tile
+ * input channels are a multiple of 16, on the AMX tiles (or their C model): the tile
  * products read the image and the output gradient where they lie, one tap at a time,
  * and write out and din without a col2im. ct_conv2d_forward_bf16 and
  * ct_conv2d_backward_bf16 (conv2d.h) call it when ct_conv2d_direct_bf16_runs says so;
@@ -27,7 +27,7 @@ static inline float ct_conv2d_bias_sum(const float *row, int P)
     return t;
 }
 
-/* The shape allows it: stride 1, input channels a multiple of 32. */
+/* The shape allows it: stride 1, input channels a multiple of 16. */
 int    ct_conv2d_direct_bf16_fits(const conv2d_dims *d);
 /* It runs now: the shape fits and the bf16 products are the AMX tiles or their C model
  * (an AVX512-BF16 CPU keeps the im2col path). */

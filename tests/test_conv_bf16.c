@@ -42,12 +42,14 @@ static const cshape SHAPES[] = {
     { 3, 2, 10, 9, 33, 5, 5, 2, 0, 1 },    /* 33 output channels: a tail past 32 */
     { 3, 9, 12, 12, 8, 3, 3, 1, 0, 1 },    /* K = 81, P = 100 */
     { 2, 16, 8, 8, 20, 5, 5, 1, 2, 1 },    /* K = 400: more than 256 products per output */
-    /* input channels a multiple of 32, stride 1: the direct path (conv2d_direct_bf16.h) on the tiles */
+    /* input channels a multiple of 16, stride 1: the direct path (conv2d_direct_bf16.h) on the tiles
+     * (so is the 16-channel shape above: half of its block of 32 channels is padding) */
     { 3, 32, 7, 9, 33, 3, 3, 1, 1, 1 },    /* padding 1, 33 output channels, batch 3 on two workers */
     { 2, 64, 6, 5, 7, 3, 3, 1, 0, 0 },     /* two channel blocks, no padding, no bias */
     { 1, 32, 9, 7, 16, 5, 5, 1, 2, 1 },    /* 5x5 padding 2: rows of 11 with 4 positions thrown away */
     { 3, 32, 4, 6, 40, 1, 1, 1, 0, 1 },    /* 1x1 */
     { 2, 32, 5, 4, 8, 2, 3, 1, 0, 1 },     /* a 2x3 kernel */
+    { 3, 48, 6, 6, 12, 3, 3, 1, 1, 1 },    /* 48 channels: a block and a half */
 };
 
 static uint32_t bits_of(float f) { uint32_t x; memcpy(&x, &f, sizeof x); return x; }
