@@ -19,7 +19,8 @@
  *     dW[o, c, t] = sum_q        dout[o, q] img[c, q + s_t]                     (2)
  *     din[c, x]   = sum_t sum_o  W[o, c, t] dout[o, x - s_t]   (x a pixel)      (3)
  * with dout zero at the thrown-away positions and outside [0, OH Wp), and din kept only at
- * the pixels inside the border. (3) is (2)'s transpose read the other way: no col2im.
+ * the pixels inside the border. (3) is (1) transposed - the same taps and weights, read from
+ * the output side - so din is a product written once, with no col2im.
  *
  * ---- The products (gemm_bf16.h's tiles: C += A B over pairs of k) ----
  * One blocked product, brgemm below, runs all three: C blocks of 32 x 32 (four 16 x 16
@@ -27,10 +28,10 @@
  * A + aoff[s] and a B tile pair at B + boff[s] (Intel calls this a batch-reduce GEMM).
  * The layouts make every tile one TILELOADD with a fixed stride:
  *   (1) C [o, q]:     A = wf [OCp][T Cp], W rounded, row o holds tap t's channels at t Cp;
- *                     B = imgv [Cp/2][npix][2], the image with channel pairs interleaved:
+ *                     B = imgv [Cp/2][nimg][2], the image with channel pairs interleaved:
  *                     a B tile row is one channel pair at 16 consecutive positions, so
  *                     tap t's tile starts s_t pairs further on. k-steps: (t, 32 channels).
- *   (2) C [c, o]:     A = imgp [Cp][npix], the image plane by plane: channel c's row from
+ *   (2) C [c, o]:     A = imgp [Cp][nimg], the image plane by plane: channel c's row from
  *                     q = s_t on; B = doutp [Mqp/2][OCp][2], dout with position pairs
  *                     interleaved. k-steps: 32 positions. One product per tap, C = dW^T of
  *                     that tap, summed per worker in [T][Cp][OCp] and permuted at the end.
@@ -41,11 +42,12 @@
  * (1) and (3) store each C block into a 32 x 32 buffer in the core's cache, from which the
  * kept positions go to out (with the bias added) or din: each element written once.
  * Cp, OCp: C and OC rounded up to 32; the padded channels are zero rows of the image, the
- * weights and dout, and add exact zeros. C a multiple of 16 is asked for (ct_conv2d_direct_bf16_fits):
- * at worst half of a block of 32 is padding, and the products, which are not what the layer's
- * time goes to, do twice the work (16 -> 32 channels in the siamese-cnn: 26.2 -> 13.5 ms per
- * batch for that layer); with one input channel (an image's first layer) 32 times, and there
- * the im2col path is faster (1.6 against 2.7 ms in the mnist_cnn's first layer).
+ * weights and dout, and add exact zeros. ct_conv2d_direct_bf16_fits asks for C a multiple of
+ * 16: at worst half of a block of 32 is padding, and the products, which are not what the
+ * layer's time goes to, do twice the work (the siamese-cnn's 16 -> 32 channel layer still
+ * went from 26.2 to 13.9 ms per batch). With one input channel (an image's first layer) they
+ * would do 32 times the work, and there im2col is faster (1.6 against 2.7 ms per batch in the
+ * mnist_cnn's first layer).
  *
  * ---- Rounding and bounds ----
  * Every operand is rounded once to bf16 (core/bf16.h) and the tiles sum in float32:
