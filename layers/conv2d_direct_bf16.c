@@ -340,7 +340,7 @@ static int tap_steps(ptrdiff_t *aoff, ptrdiff_t *boff, const conv2d_dims *d, con
     return nk;
 }
 
-/* ---- forward ---- */
+/* ---- a call's job, and where the kept positions go ---- */
 typedef struct {
     const conv2d_dims *d;
     geo g;
@@ -368,7 +368,8 @@ static int kept_runs(run rs[33], size_t x0, size_t x1, int Wp, int ylo, int yhi,
     return k;
 }
 
-typedef struct { const job *j; float *out_n; } fwd_out;
+/* ---- forward ---- */
+typedef struct { const job *j; float *out_n; } fwd_out;   /* out_n [OC, OH, OW] */
 
 /* Block (i, j) of (1): output channels 32 i .., positions 32 j ..; the kept ones (+ bias) into out_n. */
 static void forward_block_out(void *ctx, int i, int j, const float *blk)
@@ -398,7 +399,7 @@ static void forward_image(void *ctx, int n, int worker)
     const conv2d_dims *d = j->d;
     const geo *g = &j->g;
     const region r = region_of(j->ws, d, g, worker);
-    ct_bf16s_from_floats(r.rnd, j->in + (size_t)n * d->C * d->H * d->W, (size_t)d->C * d->H * d->W);
+    ct_bf16s_from_floats(r.rnd, j->in + (size_t)n * d->C * d->H * d->W, (size_t)d->C * d->H * d->W);   /* in_n [C, H, W] */
     make_imgv(r.imgv, r.rnd, d, g);
     /* k-steps (t, 32 channels): A wf at t Cp + 32 cb; B imgv at channel pair 16 cb, position s_t */
     const int nk = tap_steps(r.aoff, r.boff, d, g, g->Cp, g->nimg, 0, 1);
@@ -427,7 +428,7 @@ void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const
 }
 
 /* ---- backward ---- */
-typedef struct { const job *j; float *din_n; } bwd_out;
+typedef struct { const job *j; float *din_n; } bwd_out;   /* din_n [C, H, W] */
 
 /* Block (i, j) of (3): channels 32 i .., pixels 32 j ..; the pixels inside the border into din_n. */
 static void backward_block_din(void *ctx, int i, int j, const float *blk)
@@ -452,7 +453,8 @@ static void backward_image(void *ctx, int n, int worker)
     const conv2d_dims *d = j->d;
     const geo *g = &j->g;
     const region r = region_of(j->ws, d, g, worker);
-    const float *in_n = j->in + (size_t)n * d->C * d->H * d->W, *dout_n = j->dout + (size_t)n * d->OC * d->OH * d->OW;
+    const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;              /* [C, H, W] */
+    const float *dout_n = j->dout + (size_t)n * d->OC * d->OH * d->OW;       /* [OC, OH, OW] */
     ct_bf16s_from_floats(r.rnd, in_n, (size_t)d->C * d->H * d->W);
     make_imgp(r.imgp, r.rnd, d, g);
     if (j->bsum)   /* db's share of this image, while dout_n is in the cache */
