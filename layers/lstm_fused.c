@@ -162,7 +162,7 @@ INLINE void step_tile(const int MROWS, const int HARD, const int STREAM, int Il,
      * cell streams past the caches (read again only by the backward). */
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++) {
-        if (!STREAM || HARD == PRODUCTS_ONLY)
+        if (!STREAM)   /* (PRODUCTS_ONLY never streams) */
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) __builtin_prefetch(gate + (size_t)i * 4 * H + (size_t)q * H, 1, 3);
         if (HARD == PRODUCTS_ONLY) continue;
