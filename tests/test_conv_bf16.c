@@ -311,10 +311,34 @@ static void backend_case(void)
     data_free(&x);
 }
 
+/* Which path each shape takes on the tiles (here their model): the direct one for stride 1 and
+ * input channels in 16s, im2col otherwise - one input channel, 17, stride 2 - so that the shapes
+ * above do test both, and the measured rule (docs: conv2d_direct_bf16.c) does not drift. */
+static void path_case(void)
+{
+    const int ns = (int)(sizeof SHAPES / sizeof SHAPES[0]);
+    t_case("conv_bf16/the direct path runs exactly for stride 1 and input channels in 16s (7 of the shapes)");
+    int direct = 0;
+    for (int k = 0; k < ns; k++) {
+        const cshape *sh = &SHAPES[k];
+        conv2d_dims d;
+        CT_ASSERT(ct_conv2d_dims_make(&d, sh->N, sh->C, sh->H, sh->W, sh->OC, sh->KH, sh->KW, sh->s, sh->p) == CT_OK);
+        const int want = sh->s == 1 && sh->C % 16 == 0, got = ct_conv2d_direct_bf16_runs(&d);
+        t_check(got == want, "N=%d C=%d k%dx%d s%d: %s, expected %s", sh->N, sh->C, sh->KH, sh->KW, sh->s,
+                got ? "direct" : "im2col", want ? "direct" : "im2col");
+        direct += got;
+    }
+    t_check(direct == 7, "%d shapes take the direct path, 7 expected", direct);
+    conv2d_dims one;   /* one input channel, stride 1: im2col (measured faster there) */
+    CT_ASSERT(ct_conv2d_dims_make(&one, 2, 1, 28, 28, 32, 3, 3, 1, 0) == CT_OK);
+    t_check(!ct_conv2d_direct_bf16_runs(&one), "a 1-channel 3x3 stride-1 layer takes the direct path");
+}
+
 void suite_conv_bf16(void)
 {
     const int ns = (int)(sizeof SHAPES / sizeof SHAPES[0]);
     ct_gemm_bf16_use_model(1);
+    path_case();
     for (int k = 0; k < ns; k++) shape_case(&SHAPES[k], 100 + (uint64_t)k, CT_BF16_MODEL);
     bounds_case();
     backend_case();
