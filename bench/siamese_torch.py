@@ -1,12 +1,19 @@
-"""siamese_torch.py - the same siamese LSTM training step as bench/bench_siamese.c,
-in PyTorch, for a side-by-side comparison with the same shapes and threads:
-batch 128 pairs run as one batch of 256 sequences x 100 frames x 40 features ->
-nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> Euclidean distance
+"""siamese_torch.py - the same siamese training step as bench/bench_siamese.c and
+`ctrain time siamese-lstm|siamese-cnn`, in PyTorch, for a side-by-side comparison
+with the same shapes and threads: batch 128 pairs run as one batch of 256 crops
+of 100 frames x 40 features through the shared tower, then Euclidean distance
 (Keras's sqrt(max(sum, 1e-7))) -> contrastive loss (margin 1) -> RMSprop
-(alpha 0.9, eps 1e-7, lr 1e-3). Prints median step times, pairs/s, GFLOP/s
-(same FLOP count as ctrain's) and the implied seed-protocol epoch seconds.
+(alpha 0.9, eps 1e-7, lr 1e-3). The towers (--model):
+  siamese-lstm (default)  nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64)
+  siamese-cnn             ctrain's default spec (models/siamese_cnn.h) on the crop as a
+                          1 x 100 x 40 image: three 3x3 convolutions with padding 1 (16, 32,
+                          64 maps), each followed by BatchNorm2d (eps 1e-5, momentum 0.1) and
+                          relu, 2x2 max pooling after the first two, the mean over time
+                          (64 maps x 10 bands, channel-major) -> Linear(640, 64)
+Prints median step times, pairs/s, GFLOP/s (same FLOP count as ctrain's) and the
+implied seed-protocol epoch seconds.
 
-    /usr/bin/python3 bench/siamese_torch.py [--threads N] [--steps S] [--batch B] [--peak GFLOPS] [--autocast bf16]
+    /usr/bin/python3 bench/siamese_torch.py [--model M] [--threads N] [--steps S] [--batch B] [--peak GFLOPS] [--autocast bf16]
 
 With --epochs N it instead trains epoch by epoch like `ctrain time siamese-lstm`
 (--pairs training and --val-pairs validation pairs per epoch, validation under
@@ -46,13 +53,51 @@ class Siamese(torch.nn.Module):
         return torch.sqrt(torch.clamp(((a - b) ** 2).sum(1), min=1e-7))
 
 
+class SiameseCNN(torch.nn.Module):
+    """ctrain's siamese-cnn default spec: conv16k3p1,batchnorm,relu,maxpool2,conv32k3p1,
+    batchnorm,relu,maxpool2,conv64k3p1,batchnorm,relu,gaph,dense64."""
+    def __init__(self, n_mels=40, embed=64):
+        super().__init__()
+        nn = torch.nn
+        self.body = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU())
+        self.dense = nn.Linear(64 * (n_mels // 4), embed)
+
+    def forward(self, x):                      # x [2B, T, I]: a-crops then b-crops, each a 1 x T x I image
+        f = self.body(x.unsqueeze(1))          # [2B, 64, T/4, I/4]
+        emb = self.dense(f.mean(2).flatten(1)) # gaph: the mean over time, channel-major -> [2B, D]
+        a, b = emb.chunk(2)
+        return torch.sqrt(torch.clamp(((a - b) ** 2).sum(1), min=1e-7))
+
+
 def contrastive(d, y, margin=1.0):
     return torch.mean(y * d ** 2 + (1 - y) * torch.clamp(margin - d, min=0) ** 2)
 
 
-def step_flops(B, T=100, I=40, H=128, D=64):
-    """ctrain's count (models/siamese_lstm.h): forward gemms, backward twice that."""
+def step_flops(B, T=100, I=40, H=128, D=64, model="siamese-lstm"):
+    """ctrain's count: siamese-lstm (models/siamese_lstm.h) forward gemms, backward twice
+    that; siamese-cnn (models/seq_cnn.h) conv 2*F*OH*OW*C*K*K and dense 2*in*out forward per
+    image, the same again for the weight gradient and for the input gradient (none for the
+    first layer)."""
+    if model == "siamese-cnn":
+        convs = [2.0 * 16 * T * I * 1 * 9, 2.0 * 32 * (T // 2) * (I // 2) * 16 * 9, 2.0 * 64 * (T // 4) * (I // 4) * 32 * 9]
+        dense = 2.0 * 64 * (I // 4) * D
+        return 2 * B * (2 * convs[0] + 3 * (convs[1] + convs[2] + dense))
     return 3.0 * (2.0 * 2 * B * T * 4 * H * (I + H) + 2.0 * 2 * B * H * D)
+
+
+FLOPS_COUNTED_CNN = ("matrix products only, as ctrain counts them (models/seq_cnn.h): conv 2*N*F*OH*OW*C*K*K and dense "
+                     "2*N*in*out forward, the same again for the weight gradient and for the input gradient (none for the first layer)")
+
+DESC = {"siamese-lstm": "nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> euclidean -> contrastive, RMSprop lr 0.001",
+        "siamese-cnn": "siamese-cnn 100x40 -> conv16k3p1,batchnorm,relu,maxpool2,conv32k3p1,batchnorm,relu,maxpool2,"
+                       "conv64k3p1,batchnorm,relu,gaph,dense64 -> euclidean -> contrastive (margin 1), RMSprop lr 0.001"}
+
+
+def make_model(name, I=40, H=128, D=64):
+    return SiameseCNN(I, D) if name == "siamese-cnn" else Siamese(I, H, D)
 
 
 FLOPS_COUNTED = ("matrix products only, as ctrain counts them (models/siamese_lstm.h): LSTM forward 2*S*T*4H*(I+H) "
@@ -64,7 +109,7 @@ def epochs(args, prices):
     dev = torch.device(args.device)
     torch.manual_seed(args.seed)
     B, T, I, H, D = args.batch, 100, 40, 128, 64
-    model = Siamese(I, H, D).to(dev)
+    model = make_model(args.model, I, H, D).to(dev)
     opt = torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-7)
     pool = [(torch.rand(2 * B, T, I, device=dev) * 2 - 1, (torch.arange(B, device=dev) % 2).float()) for _ in range(16)]
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -87,14 +132,17 @@ def epochs(args, prices):
                 loss.backward()
                 opt.step()
             else:
+                model.eval()                   # batchnorm on its running statistics, as ctrain validates
                 with torch.no_grad(), torch_timing.autocast(dev.type):
                     d = model(x)
                     loss = contrastive(d, y)
+                model.train()
             loss_sum += loss.item() * b
             right += ((d < 0.5).float() == y).sum().item()
         return loss_sum / max(n_pairs, 1), right / max(n_pairs, 1), wait
 
-    print(f"PyTorch {torch.__version__} siamese-lstm on {args.device}, {args.threads} threads: "
+    model.train()
+    print(f"PyTorch {torch.__version__} {args.model} on {args.device}, {args.threads} threads: "
           f"{args.pairs} training + {args.val_pairs} validation pairs, batch {B}")
     hw = torch_timing.Hardware(args.device, args.sample_hz) if args.json else None
     hist = []
@@ -111,18 +159,20 @@ def epochs(args, prices):
             hw.epoch_end()
         hist.append(torch_timing.epoch_record(t2 - t0, t1 - t0, t2 - t1, loss, acc, vloss, vacc, wait))
         torch_timing.print_epoch(e, args.epochs, hist[-1])
-    torch_timing.report("siamese-lstm", args.device, hist, args.pairs, step_flops(1), "pairs", args.peak, args.fma_peak)
+    flops1 = step_flops(1, model=args.model)
+    torch_timing.report(args.model, args.device, hist, args.pairs, flops1, "pairs", args.peak, args.fma_peak)
     if args.json:
-        torch_timing.write_json(args.json, model="siamese-lstm", protocol=args.protocol, data="random inputs (16 batches, cycled)",
-                                model_desc="nn.LSTM(40, 128) -> last hidden state -> Linear(128, 64) -> euclidean -> contrastive, RMSprop lr 0.001",
+        torch_timing.write_json(args.json, model=args.model, protocol=args.protocol, data="random inputs (16 batches, cycled)",
+                                model_desc=DESC[args.model],
                                 device=args.device, threads=args.threads, batch=B, seed=args.seed, n_train=args.pairs,
-                                n_val=args.val_pairs, epochs=hist, flops_per_sample=step_flops(1),
-                                flops_counted=FLOPS_COUNTED, peak=args.peak, fma_peak=args.fma_peak,
+                                n_val=args.val_pairs, epochs=hist, flops_per_sample=flops1,
+                                flops_counted=FLOPS_COUNTED_CNN if args.model == "siamese-cnn" else FLOPS_COUNTED, peak=args.peak, fma_peak=args.fma_peak,
                                 ctrain_blas=args.ctrain_blas, hardware=hw, prices=prices)
 
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="siamese-lstm", choices=["siamese-lstm", "siamese-cnn"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=128)
@@ -146,7 +196,7 @@ def main():
         return epochs(args, prices)
     torch.manual_seed(1)
     B, T, I, H, D = args.batch, 100, 40, 128, 64
-    model = Siamese(I, H, D)
+    model = make_model(args.model, I, H, D)
     opt = torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-7)
     x = torch.rand(2 * B, T, I) * 2 - 1
     y = (torch.arange(B) % 2).float()
@@ -159,18 +209,20 @@ def main():
         loss.backward()
         opt.step()
         t1 = time.perf_counter()
+        model.eval()
         with torch.no_grad(), torch_timing.autocast("cpu"):
             contrastive(model(x), y)
+        model.train()
         t2 = time.perf_counter()
         if s >= 2:
             train.append(t1 - t0)
             val.append(t2 - t1)
     step, vstep = statistics.median(train), statistics.median(val)
-    flops = step_flops(B, T, I, H, D)
+    flops = step_flops(B, T, I, H, D, args.model)
     gf = flops / step / 1e9
     frac = " = %.0f%% of %.0f" % (100 * gf / args.peak, args.peak) if args.peak > 0 else ""
-    print("pytorch  siamese-lstm B=%d pairs, %d threads, %s: train step %.1f ms (min %.1f), %.0f pairs/s, %.1f GFLOP/s%s"
-          % (B, args.threads, torch_timing.precision(), 1e3 * step, 1e3 * min(train), B / step, gf, frac))
+    print("pytorch  %s B=%d pairs, %d threads, %s: train step %.1f ms (min %.1f), %.0f pairs/s, %.1f GFLOP/s%s"
+          % (args.model, B, args.threads, torch_timing.precision(), 1e3 * step, 1e3 * min(train), B / step, gf, frac))
     print("pytorch  validation step %.1f ms; seed-protocol epoch (300k train + 120k val pairs): %.0f s (torch %s)"
           % (1e3 * vstep, 300000 / B * step + 120000 / B * vstep, torch.__version__))
 
