@@ -1,10 +1,12 @@
 /* batchnorm.c - batch normalisation over [N, C, HW], PyTorch's semantics (see
  * batchnorm.h). Channel c of sample n is the contiguous run x[n, c, 0..HW).
  *
- * Per-channel statistics are accumulated in double (two passes: mean, then the
- * mean of squared deviations), so large M = N*HW or a large mean do not cost digits;
- * eight accumulators per run keep the sums vectorised. Channels are independent
- * and are shared by ctrain's workers (core/threads.h: ct_parallel).
+ * Per-channel statistics are accumulated in double, in one pass about a shift near
+ * the mean (forward_channel's comment shows it keeps the digits a two-pass method
+ * keeps), so large M = N*HW or a large mean do not cost digits; 32 accumulators per
+ * run keep the sums vectorised. The element-wise passes stream their outputs past the
+ * caches. Channels are independent and are shared by ctrain's workers
+ * (core/threads.h: ct_parallel).
  *
  * Backward (train mode). With M = N*HW, xhat = (x - mu) invstd, out = gamma xhat + beta,
  * and g = dout * gamma = dL/dxhat:
@@ -17,10 +19,14 @@
  *   din = gamma invstd / M (M dout - sum dout - xhat sum dout xhat)
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <immintrin.h>
 #include "core/hot.h"
 #include "core/threads.h"
 #include "layers/batchnorm.h"
+#include "layers/gemm_packed.h"   /* ct_kernels_get: the widest instruction set in use */
 
 ct_status ct_batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *buffers, const char *prefix, int C)
 {
@@ -37,10 +43,12 @@ ct_status ct_batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *
 }
 
 /* ---- sums over a contiguous run, in double ----
- * Eight independent accumulators in a fixed order: the compiler turns them into
- * SIMD lanes (a single double accumulator is a serial chain of dependent adds,
- * several times slower), and the result does not depend on the thread count. */
-#define BN_LANES 8
+ * 32 independent accumulators in a fixed order: the compiler turns them into SIMD
+ * lanes, four registers of eight doubles with AVX-512, so that four chains of adds
+ * run side by side (with one register of eight the pass waited on each add: 2x slower
+ * for the statistics of a map larger than the caches). The order is the C code's, so
+ * the result is the same on every instruction set and thread count. */
+#define BN_LANES 32
 
 static double run_sum(const float *x, int n)
 {
@@ -88,46 +96,194 @@ typedef struct {
     int train;
 } bn_job;
 
+/* *s1 += sum (x - k), *s2 += sum (x - k)^2: both statistics in one pass over the run */
 CT_HOT
-static void forward_channel(void *ctx, int c, int worker)
+static void run_sums_shifted(const float *x, int n, double k, double *s1, double *s2)
 {
-    const bn_job *j = ctx;
+    double a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 }, s = 0.0, sq = 0.0;
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES)
+        for (int l = 0; l < BN_LANES; l++) { double t = x[i + l] - k; a[l] += t; b[l] += t * t; }
+    for (; i < n; i++) { double t = x[i] - k; s += t; sq += t * t; }
+    for (int l = 0; l < BN_LANES; l++) { s += a[l]; sq += b[l]; }
+    *s1 += s;
+    *s2 += sq;
+}
+
+/* ---- the element-wise passes, their outputs streamed past the caches ----
+ * A batch's maps are larger than the caches, so what a pass writes is read back from
+ * memory by the next layer anyway; streamed (non-temporal) stores save reading each
+ * written line first. With AVX-512 16 values a store, else 4 (SSE, every x86-64 CPU);
+ * a head up to the store's alignment and the tail are plain stores. The arithmetic is
+ * the plain loop's, operation by operation (ISO C contracts nothing into a fused
+ * multiply-add), so every path gives the same bits. The caller ends its task with
+ * _mm_sfence(), which orders the streamed stores before what follows. */
+
+/* xh = (x - mu) is, y = g xh + b */
+static inline void normalise_plain(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b)
+{
+    for (int i = 0; i < n; i++) {
+        const float h = (x[i] - mu) * is;
+        xh[i] = h;
+        y[i] = g * h + b;
+    }
+}
+
+/* dx = k (dout - md - xh mdx) */
+static inline void din_plain(float *dx, const float *g, const float *xh, int n, float k, float md, float mdx)
+{
+    for (int i = 0; i < n; i++) dx[i] = k * (g[i] - md - xh[i] * mdx);
+}
+
+/* the first index from which p + i is `align`-byte aligned (n if none within n) */
+static inline int aligned_from(const float *p, size_t align, int n)
+{
+    const int i = (int)(((align - ((uintptr_t)p & (align - 1))) & (align - 1)) / sizeof(float));
+    return ((uintptr_t)p & 3) || i > n ? n : i;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* keep_y: y is stored plainly (a buffer that is read next, in the cache), only xh streamed */
+__attribute__((target("avx512f")))
+static void normalise_avx512(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b, int keep_y)
+{
+    int i = aligned_from(xh, 64, n);
+    normalise_plain(xh, y, x, i, mu, is, g, b);
+    if (keep_y || ((uintptr_t)(y + i) & 63) == 0) {
+        const __m512 vmu = _mm512_set1_ps(mu), vis = _mm512_set1_ps(is), vg = _mm512_set1_ps(g), vb = _mm512_set1_ps(b);
+        for (; i + 16 <= n; i += 16) {
+            const __m512 h = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmu), vis);
+            const __m512 v = _mm512_add_ps(_mm512_mul_ps(vg, h), vb);
+            _mm512_stream_ps(xh + i, h);
+            if (keep_y) _mm512_storeu_ps(y + i, v);
+            else        _mm512_stream_ps(y + i, v);
+        }
+    }
+    normalise_plain(xh + i, y + i, x + i, n - i, mu, is, g, b);
+}
+
+__attribute__((target("avx512f")))
+static void din_avx512(float *dx, const float *g, const float *xh, int n, float k, float md, float mdx)
+{
+    int i = aligned_from(dx, 64, n);
+    din_plain(dx, g, xh, i, k, md, mdx);
+    const __m512 vk = _mm512_set1_ps(k), vmd = _mm512_set1_ps(md), vmdx = _mm512_set1_ps(mdx);
+    for (; i + 16 <= n; i += 16) {
+        const __m512 t = _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(g + i), vmd), _mm512_mul_ps(_mm512_loadu_ps(xh + i), vmdx));
+        _mm512_stream_ps(dx + i, _mm512_mul_ps(vk, t));
+    }
+    din_plain(dx + i, g + i, xh + i, n - i, k, md, mdx);
+}
+#endif
+
+static void normalise_sse(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b, int keep_y)
+{
+    int i = aligned_from(xh, 16, n);
+    normalise_plain(xh, y, x, i, mu, is, g, b);
+    if (keep_y || ((uintptr_t)(y + i) & 15) == 0) {
+        const __m128 vmu = _mm_set1_ps(mu), vis = _mm_set1_ps(is), vg = _mm_set1_ps(g), vb = _mm_set1_ps(b);
+        for (; i + 4 <= n; i += 4) {
+            const __m128 h = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(x + i), vmu), vis);
+            const __m128 v = _mm_add_ps(_mm_mul_ps(vg, h), vb);
+            _mm_stream_ps(xh + i, h);
+            if (keep_y) _mm_storeu_ps(y + i, v);
+            else        _mm_stream_ps(y + i, v);
+        }
+    }
+    normalise_plain(xh + i, y + i, x + i, n - i, mu, is, g, b);
+}
+
+static void din_sse(float *dx, const float *g, const float *xh, int n, float k, float md, float mdx)
+{
+    int i = aligned_from(dx, 16, n);
+    din_plain(dx, g, xh, i, k, md, mdx);
+    const __m128 vk = _mm_set1_ps(k), vmd = _mm_set1_ps(md), vmdx = _mm_set1_ps(mdx);
+    for (; i + 4 <= n; i += 4) {
+        const __m128 t = _mm_sub_ps(_mm_sub_ps(_mm_loadu_ps(g + i), vmd), _mm_mul_ps(_mm_loadu_ps(xh + i), vmdx));
+        _mm_stream_ps(dx + i, _mm_mul_ps(vk, t));
+    }
+    din_plain(dx + i, g + i, xh + i, n - i, k, md, mdx);
+}
+
+static void normalise_run(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b, int keep_y)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (ct_kernels_get() == CT_KERNELS_AVX512) { normalise_avx512(xh, y, x, n, mu, is, g, b, keep_y); return; }
+#endif
+    normalise_sse(xh, y, x, n, mu, is, g, b, keep_y);
+}
+
+static void din_run(float *dx, const float *g, const float *xh, int n, float k, float md, float mdx)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (ct_kernels_get() == CT_KERNELS_AVX512) { din_avx512(dx, g, xh, n, k, md, mdx); return; }
+#endif
+    din_sse(dx, g, xh, n, k, md, mdx);
+}
+
+/* The statistics in one pass. The sums are taken about k, the mean of the channel's
+ * first run (sample 0), so that they stay small: with S1 = sum (x - k), S2 = sum (x - k)^2
+ * and dm = S1 / M, the mean is k + dm and the biased variance S2 / M - dm^2.
+ * Error: each double sum of M terms is off by at most about M u times the sum of its
+ * terms' sizes (u = 2^-53), so the variance is off by at most about 3 M u (var + dm^2).
+ * k is the mean of HW of the M values, so dm^2 <= (N - 1) var (the variance is at least
+ * its part between that run and the rest); where dm^2 > BN_SHIFT_MAX var (a first run
+ * far from the channel's mean, possible in large batches) the squared deviations are
+ * summed again about the mean, as a two-pass method does. So the error is at most
+ * 3 (1 + BN_SHIFT_MAX) M u var: for M = 2^20 values 5.9e-9 var, a tenth of float's
+ * rounding (2^-24 = 6.0e-8), and the float mean and inverse deviation are those of an
+ * exact two-pass computation to within their last bit (tests/test_batchnorm.c). */
+#define BN_SHIFT_MAX 16.0
+
+/* The statistics of channel c: *mu and *is as the normalisation uses them; in train
+ * mode the running statistics are updated. */
+CT_HOT
+static void channel_stats(const bn_job *j, int c, float *mu, float *is)
+{
     const batchnorm_dims *d = j->d;
     const int N = d->N, HW = d->HW;
     const size_t M = (size_t)N * HW, cstride = (size_t)d->C * HW;   /* step from x[n, c] to x[n+1, c] */
     const float *xc = j->in + (size_t)c * HW;          /* x[0, c, :]; sample n at + n*cstride */
-    float mu, is;
-    (void)worker;
     if (j->train) {
-        double s = 0.0;
-        for (int n = 0; n < N; n++) s += run_sum(xc + n * cstride, HW);
-        const double m = s / (double)M;
-        double ss = 0.0;
-        for (int n = 0; n < N; n++) ss += run_sumsq_dev(xc + n * cstride, HW, m);
+        const double k = run_sum(xc, HW) / (double)HW;
+        double s1 = 0.0, s2 = 0.0;
+        for (int n = 0; n < N; n++) run_sums_shifted(xc + n * cstride, HW, k, &s1, &s2);
+        const double dm = s1 / (double)M, m = k + dm;
+        double ss = s2 - s1 * dm;                      /* sum (x - m)^2 */
+        if (dm * dm > BN_SHIFT_MAX * (ss / (double)M)) {
+            ss = 0.0;
+            for (int n = 0; n < N; n++) ss += run_sumsq_dev(xc + n * cstride, HW, m);
+        }
+        if (ss < 0.0) ss = 0.0;
         const double var = ss / (double)M;             /* biased: what normalises */
         /* the running variance is the unbiased estimate; with M = 1 there is none
          * (PyTorch refuses to train then), so the biased one (0) is used */
         const double var_unb = M > 1 ? ss / (double)(M - 1) : var;
-        mu = (float)m;
-        is = (float)(1.0 / sqrt(var + (double)d->eps));
+        *mu = (float)m;
+        *is = (float)(1.0 / sqrt(var + (double)d->eps));
         j->running_mean[c] = (1.0f - d->momentum) * j->running_mean[c] + d->momentum * (float)m;
         j->running_var[c]  = (1.0f - d->momentum) * j->running_var[c]  + d->momentum * (float)var_unb;
     } else {
-        mu = j->running_mean[c];
-        is = (float)(1.0 / sqrt((double)j->running_var[c] + (double)d->eps));
+        *mu = j->running_mean[c];
+        *is = (float)(1.0 / sqrt((double)j->running_var[c] + (double)d->eps));
     }
-    j->mean[c] = mu;
-    j->invstd_out[c] = is;
-    const float gc = j->gamma[c], bc = j->beta[c];
-    for (int n = 0; n < N; n++) {
-        const float *x = xc + n * cstride;
-        float *xh = j->xhat_out + (size_t)c * HW + n * cstride, *y = j->out + (size_t)c * HW + n * cstride;
-        for (int i = 0; i < HW; i++) {
-            const float h = (x[i] - mu) * is;
-            xh[i] = h;
-            y[i] = gc * h + bc;
-        }
+    j->mean[c] = *mu;
+    j->invstd_out[c] = *is;
+}
+
+static void forward_channel(void *ctx, int c, int worker)
+{
+    const bn_job *j = ctx;
+    const batchnorm_dims *d = j->d;
+    const size_t cstride = (size_t)d->C * d->HW;
+    float mu, is;
+    (void)worker;
+    channel_stats(j, c, &mu, &is);
+    for (int n = 0; n < d->N; n++) {
+        const size_t off = (size_t)c * d->HW + n * cstride;
+        normalise_run(j->xhat_out + off, j->out + off, j->in + off, d->HW, mu, is, j->gamma[c], j->beta[c], 0);
     }
+    _mm_sfence();
 }
 
 static int bn_workers(const batchnorm_dims *d)
@@ -137,7 +293,8 @@ static int bn_workers(const batchnorm_dims *d)
 }
 
 /* ---- synchronised statistics (batchnorm.h: ct_replica_sum) ----
- * The same two passes as one batch, with a sum over the replicas after each: first the
+ * Two passes, with a sum over the replicas after each (one batch's single pass would
+ * need its shift agreed on by every replica first, one more exchange): first the
  * channels' sums (-> the mean), then their squared deviations from that mean (-> the
  * variance); then every element is normalised with the whole batch's statistics. The
  * per-channel sums go through a fixed buffer, BN_SYNC_CHUNK channels at a time (every
@@ -170,17 +327,12 @@ static void normalise_channel(void *ctx, int c, int worker)
     const bn_job *j = ctx;
     const batchnorm_dims *d = j->d;
     const size_t cstride = (size_t)d->C * d->HW;
-    const float mu = j->mean[c], is = j->invstd_out[c], gc = j->gamma[c], bc = j->beta[c];
     (void)worker;
     for (int n = 0; n < d->N; n++) {
-        const float *x = j->in + (size_t)c * d->HW + n * cstride;
-        float *xh = j->xhat_out + (size_t)c * d->HW + n * cstride, *y = j->out + (size_t)c * d->HW + n * cstride;
-        for (int i = 0; i < d->HW; i++) {
-            const float h = (x[i] - mu) * is;
-            xh[i] = h;
-            y[i] = gc * h + bc;
-        }
+        const size_t off = (size_t)c * d->HW + n * cstride;
+        normalise_run(j->xhat_out + off, j->out + off, j->in + off, d->HW, j->mean[c], j->invstd_out[c], j->gamma[c], j->beta[c], 0);
     }
+    _mm_sfence();
 }
 
 static void forward_synced(bn_job *j)
@@ -239,11 +391,9 @@ static void backward_channel(void *ctx, int c, int worker)
     /* din = gamma invstd / M (M dout - sd - xhat sdx) = k (dout - mean_d - xhat mean_dx) */
     const float k = j->gamma[c] * j->invstd[c];
     const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
-    for (int n = 0; n < N; n++) {
-        const float *g = j->dout + off + n * cstride, *xh = j->xhat + off + n * cstride;
-        float *dx = j->din + off + n * cstride;
-        for (int i = 0; i < HW; i++) dx[i] = k * (g[i] - mean_d - xh[i] * mean_dx);
-    }
+    for (int n = 0; n < N; n++)
+        din_run(j->din + off + n * cstride, j->dout + off + n * cstride, j->xhat + off + n * cstride, HW, k, mean_d, mean_dx);
+    _mm_sfence();
 }
 
 /* Synchronised backward, a chunk of channels at a time: each channel's own sums first
@@ -279,11 +429,9 @@ static void sync_din_channel(void *ctx, int c, int worker)
     (void)worker;
     const float k = s->j->gamma[g] * s->j->invstd[g];
     const float mean_d = (float)s->sd[c], mean_dx = (float)s->sdx[c];   /* already divided (backward_synced) */
-    for (int n = 0; n < d->N; n++) {
-        const float *gr = s->j->dout + off + n * cstride, *xh = s->j->xhat + off + n * cstride;
-        float *dx = s->j->din + off + n * cstride;
-        for (int i = 0; i < d->HW; i++) dx[i] = k * (gr[i] - mean_d - xh[i] * mean_dx);
-    }
+    for (int n = 0; n < d->N; n++)
+        din_run(s->j->din + off + n * cstride, s->j->dout + off + n * cstride, s->j->xhat + off + n * cstride, d->HW, k, mean_d, mean_dx);
+    _mm_sfence();
 }
 
 static void backward_synced(bn_job *j)
@@ -311,4 +459,114 @@ void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float 
                  .invstd = invstd, .gamma = gamma, .d = d };
     if (d->sync) backward_synced(&j);
     else ct_parallel(d->C, bn_workers(d), backward_channel, &j);
+}
+
+/* ---- batchnorm, then max pooling: the pair without the map between them ----
+ * The forward pass normalises each plane [n, c] into a buffer on the worker's stack and
+ * pools the buffer while it is in the cache: neither the batchnorm's output nor xhat
+ * reaches memory, and the pool does not read a map back. The backward pass remakes each
+ * plane's xhat from the batchnorm's input (the same expression, so the same bits as the
+ * stored one) and its gradient at the batchnorm's output (the pool's scatter) in two such
+ * buffers, once for the channel's sums and once for din, instead of writing that gradient
+ * map and reading it and xhat twice. Every value is computed by the same expressions in
+ * the same order as the two layers' own passes, so the results are theirs bit for bit. */
+#define BN_POOL_MAX_PLANE 16384   /* the largest plane (H*W floats, 64 KB) kept on a worker's stack */
+
+int ct_batchnorm_maxpool_fits(const batchnorm_dims *d, const maxpool2d_dims *pd)
+{
+    return !d->sync && pd->N == d->N && pd->C == d->C && pd->H * pd->W == d->HW && d->HW <= BN_POOL_MAX_PLANE;
+}
+
+typedef struct {
+    bn_job bn;
+    float *pooled;
+    int *argmax;
+    const float *dpooled;
+    const int *argmax_in;
+    const maxpool2d_dims *pd;
+} bn_pool_job;
+
+/* y = g ((x - mu) is) + b over one plane: normalise_plain's arithmetic, without xhat */
+static void output_plane(float *y, const float *x, int n, float mu, float is, float g, float b)
+{
+    for (int i = 0; i < n; i++) {
+        const float h = (x[i] - mu) * is;
+        y[i] = g * h + b;
+    }
+}
+
+static void bn_pool_forward_channel(void *ctx, int c, int worker)
+{
+    const bn_pool_job *j = ctx;
+    const batchnorm_dims *d = j->bn.d;
+    const maxpool2d_dims *pd = j->pd;
+    const int HW = d->HW, out_plane = pd->OH * pd->OW;
+    float y[BN_POOL_MAX_PLANE];                          /* one plane of the batchnorm's output, [H, W] */
+    float mu, is;
+    (void)worker;
+    channel_stats(&j->bn, c, &mu, &is);
+    for (int n = 0; n < d->N; n++) {
+        const size_t pl = (size_t)n * d->C + c, off = pl * HW;
+        output_plane(y, j->bn.in + off, HW, mu, is, j->bn.gamma[c], j->bn.beta[c]);
+        ct_maxpool2d_plane(j->pooled + pl * out_plane, j->argmax + pl * out_plane, y, (int)off, pd);
+    }
+}
+
+void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float *invstd, float *running_mean,
+                                  float *running_var, const float *in, const float *gamma, const float *beta,
+                                  const batchnorm_dims *d, const maxpool2d_dims *pd, int train)
+{
+    CT_ASSERT(ct_batchnorm_maxpool_fits(d, pd));
+    bn_pool_job j = { .bn = { .mean = mean, .invstd_out = invstd, .running_mean = running_mean, .running_var = running_var,
+                              .in = in, .gamma = gamma, .beta = beta, .d = d, .train = train },
+                      .pooled = pooled, .argmax = argmax, .pd = pd };
+    ct_parallel(d->C, bn_workers(d), bn_pool_forward_channel, &j);
+}
+
+/* xh = (x - mu) is over one plane: what the forward pass computed */
+static void xhat_plane(float *xh, const float *x, int n, float mu, float is)
+{
+    for (int i = 0; i < n; i++) xh[i] = (x[i] - mu) * is;
+}
+
+static void bn_pool_backward_channel(void *ctx, int c, int worker)
+{
+    const bn_pool_job *j = ctx;
+    const batchnorm_dims *d = j->bn.d;
+    const maxpool2d_dims *pd = j->pd;
+    const int N = d->N, HW = d->HW, out_plane = pd->OH * pd->OW;
+    const size_t M = (size_t)N * HW;
+    const float mu = j->bn.mean[c], is = j->bn.invstd[c];
+    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];   /* one plane of the gradient at the batchnorm's output, of xhat */
+    (void)worker;
+    double sd = 0.0, sdx = 0.0;
+    for (int n = 0; n < N; n++) {
+        const size_t pl = (size_t)n * d->C + c, off = pl * HW;
+        ct_maxpool2d_plane_backward(g, j->dpooled + pl * out_plane, j->argmax_in + pl * out_plane, (int)off, pd);
+        xhat_plane(xh, j->bn.in + off, HW, mu, is);
+        run_sums2(g, xh, HW, &sd, &sdx);
+    }
+    j->bn.dbeta[c] += (float)sd;
+    j->bn.dgamma[c] += (float)sdx;
+    if (!j->bn.din) return;
+    const float k = j->bn.gamma[c] * is;
+    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
+    for (int n = 0; n < N; n++) {
+        const size_t pl = (size_t)n * d->C + c, off = pl * HW;
+        ct_maxpool2d_plane_backward(g, j->dpooled + pl * out_plane, j->argmax_in + pl * out_plane, (int)off, pd);
+        xhat_plane(xh, j->bn.in + off, HW, mu, is);
+        din_run(j->bn.din + off, g, xh, HW, k, mean_d, mean_dx);
+    }
+    _mm_sfence();
+}
+
+void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const int *argmax,
+                                   const float *in, const float *mean, const float *invstd, const float *gamma,
+                                   const batchnorm_dims *d, const maxpool2d_dims *pd)
+{
+    CT_ASSERT(ct_batchnorm_maxpool_fits(d, pd));
+    bn_pool_job j = { .bn = { .din = din, .dgamma = dgamma, .dbeta = dbeta, .in = in, .mean = (float *)mean,
+                              .invstd = invstd, .gamma = gamma, .d = d },
+                      .dpooled = dpooled, .argmax_in = argmax, .pd = pd };
+    ct_parallel(d->C, bn_workers(d), bn_pool_backward_channel, &j);
 }

@@ -19,6 +19,7 @@
 #ifndef CT_BATCHNORM_H
 #define CT_BATCHNORM_H
 #include "core/params.h"
+#include "layers/pool.h"
 
 /* Synchronised batch normalisation (data-parallel training, train/dist.h): this batch of
  * N rows is one replica's part of a batch of total_N rows spread over several replicas,
@@ -57,5 +58,22 @@ void ct_batchnorm_forward(float *out, float *xhat, float *mean, float *invstd, f
 /* din [N, C, HW] overwritten (NULL: not computed); dgamma, dbeta accumulated. Train mode only. */
 void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *xhat,
                         const float *invstd, const float *gamma, const batchnorm_dims *d);
+
+/* Batchnorm, then max pooling over its output, without that output or xhat in memory:
+ * pooled and argmax [N, C, OH, OW] are what ct_maxpool2d_forward gives on the batchnorm's
+ * output (argmax indexes [N, C, H, W]); mean, invstd and the running statistics what
+ * ct_batchnorm_forward gives. Bit for bit the two calls' results. Needs
+ * ct_batchnorm_maxpool_fits(d, pd): no synchronised statistics, pd over d's maps, planes of
+ * at most 16,384 values. */
+int  ct_batchnorm_maxpool_fits(const batchnorm_dims *d, const maxpool2d_dims *pd);
+void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float *invstd, float *running_mean,
+                                  float *running_var, const float *in, const float *gamma, const float *beta,
+                                  const batchnorm_dims *d, const maxpool2d_dims *pd, int train);
+/* The pair's backward from dpooled [N, C, OH, OW], with the forward pass's input `in`, mean
+ * and invstd (xhat is remade from them): din [N, C, H, W] overwritten (NULL: not computed),
+ * dgamma and dbeta accumulated; bit for bit ct_maxpool2d_backward, then ct_batchnorm_backward. */
+void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const int *argmax,
+                                   const float *in, const float *mean, const float *invstd, const float *gamma,
+                                   const batchnorm_dims *d, const maxpool2d_dims *pd);
 
 #endif

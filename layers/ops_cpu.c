@@ -326,6 +326,29 @@ static void cpu_batchnorm_backward(const ct_backend *be, float *din, float *dgam
     ct_batchnorm_backward(din, dgamma, dbeta, dout, xhat, invstd, gamma, d);
 }
 
+static int cpu_batchnorm_maxpool_fits(const ct_backend *be, const batchnorm_dims *d, const maxpool2d_dims *pd)
+{
+    (void)be;
+    return ct_batchnorm_maxpool_fits(d, pd);
+}
+
+static void cpu_batchnorm_maxpool_forward(const ct_backend *be, float *pooled, int *argmax, float *mean, float *invstd,
+                                          float *running_mean, float *running_var, const float *in, const float *gamma,
+                                          const float *beta, const batchnorm_dims *d, const maxpool2d_dims *pd, int train)
+{
+    (void)be;
+    ct_batchnorm_maxpool_forward(pooled, argmax, mean, invstd, running_mean, running_var, in, gamma, beta, d, pd, train);
+}
+
+static void cpu_batchnorm_maxpool_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta,
+                                           const float *dpooled, const int *argmax, const float *in, const float *mean,
+                                           const float *invstd, const float *gamma, const batchnorm_dims *d,
+                                           const maxpool2d_dims *pd)
+{
+    (void)be;
+    ct_batchnorm_maxpool_backward(din, dgamma, dbeta, dpooled, argmax, in, mean, invstd, gamma, d, pd);
+}
+
 static void cpu_relu_forward(const ct_backend *be, float *out, const float *in, size_t n)
 {
     (void)be;
@@ -494,6 +517,9 @@ const ct_ops ct_ops_cpu = {
     .avgpool_h_backward = cpu_avgpool_h_backward,
     .batchnorm_forward = cpu_batchnorm_forward,
     .batchnorm_backward = cpu_batchnorm_backward,
+    .batchnorm_maxpool_fits = cpu_batchnorm_maxpool_fits,
+    .batchnorm_maxpool_forward = cpu_batchnorm_maxpool_forward,
+    .batchnorm_maxpool_backward = cpu_batchnorm_maxpool_backward,
     .relu_forward = cpu_relu_forward,
     .relu_backward = cpu_relu_backward,
     .tanh_forward = cpu_tanh_forward,

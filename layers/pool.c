@@ -22,6 +22,7 @@
 #include <string.h>
 #include "core/hot.h"
 #include "core/threads.h"
+#include "layers/gemm_packed.h"   /* ct_kernels_get: the widest instruction set in use */
 #include "layers/pool.h"
 
 ct_status ct_maxpool2d_dims_make(maxpool2d_dims *d, int N, int C, int H, int W, int K, int stride)
@@ -50,42 +51,124 @@ typedef struct {
     const maxpool2d_dims *d;
 } maxpool_job;
 
+/* ---- 2x2 windows of stride 2 with AVX-512: 16 windows a vector ----
+ * Two rows of 32 inputs are split into their even and odd columns (a, b in the upper row,
+ * c, d in the lower), and each lane keeps the first maximum of a, b, c, d in the scalar
+ * loop's order with its comparison (greater, false on NaN), so the values and indices are
+ * the loop's. Backward, each input of a window gets the window's gradient where it is the
+ * argmax and 0 elsewhere; with stride 2 the windows do not overlap, so that is the scatter
+ * into a zeroed plane, 0 + g included (which turns -0 into +0, as the scatter does). Columns
+ * and rows no window covers (odd sizes) get 0. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define POOL_AVX512 __attribute__((target("avx512f")))
+
+POOL_AVX512 static inline __mmask16 first_lanes(int n) { return n <= 0 ? 0 : n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1); }
+
+POOL_AVX512
+static void pool2_plane_avx512(float *outp, int *amp, const float *inp, int base, int W, int OH, int OW)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1)), one = _mm512_set1_epi32(1), w = _mm512_set1_epi32(W);
+    for (int oy = 0; oy < OH; oy++) {
+        const float *r0 = inp + (size_t)2 * oy * W, *r1 = r0 + W;
+        for (int ox = 0; ox < OW; ox += 16) {
+            const int m = OW - ox < 16 ? OW - ox : 16;
+            const __mmask16 k = first_lanes(m), klo = first_lanes(2 * m), khi = first_lanes(2 * m - 16);
+            const __m512 u0 = _mm512_maskz_loadu_ps(klo, r0 + 2 * ox), u1 = _mm512_maskz_loadu_ps(khi, r0 + 2 * ox + 16);
+            const __m512 l0 = _mm512_maskz_loadu_ps(klo, r1 + 2 * ox), l1 = _mm512_maskz_loadu_ps(khi, r1 + 2 * ox + 16);
+            const __m512 a = _mm512_permutex2var_ps(u0, even, u1), b = _mm512_permutex2var_ps(u0, odd, u1);
+            const __m512 c = _mm512_permutex2var_ps(l0, even, l1), dd = _mm512_permutex2var_ps(l0, odd, l1);
+            const __m512i ia = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * oy * W + 2 * ox), even);   /* a's flat index */
+            __m512 best = a;
+            __m512i bi = ia;
+            __mmask16 gt = _mm512_cmp_ps_mask(b, best, _CMP_GT_OQ);
+            best = _mm512_mask_blend_ps(gt, best, b);
+            bi = _mm512_mask_blend_epi32(gt, bi, _mm512_add_epi32(ia, one));
+            gt = _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ);
+            best = _mm512_mask_blend_ps(gt, best, c);
+            bi = _mm512_mask_blend_epi32(gt, bi, _mm512_add_epi32(ia, w));
+            gt = _mm512_cmp_ps_mask(dd, best, _CMP_GT_OQ);
+            best = _mm512_mask_blend_ps(gt, best, dd);
+            bi = _mm512_mask_blend_epi32(gt, bi, _mm512_add_epi32(_mm512_add_epi32(ia, w), one));
+            _mm512_mask_storeu_ps(outp + (size_t)oy * OW + ox, k, best);
+            _mm512_mask_storeu_epi32(amp + (size_t)oy * OW + ox, k, bi);
+        }
+    }
+}
+
+POOL_AVX512
+static void pool2_plane_backward_avx512(float *dinp, const float *doutp, const int *amp, int base, int H, int W, int OH, int OW)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i one = _mm512_set1_epi32(1), w = _mm512_set1_epi32(W);
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);   /* x0 y0 x1 y1 ... x7 y7 */
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));                                 /* x8 y8 ... x15 y15 */
+    const __m512 zero = _mm512_setzero_ps();
+    for (int oy = 0; oy < OH; oy++) {
+        float *g0 = dinp + (size_t)2 * oy * W, *g1 = g0 + W;
+        for (int ox = 0; ox < OW; ox += 16) {
+            const int m = OW - ox < 16 ? OW - ox : 16;
+            const __mmask16 k = first_lanes(m), klo = first_lanes(2 * m), khi = first_lanes(2 * m - 16);
+            const __m512 g = _mm512_maskz_loadu_ps(k, doutp + (size_t)oy * OW + ox);
+            const __m512i am = _mm512_maskz_loadu_epi32(k, amp + (size_t)oy * OW + ox);
+            const __m512i ia = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * oy * W + 2 * ox), even);
+            const __m512i ic = _mm512_add_epi32(ia, w);
+            const __m512 a = _mm512_add_ps(zero, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(am, ia), g));
+            const __m512 b = _mm512_add_ps(zero, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(am, _mm512_add_epi32(ia, one)), g));
+            const __m512 c = _mm512_add_ps(zero, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(am, ic), g));
+            const __m512 dd = _mm512_add_ps(zero, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(am, _mm512_add_epi32(ic, one)), g));
+            _mm512_mask_storeu_ps(g0 + 2 * ox, klo, _mm512_permutex2var_ps(a, lo, b));
+            _mm512_mask_storeu_ps(g0 + 2 * ox + 16, khi, _mm512_permutex2var_ps(a, hi, b));
+            _mm512_mask_storeu_ps(g1 + 2 * ox, klo, _mm512_permutex2var_ps(c, lo, dd));
+            _mm512_mask_storeu_ps(g1 + 2 * ox + 16, khi, _mm512_permutex2var_ps(c, hi, dd));
+        }
+        for (int x = 2 * OW; x < W; x++) g0[x] = g1[x] = 0.0f;   /* a column no window covers */
+    }
+    if (2 * OH < H) memset(dinp + (size_t)2 * OH * W, 0, (size_t)(H - 2 * OH) * W * sizeof *dinp);
+}
+#endif
+
 CT_HOT
+void ct_maxpool2d_plane(float *outp, int *amp, const float *inp, int base, const maxpool2d_dims *d)
+{
+    const int W = d->W, K = d->K, s = d->stride, OH = d->OH, OW = d->OW;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (K == 2 && s == 2 && ct_kernels_get() == CT_KERNELS_AVX512) { pool2_plane_avx512(outp, amp, inp, base, W, OH, OW); return; }
+#endif
+    if (K == 2 && s == 2) {                            /* the common 2x2 window, unrolled (same order and ties) */
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++) {
+                const int i0 = 2 * oy * W + 2 * ox, c[4] = { i0, i0 + 1, i0 + W, i0 + W + 1 };
+                int best = i0;
+                for (int k = 1; k < 4; k++) if (inp[c[k]] > inp[best]) best = c[k];
+                outp[oy * OW + ox] = inp[best];
+                amp[oy * OW + ox] = base + best;
+            }
+        return;
+    }
+    for (int oy = 0; oy < OH; oy++) {
+        for (int ox = 0; ox < OW; ox++) {
+            int best = (oy * s) * W + ox * s;          /* window's top-left corner */
+            float m = inp[best];
+            for (int ky = 0; ky < K; ky++) {
+                const int row = (oy * s + ky) * W + ox * s;
+                for (int kx = 0; kx < K; kx++)
+                    if (inp[row + kx] > m) { m = inp[row + kx]; best = row + kx; }
+            }
+            outp[oy * OW + ox] = m;
+            amp[oy * OW + ox] = base + best;
+        }
+    }
+}
+
 static void maxpool_forward_planes(void *ctx, size_t lo, size_t hi)
 {
     const maxpool_job *j = ctx;
     const maxpool2d_dims *d = j->d;
-    const int H = d->H, W = d->W, K = d->K, s = d->stride, OH = d->OH, OW = d->OW;
-    for (int pl = (int)lo; pl < (int)hi; pl++) {
-        const int base = pl * H * W;                       /* flat index of in[n, c, 0, 0] */
-        const float *inp = j->in + base;                   /* [H, W] */
-        float *outp = j->out + (size_t)pl * OH * OW;       /* [OH, OW] */
-        int *amp = j->argmax + (size_t)pl * OH * OW;       /* [OH, OW] */
-        if (K == 2 && s == 2) {                            /* the common 2x2 window, unrolled (same order and ties) */
-            for (int oy = 0; oy < OH; oy++)
-                for (int ox = 0; ox < OW; ox++) {
-                    const int i0 = 2 * oy * W + 2 * ox, c[4] = { i0, i0 + 1, i0 + W, i0 + W + 1 };
-                    int best = i0;
-                    for (int k = 1; k < 4; k++) if (inp[c[k]] > inp[best]) best = c[k];
-                    outp[oy * OW + ox] = inp[best];
-                    amp[oy * OW + ox] = base + best;
-                }
-            continue;
-        }
-        for (int oy = 0; oy < OH; oy++) {
-            for (int ox = 0; ox < OW; ox++) {
-                int best = (oy * s) * W + ox * s;          /* window's top-left corner */
-                float m = inp[best];
-                for (int ky = 0; ky < K; ky++) {
-                    const int row = (oy * s + ky) * W + ox * s;
-                    for (int kx = 0; kx < K; kx++)
-                        if (inp[row + kx] > m) { m = inp[row + kx]; best = row + kx; }
-                }
-                outp[oy * OW + ox] = m;
-                amp[oy * OW + ox] = base + best;
-            }
-        }
-    }
+    const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)d->OH * d->OW;
+    for (size_t pl = lo; pl < hi; pl++)
+        ct_maxpool2d_plane(j->out + pl * out_plane, j->argmax + pl * out_plane, j->in + pl * in_plane, (int)(pl * in_plane), d);
 }
 
 void ct_maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
@@ -97,18 +180,27 @@ void ct_maxpool2d_forward(float *out, int *argmax, const float *in, const maxpoo
 
 /* Each window's gradient goes to its argmax, which lies in the window's own plane. */
 CT_HOT
+void ct_maxpool2d_plane_backward(float *dinp, const float *doutp, const int *amp, int base, const maxpool2d_dims *d)
+{
+    const int in_plane = d->H * d->W, out_plane = d->OH * d->OW;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (d->K == 2 && d->stride == 2 && ct_kernels_get() == CT_KERNELS_AVX512) {
+        pool2_plane_backward_avx512(dinp, doutp, amp, base, d->H, d->W, d->OH, d->OW);
+        return;
+    }
+#endif
+    memset(dinp, 0, (size_t)in_plane * sizeof *dinp);
+    for (int k = 0; k < out_plane; k++) dinp[amp[k] - base] += doutp[k];
+}
+
 static void maxpool_backward_planes(void *ctx, size_t lo, size_t hi)
 {
     const maxpool_job *j = ctx;
     const maxpool2d_dims *d = j->d;
     const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)d->OH * d->OW;
-    float *din = j->din;
-    const float *dout = j->dout;
-    const int *argmax = j->argmax_in;
-    for (size_t pl = lo; pl < hi; pl++) {   /* plane by plane: each plane zeroed while in the cache, then added into */
-        memset(din + pl * in_plane, 0, in_plane * sizeof *din);
-        for (size_t k = pl * out_plane; k < (pl + 1) * out_plane; k++) din[argmax[k]] += dout[k];
-    }
+    for (size_t pl = lo; pl < hi; pl++)   /* plane by plane: each plane zeroed while in the cache, then added into */
+        ct_maxpool2d_plane_backward(j->din + pl * in_plane, j->dout + pl * out_plane, j->argmax_in + pl * out_plane,
+                                    (int)(pl * in_plane), d);
 }
 
 void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d)

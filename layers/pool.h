@@ -25,6 +25,13 @@ void ct_maxpool2d_forward(float *out, int *argmax, const float *in, const maxpoo
 /* din [N, C, H, W] overwritten. */
 void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, const maxpool2d_dims *d);
 
+/* One plane [n, c] of the two above, for kernels that pool a map they have just made
+ * (layers/batchnorm.h: ct_batchnorm_maxpool_forward): outp, amp [OH, OW]; inp, dinp [H, W]
+ * (dinp overwritten); base = the plane's flat index in [N, C, H, W], (n C + c) H W, which
+ * the argmax values carry. */
+void ct_maxpool2d_plane(float *outp, int *amp, const float *inp, int base, const maxpool2d_dims *d);
+void ct_maxpool2d_plane_backward(float *dinp, const float *doutp, const int *amp, int base, const maxpool2d_dims *d);
+
 /* out [N, C]; in [N, C, HW]. */
 void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW);
 /* din [N, C, HW] overwritten; dout [N, C]. */

@@ -173,6 +173,8 @@ static double dense_flops(const seq_layer *l, int N)
  * A relu written right before a maxpool runs after it, on the pooled map (see
  * plan_in_place): relu_after_pool is set on both, and the pool runs the relu. */
 
+static batchnorm_dims bn_dims(const seq_cnn *m, const seq_layer *l, int N, int train);
+
 static ct_status maxpool_parse(seq_layer *l, const char *s, int pos)
 {
     CT_TRY(ct_seq_spec_uint(&s, &l->kernel, 1, 1024, pos, l->text, "window size", "maxpool2"));
@@ -211,7 +213,18 @@ static void maxpool_forward(seq_cnn *m, int i, const float *in, int N, int train
     seq_layer *l = &m->layer[i];
     ct_prof *p = &m->prof;
     maxpool2d_dims pd = pool_dims(l, N);
-    m->be->ops->maxpool2d_forward(m->be, l->out, l->argmax, in, &pd);
+    seq_layer *bn = l->bn_of_pool ? &m->layer[l->bn_of_pool - 1] : NULL;
+    if (bn && bn->bn_pool_ran) {   /* the batchnorm before it and this pool as one; its time is the batchnorm's */
+        const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
+        batchnorm_dims bd = bn_dims(m, bn, N, train);
+        m->be->ops->batchnorm_maxpool_forward(m->be, l->out, l->argmax, bn->mean, bn->invstd,
+                                              ct_dparams_data(S, bn->bn.running_mean), ct_dparams_data(S, bn->bn.running_var),
+                                              bn->bn_pool_in, ct_dparams_data(P, bn->bn.gamma), ct_dparams_data(P, bn->bn.beta),
+                                              &bd, &pd, train);
+        ct_prof_lap(p, m->be, &p->fwd[l->bn_of_pool - 1]);
+    } else {
+        m->be->ops->maxpool2d_forward(m->be, l->out, l->argmax, in, &pd);
+    }
     if (l->relu_after_pool) {   /* the relu written before this pool (layer i - 1), on the pooled map */
         ct_prof_lap(p, m->be, &p->fwd[i]);
         m->be->ops->relu_forward(m->be, l->out, l->out, n_out(m, i, N));
@@ -227,6 +240,18 @@ static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const
     if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
         m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
         ct_prof_lap(p, m->be, &p->bwd[i - 1]);
+    }
+    const int b = l->bn_of_pool - 1;
+    if (b >= 0 && m->layer[b].bn_pool_ran) {   /* down to the batchnorm's input; its time is the batchnorm's */
+        const seq_layer *bn = &m->layer[b];
+        const ct_dparams *P = &m->dev;
+        batchnorm_dims bd = bn_dims(m, bn, N, 1);
+        float *dx = b > m->first_param ? din : NULL;   /* as backward_layers gives the batchnorm */
+        m->be->ops->batchnorm_maxpool_backward(m->be, dx, ct_dparams_grad(P, bn->bn.gamma), ct_dparams_grad(P, bn->bn.beta),
+                                               dout, l->argmax, bn->bn_pool_in, bn->mean, bn->invstd,
+                                               ct_dparams_data(P, bn->bn.gamma), &bd, &pd);
+        ct_prof_lap(p, m->be, &p->bwd[b]);
+        return dx;
     }
     m->be->ops->maxpool2d_backward(m->be, din, dout, l->argmax, &pd);
     return din;
@@ -370,11 +395,25 @@ static ct_status batchnorm_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, si
     return CT_OK;
 }
 
+/* Whether batchnorm layer i and its pool run as one in this pass. */
+static int bn_pool_fused(const seq_cnn *m, int i, int N, int train)
+{
+    const seq_layer *l = &m->layer[i];
+    if (!l->pool_of_bn || m->unfused || !m->be->ops->batchnorm_maxpool_fits) return 0;
+    if (l->pool_of_bn == i + 2 && !m->layer[i + 1].relu_after_pool) return 0;   /* the relu between must run after the pool */
+    batchnorm_dims bd = bn_dims(m, l, N, train);
+    maxpool2d_dims pd = pool_dims(&m->layer[l->pool_of_bn], N);
+    return m->be->ops->batchnorm_maxpool_fits(m->be, &bd, &pd);
+}
+
 static void batchnorm_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
     batchnorm_dims bd = bn_dims(m, l, N, train);
+    l->bn_pool_ran = bn_pool_fused(m, i, N, train);
+    l->bn_pool_in = in;
+    if (l->bn_pool_ran) return;   /* its pool runs the two (maxpool_forward) */
     m->be->ops->batchnorm_forward(m->be, l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
                               ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
                               ct_dparams_data(P, l->bn.beta), &bd, train);
@@ -385,6 +424,7 @@ static float *batchnorm_backward(seq_cnn *m, int i, float *dout, float *din, con
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
     batchnorm_dims bd = bn_dims(m, l, N, 1);
+    if (l->bn_pool_ran) return dout;   /* its pool's backward gave the gradient at its input */
     m->be->ops->batchnorm_backward(m->be, din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), dout, l->xhat,
                                l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
     return din;
@@ -563,6 +603,17 @@ static void plan_in_place(seq_cnn *m)
     for (int i = 0; i + 1 < m->n; i++)
         if (m->layer[i].kind == SEQ_RELU && m->layer[i].in_place && m->layer[i + 1].kind == SEQ_MAXPOOL)
             m->layer[i].relu_after_pool = m->layer[i + 1].relu_after_pool = 1;
+    /* batchnorm on maps, then maxpool (with at most a relu between, which then runs after the
+     * pool): nothing else reads the batchnorm's output, so a backend with a kernel for the
+     * pair (ops->batchnorm_maxpool_*) runs the two without writing it */
+    for (int i = 0; i + 1 < m->n; i++) {
+        seq_layer *l = &m->layer[i];
+        l->pool_of_bn = 0;
+        if (l->kind != SEQ_BATCHNORM || l->flat_in) continue;
+        const int p = m->layer[i + 1].kind == SEQ_MAXPOOL ? i + 1
+                    : m->layer[i + 1].relu_after_pool && i + 2 < m->n ? i + 2 : 0;
+        if (p) { l->pool_of_bn = p; m->layer[p].bn_of_pool = i + 1; }
+    }
 }
 
 /* encoder != 0: no classes and no loss (classes is 0); the last layer must be flat */

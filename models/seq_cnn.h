@@ -119,6 +119,12 @@ typedef struct {
     int in_place;                   /* elementwise layer writing over its input */
     int relu_after_pool;            /* a relu right before a maxpool: it runs after the pool, on the pooled map
                                      * (relu(max x) = max(relu x), gradients too); on the maxpool: it runs that relu */
+    int pool_of_bn;                 /* batchnorm on maps feeding a maxpool (maybe through a relu after the pool):
+                                     * the pool's index, which runs the two as one where the backend can
+                                     * (ops->batchnorm_maxpool_*); 0: none */
+    int bn_of_pool;                 /* maxpool: that batchnorm's index + 1; 0: none */
+    int bn_pool_ran;                /* batchnorm: the last forward pass left the pair to the pool */
+    const float *bn_pool_in;        /* batchnorm: its input in that pass */
     conv2d_ids conv;
     dense_ids dense;
     batchnorm_ids bn;
@@ -157,6 +163,7 @@ typedef struct seq_cnn {
     /* Testing hook: when set, training-mode dropout applies each dropout layer's
      * current `mask` (filled by the caller) instead of drawing a new one. */
     int given_masks;
+    int unfused;                    /* 1: every layer runs alone, never a pair as one (the tests compare the two) */
     /* Data-parallel training (ct_seq_cnn_set_part): the batch of the next forward is
      * part of a larger one, and dropout draws each element's number where the whole
      * batch would. part_rows = 0: the batch is whole. */

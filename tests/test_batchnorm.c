@@ -5,7 +5,11 @@
  * running statistics after the update) and of eval mode with the updated running
  * statistics (tests/golden/batchnorm_*.h5); channels shared by 2 and 3 workers
  * give the same bits as one; synchronised statistics over two replicas (threads standing
- * for ranks) equal the whole batch's; parameter registration.
+ * for ranks) equal the whole batch's; parameter registration; the one-pass statistics
+ * against a two-pass reference in long double (a large mean, and a first sample far from
+ * the rest); the streamed element-wise passes against the plain formula on every
+ * instruction set, at aligned and unaligned addresses; batchnorm and the maxpool after it
+ * as one kernel against the two layers.
  */
 #include <math.h>
 #include <pthread.h>
@@ -16,6 +20,7 @@
 #include "core/threads.h"
 #include "io/h5.h"
 #include "layers/batchnorm.h"
+#include "layers/gemm_packed.h"
 
 /* Tolerances.
  * Gradient check: batchnorm is smooth but not linear; with h = 5e-3 the central
@@ -331,8 +336,205 @@ static void bn_synced_copies(int N, int C, int HW)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
+/* |a - b| in units of float's spacing at b (b > 0 or < 0, not 0) */
+static double ulps(float a, double b)
+{
+    int e;
+    frexp(b, &e);
+    return fabs((double)a - b) / ldexp(1.0, e - 24);
+}
+
+/* The statistics are taken in one pass about the mean of each channel's first run
+ * (layers/batchnorm.c), with a second pass where that shift is far from the mean. Against
+ * a two-pass reference in long double, the float mean, inverse deviation and running
+ * variance are within one unit in the last place (batchnorm.c derives an error of at most
+ * a tenth of one before the rounding to float). far = 0: values 100000 + U(-1, 1), where
+ * sums about 0 would lose the variance's digits; far = 1: sample 0 at 100 + U(-1, 1) and
+ * the rest U(-1, 1), N = 64, so the shift is 8 deviations from the mean and the second
+ * pass runs. */
+static void bn_one_pass(int far)
+{
+    const int N = 64, C = 3, HW = 257;
+    t_case("batchnorm/statistics in one pass: mean, 1/sqrt(var + eps), running variance within 1 ulp of a two-pass "
+           "long-double reference (%s)", far ? "first sample 8 deviations from the mean: second pass" : "mean 100000, deviation 0.58");
+    const size_t n = (size_t)N * C * HW, M = (size_t)N * HW;
+    batchnorm_dims d = { .N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f };
+    ct_rng r;
+    ct_rng_seed(&r, 11, (uint64_t)far);
+    float *x = t_alloc(n), *out = t_alloc(n), *xhat = t_alloc(n), *g = t_alloc(C), *b = t_alloc(C);
+    float mean[3], invstd[3], rm[3] = { 0 }, rv[3] = { 1, 1, 1 };
+    t_fill_uniform(x, n, -1, 1, &r);
+    for (size_t i = 0; i < n; i++)
+        if (!far) x[i] += 100000.0f;
+        else if (i < (size_t)C * HW) x[i] += 100.0f;    /* sample 0, every channel */
+    for (int c = 0; c < C; c++) { g[c] = 1.0f; b[c] = 0.0f; }
+    ct_batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, g, b, &d, 1);
+    double worst = 0.0;
+    for (int c = 0; c < C; c++) {
+        long double s = 0.0L, ss = 0.0L;
+        for (int k = 0; k < N; k++) for (int i = 0; i < HW; i++) s += x[((size_t)k * C + c) * HW + i];
+        const long double m = s / (long double)M;
+        for (int k = 0; k < N; k++) for (int i = 0; i < HW; i++) {
+            const long double t = x[((size_t)k * C + c) * HW + i] - m;
+            ss += t * t;
+        }
+        const double want_is = (double)(1.0L / sqrtl(ss / (long double)M + (long double)d.eps));
+        const double want_rv = (double)(0.9L + 0.1L * (ss / (long double)(M - 1)));
+        const double e[3] = { ulps(mean[c], (double)m), ulps(invstd[c], want_is), ulps(rv[c], want_rv) };
+        for (int k = 0; k < 3; k++) if (e[k] > worst) worst = e[k];
+    }
+    t_check(worst <= 1.0, "statistics off by %.2f ulp (tolerance 1)", worst);
+    free(x); free(out); free(xhat); free(g); free(b);
+}
+
+/* The element-wise passes stream their outputs with AVX-512 or SSE, with plain stores
+ * before the first aligned address and after the last full vector. On every instruction
+ * set this CPU runs, at run lengths 1, 37 and 1000 and at arrays starting 0 to 3 floats
+ * past a 64-byte boundary: out is the plain formula gamma ((x - mu) invstd) + beta bit for
+ * bit with the returned statistics, eval mode likewise with the running ones, and every
+ * set gives the first set's bits for out, xhat and din. */
+static void bn_streamed(void)
+{
+    t_case("batchnorm/streamed passes: the plain formula bit for bit, the same bits on every instruction set, "
+           "runs of 1, 37 and 1000 at any alignment");
+    const int N = 3, C = 2, lens[3] = { 1, 37, 1000 };
+    const ct_kernels saved = ct_kernels_set(ct_kernels_get());
+    int bad = 0, sets = 0;
+    for (int li = 0; li < 3; li++)
+        for (int shift = 0; shift < 4; shift++) {
+            const int HW = lens[li];
+            const size_t n = (size_t)N * C * HW;
+            batchnorm_dims d = { .N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f };
+            ct_rng r;
+            ct_rng_seed(&r, 12, (uint64_t)(li * 4 + shift));
+            float *xa = t_alloc(n + 4), *dya = t_alloc(n + 4), *g = t_alloc(C), *b = t_alloc(C);
+            float *x = xa + shift, *dy = dya + shift;
+            t_fill_uniform(x, n, -2, 3, &r);
+            t_fill_uniform(dy, n, -1, 1, &r);
+            t_fill_uniform(g, C, 0.5f, 1.5f, &r);
+            t_fill_uniform(b, C, -0.5f, 0.5f, &r);
+            float *first = NULL;
+            sets = 0;
+            for (int k = CT_KERNELS_BLAS; k <= (int)ct_kernels_cpu(); k++) {
+                ct_kernels_set((ct_kernels)k);
+                sets++;
+                float *buf = t_alloc(4 * (n + 4)), *out = buf + shift, *xhat = buf + (n + 4) + shift;
+                float *din = buf + 2 * (n + 4) + shift, *eout = buf + 3 * (n + 4) + shift;
+                float mean[2], invstd[2], rm[2] = { 0.1f, -0.2f }, rv[2] = { 0.7f, 1.3f }, dg[2] = { 0 }, db[2] = { 0 };
+                ct_batchnorm_forward(out, xhat, mean, invstd, rm, rv, x, g, b, &d, 1);
+                ct_batchnorm_backward(din, dg, db, dy, xhat, invstd, g, &d);
+                float em[2], eis[2], exh;
+                float *exhat = t_alloc(n);
+                ct_batchnorm_forward(eout, exhat, em, eis, rm, rv, x, g, b, &d, 0);
+                for (int c = 0; c < C; c++)
+                    for (int s2 = 0; s2 < N; s2++)
+                        for (int i = 0; i < HW; i++) {
+                            const size_t o = ((size_t)s2 * C + c) * HW + i;
+                            const float h = (x[o] - mean[c]) * invstd[c];
+                            const float y = g[c] * h + b[c];
+                            exh = (x[o] - em[c]) * eis[c];
+                            const float ey = g[c] * exh + b[c];
+                            if (memcmp(&h, &xhat[o], 4) || memcmp(&y, &out[o], 4) || memcmp(&ey, &eout[o], 4)) bad++;
+                        }
+                free(exhat);
+                if (!first) first = buf;
+                else {
+                    if (memcmp(first, buf, 4 * (n + 4) * sizeof *buf)) bad++;
+                    free(buf);
+                }
+            }
+            free(first); free(xa); free(dya); free(g); free(b);
+        }
+    ct_kernels_set(saved);
+    t_check(bad == 0, "%d runs or elements differ (%d instruction sets)", bad, sets);
+}
+
+/* ct_batchnorm_maxpool_forward/_backward against ct_batchnorm_forward + ct_maxpool2d_forward
+ * and ct_maxpool2d_backward + ct_batchnorm_backward: pooled values, argmax, the statistics,
+ * din, dgamma and dbeta bit for bit (the pair's backward remaking xhat from x), in train and eval mode, on 1 to 3
+ * workers, for 2x2 windows over odd maps (a column no window covers) and overlapping 3x3
+ * windows of stride 1; and which pairs it refuses. */
+static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int threads)
+{
+    t_case("batchnorm/with the maxpool after it as one = the two layers bit for bit (N=%d C=%d %dx%d, window %d stride %d, "
+           "%d workers)", N, C, H, W, K, stride, threads);
+    const batchnorm_dims d = { .N = N, .C = C, .HW = H * W, .eps = 1e-5f, .momentum = 0.1f };
+    maxpool2d_dims pd;
+    if (!t_check(ct_maxpool2d_dims_make(&pd, N, C, H, W, K, stride) == CT_OK, "dims")) return;
+    if (!t_check(ct_batchnorm_maxpool_fits(&d, &pd), "the pair should fit")) return;
+    const size_t n = (size_t)N * C * H * W, np = (size_t)N * C * pd.OH * pd.OW;
+    ct_rng r;
+    ct_rng_seed(&r, 13, (uint64_t)(K * 10 + threads));
+    float *x = t_alloc(n), *dp = t_alloc(np), *g = t_alloc(C), *b = t_alloc(C);
+    t_fill_uniform(x, n, -2, 3, &r);
+    t_fill_uniform(dp, np, -1, 1, &r);
+    t_fill_uniform(g, C, -1.5f, 1.5f, &r);   /* negative gamma: the pool's maximum is not at x's maximum */
+    t_fill_uniform(b, C, -0.5f, 0.5f, &r);
+    ct_threads_set(threads);
+    int bad = 0;
+    for (int train = 1; train >= 0; train--) {
+        /* [0]: the two layers; [1]: as one */
+        float *y = t_alloc(n), *din[2], *xh[2], *pool[2], st[2][6][8] = { { { 0 } } };
+        int *am[2];
+        for (int k = 0; k < 2; k++) {
+            din[k] = t_alloc(n); xh[k] = t_alloc(n); pool[k] = t_alloc(np);
+            am[k] = calloc(np, sizeof(int));
+            for (int c = 0; c < C; c++) { st[k][0][c] = st[k][1][c] = st[k][4][c] = st[k][5][c] = 0; st[k][2][c] = 0.3f; st[k][3][c] = 1.2f; }
+        }
+        /* st[k]: mean, invstd, running mean, running var, dgamma, dbeta */
+        ct_batchnorm_forward(y, xh[0], st[0][0], st[0][1], st[0][2], st[0][3], x, g, b, &d, train);
+        ct_maxpool2d_forward(pool[0], am[0], y, &pd);
+        ct_batchnorm_maxpool_forward(pool[1], am[1], st[1][0], st[1][1], st[1][2], st[1][3], x, g, b, &d, &pd, train);
+        if (train) {
+            ct_maxpool2d_backward(y, dp, am[0], &pd);
+            ct_batchnorm_backward(din[0], st[0][4], st[0][5], y, xh[0], st[0][1], g, &d);
+            ct_batchnorm_maxpool_backward(din[1], st[1][4], st[1][5], dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
+        }
+        bad += memcmp(pool[0], pool[1], np * sizeof(float)) != 0;
+        bad += memcmp(am[0], am[1], np * sizeof(int)) != 0;
+        bad += memcmp(din[0], din[1], n * sizeof(float)) != 0;
+        bad += memcmp(st[0], st[1], sizeof st[0]) != 0;
+        if (train) {   /* without din: the same parameter gradients added once more */
+            ct_batchnorm_maxpool_backward(NULL, st[1][4], st[1][5], dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
+            ct_batchnorm_backward(NULL, st[0][4], st[0][5], y, xh[0], st[0][1], g, &d);
+            bad += memcmp(st[0][4], st[1][4], sizeof st[0][4]) != 0 || memcmp(st[0][5], st[1][5], sizeof st[0][5]) != 0;
+        }
+        for (int k = 0; k < 2; k++) { free(din[k]); free(xh[k]); free(pool[k]); free(am[k]); }
+        free(y);
+    }
+    ct_threads_set(1);
+    t_check(bad == 0, "%d of the outputs differ", bad);
+    free(x); free(dp); free(g); free(b);
+}
+
+static void bn_pool_refusals(void)
+{
+    t_case("batchnorm/with the maxpool after it: refused with synchronised statistics, another map's pool, planes over 16,384");
+    batchnorm_dims d = { .N = 2, .C = 3, .HW = 20, .eps = 1e-5f, .momentum = 0.1f };
+    maxpool2d_dims pd, other, big;
+    ct_replica_sum rs = { 0 };
+    ct_maxpool2d_dims_make(&pd, 2, 3, 4, 5, 2, 2);
+    ct_maxpool2d_dims_make(&other, 2, 3, 5, 5, 2, 2);
+    ct_maxpool2d_dims_make(&big, 2, 3, 129, 128, 2, 2);
+    batchnorm_dims dbig = d;
+    dbig.HW = 129 * 128;
+    t_check(ct_batchnorm_maxpool_fits(&d, &pd), "a plain pair should fit");
+    t_check(!ct_batchnorm_maxpool_fits(&d, &other), "a pool over other maps fits");
+    t_check(!ct_batchnorm_maxpool_fits(&dbig, &big), "a 129x128 plane fits");
+    d.sync = &rs;
+    t_check(!ct_batchnorm_maxpool_fits(&d, &pd), "synchronised statistics fit");
+}
+
 void suite_batchnorm(void)
 {
+    bn_pool_case(3, 4, 9, 7, 2, 2, 1);
+    bn_pool_case(3, 4, 9, 7, 2, 2, 3);
+    bn_pool_case(2, 3, 8, 6, 3, 1, 2);
+    bn_pool_case(4, 2, 40, 20, 2, 2, 2);   /* runs long enough for the vector loops */
+    bn_pool_refusals();
+    bn_one_pass(0);
+    bn_one_pass(1);
+    bn_streamed();
     bn_synced();
     bn_synced_copies(4, 5, 7);
     bn_synced_copies(2, 2500, 3);   /* more channels than one chunk of the replicas' sums (1024) */

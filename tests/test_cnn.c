@@ -248,6 +248,59 @@ static void relu_after_pool(void)
     ct_seq_cnn_free(&b);
 }
 
+/* A batchnorm and the maxpool after it (through a relu run after the pool, or directly)
+ * run as one on the CPU (ops->batchnorm_maxpool_*, models/seq_cnn.c): loss, logits, every
+ * gradient and the running statistics must be those of the layers run one by one, bit for
+ * bit, in training and in evaluation. The spec has both forms, an overlapping window
+ * (3, stride 2) and a batchnorm that feeds no pool. */
+static void bn_pool_pairs(void)
+{
+    const char *spec = "conv4k3p1,batchnorm,relu,maxpool2,conv6k3p1,batchnorm,maxpool3s2,conv4k1,batchnorm,relu,flatten,dense5";
+    t_case("cnn/batchnorm and maxpool as one: loss, logits, gradients, running statistics bit for bit (%s)", spec);
+    seq_cnn a, b;
+    enum { N = 6, H = 14, W = 11 };
+    if (!t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&a, N) == CT_OK &&
+                 ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error()))
+        return;
+    b.unfused = 1;
+    int pairs = 0;
+    for (int i = 0; i < a.n; i++) pairs += a.layer[i].pool_of_bn != 0;
+    t_check(pairs == 2, "the two batchnorm,maxpool pairs should be marked (%d marked)", pairs);
+    ct_rng r;
+    ct_rng_seed(&r, 34, 1);
+    ct_seq_cnn_init_weights(&a, &r);
+    t_fill_uniform(a.params.data, a.params.numel, -0.5f, 0.5f, &r);   /* gamma and beta away from 1 and 0 too */
+    memcpy(b.params.data, a.params.data, a.params.numel * sizeof *a.params.data);
+    memcpy(b.buffers.data, a.buffers.data, a.buffers.numel * sizeof *a.buffers.data);
+    float *x = t_alloc(N * H * W);
+    t_fill_uniform(x, N * H * W, -1.0f, 1.0f, &r);
+    int labels[N] = { 0, 1, 2, 3, 4, 0 };
+    for (int step = 0; step < 2; step++) {
+        float la = ct_seq_cnn_forward(&a, x, labels, N, 1, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 1, NULL, NULL);
+        int ran = 0;
+        for (int i = 0; i < a.n; i++) ran += a.layer[i].bn_pool_ran + 2 * b.layer[i].bn_pool_ran;
+        t_check(ran == 2, "both pairs should run as one in the first model and neither in the second (%d)", ran);
+        t_check(la == lb, "step %d: loss %.9g as one, %.9g one by one", step, la, lb);
+        t_close("logits", a.logits, b.logits, N * 5, 0.0);
+        ct_params_zero_grad(&a.params);
+        ct_params_zero_grad(&b.params);
+        ct_seq_cnn_backward(&a, x, labels, N);
+        ct_seq_cnn_backward(&b, x, labels, N);
+        t_close("parameter gradients", a.params.grad, b.params.grad, a.params.numel, 0.0);
+        t_close("running statistics", a.buffers.data, b.buffers.data, a.buffers.numel, 0.0);
+        for (size_t k = 0; k < a.params.numel; k++) {   /* a step, so that the second one starts elsewhere */
+            a.params.data[k] -= 0.1f * a.params.grad[k];
+            b.params.data[k] -= 0.1f * b.params.grad[k];
+        }
+    }
+    float la = ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 0, NULL, NULL);
+    t_check(la == lb, "evaluation: loss %.9g as one, %.9g one by one", la, lb);
+    t_close("evaluation logits", a.logits, b.logits, N * 5, 0.0);
+    free(x);
+    ct_seq_cnn_free(&a);
+    ct_seq_cnn_free(&b);
+}
+
 /* ---- a short real training run ---- */
 static void train_fashion(void)
 {
@@ -324,5 +377,6 @@ void suite_cnn(void)
     gradcheck(SPEC_RES, 4, 2, 8, 8, 5, 23);
     modes();
     relu_after_pool();
+    bn_pool_pairs();
     train_fashion();
 }

@@ -6,6 +6,7 @@
  * argmax included); the errors of ct_maxpool2d_dims_make. Average pooling over H
  * (the CNN speaker encoder's mean over time): gradient check, parity with
  * torch's adaptive_avg_pool2d(x, (1, W)), and a check that it averages over H only.
+ * The AVX-512 kernel of 2x2 windows of stride 2 against the scalar loop.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "core/threads.h"
 #include "io/h5.h"
 #include "layers/activation.h"
+#include "layers/gemm_packed.h"
 #include "layers/pool.h"
 
 /* Tolerances.
@@ -293,8 +295,48 @@ static void pool_workers(void)
     free(ref); free(x); free(dy);
 }
 
+/* 2x2 windows of stride 2 run 16 at a time with AVX-512 (layers/pool.c): out, argmax and
+ * din must be the scalar loop's bit for bit, on widths whose window count is not a multiple
+ * of 16, odd sizes (a row and a column no window covers), inputs on a coarse grid (ties in
+ * every order), NaN inputs, and gradients of -0 (the scatter into zeros makes them +0). */
+static void mp_vector(int N, int C, int H, int W)
+{
+    const ct_kernels cpu = ct_kernels_cpu();
+    t_case("pool/maxpool 2x2 stride 2: %s = the scalar loop bit for bit (N=%d C=%d %dx%d; ties, NaN, -0)",
+           cpu >= CT_KERNELS_AVX512 ? "AVX-512" : "this CPU's loop (no AVX-512 here)", N, C, H, W);
+    maxpool2d_dims d;
+    if (!t_check(ct_maxpool2d_dims_make(&d, N, C, H, W, 2, 2) == CT_OK, "dims")) return;
+    const size_t n = (size_t)N * C * H * W, no = (size_t)N * C * d.OH * d.OW;
+    ct_rng r;
+    ct_rng_seed(&r, 21, (uint64_t)W);
+    float *x = t_alloc(n), *g = t_alloc(no), *out[2], *din[2];
+    int *am[2];
+    t_fill_uniform(x, n, -2, 2, &r);
+    t_fill_uniform(g, no, -1, 1, &r);
+    for (size_t i = 0; i < n; i++) x[i] = roundf(x[i] * 2.0f) / 2.0f;   /* 9 values: ties everywhere */
+    for (size_t i = 0; i < n; i += 37) x[i] = NAN;
+    for (size_t i = 0; i < no; i += 5) g[i] = -0.0f;
+    const ct_kernels saved = ct_kernels_set(ct_kernels_get());
+    for (int k = 0; k < 2; k++) {
+        ct_kernels_set(k == 0 ? (cpu >= CT_KERNELS_AVX2 ? CT_KERNELS_AVX2 : cpu) : cpu);
+        out[k] = t_alloc(no); din[k] = t_alloc(n); am[k] = calloc(no, sizeof(int));
+        for (size_t i = 0; i < n; i++) din[k][i] = 7.0f;   /* must be overwritten */
+        ct_maxpool2d_forward(out[k], am[k], x, &d);
+        ct_maxpool2d_backward(din[k], g, am[k], &d);
+    }
+    ct_kernels_set(saved);
+    t_check(memcmp(out[0], out[1], no * sizeof(float)) == 0, "pooled values differ");
+    t_check(memcmp(am[0], am[1], no * sizeof(int)) == 0, "argmax differs");
+    t_check(memcmp(din[0], din[1], n * sizeof(float)) == 0, "din differs");
+    for (int k = 0; k < 2; k++) { free(out[k]); free(din[k]); free(am[k]); }
+    free(x); free(g);
+}
+
 void suite_pool(void)
 {
+    mp_vector(2, 3, 7, 35);   /* 17 windows a row: a full vector and one lane; odd sizes */
+    mp_vector(3, 2, 100, 40); /* the CNN speaker encoder's first map: 20 windows a row */
+    mp_vector(1, 4, 5, 5);    /* 2 windows a row */
     pool_workers();
     mp_gradcheck(1, 1, 5, 5, 2, 2, 1);    /* N=1, C=1, 2x2 windows that do not tile 5x5 (last row/col dropped) */
     mp_gradcheck(2, 3, 7, 6, 3, 2, 2);    /* overlapping windows (s < K), odd sizes */
