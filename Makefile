@@ -12,7 +12,7 @@
 #   make fuzz       every reader under libFuzzer with ASan+UBSan (clang, build-fuzz/), FUZZ_SECONDS each
 #                   (default 60); tests/fuzz/targets.h lists the targets, tests/fuzz/run.sh prints the table
 #   make demo       train the siamese LSTM on a generated corpus, printing per-epoch seconds
-#   make bench      FMA and sgemm peaks, both models' training: ctrain vs Debian's and the newest PyTorch (bench/)
+#   make bench      FMA and sgemm peaks, the three models' training: ctrain vs Debian's and the newest PyTorch (bench/)
 #   make bench-scale a store of 1.5x this machine's memory trained from (bench/scale.sh): pairs/s,
 #                   resident memory and read amplification, streamed against in memory
 #   make bench-avx2 the same with this CPU playing one without AVX-512 (AVX2 and FMA) on both sides

@@ -6,6 +6,8 @@
 #      (3,072 + 1,024 pairs of 100 x 40 log-mels, LSTM 128, batch 128, 4 epochs),
 #   2. `ctrain time cnn --protocol bench` and bench/cnn_torch.py --epochs
 #      (6,000 + 1,000 Fashion-MNIST images, Keras mnist_cnn, batch 128, 4 epochs),
+#   3. `ctrain time siamese-cnn --protocol bench` and bench/siamese_torch.py --model siamese-cnn
+#      (the pairs of 1. through the CNN speaker encoder's default spec),
 #   each against every PyTorch found: Debian's (/usr/bin/python3, python3-torch)
 #   and the newest from PyPI, in a cached virtual environment made by
 #   bench/torch_venv.sh (CTRAIN_TORCH_VENV, default ~/.cache/ctrain/venv-torch;
@@ -16,10 +18,10 @@
 #   HOST-MODEL-DEVICE.json (ctrain; also HOST-MODEL.svg; HOST is $CTRAIN_BENCH_NAME when set) and
 #   HOST-MODEL-torch-VERSION-cpu.json (PyTorch); the closing table is also
 #   written as HOST-summary.json;
-#   then, where the CPU has bf16 products (AMX-BF16 or AVX512-BF16), both models with
+#   then, where the CPU has bf16 products (AMX-BF16 or AVX512-BF16), the three models with
 #   --precision fp32,bf16 against PyTorch's bf16 autocast (HOST-MODEL-bf16-cpu.json,
 #   HOST-MODEL-torch-VERSION-bf16-cpu.json);
-#   3. the step microbenchmarks: the LSTM, the siamese step, the cnn step, with
+#   4. the step microbenchmarks: the LSTM, the siamese step, the cnn step, with
 #   every PyTorch found (CTRAIN_BENCH_STEPS=0 leaves them out).
 #
 #   With CTRAIN_BENCH_ISA=avx2 (`make bench-avx2`) this CPU plays one with AVX2 and FMA but no
@@ -126,6 +128,11 @@ if [ -f $fmnist/train-images-idx3-ubyte.gz ]; then cnn_data=fashion-mnist; torch
 "$ctrain" time cnn --protocol bench --data $cnn_data --threads "$threads" --device cpu,gpu --per-layer --json "$results/$host-cnn.json" || exit 1
 compare_torch cnn bench/cnn_torch.py --data $torch_data --samples 6000 --val-samples 1000 || exit 1
 
+echo
+echo "== siamese-cnn (the CNN speaker encoder), protocol bench ($threads threads)"
+"$ctrain" time siamese-cnn --protocol bench --threads "$threads" --device cpu,gpu --per-layer --json "$results/$host-siamese-cnn.json" || exit 1
+compare_torch siamese-cnn bench/siamese_torch.py --model siamese-cnn --pairs 3072 --val-pairs 1024 || exit 1
+
 # bf16: ctrain --precision bf16 against PyTorch's bf16 autocast, where this CPU has bf16 products
 # (AMX-BF16 or AVX512-BF16; docs/precision.md); elsewhere one line says why
 bf16_line=$("$ctrain" info --no-peak | sed -n 's/^--precision bf16: //p')
@@ -133,9 +140,9 @@ case "$bf16_line" in
   "CPU products on "*)
     echo
     echo "== bf16 mixed precision: ctrain --precision bf16 and PyTorch bf16 autocast ($threads threads)"
-    for m in siamese-lstm cnn; do
+    for m in siamese-lstm cnn siamese-cnn; do
       if [ $m = cnn ]; then script=bench/cnn_torch.py; margs="--data $torch_data --samples 6000 --val-samples 1000"; cdata="--data $cnn_data"
-      else script=bench/siamese_torch.py; margs="--pairs 3072 --val-pairs 1024"; cdata=""; fi
+      else script=bench/siamese_torch.py; margs="--model $m --pairs 3072 --val-pairs 1024"; cdata=""; fi
       mine=$results/$host-$m-bf16-cpu.json
       "$ctrain" time $m --protocol bench $cdata --threads "$threads" --device cpu --precision fp32,bf16 --json "$results/$host-$m-prec.json" || exit 1
       mv "$results/$host-$m-prec-cpu-bf16.json" "$mine" && rm -f "$results/$host-$m-prec-cpu.json"

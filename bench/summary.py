@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-MODELS = [("siamese-lstm", "pairs/s"), ("cnn", "images/s")]
+MODELS = [("siamese-lstm", "pairs/s"), ("cnn", "images/s"), ("siamese-cnn", "pairs/s")]
 
 
 def load(path):

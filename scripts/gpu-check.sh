@@ -43,10 +43,11 @@
 #             compared with h5diff, or h5py where HDF5's tools are missing)
 #   resume    scripts/gpu-resume.sh: siamese-lstm and cnn on the GPU, stopped inside an epoch     120
 #             and resumed from the checkpoint, weights bit-identical to the uninterrupted run
-#   torch-*   bench/siamese_torch.py and cnn_torch.py --device cuda, TF32 off and on,
-#             with `python3` from PATH (the same workloads as the time-* steps)          75 each
-#   bf16-*    when the CPU has amx_bf16: ctrain time siamese-lstm and cnn --device cpu        120 each
-#             --threads 2 --precision fp32,bf16 --protocol bench, and PyTorch's bf16 autocast
+#   torch-*   bench/siamese_torch.py (siamese-lstm, and --model siamese-cnn) and cnn_torch.py
+#             --device cuda, TF32 off and on, with `python3` from PATH (the same workloads as
+#             the time-* steps)                                                          75 each
+#   bf16-*    when the CPU has amx_bf16: ctrain time siamese-lstm, cnn and siamese-cnn       120 each
+#             --device cpu --threads 2 --precision fp32,bf16 --protocol bench, and PyTorch's bf16 autocast
 #             on the same workload (python3 on PATH): the AMX targets of docs/precision.md
 #   gpubf16-* ctrain time siamese-lstm and cnn --device gpu --precision fp32,bf16 --per-layer  150 each
 #             on ten times the bench training set: bf16 on the tensor cores against FP32, with
@@ -242,7 +243,7 @@ if gpu:
     bb = re.findall(r"^(ctrain LSTM .*|  (?:forward|backward|step|bf16 peak) .*)$", text("amx.log"), re.M)
     lines.append("CPU LSTM in bf16 on 2 threads, the tiles' fused forward step (both loop orders) and the plain one:")
     lines.extend("  " + re.sub(r" +", " ", l)[:200] for l in bb)
-    for m in ("siamese-lstm", "cnn"):
+    for m in ("siamese-lstm", "cnn", "siamese-cnn"):
         bl = re.findall(r"^cpu(?: bf16)? +\d.*$", text("bf16-%s.log" % m), re.M)
         tl = re.findall(r"^pytorch .*$", text("bf16-%s.log" % m), re.M)
         lines.append("CPU %s on 2 threads, fp32 and bf16 (AMX), and PyTorch bf16 autocast (%s):" % (m, status("bf16-" + m)))
@@ -255,9 +256,8 @@ if gpu:
     ratio = []
     for m in ("siamese-lstm", "siamese-cnn", "cnn"):
         rows = [("ctrain cpu", "ctrain-%s-cpu.json" % m, "time-" + m), ("ctrain gpu FP32", "ctrain-%s-gpu.json" % m, "time-" + m),
-                ("ctrain gpu TF32", "ctrain-%s-gpu-tf32.json" % m, "tf32-" + m)]
-        if m != "siamese-cnn":
-            rows += [("pytorch cuda FP32", "torch-%s-cuda.json" % m, "torch-" + m), ("pytorch cuda TF32", "torch-%s-cuda-tf32.json" % m, "torch-%s-tf32" % m)]
+                ("ctrain gpu TF32", "ctrain-%s-gpu-tf32.json" % m, "tf32-" + m),
+                ("pytorch cuda FP32", "torch-%s-cuda.json" % m, "torch-" + m), ("pytorch cuda TF32", "torch-%s-cuda-tf32.json" % m, "torch-%s-tf32" % m)]
         got = {}
         for label, f, step in rows:
             r = run(os.path.join(out, f))
@@ -269,8 +269,7 @@ if gpu:
                 lines.append("%-13s %-22s %10s %12s   %s" % (m, label, "n/a", "n/a", status(step) + note))
         for prec in ("FP32", "TF32"):
             a, b = got.get("ctrain gpu " + prec), got.get("pytorch cuda " + prec)
-            if m != "siamese-cnn":
-                ratio.append("%s %s: %s" % (m, prec, "%.2fx" % (a[1] / b[1]) if a and b else "n/a"))
+            ratio.append("%s %s: %s" % (m, prec, "%.2fx" % (a[1] / b[1]) if a and b else "n/a"))
     s = run(os.path.join(out, "ctrain-siamese-lstm-seed-gpu.json"))
     why = re.findall(r"^gpu\S*: unavailable: (.*)$", text("seed.log"), re.M)
     lines.append("%-13s %-22s %10s %12s   %s" % ("siamese-lstm", "seed, 2 epochs, gpu", "%.2f" % s[0] if s else "n/a",
@@ -298,6 +297,7 @@ if gpu:
         lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in gl)
     lines.append("NVML through the hardware report (%s)" % status("nvml"))
     for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "amx", "bf16-siamese-lstm", "bf16-cnn",
+              "bf16-siamese-cnn",
               "gpubf16-siamese-lstm", "gpubf16-cnn", "nvml",
               "store", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
@@ -576,17 +576,19 @@ for tf in "" "--tf32"; do
       --protocol bench --pairs 3072 --val-pairs 1024 --json "$out/torch-siamese-lstm-cuda$sfx.json"
     run_step "torch-cnn$sfx" 75 python3 "$here/bench/cnn_torch.py" --device cuda $tf --epochs 4 --batch 128 --threads "$threads" \
       --protocol bench --data synthetic --samples 6000 --val-samples 1000 --json "$out/torch-cnn-cuda$sfx.json"
+    run_step "torch-siamese-cnn$sfx" 75 python3 "$here/bench/siamese_torch.py" --model siamese-cnn --device cuda $tf --epochs 4 \
+      --batch 128 --threads "$threads" --protocol bench --pairs 3072 --val-pairs 1024 --json "$out/torch-siamese-cnn-cuda$sfx.json"
   else
     why="python3 on PATH ($(command -v python3 || echo none)) has no PyTorch with a usable GPU $(tail -n 1 "$out/torch-probe.log" 2>/dev/null)"
-    not_run "torch-siamese-lstm$sfx" "$why"; not_run "torch-cnn$sfx" "$why"
+    not_run "torch-siamese-lstm$sfx" "$why"; not_run "torch-cnn$sfx" "$why"; not_run "torch-siamese-cnn$sfx" "$why"
   fi
 done
 
 # ---- 4b. bf16 on the CPU's AMX tiles against PyTorch's bf16 autocast, 2 threads ----
 if grep -q -w amx_bf16 /proc/cpuinfo 2>/dev/null; then
-  for m in siamese-lstm cnn; do
+  for m in siamese-lstm cnn siamese-cnn; do
     if [ $m = cnn ]; then w="--samples 6000 --val-samples 1000"; tw="--data synthetic --samples 6000 --val-samples 1000"; script=cnn_torch.py
-    else w="--pairs 3072 --val-pairs 1024"; tw="--pairs 3072 --val-pairs 1024"; script=siamese_torch.py; fi
+    else w="--pairs 3072 --val-pairs 1024"; tw="--model $m --pairs 3072 --val-pairs 1024"; script=siamese_torch.py; fi
     if [ $py_ok = 1 ] || (have python3 && python3 -c 'import torch' 2>/dev/null); then
       run_step "bf16-$m" 120 sh -c "\"\$1\" time $m --protocol bench --device cpu --threads 2 --precision fp32,bf16 $w --json \"\$2\" && \
         python3 \"\$3\" --epochs 4 --batch 128 --threads 2 --protocol bench $tw --autocast bf16 --json \"\$4\"" \
@@ -598,6 +600,7 @@ if grep -q -w amx_bf16 /proc/cpuinfo 2>/dev/null; then
 else
   not_run bf16-siamese-lstm "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
   not_run bf16-cnn "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
+  not_run bf16-siamese-cnn "this CPU has no AMX-BF16 (no amx_bf16 in /proc/cpuinfo)"
 fi
 
 # ---- 4c. bf16 on the GPU's tensor cores, NVML through the hardware report ----
