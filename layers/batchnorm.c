@@ -22,7 +22,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <immintrin.h>
 #include "core/hot.h"
 #include "core/threads.h"
 #include "layers/batchnorm.h"
@@ -116,8 +115,9 @@ static void run_sums_shifted(const float *x, int n, double k, double *s1, double
  * written line first. With AVX-512 16 values a store, else 4 (SSE, every x86-64 CPU);
  * a head up to the store's alignment and the tail are plain stores. The arithmetic is
  * the plain loop's, operation by operation (ISO C contracts nothing into a fused
- * multiply-add), so every path gives the same bits. The caller ends its task with
- * _mm_sfence(), which orders the streamed stores before what follows. */
+ * multiply-add), so every path gives the same bits (other CPUs run the plain loop). The
+ * caller ends its task with stream_fence(), which orders the streamed stores before what
+ * follows. */
 
 /* xh = (x - mu) is, y = g xh + b */
 static inline void normalise_plain(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b)
@@ -143,20 +143,20 @@ static inline int aligned_from(const float *p, size_t align, int n)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* keep_y: y is stored plainly (a buffer that is read next, in the cache), only xh streamed */
+#include <immintrin.h>
+#define BN_STREAMS 1
+
 __attribute__((target("avx512f")))
-static void normalise_avx512(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b, int keep_y)
+static void normalise_avx512(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b)
 {
     int i = aligned_from(xh, 64, n);
     normalise_plain(xh, y, x, i, mu, is, g, b);
-    if (keep_y || ((uintptr_t)(y + i) & 63) == 0) {
+    if (((uintptr_t)(y + i) & 63) == 0) {
         const __m512 vmu = _mm512_set1_ps(mu), vis = _mm512_set1_ps(is), vg = _mm512_set1_ps(g), vb = _mm512_set1_ps(b);
         for (; i + 16 <= n; i += 16) {
             const __m512 h = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmu), vis);
-            const __m512 v = _mm512_add_ps(_mm512_mul_ps(vg, h), vb);
             _mm512_stream_ps(xh + i, h);
-            if (keep_y) _mm512_storeu_ps(y + i, v);
-            else        _mm512_stream_ps(y + i, v);
+            _mm512_stream_ps(y + i, _mm512_add_ps(_mm512_mul_ps(vg, h), vb));
         }
     }
     normalise_plain(xh + i, y + i, x + i, n - i, mu, is, g, b);
@@ -174,20 +174,17 @@ static void din_avx512(float *dx, const float *g, const float *xh, int n, float 
     }
     din_plain(dx + i, g + i, xh + i, n - i, k, md, mdx);
 }
-#endif
 
-static void normalise_sse(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b, int keep_y)
+static void normalise_sse(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b)
 {
     int i = aligned_from(xh, 16, n);
     normalise_plain(xh, y, x, i, mu, is, g, b);
-    if (keep_y || ((uintptr_t)(y + i) & 15) == 0) {
+    if (((uintptr_t)(y + i) & 15) == 0) {
         const __m128 vmu = _mm_set1_ps(mu), vis = _mm_set1_ps(is), vg = _mm_set1_ps(g), vb = _mm_set1_ps(b);
         for (; i + 4 <= n; i += 4) {
             const __m128 h = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(x + i), vmu), vis);
-            const __m128 v = _mm_add_ps(_mm_mul_ps(vg, h), vb);
             _mm_stream_ps(xh + i, h);
-            if (keep_y) _mm_storeu_ps(y + i, v);
-            else        _mm_stream_ps(y + i, v);
+            _mm_stream_ps(y + i, _mm_add_ps(_mm_mul_ps(vg, h), vb));
         }
     }
     normalise_plain(xh + i, y + i, x + i, n - i, mu, is, g, b);
@@ -205,20 +202,34 @@ static void din_sse(float *dx, const float *g, const float *xh, int n, float k, 
     din_plain(dx + i, g + i, xh + i, n - i, k, md, mdx);
 }
 
-static void normalise_run(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b, int keep_y)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (ct_kernels_get() == CT_KERNELS_AVX512) { normalise_avx512(xh, y, x, n, mu, is, g, b, keep_y); return; }
 #endif
-    normalise_sse(xh, y, x, n, mu, is, g, b, keep_y);
+
+static void normalise_run(float *xh, float *y, const float *x, int n, float mu, float is, float g, float b)
+{
+#ifdef BN_STREAMS
+    if (ct_kernels_get() == CT_KERNELS_AVX512) normalise_avx512(xh, y, x, n, mu, is, g, b);
+    else normalise_sse(xh, y, x, n, mu, is, g, b);
+#else
+    normalise_plain(xh, y, x, n, mu, is, g, b);
+#endif
 }
 
 static void din_run(float *dx, const float *g, const float *xh, int n, float k, float md, float mdx)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (ct_kernels_get() == CT_KERNELS_AVX512) { din_avx512(dx, g, xh, n, k, md, mdx); return; }
+#ifdef BN_STREAMS
+    if (ct_kernels_get() == CT_KERNELS_AVX512) din_avx512(dx, g, xh, n, k, md, mdx);
+    else din_sse(dx, g, xh, n, k, md, mdx);
+#else
+    din_plain(dx, g, xh, n, k, md, mdx);
 #endif
-    din_sse(dx, g, xh, n, k, md, mdx);
+}
+
+/* orders the streamed stores before whatever follows (the end of a worker's task) */
+static void stream_fence(void)
+{
+#ifdef BN_STREAMS
+    _mm_sfence();
+#endif
 }
 
 /* The statistics in one pass. The sums are taken about k, the mean of the channel's
@@ -281,9 +292,9 @@ static void forward_channel(void *ctx, int c, int worker)
     channel_stats(j, c, &mu, &is);
     for (int n = 0; n < d->N; n++) {
         const size_t off = (size_t)c * d->HW + n * cstride;
-        normalise_run(j->xhat_out + off, j->out + off, j->in + off, d->HW, mu, is, j->gamma[c], j->beta[c], 0);
+        normalise_run(j->xhat_out + off, j->out + off, j->in + off, d->HW, mu, is, j->gamma[c], j->beta[c]);
     }
-    _mm_sfence();
+    stream_fence();
 }
 
 static int bn_workers(const batchnorm_dims *d)
@@ -330,9 +341,9 @@ static void normalise_channel(void *ctx, int c, int worker)
     (void)worker;
     for (int n = 0; n < d->N; n++) {
         const size_t off = (size_t)c * d->HW + n * cstride;
-        normalise_run(j->xhat_out + off, j->out + off, j->in + off, d->HW, j->mean[c], j->invstd_out[c], j->gamma[c], j->beta[c], 0);
+        normalise_run(j->xhat_out + off, j->out + off, j->in + off, d->HW, j->mean[c], j->invstd_out[c], j->gamma[c], j->beta[c]);
     }
-    _mm_sfence();
+    stream_fence();
 }
 
 static void forward_synced(bn_job *j)
@@ -393,7 +404,7 @@ static void backward_channel(void *ctx, int c, int worker)
     const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
     for (int n = 0; n < N; n++)
         din_run(j->din + off + n * cstride, j->dout + off + n * cstride, j->xhat + off + n * cstride, HW, k, mean_d, mean_dx);
-    _mm_sfence();
+    stream_fence();
 }
 
 /* Synchronised backward, a chunk of channels at a time: each channel's own sums first
@@ -431,7 +442,7 @@ static void sync_din_channel(void *ctx, int c, int worker)
     const float mean_d = (float)s->sd[c], mean_dx = (float)s->sdx[c];   /* already divided (backward_synced) */
     for (int n = 0; n < d->N; n++)
         din_run(s->j->din + off + n * cstride, s->j->dout + off + n * cstride, s->j->xhat + off + n * cstride, d->HW, k, mean_d, mean_dx);
-    _mm_sfence();
+    stream_fence();
 }
 
 static void backward_synced(bn_job *j)
@@ -557,7 +568,7 @@ static void bn_pool_backward_channel(void *ctx, int c, int worker)
         xhat_plane(xh, j->bn.in + off, HW, mu, is);
         din_run(j->bn.din + off, g, xh, HW, k, mean_d, mean_dx);
     }
-    _mm_sfence();
+    stream_fence();
 }
 
 void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const int *argmax,
