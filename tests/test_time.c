@@ -339,13 +339,14 @@ static void test_command(void)
     t_check(table_line(out, "cpu") && !table_line(out, "gpu"), "only the cpu row expected");
     check_json_file(cjson, "cnn", 2);
 
-    t_case("time/siamese-cnn smoke: --layers (the old spelling, with a note) lists the tower's layers, FLOPs per pair");
+    t_case("time/siamese-cnn smoke: --layers (the old spelling, with a note) lists the tower's layers (a pool run with its "
+           "batchnorm says so), FLOPs per pair");
     rc = t_run_ctrain("time siamese-cnn --protocol smoke --device cpu --threads 1 --epochs 1 --pairs 64 --val-pairs 32 --layers",
                       out, sizeof out);
     t_check(rc == 0, "exit %d: %s", rc, out);
     const char *tower[] = { "conv2d_1 (conv16k3p1)", "batchnorm_1 (batchnorm)", "conv2d_3 (conv64k3p1)", "gaph",
-                            "dense_1 (dense64)", "training step" };
-    for (int i = 0; i < 6; i++) t_check(table_line(out, tower[i]) != NULL, "--layers lacks the layer %s: %s", tower[i], out);
+                            "dense_1 (dense64)", "training step", "maxpool2 (with batchnorm_1)", "maxpool2 (with batchnorm_2)" };
+    for (int i = 0; i < 8; i++) t_check(table_line(out, tower[i]) != NULL, "--layers lacks the layer %s: %s", tower[i], out);
     t_check(strstr(out, "Model: siamese-cnn") && strstr(out, "MFLOP per pair"), "model line: %s", out);
     t_check(strstr(out, "ctrain time: note: --layers is now spelled --per-layer") != NULL, "no deprecation note: %s", out);
 
