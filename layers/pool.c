@@ -210,33 +210,62 @@ void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, con
     ct_parallel_range(planes, planes * d->H * d->W, maxpool_backward_planes, &j);
 }
 
-void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
+/* The average poolings run plane by plane too, the planes shared by the workers; each
+ * plane's sums are taken in one fixed order, so any number of workers gives the same bits. */
+typedef struct {
+    float *out;
+    const float *in;
+    int H, W;   /* a plane: [H, W]; global pooling: H = 1, W = HW */
+} avgpool_job;
+
+CT_HOT
+static void global_avgpool_forward_planes(void *ctx, size_t lo, size_t hi)
 {
+    const avgpool_job *j = ctx;
+    const int HW = j->W;
     const float inv = 1.0f / (float)HW;
-    for (int nc = 0; nc < N * C; nc++) {
-        const float *x = in + (size_t)nc * HW;             /* [HW] */
+    for (size_t nc = lo; nc < hi; nc++) {
+        const float *x = j->in + nc * HW;                  /* [HW] */
         float s = 0.0f;
         for (int i = 0; i < HW; i++) s += x[i];
-        out[nc] = s * inv;
+        j->out[nc] = s * inv;
+    }
+}
+
+void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
+{
+    avgpool_job j = { .out = out, .in = in, .H = 1, .W = HW };
+    ct_parallel_range((size_t)N * C, (size_t)N * C * HW, global_avgpool_forward_planes, &j);
+}
+
+CT_HOT
+static void global_avgpool_backward_planes(void *ctx, size_t lo, size_t hi)
+{
+    const avgpool_job *j = ctx;
+    const int HW = j->W;
+    const float inv = 1.0f / (float)HW;
+    for (size_t nc = lo; nc < hi; nc++) {
+        float *dx = j->out + nc * HW;                      /* [HW] */
+        const float g = j->in[nc] * inv;
+        for (int i = 0; i < HW; i++) dx[i] = g;
     }
 }
 
 void ct_global_avgpool_backward(float *din, const float *dout, int N, int C, int HW)
 {
-    const float inv = 1.0f / (float)HW;
-    for (int nc = 0; nc < N * C; nc++) {
-        float *dx = din + (size_t)nc * HW;                 /* [HW] */
-        const float g = dout[nc] * inv;
-        for (int i = 0; i < HW; i++) dx[i] = g;
-    }
+    avgpool_job j = { .out = din, .in = dout, .H = 1, .W = HW };
+    ct_parallel_range((size_t)N * C, (size_t)N * C * HW, global_avgpool_backward_planes, &j);
 }
 
-void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
+CT_HOT
+static void avgpool_h_forward_planes(void *ctx, size_t lo, size_t hi)
 {
+    const avgpool_job *j = ctx;
+    const int H = j->H, W = j->W;
     const float inv = 1.0f / (float)H;
-    for (int nc = 0; nc < N * C; nc++) {
-        const float *x = in + (size_t)nc * H * W;          /* [H, W] */
-        float *o = out + (size_t)nc * W;                   /* [W] */
+    for (size_t nc = lo; nc < hi; nc++) {
+        const float *x = j->in + nc * H * W;               /* [H, W] */
+        float *o = j->out + nc * W;                        /* [W] */
         for (int w = 0; w < W; w++) o[w] = 0.0f;
         for (int h = 0; h < H; h++)                        /* row by row: contiguous reads */
             for (int w = 0; w < W; w++) o[w] += x[(size_t)h * W + w];
@@ -244,13 +273,28 @@ void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int 
     }
 }
 
-void ct_avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W)
+void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
 {
+    avgpool_job j = { .out = out, .in = in, .H = H, .W = W };
+    ct_parallel_range((size_t)N * C, (size_t)N * C * H * W, avgpool_h_forward_planes, &j);
+}
+
+CT_HOT
+static void avgpool_h_backward_planes(void *ctx, size_t lo, size_t hi)
+{
+    const avgpool_job *j = ctx;
+    const int H = j->H, W = j->W;
     const float inv = 1.0f / (float)H;
-    for (int nc = 0; nc < N * C; nc++) {
-        float *dx = din + (size_t)nc * H * W;              /* [H, W] */
-        const float *g = dout + (size_t)nc * W;            /* [W] */
+    for (size_t nc = lo; nc < hi; nc++) {
+        float *dx = j->out + nc * H * W;                   /* [H, W] */
+        const float *g = j->in + nc * W;                   /* [W] */
         for (int h = 0; h < H; h++)
             for (int w = 0; w < W; w++) dx[(size_t)h * W + w] = g[w] * inv;
     }
+}
+
+void ct_avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W)
+{
+    avgpool_job j = { .out = din, .in = dout, .H = H, .W = W };
+    ct_parallel_range((size_t)N * C, (size_t)N * C * H * W, avgpool_h_backward_planes, &j);
 }

@@ -277,9 +277,10 @@ static void pool_workers(void)
     t_fill_uniform(x, n, -1, 1, &r);
     for (size_t i = 0; i < n; i++) x[i] = roundf(x[i] * 8.0f) / 8.0f;
     t_fill_uniform(dy, m, -1, 1, &r);
-    const size_t per = 2 * n + m + n;   /* relu out, relu din, pool out, pool din */
+    /* relu out, relu din, pool out, pool din; average pooling over H and global: out, din each */
+    const size_t pc = (size_t)9 * 8, per = 2 * n + m + n + pc * 31 + n + pc + n;
     for (int threads = 1; threads <= 3; threads++) {
-        if (threads > 1) t_case("pool/relu and maxpool with %d workers give the same bits as one", threads);
+        if (threads > 1) t_case("pool/relu, maxpool and the average poolings with %d workers give the same bits as one", threads);
         float *o = t_alloc(per);
         int *am = malloc(m * sizeof *am);
         ct_threads_set(threads);
@@ -287,6 +288,11 @@ static void pool_workers(void)
         ct_relu_backward(o + n, x, o, n);
         ct_maxpool2d_forward(o + 2 * n, am, o, &d);
         ct_maxpool2d_backward(o + 2 * n + m, dy, am, &d);
+        float *ah = o + 3 * n + m, *ahd = ah + pc * 31, *ag = ahd + n, *agd = ag + pc;
+        ct_avgpool_h_forward(ah, x, 9, 8, 30, 31);
+        ct_avgpool_h_backward(ahd, ah, 9, 8, 30, 31);
+        ct_global_avgpool_forward(ag, x, 9, 8, 30 * 31);
+        ct_global_avgpool_backward(agd, ag, 9, 8, 30 * 31);
         ct_threads_set(1);
         if (!ref) ref = o;
         else { t_check(memcmp(o, ref, per * sizeof *o) == 0, "results differ from one worker's"); free(o); }
