@@ -481,7 +481,7 @@ void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float 
  * buffers, once for the channel's sums and once for din, instead of writing that gradient
  * map and reading it and xhat twice. Every value is computed by the same expressions in
  * the same order as the two layers' own passes, so the results are theirs bit for bit. */
-#define BN_POOL_MAX_PLANE 16384   /* the largest plane (H*W floats, 64 KB) kept on a worker's stack */
+#define BN_POOL_MAX_PLANE 8192    /* the largest plane (H*W floats): two such buffers, 64 KB, on a worker's stack */
 
 int ct_batchnorm_maxpool_fits(const batchnorm_dims *d, const maxpool2d_dims *pd)
 {

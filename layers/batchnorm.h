@@ -64,7 +64,7 @@ void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float 
  * output (argmax indexes [N, C, H, W]); mean, invstd and the running statistics what
  * ct_batchnorm_forward gives. Bit for bit the two calls' results. Needs
  * ct_batchnorm_maxpool_fits(d, pd): no synchronised statistics, pd over d's maps, planes of
- * at most 16,384 values. */
+ * at most 8,192 values. */
 int  ct_batchnorm_maxpool_fits(const batchnorm_dims *d, const maxpool2d_dims *pd);
 void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float *invstd, float *running_mean,
                                   float *running_var, const float *in, const float *gamma, const float *beta,

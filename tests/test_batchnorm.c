@@ -509,18 +509,21 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int thre
 
 static void bn_pool_refusals(void)
 {
-    t_case("batchnorm/with the maxpool after it: refused with synchronised statistics, another map's pool, planes over 16,384");
+    t_case("batchnorm/with the maxpool after it: refused with synchronised statistics, another map's pool, planes over 8,192");
     batchnorm_dims d = { .N = 2, .C = 3, .HW = 20, .eps = 1e-5f, .momentum = 0.1f };
-    maxpool2d_dims pd, other, big;
+    maxpool2d_dims pd, other, big, edge;
     ct_replica_sum rs = { 0 };
     ct_maxpool2d_dims_make(&pd, 2, 3, 4, 5, 2, 2);
     ct_maxpool2d_dims_make(&other, 2, 3, 5, 5, 2, 2);
-    ct_maxpool2d_dims_make(&big, 2, 3, 129, 128, 2, 2);
-    batchnorm_dims dbig = d;
-    dbig.HW = 129 * 128;
+    ct_maxpool2d_dims_make(&big, 2, 3, 91, 91, 2, 2);     /* 8,281 values */
+    ct_maxpool2d_dims_make(&edge, 2, 3, 64, 128, 2, 2);   /* 8,192: the largest that fits */
+    batchnorm_dims dbig = d, dedge = d;
+    dbig.HW = 91 * 91;
+    dedge.HW = 64 * 128;
     t_check(ct_batchnorm_maxpool_fits(&d, &pd), "a plain pair should fit");
+    t_check(ct_batchnorm_maxpool_fits(&dedge, &edge), "a 64x128 plane should fit");
     t_check(!ct_batchnorm_maxpool_fits(&d, &other), "a pool over other maps fits");
-    t_check(!ct_batchnorm_maxpool_fits(&dbig, &big), "a 129x128 plane fits");
+    t_check(!ct_batchnorm_maxpool_fits(&dbig, &big), "a 91x91 plane fits");
     d.sync = &rs;
     t_check(!ct_batchnorm_maxpool_fits(&d, &pd), "synchronised statistics fit");
 }
@@ -531,6 +534,7 @@ void suite_batchnorm(void)
     bn_pool_case(3, 4, 9, 7, 2, 2, 3);
     bn_pool_case(2, 3, 8, 6, 3, 1, 2);
     bn_pool_case(4, 2, 40, 20, 2, 2, 2);   /* runs long enough for the vector loops */
+    bn_pool_case(2, 2, 64, 128, 2, 2, 2);  /* the largest plane the pair takes */
     bn_pool_refusals();
     bn_one_pass(0);
     bn_one_pass(1);
