@@ -218,6 +218,13 @@ typedef struct {
     int H, W;   /* a plane: [H, W]; global pooling: H = 1, W = HW */
 } avgpool_job;
 
+/* fn over the N*C planes of [H, W] values, shared by the workers */
+static void avgpool_run(void (*fn)(void *ctx, size_t lo, size_t hi), float *out, const float *in, int N, int C, int H, int W)
+{
+    avgpool_job j = { .out = out, .in = in, .H = H, .W = W };
+    ct_parallel_range((size_t)N * C, (size_t)N * C * H * W, fn, &j);
+}
+
 CT_HOT
 static void global_avgpool_forward_planes(void *ctx, size_t lo, size_t hi)
 {
@@ -234,8 +241,7 @@ static void global_avgpool_forward_planes(void *ctx, size_t lo, size_t hi)
 
 void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
 {
-    avgpool_job j = { .out = out, .in = in, .H = 1, .W = HW };
-    ct_parallel_range((size_t)N * C, (size_t)N * C * HW, global_avgpool_forward_planes, &j);
+    avgpool_run(global_avgpool_forward_planes, out, in, N, C, 1, HW);
 }
 
 CT_HOT
@@ -253,8 +259,7 @@ static void global_avgpool_backward_planes(void *ctx, size_t lo, size_t hi)
 
 void ct_global_avgpool_backward(float *din, const float *dout, int N, int C, int HW)
 {
-    avgpool_job j = { .out = din, .in = dout, .H = 1, .W = HW };
-    ct_parallel_range((size_t)N * C, (size_t)N * C * HW, global_avgpool_backward_planes, &j);
+    avgpool_run(global_avgpool_backward_planes, din, dout, N, C, 1, HW);
 }
 
 CT_HOT
@@ -275,8 +280,7 @@ static void avgpool_h_forward_planes(void *ctx, size_t lo, size_t hi)
 
 void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
 {
-    avgpool_job j = { .out = out, .in = in, .H = H, .W = W };
-    ct_parallel_range((size_t)N * C, (size_t)N * C * H * W, avgpool_h_forward_planes, &j);
+    avgpool_run(avgpool_h_forward_planes, out, in, N, C, H, W);
 }
 
 CT_HOT
@@ -295,6 +299,5 @@ static void avgpool_h_backward_planes(void *ctx, size_t lo, size_t hi)
 
 void ct_avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W)
 {
-    avgpool_job j = { .out = din, .in = dout, .H = H, .W = W };
-    ct_parallel_range((size_t)N * C, (size_t)N * C * H * W, avgpool_h_backward_planes, &j);
+    avgpool_run(avgpool_h_backward_planes, din, dout, N, C, H, W);
 }
