@@ -2,7 +2,7 @@
  * batchnorm.h). Channel c of sample n is the contiguous run x[n, c, 0..HW).
  *
  * Per-channel statistics are accumulated in double, in one pass about a shift near
- * the mean (forward_channel's comment shows it keeps the digits a two-pass method
+ * the mean (channel_stats's comment shows it keeps the digits a two-pass method
  * keeps), so large M = N*HW or a large mean do not cost digits; 32 accumulators per
  * run keep the sums vectorised. The element-wise passes stream their outputs past the
  * caches. Channels are independent and are shared by ctrain's workers
@@ -21,7 +21,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include "core/hot.h"
 #include "core/threads.h"
 #include "layers/batchnorm.h"
@@ -248,7 +247,6 @@ static void stream_fence(void)
 
 /* The statistics of channel c: *mu and *is as the normalisation uses them; in train
  * mode the running statistics are updated. */
-CT_HOT
 static void channel_stats(const bn_job *j, int c, float *mu, float *is)
 {
     const batchnorm_dims *d = j->d;
@@ -506,6 +504,7 @@ static void output_plane(float *y, const float *x, int n, float mu, float is, fl
     }
 }
 
+CT_HOT
 static void bn_pool_forward_channel(void *ctx, int c, int worker)
 {
     const bn_pool_job *j = ctx;
@@ -540,6 +539,7 @@ static void xhat_plane(float *xh, const float *x, int n, float mu, float is)
     for (int i = 0; i < n; i++) xh[i] = (x[i] - mu) * is;
 }
 
+CT_HOT
 static void bn_pool_backward_channel(void *ctx, int c, int worker)
 {
     const bn_pool_job *j = ctx;

@@ -410,10 +410,10 @@ static void batchnorm_forward(seq_cnn *m, int i, const float *in, int N, int tra
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
-    batchnorm_dims bd = bn_dims(m, l, N, train);
     l->bn_pool_ran = bn_pool_fused(m, i, N, train);
     l->bn_pool_in = in;
     if (l->bn_pool_ran) return;   /* its pool runs the two (maxpool_forward) */
+    batchnorm_dims bd = bn_dims(m, l, N, train);
     m->be->ops->batchnorm_forward(m->be, l->out, l->xhat, l->mean, l->invstd, ct_dparams_data(S, l->bn.running_mean),
                               ct_dparams_data(S, l->bn.running_var), in, ct_dparams_data(P, l->bn.gamma),
                               ct_dparams_data(P, l->bn.beta), &bd, train);
@@ -422,9 +422,9 @@ static void batchnorm_forward(seq_cnn *m, int i, const float *in, int N, int tra
 static float *batchnorm_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
+    if (l->bn_pool_ran) return dout;   /* its pool's backward gave the gradient at its input */
     const ct_dparams *P = &m->dev;
     batchnorm_dims bd = bn_dims(m, l, N, 1);
-    if (l->bn_pool_ran) return dout;   /* its pool's backward gave the gradient at its input */
     m->be->ops->batchnorm_backward(m->be, din, ct_dparams_grad(P, l->bn.gamma), ct_dparams_grad(P, l->bn.beta), dout, l->xhat,
                                l->invstd, ct_dparams_data(P, l->bn.gamma), &bd);
     return din;
