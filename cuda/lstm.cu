@@ -100,15 +100,21 @@ static ct_status set_rnn(lstm_gpu *p, int algo)
  * descriptors and sizes are kept for the last shape and lengths only: a call with the same
  * B, T and lengths (every training step of fixed-length data, and a backward after its
  * forward) reuses them without asking cuDNN, whose questions are host time the GPU waits for. */
+/* len_full_* hold "all T" for this T (refilled when T changes) */
+static ct_status full_lengths(lstm_gpu *p, int T)
+{
+    if (T == p->full_T) return CT_OK;
+    for (int b = 0; b < p->d.B; b++) p->len_full_host[b] = T;
+    CT_TRY(ct_gpu_upload(p->gpu, p->len_full_dev, p->len_full_host, (size_t)p->d.B * sizeof(int)));
+    p->full_T = T;
+    return CT_OK;
+}
+
 static ct_status set_shape(lstm_gpu *p, int B, int T, const int *len_host, int grow)
 {
     const lstm_dims *d = &p->d;
     float fill = 0.0f;
-    if (!len_host && T != p->full_T) {   /* "all T" for another T: refill both copies */
-        for (int b = 0; b < d->B; b++) p->len_full_host[b] = T;
-        CT_TRY(ct_gpu_upload(p->gpu, p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
-        p->full_T = T;
-    }
+    if (!len_host) CT_TRY(full_lengths(p, T));
     const int *lens = len_host ? len_host : p->len_full_host;
     if (B == p->shape_B && T == p->shape_T && !memcmp(lens, p->shape_len, (size_t)B * sizeof(int))) return CT_OK;
     p->shape_B = 0;   /* set again below; none valid if that fails */
@@ -269,11 +275,119 @@ static int same_weight_space(lstm_gpu *p, const float *params_dev)
     return same;
 }
 
+/* ---- bf16 plans on ctrain's own kernels (cuda/lstm_rec.h) ---- */
+
+static int use_own = -1;   /* -1: not decided yet (the environment decides at the first plan) */
+extern "C" int ct_lstm_gpu_use_own(int on)
+{
+    const int before = use_own;
+    use_own = on;
+    return before;
+}
+
+static ct_status plan_own(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids)
+{
+    memset(p, 0, sizeof *p);
+    CT_TRY(ct_backend_check_dtype(be, "GPU LSTM plan"));
+    CT_TRY(ct_lstm_gpu_dims_check(d));
+    ct_gpu *g = ct_gpu_of(be);
+    p->gpu = g;
+    p->math = be->math;
+    p->bf16 = 1;
+    p->own = 1;
+    p->d = *d;
+    for (int l = 0; l < d->L; l++) {
+        const int h[4] = { ids->w_ih[l], ids->w_hh[l], ids->b_ih[l], ids->b_hh[l] };
+        for (int k = 0; k < 4; k++) p->off[l][k] = ps->p[h[k]].offset;
+    }
+    int sms = 0;
+    CT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->index));
+    p->rec_eng = ct_lstm_rec_gpu;
+    p->rec_eng.ctx = (void *)be;
+    CT_TRY(ct_lstm_rec_plan_make(&p->rec, &p->rec_eng, d, ct_lstm_rec_seqs(d->B, sms)));
+    p->len_full_host = (int *)ct_malloc((size_t)d->B * sizeof(int), "LSTM sequence lengths");
+    if (!p->len_full_host) return CT_ENOMEM;
+    for (int b = 0; b < d->B; b++) p->len_full_host[b] = d->T;
+    p->full_T = d->T;
+    CT_TRY(ct_gpu_malloc(g, (void **)&p->len_full_dev, (size_t)d->B * sizeof(int), "LSTM sequence lengths"));
+    CT_TRY(ct_gpu_upload(g, p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
+    CT_TRY(ct_gpu_malloc(g, (void **)&p->dy, (size_t)d->B * d->T * d->H * sizeof(float), "LSTM output gradients"));
+    static int said;
+    if (!said) fprintf(stderr, "ctrain: note: the bf16 LSTM runs on ctrain's own kernels (cuda/lstm_rec.h), not cuDNN's\n");
+    said = 1;
+    return CT_OK;
+}
+
+static void views_own(const lstm_gpu *p, float *flat, lstm_weights *w, lstm_grads *g)
+{
+    for (int l = 0; l < p->d.L; l++) {
+        if (w) w[l] = (lstm_weights){ flat + p->off[l][0], flat + p->off[l][1], flat + p->off[l][2], flat + p->off[l][3] };
+        if (g) g[l] = (lstm_grads){ flat + p->off[l][0], flat + p->off[l][1], flat + p->off[l][2], flat + p->off[l][3] };
+    }
+}
+
+static void lstm_forward_own(const ct_backend *be, float *out, lstm_gpu *p, const float *x, const int *len, const float *params,
+                             const lstm_dims *d)
+{
+    ct_gpu *g = p->gpu;
+    const int B = d->B, T = d->T, H = d->H;
+    if (!len && full_lengths(p, T) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "full_lengths", ct_last_error());
+    const int *dev_len = len ? len : p->len_full_dev;
+    lstm_weights w[LSTM_MAX_LAYERS];
+    views_own(p, (float *)params, w, NULL);
+    p->rec_eng.ctx = (void *)be;
+    ct_lstm_rec_forward(&p->rec, x, len, w, d);
+    const float *y = p->rec.y[d->L - 1];
+    switch (d->ret) {
+    case LSTM_RETURN_LAST:
+        CT_CUDA_CHECK(cudaMemcpyAsync(out, p->rec.hy, (size_t)B * H * sizeof(float), cudaMemcpyDeviceToDevice, g->stream));
+        break;
+    case LSTM_RETURN_SEQUENCE:
+        CT_CUDA_CHECK(cudaMemcpyAsync(out, y, (size_t)B * T * H * sizeof(float), cudaMemcpyDeviceToDevice, g->stream));
+        break;
+    case LSTM_RETURN_MEAN:
+        seq_mean_kernel<<<ct_gpu_blocks((size_t)B * H, CT_THREADS), CT_THREADS, 0, g->stream>>>(out, y, dev_len, B, T, H);
+        CT_LAUNCH_CHECK();
+        break;
+    }
+}
+
+static void lstm_backward_own(const ct_backend *be, float *dx, float *grads, lstm_gpu *p, const float *dout, const int *len,
+                              const float *params, const lstm_dims *d)
+{
+    ct_gpu *g = p->gpu;
+    const int B = d->B, T = d->T, H = d->H;
+    if (!len && full_lengths(p, T) != CT_OK) ct_gpu_fatal(__FILE__, __LINE__, "full_lengths", ct_last_error());
+    const int *dev_len = len ? len : p->len_full_dev;
+    const float *dy = NULL, *dhy = NULL;
+    switch (d->ret) {
+    case LSTM_RETURN_LAST: dhy = dout; break;   /* the gradient enters through the last layer's final h */
+    case LSTM_RETURN_SEQUENCE: dy = dout; break;
+    case LSTM_RETURN_MEAN:
+        seq_mean_bwd_kernel<<<ct_gpu_blocks((size_t)B * T * H, CT_THREADS), CT_THREADS, 0, g->stream>>>(p->dy, dout, dev_len, B, T, H);
+        CT_LAUNCH_CHECK();
+        dy = p->dy;
+        break;
+    }
+    lstm_weights w[LSTM_MAX_LAYERS];
+    lstm_grads gr[LSTM_MAX_LAYERS];
+    views_own(p, (float *)params, w, NULL);
+    views_own(p, grads, NULL, gr);
+    p->rec_eng.ctx = (void *)be;
+    ct_lstm_rec_backward(&p->rec, dx, gr, dy, dhy, len, w, d);
+}
+
 extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps,
                                       const lstm_ids *ids, const float *params_dev)
 {
     const char *force = getenv("CTRAIN_LSTM_ALGO");
     const int bf16 = be->math.dtype == CT_BF16;   /* the standard algorithm only (see the top of this file) */
+    if (use_own < 0) use_own = force && !strcmp(force, "ctrain");
+    if (bf16 && use_own && ct_lstm_rec_fits(d)) {
+        ct_status st = plan_own(be, p, d, ps, ids);
+        if (st != CT_OK) ct_lstm_plan_free_gpu(p);
+        return st;
+    }
     if (!bf16 && !(force && !strcmp(force, "standard"))) {
         ct_status st = plan_with(be, p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);
         int runs = st == CT_OK ? step_runs(p, params_dev) : 0;
@@ -292,7 +406,7 @@ extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const l
     return st;
 }
 
-extern "C" const char *ct_lstm_gpu_algo(const lstm_gpu *p) { return algo_name(p->algo); }
+extern "C" const char *ct_lstm_gpu_algo(const lstm_gpu *p) { return p->own ? "ctrain's own (bf16, weights in registers)" : algo_name(p->algo); }
 
 /* This batch's algorithm: the persistent kernel when the plan has it, every sequence is T long
  * and cuDNN has not refused this shape; the descriptor is set to it (the sizes asked again
@@ -382,6 +496,7 @@ static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d
 
 extern "C" void ct_lstm_plan_free_gpu(lstm_gpu *p)
 {
+    if (p->own) ct_lstm_rec_plan_free(&p->rec);
     if (p->rnn) cudnnDestroyRNNDescriptor(p->rnn);
     if (p->x_desc) cudnnDestroyRNNDataDescriptor(p->x_desc);
     if (p->y_desc) cudnnDestroyRNNDataDescriptor(p->y_desc);
@@ -519,6 +634,10 @@ extern "C" void ct_lstm_forward_gpu(const ct_backend *be, float *out, lstm_gpu *
 {
     ct_gpu *g = ct_gpu_of(be);
     CT_ASSERT(g == p->gpu);   /* a plan runs on the backend that made it */
+    if (p->own) {
+        lstm_forward_own(be, out, p, x, len, params, d);
+        return;
+    }
     if (p->bf16) {
         lstm_forward_bf16(be, out, p, x, len, len_host, params, d);
         return;
@@ -558,6 +677,10 @@ extern "C" void ct_lstm_backward_gpu(const ct_backend *be, float *dx, float *gra
 {
     ct_gpu *g = ct_gpu_of(be);
     CT_ASSERT(g == p->gpu);
+    if (p->own) {
+        lstm_backward_own(be, dx, grads, p, dout, len, params, d);
+        return;
+    }
     if (p->bf16) {
         lstm_backward_bf16(be, dx, grads, p, dout, x, len, len_host, d);
         return;

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests/test.h"
+#include "core/bf16.h"
 #include "core/params.h"
 #include "core/peak.h"
 #include "cuda/counter_rng.h"
@@ -781,6 +782,7 @@ static lstm_case_cfg lstm_cfg;
 #ifdef CT_HAVE_CUDA
 #include "cuda/conv2d.h"
 #include "cuda/lstm.h"
+static int lstm_expect_own;     /* bf16 GPU plans are expected on ctrain's own kernels (cuda/lstm_rec.h), not cuDNN's */
 static int lstm_plan_direct(const void *plan, char *why, size_t n) { const lstm_gpu *p = plan; snprintf(why, n, "%s", p->map.why); return p->map.direct; }
 #endif
 
@@ -821,9 +823,13 @@ static void case_lstm(const ct_backend *be, ct_rng *r, t_outs *o)
         be->ops->lstm_forward(be, gout, plan, gx, glen, len, gp, &d);
         be->ops->lstm_backward(be, gdx, gg, plan, gdout, gx, glen, len, gp, &d);
 #ifdef CT_HAVE_CUDA
-        if (!be->host_memory)   /* the algorithm that ran (cuDNN's persistent kernel refuses masked batches) */
-            printf("  cuDNN LSTM algorithm: %s, weight space %s\n", ct_lstm_gpu_algo(plan),
+        if (!be->host_memory) {   /* the algorithm that ran (cuDNN's persistent kernel refuses masked batches) */
+            printf("  LSTM algorithm: %s, weight space %s\n", ct_lstm_gpu_algo(plan),
                    lstm_plan_direct(plan, (char[256]){ 0 }, 256) ? "direct" : "packed");
+            if (be->math.dtype == CT_BF16)
+                t_check(((const lstm_gpu *)plan)->own == lstm_expect_own, "the plan runs %s, the case expects %s", ct_lstm_gpu_algo(plan),
+                        lstm_expect_own ? "ctrain's own kernels" : "cuDNN");
+        }
 #endif
         keep(o, "out", be, gout, nout, c->tol_f);
         keep(o, "dx", be, gdx, nx, c->tol_b);
@@ -1419,9 +1425,9 @@ static void bf16_lstm(const char *name, const ct_backend *g16, const ct_backend 
 
 /* siamese-lstm trained 4 epochs on the GPU in bf16 and in FP32 from the same seed: every
  * epoch's loss and val_loss within 5% of FP32's (the CPU's bf16 training test's tolerance). */
-static void bf16_training(void)
+static void bf16_training(int own)
 {
-    const char *name = "bf16/training_siamese_lstm";
+    const char *name = own ? "bf16own/training_siamese_lstm" : "bf16/training_siamese_lstm";
     if (!case_selected(name)) return;
     t_case("gpu/%s (--precision bf16 against fp32 on the GPU, losses within 5%%)", name);
     static char out[2][1 << 15];
@@ -1431,7 +1437,14 @@ static void bf16_training(void)
     snprintf(args, sizeof args, "%s --precision fp32", base);
     const int rc0 = t_run_ctrain(args, out[0], sizeof out[0]);
     snprintf(args, sizeof args, "%s --precision bf16", base);
+    const char *algo = getenv("CTRAIN_LSTM_ALGO");
+    char before[64];
+    snprintf(before, sizeof before, "%s", algo ? algo : "");
+    if (own) setenv("CTRAIN_LSTM_ALGO", "ctrain", 1);   /* the bf16 run on ctrain's own LSTM kernels */
     const int rc1 = t_run_ctrain(args, out[1], sizeof out[1]);
+    if (own && algo) setenv("CTRAIN_LSTM_ALGO", before, 1);
+    else if (own) unsetenv("CTRAIN_LSTM_ALGO");
+    if (own) t_check(strstr(out[1], "ctrain's own kernels") != NULL, "the bf16 run does not say it ran ctrain's own LSTM kernels:\n%s", out[1]);
     t_check(rc0 == 0 && rc1 == 0, "exit %d and %d:\n%s\n%s", rc0, rc1, out[0], out[1]);
     t_check(strstr(out[1], "bf16") != NULL, "the bf16 run's output does not name bf16:\n%s", out[1]);
     double l[2][8], v[2][8];
@@ -1452,7 +1465,200 @@ static const char *const bf16_cases[] = {
     "bf16/dense_37x130x67", "bf16/dense_256x128x64", "bf16/conv2d_im2col", "bf16/conv2d_stride1", "bf16/lstm_stacked_masked",
     "bf16/lstm_T100", "bf16/lstm_T100_full_length", "bf16/lstm_return_sequence", "bf16/lstm_return_mean",
     "bf16/lstm_smaller_batch_and_steps", "bf16/training_siamese_lstm", "bf16/peak",
+    "bf16own/recurrence_against_model", "bf16own/kernels_against_model", "bf16own/lstm_stacked_masked", "bf16own/lstm_T100", "bf16own/lstm_T100_full_length",
+    "bf16own/lstm_return_sequence", "bf16own/lstm_return_mean", "bf16own/lstm_smaller_batch_and_steps", "bf16own/training_siamese_lstm",
 };
+
+#ifdef CT_HAVE_CUDA
+/* ctrain's own bf16 LSTM kernels (cuda/lstm_rec_gpu.cu) against their C model (cuda/lstm_rec.c),
+ * through the steps both share, from the same data: the weight images bit for bit (the same
+ * index function, the same rounding), and the layer's h sequence, final h, dx and gradients
+ * within 2^-7 of each tensor's largest entry. The two differ by float32 rounding alone (cuBLAS
+ * sums the products in another order, CUDA's expf and tanhf are within 2 ulp of glibc's, and the
+ * compiler fuses some multiply-adds), each about 1e-7 relative; but where such a difference
+ * moves h across a bf16 rounding boundary, that h moves by 2^-8 of itself, and the recurrence
+ * carries it on. So the stated tolerance is 2^-7, a sixteenth of the bf16 tolerance against
+ * float32 (an indexing error is of the order of the values themselves); the case prints what it
+ * measured. S = 2 and S = 4 (sequences per block) must give the same bits. */
+/* The two recurrent kernels alone (no cuBLAS: racecheck runs this case) against the model's,
+ * on the same inputs: the forward from the same zx, biases, weight image and lengths (h, the
+ * final h, the kept gates and c, bf16(h_{t-1})); the backward from the MODEL's kept gates and c,
+ * so that it starts from the same values (the bf16 dz and the bias sums). Tolerance 2^-7 of each
+ * tensor's largest entry, as own_vs_model says why; S = 2 and 4 the same bits. */
+static float *bf16s_as_floats(const uint16_t *h, size_t n)
+{
+    float *f = t_alloc(n);
+    ct_floats_from_bf16s(f, h, n);
+    return f;
+}
+static void own_recurrence(const ct_backend *g16)
+{
+    const char *name = "bf16own/recurrence_against_model";
+    if (!case_selected(name)) return;
+    static const struct { int B, T, H; } cs[] = { { 9, 30, 37 }, { 16, 100, 128 }, { 5, 7, 64 }, { 3, 12, 20 } };
+    ct_gpu *g = g16->dev;
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const int B = cs[c].B, T = cs[c].T, H = cs[c].H, G = 4 * H, HP = ct_lstm_rec_hp(H);
+        t_case("gpu/%s B=%d T=%d H=%d (tolerance 2^-7)", name, B, T, H);
+        ct_rng rng;
+        ct_rng_seed(&rng, 3200 + c, 0);
+        const size_t BT = (size_t)B * T, nimg = (size_t)ct_lstm_rec_words(HP) * ct_lstm_rec_threads(HP);
+        float *zx = rnd(BT * G, -2, 2, &rng), *bih = rnd(G, -0.5f, 0.5f, &rng), *bhh = rnd(G, -0.5f, 0.5f, &rng);
+        float *whh = rnd((size_t)G * H, -0.3f, 0.3f, &rng), *dy = rnd(BT * H, -1, 1, &rng), *dhy = rnd((size_t)B * H, -1, 1, &rng);
+        int len[16];
+        for (int b = 0; b < B; b++) len[b] = b ? 1 + (int)ct_rng_below(&rng, (unsigned)T) : T;
+        uint32_t *wf = malloc(nimg * sizeof(uint32_t)), *wb = malloc(nimg * sizeof(uint32_t));
+        float *y = t_alloc(BT * H), *hy = t_alloc((size_t)B * H), *gates = t_alloc(BT * G), *cst = t_alloc(BT * H), *dbpart = t_alloc((size_t)B * G);
+        uint16_t *hprev = calloc(BT * H, sizeof(uint16_t)), *dzh = calloc(BT * G, sizeof(uint16_t));
+        CT_ASSERT(wf && wb && hprev && dzh);
+        ct_lstm_rec_model.pack(NULL, 0, wf, whh, H, HP);
+        ct_lstm_rec_model.pack(NULL, 1, wb, whh, H, HP);
+        lstm_rec_fwd_args fa = { B, T, H, HP, 2, zx, bih, bhh, wf, len, y, hy, gates, cst, hprev };
+        ct_lstm_rec_model.forward(NULL, &fa);
+        lstm_rec_bwd_args ba = { B, T, H, HP, 2, dy, dhy, gates, cst, wb, len, dzh, dbpart };
+        ct_lstm_rec_model.backward(NULL, &ba);
+        float *got[2][7] = { { NULL } };
+        for (int k = 0; k < 2; k++) {
+            const int S = k ? 4 : 2;
+            float *gzx = dput(g16, zx, BT * G), *gbih = dput(g16, bih, G), *gbhh = dput(g16, bhh, G);
+            float *gy = dalloc(g16, BT * H * 4), *ghy = dalloc(g16, (size_t)B * H * 4), *ggates = dalloc(g16, BT * G * 4);
+            float *gcs = dalloc(g16, BT * H * 4), *gdb = dalloc(g16, (size_t)B * G * 4), *gdy = dput(g16, dy, BT * H);
+            float *gdhy = dput(g16, dhy, (size_t)B * H), *mgates = dput(g16, gates, BT * G), *mcs = dput(g16, cst, BT * H);
+            uint16_t *ghprev = dalloc(g16, BT * H * 2), *gdzh = dalloc(g16, BT * G * 2);
+            uint32_t *gwf = dalloc(g16, nimg * 4), *gwb = dalloc(g16, nimg * 4);
+            int *glen = dputi(g16, len, B);
+            t_check(ct_gpu_upload(g, gwf, wf, nimg * 4) == CT_OK && ct_gpu_upload(g, gwb, wb, nimg * 4) == CT_OK, "upload: %s", ct_last_error());
+            lstm_rec_fwd_args gf = { B, T, H, HP, S, gzx, gbih, gbhh, gwf, glen, gy, ghy, ggates, gcs, ghprev };
+            ct_lstm_rec_gpu.forward((void *)g16, &gf);
+            lstm_rec_bwd_args gbk = { B, T, H, HP, S, gdy, gdhy, mgates, mcs, gwb, glen, gdzh, gdb };
+            ct_lstm_rec_gpu.backward((void *)g16, &gbk);
+            t_check(ct_gpu_sync(g) == CT_OK, "queued work failed: %s", ct_last_error());
+            uint16_t *h16 = malloc(BT * G * 2);
+            CT_ASSERT(h16);
+            got[k][0] = dget(g16, gy, BT * H);
+            got[k][1] = dget(g16, ghy, (size_t)B * H);
+            got[k][2] = dget(g16, ggates, BT * G);
+            got[k][3] = dget(g16, gcs, BT * H);
+            CT_ASSERT(ct_gpu_download(g, h16, ghprev, BT * H * 2) == CT_OK);
+            got[k][4] = bf16s_as_floats(h16, BT * H);
+            CT_ASSERT(ct_gpu_download(g, h16, gdzh, BT * G * 2) == CT_OK);
+            got[k][5] = bf16s_as_floats(h16, BT * G);
+            got[k][6] = dget(g16, gdb, (size_t)B * G);
+            free(h16);
+            void *mine[] = { gzx, gbih, gbhh, gy, ghy, ggates, gcs, gdb, gdy, gdhy, mgates, mcs, ghprev, gdzh, gwf, gwb, glen };
+            for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) dfree(g16, mine[i]);
+        }
+        float *mh = bf16s_as_floats(hprev, BT * H), *mdz = bf16s_as_floats(dzh, BT * G);
+        const float *ref[7] = { y, hy, gates, cst, mh, mdz, dbpart };
+        const size_t n[7] = { BT * H, (size_t)B * H, BT * G, BT * H, BT * H, BT * G, (size_t)B * G };
+        const char *what[7] = { "h", "final h", "kept gates", "c", "bf16(h_{t-1})", "bf16(dz)", "bias sums" };
+        for (int i = 0; i < 7; i++) {
+            const double e = t_close(what[i], got[0][i], ref[i], n[i], 1.0 / 128);
+            printf("     %-14s against the model: normalised error %.3g\n", what[i], e);
+            t_check(!memcmp(got[0][i], got[1][i], n[i] * sizeof(float)), "%s: S = 2 and S = 4 differ", what[i]);
+        }
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 7; i++) free(got[k][i]);
+        free(mh); free(mdz); free(zx); free(bih); free(bhh); free(whh); free(dy); free(dhy); free(wf); free(wb);
+        free(y); free(hy); free(gates); free(cst); free(dbpart); free(hprev); free(dzh);
+    }
+}
+
+static void own_vs_model(const ct_backend *g16)
+{
+    const char *name = "bf16own/kernels_against_model";
+    if (!case_selected(name)) return;
+    static const struct { int B, T, I, H, L, masked; } cs[] = {
+        { 5, 12, 7, 20, 2, 1 }, { 16, 100, 40, 128, 1, 1 }, { 9, 25, 11, 37, 1, 1 }, { 6, 40, 24, 64, 1, 0 }, { 130, 20, 8, 128, 1, 1 },
+    };
+    ct_gpu *g = g16->dev;
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const int B = cs[c].B, T = cs[c].T, I = cs[c].I, H = cs[c].H, L = cs[c].L;
+        t_case("gpu/%s B=%d T=%d I=%d H=%d L=%d len=%s (tolerance 2^-7)", name, B, T, I, H, L, cs[c].masked ? "yes" : "no");
+        const lstm_dims d = { B, T, I, H, L, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_BF16 };
+        ct_rng rng;
+        ct_rng_seed(&rng, 3100 + c, 0);
+        ct_params ps;
+        lstm_ids ids;
+        ct_params_init(&ps);
+        CT_ASSERT(ct_lstm_params_add(&ids, &ps, "lstm", I, H, L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
+        ct_params_initialize(&ps, &rng);
+        const size_t nx = (size_t)B * T * I, ny = (size_t)B * T * H, nh = (size_t)B * H;
+        float *x = rnd(nx, -1, 1, &rng), *dy = rnd(ny, -1, 1, &rng), *dhy = rnd(nh, -1, 1, &rng);
+        int len[160];
+        for (int b = 0; b < B; b++) len[b] = cs[c].masked && b ? 1 + (int)ct_rng_below(&rng, (unsigned)T) : T;
+        /* the model */
+        lstm_weights w[LSTM_MAX_LAYERS];
+        lstm_grads gr[LSTM_MAX_LAYERS];
+        ct_lstm_params_view(w, gr, &ps, &ids);
+        lstm_rec_plan pm;
+        t_check(ct_lstm_rec_plan_make(&pm, &ct_lstm_rec_model, &d, 2) == CT_OK, "model plan: %s", ct_last_error());
+        float *mdx = calloc(nx, sizeof(float));
+        CT_ASSERT(mdx);
+        ct_lstm_rec_forward(&pm, x, len, w, &d);
+        ct_lstm_rec_backward(&pm, mdx, gr, dy, dhy, len, w, &d);
+        /* the kernels, with S = 2 and 4 */
+        float *got[2][5] = { { NULL } };
+        uint32_t *img[2] = { NULL, NULL };
+        const size_t nimg = (size_t)ct_lstm_rec_words(pm.HP) * ct_lstm_rec_threads(pm.HP);
+        for (int k = 0; k < 2; k++) {
+            lstm_rec_engine e = ct_lstm_rec_gpu;
+            e.ctx = (void *)g16;
+            lstm_rec_plan pg;
+            ct_status st = ct_lstm_rec_plan_make(&pg, &e, &d, k ? 4 : 2);
+            t_check(st == CT_OK, "GPU plan: %s", ct_last_error());
+            if (st != CT_OK) continue;
+            float *gp = dput(g16, ps.data, ps.numel), *gg = dalloc(g16, ps.numel * sizeof(float));
+            float *gx = dput(g16, x, nx), *gdy = dput(g16, dy, ny), *gdhy = dput(g16, dhy, nh), *gdx = dalloc(g16, nx * sizeof(float));
+            int *glen = dputi(g16, len, B);
+            ct_params dev = ps;
+            dev.data = gp;
+            dev.grad = gg;
+            lstm_weights dw[LSTM_MAX_LAYERS];
+            lstm_grads dg[LSTM_MAX_LAYERS];
+            ct_lstm_params_view(dw, dg, &dev, &ids);
+            ct_lstm_rec_forward(&pg, gx, glen, dw, &d);
+            ct_lstm_rec_backward(&pg, gdx, dg, gdy, gdhy, glen, dw, &d);
+            t_check(ct_gpu_sync(g) == CT_OK, "queued work failed: %s", ct_last_error());
+            got[k][0] = dget(g16, pg.y[L - 1], ny);
+            got[k][1] = dget(g16, pg.hy, nh);
+            got[k][2] = dget(g16, gdx, nx);
+            got[k][3] = dget(g16, gg, ps.numel);
+            if (k == 0) {
+                img[0] = malloc(nimg * sizeof(uint32_t));
+                img[1] = malloc(nimg * sizeof(uint32_t));
+                CT_ASSERT(img[0] && img[1]);
+                t_check(ct_gpu_download(g, img[0], pg.wf[0], nimg * sizeof(uint32_t)) == CT_OK &&
+                        ct_gpu_download(g, img[1], pg.wb[0], nimg * sizeof(uint32_t)) == CT_OK, "download: %s", ct_last_error());
+            }
+            ct_lstm_rec_plan_free(&pg);
+            void *mine[] = { gp, gg, gx, gdy, gdhy, gdx, glen };
+            for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) dfree(g16, mine[i]);
+        }
+        if (img[0]) {
+            /* pm.wb[0] was packed by the model's backward, pm.wf[0] by its forward, from the same weights */
+            t_check(!memcmp(img[0], pm.wf[0], nimg * sizeof(uint32_t)), "the forward weight image differs from the model's");
+            t_check(!memcmp(img[1], pm.wb[0], nimg * sizeof(uint32_t)), "the backward weight image differs from the model's");
+        }
+        if (got[0][0] && got[1][0]) {
+            const float *ref[4] = { pm.y[L - 1], pm.hy, mdx, ps.grad };
+            const size_t n[4] = { ny, nh, nx, ps.numel };
+            const char *what[4] = { "h sequence", "final h", "dx", "parameter gradients" };
+            for (int i = 0; i < 4; i++) {
+                const double e = t_close(what[i], got[0][i], ref[i], n[i], 1.0 / 128);
+                printf("     %-20s against the model: normalised error %.3g (tolerance %.3g)\n", what[i], e, 1.0 / 128);
+                t_check(!memcmp(got[0][i], got[1][i], n[i] * sizeof(float)), "%s: S = 2 and S = 4 differ", what[i]);
+            }
+        }
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 5; i++) free(got[k][i]);
+        free(img[0]); free(img[1]);
+        ct_lstm_rec_plan_free(&pm);
+        free(x); free(dy); free(dhy); free(mdx);
+        ct_params_free(&ps);
+    }
+}
+#endif
 
 /* `time`'s "of peak" for a bf16 GPU run: the bf16 product (GemmEx, float32 accumulation) runs
  * and outpaces plain FP32 sgemm of the same size, as bf16 tensor cores do on every GPU that
@@ -1511,11 +1717,35 @@ static void run_bf16_cases(const ct_backend *g32)
     bf16_lstm("bf16/lstm_return_mean", &g16, &cpu16, g32, 25);
     set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, t4, t4, -1);
     bf16_lstm("bf16/lstm_smaller_batch_and_steps", &g16, &cpu16, g32, 23);
+#ifdef CT_HAVE_CUDA
+    /* the same layer cases on ctrain's own bf16 LSTM kernels, and those kernels against their C model */
+    const int own_before = ct_lstm_gpu_use_own(1);
+    lstm_expect_own = 1;
+    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, t4, t4, -1);
+    bf16_lstm("bf16own/lstm_stacked_masked", &g16, &cpu16, g32, 21);
+    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, t4, t4, -1);
+    bf16_lstm("bf16own/lstm_T100", &g16, &cpu16, g32, 22);
+    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, t4, t4, -1);
+    bf16_lstm("bf16own/lstm_T100_full_length", &g16, &cpu16, g32, 28);
+    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, t4, t4, -1);
+    bf16_lstm("bf16own/lstm_return_sequence", &g16, &cpu16, g32, 24);
+    set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, t4, t4, -1);
+    bf16_lstm("bf16own/lstm_return_mean", &g16, &cpu16, g32, 25);
+    set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, t4, t4, -1);
+    bf16_lstm("bf16own/lstm_smaller_batch_and_steps", &g16, &cpu16, g32, 23);
+    lstm_expect_own = 0;
+    ct_lstm_gpu_use_own(own_before);
+    own_recurrence(&g16);
+    own_vs_model(&g16);
+#endif
     bf16_peak(&g16);
     ct_backend_close(&cpu16);
     ct_gemm_bf16_use_model(0);
     ct_backend_close(&g16);
-    bf16_training();
+    bf16_training(0);
+#ifdef CT_HAVE_CUDA
+    bf16_training(1);
+#endif
 }
 
 static void run_gpu_cases(const ct_backend *gpu)

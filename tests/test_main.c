@@ -27,7 +27,7 @@
  * failed case, so a test file cannot silently drop out of the build. */
 #define SUITES(X) \
     X(core) X(blas) X(h5) X(dense) X(activation) X(add) X(dropout) X(flatten) X(pair) X(loss) \
-    X(gemm_packed) X(bf16) X(lstm) X(lstm_bf16) X(conv2d) X(conv_bf16) X(pool) X(batchnorm) X(optim) X(backend) X(smoke) X(speaker) \
+    X(gemm_packed) X(bf16) X(lstm) X(lstm_bf16) X(lstm_rec) X(conv2d) X(conv_bf16) X(pool) X(batchnorm) X(optim) X(backend) X(smoke) X(speaker) \
     X(audio) X(fbank) X(featstore) X(stream) X(prep) X(m4a) X(metrics) X(trials) X(eval) X(model_desc) X(verify_report) X(corpusgen) \
     X(time) X(hwreport) \
     X(siamese_cnn) \

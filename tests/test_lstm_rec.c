@@ -1,0 +1,240 @@
+/* test_lstm_rec.c - ctrain's own bf16 GPU LSTM (cuda/lstm_rec.h) on its C model, on any CPU:
+ * the steps (lstm_rec.c) and the model of the kernels' threads, which the GPU tests check the
+ * CUDA kernels against (tests/test_gpu.c, "bf16own").
+ *
+ *   - the weight images: every entry of W_hh lands in exactly one half-word of each image,
+ *     and every other half-word is a padding zero, for hidden sizes with and without padding;
+ *   - many steps against the float32 layer (layers/lstm.c) on the unrounded operands: output,
+ *     dx and every parameter gradient, 1-2 layers, lengths, every return mode, hidden sizes
+ *     that are and are not the kernels' (padding), batches that do not fill the last block,
+ *     the siamese model's shape. As for the CPU's bf16 layer (test_lstm_bf16.c), no closed
+ *     bound holds through the recurrence: the stated tolerance is 2^-4 of each tensor's
+ *     largest entry, and the case prints what it measured; each case also requires the
+ *     output to differ from float32's (the bf16 rounding ran);
+ *   - S (sequences per block) 2 and 4 give the same bits: a sequence's sums never depend on
+ *     its neighbours.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tests/test.h"
+#include "cuda/lstm_rec.h"
+#include "layers/lstm.h"
+
+static void test_images(void)
+{
+    static const int Hs[] = { 8, 20, 32, 37, 64, 100, 128 };
+    for (size_t c = 0; c < sizeof Hs / sizeof Hs[0]; c++) {
+        const int H = Hs[c], HP = ct_lstm_rec_hp(H), NT = ct_lstm_rec_threads(HP), NW = ct_lstm_rec_words(HP);
+        t_case("lstm_rec/weight images H=%d (padded to %d): each W_hh entry once, the rest zeros", H, HP);
+        for (int backward = 0; backward < 2; backward++) {
+            const size_t n = (size_t)4 * H * H;
+            int *seen = calloc(n, sizeof(int));
+            CT_ASSERT(seen);
+            long pads = 0, bad = 0;
+            for (int r = 0; r < NW; r++)
+                for (int tid = 0; tid < NT; tid++) {
+                    long lo, hi;
+                    ct_lstm_rec_word(backward, H, HP, r, tid, &lo, &hi);
+                    const long e[2] = { lo, hi };
+                    for (int k = 0; k < 2; k++) {
+                        if (e[k] < 0) { pads++; continue; }
+                        if (e[k] >= (long)n) { bad++; continue; }
+                        seen[e[k]]++;
+                    }
+                }
+            long twice = 0, never = 0;
+            for (size_t i = 0; i < n; i++) { twice += seen[i] > 1; never += seen[i] == 0; }
+            t_check(bad == 0 && twice == 0 && never == 0 && pads == 2L * NW * NT - (long)n,
+                    "%s image: %ld out of range, %ld twice, %ld never, %ld padding half-words (want %ld)",
+                    backward ? "backward" : "forward", bad, twice, never, pads, 2L * NW * NT - (long)n);
+            free(seen);
+        }
+    }
+}
+
+static double rel_max(const float *got, const float *ref, size_t n)
+{
+    double e = 0, m = 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        if (fabs(got[i] - ref[i]) > e) e = fabs(got[i] - ref[i]);
+        if (fabs(ref[i]) > m) m = fabs(ref[i]);
+    }
+    return e / m;
+}
+
+/* One layer stack's run on the model: out (as d->ret says), dx, and the gradients into ps.grad. */
+typedef struct { float *out, *dx; ct_params ps; lstm_ids ids; } rec_run;
+
+static void run_model(rec_run *o, const lstm_dims *d, int S, const float *params, const float *x, const int *len,
+                      const float *dout)
+{
+    const int B = d->B, T = d->T, H = d->H;
+    ct_params_init(&o->ps);
+    CT_ASSERT(ct_lstm_params_add(&o->ids, &o->ps, "lstm", d->I, H, d->L) == CT_OK && ct_params_alloc(&o->ps) == CT_OK);
+    memcpy(o->ps.data, params, o->ps.numel * sizeof(float));
+    lstm_weights w[LSTM_MAX_LAYERS];
+    lstm_grads g[LSTM_MAX_LAYERS];
+    ct_lstm_params_view(w, g, &o->ps, &o->ids);
+    lstm_rec_plan p;
+    t_check(ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, d, S) == CT_OK, "plan: %s", ct_last_error());
+    const size_t no = (size_t)B * H * (d->ret == LSTM_RETURN_SEQUENCE ? T : 1);
+    o->out = calloc(no, sizeof(float));
+    o->dx = calloc((size_t)B * T * d->I, sizeof(float));
+    float *dy = calloc((size_t)B * T * H, sizeof(float));
+    CT_ASSERT(o->out && o->dx && dy);
+    ct_lstm_rec_forward(&p, x, len, w, d);
+    const float *y = p.y[d->L - 1];
+    switch (d->ret) {
+    case LSTM_RETURN_LAST: memcpy(o->out, p.hy, no * sizeof(float)); break;
+    case LSTM_RETURN_SEQUENCE: memcpy(o->out, y, no * sizeof(float)); break;
+    case LSTM_RETURN_MEAN:
+        for (int b = 0; b < B; b++)
+            for (int u = 0; u < H; u++) {
+                const int Lb = len ? len[b] : T;
+                float s = 0.0f;
+                for (int t = 0; t < Lb; t++) s += y[((size_t)b * T + t) * H + u];
+                o->out[(size_t)b * H + u] = s / (float)Lb;
+            }
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < (len ? len[b] : T); t++)
+                for (int u = 0; u < H; u++) dy[((size_t)b * T + t) * H + u] = dout[(size_t)b * H + u] / (float)(len ? len[b] : T);
+        break;
+    }
+    ct_lstm_rec_backward(&p, o->dx, g, d->ret == LSTM_RETURN_SEQUENCE ? dout : d->ret == LSTM_RETURN_MEAN ? dy : NULL,
+                         d->ret == LSTM_RETURN_LAST ? dout : NULL, len, w, d);
+    ct_lstm_rec_plan_free(&p);
+    free(dy);
+}
+
+static void rec_run_free(rec_run *o) { free(o->out); free(o->dx); ct_params_free(&o->ps); }
+
+static void test_many_steps(void)
+{
+    static const struct { int B, T, I, H, L; lstm_return ret; int len; } cs[] = {
+        { 8, 20, 40, 32, 1, LSTM_RETURN_LAST, 1 },
+        { 5, 12, 7, 20, 2, LSTM_RETURN_SEQUENCE, 1 },   /* padding (20 -> 32), a part-filled block */
+        { 6, 30, 16, 16, 2, LSTM_RETURN_MEAN, 0 },
+        { 9, 25, 11, 37, 1, LSTM_RETURN_MEAN, 1 },      /* H odd: a pair half in the padding */
+        { 3, 1, 5, 8, 1, LSTM_RETURN_LAST, 0 },          /* one step */
+        { 16, 100, 40, 128, 1, LSTM_RETURN_LAST, 1 }, /* the siamese model's layer */
+        { 6, 40, 24, 64, 1, LSTM_RETURN_SEQUENCE, 1 },
+    };
+    const double tol = 1.0 / 16;
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const int B = cs[c].B, T = cs[c].T, I = cs[c].I, H = cs[c].H, L = cs[c].L;
+        t_case("lstm_rec/many steps against float32 B=%d T=%d I=%d H=%d L=%d ret=%d len=%s (tolerance 2^-4)", B, T, I, H, L,
+               (int)cs[c].ret, cs[c].len ? "yes" : "no");
+        lstm_dims d = { B, T, I, H, L, cs[c].ret, LSTM_SIGMOID, CT_F32 };
+        ct_rng rng;
+        ct_rng_seed(&rng, 900 + c, 0);
+        ct_params ps;
+        lstm_ids ids;
+        ct_params_init(&ps);
+        CT_ASSERT(ct_lstm_params_add(&ids, &ps, "lstm", I, H, L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
+        const size_t np = ps.numel, nx = (size_t)B * T * I, no = (size_t)B * H * (cs[c].ret == LSTM_RETURN_SEQUENCE ? T : 1);
+        float *x = malloc(nx * sizeof(float)), *dout = malloc(no * sizeof(float));
+        CT_ASSERT(x && dout);
+        t_fill_uniform(ps.data, np, -0.3f, 0.3f, &rng);
+        t_fill_uniform(x, nx, -1.5f, 1.5f, &rng);
+        t_fill_uniform(dout, no, -1.0f, 1.0f, &rng);
+        int len[64];
+        for (int b = 0; b < B; b++) len[b] = cs[c].len ? 1 + (int)ct_rng_below(&rng, (unsigned)T) : T;
+        const int *lp = cs[c].len ? len : NULL;
+        /* the float32 layer */
+        lstm_weights w[LSTM_MAX_LAYERS];
+        lstm_grads g[LSTM_MAX_LAYERS];
+        ct_lstm_params_view(w, g, &ps, &ids);
+        float *cache = calloc(ct_lstm_cache_floats(&d), sizeof(float)), *ws = calloc(ct_lstm_workspace_floats(&d), sizeof(float));
+        float *out = calloc(no, sizeof(float)), *dx = calloc(nx, sizeof(float));
+        CT_ASSERT(cache && ws && out && dx);
+        ct_lstm_forward(out, cache, x, lp, w, &d);
+        ct_lstm_backward(dx, g, ws, dout, cache, x, lp, w, &d);
+        /* the model with S = 4 and S = 2 */
+        rec_run m4, m2;
+        run_model(&m4, &d, 4, ps.data, x, lp, dout);
+        run_model(&m2, &d, 2, ps.data, x, lp, dout);
+        double eo = rel_max(m4.out, out, no), ex = rel_max(m4.dx, dx, nx), eg = 0;
+        for (int l = 0; l < L; l++) {
+            const int Il = l ? H : I;
+            lstm_weights mw[LSTM_MAX_LAYERS];
+            lstm_grads mg[LSTM_MAX_LAYERS];
+            ct_lstm_params_view(mw, mg, &m4.ps, &m4.ids);
+            const double e[4] = { rel_max(mg[l].w_ih, g[l].w_ih, (size_t)4 * H * Il), rel_max(mg[l].w_hh, g[l].w_hh, (size_t)4 * H * H),
+                                  rel_max(mg[l].b_ih, g[l].b_ih, (size_t)4 * H), rel_max(mg[l].b_hh, g[l].b_hh, (size_t)4 * H) };
+            for (int q = 0; q < 4; q++) if (!(e[q] <= eg)) eg = e[q];
+        }
+        t_check(eo <= tol && ex <= tol && eg <= tol, "out %.3g, dx %.3g, parameter gradients %.3g (tolerance %.3g)", eo, ex, eg, tol);
+        t_check(eo > 0, "the output equals float32's bit for bit: the bf16 rounding did not run");
+        printf("     measured: out %.3g, dx %.3g, parameter gradients %.3g of their largest entries\n", eo, ex, eg);
+        t_check(memcmp(m4.out, m2.out, no * sizeof(float)) == 0 && memcmp(m4.dx, m2.dx, nx * sizeof(float)) == 0 &&
+                memcmp(m4.ps.grad, m2.ps.grad, m4.ps.numel * sizeof(float)) == 0,
+                "S = 4 and S = 2 differ: a sequence's sums depend on its block");
+        rec_run_free(&m4); rec_run_free(&m2);
+        free(cache); free(ws); free(out); free(dx); free(x); free(dout);
+        ct_params_free(&ps);
+    }
+}
+
+/* A call smaller than the plan (fewer sequences, fewer steps) gives what a plan of its own size gives. */
+static void test_smaller_call(void)
+{
+    t_case("lstm_rec/a call smaller than the plan equals a plan of its size, bit for bit");
+    const lstm_dims big = { 7, 15, 7, 20, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 }, d = { 5, 12, 7, 20, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 };
+    ct_rng rng;
+    ct_rng_seed(&rng, 990, 0);
+    ct_params ps;
+    lstm_ids ids;
+    ct_params_init(&ps);
+    CT_ASSERT(ct_lstm_params_add(&ids, &ps, "lstm", d.I, d.H, d.L) == CT_OK && ct_params_alloc(&ps) == CT_OK);
+    t_fill_uniform(ps.data, ps.numel, -0.3f, 0.3f, &rng);
+    lstm_weights w[LSTM_MAX_LAYERS];
+    lstm_grads g[LSTM_MAX_LAYERS];
+    ct_lstm_params_view(w, g, &ps, &ids);
+    const size_t nx = (size_t)d.B * d.T * d.I, no = (size_t)d.B * d.H;
+    float x[5 * 12 * 7], dout[5 * 20], dx[2][5 * 12 * 7], out[2][5 * 20];
+    t_fill_uniform(x, nx, -1.5f, 1.5f, &rng);
+    t_fill_uniform(dout, no, -1.0f, 1.0f, &rng);
+    const int len[5] = { 12, 3, 7, 1, 9 };
+    float *grads[2];
+    for (int k = 0; k < 2; k++) {
+        lstm_rec_plan p;
+        t_check(ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, k ? &big : &d, 2) == CT_OK, "plan: %s", ct_last_error());
+        memset(ps.grad, 0, ps.numel * sizeof(float));
+        ct_lstm_rec_forward(&p, x, len, w, &d);
+        memcpy(out[k], p.hy, no * sizeof(float));
+        ct_lstm_rec_backward(&p, dx[k], g, NULL, dout, len, w, &d);
+        grads[k] = malloc(ps.numel * sizeof(float));
+        CT_ASSERT(grads[k]);
+        memcpy(grads[k], ps.grad, ps.numel * sizeof(float));
+        ct_lstm_rec_plan_free(&p);
+    }
+    t_check(memcmp(out[0], out[1], sizeof out[0]) == 0 && memcmp(dx[0], dx[1], sizeof dx[0]) == 0 &&
+            memcmp(grads[0], grads[1], ps.numel * sizeof(float)) == 0, "the larger plan gave other results");
+    free(grads[0]); free(grads[1]);
+    ct_params_free(&ps);
+}
+
+static void test_refusals(void)
+{
+    t_case("lstm_rec/shapes it does not run are refused at plan time");
+    lstm_rec_plan p;
+    const lstm_dims big = { 4, 5, 3, 129, 1, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 };
+    const lstm_dims hard = { 4, 5, 3, 16, 1, LSTM_RETURN_LAST, LSTM_HARD_SIGMOID, CT_F32 };
+    t_check(!ct_lstm_rec_fits(&big) && ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, &big, 4) == CT_EINVAL, "H = 129 accepted");
+    t_check(!ct_lstm_rec_fits(&hard) && ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, &hard, 4) == CT_EINVAL, "hard sigmoid accepted");
+    const lstm_dims ok = { 4, 5, 3, 128, 1, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 };
+    t_check(ct_lstm_rec_fits(&ok) && ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, &ok, 3) == CT_EINVAL, "S = 3 accepted");
+    t_check(ct_lstm_rec_seqs(256, 132) == 2 && ct_lstm_rec_seqs(256, 100) == 4 && ct_lstm_rec_seqs(1, 1) == 2, "S chosen: %d %d %d",
+            ct_lstm_rec_seqs(256, 132), ct_lstm_rec_seqs(256, 100), ct_lstm_rec_seqs(1, 1));
+}
+
+void suite_lstm_rec(void)
+{
+    test_images();
+    test_many_steps();
+    test_smaller_call();
+    test_refusals();
+}
