@@ -53,7 +53,8 @@
 #   bf16-*    when the CPU has amx_bf16: ctrain time siamese-lstm, cnn and siamese-cnn       120 each
 #             --device cpu --threads 2 --precision fp32,bf16 --protocol bench, and PyTorch's bf16 autocast
 #             on the same workload (python3 on PATH): the AMX targets of docs/precision.md
-#   gpubf16-* ctrain time siamese-lstm and cnn --device gpu --precision fp32,bf16 --per-layer  150 each
+#   gpubf16-* ctrain time siamese-lstm, cnn and siamese-cnn --device gpu --precision fp32,bf16  150 each
+#             --per-layer
 #             on ten times the bench training set: bf16 on the tensor cores against FP32, with
 #             NVML's power and energy figures and the report page (--html) where this ctrain has
 #             them, TF32 on the same workload (its energy), PyTorch AMP (bf16 autocast) on the
@@ -291,7 +292,7 @@ if gpu:
     lines.extend("  " + l[:200] for l in (res or ([] if status("resume").startswith("not run") else ["no result lines: see resume.log"])))
     lines.append("")
     lines.append("ctrain GPU / PyTorch cuDNN, training samples/s: " + "; ".join(ratio))
-    for m in ("siamese-lstm", "cnn"):
+    for m in ("siamese-lstm", "cnn", "siamese-cnn"):
         gl = re.findall(r"^gpu(?: bf16)? +\d.*$", text("gpubf16-%s.log" % m), re.M)
         gl += re.findall(r"^pytorch .*$", text("gpubf16-%s.log" % m), re.M)
         gl += ["TF32: " + l for l in re.findall(r"^gpu +\d.*$", text("gpubf16-%s-tf32.log" % m), re.M)]
@@ -314,7 +315,7 @@ if gpu:
     lines.append("NVML through the hardware report (%s)" % status("nvml"))
     for k in ("time-siamese-lstm", "time-siamese-cnn", "time-cnn", "seed", "peak", "ceiling", "amx", "bf16-siamese-lstm", "bf16-cnn",
               "bf16-siamese-cnn",
-              "gpubf16-siamese-lstm", "gpubf16-cnn", "nvml", "ownlstm",
+              "gpubf16-siamese-lstm", "gpubf16-cnn", "gpubf16-siamese-cnn", "nvml", "ownlstm",
               "store", "e2e", "nccl", "resume",
               "tf32-siamese-lstm", "tf32-siamese-cnn", "tf32-cnn"):
         if k in steps and steps[k][0] not in ("0", "skip"): bad.append(k)
@@ -647,14 +648,16 @@ fi
 # cuDNN's standard algorithm, the one cuDNN offers bf16 data (gpubf16-siamese-lstm-standard.log),
 # and the seed protocol's epoch in bf16 (gpubf16-siamese-lstm-seed.log).
 if "$ctrain" time --help 2>&1 | grep -q -e '--precision'; then
-  for m in siamese-lstm cnn; do
+  for m in siamese-lstm cnn siamese-cnn; do
+    tm=""
     if [ "$m" = cnn ]; then w="--data synthetic --samples 60000 --val-samples 1000"; script=cnn_torch.py
     else w="--pairs 30720 --val-pairs 1024"; script=siamese_torch.py; fi
-    run_step "gpubf16-$m" 150 sh -c 'ctrain=$1 m=$2 w=$3 script=$4 out=$5 threads=$6 devflag=$7 html=$8 py=$9
+    [ "$m" = siamese-cnn ] && tm="--model siamese-cnn"
+    run_step "gpubf16-$m" 150 sh -c 'ctrain=$1 m=$2 w=$3 script=$4 out=$5 threads=$6 devflag=$7 html=$8 py=$9 tm=${10}
       "$ctrain" time "$m" $devflag gpu --precision fp32,bf16 --protocol bench --threads "$threads" --per-layer $w \
         --json "$out/ctrain-$m-gpu-prec.json" ${html:+--html "$out/report-$m-gpu-prec.html"} || exit 1
       if [ -n "$py" ]; then
-        python3 "$py/$script" --device cuda --autocast bf16 --epochs 4 --batch 128 --threads "$threads" --protocol bench $w \
+        python3 "$py/$script" $tm --device cuda --autocast bf16 --epochs 4 --batch 128 --threads "$threads" --protocol bench $w \
           --json "$out/torch-$m-cuda-bf16.json" || exit 1
       fi
       "$ctrain" time "$m" $devflag gpu --tf32 --protocol bench --threads "$threads" $w \
@@ -664,10 +667,10 @@ if "$ctrain" time --help 2>&1 | grep -q -e '--precision'; then
         --json "$out/ctrain-$m-gpu-standard-algo.json" > "$out/gpubf16-$m-standard.log" 2>&1 || exit 1
       "$ctrain" time "$m" $devflag gpu --precision bf16 --protocol seed --epochs 2 --threads "$threads" \
         --json "$out/ctrain-$m-seed-gpu-bf16.json" > "$out/gpubf16-$m-seed.log" 2>&1' \
-      sh "$ctrain" "$m" "$w" "$script" "$out" "$threads" "$devflag" "$html" "$([ $py_ok = 1 ] && echo "$here/bench")"
+      sh "$ctrain" "$m" "$w" "$script" "$out" "$threads" "$devflag" "$html" "$([ $py_ok = 1 ] && echo "$here/bench")" "$tm"
   done
 else
-  not_run gpubf16-siamese-lstm "this ctrain has no --precision"; not_run gpubf16-cnn "this ctrain has no --precision"
+  for m in siamese-lstm cnn siamese-cnn; do not_run "gpubf16-$m" "this ctrain has no --precision"; done
 fi
 # The hardware report's suite as a user runs it (its cases that need Chromium or Debian's python3-torch
 # skip here), and its NVML case must have read this GPU.
