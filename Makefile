@@ -92,6 +92,11 @@ BENCH_SRC := $(wildcard bench/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
+# tests/cuda_emu.cpp runs ctrain's own GPU kernels' CUDA source on the CPU (C++: the kernels are
+# templates; it uses no C++ library, so the test program still links with $(CC)). No contraction
+# into fused multiply-adds, as in C (-std=c11): the test compares it with C bit for bit
+TEST_CXX_SRC := $(wildcard tests/*.cpp)
+TEST_OBJ  += $(TEST_CXX_SRC:%.cpp=$(BUILD)/%.o)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 CTRAIN    := $(if $(filter 1,$(SAN)),$(BUILD)/ctrain,bin/ctrain)
 
@@ -226,6 +231,11 @@ detect:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(filter-out -std=c11 -Wstrict-prototypes,$(CFLAGS)) -std=c++17 -fno-exceptions -fno-rtti -fno-threadsafe-statics \
+	  -ffp-contract=off -Wno-unknown-pragmas -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)

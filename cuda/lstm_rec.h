@@ -51,10 +51,13 @@
  *
  * ---- Two implementations of the same steps ----
  * The steps above are written once, here (lstm_rec.c), over an engine: the GPU's
- * (cuda/lstm_rec_gpu.cu: CUDA kernels and cuBLAS's cublasGemmEx) and a C model of the kernels
- * that runs the same threads' work one after another on the CPU (lstm_rec.c), which the
- * CPU tests check against the float32 layer and the GPU tests check the kernels against.
- * A sequence's results do not depend on S or on the other sequences of its block.
+ * (cuda/lstm_rec_gpu.cu: the kernels of cuda/lstm_rec_kernels.cuh and cuBLAS's cublasGemmEx)
+ * and a C model of the kernels that runs the same threads' work one after another on the CPU
+ * (lstm_rec.c). The CPU tests check the model against the float32 layer, and the kernels'
+ * CUDA source, run on the CPU by a small emulation of CUDA's threads, barriers and shuffles
+ * (tests/cuda_emu.cpp), against the model bit for bit; the GPU tests check the kernels on the
+ * GPU against the model. A sequence's results do not depend on S or on the other sequences
+ * of its block.
  */
 #ifndef CT_CUDA_LSTM_REC_H
 #define CT_CUDA_LSTM_REC_H

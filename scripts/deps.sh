@@ -32,7 +32,7 @@
 # network) it prints the exact command to run and exits non-zero.
 set -eu
 
-BUILD_PKGS="gcc make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev libyaml-dev libavformat-dev libavcodec-dev libswresample-dev libavutil-dev espeak-ng sox dataset-fashion-mnist"
+BUILD_PKGS="gcc g++ make pkg-config libopenblas-dev libhdf5-dev hdf5-tools zlib1g-dev libsndfile1-dev libsamplerate0-dev libfftw3-dev libjansson-dev libyaml-dev libavformat-dev libavcodec-dev libswresample-dev libavutil-dev espeak-ng sox dataset-fashion-mnist"
 TEST_PKGS="python3 python3-torch python3-h5py python3-numpy python3-sklearn libmp3lame-dev python3-venv libopenmpi-dev openmpi-bin ffmpeg chromium"
 GOLDEN_PKGS="python3-torchaudio"
 BENCH_PKGS="python3-venv binutils"

@@ -12,13 +12,21 @@
  *     largest entry, and the case prints what it measured; each case also requires the
  *     output to differ from float32's (the bf16 rounding ran);
  *   - S (sequences per block) 2 and 4 give the same bits: a sequence's sums never depend on
- *     its neighbours.
+ *     its neighbours;
+ *   - the CUDA kernels themselves (cuda/lstm_rec_kernels.cuh), run from their source on the CPU
+ *     by tests/cuda_emu.cpp, against the model's kernels: the weight images, every output of the
+ *     forward and the backward, the bf16 conversion and the bias sums, bit for bit (the same
+ *     float operations in the same order), for each padded size (32, 64, 128: the last with half
+ *     the image in shared memory), S = 2 and 4, lengths, batches that do not fill a block; and
+ *     no divergent barrier.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tests/test.h"
+#include "tests/cuda_emu.h"
+#include "core/bf16.h"
 #include "cuda/lstm_rec.h"
 #include "layers/lstm.h"
 
@@ -231,10 +239,87 @@ static void test_refusals(void)
             ct_lstm_rec_seqs(256, 132), ct_lstm_rec_seqs(256, 100), ct_lstm_rec_seqs(1, 1));
 }
 
+static int same_bits(const void *a, const void *b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
+
+static void test_emulated_kernels(void)
+{
+    static const struct { int B, T, H; } cs[] = { { 5, 6, 20 }, { 7, 5, 37 }, { 5, 4, 64 }, { 5, 5, 128 }, { 3, 3, 100 } };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+        for (int S = 2; S <= 4; S += 2) {
+            const int B = cs[c].B, T = cs[c].T, H = cs[c].H, G = 4 * H, HP = ct_lstm_rec_hp(H);
+            t_case("lstm_rec/the CUDA kernels run on the CPU equal the model bit for bit: B=%d T=%d H=%d (HP %d) S=%d", B, T, H, HP, S);
+            ct_rng rng;
+            ct_rng_seed(&rng, 1000 + c, (uint64_t)S);
+            const size_t BT = (size_t)B * T, nimg = (size_t)ct_lstm_rec_words(HP) * ct_lstm_rec_threads(HP);
+            float *zx = t_alloc(BT * G), *bih = t_alloc(G), *bhh = t_alloc(G), *whh = t_alloc((size_t)G * H);
+            float *dy = t_alloc(BT * H), *dhy = t_alloc((size_t)B * H);
+            t_fill_uniform(zx, BT * G, -2, 2, &rng);
+            t_fill_uniform(bih, G, -0.5f, 0.5f, &rng);
+            t_fill_uniform(bhh, G, -0.5f, 0.5f, &rng);
+            t_fill_uniform(whh, (size_t)G * H, -0.3f, 0.3f, &rng);
+            t_fill_uniform(dy, BT * H, -1, 1, &rng);
+            t_fill_uniform(dhy, (size_t)B * H, -1, 1, &rng);
+            int len[8];
+            for (int b = 0; b < B; b++) len[b] = b ? 1 + (int)ct_rng_below(&rng, (unsigned)T) : T;
+            /* [0] the model, [1] the kernels */
+            uint32_t *wf[2], *wb[2];
+            float *y[2], *hy[2], *gates[2], *cst[2], *dbp[2];
+            uint16_t *hprev[2], *dzh[2];
+            for (int k = 0; k < 2; k++) {
+                wf[k] = calloc(nimg, sizeof(uint32_t));
+                wb[k] = calloc(nimg, sizeof(uint32_t));
+                hprev[k] = calloc(BT * H, sizeof(uint16_t));
+                dzh[k] = calloc(BT * G, sizeof(uint16_t));
+                CT_ASSERT(wf[k] && wb[k] && hprev[k] && dzh[k]);
+                y[k] = t_alloc(BT * H); hy[k] = t_alloc((size_t)B * H); gates[k] = t_alloc(BT * G); cst[k] = t_alloc(BT * H);
+                dbp[k] = t_alloc((size_t)B * G);
+            }
+            char why[256] = "";
+            ct_lstm_rec_model.pack(NULL, 0, wf[0], whh, H, HP);
+            ct_lstm_rec_model.pack(NULL, 1, wb[0], whh, H, HP);
+            int ok = ct_emu_rec_pack(0, wf[1], whh, H, HP, 3, 64, why, sizeof why) == 0 &&
+                     ct_emu_rec_pack(1, wb[1], whh, H, HP, 3, 64, why, sizeof why) == 0;
+            t_check(ok, "pack: %s", why);
+            t_check(same_bits(wf[0], wf[1], nimg * 4) && same_bits(wb[0], wb[1], nimg * 4), "the weight images differ");
+            for (int k = 0; k < 2; k++) {
+                const lstm_rec_fwd_args fa = { B, T, H, HP, S, zx, bih, bhh, wf[0], len, y[k], hy[k], gates[k], cst[k], hprev[k] };
+                if (k == 0) ct_lstm_rec_model.forward(NULL, &fa);
+                else t_check(ct_emu_rec_forward(&fa, why, sizeof why) == 0, "forward: %s", why);
+                /* both backwards from the model's kept gates and c */
+                const lstm_rec_bwd_args ba = { B, T, H, HP, S, dy, dhy, gates[0], cst[0], wb[0], len, dzh[k], dbp[k] };
+                if (k == 0) ct_lstm_rec_model.backward(NULL, &ba);
+                else t_check(ct_emu_rec_backward(&ba, why, sizeof why) == 0, "backward: %s", why);
+            }
+            t_check(same_bits(y[0], y[1], BT * H * 4), "h differs");
+            t_check(same_bits(hy[0], hy[1], (size_t)B * H * 4), "the final h differs");
+            t_check(same_bits(gates[0], gates[1], BT * G * 4), "the kept gates differ");
+            t_check(same_bits(cst[0], cst[1], BT * H * 4), "c differs");
+            t_check(same_bits(hprev[0], hprev[1], BT * H * 2), "bf16(h_{t-1}) differs");
+            t_check(same_bits(dzh[0], dzh[1], BT * G * 2), "bf16(dz) differs");
+            t_check(same_bits(dbp[0], dbp[1], (size_t)B * G * 4), "the bias sums differ");
+            /* the conversion and the bias gradient kernels */
+            uint16_t *hb = calloc(BT * G, sizeof(uint16_t)), *he = calloc(BT * G, sizeof(uint16_t));
+            CT_ASSERT(hb && he);
+            ct_bf16s_from_floats(hb, zx, BT * G);
+            t_check(ct_emu_to_bf16(he, zx, BT * G, 3, 64, why, sizeof why) == 0, "to_bf16: %s", why);
+            t_check(same_bits(hb, he, BT * G * 2), "the bf16 conversion differs");
+            float *g0 = t_alloc(2 * (size_t)G), *g1 = t_alloc(2 * (size_t)G);
+            ct_lstm_rec_model.bias_grad(NULL, g0, g0 + G, dbp[0], B, G);
+            t_check(ct_emu_bias_grad(g1, g1 + G, dbp[0], B, G, 2, 64, why, sizeof why) == 0, "bias_grad: %s", why);
+            t_check(same_bits(g0, g1, 2 * (size_t)G * 4), "the bias gradients differ");
+            free(hb); free(he); free(g0); free(g1);
+            for (int k = 0; k < 2; k++) {
+                free(wf[k]); free(wb[k]); free(hprev[k]); free(dzh[k]); free(y[k]); free(hy[k]); free(gates[k]); free(cst[k]); free(dbp[k]);
+            }
+            free(zx); free(bih); free(bhh); free(whh); free(dy); free(dhy);
+        }
+}
+
 void suite_lstm_rec(void)
 {
     test_images();
     test_many_steps();
     test_smaller_call();
     test_refusals();
+    test_emulated_kernels();
 }
