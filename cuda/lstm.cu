@@ -207,6 +207,19 @@ static void say_layout(const lstm_gpu *p)
                 "the weights are packed into cuDNN's layout once per step\n", p->map.why);
 }
 
+/* Every plan's start: the checks, the backend's GPU and math, the dims. */
+static ct_status plan_begin(const ct_backend *be, lstm_gpu *p, const lstm_dims *d)
+{
+    memset(p, 0, sizeof *p);
+    CT_TRY(ct_backend_check_dtype(be, "GPU LSTM plan"));
+    CT_TRY(ct_lstm_gpu_dims_check(d));
+    p->gpu = ct_gpu_of(be);
+    p->math = be->math;
+    p->bf16 = be->math.dtype == CT_BF16;
+    p->d = *d;
+    return CT_OK;
+}
+
 static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
                            const float *params_dev, int algo);
 
@@ -287,15 +300,9 @@ extern "C" int ct_lstm_gpu_use_own(int on)
 
 static ct_status plan_own(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids)
 {
-    memset(p, 0, sizeof *p);
-    CT_TRY(ct_backend_check_dtype(be, "GPU LSTM plan"));
-    CT_TRY(ct_lstm_gpu_dims_check(d));
-    ct_gpu *g = ct_gpu_of(be);
-    p->gpu = g;
-    p->math = be->math;
-    p->bf16 = 1;
+    CT_TRY(plan_begin(be, p, d));
+    ct_gpu *g = p->gpu;
     p->own = 1;
-    p->d = *d;
     for (int l = 0; l < d->L; l++) {
         const int h[4] = { ids->w_ih[l], ids->w_hh[l], ids->b_ih[l], ids->b_hh[l] };
         for (int k = 0; k < 4; k++) p->off[l][k] = ps->p[h[k]].offset;
@@ -425,14 +432,8 @@ static void choose_algo(lstm_gpu *p, const lstm_dims *d, const int *len_host)
 static ct_status plan_with(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
                            const float *params_dev, int algo)
 {
-    memset(p, 0, sizeof *p);
-    CT_TRY(ct_backend_check_dtype(be, "GPU LSTM plan"));
-    CT_TRY(ct_lstm_gpu_dims_check(d));
-    ct_gpu *g = ct_gpu_of(be);
-    p->gpu = g;
-    p->math = be->math;
-    p->bf16 = be->math.dtype == CT_BF16;
-    p->d = *d;
+    CT_TRY(plan_begin(be, p, d));
+    ct_gpu *g = p->gpu;
     cudnnRNNDescriptor_t rnn;
     cudnnRNNDataDescriptor_t xd, yd;
     cudnnTensorDescriptor_t hd, cd;

@@ -1423,6 +1423,27 @@ static void bf16_lstm(const char *name, const ct_backend *g16, const ct_backend 
         for (int i = 0; i < o[k].n; i++) free(o[k].o[i].v);
 }
 
+/* The LSTM cases, named PREFIX/lstm_...: layers, lengths, every return mode, a call smaller
+ * than the plan; tolerance 2^-4 of each tensor's largest entry. */
+static void bf16_lstm_cases(const char *prefix, const ct_backend *g16, const ct_backend *cpu16, const ct_backend *g32)
+{
+    const double t4 = 0.0625;
+    static const struct { const char *name; int B, T, I, H, L, plan_B, plan_T; lstm_return ret; int masked; uint64_t seed; } cs[] = {
+        { "lstm_stacked_masked", 5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 21 },
+        { "lstm_T100", 16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 22 },
+        { "lstm_T100_full_length", 16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, 28 },
+        { "lstm_return_sequence", 4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 24 },
+        { "lstm_return_mean", 4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, 25 },
+        { "lstm_smaller_batch_and_steps", 5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 23 },
+    };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s/%s", prefix, cs[c].name);
+        set_lstm(cs[c].B, cs[c].T, cs[c].I, cs[c].H, cs[c].L, cs[c].plan_B, cs[c].plan_T, cs[c].ret, cs[c].masked, t4, t4, -1);
+        bf16_lstm(name, g16, cpu16, g32, cs[c].seed);
+    }
+}
+
 /* siamese-lstm trained 4 epochs on the GPU in bf16 and in FP32 from the same seed: every
  * epoch's loss and val_loss within 5% of FP32's (the CPU's bf16 training test's tolerance). */
 static void bf16_training(int own)
@@ -1704,35 +1725,12 @@ static void run_bf16_cases(const ct_backend *g32)
     bf16_dense(&g16, &cpu16, g32, 256, 128, 64, 41);    /* the seed model's head */
     bf16_conv(&g16, &cpu16, g32, "im2col", 5, 3, 9, 8, 4, 3, 3, 2, 1, 42);
     bf16_conv(&g16, &cpu16, g32, "stride1", 4, 8, 12, 11, 16, 3, 3, 1, 1, 43);
-    const double t4 = 0.0625;   /* 2^-4 of each tensor's largest entry */
-    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, t4, t4, -1);
-    bf16_lstm("bf16/lstm_stacked_masked", &g16, &cpu16, g32, 21);
-    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, t4, t4, -1);
-    bf16_lstm("bf16/lstm_T100", &g16, &cpu16, g32, 22);
-    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, t4, t4, -1);
-    bf16_lstm("bf16/lstm_T100_full_length", &g16, &cpu16, g32, 28);
-    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, t4, t4, -1);
-    bf16_lstm("bf16/lstm_return_sequence", &g16, &cpu16, g32, 24);
-    set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, t4, t4, -1);
-    bf16_lstm("bf16/lstm_return_mean", &g16, &cpu16, g32, 25);
-    set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, t4, t4, -1);
-    bf16_lstm("bf16/lstm_smaller_batch_and_steps", &g16, &cpu16, g32, 23);
+    bf16_lstm_cases("bf16", &g16, &cpu16, g32);
 #ifdef CT_HAVE_CUDA
     /* the same layer cases on ctrain's own bf16 LSTM kernels, and those kernels against their C model */
     const int own_before = ct_lstm_gpu_use_own(1);
     lstm_expect_own = 1;
-    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, t4, t4, -1);
-    bf16_lstm("bf16own/lstm_stacked_masked", &g16, &cpu16, g32, 21);
-    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, t4, t4, -1);
-    bf16_lstm("bf16own/lstm_T100", &g16, &cpu16, g32, 22);
-    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, t4, t4, -1);
-    bf16_lstm("bf16own/lstm_T100_full_length", &g16, &cpu16, g32, 28);
-    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, t4, t4, -1);
-    bf16_lstm("bf16own/lstm_return_sequence", &g16, &cpu16, g32, 24);
-    set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, t4, t4, -1);
-    bf16_lstm("bf16own/lstm_return_mean", &g16, &cpu16, g32, 25);
-    set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, t4, t4, -1);
-    bf16_lstm("bf16own/lstm_smaller_batch_and_steps", &g16, &cpu16, g32, 23);
+    bf16_lstm_cases("bf16own", &g16, &cpu16, g32);
     lstm_expect_own = 0;
     ct_lstm_gpu_use_own(own_before);
     own_recurrence(&g16);
