@@ -26,6 +26,7 @@
 #define CT_CUDA_COUNTER_RNG_H
 #include <stddef.h>
 #include <stdint.h>
+#include "cuda/hd.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,11 +35,6 @@ extern "C" {
 }
 #endif
 
-#ifdef __CUDACC__
-#define CT_HD __host__ __device__
-#else
-#define CT_HD
-#endif
 
 static inline CT_HD uint64_t ct_counter_state(uint64_t seed, uint64_t i)
 {

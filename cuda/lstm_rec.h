@@ -68,12 +68,8 @@
 extern "C" {
 #endif
 #include "layers/lstm.h"
+#include "cuda/hd.h"
 
-#ifdef __CUDACC__
-#define CT_HD __host__ __device__
-#else
-#define CT_HD
-#endif
 
 #define LSTM_REC_MAX_H 128   /* the largest hidden size the kernels hold in registers */
 #define LSTM_REC_LANES 4     /* threads that share one unit's sums (forward) or one column's (backward) */
