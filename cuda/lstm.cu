@@ -288,7 +288,7 @@ static int same_weight_space(lstm_gpu *p, const float *params_dev)
     return same;
 }
 
-/* ---- bf16 plans on ctrain's own kernels (cuda/lstm_rec.h) ---- */
+/* ---- plans on ctrain's own kernels (cuda/lstm_rec.h), float32 and bf16 ---- */
 
 static int use_own = -1;   /* -1: not decided yet (the environment decides at the first plan) */
 extern "C" int ct_lstm_gpu_use_own(int on)
@@ -311,7 +311,9 @@ static ct_status plan_own(const ct_backend *be, lstm_gpu *p, const lstm_dims *d,
     CT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->index));
     p->rec_eng = ct_lstm_rec_gpu;
     p->rec_eng.ctx = (void *)be;
-    CT_TRY(ct_lstm_rec_plan_make(&p->rec, &p->rec_eng, d, ct_lstm_rec_seqs(d->B, sms)));
+    lstm_dims dr = *d;
+    dr.dtype = p->bf16 ? CT_BF16 : CT_F32;   /* the backend's precision, whatever the caller's dims say */
+    CT_TRY(ct_lstm_rec_plan_make(&p->rec, &p->rec_eng, &dr, ct_lstm_rec_seqs(d->B, sms)));
     p->len_full_host = (int *)ct_malloc((size_t)d->B * sizeof(int), "LSTM sequence lengths");
     if (!p->len_full_host) return CT_ENOMEM;
     for (int b = 0; b < d->B; b++) p->len_full_host[b] = d->T;
@@ -320,7 +322,7 @@ static ct_status plan_own(const ct_backend *be, lstm_gpu *p, const lstm_dims *d,
     CT_TRY(ct_gpu_upload(g, p->len_full_dev, p->len_full_host, (size_t)d->B * sizeof(int)));
     CT_TRY(ct_gpu_malloc(g, (void **)&p->dy, (size_t)d->B * d->T * d->H * sizeof(float), "LSTM output gradients"));
     static int said;
-    if (!said) fprintf(stderr, "ctrain: note: the bf16 LSTM runs on ctrain's own kernels (cuda/lstm_rec.h), not cuDNN's\n");
+    if (!said) fprintf(stderr, "ctrain: note: the LSTM runs on ctrain's own kernels (cuda/lstm_rec.h), not cuDNN's\n");
     said = 1;
     return CT_OK;
 }
@@ -390,7 +392,7 @@ extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const l
     const char *force = getenv("CTRAIN_LSTM_ALGO");
     const int bf16 = be->math.dtype == CT_BF16;   /* the standard algorithm only (see the top of this file) */
     if (use_own < 0) use_own = force && !strcmp(force, "ctrain");
-    if (bf16 && use_own && ct_lstm_rec_fits(d)) {
+    if (use_own && ct_lstm_rec_fits(d)) {
         ct_status st = plan_own(be, p, d, ps, ids);
         if (st != CT_OK) ct_lstm_plan_free_gpu(p);
         return st;
@@ -413,7 +415,11 @@ extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const l
     return st;
 }
 
-extern "C" const char *ct_lstm_gpu_algo(const lstm_gpu *p) { return p->own ? "ctrain's own (bf16, weights in registers)" : algo_name(p->algo); }
+extern "C" const char *ct_lstm_gpu_algo(const lstm_gpu *p)
+{
+    return p->own ? (p->bf16 ? "ctrain's own (bf16, all steps in one launch)" : "ctrain's own (float32, all steps in one launch)")
+                  : algo_name(p->algo);
+}
 
 /* This batch's algorithm: the persistent kernel when the plan has it, every sequence is T long
  * and cuDNN has not refused this shape; the descriptor is set to it (the sizes asked again

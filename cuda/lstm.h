@@ -79,7 +79,7 @@ typedef struct {
     int persistent_ok;                    /* the plan's trial step ran cuDNN's persistent kernel */
     int refused_B, refused_T;             /* a full-length shape cuDNN refused it for (0: none) */
     int said_refused;                     /* that was said on stderr */
-    int own;                              /* bf16 plans: ctrain's own kernels (cuda/lstm_rec.h) instead of cuDNN's */
+    int own;                              /* ctrain's own kernels (cuda/lstm_rec.h) instead of cuDNN's */
     lstm_rec_plan rec;                    /* own: their memory */
     lstm_rec_engine rec_eng;              /* own: the GPU engine; its context is set to each call's backend */
     size_t off[LSTM_MAX_LAYERS][4];       /* own: w_ih, w_hh, b_ih, b_hh of each layer in the flat buffer */
@@ -97,9 +97,10 @@ typedef struct {
 ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
                            const float *params_dev);
 void      ct_lstm_plan_free_gpu(lstm_gpu *p);
-/* Whether bf16 plans made from now on run ctrain's own kernels (cuda/lstm_rec.h; 1) or cuDNN's
- * (0, the default until the own kernels are verified on a GPU), where the shape fits them
- * (ct_lstm_rec_fits). CTRAIN_LSTM_ALGO=ctrain in the environment sets 1 at the first plan. */
+/* Whether plans made from now on (float32 and bf16) run ctrain's own kernels (cuda/lstm_rec.h;
+ * 1) or cuDNN's (0, the default until the own kernels are verified on a GPU), where the shape
+ * fits them (ct_lstm_rec_fits). CTRAIN_LSTM_ALGO=ctrain in the environment sets 1 at the first
+ * plan. */
 int  ct_lstm_gpu_use_own(int on);   /* returns the setting before (-1: not decided yet), to restore */
 /* the cuDNN algorithm of the plan's last batch, in words ("persistent (small hidden size)" or
  * "standard"; chosen per batch, cuda/lstm.cu) */

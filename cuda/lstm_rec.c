@@ -1,6 +1,6 @@
-/* lstm_rec.c - the steps of ctrain's own bf16 GPU LSTM (cuda/lstm_rec.h), written once over
- * an engine, and the C model of its kernels: the same threads' work, one thread after
- * another, on the CPU. Host-only (no CUDA calls), so it is built and tested in every build.
+/* lstm_rec.c - the steps of ctrain's own GPU LSTM (cuda/lstm_rec.h), written once over an
+ * engine, and the C model of its kernels: the same threads' work, one thread after another,
+ * on the CPU. Host-only (no CUDA calls), so it is built and tested in every build.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,31 +20,34 @@ int ct_lstm_rec_seqs(int B, int sms) { return (B + 1) / 2 <= sms ? 2 : 4; }
 ct_status ct_lstm_rec_plan_make(lstm_rec_plan *p, const lstm_rec_engine *eng, const lstm_dims *d, int S)
 {
     memset(p, 0, sizeof *p);
-    if (!ct_lstm_rec_fits(d) || (S != 2 && S != 4))
-        return ct_fail(CT_EINVAL, "bf16 GPU LSTM: %d units, %d layers, %s, %d sequences per block is not a shape it runs", d->H, d->L,
-                       d->recur == LSTM_SIGMOID ? "sigmoid" : "hard sigmoid", S);
+    if (!ct_lstm_rec_fits(d) || (S != 2 && S != 4) || (d->dtype != CT_F32 && d->dtype != CT_BF16))
+        return ct_fail(CT_EINVAL, "ctrain's GPU LSTM: %d units, %d layers, %s, %d sequences per block is not a shape it runs", d->H,
+                       d->L, d->recur == LSTM_SIGMOID ? "sigmoid" : "hard sigmoid", S);
     p->d = *d;
     p->HP = ct_lstm_rec_hp(d->H);
     p->S = S;
+    p->bf16 = d->dtype == CT_BF16;
     p->eng = eng;
-    const size_t BT = (size_t)d->B * d->T, H = (size_t)d->H, G = 4 * H;
-    const size_t image = (size_t)ct_lstm_rec_words(p->HP) * ct_lstm_rec_threads(p->HP) * sizeof(uint32_t);
+    const size_t BT = (size_t)d->B * d->T, H = (size_t)d->H, G = 4 * H, op = p->bf16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t image = (size_t)ct_lstm_rec_words(p->HP) * ct_lstm_rec_threads(p->HP) * ct_lstm_rec_word_bytes(p->bf16);
     void *ctx = eng->ctx;
 #define REC_ALLOC(ptr, bytes, what) do { if (!((ptr) = eng->alloc(ctx, (bytes), (what)))) return CT_ENOMEM; } while (0)
     for (int l = 0; l < d->L; l++) {
         const size_t Il = l ? H : (size_t)d->I;
-        REC_ALLOC(p->xh[l], BT * Il * sizeof(uint16_t), "LSTM bf16 inputs");
-        REC_ALLOC(p->wih[l], G * Il * sizeof(uint16_t), "LSTM bf16 input weights");
+        if (p->bf16) {
+            REC_ALLOC(p->xh[l], BT * Il * sizeof(uint16_t), "LSTM bf16 inputs");
+            REC_ALLOC(p->wih[l], G * Il * sizeof(uint16_t), "LSTM bf16 input weights");
+        }
         REC_ALLOC(p->wf[l], image, "LSTM recurrent weights (forward image)");
         REC_ALLOC(p->wb[l], image, "LSTM recurrent weights (backward image)");
         REC_ALLOC(p->y[l], BT * H * sizeof(float), "LSTM outputs");
         REC_ALLOC(p->gates[l], BT * G * sizeof(float), "LSTM gates");
         REC_ALLOC(p->cs[l], BT * H * sizeof(float), "LSTM cell states");
-        REC_ALLOC(p->hprev[l], BT * H * sizeof(uint16_t), "LSTM bf16 previous states");
+        REC_ALLOC(p->hprev[l], BT * H * op, "LSTM previous states");
     }
     REC_ALLOC(p->hy, (size_t)d->B * H * sizeof(float), "LSTM final states");
     REC_ALLOC(p->zx, BT * G * sizeof(float), "LSTM input projections");
-    REC_ALLOC(p->dzh, BT * G * sizeof(uint16_t), "LSTM bf16 gate gradients");
+    REC_ALLOC(p->dzh, BT * G * op, "LSTM gate gradients");
     REC_ALLOC(p->dyl, BT * H * sizeof(float), "LSTM output gradients");
     REC_ALLOC(p->dbpart, (size_t)d->B * G * sizeof(float), "LSTM bias gradient sums");
 #undef REC_ALLOC
@@ -71,12 +74,17 @@ void ct_lstm_rec_forward(lstm_rec_plan *p, const float *x, const int *len, const
     const int B = d->B, T = d->T, H = d->H, G = 4 * H, BT = B * T;
     for (int l = 0; l < d->L; l++) {
         const int Il = l ? H : d->I;
-        e->to_bf16(e->ctx, p->xh[l], l ? p->y[l - 1] : x, (size_t)BT * Il);
-        e->to_bf16(e->ctx, p->wih[l], w[l].w_ih, (size_t)G * Il);
-        e->pack(e->ctx, 0, p->wf[l], w[l].w_hh, H, p->HP);
-        /* zx [BT, 4H] = bf16(x) bf16(W_ih)^T */
-        e->gemm(e->ctx, 0, 1, BT, G, Il, p->xh[l], Il, p->wih[l], Il, 0.0f, p->zx, G);
-        const lstm_rec_fwd_args a = { .B = B, .T = T, .H = H, .HP = p->HP, .S = p->S, .zx = p->zx, .b_ih = w[l].b_ih,
+        const float *in = l ? p->y[l - 1] : x;
+        if (p->bf16) {
+            e->to_bf16(e->ctx, p->xh[l], in, (size_t)BT * Il);
+            e->to_bf16(e->ctx, p->wih[l], w[l].w_ih, (size_t)G * Il);
+        }
+        p->xop[l] = p->bf16 ? (const void *)p->xh[l] : (const void *)in;
+        p->wop[l] = p->bf16 ? (const void *)p->wih[l] : (const void *)w[l].w_ih;
+        e->pack(e->ctx, p->bf16, 0, p->wf[l], w[l].w_hh, H, p->HP);
+        /* zx [BT, 4H] = op(x) op(W_ih)^T */
+        e->gemm(e->ctx, p->bf16, 0, 1, BT, G, Il, p->xop[l], Il, p->wop[l], Il, 0.0f, p->zx, G);
+        const lstm_rec_fwd_args a = { .B = B, .T = T, .H = H, .HP = p->HP, .S = p->S, .bf16 = p->bf16, .zx = p->zx, .b_ih = w[l].b_ih,
                                       .b_hh = w[l].b_hh, .wf = p->wf[l], .len = len, .y = p->y[l], .hy = p->hy,
                                       .gates = p->gates[l], .cs = p->cs[l], .hprev = p->hprev[l] };
         e->forward(e->ctx, &a);
@@ -91,27 +99,43 @@ void ct_lstm_rec_backward(lstm_rec_plan *p, float *dx, const lstm_grads *g, cons
     const int B = d->B, T = d->T, H = d->H, G = 4 * H, BT = B * T;
     for (int l = d->L - 1; l >= 0; l--) {
         const int Il = l ? H : d->I, top = l == d->L - 1;
-        e->pack(e->ctx, 1, p->wb[l], w[l].w_hh, H, p->HP);
-        const lstm_rec_bwd_args a = { .B = B, .T = T, .H = H, .HP = p->HP, .S = p->S, .dy = top ? dy : p->dyl,
+        e->pack(e->ctx, p->bf16, 1, p->wb[l], w[l].w_hh, H, p->HP);
+        const lstm_rec_bwd_args a = { .B = B, .T = T, .H = H, .HP = p->HP, .S = p->S, .bf16 = p->bf16, .dy = top ? dy : p->dyl,
                                       .dhy = top ? dhy : NULL, .gates = p->gates[l], .cs = p->cs[l], .wb = p->wb[l],
                                       .len = len, .dzh = p->dzh, .dbpart = p->dbpart };
         e->backward(e->ctx, &a);
         e->bias_grad(e->ctx, g[l].b_ih, g[l].b_hh, p->dbpart, B, G);
-        /* dW_ih [4H, Il] += dz^T bf16(x);  dW_hh [4H, H] += dz^T bf16(h_{t-1}) */
-        e->gemm(e->ctx, 1, 0, G, Il, BT, p->dzh, G, p->xh[l], Il, 1.0f, g[l].w_ih, Il);
-        e->gemm(e->ctx, 1, 0, G, H, BT, p->dzh, G, p->hprev[l], H, 1.0f, g[l].w_hh, H);
-        /* dx [BT, Il] = dz bf16(W_ih) (this batch's forward rounded W_ih); below the top, the
-         * layer below's dy, which overwrites this layer's own dy: its kernel has read it */
+        /* dW_ih [4H, Il] += op(dz)^T op(x);  dW_hh [4H, H] += op(dz)^T op(h_{t-1}) */
+        e->gemm(e->ctx, p->bf16, 1, 0, G, Il, BT, p->dzh, G, p->xop[l], Il, 1.0f, g[l].w_ih, Il);
+        e->gemm(e->ctx, p->bf16, 1, 0, G, H, BT, p->dzh, G, p->hprev[l], H, 1.0f, g[l].w_hh, H);
+        /* dx [BT, Il] = op(dz) op(W_ih) (this batch's forward's operands); below the top, the
+         * layer below's dy, which overwrites this layer's own dy: its kernel has read it (and a
+         * float32 plan's op(x) of this layer is the layer below's y, not dyl) */
         float *dst = l ? p->dyl : dx;
-        if (dst) e->gemm(e->ctx, 0, 0, BT, Il, G, p->dzh, G, p->wih[l], Il, 0.0f, dst, Il);
+        if (dst) e->gemm(e->ctx, p->bf16, 0, 0, BT, Il, G, p->dzh, G, p->wop[l], Il, 0.0f, dst, Il);
     }
 }
 
 /* ---- the C model ---- */
 
 static float bfv(float f) { return ct_float_from_bf16(ct_bf16_from_float(f)); }   /* f rounded to bf16, as a float */
-static float lo_half(uint32_t w) { return ct_float_from_bf16((uint16_t)(w & 0xFFFFu)); }
-static float hi_half(uint32_t w) { return ct_float_from_bf16((uint16_t)(w >> 16)); }
+static float opv(int bf16, float f) { return bf16 ? bfv(f) : f; }                  /* op(f), as a float */
+/* word i of an image: its lower and upper entry */
+static float word_lo(int bf16, const void *image, size_t i)
+{
+    return bf16 ? ct_float_from_bf16((uint16_t)(((const uint32_t *)image)[i] & 0xFFFFu)) : ((const float *)image)[2 * i];
+}
+static float word_hi(int bf16, const void *image, size_t i)
+{
+    return bf16 ? ct_float_from_bf16((uint16_t)(((const uint32_t *)image)[i] >> 16)) : ((const float *)image)[2 * i + 1];
+}
+/* element i of an operand array (bf16 bits or floats), as a float; and stored */
+static float op_get(int bf16, const void *a, size_t i) { return bf16 ? ct_float_from_bf16(((const uint16_t *)a)[i]) : ((const float *)a)[i]; }
+static void op_put(int bf16, void *a, size_t i, float v)
+{
+    if (bf16) ((uint16_t *)a)[i] = ct_bf16_from_float(v);
+    else ((float *)a)[i] = v;
+}
 static float sigm(float z) { return 1.0f / (1.0f + expf(-z)); }
 
 static void *model_alloc(void *ctx, size_t bytes, const char *what)
@@ -122,7 +146,7 @@ static void *model_alloc(void *ctx, size_t bytes, const char *what)
 static void model_release(void *ctx, void *p) { (void)ctx; free(p); }
 static void model_to_bf16(void *ctx, uint16_t *dst, const float *src, size_t n) { (void)ctx; ct_bf16s_from_floats(dst, src, n); }
 
-static void model_pack(void *ctx, int backward, uint32_t *image, const float *w_hh, int H, int HP)
+static void model_pack(void *ctx, int bf16, int backward, void *image, const float *w_hh, int H, int HP)
 {
     (void)ctx;
     const int NT = ct_lstm_rec_threads(HP), NW = ct_lstm_rec_words(HP);
@@ -130,13 +154,20 @@ static void model_pack(void *ctx, int backward, uint32_t *image, const float *w_
         for (int tid = 0; tid < NT; tid++) {
             long lo, hi;
             ct_lstm_rec_word(backward, H, HP, r, tid, &lo, &hi);
-            const uint32_t a = lo >= 0 ? ct_bf16_from_float(w_hh[lo]) : 0, b = hi >= 0 ? ct_bf16_from_float(w_hh[hi]) : 0;
-            image[(size_t)r * NT + tid] = a | b << 16;
+            const size_t i = (size_t)r * NT + tid;
+            if (bf16) {
+                const uint32_t a = lo >= 0 ? ct_bf16_from_float(w_hh[lo]) : 0, b = hi >= 0 ? ct_bf16_from_float(w_hh[hi]) : 0;
+                ((uint32_t *)image)[i] = a | b << 16;
+            } else {
+                ((float *)image)[2 * i] = lo >= 0 ? w_hh[lo] : 0.0f;
+                ((float *)image)[2 * i + 1] = hi >= 0 ? w_hh[hi] : 0.0f;
+            }
         }
 }
 
-/* float32 sums of bf16 products, k in order (each product is exact in float32) */
-static void model_gemm(void *ctx, int ta, int tb, int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B, int ldb,
+/* float32 sums of the operands' products, k in order, each added by a fused multiply-add (as
+ * cuBLAS does; a product of two bf16 is exact in float32 anyway) */
+static void model_gemm(void *ctx, int bf16, int ta, int tb, int M, int N, int K, const void *A, int lda, const void *B, int ldb,
                        float beta, float *C, int ldc)
 {
     (void)ctx;
@@ -144,9 +175,9 @@ static void model_gemm(void *ctx, int ta, int tb, int M, int N, int K, const uin
         for (int n = 0; n < N; n++) {
             float s = 0.0f;
             for (int k = 0; k < K; k++) {
-                const uint16_t a = ta ? A[(size_t)k * lda + m] : A[(size_t)m * lda + k];
-                const uint16_t b = tb ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n];
-                s = fmaf(ct_float_from_bf16(a), ct_float_from_bf16(b), s);
+                const float a = op_get(bf16, A, ta ? (size_t)k * lda + m : (size_t)m * lda + k);
+                const float b = op_get(bf16, B, tb ? (size_t)n * ldb + k : (size_t)k * ldb + n);
+                s = fmaf(a, b, s);
             }
             float *c = &C[(size_t)m * ldc + n];
             *c = beta == 0.0f ? s : beta * *c + s;
@@ -179,10 +210,11 @@ static void model_forward(void *ctx, const lstm_rec_fwd_args *a)
                 for (int kk = 0; kk < np; kk++) {
                     const int pk = LSTM_REC_LANES * kk + kq;
                     for (int q = 0; q < 4; q++) {
-                        const uint32_t wd = a->wf[(size_t)(q * np + kk) * NT + tid];
+                        const size_t wi = (size_t)(q * np + kk) * NT + tid;
+                        const float w0 = word_lo(a->bf16, a->wf, wi), w1 = word_hi(a->bf16, a->wf, wi);
                         for (int s = 0; s < S; s++) {
-                            acc[q][s] = fmaf(lo_half(wd), hb[s * HP + 2 * pk], acc[q][s]);
-                            acc[q][s] = fmaf(hi_half(wd), hb[s * HP + 2 * pk + 1], acc[q][s]);
+                            acc[q][s] = fmaf(w0, hb[s * HP + 2 * pk], acc[q][s]);
+                            acc[q][s] = fmaf(w1, hb[s * HP + 2 * pk + 1], acc[q][s]);
                         }
                     }
                 }
@@ -196,7 +228,7 @@ static void model_forward(void *ctx, const lstm_rec_fwd_args *a)
                     if (b >= B || u >= H) { hn[s * HP + u] = 0.0f; continue; }
                     const size_t row = (size_t)b * T + t;
                     const int L = a->len ? a->len[b] : T;
-                    a->hprev[row * H + u] = ct_bf16_from_float(hb[s * HP + u]);
+                    op_put(a->bf16, a->hprev, row * H + u, hb[s * HP + u]);   /* exact: hb holds op(h) */
                     if (t < L) {
                         float z[4];
                         for (int q = 0; q < 4; q++) {
@@ -215,7 +247,7 @@ static void model_forward(void *ctx, const lstm_rec_fwd_args *a)
                         a->cs[row * H + u] = 0.0f;
                         a->y[row * H + u] = 0.0f;
                     }
-                    hn[s * HP + u] = bfv(*hs);
+                    hn[s * HP + u] = opv(a->bf16, *hs);
                 }
         }
         for (int s = 0; s < S && b0 + s < B; s++)
@@ -267,8 +299,8 @@ static void model_backward(void *ctx, const lstm_rec_bwd_args *a)
                     }
                     for (int q = 0; q < 4; q++) {
                         dbs[(s * 4 + q) * HP + u] += dz[q];
-                        a->dzh[row * G + q * H + u] = ct_bf16_from_float(dz[q]);
-                        dz_s[q * HP + u] = bfv(dz[q]);
+                        op_put(a->bf16, a->dzh, row * G + q * H + u, dz[q]);
+                        dz_s[q * HP + u] = opv(a->bf16, dz[q]);
                     }
                 }
             for (int tid = 0; tid < NT; tid++) {   /* phase B: thread (k, jq), a quarter of the 4 HP rows */
@@ -276,10 +308,11 @@ static void model_backward(void *ctx, const lstm_rec_bwd_args *a)
                 float acc[MODEL_S] = { 0 };
                 for (int r = 0; r < NW; r++) {
                     const int pj = LSTM_REC_LANES * r + jq;
-                    const uint32_t wd = a->wb[(size_t)r * NT + tid];
+                    const size_t wi = (size_t)r * NT + tid;
+                    const float w0 = word_lo(a->bf16, a->wb, wi), w1 = word_hi(a->bf16, a->wb, wi);
                     for (int s = 0; s < S; s++) {
-                        acc[s] = fmaf(lo_half(wd), dzs[s * 4 * HP + 2 * pj], acc[s]);
-                        acc[s] = fmaf(hi_half(wd), dzs[s * 4 * HP + 2 * pj + 1], acc[s]);
+                        acc[s] = fmaf(w0, dzs[s * 4 * HP + 2 * pj], acc[s]);
+                        acc[s] = fmaf(w1, dzs[s * 4 * HP + 2 * pj + 1], acc[s]);
                     }
                 }
                 for (int s = 0; s < S; s++) part[(size_t)tid * S + s] = acc[s];

@@ -1,4 +1,4 @@
-/* lstm_rec_gpu.cu - the GPU engine of ctrain's own bf16 LSTM (cuda/lstm_rec.h): the launches of
+/* lstm_rec_gpu.cu - the GPU engine of ctrain's own LSTM (cuda/lstm_rec.h): the launches of
  * its kernels (cuda/lstm_rec_kernels.cuh) and its products on cuBLAS. The steps that call these
  * are in cuda/lstm_rec.c, with the C model that does each kernel's threads' work in turn.
  */
@@ -24,22 +24,28 @@ static void gpu_to_bf16(void *ctx, uint16_t *dst, const float *src, size_t n)
     CT_LAUNCH_CHECK();
 }
 
-static void gpu_pack(void *ctx, int backward, uint32_t *image, const float *w_hh, int H, int HP)
+static void gpu_pack(void *ctx, int bf16, int backward, void *image, const float *w_hh, int H, int HP)
 {
     const size_t n = (size_t)ct_lstm_rec_words(HP) * ct_lstm_rec_threads(HP);
-    pack_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, gpu_of(ctx)->stream>>>(backward, image, w_hh, H, HP);
+    pack_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, gpu_of(ctx)->stream>>>(bf16, backward, image, w_hh, H, HP);
     CT_LAUNCH_CHECK();
 }
 
-/* Row-major C [M, N] = op(A) op(B) (+ C) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets
- * B first, with the same transposition flags (cuda/dense.cu's convention). */
-static void gpu_gemm(void *ctx, int ta, int tb, int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B, int ldb,
+/* Row-major C [M, N] = A' B' (+ C) is column-major C^T = B'^T A'^T: cuBLAS gets B first, with
+ * the same transposition flags (cuda/dense.cu's convention). bf16: GemmEx with float32
+ * accumulation; float32: sgemm, in the handle's math (TF32 when the backend allows it, as
+ * every other float32 product of the GPU backend). */
+static void gpu_gemm(void *ctx, int bf16, int ta, int tb, int M, int N, int K, const void *A, int lda, const void *B, int ldb,
                      float beta, float *C, int ldc)
 {
     const float one = 1.0f;
-    CT_CUBLAS_CHECK(cublasGemmEx(gpu_of(ctx)->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one,
-                                 B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT));
+    const cublasOperation_t oa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, ob = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (bf16)
+        CT_CUBLAS_CHECK(cublasGemmEx(gpu_of(ctx)->cublas, oa, ob, N, M, K, &one, B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C,
+                                     CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    else
+        CT_CUBLAS_CHECK(cublasSgemm(gpu_of(ctx)->cublas, oa, ob, N, M, K, &one, (const float *)B, ldb, (const float *)A, lda, &beta,
+                                    C, ldc));
 }
 
 /* More than 48 KiB of dynamic shared memory must be allowed per kernel, once. */
@@ -49,33 +55,34 @@ template <typename K> static void allow_smem(K kernel, size_t bytes, int *done)
     CT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
     *done = 1;
 }
-template <int HP, int S> static void launch_forward(cudaStream_t st, const lstm_rec_fwd_args *a)
+template <typename P, int HP, int S> static void launch_forward(cudaStream_t st, const lstm_rec_fwd_args *a)
 {
     static int allowed;
-    allow_smem(rec_forward_kernel<HP, S>, rec_words<HP>::smem, &allowed);
-    rec_forward_kernel<HP, S><<<(a->B + S - 1) / S, 4 * HP, rec_words<HP>::smem, st>>>(*a);
+    allow_smem(rec_forward_kernel<P, HP, S>, rec_words<P, HP>::smem, &allowed);
+    rec_forward_kernel<P, HP, S><<<(a->B + S - 1) / S, 4 * HP, rec_words<P, HP>::smem, st>>>(*a);
 }
-template <int HP, int S> static void launch_backward(cudaStream_t st, const lstm_rec_bwd_args *a)
+template <typename P, int HP, int S> static void launch_backward(cudaStream_t st, const lstm_rec_bwd_args *a)
 {
     static int allowed;
-    allow_smem(rec_backward_kernel<HP, S>, rec_words<HP>::smem, &allowed);
-    rec_backward_kernel<HP, S><<<(a->B + S - 1) / S, 4 * HP, rec_words<HP>::smem, st>>>(*a);
+    allow_smem(rec_backward_kernel<P, HP, S>, rec_words<P, HP>::smem, &allowed);
+    rec_backward_kernel<P, HP, S><<<(a->B + S - 1) / S, 4 * HP, rec_words<P, HP>::smem, st>>>(*a);
 }
-/* the instance for (HP, S): k = 0..5 for HP 32, 64, 128 and S 2, 4 */
-#define REC_INSTANCE(fn, HPv, Sv) ((HPv) == 32 ? ((Sv) == 2 ? fn<32, 2> : fn<32, 4>) : (HPv) == 64 ? ((Sv) == 2 ? fn<64, 2> : fn<64, 4>) \
-                                                                          : ((Sv) == 2 ? fn<128, 2> : fn<128, 4>))
+/* the instance for (operands, HP, S) */
+#define REC_BY_SIZE(fn, P, HPv, Sv) ((HPv) == 32 ? ((Sv) == 2 ? fn<P, 32, 2> : fn<P, 32, 4>) \
+                                     : (HPv) == 64 ? ((Sv) == 2 ? fn<P, 64, 2> : fn<P, 64, 4>) : ((Sv) == 2 ? fn<P, 128, 2> : fn<P, 128, 4>))
+#define REC_INSTANCE(fn, bf16, HPv, Sv) ((bf16) ? REC_BY_SIZE(fn, rec_bf16, HPv, Sv) : REC_BY_SIZE(fn, rec_f32, HPv, Sv))
 
 static void gpu_forward(void *ctx, const lstm_rec_fwd_args *a)
 {
     CT_ASSERT((a->HP == 32 || a->HP == 64 || a->HP == 128) && (a->S == 2 || a->S == 4));
-    REC_INSTANCE(launch_forward, a->HP, a->S)(gpu_of(ctx)->stream, a);
+    REC_INSTANCE(launch_forward, a->bf16, a->HP, a->S)(gpu_of(ctx)->stream, a);
     CT_LAUNCH_CHECK();
 }
 
 static void gpu_backward(void *ctx, const lstm_rec_bwd_args *a)
 {
     CT_ASSERT((a->HP == 32 || a->HP == 64 || a->HP == 128) && (a->S == 2 || a->S == 4));
-    REC_INSTANCE(launch_backward, a->HP, a->S)(gpu_of(ctx)->stream, a);
+    REC_INSTANCE(launch_backward, a->bf16, a->HP, a->S)(gpu_of(ctx)->stream, a);
     CT_LAUNCH_CHECK();
 }
 

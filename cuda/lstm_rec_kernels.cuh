@@ -4,21 +4,25 @@
  * threads as POSIX threads) to check it against the C model bit for bit. The includer provides
  * CUDA's names (<cuda_bf16.h> and the runtime, or the emulation's) and cuda/lstm_rec.h.
  *
- * Each kernel is built for HP (the padded hidden size: 32, 64, 128) and S (sequences per
- * block: 2, 4), so that the weight registers and the accumulators are arrays of constant size
- * the compiler keeps in registers. A block has 4 HP threads (512 at HP = 128), so a thread may
- * use at most 128 registers (65,536 per multiprocessor). At HP = 128 the 64 words of a thread's
- * weight image and the rest of its work do not fit in that: the compiler spilled about 60
- * values per thread. So there the first RW = 32 words stay in registers and the other 32 go
- * to shared memory (64 KiB per block, each thread reading only its own words, consecutive
- * threads on consecutive banks): no spills, and half the weight traffic of a step is the
- * shared memory's. The sums are the same either way: a word's place does not change them.
+ * Each kernel is built for P (the operands: rec_bf16 or rec_f32, below), HP (the padded hidden
+ * size: 32, 64, 128) and S (sequences per block: 2, 4), so that the weight registers and the
+ * accumulators are arrays of constant size the compiler keeps in registers. A block has 4 HP
+ * threads (512 at HP = 128), so a thread may use at most 128 registers (65,536 per
+ * multiprocessor). At HP = 128 the 64 words of a thread's weight image and the rest of its
+ * work do not fit in that (with all 64 bf16 words in registers the compiler spilled about 60
+ * values per thread). So there the first RW words stay in registers and the others go to
+ * shared memory, each thread reading only its own words, consecutive threads on consecutive
+ * banks: bf16, 32 of its 64 words (4 bytes each) in registers, 64 KiB of shared memory per
+ * block; float32, 16 of its 64 words (8 bytes each), 192 KiB. The sums are the same either
+ * way: a word's place does not change them.
  */
 #ifndef CT_CUDA_LSTM_REC_KERNELS_CUH
 #define CT_CUDA_LSTM_REC_KERNELS_CUH
 
-#ifndef CT_DYNAMIC_SHARED   /* a block's dynamic shared memory, sized at launch */
-#define CT_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#ifndef CT_DYNAMIC_SHARED   /* a block's dynamic shared memory, sized at launch, seen as an array of `type` */
+#define CT_DYNAMIC_SHARED(type, name) \
+    extern __shared__ __align__(16) unsigned char ct_dynamic_shared[]; \
+    type *name = reinterpret_cast<type *>(ct_dynamic_shared)
 #endif
 
 #define FULL_MASK 0xffffffffu
@@ -43,40 +47,65 @@ template <int S> __device__ static inline float pick(const float (&v)[S], int la
     return r;
 }
 
+/* The operands, as the kernels hold and pass them: a word of a weight image (a pair of W_hh
+ * entries), its two entries as floats, op(v) as a float (the value the products see) and as
+ * stored for the products over all steps (act). */
+struct rec_bf16 {
+    typedef uint32_t word;     /* two bf16, the lower half first */
+    typedef uint16_t act;      /* bf16 bits */
+    static constexpr int RW128 = 32;
+    __device__ static inline float lo(word w) { return lo_half(w); }
+    __device__ static inline float hi(word w) { return hi_half(w); }
+    __device__ static inline float op(float v) { return round_bf16(v); }
+    __device__ static inline act out(float v) { return bf16_bits(v); }
+};
+struct rec_f32 {
+    typedef float2 word;
+    typedef float act;
+    static constexpr int RW128 = 16;
+    __device__ static inline float lo(word w) { return w.x; }
+    __device__ static inline float hi(word w) { return w.y; }
+    __device__ static inline float op(float v) { return v; }
+    __device__ static inline act out(float v) { return v; }
+};
+
 /* Words of a thread's weight image kept in registers; the rest are in shared memory. */
-template <int HP> struct rec_words {
-    static constexpr int NW = HP / 2, RW = HP == 128 ? 32 : NW;
-    static constexpr size_t smem = (size_t)(NW - RW) * 4 * HP * sizeof(uint32_t);   /* dynamic shared memory, bytes */
+template <typename P, int HP> struct rec_words {
+    static constexpr int NW = HP / 2, RW = HP == 128 ? P::RW128 : NW;
+    static constexpr size_t smem = (size_t)(NW - RW) * 4 * HP * sizeof(typename P::word);   /* dynamic shared memory, bytes */
 };
 /* Loads a thread's image: words r < RW into w, the others into its column of wsm. */
-template <int HP>
-__device__ static inline void load_image(uint32_t (&w)[rec_words<HP>::RW], uint32_t *wsm, const uint32_t *image, int tid)
+template <typename P, int HP>
+__device__ static inline void load_image(typename P::word (&w)[rec_words<P, HP>::RW], typename P::word *wsm,
+                                         const typename P::word *image, int tid)
 {
-    constexpr int NT = 4 * HP, NW = rec_words<HP>::NW, RW = rec_words<HP>::RW;
+    constexpr int NT = 4 * HP, NW = rec_words<P, HP>::NW, RW = rec_words<P, HP>::RW;
 #pragma unroll
     for (int r = 0; r < RW; r++) w[r] = image[(size_t)r * NT + tid];
     for (int r = RW; r < NW; r++) wsm[(size_t)(r - RW) * NT + tid] = image[(size_t)r * NT + tid];
 }
 /* word r (a constant once the loops are unrolled) of the thread's image */
-template <int HP>
-__device__ static inline uint32_t word(const uint32_t (&w)[rec_words<HP>::RW], const uint32_t *wsm, int r, int tid)
+template <typename P, int HP>
+__device__ static inline typename P::word word(const typename P::word (&w)[rec_words<P, HP>::RW], const typename P::word *wsm,
+                                               int r, int tid)
 {
-    constexpr int RW = rec_words<HP>::RW;
+    constexpr int RW = rec_words<P, HP>::RW;
     return r < RW ? w[r < RW ? r : 0] : wsm[(size_t)(r - RW) * 4 * HP + tid];
 }
 
 /* ---- forward: all T steps of one layer, S sequences per block ---- */
-template <int HP, int S>
+template <typename P, int HP, int S>
 __global__ static void __launch_bounds__(4 * HP, 1) rec_forward_kernel(lstm_rec_fwd_args a)
 {
+    typedef typename P::word word_t;
     constexpr int NT = 4 * HP, NP = HP / 8;
-    __shared__ float hbuf[2][S][HP];                    /* bf16(h_{t-1}) of the block's sequences, double-buffered */
-    CT_DYNAMIC_SHARED(uint32_t, wsm);                   /* the image's words past RW */
+    __shared__ float hbuf[2][S][HP];                    /* op(h_{t-1}) of the block's sequences, double-buffered */
+    CT_DYNAMIC_SHARED(word_t, wsm);                     /* the image's words past RW */
     const int tid = threadIdx.x, u = tid / 4, kq = tid % 4;
     const int b = blockIdx.x * S + kq, H = a.H, T = a.T, G = 4 * H;
     const bool cell = kq < S && b < a.B && u < H;       /* this lane runs sequence kq's cell of unit u */
-    uint32_t w[rec_words<HP>::RW];                      /* unit u's four gate rows, quarter kq of the k: word q NP + kk */
-    load_image<HP>(w, wsm, a.wf, tid);
+    word_t w[rec_words<P, HP>::RW];                     /* unit u's four gate rows, quarter kq of the k: word q NP + kk */
+    load_image<P, HP>(w, wsm, (const word_t *)a.wf, tid);
     const int L = cell ? (a.len ? a.len[b] : T) : 0;
     float zx[4] = { 0, 0, 0, 0 }, h = 0.0f, c = 0.0f;
     for (int i = tid; i < 2 * S * HP; i += NT) (&hbuf[0][0][0])[i] = 0.0f;
@@ -99,8 +128,8 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_forward_kernel(lstm_rec_
             for (int s = 0; s < S; s++) hv[s] = *reinterpret_cast<const float2 *>(&hbuf[t & 1][s][2 * p]);
 #pragma unroll
             for (int q = 0; q < 4; q++) {
-                const uint32_t wd = word<HP>(w, wsm, q * NP + kk, tid);
-                const float w0 = lo_half(wd), w1 = hi_half(wd);
+                const word_t wd = word<P, HP>(w, wsm, q * NP + kk, tid);
+                const float w0 = P::lo(wd), w1 = P::hi(wd);
 #pragma unroll
                 for (int s = 0; s < S; s++) {
                     acc[q][s] = fmaf(w0, hv[s].x, acc[q][s]);
@@ -117,7 +146,7 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_forward_kernel(lstm_rec_
         }
         float hn = 0.0f;
         if (cell) {
-            a.hprev[row * H + u] = (uint16_t)(__float_as_uint(hbuf[t & 1][kq][u]) >> 16);   /* exact: it is a bf16 */
+            ((typename P::act *)a.hprev)[row * H + u] = P::out(hbuf[t & 1][kq][u]);   /* exact: it holds op(h) */
             if (t < L) {
 #pragma unroll
                 for (int q = 0; q < 4; q++) z[q] = (zx[q] + (a.b_ih[q * H + u] + a.b_hh[q * H + u])) + z[q];
@@ -134,7 +163,7 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_forward_kernel(lstm_rec_
                 a.cs[row * H + u] = 0.0f;
                 a.y[row * H + u] = 0.0f;
             }
-            hn = round_bf16(h);
+            hn = P::op(h);
             if (t + 1 < L)
 #pragma unroll
                 for (int q = 0; q < 4; q++) zx[q] = a.zx[(row + 1) * G + q * H + u];
@@ -146,18 +175,19 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_forward_kernel(lstm_rec_
 }
 
 /* ---- backward: all T steps of one layer, from t = T-1 down, S sequences per block ---- */
-template <int HP, int S>
+template <typename P, int HP, int S>
 __global__ static void __launch_bounds__(4 * HP, 1) rec_backward_kernel(lstm_rec_bwd_args a)
 {
-    constexpr int NT = 4 * HP, NW = rec_words<HP>::NW;
-    __shared__ float dzs[S][4 * HP];   /* bf16(dz_t) of the block's sequences, padded gate rows q HP + u */
+    typedef typename P::word word_t;
+    constexpr int NT = 4 * HP, NW = rec_words<P, HP>::NW;
+    __shared__ float dzs[S][4 * HP];   /* op(dz_t) of the block's sequences, padded gate rows q HP + u */
     __shared__ float dhrec[S][HP];     /* dz_{t+1} W_hh */
-    CT_DYNAMIC_SHARED(uint32_t, wsm);  /* the image's words past RW */
+    CT_DYNAMIC_SHARED(word_t, wsm);    /* the image's words past RW */
     const int tid = threadIdx.x, hi = tid / 4, lane = tid % 4;   /* A: unit hi of sequence lane; B: column hi, quarter lane */
     const int b = blockIdx.x * S + lane, u = hi, H = a.H, T = a.T, G = 4 * H;
     const bool cell = lane < S && b < a.B && u < H;
-    uint32_t w[rec_words<HP>::RW];     /* column hi of W_hh, quarter `lane` of the rows */
-    load_image<HP>(w, wsm, a.wb, tid);
+    word_t w[rec_words<P, HP>::RW];    /* column hi of W_hh, quarter `lane` of the rows */
+    load_image<P, HP>(w, wsm, (const word_t *)a.wb, tid);
     const int L = cell ? (a.len ? a.len[b] : T) : 0;
     float dc = 0.0f, pass = cell && a.dhy ? a.dhy[(size_t)b * H + u] : 0.0f, dbs[4] = { 0, 0, 0, 0 };
     for (int i = tid; i < S * HP; i += NT) (&dhrec[0][0])[i] = 0.0f;
@@ -202,11 +232,11 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_backward_kernel(lstm_rec
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
                     dbs[q] += dz[q];
-                    a.dzh[row * G + q * H + u] = bf16_bits(dz[q]);
+                    ((typename P::act *)a.dzh)[row * G + q * H + u] = P::out(dz[q]);
                 }
             }
 #pragma unroll
-            for (int q = 0; q < 4; q++) dzs[lane][q * HP + u] = round_bf16(dz[q]);
+            for (int q = 0; q < 4; q++) dzs[lane][q * HP + u] = P::op(dz[q]);
         }
         __syncthreads();
         /* phase B: dh_rec = dz_t W_hh, thread (column hi, quarter lane) */
@@ -216,8 +246,8 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_backward_kernel(lstm_rec
 #pragma unroll
         for (int r = 0; r < NW; r++) {
             const int p = 4 * r + lane;
-            const uint32_t wd = word<HP>(w, wsm, r, tid);
-            const float w0 = lo_half(wd), w1 = hi_half(wd);
+            const word_t wd = word<P, HP>(w, wsm, r, tid);
+            const float w0 = P::lo(wd), w1 = P::hi(wd);
 #pragma unroll
             for (int s = 0; s < S; s++) {
                 const float2 v = *reinterpret_cast<const float2 *>(&dzs[s][2 * p]);
@@ -237,15 +267,17 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_backward_kernel(lstm_rec
 
 /* ---- the other kernels ---- */
 
-__global__ static void pack_kernel(int backward, uint32_t *image, const float *w_hh, int H, int HP)
+/* image (bf16: uint32_t words; float32: pairs of floats) = the layout of lstm_rec.h */
+__global__ static void pack_kernel(int bf16, int backward, void *image, const float *w_hh, int H, int HP)
 {
     const int NT = ct_lstm_rec_threads(HP);
     const size_t n = (size_t)ct_lstm_rec_words(HP) * NT;
     for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {
         long lo, hi;
         ct_lstm_rec_word(backward, H, HP, (int)(e / NT), (int)(e % NT), &lo, &hi);
-        const uint32_t x = lo >= 0 ? bf16_bits(w_hh[lo]) : 0u, y = hi >= 0 ? bf16_bits(w_hh[hi]) : 0u;
-        image[e] = x | y << 16;
+        const float x = lo >= 0 ? w_hh[lo] : 0.0f, y = hi >= 0 ? w_hh[hi] : 0.0f;
+        if (bf16) ((uint32_t *)image)[e] = (uint32_t)bf16_bits(x) | (uint32_t)bf16_bits(y) << 16;
+        else ((float2 *)image)[e] = make_float2(x, y);
     }
 }
 

@@ -15,10 +15,10 @@
 #             and stops, saying so, when no GPU can be opened (exit 3)
 #   gpu-tests `ctrain_tests gpu` with CT_REQUIRE_GPU=1 (a case that cannot run fails)   150
 #   memcheck  compute-sanitizer --tool memcheck --leak-check full on `ctrain_tests gpu`   200
-#   ownlstm   ctrain's own bf16 LSTM kernels (cuda/lstm_rec.h, CTRAIN_LSTM_ALGO=ctrain):        150
+#   ownlstm   ctrain's own LSTM kernels (cuda/lstm_rec.h, CTRAIN_LSTM_ALGO=ctrain):            150
 #             ctrain time siamese-lstm --device gpu --precision fp32,bf16 --per-layer on ten
-#             times the bench training set, bf16 on cuDNN's kernels and PyTorch's AMP on the
-#             same workload, and the seed protocol's epoch in bf16 on the own kernels
+#             times the bench training set, on the own kernels and on cuDNN's, PyTorch's AMP
+#             on the same workload, and the seed protocol's epoch on the own kernels
 #   peak      bench_sgemm --device gpu: cuBLAS sgemm 8192^3, FP32 and TF32                  60
 #   ceiling   bench_lstm --ceiling --threads 2: the machine's CPU on 2 threads, the LSTM      60
 #             step as training runs it beside its matrix products alone, against the
@@ -300,16 +300,18 @@ if gpu:
         gl += ["seed protocol, bf16: " + l for l in re.findall(r"^gpu bf16 +\d.*$", text("gpubf16-%s-seed.log" % m), re.M)]
         lines.append("GPU %s, fp32 and bf16, PyTorch AMP (%s):" % (m, status("gpubf16-" + m)))
         lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in gl)
-    own = run(os.path.join(out, "ctrain-siamese-lstm-gpu-own-gpu-bf16.json"))
-    f32 = run(os.path.join(out, "ctrain-siamese-lstm-gpu-own-gpu.json"))
-    cud = run(os.path.join(out, "ctrain-siamese-lstm-gpu-cudnn-gpu-bf16.json")) or run(os.path.join(out, "ctrain-siamese-lstm-gpu-cudnn.json"))
-    amp = run(os.path.join(out, "torch-siamese-lstm-cuda-bf16-own.json"))
-    sd = run(os.path.join(out, "ctrain-siamese-lstm-seed-gpu-own-gpu-bf16.json")) or run(os.path.join(out, "ctrain-siamese-lstm-seed-gpu-own.json"))
+    j = lambda f: run(os.path.join(out, f))
+    own16, own32 = j("ctrain-siamese-lstm-gpu-own-gpu-bf16.json"), j("ctrain-siamese-lstm-gpu-own-gpu.json")
+    cud16, cud32 = j("ctrain-siamese-lstm-gpu-cudnn-gpu-bf16.json"), j("ctrain-siamese-lstm-gpu-cudnn-gpu.json")
+    amp = j("torch-siamese-lstm-cuda-bf16-own.json")
+    sd16, sd32 = j("ctrain-siamese-lstm-seed-gpu-own-gpu-bf16.json"), j("ctrain-siamese-lstm-seed-gpu-own-gpu.json")
     fmt = lambda r: "%.1f" % r[1] if r else "n/a"
-    lines.append("GPU siamese-lstm bf16 on ctrain's own LSTM kernels (%s): pairs/s own %s, cuDNN bf16 %s, ctrain FP32 %s, "
-                 "PyTorch AMP %s; own / AMP %s, own / FP32 %s; seed epoch in bf16 (own) %s s" % (
-                 status("ownlstm"), fmt(own), fmt(cud), fmt(f32), fmt(amp), "%.2fx" % (own[1] / amp[1]) if own and amp else "n/a",
-                 "%.2fx" % (own[1] / f32[1]) if own and f32 else "n/a", "%.2f" % sd[0] if sd else "n/a"))
+    rat = lambda a, b: "%.2fx" % (a[1] / b[1]) if a and b else "n/a"
+    lines.append("GPU siamese-lstm on ctrain's own LSTM kernels (%s), pairs/s: own float32 %s, bf16 %s; cuDNN float32 %s, "
+                 "bf16 %s; PyTorch AMP %s" % (status("ownlstm"), fmt(own32), fmt(own16), fmt(cud32), fmt(cud16), fmt(amp)))
+    lines.append("  own bf16 / PyTorch AMP %s, own bf16 / cuDNN bf16 %s, own float32 / cuDNN float32 %s; seed epoch on the own "
+                 "kernels: float32 %s s, bf16 %s s" % (rat(own16, amp), rat(own16, cud16), rat(own32, cud32),
+                 "%.2f" % sd32[0] if sd32 else "n/a", "%.2f" % sd16[0] if sd16 else "n/a"))
     ol = re.findall(r"^ *(lstm_1|step|dense_1) .*$", text("ownlstm.log"), re.M)
     lines.extend("  " + re.sub(r" +", " ", l)[:160] for l in ol[:8])
     lines.append("NVML through the hardware report (%s)" % status("nvml"))
@@ -501,22 +503,23 @@ else
   not_run memcheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
 fi
 
-# ---- 1c. ctrain's own bf16 LSTM kernels (cuda/lstm_rec.h), opt-in with CTRAIN_LSTM_ALGO=ctrain until
-# verified here: their tests ran in gpu-tests and memcheck (bf16own/...); this times them, early,
-# on ten times the bench training set: fp32 and bf16 (own) in one run with each layer's
-# milliseconds, bf16 on cuDNN's kernels, PyTorch's AMP, and the seed protocol's epoch in bf16 ----
+# ---- 1c. ctrain's own LSTM kernels (cuda/lstm_rec.h), opt-in with CTRAIN_LSTM_ALGO=ctrain until
+# verified here: their tests ran in gpu-tests and memcheck (own32/... and bf16own/...); this times
+# them, early, on ten times the bench training set: float32 and bf16 on the own kernels in one run
+# with each layer's milliseconds, the same on cuDNN's, PyTorch's AMP, and the seed protocol's
+# epoch in float32 and bf16 on the own kernels ----
 if "$ctrain" time --help 2>&1 | grep -q -e '--precision'; then
   run_step ownlstm 150 sh -c 'ctrain=$1 out=$2 threads=$3 bench=$4 w="--pairs 30720 --val-pairs 1024"
     CTRAIN_LSTM_ALGO=ctrain "$ctrain" time siamese-lstm --device gpu --precision fp32,bf16 --protocol bench --threads "$threads" \
       --per-layer $w --json "$out/ctrain-siamese-lstm-gpu-own.json" || exit 1
-    "$ctrain" time siamese-lstm --device gpu --precision bf16 --protocol bench --threads "$threads" $w \
+    "$ctrain" time siamese-lstm --device gpu --precision fp32,bf16 --protocol bench --threads "$threads" --per-layer $w \
       --json "$out/ctrain-siamese-lstm-gpu-cudnn.json" > "$out/ownlstm-cudnn.log" 2>&1 || exit 1
     if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" > /dev/null 2>&1; then
       python3 "$bench/siamese_torch.py" --device cuda --autocast bf16 --epochs 4 --batch 128 --threads "$threads" --protocol bench $w \
         --json "$out/torch-siamese-lstm-cuda-bf16-own.json" > "$out/ownlstm-torch.log" 2>&1 || exit 1
     fi
-    CTRAIN_LSTM_ALGO=ctrain "$ctrain" time siamese-lstm --device gpu --precision bf16 --protocol seed --epochs 2 --threads "$threads" \
-      --json "$out/ctrain-siamese-lstm-seed-gpu-own.json" > "$out/ownlstm-seed.log" 2>&1' \
+    CTRAIN_LSTM_ALGO=ctrain "$ctrain" time siamese-lstm --device gpu --precision fp32,bf16 --protocol seed --epochs 2 \
+      --threads "$threads" --json "$out/ctrain-siamese-lstm-seed-gpu-own.json" > "$out/ownlstm-seed.log" 2>&1' \
     sh "$ctrain" "$out" "$threads" "$here/bench"
 else
   not_run ownlstm "this ctrain has no --precision"

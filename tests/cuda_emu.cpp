@@ -75,6 +75,7 @@ static float __shfl_xor_sync(unsigned mask, float v, int lane_mask)
 static inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
 static inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
 struct __attribute__((aligned(8))) float2 { float x, y; };   /* CUDA's vector type: 8-byte aligned */
+static inline float2 make_float2(float x, float y) { float2 v = { x, y }; return v; }
 struct __nv_bfloat16 { uint16_t x; };
 static inline __nv_bfloat16 __float2bfloat16_rn(float f) { __nv_bfloat16 b = { ct_bf16_from_float(f) }; return b; }
 static inline float __bfloat162float(__nv_bfloat16 b) { return ct_float_from_bf16(b.x); }
@@ -161,11 +162,16 @@ static int emu_launch(unsigned grid, unsigned block, size_t smem, emu_body body,
     return rc;
 }
 
-template <int HP, int S> static void fwd_body(const void *p) { rec_forward_kernel<HP, S>(*(const lstm_rec_fwd_args *)p); }
-template <int HP, int S> static void bwd_body(const void *p) { rec_backward_kernel<HP, S>(*(const lstm_rec_bwd_args *)p); }
-#define EMU_INSTANCE(fn, HPv, Sv) ((HPv) == 32 ? ((Sv) == 2 ? fn<32, 2> : fn<32, 4>) : (HPv) == 64 ? ((Sv) == 2 ? fn<64, 2> : fn<64, 4>) \
-                                                                        : ((Sv) == 2 ? fn<128, 2> : fn<128, 4>))
-static size_t smem_of(int HP) { return HP == 128 ? rec_words<128>::smem : HP == 64 ? rec_words<64>::smem : rec_words<32>::smem; }
+template <typename P, int HP, int S> static void fwd_body(const void *p) { rec_forward_kernel<P, HP, S>(*(const lstm_rec_fwd_args *)p); }
+template <typename P, int HP, int S> static void bwd_body(const void *p) { rec_backward_kernel<P, HP, S>(*(const lstm_rec_bwd_args *)p); }
+#define EMU_BY_SIZE(fn, P, HPv, Sv) ((HPv) == 32 ? ((Sv) == 2 ? fn<P, 32, 2> : fn<P, 32, 4>) \
+                                     : (HPv) == 64 ? ((Sv) == 2 ? fn<P, 64, 2> : fn<P, 64, 4>) : ((Sv) == 2 ? fn<P, 128, 2> : fn<P, 128, 4>))
+#define EMU_INSTANCE(fn, bf16, HPv, Sv) ((bf16) ? EMU_BY_SIZE(fn, rec_bf16, HPv, Sv) : EMU_BY_SIZE(fn, rec_f32, HPv, Sv))
+template <typename P> static size_t smem_for(int HP)
+{
+    return HP == 128 ? rec_words<P, 128>::smem : HP == 64 ? rec_words<P, 64>::smem : rec_words<P, 32>::smem;
+}
+static size_t smem_of(int bf16, int HP) { return bf16 ? smem_for<rec_bf16>(HP) : smem_for<rec_f32>(HP); }
 static int shape_ok(int HP, int S, char *why, size_t n)
 {
     if ((HP == 32 || HP == 64 || HP == 128) && (S == 2 || S == 4)) return 1;
@@ -176,25 +182,27 @@ static int shape_ok(int HP, int S, char *why, size_t n)
 extern "C" int ct_emu_rec_forward(const lstm_rec_fwd_args *a, char *why, size_t n)
 {
     if (!shape_ok(a->HP, a->S, why, n)) return -1;
-    return emu_launch((unsigned)((a->B + a->S - 1) / a->S), 4u * a->HP, smem_of(a->HP), EMU_INSTANCE(fwd_body, a->HP, a->S), a, why, n);
+    return emu_launch((unsigned)((a->B + a->S - 1) / a->S), 4u * a->HP, smem_of(a->bf16, a->HP), EMU_INSTANCE(fwd_body, a->bf16, a->HP, a->S),
+                      a, why, n);
 }
 
 extern "C" int ct_emu_rec_backward(const lstm_rec_bwd_args *a, char *why, size_t n)
 {
     if (!shape_ok(a->HP, a->S, why, n)) return -1;
-    return emu_launch((unsigned)((a->B + a->S - 1) / a->S), 4u * a->HP, smem_of(a->HP), EMU_INSTANCE(bwd_body, a->HP, a->S), a, why, n);
+    return emu_launch((unsigned)((a->B + a->S - 1) / a->S), 4u * a->HP, smem_of(a->bf16, a->HP), EMU_INSTANCE(bwd_body, a->bf16, a->HP, a->S),
+                      a, why, n);
 }
 
-typedef struct { int backward; uint32_t *image; const float *w; int H, HP; } pack_args;
+typedef struct { int bf16, backward; void *image; const float *w; int H, HP; } pack_args;
 static void pack_body(const void *p)
 {
     const pack_args *a = (const pack_args *)p;
-    pack_kernel(a->backward, a->image, a->w, a->H, a->HP);
+    pack_kernel(a->bf16, a->backward, a->image, a->w, a->H, a->HP);
 }
-extern "C" int ct_emu_rec_pack(int backward, uint32_t *image, const float *w_hh, int H, int HP, unsigned grid, unsigned block,
+extern "C" int ct_emu_rec_pack(int bf16, int backward, void *image, const float *w_hh, int H, int HP, unsigned grid, unsigned block,
                                char *why, size_t n)
 {
-    const pack_args a = { backward, image, w_hh, H, HP };
+    const pack_args a = { bf16, backward, image, w_hh, H, HP };
     return emu_launch(grid, block, 0, pack_body, &a, why, n);
 }
 
