@@ -68,7 +68,8 @@
 #   racecheck compute-sanitizer --tool racecheck on the same, only ctrain's own kernels   150
 #             (names ending in _kernel or _reduce; cuBLAS and cuDNN run unchecked), all
 #             cases but the TF32 LSTM one, which runs alone (racecheck-tf32-lstm), and     60
-#             the bf16 cases that run cuBLAS's bf16 products (memcheck covers those)
+#             the bf16 cases that run cuBLAS's bf16 products (memcheck covers those); the own
+#             LSTM kernels' recurrence cases alone (racecheck-own)                          90
 # Everything goes to OUTDIR: one log per step, the JSON of every timing, summary.txt
 # (the table printed last) and gpu-check.tar.gz (all of it). Exit status: 0 when
 # every step ran and passed, 1 when a test failed, a sanitizer reported errors or a
@@ -233,6 +234,7 @@ if gpu:
     lines.append("sanitizers: memcheck --leak-check full: " + sanitizer("memcheck"))
     lines.append("            racecheck (own kernels), all cases but tf32/lstm and bf16's cuBLAS ones: " + sanitizer("racecheck"))
     lines.append("            racecheck (own kernels), tf32/lstm alone:                                " + sanitizer("racecheck-tf32-lstm"))
+    lines.append("            racecheck, ctrain's own LSTM recurrence kernels alone:                   " + sanitizer("racecheck-own"))
     pk = text("peak.log")
     f32 = re.findall(r"^cuBLAS sgemm FP32 +N= *(\d+) +median +([\d.]+)", pk, re.M)
     t32 = re.findall(r"^cuBLAS sgemm TF32 +N= *(\d+) +median +([\d.]+)", pk, re.M)
@@ -700,12 +702,17 @@ if [ -n "$san" ]; then
   # training) are left out: on an H200 with CUDA 13.0 racecheck stopped the same way inside
   # cuBLAS's bf16 GemmEx every time, alone or not, while memcheck and plain runs pass them; the
   # bf16 conversions they add hold no shared memory, which is all racecheck checks.
-  run_step racecheck 150 env CT_REQUIRE_GPU=1 CT_GPU_CASES=-tf32/lstm,-bf16/dense,-bf16/lstm,-bf16/peak,-bf16/training,-bf16own/lstm,-bf16own/kernels,-bf16own/training \
+  run_step racecheck 150 env CT_REQUIRE_GPU=1 CT_GPU_CASES=-tf32/lstm,-bf16/dense,-bf16/lstm,-bf16/peak,-bf16/training,-own \
+    "$san" --tool racecheck $kfilter --error-exitcode 99 "$tests" gpu
+  # ctrain's own LSTM kernels apart (their recurrence alone, no cuBLAS: every step's shared memory
+  # is checked, which is slow; a time-out here loses nothing else)
+  run_step racecheck-own 90 env CT_REQUIRE_GPU=1 CT_GPU_CASES=own32/recurrence,bf16own/recurrence \
     "$san" --tool racecheck $kfilter --error-exitcode 99 "$tests" gpu
   run_step racecheck-tf32-lstm 60 env CT_REQUIRE_GPU=1 CT_GPU_CASES=tf32/lstm "$san" --tool racecheck $kfilter --error-exitcode 99 "$tests" gpu
 else
   not_run racecheck "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
   not_run racecheck-tf32-lstm "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
+  not_run racecheck-own "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
 fi
 wait "$cpu_pid"
 say "all steps done in $(($(now) - start))s"
