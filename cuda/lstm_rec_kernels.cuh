@@ -99,7 +99,8 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_forward_kernel(lstm_rec_
 {
     typedef typename P::word word_t;
     constexpr int NT = 4 * HP, NP = HP / 8;
-    __shared__ float hbuf[2][S][HP];                    /* op(h_{t-1}) of the block's sequences, double-buffered */
+    __shared__ __align__(16) float hbuf[2][S][HP];      /* op(h_{t-1}) of the block's sequences, double-buffered;
+                                                           aligned for the float2 reads */
     CT_DYNAMIC_SHARED(word_t, wsm);                     /* the image's words past RW */
     const int tid = threadIdx.x, u = tid / 4, kq = tid % 4;
     const int b = blockIdx.x * S + kq, H = a.H, T = a.T, G = 4 * H;
@@ -180,8 +181,8 @@ __global__ static void __launch_bounds__(4 * HP, 1) rec_backward_kernel(lstm_rec
 {
     typedef typename P::word word_t;
     constexpr int NT = 4 * HP, NW = rec_words<P, HP>::NW;
-    __shared__ float dzs[S][4 * HP];   /* op(dz_t) of the block's sequences, padded gate rows q HP + u */
-    __shared__ float dhrec[S][HP];     /* dz_{t+1} W_hh */
+    __shared__ __align__(16) float dzs[S][4 * HP];   /* op(dz_t) of the block's sequences, padded gate rows q HP + u */
+    __shared__ __align__(16) float dhrec[S][HP];     /* dz_{t+1} W_hh */
     CT_DYNAMIC_SHARED(word_t, wsm);    /* the image's words past RW */
     const int tid = threadIdx.x, hi = tid / 4, lane = tid % 4;   /* A: unit hi of sequence lane; B: column hi, quarter lane */
     const int b = blockIdx.x * S + lane, u = hi, H = a.H, T = a.T, G = 4 * H;

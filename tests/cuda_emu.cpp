@@ -85,6 +85,7 @@ static inline uint16_t __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
 #define __device__
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 #define CT_DYNAMIC_SHARED(type, name) type *name = (type *)emu_smem
 #include "cuda/lstm_rec_kernels.cuh"
 
