@@ -307,13 +307,19 @@ static ct_status plan_own(const ct_backend *be, lstm_gpu *p, const lstm_dims *d,
         const int h[4] = { ids->w_ih[l], ids->w_hh[l], ids->b_ih[l], ids->b_hh[l] };
         for (int k = 0; k < 4; k++) p->off[l][k] = ps->p[h[k]].offset;
     }
-    int sms = 0;
+    int sms = 0, smem = 0;
     CT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->index));
+    CT_CUDA_TRY(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, g->index));
+    const int S = ct_lstm_rec_seqs(d->B, sms);
+    const size_t need = ct_lstm_rec_gpu_smem(p->bf16, ct_lstm_rec_hp(d->H), S);
+    if (need > (size_t)smem)
+        return ct_fail(CT_ENODEV, "ctrain's %s LSTM kernels for %d units need %zu KiB of shared memory per block; this GPU allows %d KiB",
+                       p->bf16 ? "bf16" : "float32", d->H, need / 1024, smem / 1024);
     p->rec_eng = ct_lstm_rec_gpu;
     p->rec_eng.ctx = (void *)be;
     lstm_dims dr = *d;
     dr.dtype = p->bf16 ? CT_BF16 : CT_F32;   /* the backend's precision, whatever the caller's dims say */
-    CT_TRY(ct_lstm_rec_plan_make(&p->rec, &p->rec_eng, &dr, ct_lstm_rec_seqs(d->B, sms)));
+    CT_TRY(ct_lstm_rec_plan_make(&p->rec, &p->rec_eng, &dr, S));
     p->len_full_host = (int *)ct_malloc((size_t)d->B * sizeof(int), "LSTM sequence lengths");
     if (!p->len_full_host) return CT_ENOMEM;
     for (int b = 0; b < d->B; b++) p->len_full_host[b] = d->T;
@@ -394,8 +400,11 @@ extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const l
     if (use_own < 0) use_own = force && !strcmp(force, "ctrain");
     if (use_own && ct_lstm_rec_fits(d)) {
         ct_status st = plan_own(be, p, d, ps, ids);
-        if (st != CT_OK) ct_lstm_plan_free_gpu(p);
-        return st;
+        if (st == CT_OK) return CT_OK;
+        ct_lstm_plan_free_gpu(p);
+        if (st != CT_ENODEV) return st;
+        /* the GPU cannot run them (its shared memory): cuDNN's kernels, as without CTRAIN_LSTM_ALGO=ctrain */
+        fprintf(stderr, "ctrain: note: %s; the LSTM runs on cuDNN's kernels\n", ct_last_error());
     }
     if (!bf16 && !(force && !strcmp(force, "standard"))) {
         ct_status st = plan_with(be, p, d, ps, ids, params_dev, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);

@@ -193,6 +193,10 @@ extern const lstm_rec_engine ct_lstm_rec_model;
 /* The GPU's (cuda/lstm_rec_gpu.cu; CUDA builds): device memory, its context a const ct_backend *
  * of the GPU, set before each use. */
 extern const lstm_rec_engine ct_lstm_rec_gpu;
+/* The shared memory per block the GPU's kernels for these operands, HP and S ask for, bytes:
+ * a plan is made only where the GPU allows that much (cudaDevAttrMaxSharedMemoryPerBlockOptin:
+ * 227 KiB on an H100, 163 KiB on an A100, whose float32 kernels at HP = 128 it does not run). */
+size_t ct_lstm_rec_gpu_smem(int bf16, int HP, int S);
 
 #ifdef __cplusplus
 }

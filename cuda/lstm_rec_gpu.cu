@@ -92,6 +92,15 @@ static void gpu_bias_grad(void *ctx, float *db_ih, float *db_hh, const float *pa
     CT_LAUNCH_CHECK();
 }
 
+/* The most shared memory one of the kernels of this precision and padded size asks for per block
+ * (its dynamic part and its arrays), bytes. */
+template <typename P> static size_t smem_for(int HP, int S)
+{
+    const size_t dyn = HP == 128 ? rec_words<P, 128>::smem : HP == 64 ? rec_words<P, 64>::smem : rec_words<P, 32>::smem;
+    return dyn + (size_t)(S * 4 * HP + S * HP) * sizeof(float);   /* the backward's dzs and dhrec, the larger */
+}
+extern "C" size_t ct_lstm_rec_gpu_smem(int bf16, int HP, int S) { return bf16 ? smem_for<rec_bf16>(HP, S) : smem_for<rec_f32>(HP, S); }
+
 extern "C" const lstm_rec_engine ct_lstm_rec_gpu = {
     NULL, gpu_alloc, gpu_release, gpu_to_bf16, gpu_pack, gpu_gemm, gpu_forward, gpu_backward, gpu_bias_grad,
 };
