@@ -183,14 +183,14 @@ void ct_gpu_describe(const ct_gpu *g, const ct_math *math, char *buf, size_t n)
     if (!math) math = &fp32;
     if (!g) { snprintf(buf, n, "GPU: none open (CUDA build; cuDNN %zu.%zu.%zu)", cudnnGetVersion() / 10000,
                                  cudnnGetVersion() / 100 % 100, cudnnGetVersion() % 100); return; }
-    snprintf(buf, n, "GPU %d: %s, %.1f GiB, compute %d.%d | driver CUDA %d.%d, runtime %d.%d, cuDNN %zu.%zu.%zu, cuBLAS %zu.%zu.%zu | %s%s",
+    snprintf(buf, n, "GPU %d: %s, %.1f GiB, compute %d.%d | driver CUDA %d.%d, runtime %d.%d, cuDNN %zu.%zu.%zu, cuBLAS %zu.%zu.%zu | %s%s%s",
              g->index, g->name, (double)g->total_mem / (1024.0 * 1024.0 * 1024.0), g->cc_major, g->cc_minor,
              g->driver_version / 1000, g->driver_version % 1000 / 10, g->runtime_version / 1000, g->runtime_version % 1000 / 10,
              g->cudnn_version / 10000, g->cudnn_version / 100 % 100, g->cudnn_version % 100,
              g->cublas_version / 10000, g->cublas_version / 100 % 100, g->cublas_version % 100,
              math->dtype == CT_BF16 ? "bf16 mixed precision (bf16 operands, FP32 sums)"
              : math->tf32 ? "TF32 allowed" : "FP32 (no TF32)",
-             math->deterministic ? ", deterministic" : "");
+             math->deterministic ? ", deterministic" : "", math->lstm_own ? ", ctrain's own LSTM kernels" : "");
 }
 
 ct_status ct_gpu_sync(const ct_gpu *g)

@@ -290,14 +290,6 @@ static int same_weight_space(lstm_gpu *p, const float *params_dev)
 
 /* ---- plans on ctrain's own kernels (cuda/lstm_rec.h), float32 and bf16 ---- */
 
-static int use_own = -1;   /* -1: not decided yet (the environment decides at the first plan) */
-extern "C" int ct_lstm_gpu_use_own(int on)
-{
-    const int before = use_own;
-    use_own = on;
-    return before;
-}
-
 static ct_status plan_own(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids)
 {
     CT_TRY(plan_begin(be, p, d));
@@ -397,8 +389,7 @@ extern "C" ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const l
 {
     const char *force = getenv("CTRAIN_LSTM_ALGO");
     const int bf16 = be->math.dtype == CT_BF16;   /* the standard algorithm only (see the top of this file) */
-    if (use_own < 0) use_own = force && !strcmp(force, "ctrain");
-    if (use_own && ct_lstm_rec_fits(d)) {
+    if (be->math.lstm_own && ct_lstm_rec_fits(d)) {
         ct_status st = plan_own(be, p, d, ps, ids);
         if (st == CT_OK) return CT_OK;
         ct_lstm_plan_free_gpu(p);

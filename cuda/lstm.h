@@ -97,11 +97,6 @@ typedef struct {
 ct_status ct_lstm_plan_gpu(const ct_backend *be, lstm_gpu *p, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
                            const float *params_dev);
 void      ct_lstm_plan_free_gpu(lstm_gpu *p);
-/* Whether plans made from now on (float32 and bf16) run ctrain's own kernels (cuda/lstm_rec.h;
- * 1) or cuDNN's (0, the default until the own kernels are verified on a GPU), where the shape
- * fits them (ct_lstm_rec_fits). CTRAIN_LSTM_ALGO=ctrain in the environment sets 1 at the first
- * plan. */
-int  ct_lstm_gpu_use_own(int on);   /* returns the setting before (-1: not decided yet), to restore */
 /* the cuDNN algorithm of the plan's last batch, in words ("persistent (small hidden size)" or
  * "standard"; chosen per batch, cuda/lstm.cu) */
 const char *ct_lstm_gpu_algo(const lstm_gpu *p);

@@ -340,6 +340,8 @@ ct_status ct_backend_open_gpu(ct_backend *be, int index, const ct_math *math)
     CT_TRY(ct_gpu_open(&g, index, math));
     *be = (ct_backend){ .ops = &gpu_ops, .name = "gpu", .host_memory = 0, .dev = g };
     if (math) be->math = *math;
+    const char *algo = getenv("CTRAIN_LSTM_ALGO");
+    if (algo && !strcmp(algo, "ctrain")) be->math.lstm_own = 1;   /* the user's choice, until the own kernels are the default */
     const ct_status st = ct_backend_check_dtype(be, "opening the backend");   /* a data type this GPU cannot compute: refused here */
     if (st != CT_OK) {
         ct_gpu_close(g);

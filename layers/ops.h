@@ -86,6 +86,8 @@ typedef struct ct_math {
     int tf32;            /* GPU: allow TensorFloat-32 tensor cores in products, convolutions and the LSTM */
     int deterministic;   /* GPU: deterministic cuDNN algorithms only (the CPU always is) */
     ct_dtype dtype;      /* the data type the plans compute in (core/dtype.h: CT_F32, or CT_BF16 where check_dtype allows) */
+    int lstm_own;        /* GPU: the LSTM on ctrain's own kernels (cuda/lstm_rec.h) where they run, not cuDNN's; opening
+                            a GPU backend sets it when CTRAIN_LSTM_ALGO=ctrain */
 } ct_math;
 
 typedef struct ct_ops {

@@ -782,7 +782,6 @@ static lstm_case_cfg lstm_cfg;
 #ifdef CT_HAVE_CUDA
 #include "cuda/conv2d.h"
 #include "cuda/lstm.h"
-static int lstm_expect_own;     /* bf16 GPU plans are expected on ctrain's own kernels (cuda/lstm_rec.h), not cuDNN's */
 static int lstm_plan_direct(const void *plan, char *why, size_t n) { const lstm_gpu *p = plan; snprintf(why, n, "%s", p->map.why); return p->map.direct; }
 #endif
 
@@ -826,9 +825,8 @@ static void case_lstm(const ct_backend *be, ct_rng *r, t_outs *o)
         if (!be->host_memory) {   /* the algorithm that ran (cuDNN's persistent kernel refuses masked batches) */
             printf("  LSTM algorithm: %s, weight space %s\n", ct_lstm_gpu_algo(plan),
                    lstm_plan_direct(plan, (char[256]){ 0 }, 256) ? "direct" : "packed");
-            if (be->math.dtype == CT_BF16 || lstm_expect_own)
-                t_check(((const lstm_gpu *)plan)->own == lstm_expect_own, "the plan runs %s, the case expects %s", ct_lstm_gpu_algo(plan),
-                        lstm_expect_own ? "ctrain's own kernels" : "cuDNN");
+            t_check(((const lstm_gpu *)plan)->own == be->math.lstm_own, "the plan runs %s, the backend asks for %s",
+                    ct_lstm_gpu_algo(plan), be->math.lstm_own ? "ctrain's own kernels" : "cuDNN's");
         }
 #endif
         keep(o, "out", be, gout, nout, c->tol_f);
@@ -1736,13 +1734,7 @@ static void run_bf16_cases(const ct_backend *g32)
     bf16_dense(&g16, &cpu16, g32, 256, 128, 64, 41);    /* the seed model's head */
     bf16_conv(&g16, &cpu16, g32, "im2col", 5, 3, 9, 8, 4, 3, 3, 2, 1, 42);
     bf16_conv(&g16, &cpu16, g32, "stride1", 4, 8, 12, 11, 16, 3, 3, 1, 1, 43);
-#ifdef CT_HAVE_CUDA
-    const int own_before_cudnn = ct_lstm_gpu_use_own(0);   /* the bf16/ cases are cuDNN's */
     bf16_lstm_cases("bf16", &g16, &cpu16, g32);
-    ct_lstm_gpu_use_own(own_before_cudnn);
-#else
-    bf16_lstm_cases("bf16", &g16, &cpu16, g32);
-#endif
     bf16_peak(&g16);
     ct_backend_close(&cpu16);
     ct_gemm_bf16_use_model(0);
@@ -1757,40 +1749,39 @@ static void run_bf16_cases(const ct_backend *g32)
  * C model in both precisions, and a bf16 training. */
 static void run_own_cases(const ct_backend *g32)
 {
-    const int before = ct_lstm_gpu_use_own(1);
-    lstm_expect_own = 1;
-    set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, -1);
-    compare("own32/lstm_stacked_masked", case_lstm, g32, 21);
-    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, -1);
-    compare("own32/lstm_T100", case_lstm, g32, 22);
-    set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, 1e-4, 5e-4, -1);
-    compare("own32/lstm_T100_full_length", case_lstm, g32, 28);
-    set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, -1);
-    compare("own32/lstm_smaller_batch_and_steps", case_lstm, g32, 23);
-    set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, -1);
-    compare("own32/lstm_return_sequence", case_lstm, g32, 24);
-    set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, 2e-5, 1e-4, -1);
-    compare("own32/lstm_return_mean", case_lstm, g32, 25);
-    set_lstm(1, 1, 3, 4, 1, 1, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, -1);
-    compare("own32/lstm_batch1_T1", case_lstm, g32, 26);
-    own_recurrence(g32, 0);
-    own_vs_model(g32, 0);
-    const ct_math m16 = { .dtype = CT_BF16 };
-    ct_backend g16, cpu16;
-    if (ct_backend_open_gpu(&g16, 0, &m16) == CT_OK) {   /* run_bf16_cases reported a failure to open it */
+    const ct_math m32 = { .lstm_own = 1 }, m16 = { .dtype = CT_BF16, .lstm_own = 1 }, c16 = { .dtype = CT_BF16 };
+    ct_backend o32, o16, cpu16;
+    if (ct_backend_open_gpu(&o32, 0, &m32) == CT_OK) {   /* it opened before, as the suite's backend */
+        set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, -1);
+        compare("own32/lstm_stacked_masked", case_lstm, &o32, 21);
+        set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, -1);
+        compare("own32/lstm_T100", case_lstm, &o32, 22);
+        set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, 1e-4, 5e-4, -1);
+        compare("own32/lstm_T100_full_length", case_lstm, &o32, 28);
+        set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, -1);
+        compare("own32/lstm_smaller_batch_and_steps", case_lstm, &o32, 23);
+        set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, -1);
+        compare("own32/lstm_return_sequence", case_lstm, &o32, 24);
+        set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, 2e-5, 1e-4, -1);
+        compare("own32/lstm_return_mean", case_lstm, &o32, 25);
+        set_lstm(1, 1, 3, 4, 1, 1, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, -1);
+        compare("own32/lstm_batch1_T1", case_lstm, &o32, 26);
+        own_recurrence(&o32, 0);
+        own_vs_model(&o32, 0);
+        ct_backend_close(&o32);
+    }
+    if (ct_backend_open_gpu(&o16, 0, &m16) == CT_OK) {   /* run_bf16_cases reported a failure to open it */
         ct_gemm_bf16_use_model(1);
-        if (ct_backend_open_cpu(&cpu16, &m16) == CT_OK) {
-            bf16_lstm_cases("bf16own", &g16, &cpu16, g32);
+        if (ct_backend_open_cpu(&cpu16, &c16) == CT_OK) {
+            bf16_lstm_cases("bf16own", &o16, &cpu16, g32);
             ct_backend_close(&cpu16);
         }
         ct_gemm_bf16_use_model(0);
-        own_recurrence(&g16, 1);
-        own_vs_model(&g16, 1);
-        ct_backend_close(&g16);
+        own_recurrence(&o16, 1);
+        own_vs_model(&o16, 1);
+        ct_backend_close(&o16);
         bf16_training(1);
     }
-    lstm_expect_own = 0;
-    ct_lstm_gpu_use_own(before);
 }
 #endif
 
