@@ -1752,20 +1752,20 @@ static void run_own_cases(const ct_backend *g32)
     const ct_math m32 = { .lstm_own = 1 }, m16 = { .dtype = CT_BF16, .lstm_own = 1 }, c16 = { .dtype = CT_BF16 };
     ct_backend o32, o16, cpu16;
     if (ct_backend_open_gpu(&o32, 0, &m32) == CT_OK) {   /* it opened before, as the suite's backend */
-        set_lstm(5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, -1);
-        compare("own32/lstm_stacked_masked", case_lstm, &o32, 21);
-        set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, -1);
-        compare("own32/lstm_T100", case_lstm, &o32, 22);
-        set_lstm(16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, 1e-4, 5e-4, -1);
-        compare("own32/lstm_T100_full_length", case_lstm, &o32, 28);
-        set_lstm(5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, -1);
-        compare("own32/lstm_smaller_batch_and_steps", case_lstm, &o32, 23);
-        set_lstm(4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, -1);
-        compare("own32/lstm_return_sequence", case_lstm, &o32, 24);
-        set_lstm(4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, 2e-5, 1e-4, -1);
-        compare("own32/lstm_return_mean", case_lstm, &o32, 25);
-        set_lstm(1, 1, 3, 4, 1, 1, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, -1);
-        compare("own32/lstm_batch1_T1", case_lstm, &o32, 26);
+        /* the float32 LSTM cases of run_gpu_cases, at their tolerances */
+        static const struct { const char *name; int B, T, I, H, L, pB, pT; lstm_return ret; int masked; double tf, tb; uint64_t seed; } cs[] = {
+            { "own32/lstm_stacked_masked", 5, 12, 7, 16, 2, 5, 12, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 21 },
+            { "own32/lstm_T100", 16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 1, 1e-4, 5e-4, 22 },
+            { "own32/lstm_T100_full_length", 16, 100, 40, 128, 1, 16, 100, LSTM_RETURN_LAST, 0, 1e-4, 5e-4, 28 },
+            { "own32/lstm_smaller_batch_and_steps", 5, 9, 7, 16, 1, 64, 30, LSTM_RETURN_LAST, 1, 2e-5, 1e-4, 23 },
+            { "own32/lstm_return_sequence", 4, 9, 5, 8, 2, 4, 9, LSTM_RETURN_SEQUENCE, 1, 2e-5, 1e-4, 24 },
+            { "own32/lstm_return_mean", 4, 9, 5, 8, 1, 4, 9, LSTM_RETURN_MEAN, 1, 2e-5, 1e-4, 25 },
+            { "own32/lstm_batch1_T1", 1, 1, 3, 4, 1, 1, 1, LSTM_RETURN_LAST, 0, 2e-5, 1e-4, 26 },
+        };
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            set_lstm(cs[c].B, cs[c].T, cs[c].I, cs[c].H, cs[c].L, cs[c].pB, cs[c].pT, cs[c].ret, cs[c].masked, cs[c].tf, cs[c].tb, -1);
+            compare(cs[c].name, case_lstm, &o32, cs[c].seed);
+        }
         own_recurrence(&o32, 0);
         own_vs_model(&o32, 0);
         ct_backend_close(&o32);
