@@ -4,6 +4,7 @@
  */
 #include <cuda_bf16.h>
 #include "cuda/check.h"
+#include "cuda/kernels.h"
 #include "cuda/lstm_rec.h"
 #include "cuda/lstm_rec_kernels.cuh"
 
@@ -20,8 +21,7 @@ static void gpu_release(void *ctx, void *p) { (void)ctx; ct_gpu_free(p); }
 
 static void gpu_to_bf16(void *ctx, uint16_t *dst, const float *src, size_t n)
 {
-    to_bf16_kernel<<<ct_gpu_blocks(n, CT_THREADS), CT_THREADS, 0, gpu_of(ctx)->stream>>>(dst, src, n);
-    CT_LAUNCH_CHECK();
+    ct_bf16_from_float_gpu((const ct_backend *)ctx, dst, src, n);   /* cuda/kernels.h: to nearest even */
 }
 
 static void gpu_pack(void *ctx, int bf16, int backward, void *image, const float *w_hh, int H, int HP)

@@ -1,4 +1,4 @@
-/* lstm_rec_kernels.cuh - the CUDA kernels of ctrain's own bf16 LSTM (the design, the thread
+/* lstm_rec_kernels.cuh - the CUDA kernels of ctrain's own LSTM (the design, the thread
  * layout and the weight images are in cuda/lstm_rec.h). Included by cuda/lstm_rec_gpu.cu, which
  * launches them, and by tests/cuda_emu.cpp, which runs this same source on the CPU (each block's
  * threads as POSIX threads) to check it against the C model bit for bit. The includer provides
@@ -280,12 +280,6 @@ __global__ static void pack_kernel(int bf16, int backward, void *image, const fl
         if (bf16) ((uint32_t *)image)[e] = (uint32_t)bf16_bits(x) | (uint32_t)bf16_bits(y) << 16;
         else ((float2 *)image)[e] = make_float2(x, y);
     }
-}
-
-__global__ static void to_bf16_kernel(uint16_t *dst, const float *src, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = bf16_bits(src[i]);
 }
 
 /* db_ih[j] and db_hh[j] += sum_b part[b, j], b in order */

@@ -207,18 +207,6 @@ extern "C" int ct_emu_rec_pack(int bf16, int backward, void *image, const float 
     return emu_launch(grid, block, 0, pack_body, &a, why, n);
 }
 
-typedef struct { uint16_t *dst; const float *src; size_t count; } conv_args;
-static void conv_body(const void *p)
-{
-    const conv_args *a = (const conv_args *)p;
-    to_bf16_kernel(a->dst, a->src, a->count);
-}
-extern "C" int ct_emu_to_bf16(uint16_t *dst, const float *src, size_t count, unsigned grid, unsigned block, char *why, size_t n)
-{
-    const conv_args a = { dst, src, count };
-    return emu_launch(grid, block, 0, conv_body, &a, why, n);
-}
-
 typedef struct { float *db_ih, *db_hh; const float *part; int B, cols; } bias_args;
 static void bias_body(const void *p)
 {

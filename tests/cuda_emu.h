@@ -23,11 +23,9 @@ extern "C" {
 
 int ct_emu_rec_forward(const lstm_rec_fwd_args *a, char *why, size_t n);
 int ct_emu_rec_backward(const lstm_rec_bwd_args *a, char *why, size_t n);
-/* pack_kernel, to_bf16_kernel and bias_grad_kernel on `grid` blocks of `block` threads (their
- * grid-stride loops) */
+/* pack_kernel and bias_grad_kernel on `grid` blocks of `block` threads (their grid-stride loops) */
 int ct_emu_rec_pack(int bf16, int backward, void *image, const float *w_hh, int H, int HP, unsigned grid, unsigned block, char *why,
                     size_t n);
-int ct_emu_to_bf16(uint16_t *dst, const float *src, size_t count, unsigned grid, unsigned block, char *why, size_t n);
 int ct_emu_bias_grad(float *db_ih, float *db_hh, const float *part, int B, int cols, unsigned grid, unsigned block, char *why,
                      size_t n);
 
