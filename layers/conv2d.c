@@ -34,6 +34,10 @@
  * dW is summed transposed (64 output channels fill a panel exactly in the mnist_cnn,
  * where K = 288 would leave a half-empty one) and added to dw at the end.
  *
+ * A layer with one input channel and stride 1 on an AVX-512 CPU (d->direct1: the first
+ * layer on a spectrogram or a grey image) is neither lowered nor transformed: conv2d_c1.c
+ * computes it directly, its image in L1, in float32 and in bf16.
+ *
  * The bf16 variant (ct_conv2d_forward_bf16, ct_conv2d_backward_bf16; at the end of this
  * file) runs the plain im2col path's products on layers/gemm_bf16.h: bf16 operands,
  * float32 sums, the same workers and the same order of the partial dW sums. Stride-1
@@ -48,10 +52,13 @@
 #include "core/threads.h"
 #include "core/bf16.h"
 #include "layers/conv2d.h"
+#include "layers/conv2d_c1.h"
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/conv2d_winograd.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
+
+static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
 
 ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
@@ -76,7 +83,8 @@ ct_status ct_conv2d_dims_make(conv2d_dims *d, int N, int C, int H, int W, int OC
                        "more than 2^31 elements in one buffer; use a smaller batch or input", N, C, OC, H, W, KH, KW);
     *d = (conv2d_dims){ .N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = KH, .KW = KW,
                         .stride = stride, .pad = pad, .OH = OH, .OW = OW };
-    d->packed = ct_kernels_get() == CT_KERNELS_AVX512 && C * KH * KW >= CONV2D_PACKED_MIN_K;   /* AVX2 CPUs: Winograd, below */
+    d->direct1 = ct_kernels_get() == CT_KERNELS_AVX512 && ct_conv2d_c1_fits(d);
+    d->packed = !d->direct1 && ct_kernels_get() == CT_KERNELS_AVX512 && C * KH * KW >= CONV2D_PACKED_MIN_K;   /* AVX2 CPUs: Winograd, below */
     d->winograd = !d->packed && ct_conv2d_winograd_ok(d) && C >= CONV2D_WINOGRAD_MIN_C;
     d->workers = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
     if (d->workers > N) d->workers = N;
@@ -107,8 +115,11 @@ static int conv2d_is_pointwise(const conv2d_dims *d)
 
 static size_t packed_worker_floats(const conv2d_dims *d);
 
+static size_t c1_workspace_floats(const conv2d_dims *d);
+
 size_t ct_conv2d_workspace_floats(const conv2d_dims *d)
 {
+    if (d->direct1) return c1_workspace_floats(d);
     if (d->winograd) return ct_conv2d_winograd_workspace_floats(d);
     if (d->packed) return (size_t)d->workers * packed_worker_floats(d);
     /* per worker, one image's column matrix [C*KH*KW, OH*OW] (backward reuses it for dcol),
@@ -239,6 +250,8 @@ typedef struct {
     const conv2d_dims *d;
     float *ws, *out, *din, *dw;
     const float *in, *w, *b, *dout;
+    int round;      /* the one-channel path: 1 in bf16 */
+    float *bsum;    /* the one-channel path: db's share of each image [N, OC], or NULL */
 } conv_job;
 
 static size_t col_floats(const conv2d_dims *d) { return (size_t)d->C * d->KH * d->KW * d->OH * d->OW; }
@@ -441,8 +454,73 @@ static void backward_image_packed(void *ctx, int n, int worker)
     col2im_add(din_n, col, d);
 }
 
+/* ---- one input channel (d->direct1): conv2d_c1.c's functions, one image per task ----
+ * Workspace: per worker, its scratch (the padded image; dout's padded planes for din) and
+ * the image's dW_n [OC, K]; then a partial dW [OC, K] for each worker but the first, added
+ * in worker order as on the im2col path; then db's share of each image [N, OC], taken
+ * while the image's dout is in the cache and added image by image in order (the float32
+ * layer's sums: the same bits as bias_grad). Float32 and bf16 (j->round) alike. */
+static size_t c1_worker_floats(const conv2d_dims *d)
+{
+    return ct_conv2d_c1_worker_floats(d, 1) + round16((size_t)d->OC * d->KH * d->KW);
+}
+
+static size_t c1_workspace_floats(const conv2d_dims *d)
+{
+    const size_t OCK = (size_t)d->OC * d->KH * d->KW;
+    return (size_t)d->workers * c1_worker_floats(d) + (size_t)(d->workers - 1) * OCK + (size_t)d->N * d->OC;
+}
+
+static void forward_image_c1(void *ctx, int n, int worker)
+{
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
+    ct_conv2d_c1_forward_image(j->out + (size_t)n * d->OC * d->OH * d->OW, j->ws + (size_t)worker * c1_worker_floats(d),
+                               j->in + (size_t)n * d->H * d->W, j->w, j->b, d, j->round);
+}
+
+static void backward_image_c1(void *ctx, int n, int worker)
+{
+    const conv_job *j = ctx;
+    const conv2d_dims *d = j->d;
+    const int K = d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
+    const float *dout_n = j->dout + (size_t)n * OC * P;            /* [OC, P] */
+    float *scratch = j->ws + (size_t)worker * c1_worker_floats(d);
+    float *dw_n = scratch + ct_conv2d_c1_worker_floats(d, 1);      /* [OC, K] */
+    ct_conv2d_c1_backward_image(dw_n, j->din ? j->din + (size_t)n * d->H * d->W : NULL, scratch, dout_n,
+                                j->in + (size_t)n * d->H * d->W, j->w, d, j->round);
+    /* workers but the first sum into their own partial dW, started (overwritten) at their first image */
+    float *dw = worker == 0 ? j->dw : j->ws + (size_t)d->workers * c1_worker_floats(d) + (size_t)(worker - 1) * OC * K;
+    if (worker == 0 || n != worker) for (int i = 0; i < OC * K; i++) dw[i] += dw_n[i];
+    else                            memcpy(dw, dw_n, (size_t)OC * K * sizeof *dw);
+    if (j->bsum)
+        for (int o = 0; o < OC; o++) j->bsum[(size_t)n * OC + o] = ct_conv2d_bias_sum(dout_n + (size_t)o * P, P);
+}
+
+static void c1_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d, int round)
+{
+    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .round = round };
+    ct_parallel(d->N, d->workers, forward_image_c1, &j);
+}
+
+static void dw_sum(float *dw, const float *part0, size_t stride, int first, int used, int transposed, const conv2d_dims *d);
+
+static void c1_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,
+                        const conv2d_dims *d, int round)
+{
+    const size_t OCK = (size_t)d->OC * d->KH * d->KW, parts = (size_t)d->workers * c1_worker_floats(d);
+    conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout, .round = round,
+                   .bsum = db ? ws + parts + (size_t)(d->workers - 1) * OCK : NULL };
+    const int used = ct_parallel(d->N, d->workers, backward_image_c1, &j);
+    dw_sum(dw, ws + parts, OCK, 1, used, 0, d);
+    if (db)   /* image by image, in order: the float32 layer's additions */
+        for (int n = 0; n < d->N; n++)
+            for (int o = 0; o < d->OC; o++) db[o] += j.bsum[(size_t)n * d->OC + o];
+}
+
 void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
 {
+    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 0); return; }
     if (d->winograd) { ct_conv2d_winograd_forward(out, ws, in, w, b, d); return; }
     conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
     ct_parallel(d->N, d->workers, d->packed ? forward_image_packed : forward_image, &j);
@@ -505,6 +583,7 @@ static void dw_sum(float *dw, const float *part0, size_t stride, int first, int 
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d)
 {
+    if (d->direct1) { c1_backward(din, dw, db, ws, dout, in, w, d, 0); return; }
     if (db) bias_grad(db, dout, d);
     if (d->winograd) { ct_conv2d_winograd_backward(din, dw, ws, dout, in, w, d); return; }
     conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout };
@@ -547,7 +626,6 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  * added in worker order, as the float32 path does; then the packed W (or W^T). */
 enum { BF16_TAPS = CT_BF16_NB };   /* rows of col gathered at a time: one panel of col^T */
 enum { BF16_DCOL = CT_BF16_MB };   /* rows of dcol computed at a time: two A tiles of W^T */
-static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
 static size_t bf16_floats(size_t elems) { return round16((elems + 1) / 2); }   /* floats that hold `elems` bf16 */
 static size_t max3z(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
@@ -593,6 +671,7 @@ static size_t bf16_weight_offset(const conv2d_dims *d)
 /* Either path may run (which one depends on the CPU's bf16 kernel at the call): room for both. */
 size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d)
 {
+    if (d->direct1) return c1_workspace_floats(d);
     const size_t im2col = bf16_weight_offset(d) + bf16_weight_floats(d), direct = ct_conv2d_direct_bf16_workspace_floats(d);
     return im2col > direct ? im2col : direct;
 }
@@ -684,6 +763,7 @@ static void backward_image_bf16(void *ctx, int n, int worker)
 
 void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
 {
+    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 1); return; }
     if (ct_conv2d_direct_bf16_runs(d)) { ct_conv2d_direct_bf16_forward(out, ws, in, w, b, d); return; }
     const int K = d->C * d->KH * d->KW;
     ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 0, d->OC, K);   /* W [OC, K], once for every image */
@@ -695,6 +775,7 @@ void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const 
                              const float *w, const conv2d_dims *d)
 {
     const int K = d->C * d->KH * d->KW, OC = d->OC;
+    if (d->direct1) { c1_backward(din, dw, db, ws, dout, in, w, d, 1); return; }
     if (ct_conv2d_direct_bf16_runs(d)) { ct_conv2d_direct_bf16_backward(din, dw, db, ws, dout, in, w, d); return; }
     if (db) bias_grad(db, dout, d);   /* float32, as the float32 layer: the same bits */
     if (din) ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 1, K, OC);   /* W^T [K, OC], once for every image */

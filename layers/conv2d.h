@@ -13,6 +13,8 @@
  *    1 the column matrix is not built at all, its rows are runs of the (padded)
  *    image that the kernel reads in place; other strides write it straight into
  *    the kernel's panels.
+ *  - one input channel (a first layer), stride 1, on AVX-512: no lowering at all; each
+ *    output row is a sum of the taps over shifted rows of the padded image (conv2d_c1.h).
  *  - Winograd F(2x2, 3x3) (3x3 kernels, stride 1, padding <= 2, enough input
  *    channels): 16 sgemms per chunk of images on transformed 4x4 tiles, 2.25x
  *    fewer multiplications than im2col; see conv2d_winograd.c. Chosen only where
@@ -41,6 +43,11 @@ typedef struct {
                               than Winograd on the mnist_cnn's conv64k3, is not chosen), 0 on
                               cblas_sgemm. May be cleared by hand, set only where
                               ct_gemm_packed_available(). */
+    int direct1;           /* 1: one input channel, stride 1, on a CPU running ctrain's AVX-512 kernels:
+                              computed directly, without a column matrix (conv2d_c1.h), in float32 and
+                              in bf16; set by ct_conv2d_dims_make, may be cleared by hand (tests
+                              compare it with im2col), set only where ct_conv2d_c1_fits() and the
+                              kernels are AVX-512 */
     int workers;           /* threads sharing the layer's work (ct_parallel), set by ct_conv2d_dims_make
                               from ct_threads_get(); the workspace size depends on it */
 } conv2d_dims;

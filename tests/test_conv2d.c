@@ -6,7 +6,9 @@
  * ct_conv2d_dims_make. Every lowering is checked: im2col on cblas_sgemm, im2col on
  * the packed AVX-512 kernel (layers/gemm_packed.h, where the CPU has it) and, for
  * 3x3 stride-1 kernels, Winograd F(2x2, 3x3) (forced on small shapes, and compared
- * with im2col on many shapes), each with one worker and with two (core/threads.h).
+ * with im2col on many shapes), and for one input channel the direct path of conv2d_c1.c
+ * (where the CPU runs ctrain's AVX-512 kernels), each with one worker and with two
+ * (core/threads.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +18,9 @@
 #include "io/h5.h"
 #include "core/threads.h"
 #include "layers/conv2d.h"
+#include "layers/conv2d_c1.h"
 #include "layers/conv2d_winograd.h"
+#include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
 
 /* Tolerances.
@@ -36,14 +40,19 @@
 enum { ALGO_DEFAULT = -1,   /* what ct_conv2d_dims_make picks */
        ALGO_IM2COL,         /* im2col + cblas_sgemm */
        ALGO_WINOGRAD,       /* Winograd F(2x2, 3x3) where it applies, else im2col */
-       ALGO_PACKED };       /* im2col + the packed kernel where the CPU has it, else im2col */
+       ALGO_PACKED,         /* im2col + the packed kernel where the CPU has it, else im2col */
+       ALGO_DIRECT1 };      /* one input channel, directly (conv2d_c1.h), where the shape and CPU allow */
 static int conv_algo = ALGO_DEFAULT;
+
+/* The one-channel path runs here: ctrain's AVX-512 kernels. */
+static int direct1_available(void) { return ct_kernels_get() == CT_KERNELS_AVX512; }
 
 static void set_algo(conv2d_dims *d, int algo)
 {
     if (algo == ALGO_DEFAULT) return;
     d->winograd = algo == ALGO_WINOGRAD && ct_conv2d_winograd_ok(d);
     d->packed = algo == ALGO_PACKED && ct_gemm_packed_available();
+    d->direct1 = algo == ALGO_DIRECT1 && ct_conv2d_c1_fits(d) && direct1_available();
 }
 
 static ct_status conv_dims(conv2d_dims *d, int N, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
@@ -53,7 +62,10 @@ static ct_status conv_dims(conv2d_dims *d, int N, int C, int H, int W, int OC, i
     return st;
 }
 
-static const char *algo_name(const conv2d_dims *d) { return d->winograd ? "winograd" : d->packed ? "im2col packed" : "im2col"; }
+static const char *algo_name(const conv2d_dims *d)
+{
+    return d->direct1 ? "one channel, direct" : d->winograd ? "winograd" : d->packed ? "im2col packed" : "im2col";
+}
 
 typedef struct {
     conv2d_dims d;
@@ -190,6 +202,23 @@ static conv_result conv_run(const conv2d_dims *d, uint64_t seed)
     return res;
 }
 
+/* The same in bf16 (ct_conv2d_forward_bf16 / _backward_bf16). */
+static conv_result conv_run_bf16(const conv2d_dims *d, uint64_t seed)
+{
+    size_t nin = conv_n_in(d), nout = conv_n_out(d), nw = conv_n_w(d);
+    ct_rng r;
+    ct_rng_seed(&r, seed, 5);
+    float *x = t_alloc(nin), *w = t_alloc(nw), *b = t_alloc((size_t)d->OC), *dout = t_alloc(nout);
+    float *ws = t_alloc(ct_conv2d_bf16_workspace_floats(d));
+    t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r);
+    t_fill_uniform(b, (size_t)d->OC, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
+    conv_result res = { t_alloc(nout), t_alloc(nin), t_alloc(nw), t_alloc((size_t)d->OC) };
+    ct_conv2d_forward_bf16(res.out, ws, x, w, b, d);
+    ct_conv2d_backward_bf16(res.din, res.dw, res.db, ws, dout, x, w, d);
+    free(x); free(w); free(b); free(dout); free(ws);
+    return res;
+}
+
 static void conv_result_free(conv_result *r) { free(r->out); free(r->din); free(r->dw); free(r->db); }
 
 /* Winograd, packed im2col (1 and 2 workers each) and im2col with 2 workers against
@@ -274,6 +303,81 @@ static void conv_sums_threads(void)
     if (ref.db) conv_result_free(&ref);
 }
 
+/* The one-channel path (conv2d_c1.c) against im2col on cblas_sgemm, 1 worker: out, din, dW
+ * within CONV_ALGO_TOL (the same products summed in another order), db bit for bit (both
+ * sum each image's plane with ct_conv2d_bias_sum and add the images in order); and on 2
+ * and 3 workers, out and din bit for bit (each image is computed alone), dW within the
+ * tolerance (the workers' partial sums), db bit for bit. In float32 and in bf16 (against
+ * the bf16 layer's im2col path: the same rounded operands). */
+static void conv_c1_agree(int N, int H, int W, int OC, int KH, int KW, int pad, int bf16, uint64_t seed)
+{
+    t_case("conv2d/one channel, direct%s agrees with im2col N=%d %dx%d OC=%d k%dx%d p%d, 1-3 workers",
+           bf16 ? ", bf16," : "", N, H, W, OC, KH, KW, pad);
+    if (!direct1_available()) { t_skip("ctrain's AVX-512 kernels do not run on this CPU (%s)", ct_kernels_name(ct_kernels_get())); return; }
+    conv2d_dims ref;
+    if (!t_check(ct_conv2d_dims_make(&ref, N, 1, H, W, OC, KH, KW, 1, pad) == CT_OK, "dims: %s", ct_last_error())) return;
+    t_check(ref.direct1, "ct_conv2d_dims_make did not choose the one-channel path");
+    set_algo(&ref, ALGO_IM2COL);
+    const size_t nin = conv_n_in(&ref), nout = conv_n_out(&ref), nw = conv_n_w(&ref);
+    ct_gemm_bf16_use_model(bf16);   /* the im2col path's bf16 products: the tile model, on any CPU */
+    conv_result want = bf16 ? conv_run_bf16(&ref, seed) : conv_run(&ref, seed);
+    ct_gemm_bf16_use_model(0);
+    for (int workers = 1; workers <= 3; workers++) {
+        conv2d_dims d;
+        ct_threads_set(workers);
+        ct_conv2d_dims_make(&d, N, 1, H, W, OC, KH, KW, 1, pad);
+        set_algo(&d, ALGO_DIRECT1);
+        conv_result got = bf16 ? conv_run_bf16(&d, seed) : conv_run(&d, seed);
+        ct_threads_set(1);
+        char what[64];
+        snprintf(what, sizeof what, "%d worker%s: out", d.workers, d.workers > 1 ? "s" : "");
+        t_close(what, got.out, want.out, nout, CONV_ALGO_TOL);
+        snprintf(what, sizeof what, "%d worker%s: din", d.workers, d.workers > 1 ? "s" : "");
+        t_close(what, got.din, want.din, nin, CONV_ALGO_TOL);
+        snprintf(what, sizeof what, "%d worker%s: dw", d.workers, d.workers > 1 ? "s" : "");
+        t_close(what, got.dw, want.dw, nw, CONV_ALGO_TOL);
+        t_check(memcmp(got.db, want.db, (size_t)OC * sizeof *got.db) == 0, "%d workers: db differs from im2col's", d.workers);
+        static conv_result one;   /* the 1-worker result, for the bits of out and din */
+        if (workers == 1) one = got;
+        else {
+            t_check(memcmp(got.out, one.out, nout * sizeof *got.out) == 0, "%d workers: out differs from 1 worker's", d.workers);
+            t_check(memcmp(got.din, one.din, nin * sizeof *got.din) == 0, "%d workers: din differs from 1 worker's", d.workers);
+            conv_result_free(&got);
+        }
+        if (workers == 3) conv_result_free(&one);
+    }
+    conv_result_free(&want);
+}
+
+/* Which shapes take the one-channel path: one input channel, stride 1, padding below the
+ * kernel, on ctrain's AVX-512 kernels; and not when the kernels are switched to AVX2. */
+static void conv_c1_choice(void)
+{
+    t_case("conv2d/one channel, direct: chosen exactly for one channel, stride 1, padding < kernel, AVX-512");
+    if (!direct1_available()) { t_skip("ctrain's AVX-512 kernels do not run on this CPU (%s)", ct_kernels_name(ct_kernels_get())); return; }
+    static const struct { int C, KH, KW, s, p, want; } cases[] = {
+        { 1, 3, 3, 1, 1, 1 }, { 1, 3, 3, 1, 0, 1 }, { 1, 5, 3, 1, 2, 1 }, { 1, 1, 1, 1, 0, 1 },
+        { 1, 3, 3, 2, 1, 0 },   /* stride 2 */
+        { 1, 3, 3, 1, 3, 0 },   /* padding 3 > kernel - 1: rows of nothing but zeros */
+        { 1, 2, 3, 1, 2, 0 },   /* padding 2 > 2 - 1 */
+        { 1, 9, 9, 1, 1, 0 },   /* 81 taps: more than CT_CONV2D_C1_MAX_TAPS */
+        { 2, 3, 3, 1, 1, 0 },   /* two input channels */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        conv2d_dims d;
+        CT_ASSERT(ct_conv2d_dims_make(&d, 2, cases[k].C, 12, 12, 4, cases[k].KH, cases[k].KW, cases[k].s, cases[k].p) == CT_OK);
+        t_check(d.direct1 == cases[k].want, "C=%d k%dx%d s%d p%d: direct1 %d, expected %d", cases[k].C, cases[k].KH,
+                cases[k].KW, cases[k].s, cases[k].p, d.direct1, cases[k].want);
+        t_check(!(d.direct1 && (d.packed || d.winograd)), "C=%d k%dx%d: more than one path chosen", cases[k].C, cases[k].KH, cases[k].KW);
+    }
+    const ct_kernels was = ct_kernels_get();
+    ct_kernels_set(CT_KERNELS_AVX2);
+    conv2d_dims d;
+    CT_ASSERT(ct_conv2d_dims_make(&d, 2, 1, 12, 12, 4, 3, 3, 1, 1) == CT_OK);
+    ct_kernels_set(was);
+    t_check(!d.direct1, "with the AVX2 kernels the one-channel path was still chosen");
+}
+
 static void conv_params(void)
 {
     t_case("conv2d/params_add names, shapes, init");
@@ -354,6 +458,7 @@ void suite_conv2d(void)
     conv_parity("conv2d_2x3_s2_p2_nobias");
     conv_parity("conv2d_1x1");
     conv_parity("conv2d_5x5_s3_p0");
+    conv_parity("conv2d_c1_3x3_s1_p1");
     conv_conventions(3, 3, 1, 1);
     conv_conventions(1, 1, 1, 0);
     conv_conventions(2, 3, 2, 2);
@@ -384,6 +489,27 @@ void suite_conv2d(void)
     conv_conventions(3, 3, 1, 1);
     conv_conventions(1, 1, 1, 0);
     conv_conventions(2, 3, 2, 2);
+
+    /* one input channel, directly (conv2d_c1.c; skipped where ctrain's AVX-512 kernels do not run) */
+    conv_c1_choice();
+    conv_algo = ALGO_DIRECT1;
+    if (direct1_available()) {
+        conv_gradcheck(2, 1, 6, 6, 3, 3, 3, 1, 2, 1, 40);     /* padding 2 = kernel - 1 */
+        conv_gradcheck(2, 1, 11, 40, 3, 3, 3, 1, 1, 1, 41);   /* rows of 16 + 16 + 8; 8 + 3 rows */
+        conv_gradcheck(1, 1, 9, 17, 2, 5, 3, 1, 2, 0, 42);    /* 5x3, a row of 16 + 1, no bias */
+        conv_gradcheck(3, 1, 5, 7, 2, 1, 1, 1, 0, 1, 43);     /* 1x1 */
+        conv_gradcheck(2, 1, 8, 5, 2, 2, 4, 1, 1, 1, 44);     /* 2x4: even kernels, 8 rows in one block */
+        conv_parity("conv2d_c1_3x3_s1_p1");                   /* 16 filters over 12 x 40 */
+        conv_parity("conv2d_5x5_s3_p0");                      /* two channels, stride 3: im2col, as it must */
+        conv_conventions(3, 3, 1, 1);
+    }
+    conv_algo = ALGO_DEFAULT;
+    conv_c1_agree(7, 100, 40, 16, 3, 3, 1, 0, 45);            /* the siamese-cnn's first layer, 7 crops */
+    conv_c1_agree(7, 100, 40, 16, 3, 3, 1, 1, 45);
+    conv_c1_agree(5, 28, 28, 32, 3, 3, 0, 0, 46);             /* the mnist_cnn's first layer */
+    conv_c1_agree(5, 28, 28, 32, 3, 3, 0, 1, 46);
+    conv_c1_agree(3, 13, 33, 5, 7, 7, 3, 0, 47);              /* 7x7: taps in groups of 12 for dW */
+    conv_c1_agree(3, 13, 33, 5, 7, 7, 3, 1, 47);
 
     conv_params();
 

@@ -50,6 +50,11 @@ static const cshape SHAPES[] = {
     { 3, 32, 4, 6, 40, 1, 1, 1, 0, 1 },    /* 1x1 */
     { 2, 32, 5, 4, 8, 2, 3, 1, 0, 1 },     /* a 2x3 kernel */
     { 3, 48, 6, 6, 12, 3, 3, 1, 1, 1 },    /* 48 channels: a block and a half */
+    /* one input channel, stride 1: computed directly (conv2d_c1.h) where the CPU runs ctrain's
+     * AVX-512 kernels, else im2col */
+    { 3, 1, 20, 40, 16, 3, 3, 1, 1, 1 },   /* a spectrogram's first layer: rows of 16 + 16 + 8, 8 + 8 + 4 rows */
+    { 2, 1, 9, 17, 5, 5, 3, 1, 2, 0 },     /* 5x3, padding 2, rows of 16 + 1, no bias */
+    { 2, 1, 11, 16, 3, 3, 3, 1, 0, 1 },    /* no padding: rows of 14 */
 };
 
 static uint32_t bits_of(float f) { uint32_t x; memcpy(&x, &f, sizeof x); return x; }
@@ -239,7 +244,7 @@ static void shape_case(const cshape *sh, uint64_t seed, ct_bf16_kernels which)
     t_case("conv_bf16/N=%d C=%d %dx%d OC=%d k%dx%d s%d p%d%s, %d worker%s, %s, %s: worst error/bound (1) %.3f (2) %.3f "
            "vs float32 layer %.3f", sh->N, sh->C, sh->H, sh->W, sh->OC, sh->KH, sh->KW, sh->s, sh->p, sh->bias ? "" : " no bias",
            d->workers, d->workers > 1 ? "s" : "", ct_bf16_kernels_name(which),
-           ct_conv2d_direct_bf16_runs(d) ? "direct" : "im2col", t.w1, t.w2, t.w3);
+           d->direct1 ? "one channel, direct" : ct_conv2d_direct_bf16_runs(d) ? "direct" : "im2col", t.w1, t.w2, t.w3);
     t_check(t.bad == 0, "%d elements of out, din, dW out of bound; first: %s", t.bad, t.msg[0]);
     for (int k = 1; k < t.bad && k < 3; k++) t_check(0, "also: %s", t.msg[k]);
     t_check(db_diff == 0, "db: %d of %d elements differ from the float32 layer's", db_diff, d->OC);

@@ -95,6 +95,8 @@ if __name__ == "__main__":
     gen_conv2d("conv2d_2x3_s2_p2_nobias", 102, N=3, C=2, H=8, W=9, OC=5, KH=2, KW=3, stride=2, pad=2, bias=False)
     gen_conv2d("conv2d_1x1", 103, N=2, C=5, H=4, W=3, OC=3, KH=1, KW=1, stride=1, pad=0, bias=True)
     gen_conv2d("conv2d_5x5_s3_p0", 104, N=1, C=2, H=11, W=10, OC=2, KH=5, KW=5, stride=3, pad=0, bias=True)
+    # one input channel, stride 1: the direct path of layers/conv2d_c1.c (a spectrogram's first layer)
+    gen_conv2d("conv2d_c1_3x3_s1_p1", 105, N=2, C=1, H=12, W=40, OC=16, KH=3, KW=3, stride=1, pad=1, bias=True)
     gen_maxpool("pool_max_k2_s2", 201, N=2, C=3, H=6, W=7, K=2, stride=2)
     gen_maxpool("pool_max_k3_s2", 202, N=2, C=2, H=7, W=8, K=3, stride=2)
     gen_maxpool("pool_max_k2_s3", 203, N=1, C=3, H=8, W=7, K=2, stride=3)

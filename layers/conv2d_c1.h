@@ -1,0 +1,45 @@
+/* conv2d_c1.h - conv2d for an input of one channel (a first layer on a spectrogram or a
+ * grey image), stride 1, computed directly on AVX-512 without a column matrix: each
+ * output row is 16 positions at a time, a sum of the kernel's taps over shifted rows of
+ * the padded image. conv2d.c calls these functions image by image, on its own workers,
+ * where conv2d_dims.direct1 is set (ct_conv2d_dims_make: one input channel, stride 1,
+ * padding below the kernel's size, a CPU running ctrain's AVX-512 kernels).
+ *
+ * Why: with C = 1 the column matrix has K = KH*KW rows (9 for 3x3), a product far too
+ * thin for a matrix kernel (the siamese-cnn's conv16k3p1 ran at 40 GFLOP/s on im2col), while
+ * the layer's real cost is writing its output once. Here the image stays in L1 and
+ * every output value is written once. conv2d_c1.c has the math and the layouts.
+ *
+ * `round` = 1 is the layer in bf16 (conv2d.h, "bf16 operands"): the image, the filters
+ * and dout are rounded to bf16 (to nearest even, core/bf16.h) before they are multiplied;
+ * a product of two bf16 values is exact in float32, and the sums are float32 FMAs, so
+ * every element obeys gemm_bf16.h's bounds like the tiles' sums. round = 0: float32.
+ */
+#ifndef CT_CONV2D_C1_H
+#define CT_CONV2D_C1_H
+#include <stddef.h>
+#include "layers/conv2d.h"
+
+/* Kernels of up to 7x7 (49 taps). */
+#define CT_CONV2D_C1_MAX_TAPS 49
+
+/* The shape allows it: one input channel, stride 1, padding <= KH-1 and <= KW-1, at most
+ * CT_CONV2D_C1_MAX_TAPS taps. */
+int    ct_conv2d_c1_fits(const conv2d_dims *d);
+/* Floats of one worker's scratch: the padded image, and one output plane (forward) or,
+ * where din is wanted, dout's padded planes and the flipped filters (backward). */
+size_t ct_conv2d_c1_worker_floats(const conv2d_dims *d, int with_din);
+
+/* out_n [OC, OH, OW] = conv(in_n [H, W]) + b (b may be NULL); scratch of
+ * ct_conv2d_c1_worker_floats(d, 0). Each plane is made in scratch and then streamed
+ * into out_n past the caches. */
+void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
+                                const conv2d_dims *d, int round);
+/* One image's share of the backward:
+ *   dw_n [OC, KH*KW] = sum over positions of dout_n x the shifted image (overwritten),
+ *   din_n [H, W]     = the transposed correlation (overwritten; NULL: not computed).
+ * scratch of ct_conv2d_c1_worker_floats(d, din_n != NULL); dw_n must not lie in it. */
+void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, const float *dout_n, const float *in_n,
+                                 const float *w, const conv2d_dims *d, int round);
+
+#endif
