@@ -37,6 +37,7 @@ int ct_conv2d_c1_fits(const conv2d_dims *d)
 }
 
 static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
+#define C1_ROWS 8   /* output rows computed together (correlate_rows) */
 /* img: Hp rows of Wp, and 16 floats more so that a vector load past the last row stays inside */
 static size_t img_floats(const conv2d_dims *d) { return round16((size_t)(d->H + 2 * d->pad) * (d->W + 2 * d->pad) + 16); }
 static int doutp_rows(const conv2d_dims *d) { return d->H + d->KH - 1; }
@@ -46,8 +47,8 @@ static size_t doutp_floats(const conv2d_dims *d) { return round16((size_t)d->OC 
 /* the flipped filters [OC, K], for din */
 static size_t wflip_floats(const conv2d_dims *d) { return round16((size_t)d->OC * d->KH * d->KW); }
 
-/* one output plane, for the forward */
-static size_t plane_floats(const conv2d_dims *d) { return round16((size_t)d->OH * d->OW); }
+/* a block of output rows, for the forward */
+static size_t plane_floats(const conv2d_dims *d) { return round16((size_t)C1_ROWS * d->OW); }
 
 size_t ct_conv2d_c1_worker_floats(const conv2d_dims *d, int with_din)
 {
@@ -100,7 +101,6 @@ static CT_AVX512 void pad_plane(float *dst, int rows, int cols, const float *src
  * third for 3x3 and 8 rows), and the nr sums are independent chains of FMAs.
  * Inlined with kh = kw = 3 and nr = C1_ROWS for 3x3 kernels, so that the loops unroll and
  * the tests on r fold away. */
-#define C1_ROWS 8
 C1_INLINE void correlate_rows(float *out, int ldo, int nr, int n, const float *src, int lds, size_t plane, int nq,
                               int kh, int kw, const float *wt, int has_bias, float bias)
 {
@@ -171,12 +171,19 @@ void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n,
     float wt[CT_CONV2D_C1_MAX_TAPS];
     float *img = scratch;                                          /* [Hp, Wp] */
     pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
-    float *plane = scratch + img_floats(d);                        /* [OH, OW]: one output plane, in L1/L2 */
+    float *rows = scratch + img_floats(d);                         /* [C1_ROWS, OW]: a block of output rows, in L1 */
     for (int o = 0; o < d->OC; o++) {
         filters(wt, w + (size_t)o * K, 1, K, round, 0);
-        if (d->KH == 3 && d->KW == 3) correlate(plane, d->OW, d->OH, d->OW, img, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f);
-        else                          correlate(plane, d->OW, d->OH, d->OW, img, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f);
-        stream_copy(out_n + (size_t)o * P, plane, (size_t)P);
+        float *out_o = out_n + (size_t)o * P;                      /* [OH, OW] */
+        for (int y = 0; y < d->OH; y += C1_ROWS) {                 /* each block streamed out as soon as it is made */
+            const int nr = d->OH - y < C1_ROWS ? d->OH - y : C1_ROWS;
+            const float *src = img + (size_t)y * Wp;
+            if (d->KH == 3 && d->KW == 3 && nr == C1_ROWS)
+                correlate_rows(rows, d->OW, C1_ROWS, d->OW, src, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f);
+            else
+                correlate(rows, d->OW, nr, d->OW, src, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f);
+            stream_copy(out_o + (size_t)y * d->OW, rows, (size_t)nr * d->OW);
+        }
     }
     _mm_sfence();   /* the streamed stores are seen before the workers' barrier */
 }

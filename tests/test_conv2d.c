@@ -370,8 +370,7 @@ static void conv_c1_choice(void)
                 cases[k].KW, cases[k].s, cases[k].p, d.direct1, cases[k].want);
         t_check(!(d.direct1 && (d.packed || d.winograd)), "C=%d k%dx%d: more than one path chosen", cases[k].C, cases[k].KH, cases[k].KW);
     }
-    const ct_kernels was = ct_kernels_get();
-    ct_kernels_set(CT_KERNELS_AVX2);
+    const ct_kernels was = ct_kernels_set(CT_KERNELS_AVX2);   /* the whole chain before: AMX stays on after */
     conv2d_dims d;
     CT_ASSERT(ct_conv2d_dims_make(&d, 2, 1, 12, 12, 4, 3, 3, 1, 1) == CT_OK);
     ct_kernels_set(was);
