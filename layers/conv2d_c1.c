@@ -9,20 +9,28 @@
  *             with doutp [OC, H + KH - 1, W + KW - 1] dout behind a border of KH-1-p rows
  *             and KW-1-p columns of zeros (the full correlation, read as a plain one)
  *
- * Each output row is cut into runs of 16 positions x .. x+15 (one AVX-512 vector; the last
- * run masked): a tap is then one unaligned load of img's row y + ky at x + kx, and a run of
- * out is sum_t w[o, t] * that load, K fused multiply-adds into one register. The 16 lanes
- * of dW_n's sums are the run's positions: each tap keeps one register of 16 partial sums
- * over the whole image, added up at the end.
+ * Forward: the rows of out are made C1_ROWS = 8 at a time, a run of 16 positions x .. x+15
+ * of each (one AVX-512 vector; the last run of a row masked). Tap (ky, kx) of output row y
+ * reads img's row y + ky at x + kx, so one unaligned load of img's row j serves the rows
+ * j - ky for every ky: 8 rows of a 3x3 kernel take 10 x 3 loads for 72 FMAs, in 8 independent
+ * sums (correlate_rows). The block, 8 x OW floats in L1, is then written to out with
+ * non-temporal stores: out is written once and read back by the next layer long after, so
+ * its lines need not be read into the cache first (stream_copy).
  *
- * Cost (the siamese-cnn's conv16k3p1, 100 x 40 crops): 9 loads and 9 FMAs per 16 outputs
- * from an image that stays in L1; the layer's time is writing its 16 planes (256 KB per
- * crop) and, in the backward, reading dout once.
+ * Backward: each plane of dout is read once (prefetched a little ahead); each tap keeps one
+ * register of 16 lane sums of dout x the shifted image over the whole image, added up at the
+ * end (tap_sums). din, which a first layer never needs, is the forward's correlation over
+ * dout's padded planes with the flipped filters.
  *
- * Order of the sums: out and din take the taps (and output channels) in order, starting from
- * the first product, and add b last (as conv2d.c's paths add it after the product); dW_n's
- * 16 lanes are added lane 0 first. These differ from the im2col path's order only in the last
- * bits (tests/test_conv_direct.c compares them).
+ * Cost (the siamese-cnn's conv16k3p1, 100 x 40 crops): per 16 outputs about 9 FMAs and 4
+ * loads forward, 9 FMAs and 10 loads backward, from an image that stays in L1; the layer's
+ * time is mostly writing its 16 planes (256 KB per crop) and reading dout back.
+ *
+ * Order of the sums: out and din take the taps (and output channels) in order, and add b
+ * last (as conv2d.c's paths add it after the product); dW_n's 16 lanes are added lane 0
+ * first. These differ from the im2col path's order only in the last bits
+ * (tests/test_conv2d.c compares them); every image is computed alone, so out and din have
+ * the same bits on any number of workers.
  */
 #include <stdint.h>
 #include <string.h>
@@ -97,8 +105,8 @@ static CT_AVX512 void pad_plane(float *dst, int rows, int cols, const float *src
  *                    wt[(q*kh + ky)*kw + kx] * src[q*plane + (y + ky)*lds + kx + i]
  * (+ bias if has_bias), planes and taps in order. A run of 16 values of every row at once,
  * one input row at a time: a load of src's row j at kx serves the output rows j - ky for
- * every ky, so the nr rows' kh*kw taps take (nr + kh - 1)*kw loads instead of nr*kh*kw (a
- * third for 3x3 and 8 rows), and the nr sums are independent chains of FMAs.
+ * every ky, so the nr rows' kh*kw taps take (nr + kh - 1)*kw loads instead of nr*kh*kw (30
+ * instead of 72 for 3x3 and 8 rows), and the nr sums are independent chains of FMAs.
  * Inlined with kh = kw = 3 and nr = C1_ROWS for 3x3 kernels, so that the loops unroll and
  * the tests on r fold away. */
 C1_INLINE void correlate_rows(float *out, int ldo, int nr, int n, const float *src, int lds, size_t plane, int nq,
@@ -152,9 +160,13 @@ static void filters(float *dst, const float *w, int OC, int K, int round, int fl
         }
 }
 
-/* dst [n] = src [n], the 64-byte-aligned middle with non-temporal stores: the output planes
- * are written once and read by the next layer long after, from memory in any case, so they
- * should not first be read into the cache (as plain stores to fresh lines are). */
+/* dst [n] = src [n], the 64-byte-aligned middle with non-temporal stores: a large output
+ * (C1_STREAM_BYTES or more for the batch: the siamese-cnn's first layer writes 65 MB) is read
+ * by the next layer from memory in any case, so its lines should not first be read into the
+ * cache, as plain stores to fresh lines are. A smaller one (the mnist_cnn's 11 MB) is written
+ * in place with plain stores and may still be in a cache when the next layer reads it:
+ * streamed, its relu measured 0.15-0.3 ms slower per batch. */
+#define C1_STREAM_BYTES ((size_t)32 << 20)
 static CT_AVX512 void stream_copy(float *dst, const float *src, size_t n)
 {
     size_t i = 0;
@@ -172,29 +184,44 @@ void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n,
     float *img = scratch;                                          /* [Hp, Wp] */
     pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
     float *rows = scratch + img_floats(d);                         /* [C1_ROWS, OW]: a block of output rows, in L1 */
+    const int stream = (size_t)d->N * d->OC * P * sizeof(float) >= C1_STREAM_BYTES;
     for (int o = 0; o < d->OC; o++) {
         filters(wt, w + (size_t)o * K, 1, K, round, 0);
         float *out_o = out_n + (size_t)o * P;                      /* [OH, OW] */
         for (int y = 0; y < d->OH; y += C1_ROWS) {                 /* each block streamed out as soon as it is made */
             const int nr = d->OH - y < C1_ROWS ? d->OH - y : C1_ROWS;
-            const float *src = img + (size_t)y * Wp;
-            if (d->KH == 3 && d->KW == 3 && nr == C1_ROWS)
-                correlate_rows(rows, d->OW, C1_ROWS, d->OW, src, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f);
-            else
-                correlate(rows, d->OW, nr, d->OW, src, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f);
-            stream_copy(out_o + (size_t)y * d->OW, rows, (size_t)nr * d->OW);
+            if (d->KH == 3 && d->KW == 3 && d->OH >= C1_ROWS) {
+                /* a last block of fewer rows is made as the 8 rows that end the plane (the rows
+                 * made twice come out the same), so that every block is the unrolled kernel's */
+                const int y0 = y + C1_ROWS <= d->OH ? y : d->OH - C1_ROWS;
+                float *dst = stream ? rows : out_o + (size_t)y0 * d->OW;
+                correlate_rows(dst, d->OW, C1_ROWS, d->OW, img + (size_t)y0 * Wp, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f);
+                if (stream) stream_copy(out_o + (size_t)y * d->OW, rows + (size_t)(y - y0) * d->OW, (size_t)nr * d->OW);
+            } else {
+                float *dst = stream ? rows : out_o + (size_t)y * d->OW;
+                correlate(dst, d->OW, nr, d->OW, img + (size_t)y * Wp, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f);
+                if (stream) stream_copy(out_o + (size_t)y * d->OW, rows, (size_t)nr * d->OW);
+            }
         }
     }
     _mm_sfence();   /* the streamed stores are seen before the workers' barrier */
 }
 
+/* Lane sums of one tap: the 16 lanes of acc added, lane 0 first. */
+C1_INLINE float lane_sum(__m512 acc)
+{
+    float lane[16];
+    _mm512_storeu_ps(lane, acc);
+    float s = lane[0];
+    for (int l = 1; l < 16; l++) s += lane[l];
+    return s;
+}
+
 /* sums[t] = sum over the image of dout_o x img shifted by tap t, for the taps t < nt of
- * off (a group of at most C1_GROUP): one register of 16 lane sums per tap, added lane 0
- * first at the end. Inlined with nt = 9 for 3x3 kernels. */
+ * off (a group of at most C1_GROUP): one register of 16 lane sums per tap, added up at the
+ * end. Any kernel; tap_sums_3x3 below is the one the 3x3 layers run. */
 #define C1_GROUP 12
-#ifndef C1_AHEAD
-#define C1_AHEAD 512
-#endif
+#define C1_AHEAD 512   /* dout is prefetched this many floats ahead (2 KB: measured best of 0.5-8 KB) */
 C1_INLINE void tap_sums(float *sums, const float *dout_o, const float *img, int Wp, const conv2d_dims *d, const int *off,
                         int nt, int round)
 {
@@ -210,13 +237,48 @@ C1_INLINE void tap_sums(float *sums, const float *dout_o, const float *img, int 
                 acc[t] = _mm512_fmadd_ps(g, _mm512_maskz_loadu_ps(m, src + off[t] + x), acc[t]);
         }
     }
-    for (int t = 0; t < nt && t < C1_GROUP; t++) {
-        float lane[16];
-        _mm512_storeu_ps(lane, acc[t]);
-        float s = lane[0];
-        for (int l = 1; l < 16; l++) s += lane[l];
-        sums[t] = s;
+    for (int t = 0; t < nt && t < C1_GROUP; t++) sums[t] = lane_sum(acc[t]);
+}
+
+/* tap_sums for a 3x3 kernel, C1_DROWS rows of dout at a time (the rows left over one at a
+ * time): a load of img's row j at kx serves the three taps (ky, kx) of dout's rows j - ky,
+ * so 4 rows take 4 + 6 x 3 loads for 36 FMAs instead of 40 loads. The image's masked
+ * lanes are loaded as 0 (maskz), so that 0 x a value past the row never adds a NaN. */
+#define C1_DROWS 4
+C1_INLINE void tap_rows_3x3(__m512 *acc, int nr, const float *dout_o, int OW, const float *img, int Wp, int round)
+{
+    for (int x = 0; x < OW; x += 16) {
+        const __mmask16 m = (__mmask16)(OW - x >= 16 ? 0xffff : (1u << (OW - x)) - 1);
+        __m512 g[C1_DROWS];
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            _mm_prefetch((const char *)(dout_o + (size_t)r * OW + x + C1_AHEAD), _MM_HINT_T0);
+            g[r] = load_run(dout_o + (size_t)r * OW + x, m, round);
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < nr + 2; j++)
+#pragma GCC unroll 3
+            for (int kx = 0; kx < 3; kx++) {
+                const __m512 v = _mm512_maskz_loadu_ps(m, img + (size_t)j * Wp + kx + x);
+#pragma GCC unroll 3
+                for (int ky = 0; ky < 3; ky++) {
+                    const int r = j - ky;
+                    if (r >= 0 && r < nr) acc[ky * 3 + kx] = _mm512_fmadd_ps(g[r], v, acc[ky * 3 + kx]);
+                }
+            }
     }
+}
+
+C1_INLINE void tap_sums_3x3(float *sums, const float *dout_o, const float *img, int Wp, const conv2d_dims *d, int round)
+{
+    __m512 acc[9];
+    for (int t = 0; t < 9; t++) acc[t] = _mm512_setzero_ps();
+    int y = 0;
+    for (; y + C1_DROWS <= d->OH; y += C1_DROWS)
+        tap_rows_3x3(acc, C1_DROWS, dout_o + (size_t)y * d->OW, d->OW, img + (size_t)y * Wp, Wp, round);
+    for (; y < d->OH; y++)
+        tap_rows_3x3(acc, 1, dout_o + (size_t)y * d->OW, d->OW, img + (size_t)y * Wp, Wp, round);
+    for (int t = 0; t < 9; t++) sums[t] = lane_sum(acc[t]);
 }
 
 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, const float *dout_n, const float *in_n,
@@ -231,8 +293,8 @@ void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, cons
     /* dW_n [OC, K], a plane of dout at a time, its taps in groups that fit the registers */
     for (int o = 0; o < d->OC; o++)
         for (int t0 = 0; t0 < K; t0 += C1_GROUP) {
-            if (K == 9) tap_sums(dw_n + (size_t)o * K, dout_n + (size_t)o * P, img, Wp, d, off, 9, round);
-            else        tap_sums(dw_n + (size_t)o * K + t0, dout_n + (size_t)o * P, img, Wp, d, off + t0, K - t0, round);
+            if (d->KH == 3 && d->KW == 3) tap_sums_3x3(dw_n + (size_t)o * K, dout_n + (size_t)o * P, img, Wp, d, round);
+            else                          tap_sums(dw_n + (size_t)o * K + t0, dout_n + (size_t)o * P, img, Wp, d, off + t0, K - t0, round);
         }
     if (!din_n) return;
     /* din_n [H, W]: doutp's planes, then every output channel's flipped filter over them */
