@@ -175,8 +175,10 @@ static CT_AVX512 void stream_copy(float *dst, const float *src, size_t n)
     for (; i < n; i++) dst[i] = src[i];
 }
 
-void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
-                                const conv2d_dims *d, int round)
+/* Compiled for AVX-512 whatever the build's baseline (the portable build's is x86-64-v2):
+ * conv2d.c calls these only where d->direct1 says the CPU runs it. */
+CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
+                                          const conv2d_dims *d, int round)
 {
     const int Wp = d->W + 2 * d->pad, K = d->KH * d->KW, P = d->OH * d->OW;
     CT_ASSERT(ct_conv2d_c1_fits(d));
@@ -281,8 +283,8 @@ C1_INLINE void tap_sums_3x3(float *sums, const float *dout_o, const float *img, 
     for (int t = 0; t < 9; t++) sums[t] = lane_sum(acc[t]);
 }
 
-void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, const float *dout_n, const float *in_n,
-                                 const float *w, const conv2d_dims *d, int round)
+CT_AVX512 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, const float *dout_n, const float *in_n,
+                                           const float *w, const conv2d_dims *d, int round)
 {
     const int Wp = d->W + 2 * d->pad, K = d->KH * d->KW, P = d->OH * d->OW;
     CT_ASSERT(ct_conv2d_c1_fits(d));
