@@ -183,41 +183,33 @@ static void conv_conventions(int KH, int KW, int stride, int pad)
     free(din2); free(dw2); free(db2); free(dw3); free(db3);
 }
 
-/* One forward and backward of d's shape from fixed random data: out, din, dw, db. */
+/* One forward and backward of d's shape from fixed random data: out, din, dw, db; in bf16
+ * (ct_conv2d_forward_bf16 / _backward_bf16) if `bf16`. */
 typedef struct { float *out, *din, *dw, *db; } conv_result;
 
-static conv_result conv_run(const conv2d_dims *d, uint64_t seed)
+static conv_result conv_run_prec(const conv2d_dims *d, uint64_t seed, int bf16)
 {
     size_t nin = conv_n_in(d), nout = conv_n_out(d), nw = conv_n_w(d);
     ct_rng r;
     ct_rng_seed(&r, seed, 5);
     float *x = t_alloc(nin), *w = t_alloc(nw), *b = t_alloc((size_t)d->OC), *dout = t_alloc(nout);
-    float *ws = t_alloc(ct_conv2d_workspace_floats(d));   /* exact size: the sanitizer build catches overruns */
+    /* exact size: the sanitizer build catches overruns */
+    float *ws = t_alloc(bf16 ? ct_conv2d_bf16_workspace_floats(d) : ct_conv2d_workspace_floats(d));
     t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r);
     t_fill_uniform(b, (size_t)d->OC, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
     conv_result res = { t_alloc(nout), t_alloc(nin), t_alloc(nw), t_alloc((size_t)d->OC) };
-    ct_conv2d_forward(res.out, ws, x, w, b, d);
-    ct_conv2d_backward(res.din, res.dw, res.db, ws, dout, x, w, d);
+    if (bf16) {
+        ct_conv2d_forward_bf16(res.out, ws, x, w, b, d);
+        ct_conv2d_backward_bf16(res.din, res.dw, res.db, ws, dout, x, w, d);
+    } else {
+        ct_conv2d_forward(res.out, ws, x, w, b, d);
+        ct_conv2d_backward(res.din, res.dw, res.db, ws, dout, x, w, d);
+    }
     free(x); free(w); free(b); free(dout); free(ws);
     return res;
 }
 
-/* The same in bf16 (ct_conv2d_forward_bf16 / _backward_bf16). */
-static conv_result conv_run_bf16(const conv2d_dims *d, uint64_t seed)
-{
-    size_t nin = conv_n_in(d), nout = conv_n_out(d), nw = conv_n_w(d);
-    ct_rng r;
-    ct_rng_seed(&r, seed, 5);
-    float *x = t_alloc(nin), *w = t_alloc(nw), *b = t_alloc((size_t)d->OC), *dout = t_alloc(nout);
-    float *ws = t_alloc(ct_conv2d_bf16_workspace_floats(d));
-    t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r);
-    t_fill_uniform(b, (size_t)d->OC, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
-    conv_result res = { t_alloc(nout), t_alloc(nin), t_alloc(nw), t_alloc((size_t)d->OC) };
-    ct_conv2d_forward_bf16(res.out, ws, x, w, b, d);
-    ct_conv2d_backward_bf16(res.din, res.dw, res.db, ws, dout, x, w, d);
-    free(x); free(w); free(b); free(dout); free(ws);
-    return res;
-}
+static conv_result conv_run(const conv2d_dims *d, uint64_t seed) { return conv_run_prec(d, seed, 0); }
 
 static void conv_result_free(conv_result *r) { free(r->out); free(r->din); free(r->dw); free(r->db); }
 
@@ -320,14 +312,14 @@ static void conv_c1_agree(int N, int H, int W, int OC, int KH, int KW, int pad, 
     set_algo(&ref, ALGO_IM2COL);
     const size_t nin = conv_n_in(&ref), nout = conv_n_out(&ref), nw = conv_n_w(&ref);
     ct_gemm_bf16_use_model(bf16);   /* the im2col path's bf16 products: the tile model, on any CPU */
-    conv_result want = bf16 ? conv_run_bf16(&ref, seed) : conv_run(&ref, seed);
+    conv_result want = conv_run_prec(&ref, seed, bf16);
     ct_gemm_bf16_use_model(0);
     for (int workers = 1; workers <= 3; workers++) {
         conv2d_dims d;
         ct_threads_set(workers);
         ct_conv2d_dims_make(&d, N, 1, H, W, OC, KH, KW, 1, pad);
         set_algo(&d, ALGO_DIRECT1);
-        conv_result got = bf16 ? conv_run_bf16(&d, seed) : conv_run(&d, seed);
+        conv_result got = conv_run_prec(&d, seed, bf16);
         ct_threads_set(1);
         char what[64];
         snprintf(what, sizeof what, "%d worker%s: out", d.workers, d.workers > 1 ? "s" : "");
