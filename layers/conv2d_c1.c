@@ -15,7 +15,7 @@
  * j - ky for every ky: 8 rows of a 3x3 kernel take 10 x 3 loads for 72 FMAs, in 8 independent
  * sums (correlate_rows). The block, 8 x OW floats in L1, is then written to out with
  * non-temporal stores: out is written once and read back by the next layer long after, so
- * its lines need not be read into the cache first (stream_copy).
+ * its lines need not be read into the cache first (c1_stream_copy).
  *
  * Backward: each plane of dout is read once (prefetched a little ahead); each tap keeps one
  * register of 16 lane sums of dout x the shifted image over the whole image, added up at the
@@ -90,7 +90,7 @@ C1_INLINE __m512 load_run(const float *p, __mmask16 m, int round)
 
 /* dst [rows, cols] with a zero border of top/left rows/columns around src [h, w] (dst's other
  * entries zero too), rounded to bf16 if `round`; then 16 zeros after the last row. */
-static CT_AVX512 void pad_plane(float *dst, int rows, int cols, const float *src, int h, int w, int top, int left, int round)
+static CT_AVX512 void c1_pad_plane(float *dst, int rows, int cols, const float *src, int h, int w, int top, int left, int round)
 {
     memset(dst, 0, ((size_t)rows * cols + 16) * sizeof *dst);
     for (int y = 0; y < h; y++)
@@ -167,7 +167,7 @@ static void filters(float *dst, const float *w, int OC, int K, int round, int fl
  * in place with plain stores and may still be in a cache when the next layer reads it:
  * streamed, its relu measured 0.15-0.3 ms slower per batch. */
 #define C1_STREAM_BYTES ((size_t)32 << 20)
-static CT_AVX512 void stream_copy(float *dst, const float *src, size_t n)
+static CT_AVX512 void c1_stream_copy(float *dst, const float *src, size_t n)
 {
     size_t i = 0;
     while (i < n && ((uintptr_t)(dst + i) & 63)) { dst[i] = src[i]; i++; }
@@ -184,7 +184,7 @@ CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const fl
     CT_ASSERT(ct_conv2d_c1_fits(d));
     float wt[CT_CONV2D_C1_MAX_TAPS];
     float *img = scratch;                                          /* [Hp, Wp] */
-    pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
+    c1_pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
     float *rows = scratch + img_floats(d);                         /* [C1_ROWS, OW]: a block of output rows, in L1 */
     const int stream = (size_t)d->N * d->OC * P * sizeof(float) >= C1_STREAM_BYTES;
     for (int o = 0; o < d->OC; o++) {
@@ -198,11 +198,11 @@ CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const fl
                 const int y0 = y + C1_ROWS <= d->OH ? y : d->OH - C1_ROWS;
                 float *dst = stream ? rows : out_o + (size_t)y0 * d->OW;
                 correlate_rows(dst, d->OW, C1_ROWS, d->OW, img + (size_t)y0 * Wp, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f);
-                if (stream) stream_copy(out_o + (size_t)y * d->OW, rows + (size_t)(y - y0) * d->OW, (size_t)nr * d->OW);
+                if (stream) c1_stream_copy(out_o + (size_t)y * d->OW, rows + (size_t)(y - y0) * d->OW, (size_t)nr * d->OW);
             } else {
                 float *dst = stream ? rows : out_o + (size_t)y * d->OW;
                 correlate(dst, d->OW, nr, d->OW, img + (size_t)y * Wp, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f);
-                if (stream) stream_copy(out_o + (size_t)y * d->OW, rows, (size_t)nr * d->OW);
+                if (stream) c1_stream_copy(out_o + (size_t)y * d->OW, rows, (size_t)nr * d->OW);
             }
         }
     }
@@ -291,7 +291,7 @@ CT_AVX512 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scr
     int off[CT_CONV2D_C1_MAX_TAPS];
     for (int t = 0; t < K; t++) off[t] = (t / d->KW) * Wp + t % d->KW;
     float *img = scratch;                                          /* [Hp, Wp] */
-    pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
+    c1_pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
     /* dW_n [OC, K], a plane of dout at a time, its taps in groups that fit the registers */
     for (int o = 0; o < d->OC; o++)
         for (int t0 = 0; t0 < K; t0 += C1_GROUP) {
@@ -304,7 +304,7 @@ CT_AVX512 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scr
     const size_t plane = (size_t)Hq * Wq;
     float *doutp = scratch + img_floats(d);                        /* [OC, Hq, Wq] */
     for (int o = 0; o < d->OC; o++)
-        pad_plane(doutp + o * plane, Hq, Wq, dout_n + (size_t)o * P, d->OH, d->OW, d->KH - 1 - d->pad, d->KW - 1 - d->pad, round);
+        c1_pad_plane(doutp + o * plane, Hq, Wq, dout_n + (size_t)o * P, d->OH, d->OW, d->KH - 1 - d->pad, d->KW - 1 - d->pad, round);
     float *wt = doutp + doutp_floats(d);                          /* [OC, K] flipped */
     filters(wt, w, d->OC, K, round, 1);
     correlate(din_n, d->W, d->H, d->W, doutp, Wq, plane, d->OC, d->KH, d->KW, wt, 0, 0.0f);
