@@ -288,16 +288,18 @@ CT_AVX512 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scr
 {
     const int Wp = d->W + 2 * d->pad, K = d->KH * d->KW, P = d->OH * d->OW;
     CT_ASSERT(ct_conv2d_c1_fits(d));
-    int off[CT_CONV2D_C1_MAX_TAPS];
+    int off[CT_CONV2D_C1_MAX_TAPS];                                /* tap t's offset in img */
     for (int t = 0; t < K; t++) off[t] = (t / d->KW) * Wp + t % d->KW;
     float *img = scratch;                                          /* [Hp, Wp] */
     c1_pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
-    /* dW_n [OC, K], a plane of dout at a time, its taps in groups that fit the registers */
-    for (int o = 0; o < d->OC; o++)
-        for (int t0 = 0; t0 < K; t0 += C1_GROUP) {
-            if (d->KH == 3 && d->KW == 3) tap_sums_3x3(dw_n + (size_t)o * K, dout_n + (size_t)o * P, img, Wp, d, round);
-            else                          tap_sums(dw_n + (size_t)o * K + t0, dout_n + (size_t)o * P, img, Wp, d, off + t0, K - t0, round);
-        }
+    /* dW_n [OC, K], a plane of dout at a time; other kernels than 3x3 take their taps in
+     * groups that fit the registers */
+    for (int o = 0; o < d->OC; o++) {
+        const float *dout_o = dout_n + (size_t)o * P;              /* [OH, OW] */
+        if (d->KH == 3 && d->KW == 3) tap_sums_3x3(dw_n + (size_t)o * K, dout_o, img, Wp, d, round);
+        else
+            for (int t0 = 0; t0 < K; t0 += C1_GROUP) tap_sums(dw_n + (size_t)o * K + t0, dout_o, img, Wp, d, off + t0, K - t0, round);
+    }
     if (!din_n) return;
     /* din_n [H, W]: doutp's planes, then every output channel's flipped filter over them */
     const int Hq = doutp_rows(d), Wq = doutp_cols(d);

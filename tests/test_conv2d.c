@@ -314,6 +314,7 @@ static void conv_c1_agree(int N, int H, int W, int OC, int KH, int KW, int pad, 
     ct_gemm_bf16_use_model(bf16);   /* the im2col path's bf16 products: the tile model, on any CPU */
     conv_result want = conv_run_prec(&ref, seed, bf16);
     ct_gemm_bf16_use_model(0);
+    conv_result one = { 0 };   /* the 1-worker result, for the bits of out and din */
     for (int workers = 1; workers <= 3; workers++) {
         conv2d_dims d;
         ct_threads_set(workers);
@@ -329,15 +330,12 @@ static void conv_c1_agree(int N, int H, int W, int OC, int KH, int KW, int pad, 
         snprintf(what, sizeof what, "%d worker%s: dw", d.workers, d.workers > 1 ? "s" : "");
         t_close(what, got.dw, want.dw, nw, CONV_ALGO_TOL);
         t_check(memcmp(got.db, want.db, (size_t)OC * sizeof *got.db) == 0, "%d workers: db differs from im2col's", d.workers);
-        static conv_result one;   /* the 1-worker result, for the bits of out and din */
-        if (workers == 1) one = got;
-        else {
-            t_check(memcmp(got.out, one.out, nout * sizeof *got.out) == 0, "%d workers: out differs from 1 worker's", d.workers);
-            t_check(memcmp(got.din, one.din, nin * sizeof *got.din) == 0, "%d workers: din differs from 1 worker's", d.workers);
-            conv_result_free(&got);
-        }
-        if (workers == 3) conv_result_free(&one);
+        if (workers == 1) { one = got; continue; }
+        t_check(memcmp(got.out, one.out, nout * sizeof *got.out) == 0, "%d workers: out differs from 1 worker's", d.workers);
+        t_check(memcmp(got.din, one.din, nin * sizeof *got.din) == 0, "%d workers: din differs from 1 worker's", d.workers);
+        conv_result_free(&got);
     }
+    conv_result_free(&one);
     conv_result_free(&want);
 }
 
