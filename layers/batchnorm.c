@@ -1,10 +1,12 @@
 /* batchnorm.c - batch normalisation over [N, C, HW], PyTorch's semantics (see
  * batchnorm.h). Channel c of sample n is the contiguous run x[n, c, 0..HW).
  *
- * Per-channel statistics are accumulated in double, in one pass about a shift near
- * the mean (channel_stats's comment shows it keeps the digits a two-pass method
- * keeps), so large M = N*HW or a large mean do not cost digits; 32 accumulators per
- * run keep the sums vectorised. The element-wise passes stream their outputs past the
+ * Per-channel statistics are accumulated in double, plane by plane: each plane's sum and
+ * squared deviations about its own mean (two passes over a run that stays in the cache),
+ * merged over the batch (channel_stats's comment bounds the error), so large M = N*HW or a
+ * large mean do not cost digits, and a convolution just before can hand over the planes'
+ * statistics it took while its output was in the cache; 32 accumulators per run keep the
+ * sums vectorised. The element-wise passes stream their outputs past the
  * caches. Channels are independent and are shared by ctrain's workers
  * (core/threads.h: ct_parallel).
  *
@@ -44,46 +46,157 @@ ct_status ct_batchnorm_params_add(batchnorm_ids *ids, ct_params *ps, ct_params *
  * 32 independent accumulators in a fixed order: the compiler turns them into SIMD
  * lanes, four registers of eight doubles with AVX-512, so that four chains of adds
  * run side by side (with one register of eight the pass waited on each add: 2x slower
- * for the statistics of a map larger than the caches). The order is the C code's, so
- * the result is the same on every instruction set and thread count. */
+ * for the statistics of a map larger than the caches). The tail goes into the first
+ * lanes, and the lanes are added as a tree (lane k + lane k+16, then k + k+8, ...), so a
+ * short run (a convolution's block of rows, 320 values) does not wait on 32 additions one
+ * after another. The order is the C code's, so the result is the same on every
+ * instruction set and thread count. */
 #define BN_LANES 32
 
-static double run_sum(const float *x, int n)
+static inline double lanes_total(double *acc)
 {
-    double acc[BN_LANES] = { 0 }, s = 0.0;
+    for (int w = BN_LANES / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+    return acc[0];
+}
+
+CT_HOT
+static double run_sum_plain(const float *x, int n)
+{
+    double acc[BN_LANES] = { 0 };
     int i = 0;
     for (; i + BN_LANES <= n; i += BN_LANES)
         for (int k = 0; k < BN_LANES; k++) acc[k] += x[i + k];
-    for (; i < n; i++) s += x[i];
-    for (int k = 0; k < BN_LANES; k++) s += acc[k];
-    return s;
+    for (int k = 0; i + k < n; k++) acc[k] += x[i + k];
+    return lanes_total(acc);
 }
 
 /* sum of (x - m)^2 */
 CT_HOT
-static double run_sumsq_dev(const float *x, int n, double m)
+static double run_sumsq_dev_plain(const float *x, int n, double m)
 {
-    double acc[BN_LANES] = { 0 }, s = 0.0;
+    double acc[BN_LANES] = { 0 };
     int i = 0;
     for (; i + BN_LANES <= n; i += BN_LANES)
         for (int k = 0; k < BN_LANES; k++) { double t = x[i + k] - m; acc[k] += t * t; }
-    for (; i < n; i++) { double t = x[i] - m; s += t * t; }
-    for (int k = 0; k < BN_LANES; k++) s += acc[k];
-    return s;
+    for (int k = 0; i + k < n; k++) { double t = x[i + k] - m; acc[k] += t * t; }
+    return lanes_total(acc);
+}
+
+/* The same two sums with AVX-512, operation for operation: lanes 0-31 are four registers
+ * of eight doubles, the tail is added into the first lanes under a mask, and the tree adds
+ * the same pairs (16 apart, 8, 4, 2, 1); products and sums are separate roundings as in the
+ * C code (ISO C contracts nothing). So the bits are the plain loops', at twice the width
+ * the compiler picks for them (a convolution's output blocks are summed this way while in
+ * L1, where the width is what counts). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define BN_AVX512 __attribute__((target("avx512f")))
+#define BN_AVX512_SUMS 1
+
+BN_AVX512 static inline __m512d widen_lo(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+BN_AVX512 static inline __m512d widen_hi(__m512 v) { return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))); }
+
+/* lanes_total on a0 = lanes 0-7, a1 = 8-15, a2 = 16-23, a3 = 24-31 */
+BN_AVX512 static inline double lanes_total_avx512(__m512d a0, __m512d a1, __m512d a2, __m512d a3)
+{
+    a0 = _mm512_add_pd(a0, a2);                       /* k += k + 16 */
+    a1 = _mm512_add_pd(a1, a3);
+    a0 = _mm512_add_pd(a0, a1);                       /* k += k + 8 */
+    __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(a0), _mm512_extractf64x4_pd(a0, 1));   /* k += k + 4 */
+    __m128d q = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));          /* k += k + 2 */
+    return _mm_cvtsd_f64(_mm_add_sd(q, _mm_unpackhi_pd(q, q)));                              /* k += k + 1 */
+}
+
+/* the tail's r < 32 values as two vectors of 16 (zero past r) and the four lane masks */
+BN_AVX512 static inline void tail_of(const float *x, int r, __m512 *v0, __m512 *v1, __mmask8 mk[4])
+{
+    const __mmask16 k0 = r >= 16 ? 0xFFFF : (__mmask16)((1u << r) - 1);
+    const __mmask16 k1 = r <= 16 ? 0 : (__mmask16)((1u << (r - 16)) - 1);
+    *v0 = _mm512_maskz_loadu_ps(k0, x);
+    *v1 = _mm512_maskz_loadu_ps(k1, x + 16);
+    mk[0] = (__mmask8)k0; mk[1] = (__mmask8)(k0 >> 8); mk[2] = (__mmask8)k1; mk[3] = (__mmask8)(k1 >> 8);
+}
+
+BN_AVX512 static double run_sum_avx512(const float *x, int n)
+{
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES) {
+        const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+        a0 = _mm512_add_pd(a0, widen_lo(v0)); a1 = _mm512_add_pd(a1, widen_hi(v0));
+        a2 = _mm512_add_pd(a2, widen_lo(v1)); a3 = _mm512_add_pd(a3, widen_hi(v1));
+    }
+    if (i < n) {
+        __m512 v0, v1;
+        __mmask8 mk[4];
+        tail_of(x + i, n - i, &v0, &v1, mk);
+        a0 = _mm512_mask_add_pd(a0, mk[0], a0, widen_lo(v0)); a1 = _mm512_mask_add_pd(a1, mk[1], a1, widen_hi(v0));
+        a2 = _mm512_mask_add_pd(a2, mk[2], a2, widen_lo(v1)); a3 = _mm512_mask_add_pd(a3, mk[3], a3, widen_hi(v1));
+    }
+    return lanes_total_avx512(a0, a1, a2, a3);
+}
+
+BN_AVX512 static inline __m512d sq_dev(__m512d a, __m512d x, __m512d m)
+{
+    const __m512d t = _mm512_sub_pd(x, m);
+    return _mm512_add_pd(a, _mm512_mul_pd(t, t));
+}
+
+BN_AVX512 static inline __m512d sq_dev_masked(__m512d a, __mmask8 k, __m512d x, __m512d m)
+{
+    const __m512d t = _mm512_sub_pd(x, m);
+    return _mm512_mask_add_pd(a, k, a, _mm512_mul_pd(t, t));
+}
+
+BN_AVX512 static double run_sumsq_dev_avx512(const float *x, int n, double m)
+{
+    const __m512d vm = _mm512_set1_pd(m);
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES) {
+        const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+        a0 = sq_dev(a0, widen_lo(v0), vm); a1 = sq_dev(a1, widen_hi(v0), vm);
+        a2 = sq_dev(a2, widen_lo(v1), vm); a3 = sq_dev(a3, widen_hi(v1), vm);
+    }
+    if (i < n) {
+        __m512 v0, v1;
+        __mmask8 mk[4];
+        tail_of(x + i, n - i, &v0, &v1, mk);
+        a0 = sq_dev_masked(a0, mk[0], widen_lo(v0), vm); a1 = sq_dev_masked(a1, mk[1], widen_hi(v0), vm);
+        a2 = sq_dev_masked(a2, mk[2], widen_lo(v1), vm); a3 = sq_dev_masked(a3, mk[3], widen_hi(v1), vm);
+    }
+    return lanes_total_avx512(a0, a1, a2, a3);
+}
+#endif
+
+static double run_sum(const float *x, int n)
+{
+#ifdef BN_AVX512_SUMS
+    if (ct_kernels_get() == CT_KERNELS_AVX512) return run_sum_avx512(x, n);
+#endif
+    return run_sum_plain(x, n);
+}
+
+static double run_sumsq_dev(const float *x, int n, double m)
+{
+#ifdef BN_AVX512_SUMS
+    if (ct_kernels_get() == CT_KERNELS_AVX512) return run_sumsq_dev_avx512(x, n, m);
+#endif
+    return run_sumsq_dev_plain(x, n, m);
 }
 
 /* *sg += sum g, *sgx += sum g xh */
 CT_HOT
 static void run_sums2(const float *g, const float *xh, int n, double *sg, double *sgx)
 {
-    double a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 }, s = 0.0, sx = 0.0;
+    double a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 };
     int i = 0;
     for (; i + BN_LANES <= n; i += BN_LANES)
         for (int k = 0; k < BN_LANES; k++) { a[k] += g[i + k]; b[k] += (double)g[i + k] * xh[i + k]; }
-    for (; i < n; i++) { s += g[i]; sx += (double)g[i] * xh[i]; }
-    for (int k = 0; k < BN_LANES; k++) { s += a[k]; sx += b[k]; }
-    *sg += s;
-    *sgx += sx;
+    for (int k = 0; i + k < n; k++) { a[k] += g[i + k]; b[k] += (double)g[i + k] * xh[i + k]; }
+    *sg += lanes_total(a);
+    *sgx += lanes_total(b);
 }
 
 /* One call's arguments, shared by the workers; each task is one channel. */
@@ -94,18 +207,33 @@ typedef struct {
     int train;
 } bn_job;
 
-/* *s1 += sum (x - k), *s2 += sum (x - k)^2: both statistics in one pass over the run */
-CT_HOT
-static void run_sums_shifted(const float *x, int n, double k, double *s1, double *s2)
+/* Chan, Golub and LeVeque's update: (count, mean, ss) of the values so far, with k values
+ * of mean mk and squared deviations qk about it merged in:
+ *   t = count + k,  delta = mk - mean,  mean += delta k / t,  ss += qk + delta^2 count k / t
+ * (exact algebra; channel_stats bounds its error in double). */
+static inline void stats_merge(ct_bn_stats *a, double k, double mk, double qk)
 {
-    double a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 }, s = 0.0, sq = 0.0;
-    int i = 0;
-    for (; i + BN_LANES <= n; i += BN_LANES)
-        for (int l = 0; l < BN_LANES; l++) { double t = x[i + l] - k; a[l] += t; b[l] += t * t; }
-    for (; i < n; i++) { double t = x[i] - k; s += t; sq += t * t; }
-    for (int l = 0; l < BN_LANES; l++) { s += a[l]; sq += b[l]; }
-    *s1 += s;
-    *s2 += sq;
+    const double t = a->count + k, delta = mk - a->mean;
+    a->mean += delta * (k / t);
+    a->ss += qk + delta * delta * (a->count * k / t);
+    a->count = t;
+}
+
+/* A run's mean, then its squared deviations about it: the run is read a second time from
+ * the cache. */
+void ct_bn_stats_add(ct_bn_stats *a, const float *x, int n)
+{
+    if (n <= 0) return;
+    const double mk = run_sum(x, n) / (double)n;
+    stats_merge(a, (double)n, mk, run_sumsq_dev(x, n, mk));
+}
+
+void ct_batchnorm_plane_stats(double *st, const float *x, int HW)
+{
+    ct_bn_stats a = { 0 };
+    ct_bn_stats_add(&a, x, HW);
+    st[0] = a.mean;
+    st[1] = a.ss;
 }
 
 /* ---- the element-wise passes, their outputs streamed past the caches ----
@@ -231,22 +359,20 @@ static void stream_fence(void)
 #endif
 }
 
-/* The statistics in one pass. The sums are taken about k, the mean of the channel's
- * first run (sample 0), so that they stay small: with S1 = sum (x - k), S2 = sum (x - k)^2
- * and dm = S1 / M, the mean is k + dm and the biased variance S2 / M - dm^2.
- * Error: each double sum of M terms is off by at most about M u times the sum of its
- * terms' sizes (u = 2^-53), so the variance is off by at most about 3 M u (var + dm^2).
- * k is the mean of HW of the M values, so dm^2 <= (N - 1) var (the variance is at least
- * its part between that run and the rest); where dm^2 > BN_SHIFT_MAX var (a first run
- * far from the channel's mean, possible in large batches) the squared deviations are
- * summed again about the mean, as a two-pass method does. So the error is at most
- * 3 (1 + BN_SHIFT_MAX) M u var: for M = 2^20 values 5.9e-9 var, a tenth of float's
- * rounding (2^-24 = 6.0e-8), and the float mean and inverse deviation are those of an
- * exact two-pass computation to within their last bit (tests/test_batchnorm.c). */
-#define BN_SHIFT_MAX 16.0
-
-/* The statistics of channel c: *mu and *is as the normalisation uses them; in train
- * mode the running statistics are updated. */
+/* The statistics of channel c, plane by plane: each plane's mean and squared deviations
+ * about it (ct_batchnorm_plane_stats), merged over n by stats_merge. In double (u = 2^-53):
+ * a plane's sums are off by at most HW u times their terms' sizes; each merge adds about
+ * 3u (|mean| + |delta|) to the running mean's error e, so e <= (HW + 3N) u (|mean| + D), D
+ * the largest distance of a plane's mean from the batch's; e enters ss through 2 delta e
+ * count k / t, over all n at most 2 e sqrt(M ss) (Cauchy-Schwarz on the delta terms, whose
+ * sum is at most ss). So the variance's relative error is at most about (HW + N + 4) u +
+ * 2 (HW + 3N) u (|mean| + D) / sd: for planes of 8,192 values, N = 1,024 and |mean| + D =
+ * 1,000 sd, 2.5e-9, a twentieth of float's rounding (2^-24 = 6.0e-8), so the float mean and
+ * inverse deviation are those of an exact two-pass computation to within their last bit
+ * (tests/test_batchnorm.c). A plane made of B blocks (ct_bn_stats_add per block) counts
+ * as B planes in the bound (N becomes N B). The planes' statistics come from d->plane_stats where
+ * a convolution took them, else from the input here. *mu and *is as the normalisation uses
+ * them; in train mode the running statistics are updated. */
 static void channel_stats(const bn_job *j, int c, float *mu, float *is)
 {
     const batchnorm_dims *d = j->d;
@@ -254,15 +380,15 @@ static void channel_stats(const bn_job *j, int c, float *mu, float *is)
     const size_t M = (size_t)N * HW, cstride = (size_t)d->C * HW;   /* step from x[n, c] to x[n+1, c] */
     const float *xc = j->in + (size_t)c * HW;          /* x[0, c, :]; sample n at + n*cstride */
     if (j->train) {
-        const double k = run_sum(xc, HW) / (double)HW;
-        double s1 = 0.0, s2 = 0.0;
-        for (int n = 0; n < N; n++) run_sums_shifted(xc + n * cstride, HW, k, &s1, &s2);
-        const double dm = s1 / (double)M, m = k + dm;
-        double ss = s2 - s1 * dm;                      /* sum (x - m)^2 */
-        if (dm * dm > BN_SHIFT_MAX * (ss / (double)M)) {
-            ss = 0.0;
-            for (int n = 0; n < N; n++) ss += run_sumsq_dev(xc + n * cstride, HW, m);
+        ct_bn_stats a = { 0 };
+        for (int n = 0; n < N; n++) {
+            double own[2];
+            const double *st = d->plane_stats ? d->plane_stats + 2 * ((size_t)n * d->C + c) : own;
+            if (!d->plane_stats) ct_batchnorm_plane_stats(own, xc + n * cstride, HW);
+            stats_merge(&a, (double)HW, st[0], st[1]);
         }
+        const double m = a.mean;
+        double ss = a.ss;
         if (ss < 0.0) ss = 0.0;
         const double var = ss / (double)M;             /* biased: what normalises */
         /* the running variance is the unbiased estimate; with M = 1 there is none

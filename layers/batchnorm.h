@@ -43,7 +43,26 @@ typedef struct {
 typedef struct {
     int N, C, HW; float eps, momentum;
     const ct_replica_sum *sync;   /* NULL: this batch's own statistics (both devices: cuda/batchnorm.cu) */
+    /* CPU, train mode, no sync: NULL, or the input's planes' statistics [N, C, 2] as
+     * ct_batchnorm_plane_stats gives them, taken by the layer that wrote the input (a
+     * convolution, while its output was in the cache): the statistics are then merged from
+     * them without reading the input (the same bits where that layer called
+     * ct_batchnorm_plane_stats on each plane). */
+    const double *plane_stats;
 } batchnorm_dims;
+
+/* Statistics of values taken a run at a time, in double: their count, mean and squared
+ * deviations about the mean. ct_bn_stats_add merges in a run of n values (its own mean and
+ * squared deviations, two passes over the run, then Chan, Golub and LeVeque's update; the
+ * error is bounded in batchnorm.c). Start from { 0 }. */
+typedef struct { double count, mean, ss; } ct_bn_stats;
+void ct_bn_stats_add(ct_bn_stats *a, const float *x, int n);
+
+/* One plane [n, c] of HW values as one run: st[0] = its mean, st[1] = the squared
+ * deviations about it (batchnorm.c merges the planes over n). A layer that makes the plane a
+ * block of rows at a time may add the blocks instead: the same statistics to within the
+ * bound, not the same bits. */
+void ct_batchnorm_plane_stats(double *st, const float *x, int HW);
 typedef struct { int gamma, beta, running_mean, running_var; } batchnorm_ids;
 
 /* gamma, beta in `ps` (trainable); running_mean (0), running_var (1) in `buffers`. */

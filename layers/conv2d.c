@@ -51,6 +51,7 @@
 #include "core/hot.h"
 #include "core/threads.h"
 #include "core/bf16.h"
+#include "layers/batchnorm.h"   /* ct_batchnorm_plane_stats: the output planes' statistics */
 #include "layers/conv2d.h"
 #include "layers/conv2d_c1.h"
 #include "layers/conv2d_direct_bf16.h"
@@ -252,7 +253,26 @@ typedef struct {
     const float *in, *w, *b, *dout;
     int round;      /* the one-channel path: 1 in bf16 */
     float *bsum;    /* the one-channel path: db's share of each image [N, OC], or NULL */
+    double *stats;  /* forward: the output planes' statistics [N, OC, 2], or NULL */
 } conv_job;
+
+/* stats [n, :, :] from out_n [OC, P], just written and still in the cache */
+static void image_stats(const conv_job *j, int n)
+{
+    const conv2d_dims *d = j->d;
+    const int P = d->OH * d->OW;
+    if (!j->stats) return;
+    for (int o = 0; o < d->OC; o++)
+        ct_batchnorm_plane_stats(j->stats + 2 * ((size_t)n * d->OC + o), j->out + ((size_t)n * d->OC + o) * P, P);
+}
+
+/* For a path that does not work image by image (Winograd's chunks): the statistics in a
+ * pass of their own over out, image by image on the workers. */
+static void stats_image(void *ctx, int n, int worker)
+{
+    (void)worker;
+    image_stats(ctx, n);
+}
 
 static size_t col_floats(const conv2d_dims *d) { return (size_t)d->C * d->KH * d->KW * d->OH * d->OW; }
 
@@ -281,6 +301,7 @@ static void forward_image(void *ctx, int n, int worker)
     /* out_n [OC, P] = W [OC, K] x col [K, P] */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, P, K, 1.0f, j->w, K, col, P, 0.0f, out_n, P);
     if (j->b) add_bias(out_n, j->b, OC, P);
+    image_stats(j, n);
 }
 
 static void backward_image(void *ctx, int n, int worker)
@@ -403,6 +424,7 @@ static void forward_image_packed(void *ctx, int n, int worker)
             for (int i = 0; i < P; i++) out_n[(size_t)o * P + i] = j->b[o];
         /* ... += W [OC, K] x col [K, P] */
         ct_gemm_packed(OC, P, K, j->w, K, 0, colp, out_n, P, j->b != NULL);
+        image_stats(j, n);
         return;
     }
     /* wide [OC, Pw] = W [OC, K] x col [K, Pw], col's row k = (c*KH + ky)*KW + kx read in place as
@@ -419,6 +441,7 @@ static void forward_image_packed(void *ctx, int n, int worker)
             for (int ox = 0; ox < d->OW; ox++) dst[ox] = src[ox] + bo;
         }
     }
+    image_stats(j, n);
 }
 
 static void backward_image_packed(void *ctx, int n, int worker)
@@ -476,7 +499,8 @@ static void forward_image_c1(void *ctx, int n, int worker)
     const conv_job *j = ctx;
     const conv2d_dims *d = j->d;
     ct_conv2d_c1_forward_image(j->out + (size_t)n * d->OC * d->OH * d->OW, j->ws + (size_t)worker * c1_worker_floats(d),
-                               j->in + (size_t)n * d->H * d->W, j->w, j->b, d, j->round);
+                               j->in + (size_t)n * d->H * d->W, j->w, j->b, d, j->round,
+                               j->stats ? j->stats + (size_t)2 * n * d->OC : NULL);
 }
 
 static void backward_image_c1(void *ctx, int n, int worker)
@@ -497,9 +521,10 @@ static void backward_image_c1(void *ctx, int n, int worker)
         for (int o = 0; o < OC; o++) j->bsum[(size_t)n * OC + o] = ct_conv2d_bias_sum(dout_n + (size_t)o * P, P);
 }
 
-static void c1_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d, int round)
+static void c1_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d, int round,
+                       double *stats)
 {
-    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .round = round };
+    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .round = round, .stats = stats };
     ct_parallel(d->N, d->workers, forward_image_c1, &j);
 }
 
@@ -518,11 +543,16 @@ static void c1_backward(float *din, float *dw, float *db, float *ws, const float
             for (int o = 0; o < d->OC; o++) db[o] += j.bsum[(size_t)n * d->OC + o];
 }
 
-void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
+void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
+                       double *stats)
 {
-    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 0); return; }
-    if (d->winograd) { ct_conv2d_winograd_forward(out, ws, in, w, b, d); return; }
-    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
+    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 0, stats); return; }
+    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .stats = stats };
+    if (d->winograd) {
+        ct_conv2d_winograd_forward(out, ws, in, w, b, d);
+        if (stats) ct_parallel(d->N, d->workers, stats_image, &j);
+        return;
+    }
     ct_parallel(d->N, d->workers, d->packed ? forward_image_packed : forward_image, &j);
 }
 
@@ -726,6 +756,7 @@ static void forward_image_bf16(void *ctx, int n, int worker)
     pack_columns_bf16(&r, in_n, d, 0);
     ct_gemm_bf16_packed(OC, P, K, bf16_weights(j->ws, d), r.pack, out_n, P, 0);
     if (j->b) add_bias(out_n, j->b, OC, P);
+    image_stats(j, n);
 }
 
 static void backward_image_bf16(void *ctx, int n, int worker)
@@ -761,13 +792,14 @@ static void backward_image_bf16(void *ctx, int n, int worker)
     }
 }
 
-void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d)
+void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
+                            double *stats)
 {
-    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 1); return; }
-    if (ct_conv2d_direct_bf16_runs(d)) { ct_conv2d_direct_bf16_forward(out, ws, in, w, b, d); return; }
+    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 1, stats); return; }
+    if (ct_conv2d_direct_bf16_runs(d)) { ct_conv2d_direct_bf16_forward(out, ws, in, w, b, d, stats); return; }
     const int K = d->C * d->KH * d->KW;
     ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 0, d->OC, K);   /* W [OC, K], once for every image */
-    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b };
+    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .stats = stats };
     ct_parallel(d->N, d->workers, forward_image_bf16, &j);
 }
 

@@ -65,8 +65,12 @@ typedef struct { int w, b; } conv2d_ids;
 ct_status ct_conv2d_params_add(conv2d_ids *ids, ct_params *ps, const char *prefix, const conv2d_dims *d, int bias);
 size_t ct_conv2d_workspace_floats(const conv2d_dims *d);
 
-/* out [N, OC, OH, OW]; in [N, C, H, W]; w [OC, C, KH, KW]; b [OC] or NULL; ws scratch. */
-void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
+/* out [N, OC, OH, OW]; in [N, C, H, W]; w [OC, C, KH, KW]; b [OC] or NULL; ws scratch.
+ * stats: NULL, or [N, OC, 2]: each output plane's statistics as ct_batchnorm_plane_stats
+ * gives them (layers/batchnorm.h), for a batchnorm right after; taken image by image while
+ * the image's output is in the cache. */
+void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
+                       double *stats);
 /* din [N, C, H, W] overwritten (NULL: not computed); dw, db accumulated (db NULL if no bias). */
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d);
@@ -87,7 +91,8 @@ void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float
  * Workspace, counted in floats: room for whichever of the two paths runs. */
 size_t ct_conv2d_bf16_workspace_floats(const conv2d_dims *d);
 /* As ct_conv2d_forward / ct_conv2d_backward, ws of ct_conv2d_bf16_workspace_floats(d). */
-void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d);
+void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
+                            double *stats);
 void ct_conv2d_backward_bf16(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                              const float *w, const conv2d_dims *d);
 

@@ -15,7 +15,9 @@
  * j - ky for every ky: 8 rows of a 3x3 kernel take 10 x 3 loads for 72 FMAs, in 8 independent
  * sums (correlate_rows). The block, 8 x OW floats in L1, is then written to out with
  * non-temporal stores: out is written once and read back by the next layer long after, so
- * its lines need not be read into the cache first (c1_stream_copy).
+ * its lines need not be read into the cache first (c1_stream_copy). For a batchnorm right
+ * after, each block's statistics are taken from L1 before it is written, and merged into its
+ * plane's (ct_bn_stats_add).
  *
  * Backward: each plane of dout is read once (prefetched a little ahead); each tap keeps one
  * register of 16 lane sums of dout x the shifted image over the whole image, added up at the
@@ -36,6 +38,7 @@
 #include <string.h>
 #include "core/bf16.h"
 #include "core/error.h"
+#include "layers/batchnorm.h"   /* ct_batchnorm_plane_stats */
 #include "layers/conv2d_c1.h"
 
 int ct_conv2d_c1_fits(const conv2d_dims *d)
@@ -178,7 +181,7 @@ static CT_AVX512 void c1_stream_copy(float *dst, const float *src, size_t n)
 /* Compiled for AVX-512 whatever the build's baseline (the portable build's is x86-64-v2):
  * conv2d.c calls these only where d->direct1 says the CPU runs it. */
 CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
-                                          const conv2d_dims *d, int round)
+                                          const conv2d_dims *d, int round, double *stats_n)
 {
     const int Wp = d->W + 2 * d->pad, K = d->KH * d->KW, P = d->OH * d->OW;
     CT_ASSERT(ct_conv2d_c1_fits(d));
@@ -190,21 +193,26 @@ CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const fl
     for (int o = 0; o < d->OC; o++) {
         filters(wt, w + (size_t)o * K, 1, K, round, 0);
         float *out_o = out_n + (size_t)o * P;                      /* [OH, OW] */
+        ct_bn_stats acc = { 0 };               /* the plane's statistics, block by block */
         for (int y = 0; y < d->OH; y += C1_ROWS) {                 /* each block streamed out as soon as it is made */
             const int nr = d->OH - y < C1_ROWS ? d->OH - y : C1_ROWS;
+            const float *made;                                     /* its rows y .. y+nr-1 */
             if (d->KH == 3 && d->KW == 3 && d->OH >= C1_ROWS) {
                 /* a last block of fewer rows is made as the 8 rows that end the plane (the rows
                  * made twice come out the same), so that every block is the unrolled kernel's */
                 const int y0 = y + C1_ROWS <= d->OH ? y : d->OH - C1_ROWS;
                 float *dst = stream ? rows : out_o + (size_t)y0 * d->OW;
                 correlate_rows(dst, d->OW, C1_ROWS, d->OW, img + (size_t)y0 * Wp, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f);
-                if (stream) c1_stream_copy(out_o + (size_t)y * d->OW, rows + (size_t)(y - y0) * d->OW, (size_t)nr * d->OW);
+                made = dst + (size_t)(y - y0) * d->OW;
             } else {
                 float *dst = stream ? rows : out_o + (size_t)y * d->OW;
                 correlate(dst, d->OW, nr, d->OW, img + (size_t)y * Wp, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f);
-                if (stream) c1_stream_copy(out_o + (size_t)y * d->OW, rows, (size_t)nr * d->OW);
+                made = dst;
             }
+            if (stats_n) ct_bn_stats_add(&acc, made, nr * d->OW);   /* from L1, before it leaves */
+            if (stream) c1_stream_copy(out_o + (size_t)y * d->OW, made, (size_t)nr * d->OW);
         }
+        if (stats_n) { stats_n[2 * o] = acc.mean; stats_n[2 * o + 1] = acc.ss; }
     }
     _mm_sfence();   /* the streamed stores are seen before the workers' barrier */
 }
@@ -315,7 +323,7 @@ CT_AVX512 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scr
 #else   /* no AVX-512 intrinsics: ct_conv2d_dims_make never sets direct1 */
 
 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
-                                const conv2d_dims *d, int round)
+                                const conv2d_dims *d, int round, double *stats_n)
 {
     CT_ASSERT(!"conv2d_c1: not built for this CPU");
 }

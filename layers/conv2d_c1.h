@@ -31,10 +31,11 @@ int    ct_conv2d_c1_fits(const conv2d_dims *d);
 size_t ct_conv2d_c1_worker_floats(const conv2d_dims *d, int with_din);
 
 /* out_n [OC, OH, OW] = conv(in_n [H, W]) + b (b may be NULL); scratch of
- * ct_conv2d_c1_worker_floats(d, 0). Each plane is made in scratch and then streamed
- * into out_n past the caches. */
+ * ct_conv2d_c1_worker_floats(d, 0). A large batch's planes are made in scratch and then
+ * streamed into out_n past the caches. stats_n: NULL, or [OC, 2], each plane's statistics
+ * (ct_batchnorm_plane_stats), taken before the plane leaves the cache. */
 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
-                                const conv2d_dims *d, int round);
+                                const conv2d_dims *d, int round, double *stats_n);
 /* One image's share of the backward:
  *   dw_n [OC, KH*KW] = sum over positions of dout_n x the shifted image (overwritten),
  *   din_n [H, W]     = the transposed correlation (overwritten; NULL: not computed).

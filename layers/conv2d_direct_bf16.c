@@ -69,6 +69,7 @@
 #include "core/hot.h"
 #include "core/threads.h"
 #include "layers/amx_tiles.h"
+#include "layers/batchnorm.h"   /* ct_batchnorm_plane_stats */
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/gemm_bf16.h"
 
@@ -347,6 +348,7 @@ typedef struct {
     float *ws, *out, *din, *dw, *bsum;   /* bsum: [N][OC] bias-gradient sums, or NULL */
     const float *in, *dout, *b;
     const uint16_t *wr;   /* the rounded weights: wf or wx */
+    double *stats;        /* forward: the output planes' statistics [N, OC, 2], or NULL */
 } job;
 
 /* The kept part of a block's 32 positions [x0, x1) of a grid Wp wide: rows [ylo, yhi), columns
@@ -410,10 +412,13 @@ static void forward_image(void *ctx, int n, int worker)
         .B = r.imgv, .b_n = 64, .b1 = 32, .bstride = g->nimg * 4,
         .C = NULL, .blk = r.blk, .done = forward_block_out, .ctx = &o };
     brgemm_run(&p);
+    const size_t P = (size_t)d->OH * d->OW;
+    for (int oc = 0; j->stats && oc < d->OC; oc++)   /* out_n's planes, still in the cache */
+        ct_batchnorm_plane_stats(j->stats + 2 * ((size_t)n * d->OC + oc), o.out_n + oc * P, (int)P);
 }
 
 void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const float *w, const float *b,
-                                   const conv2d_dims *d)
+                                   const conv2d_dims *d, double *stats)
 {
     const geo g = geo_of(d);
     const int C = d->C, T = g.T;
@@ -423,7 +428,7 @@ void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const
         for (int c = 0; c < C; c++)
             for (int t = 0; t < T; t++)
                 wf[((size_t)o * T + t) * g.Cp + c] = ct_bf16_from_float(w[((size_t)o * C + c) * T + t]);
-    job j = { .d = d, .g = g, .ws = ws, .out = out, .in = in, .b = b, .wr = wf };
+    job j = { .d = d, .g = g, .ws = ws, .out = out, .in = in, .b = b, .wr = wf, .stats = stats };
     ct_parallel(d->N, d->workers, forward_image, &j);
 }
 

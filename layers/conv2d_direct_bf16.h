@@ -34,9 +34,9 @@ int    ct_conv2d_direct_bf16_fits(const conv2d_dims *d);
 int    ct_conv2d_direct_bf16_runs(const conv2d_dims *d);
 /* Floats of workspace (0 where the shape does not fit). */
 size_t ct_conv2d_direct_bf16_workspace_floats(const conv2d_dims *d);
-/* out [N, OC, OH, OW] = conv(in) + b (b may be NULL). */
+/* out [N, OC, OH, OW] = conv(in) + b (b may be NULL); stats as ct_conv2d_forward's. */
 void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const float *w, const float *b,
-                                   const conv2d_dims *d);
+                                   const conv2d_dims *d, double *stats);
 /* dw [OC, C, KH, KW] += dL/dw; db [OC] += dL/db (NULL: not computed); din [N, C, H, W]
  * overwritten (NULL: not computed). */
 void ct_conv2d_direct_bf16_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,

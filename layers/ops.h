@@ -148,6 +148,12 @@ typedef struct ct_ops {
     size_t    (*conv2d_workspace_floats)(const ct_backend *be, const void *plan);
     void (*conv2d_forward)(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
                            void *plan, int N);
+    /* The same, and each output plane's statistics for a batchnorm right after: stats
+     * [N, OC, 2] as ct_batchnorm_plane_stats gives them (layers/batchnorm.h, for
+     * batchnorm_dims.plane_stats), taken while the output is in the cache. NULL where the
+     * backend has no such kernel. */
+    void (*conv2d_forward_stats)(const ct_backend *be, float *out, float *ws, const float *in, const float *w,
+                                 const float *b, void *plan, int N, double *stats);
     void (*conv2d_backward)(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
                             const float *in, const float *w, void *plan, int N);
 

@@ -216,14 +216,20 @@ static conv2d_dims conv_call_dims(const conv2d_cpu_plan *p, int N)
     return d;
 }
 
-static void cpu_conv2d_forward(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
-                               void *plan, int N)
+static void cpu_conv2d_forward_stats(const ct_backend *be, float *out, float *ws, const float *in, const float *w,
+                                     const float *b, void *plan, int N, double *stats)
 {
     (void)be;
     const conv2d_cpu_plan *p = plan;
     conv2d_dims d = conv_call_dims(p, N);
-    if (p->dtype == CT_BF16) ct_conv2d_forward_bf16(out, ws, in, w, b, &d);
-    else                     ct_conv2d_forward(out, ws, in, w, b, &d);
+    if (p->dtype == CT_BF16) ct_conv2d_forward_bf16(out, ws, in, w, b, &d, stats);
+    else                     ct_conv2d_forward(out, ws, in, w, b, &d, stats);
+}
+
+static void cpu_conv2d_forward(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
+                               void *plan, int N)
+{
+    cpu_conv2d_forward_stats(be, out, ws, in, w, b, plan, N, NULL);
 }
 
 static void cpu_conv2d_backward(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
@@ -508,6 +514,7 @@ const ct_ops ct_ops_cpu = {
     .conv2d_plan_free = cpu_conv2d_plan_free,
     .conv2d_workspace_floats = cpu_conv2d_workspace_floats,
     .conv2d_forward = cpu_conv2d_forward,
+    .conv2d_forward_stats = cpu_conv2d_forward_stats,
     .conv2d_backward = cpu_conv2d_backward,
     .maxpool2d_forward = cpu_maxpool2d_forward,
     .maxpool2d_backward = cpu_maxpool2d_backward,

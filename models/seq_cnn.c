@@ -89,6 +89,9 @@ static ct_status conv_params(seq_cnn *m, seq_layer *l)
 static ct_status conv_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, size_t *ws)
 {
     conv2d_dims cd = conv_dims(l, N);
+    const int i = (int)(l - m->layer);
+    if (i + 1 < m->n && m->layer[i + 1].kind == SEQ_BATCHNORM && m->be->ops->conv2d_forward_stats)
+        ct_arena_plan(a, (void **)&l->plane_stats, (size_t)N * l->out_c * 2 * sizeof(double));   /* [N, OC, 2] */
     CT_TRY(m->be->ops->conv2d_plan(m->be, &l->conv_plan, &cd, 1));
     *ws = m->be->ops->conv2d_workspace_floats(m->be, l->conv_plan);
     return CT_OK;
@@ -100,12 +103,26 @@ static void conv_unplan(seq_cnn *m, seq_layer *l)
     l->conv_plan = NULL;
 }
 
+/* Whether conv layer i makes its output planes' statistics in this pass, for the batchnorm
+ * right after it: in training, where that batchnorm takes the batch's own statistics (not
+ * synchronised over replicas) and the backend can (ops->conv2d_forward_stats). The
+ * batchnorm's statistics are the same either way, to the last bit where the convolution
+ * took each plane whole, to within batchnorm.c's bound where it took a plane's blocks of
+ * rows (layers/batchnorm.h, plane_stats). */
+static int conv_feeds_stats(const seq_cnn *m, int i, int train)
+{
+    return train && !m->bn_own_stats && m->layer[i].plane_stats && !(m->bn_sync.sum && m->part_rows > 0);
+}
+
 /* out [N, F, OH, OW] = conv(in [N, C, H, W], w) + b */
 static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
-    m->be->ops->conv2d_forward(m->be, l->out, l->ws, in, ct_dparams_data(P, l->conv.w), ct_dparams_data(P, l->conv.b), l->conv_plan, N);
+    const float *w = ct_dparams_data(P, l->conv.w), *b = ct_dparams_data(P, l->conv.b);
+    l->stats_ran = conv_feeds_stats(m, i, train);
+    if (l->stats_ran) m->be->ops->conv2d_forward_stats(m->be, l->out, l->ws, in, w, b, l->conv_plan, N, l->plane_stats);
+    else              m->be->ops->conv2d_forward(m->be, l->out, l->ws, in, w, b, l->conv_plan, N);
 }
 
 static float *conv_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
@@ -379,11 +396,14 @@ static ct_status batchnorm_params(seq_cnn *m, seq_layer *l)
     return ct_batchnorm_params_add(&l->bn, &m->params, &m->buffers, l->name, l->in_c);   /* gamma, beta [C]; buffers */
 }
 
-/* Training-mode dims: with synchronised batchnorm and a part set, the whole batch's statistics. */
+/* Training-mode dims: with synchronised batchnorm and a part set, the whole batch's
+ * statistics; after a convolution that made its planes' statistics in this pass, those. */
 static batchnorm_dims bn_dims(const seq_cnn *m, const seq_layer *l, int N, int train)
 {
     batchnorm_dims d = { .N = N, .C = l->in_c, .HW = l->in_h * l->in_w, .eps = 1e-5f, .momentum = 0.1f };
     if (train && m->bn_sync.sum && m->part_rows > 0) d.sync = &m->bn_sync;
+    const seq_layer *prev = l > m->layer ? l - 1 : NULL;
+    if (train && !d.sync && prev && prev->kind == SEQ_CONV && prev->stats_ran) d.plane_stats = prev->plane_stats;
     return d;
 }
 

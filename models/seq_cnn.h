@@ -129,6 +129,10 @@ typedef struct {
     dense_ids dense;
     batchnorm_ids bn;
     void *conv_plan;                /* conv: the device's plan for max_batch images (be->ops->conv2d_plan) */
+    double *plane_stats;            /* conv before a batchnorm: its output planes' statistics [N, OC, 2]
+                                     * (layers/batchnorm.h), made as it writes them, so that the
+                                     * batchnorm need not read its input for them; NULL: none planned */
+    int stats_ran;                  /* conv: the last forward pass made them */
     /* activations on the device, planned for max_batch samples */
     float *out;                     /* [N, out] (aliases the input for flatten, save and in-place layers) */
     float *ws;                      /* the convolutions' shared workspace (im2col; what a conv uses) */
@@ -164,6 +168,8 @@ typedef struct seq_cnn {
      * current `mask` (filled by the caller) instead of drawing a new one. */
     int given_masks;
     int unfused;                    /* 1: every layer runs alone, never a pair as one (the tests compare the two) */
+    int bn_own_stats;               /* 1: every batchnorm takes its statistics from its input, none from the
+                                     * convolution before it (the tests compare the two) */
     /* Data-parallel training (ct_seq_cnn_set_part): the batch of the next forward is
      * part of a larger one, and dropout draws each element's number where the whole
      * batch would. part_rows = 0: the batch is whole. */

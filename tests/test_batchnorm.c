@@ -344,19 +344,17 @@ static double ulps(float a, double b)
     return fabs((double)a - b) / ldexp(1.0, e - 24);
 }
 
-/* The statistics are taken in one pass about the mean of each channel's first run
- * (layers/batchnorm.c), with a second pass where that shift is far from the mean. Against
- * a two-pass reference in long double, the float mean, inverse deviation and running
- * variance are within one unit in the last place (batchnorm.c derives an error of at most
- * a tenth of one before the rounding to float). far = 0: values 100000 + U(-1, 1), where
- * sums about 0 would lose the variance's digits; far = 1: sample 0 at 100 + U(-1, 1) and
- * the rest U(-1, 1), N = 64, so the shift is 8 deviations from the mean and the second
- * pass runs. */
+/* The statistics are taken plane by plane and merged (layers/batchnorm.c). Against a
+ * two-pass reference in long double, the float mean, inverse deviation and running variance
+ * are within one unit in the last place (batchnorm.c derives an error far below one before
+ * the rounding to float). far = 0: values 100000 + U(-1, 1), where sums about 0 would lose
+ * the variance's digits; far = 1: sample 0 at 100 + U(-1, 1) and the rest U(-1, 1), N = 64,
+ * so that one plane's mean is 8 deviations from the batch's. */
 static void bn_one_pass(int far)
 {
     const int N = 64, C = 3, HW = 257;
-    t_case("batchnorm/statistics in one pass: mean, 1/sqrt(var + eps), running variance within 1 ulp of a two-pass "
-           "long-double reference (%s)", far ? "first sample 8 deviations from the mean: second pass" : "mean 100000, deviation 0.58");
+    t_case("batchnorm/statistics plane by plane: mean, 1/sqrt(var + eps), running variance within 1 ulp of a two-pass "
+           "long-double reference (%s)", far ? "first sample 8 deviations from the mean" : "mean 100000, deviation 0.58");
     const size_t n = (size_t)N * C * HW, M = (size_t)N * HW;
     batchnorm_dims d = { .N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f };
     ct_rng r;
@@ -385,6 +383,82 @@ static void bn_one_pass(int far)
     }
     t_check(worst <= 1.0, "statistics off by %.2f ulp (tolerance 1)", worst);
     free(x); free(out); free(xhat); free(g); free(b);
+}
+
+/* A batchnorm handed its input's planes' statistics (batchnorm_dims.plane_stats, as a
+ * convolution right before it takes them with ct_batchnorm_plane_stats) gives the bits it
+ * makes reading its input itself: out, xhat, mean, invstd and the running statistics, and
+ * with the maxpool after it the pooled map and argmax, on 1 and 3 workers. Planes taken as
+ * blocks of rows (ct_bn_stats_add per block, as the one-channel convolution does) give a
+ * mean, inverse deviation and running variance within 1 ulp of those (batchnorm.c's bound
+ * is far below float's rounding). Values 50 + U(-1, 3): a mean far from 0. */
+static void bn_plane_stats(int N, int C, int H, int W, int threads)
+{
+    t_case("batchnorm/statistics from the planes' statistics handed over = taken here, bit for bit; blocks of rows "
+           "within 1 ulp (N=%d C=%d %dx%d, %d workers)", N, C, H, W, threads);
+    const int HW = H * W, saved = ct_threads_get();
+    const size_t n = (size_t)N * C * HW, planes = (size_t)N * C;
+    ct_threads_set(threads);
+    batchnorm_dims d = { .N = N, .C = C, .HW = HW, .eps = 1e-5f, .momentum = 0.1f }, dh = d, db = d;
+    maxpool2d_dims pd;
+    ct_maxpool2d_dims_make(&pd, N, C, H, W, 2, 2);
+    const size_t np = (size_t)N * C * pd.OH * pd.OW;
+    ct_rng r;
+    ct_rng_seed(&r, 13, (uint64_t)(N * C + HW));
+    float *x = t_alloc(n), *g = t_alloc(C), *b = t_alloc(C);
+    t_fill_uniform(x, n, 49, 53, &r);
+    t_fill_uniform(g, C, 0.5f, 1.5f, &r);
+    t_fill_uniform(b, C, -0.5f, 0.5f, &r);
+    double *whole = calloc(2 * planes, sizeof *whole), *blocks = calloc(2 * planes, sizeof *blocks);
+    for (size_t pl = 0; pl < planes; pl++) {
+        ct_batchnorm_plane_stats(whole + 2 * pl, x + pl * HW, HW);
+        ct_bn_stats a = { 0 };
+        for (int y = 0; y < H; y += 3) ct_bn_stats_add(&a, x + pl * HW + (size_t)y * W, (H - y < 3 ? H - y : 3) * W);
+        blocks[2 * pl] = a.mean;
+        blocks[2 * pl + 1] = a.ss;
+    }
+    dh.plane_stats = whole;
+    db.plane_stats = blocks;
+    int bad = 0;
+    /* [0] read here, [1] handed over, [2] handed over by blocks */
+    float *out[3], *xh[3], *pooled[3], mean[3][8], is[3][8], rm[3][8], rv[3][8];
+    int *am[3];
+    const batchnorm_dims *dd[3] = { &d, &dh, &db };
+    for (int k = 0; k < 3; k++) {
+        out[k] = t_alloc(n); xh[k] = t_alloc(n); pooled[k] = t_alloc(np);
+        am[k] = calloc(np, sizeof(int));
+        for (int c = 0; c < C; c++) { rm[k][c] = 0.1f; rv[k][c] = 0.9f; }
+        ct_batchnorm_forward(out[k], xh[k], mean[k], is[k], rm[k], rv[k], x, g, b, dd[k], 1);
+        float pm[8], pis[8], prm[8], prv[8];
+        for (int c = 0; c < C; c++) { prm[c] = 0.1f; prv[c] = 0.9f; }
+        ct_batchnorm_maxpool_forward(pooled[k], am[k], pm, pis, prm, prv, x, g, b, dd[k], &pd, 1);
+        bad += memcmp(pm, mean[k], C * sizeof *pm) || memcmp(pis, is[k], C * sizeof *pis) ||
+               memcmp(prm, rm[k], C * sizeof *prm) || memcmp(prv, rv[k], C * sizeof *prv);
+    }
+    bad += memcmp(out[0], out[1], n * sizeof(float)) || memcmp(xh[0], xh[1], n * sizeof(float)) ||
+           memcmp(mean[0], mean[1], C * sizeof(float)) || memcmp(is[0], is[1], C * sizeof(float)) ||
+           memcmp(rm[0], rm[1], C * sizeof(float)) || memcmp(rv[0], rv[1], C * sizeof(float)) ||
+           memcmp(pooled[0], pooled[1], np * sizeof(float)) || memcmp(am[0], am[1], np * sizeof(int));
+    t_check(bad == 0, "%d results differ from the batchnorm's own statistics", bad);
+    double worst = 0.0;
+    for (int c = 0; c < C; c++) {
+        const double e[3] = { ulps(mean[2][c], mean[0][c]), ulps(is[2][c], is[0][c]), ulps(rv[2][c], rv[0][c]) };
+        for (int k = 0; k < 3; k++) if (e[k] > worst) worst = e[k];
+    }
+    t_check(worst <= 1.0, "statistics from blocks of rows off by %.2f ulp (tolerance 1)", worst);
+    /* and they are what it uses: every plane's mean handed over 1 higher moves the mean by 1 */
+    for (size_t pl = 0; pl < planes; pl++) whole[2 * pl] += 1.0;
+    float m1[8], is1[8], rm1[8] = { 0 }, rv1[8] = { 0 };
+    ct_batchnorm_forward(out[1], xh[1], m1, is1, rm1, rv1, x, g, b, &dh, 1);
+    worst = 0.0;
+    for (int c = 0; c < C; c++) {
+        const double e = ulps(m1[c], (double)mean[0][c] + 1.0);
+        if (e > worst) worst = e;
+    }
+    t_check(worst <= 1.0, "with every plane's mean handed over 1 higher, the mean is off from mean + 1 by %.2f ulp", worst);
+    for (int k = 0; k < 3; k++) { free(out[k]); free(xh[k]); free(pooled[k]); free(am[k]); }
+    free(x); free(g); free(b); free(whole); free(blocks);
+    ct_threads_set(saved);
 }
 
 /* The element-wise passes stream their outputs with AVX-512 or SSE, with plain stores
@@ -538,6 +612,8 @@ void suite_batchnorm(void)
     bn_pool_refusals();
     bn_one_pass(0);
     bn_one_pass(1);
+    bn_plane_stats(5, 3, 13, 11, 1);
+    bn_plane_stats(6, 8, 40, 20, 3);
     bn_streamed();
     bn_synced();
     bn_synced_copies(4, 5, 7);

@@ -301,6 +301,63 @@ static void bn_pool_pairs(void)
     ct_seq_cnn_free(&b);
 }
 
+/* A convolution right before a batchnorm takes its output planes' statistics as it writes
+ * them, and the batchnorm uses them instead of reading its input (models/seq_cnn.c,
+ * conv_feeds_stats): in training only, for every such pair. Against the same model with
+ * every batchnorm reading its input (bn_own_stats), over two training steps: the
+ * statistics differ by at most 1 ulp (the one-channel path merges blocks of rows:
+ * tests/test_batchnorm.c), which moves each normalised value by about 1e-7 of itself;
+ * loss, logits, gradients and running statistics within 1e-5 leave a hundredfold growth
+ * of that through the model. The first convolution (one channel) and the second (six) take
+ * different paths. */
+static void conv_bn_stats(void)
+{
+    const char *spec = "conv6k3p1,batchnorm,relu,maxpool2,conv5k3p1,batchnorm,relu,conv4k3,flatten,dense5";
+    t_case("cnn/convolutions hand their batchnorms the statistics: the batchnorms' own within 1e-5 (%s)", spec);
+    seq_cnn a, b;
+    enum { N = 6, H = 24, W = 21 };
+    if (!t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&a, N) == CT_OK &&
+                 ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error()))
+        return;
+    b.bn_own_stats = 1;
+    ct_rng r;
+    ct_rng_seed(&r, 35, 1);
+    ct_seq_cnn_init_weights(&a, &r);
+    t_fill_uniform(a.params.data, a.params.numel, -0.5f, 0.5f, &r);
+    memcpy(b.params.data, a.params.data, a.params.numel * sizeof *a.params.data);
+    memcpy(b.buffers.data, a.buffers.data, a.buffers.numel * sizeof *a.buffers.data);
+    float *x = t_alloc(N * H * W);
+    t_fill_uniform(x, N * H * W, -1.0f, 1.0f, &r);
+    int labels[N] = { 0, 1, 2, 3, 4, 0 };
+    for (int step = 0; step < 2; step++) {
+        float la = ct_seq_cnn_forward(&a, x, labels, N, 1, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 1, NULL, NULL);
+        int ran = 0;
+        for (int i = 0; i < a.n; i++) ran += a.layer[i].stats_ran + 4 * b.layer[i].stats_ran;
+        t_check(ran == 2, "both convolutions before a batchnorm should take the statistics in the first model and none "
+                "in the second (%d)", ran);
+        t_check(fabsf(la - lb) <= 1e-5f * fabsf(lb), "step %d: loss %.9g with the convolutions' statistics, %.9g without",
+                step, la, lb);
+        t_close("logits", a.logits, b.logits, N * 5, 1e-5);
+        ct_params_zero_grad(&a.params);
+        ct_params_zero_grad(&b.params);
+        ct_seq_cnn_backward(&a, x, labels, N);
+        ct_seq_cnn_backward(&b, x, labels, N);
+        t_close("parameter gradients", a.params.grad, b.params.grad, a.params.numel, 1e-5);
+        t_close("running statistics", a.buffers.data, b.buffers.data, a.buffers.numel, 1e-5);
+        for (size_t k = 0; k < a.params.numel; k++) {
+            a.params.data[k] -= 0.1f * a.params.grad[k];
+            b.params.data[k] -= 0.1f * b.params.grad[k];
+        }
+    }
+    ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL);
+    int ran = 0;
+    for (int i = 0; i < a.n; i++) ran += a.layer[i].stats_ran;
+    t_check(ran == 0, "in evaluation no convolution should take the statistics (%d did)", ran);
+    free(x);
+    ct_seq_cnn_free(&a);
+    ct_seq_cnn_free(&b);
+}
+
 /* ---- a short real training run ---- */
 static void train_fashion(void)
 {
@@ -378,5 +435,6 @@ void suite_cnn(void)
     modes();
     relu_after_pool();
     bn_pool_pairs();
+    conv_bn_stats();
     train_fashion();
 }

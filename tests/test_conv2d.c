@@ -17,8 +17,10 @@
 #include "tests/test.h"
 #include "io/h5.h"
 #include "core/threads.h"
+#include "layers/batchnorm.h"
 #include "layers/conv2d.h"
 #include "layers/conv2d_c1.h"
+#include "layers/conv2d_direct_bf16.h"
 #include "layers/conv2d_winograd.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
@@ -80,7 +82,7 @@ static size_t conv_n_w(const conv2d_dims *d)   { return (size_t)d->OC * d->C * d
 static double conv_objective(void *p)
 {
     conv_ctx *c = p;
-    ct_conv2d_forward(c->out, c->ws, c->x, c->w, c->b, &c->d);
+    ct_conv2d_forward(c->out, c->ws, c->x, c->w, c->b, &c->d, NULL);
     return t_dot(c->out, c->r, conv_n_out(&c->d));
 }
 
@@ -107,7 +109,7 @@ static void conv_gradcheck(int N, int C, int H, int W, int OC, int KH, int KW, i
 
     /* analytic: dout = r (the gradient of the objective with respect to out) */
     float *din = t_alloc(nin), *dw = t_alloc(nw), *db = t_alloc((size_t)OC);
-    ct_conv2d_forward(c.out, c.ws, c.x, c.w, c.b, d);
+    ct_conv2d_forward(c.out, c.ws, c.x, c.w, c.b, d, NULL);
     ct_conv2d_backward(din, dw, bias ? db : NULL, c.ws, c.r, c.x, c.w, d);
 
     int maxc = 300;
@@ -139,7 +141,7 @@ static void conv_parity(const char *file)
     float *out = t_alloc(nout), *ws = t_alloc(ct_conv2d_workspace_floats(&d));
     float *dx = t_alloc(nin), *dw = t_alloc(nw), *db = t_alloc((size_t)d.OC);
     for (size_t i = 0; i < nin; i++) dx[i] = 7.0f;    /* din must be overwritten */
-    ct_conv2d_forward(out, ws, x, w, b, &d);
+    ct_conv2d_forward(out, ws, x, w, b, &d, NULL);
     t_close("out", out, out_ref, nout, CONV_PAR_TOL);
     ct_conv2d_backward(dx, dw, bias ? db : NULL, ws, dout, x, w, &d);
     t_close("dx", dx, dx_ref, nin, CONV_PAR_TOL);
@@ -199,10 +201,10 @@ static conv_result conv_run_prec(const conv2d_dims *d, uint64_t seed, int bf16)
     t_fill_uniform(b, (size_t)d->OC, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
     conv_result res = { t_alloc(nout), t_alloc(nin), t_alloc(nw), t_alloc((size_t)d->OC) };
     if (bf16) {
-        ct_conv2d_forward_bf16(res.out, ws, x, w, b, d);
+        ct_conv2d_forward_bf16(res.out, ws, x, w, b, d, NULL);
         ct_conv2d_backward_bf16(res.din, res.dw, res.db, ws, dout, x, w, d);
     } else {
-        ct_conv2d_forward(res.out, ws, x, w, b, d);
+        ct_conv2d_forward(res.out, ws, x, w, b, d, NULL);
         ct_conv2d_backward(res.din, res.dw, res.db, ws, dout, x, w, d);
     }
     free(x); free(w); free(b); free(dout); free(ws);
@@ -367,6 +369,48 @@ static void conv_c1_choice(void)
     t_check(!d.direct1, "with the AVX2 kernels the one-channel path was still chosen");
 }
 
+/* The output planes' statistics a convolution takes for a batchnorm right after it (the
+ * stats argument, layers/batchnorm.h): out the same bits as without them; each plane's
+ * statistics those of ct_batchnorm_plane_stats on the plane, bit for bit where the path
+ * takes each plane whole, and within 1e-12 (the mean relative to |mean| + sd, the squared
+ * deviations relative) where it takes the plane's blocks of rows (the one-channel path,
+ * which merges them: batchnorm.c bounds the difference at a few hundred times 2^-53). The
+ * largest batch is the siamese-cnn's first layer's size that streams its output. */
+static void conv_stats(int N, int C, int H, int W, int OC, int algo, int bf16)
+{
+    conv2d_dims d;
+    ct_conv2d_dims_make(&d, N, C, H, W, OC, 3, 3, 1, 1);
+    set_algo(&d, algo);
+    const int direct_bf16 = bf16 && !d.direct1 && ct_conv2d_direct_bf16_runs(&d);
+    t_case("conv2d/output planes' statistics for a batchnorm: N=%d C=%d %dx%d OC=%d (%s%s)", N, C, H, W, OC,
+           direct_bf16 ? "direct" : algo_name(&d), bf16 ? ", bf16" : "");
+    const size_t nin = conv_n_in(&d), nout = conv_n_out(&d), P = (size_t)d.OH * d.OW, planes = (size_t)N * OC;
+    ct_rng r;
+    ct_rng_seed(&r, 60, (uint64_t)(algo * 2 + bf16));
+    float *x = t_alloc(nin), *w = t_alloc(conv_n_w(&d)), *b = t_alloc((size_t)OC), *out = t_alloc(nout), *out2 = t_alloc(nout);
+    float *ws = t_alloc(bf16 ? ct_conv2d_bf16_workspace_floats(&d) : ct_conv2d_workspace_floats(&d));
+    double *st = calloc(2 * planes, sizeof *st);
+    t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, conv_n_w(&d), -1, 1, &r); t_fill_uniform(b, (size_t)OC, 2, 3, &r);
+    if (bf16) { ct_conv2d_forward_bf16(out, ws, x, w, b, &d, NULL); ct_conv2d_forward_bf16(out2, ws, x, w, b, &d, st); }
+    else      { ct_conv2d_forward(out, ws, x, w, b, &d, NULL);      ct_conv2d_forward(out2, ws, x, w, b, &d, st); }
+    t_check(memcmp(out, out2, nout * sizeof *out) == 0, "out differs when the statistics are taken");
+    double worst = 0.0;
+    size_t differ = 0;
+    for (size_t pl = 0; pl < planes; pl++) {
+        double want[2];
+        ct_batchnorm_plane_stats(want, out2 + pl * P, (int)P);
+        const double sd = sqrt(want[1] / (double)P);
+        const double e0 = fabs(st[2 * pl] - want[0]) / (fabs(want[0]) + sd), e1 = fabs(st[2 * pl + 1] - want[1]) / want[1];
+        if (e0 > worst) worst = e0;
+        if (e1 > worst) worst = e1;
+        differ += memcmp(&st[2 * pl], want, sizeof want) != 0;
+    }
+    if (d.direct1) t_check(worst <= 1e-12, "statistics off by %.3g (tolerance 1e-12)", worst);
+    else           t_check(differ == 0, "%zu of %zu planes' statistics differ from ct_batchnorm_plane_stats (by up to %.3g)",
+                           differ, planes, worst);
+    free(x); free(w); free(b); free(out); free(out2); free(ws); free(st);
+}
+
 static void conv_params(void)
 {
     t_case("conv2d/params_add names, shapes, init");
@@ -499,6 +543,15 @@ void suite_conv2d(void)
     conv_c1_agree(5, 28, 28, 32, 3, 3, 0, 1, 46);
     conv_c1_agree(3, 13, 33, 5, 7, 7, 3, 0, 47);              /* 7x7: taps in groups of 12 for dW */
     conv_c1_agree(3, 13, 33, 5, 7, 7, 3, 1, 47);
+
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        conv_stats(3, 1, 13, 21, 5, ALGO_DIRECT1, bf16);      /* blocks of 8 + 5 rows, in place */
+        conv_stats(3, 1, 13, 21, 5, ALGO_IM2COL, bf16);
+        conv_stats(2, 16, 9, 10, 6, ALGO_IM2COL, bf16);       /* bf16: the direct path where it runs */
+        conv_stats(2, 8, 9, 10, 6, bf16 ? ALGO_IM2COL : ALGO_PACKED, bf16);
+    }
+    conv_stats(2, 16, 9, 10, 6, ALGO_WINOGRAD, 0);
+    conv_stats(64, 1, 100, 80, 16, ALGO_DIRECT1, 0);          /* 33 MB of output: streamed */
 
     conv_params();
 

@@ -142,10 +142,10 @@ static conv_grads run_layer(const conv_data *x, const conv2d_dims *d, int bf16)
     memcpy(g.db, x->db0, (size_t)d->OC * sizeof *g.db);
     float *ws = nan_ws(bf16 ? ct_conv2d_bf16_workspace_floats(d) : ct_conv2d_workspace_floats(d));
     if (bf16) {
-        ct_conv2d_forward_bf16(g.out, ws, x->in, x->w, x->b, d);
+        ct_conv2d_forward_bf16(g.out, ws, x->in, x->w, x->b, d, NULL);
         ct_conv2d_backward_bf16(g.din, g.dw, g.db, ws, x->dout, x->in, x->w, d);
     } else {
-        ct_conv2d_forward(g.out, ws, x->in, x->w, x->b, d);
+        ct_conv2d_forward(g.out, ws, x->in, x->w, x->b, d, NULL);
         ct_conv2d_backward(g.din, g.dw, g.db, ws, x->dout, x->in, x->w, d);
     }
     free(ws);
