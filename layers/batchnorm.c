@@ -707,3 +707,108 @@ void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, cons
                       .dpooled = dpooled, .argmax_in = argmax, .pd = pd };
     ct_parallel(d->C, bn_workers(d), bn_pool_backward_channel, &j);
 }
+
+/* ---- batchnorm, then (a relu, then) the mean over H: one kernel ----
+ * As the maxpool pair above: per channel, its statistics, then each plane's output y =
+ * gamma xhat + beta made in a buffer on the worker's stack, the relu applied there, and the
+ * plane averaged over H into its [W] values (the pooling's own plane function), so neither
+ * the normalised map, nor xhat, nor the relu's output is written. Backward remakes xhat and
+ * y from x, mean and invstd, and the gradient at the batchnorm's output is the pooling's
+ * plane gradient, zeroed where y <= 0 (the relu's [y > 0]). The same expressions in the same
+ * order as the layers one by one: their results bit for bit. The global mean is the same
+ * kernel with the plane read as [HW, 1]. */
+int ct_batchnorm_avgpool_h_fits(const batchnorm_dims *d, int H, int W)
+{
+    return !d->sync && H >= 1 && W >= 1 && (long)H * W == d->HW && d->HW <= BN_POOL_MAX_PLANE;
+}
+
+typedef struct {
+    bn_job bn;
+    float *pooled;            /* [N, C, W] */
+    const float *dpooled;     /* [N, C, W] */
+    int H, W, relu;
+} bn_avg_job;
+
+static void relu_plane(float *y, int n)
+{
+    for (int i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
+CT_HOT
+static void bn_avg_forward_channel(void *ctx, int c, int worker)
+{
+    const bn_avg_job *j = ctx;
+    const batchnorm_dims *d = j->bn.d;
+    const int HW = d->HW;
+    float y[BN_POOL_MAX_PLANE];                          /* one plane of the batchnorm's output, [H, W] */
+    float mu, is;
+    (void)worker;
+    channel_stats(&j->bn, c, &mu, &is);
+    for (int n = 0; n < d->N; n++) {
+        const size_t pl = (size_t)n * d->C + c;
+        output_plane(y, j->bn.in + pl * HW, HW, mu, is, j->bn.gamma[c], j->bn.beta[c]);
+        if (j->relu) relu_plane(y, HW);
+        ct_avgpool_h_plane(j->pooled + pl * j->W, y, j->H, j->W);
+    }
+}
+
+void ct_batchnorm_avgpool_h_forward(float *pooled, float *mean, float *invstd, float *running_mean, float *running_var,
+                                    const float *in, const float *gamma, const float *beta, const batchnorm_dims *d,
+                                    int H, int W, int relu, int train)
+{
+    CT_ASSERT(ct_batchnorm_avgpool_h_fits(d, H, W));
+    bn_avg_job j = { .bn = { .mean = mean, .invstd_out = invstd, .running_mean = running_mean, .running_var = running_var,
+                             .in = in, .gamma = gamma, .beta = beta, .d = d, .train = train },
+                     .pooled = pooled, .H = H, .W = W, .relu = relu };
+    ct_parallel(d->C, bn_workers(d), bn_avg_forward_channel, &j);
+}
+
+/* g [H, W]: the gradient at the batchnorm's output of plane pl, and xh its xhat */
+static void bn_avg_plane_grad(float *g, float *xh, const bn_avg_job *j, size_t pl, int c, float mu, float is)
+{
+    const int HW = j->bn.d->HW;
+    const float gam = j->bn.gamma[c], bet = j->bn.beta[c];
+    ct_avgpool_h_plane_backward(g, j->dpooled + pl * j->W, j->H, j->W);
+    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is);
+    if (j->relu)
+        for (int i = 0; i < HW; i++) g[i] = gam * xh[i] + bet > 0.0f ? g[i] : 0.0f;   /* y as the forward made it */
+}
+
+CT_HOT
+static void bn_avg_backward_channel(void *ctx, int c, int worker)
+{
+    const bn_avg_job *j = ctx;
+    const batchnorm_dims *d = j->bn.d;
+    const int N = d->N, HW = d->HW;
+    const size_t M = (size_t)N * HW;
+    const float mu = j->bn.mean[c], is = j->bn.invstd[c];
+    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];   /* one plane of the gradient at the batchnorm's output, of xhat */
+    (void)worker;
+    double sd = 0.0, sdx = 0.0;
+    for (int n = 0; n < N; n++) {
+        bn_avg_plane_grad(g, xh, j, (size_t)n * d->C + c, c, mu, is);
+        run_sums2(g, xh, HW, &sd, &sdx);
+    }
+    j->bn.dbeta[c] += (float)sd;
+    j->bn.dgamma[c] += (float)sdx;
+    if (!j->bn.din) return;
+    const float k = j->bn.gamma[c] * is;
+    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
+    for (int n = 0; n < N; n++) {
+        const size_t pl = (size_t)n * d->C + c;
+        bn_avg_plane_grad(g, xh, j, pl, c, mu, is);
+        din_run(j->bn.din + pl * HW, g, xh, HW, k, mean_d, mean_dx);
+    }
+    stream_fence();
+}
+
+void ct_batchnorm_avgpool_h_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const float *in,
+                                     const float *mean, const float *invstd, const float *gamma, const float *beta,
+                                     const batchnorm_dims *d, int H, int W, int relu)
+{
+    CT_ASSERT(ct_batchnorm_avgpool_h_fits(d, H, W));
+    bn_avg_job j = { .bn = { .din = din, .dgamma = dgamma, .dbeta = dbeta, .in = in, .mean = (float *)mean,
+                             .invstd = invstd, .gamma = gamma, .beta = beta, .d = d },
+                     .dpooled = dpooled, .H = H, .W = W, .relu = relu };
+    ct_parallel(d->C, bn_workers(d), bn_avg_backward_channel, &j);
+}

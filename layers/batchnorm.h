@@ -95,4 +95,23 @@ void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, cons
                                    const float *in, const float *mean, const float *invstd, const float *gamma,
                                    const batchnorm_dims *d, const maxpool2d_dims *pd);
 
+/* Batchnorm, then (relu = 1: a relu, then) the mean over H, without the batchnorm's output,
+ * xhat or the relu's output in memory: pooled [N, C, W] is what ct_avgpool_h_forward gives
+ * on the (relu'd) batchnorm output [N, C, H, W]; mean, invstd and the running statistics
+ * what ct_batchnorm_forward gives. The global average pooling is the same with H = HW and
+ * W = 1 (pooled [N, C]). Bit for bit the layers' results. Needs
+ * ct_batchnorm_avgpool_h_fits(d, H, W): no synchronised statistics, H W = d->HW, planes of
+ * at most 8,192 values. */
+int  ct_batchnorm_avgpool_h_fits(const batchnorm_dims *d, int H, int W);
+void ct_batchnorm_avgpool_h_forward(float *pooled, float *mean, float *invstd, float *running_mean, float *running_var,
+                                    const float *in, const float *gamma, const float *beta, const batchnorm_dims *d,
+                                    int H, int W, int relu, int train);
+/* Its backward from dpooled [N, C, W], with the forward pass's input `in`, mean and invstd
+ * (xhat and, for the relu, the output are remade from them): din [N, C, H, W] overwritten
+ * (NULL: not computed), dgamma and dbeta accumulated; bit for bit ct_avgpool_h_backward,
+ * ct_relu_backward, then ct_batchnorm_backward. */
+void ct_batchnorm_avgpool_h_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const float *in,
+                                     const float *mean, const float *invstd, const float *gamma, const float *beta,
+                                     const batchnorm_dims *d, int H, int W, int relu);
+
 #endif

@@ -182,6 +182,18 @@ typedef struct ct_ops {
     void (*batchnorm_maxpool_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta, const float *dpooled,
                                        const int *argmax, const float *in, const float *mean, const float *invstd,
                                        const float *gamma, const batchnorm_dims *d, const maxpool2d_dims *pd);
+    /* Batchnorm, then (relu = 1: a relu, then) the mean over H, or the global mean with H = HW
+     * and W = 1 (ct_batchnorm_avgpool_h_forward/_backward: the layers' results bit for bit,
+     * none of their maps written; backward reads the forward pass's input again). NULL where
+     * the backend has no such kernel; batchnorm_avgpool_h_fits says whether a chain can take it. */
+    int  (*batchnorm_avgpool_h_fits)(const ct_backend *be, const batchnorm_dims *d, int H, int W);
+    void (*batchnorm_avgpool_h_forward)(const ct_backend *be, float *pooled, float *mean, float *invstd,
+                                        float *running_mean, float *running_var, const float *in, const float *gamma,
+                                        const float *beta, const batchnorm_dims *d, int H, int W, int relu, int train);
+    void (*batchnorm_avgpool_h_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta,
+                                         const float *dpooled, const float *in, const float *mean, const float *invstd,
+                                         const float *gamma, const float *beta, const batchnorm_dims *d, int H, int W,
+                                         int relu);
 
     /* (layers/activation.h) backward from the forward output, so in place works */
     void (*relu_forward)(const ct_backend *be, float *out, const float *in, size_t n);

@@ -355,6 +355,29 @@ static void cpu_batchnorm_maxpool_backward(const ct_backend *be, float *din, flo
     ct_batchnorm_maxpool_backward(din, dgamma, dbeta, dpooled, argmax, in, mean, invstd, gamma, d, pd);
 }
 
+static int cpu_batchnorm_avgpool_h_fits(const ct_backend *be, const batchnorm_dims *d, int H, int W)
+{
+    (void)be;
+    return ct_batchnorm_avgpool_h_fits(d, H, W);
+}
+
+static void cpu_batchnorm_avgpool_h_forward(const ct_backend *be, float *pooled, float *mean, float *invstd,
+                                            float *running_mean, float *running_var, const float *in, const float *gamma,
+                                            const float *beta, const batchnorm_dims *d, int H, int W, int relu, int train)
+{
+    (void)be;
+    ct_batchnorm_avgpool_h_forward(pooled, mean, invstd, running_mean, running_var, in, gamma, beta, d, H, W, relu, train);
+}
+
+static void cpu_batchnorm_avgpool_h_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta,
+                                             const float *dpooled, const float *in, const float *mean, const float *invstd,
+                                             const float *gamma, const float *beta, const batchnorm_dims *d, int H, int W,
+                                             int relu)
+{
+    (void)be;
+    ct_batchnorm_avgpool_h_backward(din, dgamma, dbeta, dpooled, in, mean, invstd, gamma, beta, d, H, W, relu);
+}
+
 static void cpu_relu_forward(const ct_backend *be, float *out, const float *in, size_t n)
 {
     (void)be;
@@ -527,6 +550,9 @@ const ct_ops ct_ops_cpu = {
     .batchnorm_maxpool_fits = cpu_batchnorm_maxpool_fits,
     .batchnorm_maxpool_forward = cpu_batchnorm_maxpool_forward,
     .batchnorm_maxpool_backward = cpu_batchnorm_maxpool_backward,
+    .batchnorm_avgpool_h_fits = cpu_batchnorm_avgpool_h_fits,
+    .batchnorm_avgpool_h_forward = cpu_batchnorm_avgpool_h_forward,
+    .batchnorm_avgpool_h_backward = cpu_batchnorm_avgpool_h_backward,
     .relu_forward = cpu_relu_forward,
     .relu_backward = cpu_relu_backward,
     .tanh_forward = cpu_tanh_forward,

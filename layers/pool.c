@@ -218,6 +218,28 @@ typedef struct {
     int H, W;   /* a plane: [H, W]; global pooling: H = 1, W = HW */
 } avgpool_job;
 
+/* One plane: o [W] = the mean over the H rows of x [H, W], the rows added in order into
+ * o (one running sum per column), then scaled by 1/H. The global mean is the same with the
+ * plane read as [HW, 1]: one sum in order. */
+CT_HOT
+void ct_avgpool_h_plane(float *o, const float *x, int H, int W)
+{
+    const float inv = 1.0f / (float)H;
+    for (int w = 0; w < W; w++) o[w] = 0.0f;
+    for (int h = 0; h < H; h++)                            /* row by row: contiguous reads */
+        for (int w = 0; w < W; w++) o[w] += x[(size_t)h * W + w];
+    for (int w = 0; w < W; w++) o[w] *= inv;
+}
+
+/* dx [H, W] = g [W] / H on every row */
+CT_HOT
+void ct_avgpool_h_plane_backward(float *dx, const float *g, int H, int W)
+{
+    const float inv = 1.0f / (float)H;
+    for (int h = 0; h < H; h++)
+        for (int w = 0; w < W; w++) dx[(size_t)h * W + w] = g[w] * inv;
+}
+
 /* fn over the N*C planes of [H, W] values, shared by the workers */
 static void avgpool_run(void (*fn)(void *ctx, size_t lo, size_t hi), float *out, const float *in, int N, int C, int H, int W)
 {
@@ -225,18 +247,10 @@ static void avgpool_run(void (*fn)(void *ctx, size_t lo, size_t hi), float *out,
     ct_parallel_range((size_t)N * C, (size_t)N * C * H * W, fn, &j);
 }
 
-CT_HOT
 static void global_avgpool_forward_planes(void *ctx, size_t lo, size_t hi)
 {
     const avgpool_job *j = ctx;
-    const int HW = j->W;
-    const float inv = 1.0f / (float)HW;
-    for (size_t nc = lo; nc < hi; nc++) {
-        const float *x = j->in + nc * HW;                  /* [HW] */
-        float s = 0.0f;
-        for (int i = 0; i < HW; i++) s += x[i];
-        j->out[nc] = s * inv;
-    }
+    for (size_t nc = lo; nc < hi; nc++) ct_avgpool_h_plane(j->out + nc, j->in + nc * j->W, j->W, 1);   /* [HW] as [HW, 1] */
 }
 
 void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW)
@@ -244,17 +258,10 @@ void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW
     avgpool_run(global_avgpool_forward_planes, out, in, N, C, 1, HW);
 }
 
-CT_HOT
 static void global_avgpool_backward_planes(void *ctx, size_t lo, size_t hi)
 {
     const avgpool_job *j = ctx;
-    const int HW = j->W;
-    const float inv = 1.0f / (float)HW;
-    for (size_t nc = lo; nc < hi; nc++) {
-        float *dx = j->out + nc * HW;                      /* [HW] */
-        const float g = j->in[nc] * inv;
-        for (int i = 0; i < HW; i++) dx[i] = g;
-    }
+    for (size_t nc = lo; nc < hi; nc++) ct_avgpool_h_plane_backward(j->out + nc * j->W, j->in + nc, j->W, 1);
 }
 
 void ct_global_avgpool_backward(float *din, const float *dout, int N, int C, int HW)
@@ -262,20 +269,10 @@ void ct_global_avgpool_backward(float *din, const float *dout, int N, int C, int
     avgpool_run(global_avgpool_backward_planes, din, dout, N, C, 1, HW);
 }
 
-CT_HOT
 static void avgpool_h_forward_planes(void *ctx, size_t lo, size_t hi)
 {
     const avgpool_job *j = ctx;
-    const int H = j->H, W = j->W;
-    const float inv = 1.0f / (float)H;
-    for (size_t nc = lo; nc < hi; nc++) {
-        const float *x = j->in + nc * H * W;               /* [H, W] */
-        float *o = j->out + nc * W;                        /* [W] */
-        for (int w = 0; w < W; w++) o[w] = 0.0f;
-        for (int h = 0; h < H; h++)                        /* row by row: contiguous reads */
-            for (int w = 0; w < W; w++) o[w] += x[(size_t)h * W + w];
-        for (int w = 0; w < W; w++) o[w] *= inv;
-    }
+    for (size_t nc = lo; nc < hi; nc++) ct_avgpool_h_plane(j->out + nc * j->W, j->in + nc * j->H * j->W, j->H, j->W);
 }
 
 void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int W)
@@ -283,18 +280,10 @@ void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int 
     avgpool_run(avgpool_h_forward_planes, out, in, N, C, H, W);
 }
 
-CT_HOT
 static void avgpool_h_backward_planes(void *ctx, size_t lo, size_t hi)
 {
     const avgpool_job *j = ctx;
-    const int H = j->H, W = j->W;
-    const float inv = 1.0f / (float)H;
-    for (size_t nc = lo; nc < hi; nc++) {
-        float *dx = j->out + nc * H * W;                   /* [H, W] */
-        const float *g = j->in + nc * W;                   /* [W] */
-        for (int h = 0; h < H; h++)
-            for (int w = 0; w < W; w++) dx[(size_t)h * W + w] = g[w] * inv;
-    }
+    for (size_t nc = lo; nc < hi; nc++) ct_avgpool_h_plane_backward(j->out + nc * j->H * j->W, j->in + nc * j->W, j->H, j->W);
 }
 
 void ct_avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W)

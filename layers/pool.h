@@ -42,4 +42,10 @@ void ct_avgpool_h_forward(float *out, const float *in, int N, int C, int H, int 
 /* din [N, C, H, W] overwritten; dout [N, C, W]. */
 void ct_avgpool_h_backward(float *din, const float *dout, int N, int C, int H, int W);
 
+/* One plane of the mean over H, for kernels that pool a map they have just made (layers/
+ * batchnorm.h: ct_batchnorm_avgpool_h_forward): o [W] from x [H, W]; dx [H, W] overwritten
+ * from g [W]. With H = HW and W = 1 they are the global average pooling's plane. */
+void ct_avgpool_h_plane(float *o, const float *x, int H, int W);
+void ct_avgpool_h_plane_backward(float *dx, const float *g, int H, int W);
+
 #endif

@@ -283,15 +283,21 @@ static ct_status gap_shape(const seq_cnn *m, seq_layer *l, int pos)
     return CT_OK;
 }
 
+static int bn_avg_forward(seq_cnn *m, int i, int N, int train);
+static int bn_avg_backward(seq_cnn *m, int i, float *dout, float *din, int N, float **dx);
+
 static void gap_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
+    if (bn_avg_forward(m, i, N, train)) return;   /* with the batchnorm before it, as one */
     m->be->ops->global_avgpool_forward(m->be, l->out, in, N, l->in_c, l->in_h * l->in_w);
 }
 
 static float *gap_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
+    float *dx;
+    if (bn_avg_backward(m, i, dout, din, N, &dx)) return dx;   /* down to the batchnorm's input */
     m->be->ops->global_avgpool_backward(m->be, din, dout, N, l->in_c, l->in_h * l->in_w);
     return din;
 }
@@ -308,12 +314,15 @@ static ct_status gaph_shape(const seq_cnn *m, seq_layer *l, int pos)
 static void gaph_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
+    if (bn_avg_forward(m, i, N, train)) return;   /* with the batchnorm before it, as one */
     m->be->ops->avgpool_h_forward(m->be, l->out, in, N, l->in_c, l->in_h, l->in_w);
 }
 
 static float *gaph_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
+    float *dx;
+    if (bn_avg_backward(m, i, dout, din, N, &dx)) return dx;   /* down to the batchnorm's input */
     m->be->ops->avgpool_h_backward(m->be, din, dout, N, l->in_c, l->in_h, l->in_w);
     return din;
 }
@@ -415,15 +424,69 @@ static ct_status batchnorm_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, si
     return CT_OK;
 }
 
+/* The mean over H that gaph or gap layer l takes of each plane: [H, W], or [HW, 1] for gap */
+static void avg_plane(const seq_layer *l, int *H, int *W)
+{
+    *H = l->kind == SEQ_GAP ? l->in_h * l->in_w : l->in_h;
+    *W = l->kind == SEQ_GAP ? 1 : l->in_w;
+}
+
 /* Whether batchnorm layer i and its pool run as one in this pass. */
 static int bn_pool_fused(const seq_cnn *m, int i, int N, int train)
 {
     const seq_layer *l = &m->layer[i];
-    if (!l->pool_of_bn || m->unfused || !m->be->ops->batchnorm_maxpool_fits) return 0;
-    if (l->pool_of_bn == i + 2 && !m->layer[i + 1].relu_after_pool) return 0;   /* the relu between must run after the pool */
+    if (!l->pool_of_bn || m->unfused) return 0;
+    const seq_layer *pool = &m->layer[l->pool_of_bn];
     batchnorm_dims bd = bn_dims(m, l, N, train);
-    maxpool2d_dims pd = pool_dims(&m->layer[l->pool_of_bn], N);
-    return m->be->ops->batchnorm_maxpool_fits(m->be, &bd, &pd);
+    if (pool->kind == SEQ_MAXPOOL) {
+        if (!m->be->ops->batchnorm_maxpool_fits) return 0;
+        if (l->pool_of_bn == i + 2 && !m->layer[i + 1].relu_after_pool) return 0;   /* the relu between must run after the pool */
+        maxpool2d_dims pd = pool_dims(pool, N);
+        return m->be->ops->batchnorm_maxpool_fits(m->be, &bd, &pd);
+    }
+    if (!m->be->ops->batchnorm_avgpool_h_fits) return 0;
+    int H, W;
+    avg_plane(pool, &H, &W);
+    return m->be->ops->batchnorm_avgpool_h_fits(m->be, &bd, H, W);
+}
+
+/* gaph or gap layer i: with the batchnorm before it (and the relu between) as one, its
+ * forward and backward; 0 where they do not run as one in this pass. The time is the
+ * batchnorm's. */
+static int bn_avg_forward(seq_cnn *m, int i, int N, int train)
+{
+    seq_layer *l = &m->layer[i];
+    const int b = l->bn_of_pool - 1;
+    if (b < 0 || !m->layer[b].bn_pool_ran) return 0;
+    const seq_layer *bn = &m->layer[b];
+    const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
+    batchnorm_dims bd = bn_dims(m, bn, N, train);
+    int H, W;
+    avg_plane(l, &H, &W);
+    m->be->ops->batchnorm_avgpool_h_forward(m->be, l->out, bn->mean, bn->invstd, ct_dparams_data(S, bn->bn.running_mean),
+                                            ct_dparams_data(S, bn->bn.running_var), bn->bn_pool_in,
+                                            ct_dparams_data(P, bn->bn.gamma), ct_dparams_data(P, bn->bn.beta), &bd, H, W,
+                                            b + 2 == i, train);
+    ct_prof_lap(&m->prof, m->be, &m->prof.fwd[b]);
+    return 1;
+}
+
+static int bn_avg_backward(seq_cnn *m, int i, float *dout, float *din, int N, float **dx)
+{
+    seq_layer *l = &m->layer[i];
+    const int b = l->bn_of_pool - 1;
+    if (b < 0 || !m->layer[b].bn_pool_ran) return 0;
+    const seq_layer *bn = &m->layer[b];
+    const ct_dparams *P = &m->dev;
+    batchnorm_dims bd = bn_dims(m, bn, N, 1);
+    int H, W;
+    avg_plane(l, &H, &W);
+    *dx = b > m->first_param ? din : NULL;   /* as backward_layers gives the batchnorm */
+    m->be->ops->batchnorm_avgpool_h_backward(m->be, *dx, ct_dparams_grad(P, bn->bn.gamma), ct_dparams_grad(P, bn->bn.beta),
+                                             dout, bn->bn_pool_in, bn->mean, bn->invstd, ct_dparams_data(P, bn->bn.gamma),
+                                             ct_dparams_data(P, bn->bn.beta), &bd, H, W, b + 2 == i);
+    ct_prof_lap(&m->prof, m->be, &m->prof.bwd[b]);
+    return 1;
 }
 
 static void batchnorm_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
@@ -452,16 +515,24 @@ static float *batchnorm_backward(seq_cnn *m, int i, float *dout, float *din, con
 
 /* ---- relu, tanh, sigmoid (layers/activation.h): backward from the output, in place ---- */
 
+/* A relu that a pool runs: after a maxpool (relu_after_pool), or inside a batchnorm's chain
+ * with the average pooling after it when that chain runs as one in this pass. */
+static int relu_run_by_pool(const seq_cnn *m, int i)
+{
+    const seq_layer *l = &m->layer[i];
+    return l->relu_after_pool || (l->relu_in_bn_pool && m->layer[i - 1].bn_pool_ran);
+}
+
 static void relu_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
-    if (!l->relu_after_pool) m->be->ops->relu_forward(m->be, l->out, in, n_out(m, i, N));   /* else: the next layer runs it */
+    if (!relu_run_by_pool(m, i)) m->be->ops->relu_forward(m->be, l->out, in, n_out(m, i, N));   /* else: the pool runs it */
 }
 
 static float *relu_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
-    if (!l->relu_after_pool) m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));   /* else: done by the pool */
+    if (!relu_run_by_pool(m, i)) m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));   /* else: done by the pool */
     return dout;
 }
 
@@ -624,14 +695,18 @@ static void plan_in_place(seq_cnn *m)
         if (m->layer[i].kind == SEQ_RELU && m->layer[i].in_place && m->layer[i + 1].kind == SEQ_MAXPOOL)
             m->layer[i].relu_after_pool = m->layer[i + 1].relu_after_pool = 1;
     /* batchnorm on maps, then maxpool (with at most a relu between, which then runs after the
-     * pool): nothing else reads the batchnorm's output, so a backend with a kernel for the
-     * pair (ops->batchnorm_maxpool_*) runs the two without writing it */
+     * pool), or then an average pooling (gaph, gap; with at most an in-place relu between):
+     * nothing else reads the batchnorm's output, so a backend with a kernel for the chain
+     * (ops->batchnorm_maxpool_*, ops->batchnorm_avgpool_h_*) runs it without writing it */
     for (int i = 0; i + 1 < m->n; i++) {
-        seq_layer *l = &m->layer[i];
+        seq_layer *l = &m->layer[i], *next = &m->layer[i + 1];
         l->pool_of_bn = 0;
         if (l->kind != SEQ_BATCHNORM || l->flat_in) continue;
-        const int p = m->layer[i + 1].kind == SEQ_MAXPOOL ? i + 1
-                    : m->layer[i + 1].relu_after_pool && i + 2 < m->n ? i + 2 : 0;
+        const int avg_after_relu = next->kind == SEQ_RELU && next->in_place && i + 2 < m->n &&
+                                   (m->layer[i + 2].kind == SEQ_GAPH || m->layer[i + 2].kind == SEQ_GAP);
+        const int p = next->kind == SEQ_MAXPOOL || next->kind == SEQ_GAPH || next->kind == SEQ_GAP ? i + 1
+                    : (next->relu_after_pool || avg_after_relu) && i + 2 < m->n ? i + 2 : 0;
+        next->relu_in_bn_pool = avg_after_relu;
         if (p) { l->pool_of_bn = p; m->layer[p].bn_of_pool = i + 1; }
     }
 }

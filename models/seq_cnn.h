@@ -119,10 +119,13 @@ typedef struct {
     int in_place;                   /* elementwise layer writing over its input */
     int relu_after_pool;            /* a relu right before a maxpool: it runs after the pool, on the pooled map
                                      * (relu(max x) = max(relu x), gradients too); on the maxpool: it runs that relu */
-    int pool_of_bn;                 /* batchnorm on maps feeding a maxpool (maybe through a relu after the pool):
-                                     * the pool's index, which runs the two as one where the backend can
-                                     * (ops->batchnorm_maxpool_*); 0: none */
-    int bn_of_pool;                 /* maxpool: that batchnorm's index + 1; 0: none */
+    int pool_of_bn;                 /* batchnorm on maps feeding a pooling layer, run as one where the backend can:
+                                     * a maxpool (maybe through a relu after the pool; ops->batchnorm_maxpool_*)
+                                     * or a gaph or gap (maybe through a relu between; ops->batchnorm_avgpool_h_*);
+                                     * the pool's index, which runs the chain; 0: none */
+    int relu_in_bn_pool;            /* a relu between a batchnorm and the gaph or gap it feeds: the pair's
+                                     * kernel runs it when the pair runs as one */
+    int bn_of_pool;                 /* maxpool, gaph, gap: that batchnorm's index + 1; 0: none */
     int bn_pool_ran;                /* batchnorm: the last forward pass left the pair to the pool */
     const float *bn_pool_in;        /* batchnorm: its input in that pass */
     conv2d_ids conv;

@@ -19,7 +19,9 @@
 #include "tests/test.h"
 #include "core/threads.h"
 #include "io/h5.h"
+#include "layers/activation.h"
 #include "layers/batchnorm.h"
+#include "layers/pool.h"
 #include "layers/gemm_packed.h"
 
 /* Tolerances.
@@ -602,6 +604,77 @@ static void bn_pool_refusals(void)
     t_check(!ct_batchnorm_maxpool_fits(&d, &pd), "synchronised statistics fit");
 }
 
+/* ct_batchnorm_avgpool_h_forward/_backward against the layers one by one: ct_batchnorm_forward,
+ * ct_relu_forward (relu = 1), then ct_avgpool_h_forward, or ct_global_avgpool_forward for gap
+ * (the chain's plane read as [HW, 1]); backward the same in reverse. Pooled values, the
+ * statistics, din (and without din), dgamma and dbeta bit for bit, in train and eval mode,
+ * on 1 to 3 workers. */
+static void bn_avg_case(int N, int C, int H, int W, int relu, int gap, int threads)
+{
+    t_case("batchnorm/with %sthe mean over %s after it as one = the layers bit for bit (N=%d C=%d %dx%d, %d workers)",
+           relu ? "a relu and " : "", gap ? "the plane (gap)" : "H (gaph)", N, C, H, W, threads);
+    const batchnorm_dims d = { .N = N, .C = C, .HW = H * W, .eps = 1e-5f, .momentum = 0.1f };
+    const int PH = gap ? H * W : H, PW = gap ? 1 : W;   /* the plane as the kernel pools it */
+    if (!t_check(ct_batchnorm_avgpool_h_fits(&d, PH, PW), "the chain should fit")) return;
+    const size_t n = (size_t)N * C * H * W, np = (size_t)N * C * PW;
+    ct_rng r;
+    ct_rng_seed(&r, 14, (uint64_t)(relu * 4 + gap * 2 + threads));
+    float *x = t_alloc(n), *dp = t_alloc(np), *g = t_alloc(C), *b = t_alloc(C);
+    t_fill_uniform(x, n, -2, 3, &r);
+    t_fill_uniform(dp, np, -1, 1, &r);
+    t_fill_uniform(g, C, -1.5f, 1.5f, &r);   /* negative gamma, and beta: the relu cuts different parts */
+    t_fill_uniform(b, C, -0.5f, 0.5f, &r);
+    ct_threads_set(threads);
+    int bad = 0;
+    for (int train = 1; train >= 0; train--) {
+        /* [0]: the layers; [1]: as one */
+        float *y = t_alloc(n), *din[2], *xh = t_alloc(n), *pool[2], st[2][6][8] = { { { 0 } } };
+        for (int k = 0; k < 2; k++) {
+            din[k] = t_alloc(n); pool[k] = t_alloc(np);
+            for (int c = 0; c < C; c++) { st[k][2][c] = 0.3f; st[k][3][c] = 1.2f; }
+        }
+        /* st[k]: mean, invstd, running mean, running var, dgamma, dbeta */
+        ct_batchnorm_forward(y, xh, st[0][0], st[0][1], st[0][2], st[0][3], x, g, b, &d, train);
+        if (relu) ct_relu_forward(y, y, n);
+        if (gap) ct_global_avgpool_forward(pool[0], y, N, C, H * W);
+        else     ct_avgpool_h_forward(pool[0], y, N, C, H, W);
+        ct_batchnorm_avgpool_h_forward(pool[1], st[1][0], st[1][1], st[1][2], st[1][3], x, g, b, &d, PH, PW, relu, train);
+        if (train) {
+            float *dy = t_alloc(n);
+            if (gap) ct_global_avgpool_backward(dy, dp, N, C, H * W);
+            else     ct_avgpool_h_backward(dy, dp, N, C, H, W);
+            if (relu) ct_relu_backward(dy, dy, y, n);
+            ct_batchnorm_backward(din[0], st[0][4], st[0][5], dy, xh, st[0][1], g, &d);
+            ct_batchnorm_avgpool_h_backward(din[1], st[1][4], st[1][5], dp, x, st[1][0], st[1][1], g, b, &d, PH, PW, relu);
+            bad += memcmp(din[0], din[1], n * sizeof(float)) != 0;
+            /* without din: the same parameter gradients added once more */
+            ct_batchnorm_avgpool_h_backward(NULL, st[1][4], st[1][5], dp, x, st[1][0], st[1][1], g, b, &d, PH, PW, relu);
+            ct_batchnorm_backward(NULL, st[0][4], st[0][5], dy, xh, st[0][1], g, &d);
+            free(dy);
+        }
+        bad += memcmp(pool[0], pool[1], np * sizeof(float)) != 0;
+        bad += memcmp(st[0], st[1], sizeof st[0]) != 0;
+        for (int k = 0; k < 2; k++) { free(din[k]); free(pool[k]); }
+        free(y); free(xh);
+    }
+    ct_threads_set(1);
+    t_check(bad == 0, "%d of the outputs differ", bad);
+    free(x); free(dp); free(g); free(b);
+}
+
+static void bn_avg_refusals(void)
+{
+    t_case("batchnorm/with the mean over H after it: refused with synchronised statistics, another plane's shape, planes over 8,192");
+    batchnorm_dims d = { .N = 2, .C = 3, .HW = 20, .eps = 1e-5f, .momentum = 0.1f }, big = d;
+    ct_replica_sum rs = { 0 };
+    big.HW = 91 * 91;
+    t_check(ct_batchnorm_avgpool_h_fits(&d, 4, 5) && ct_batchnorm_avgpool_h_fits(&d, 20, 1), "a plain chain should fit");
+    t_check(!ct_batchnorm_avgpool_h_fits(&d, 5, 5), "a plane of 25 values fits maps of 20");
+    t_check(!ct_batchnorm_avgpool_h_fits(&big, 91, 91), "a 91x91 plane fits");
+    d.sync = &rs;
+    t_check(!ct_batchnorm_avgpool_h_fits(&d, 4, 5), "synchronised statistics fit");
+}
+
 void suite_batchnorm(void)
 {
     bn_pool_case(3, 4, 9, 7, 2, 2, 1);
@@ -609,6 +682,12 @@ void suite_batchnorm(void)
     bn_pool_case(2, 3, 8, 6, 3, 1, 2);
     bn_pool_case(4, 2, 40, 20, 2, 2, 2);   /* runs long enough for the vector loops */
     bn_pool_case(2, 2, 64, 128, 2, 2, 2);  /* the largest plane the pair takes */
+    bn_avg_case(3, 4, 9, 7, 1, 0, 1);
+    bn_avg_case(3, 4, 9, 7, 1, 0, 3);
+    bn_avg_case(4, 3, 25, 10, 0, 0, 2);    /* the siamese-cnn's last map's shape, without the relu */
+    bn_avg_case(3, 5, 6, 11, 1, 1, 2);     /* gap */
+    bn_avg_case(2, 3, 5, 40, 0, 1, 3);
+    bn_avg_refusals();
     bn_pool_refusals();
     bn_one_pass(0);
     bn_one_pass(1);

@@ -248,15 +248,15 @@ static void relu_after_pool(void)
     ct_seq_cnn_free(&b);
 }
 
-/* A batchnorm and the maxpool after it (through a relu run after the pool, or directly)
- * run as one on the CPU (ops->batchnorm_maxpool_*, models/seq_cnn.c): loss, logits, every
- * gradient and the running statistics must be those of the layers run one by one, bit for
- * bit, in training and in evaluation. The spec has both forms, an overlapping window
- * (3, stride 2) and a batchnorm that feeds no pool. */
-static void bn_pool_pairs(void)
+/* A batchnorm and the maxpool after it (through a relu run after the pool, or directly), or
+ * the average pooling after it (gaph or gap, through a relu between, or directly), run as
+ * one on the CPU (ops->batchnorm_maxpool_*, ops->batchnorm_avgpool_h_*, models/seq_cnn.c):
+ * loss, logits, every gradient and the running statistics must be those of the layers run
+ * one by one, bit for bit, in training and in evaluation. The first spec has both maxpool
+ * forms, an overlapping window (3, stride 2) and a batchnorm that feeds no pool. */
+static void bn_pool_pairs(const char *spec, int want_pairs)
 {
-    const char *spec = "conv4k3p1,batchnorm,relu,maxpool2,conv6k3p1,batchnorm,maxpool3s2,conv4k1,batchnorm,relu,flatten,dense5";
-    t_case("cnn/batchnorm and maxpool as one: loss, logits, gradients, running statistics bit for bit (%s)", spec);
+    t_case("cnn/batchnorm and the pool after it as one: loss, logits, gradients, running statistics bit for bit (%s)", spec);
     seq_cnn a, b;
     enum { N = 6, H = 14, W = 11 };
     if (!t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&a, N) == CT_OK &&
@@ -265,7 +265,7 @@ static void bn_pool_pairs(void)
     b.unfused = 1;
     int pairs = 0;
     for (int i = 0; i < a.n; i++) pairs += a.layer[i].pool_of_bn != 0;
-    t_check(pairs == 2, "the two batchnorm,maxpool pairs should be marked (%d marked)", pairs);
+    t_check(pairs == want_pairs, "%d batchnorm,pool pairs should be marked (%d marked)", want_pairs, pairs);
     ct_rng r;
     ct_rng_seed(&r, 34, 1);
     ct_seq_cnn_init_weights(&a, &r);
@@ -279,7 +279,7 @@ static void bn_pool_pairs(void)
         float la = ct_seq_cnn_forward(&a, x, labels, N, 1, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 1, NULL, NULL);
         int ran = 0;
         for (int i = 0; i < a.n; i++) ran += a.layer[i].bn_pool_ran + 2 * b.layer[i].bn_pool_ran;
-        t_check(ran == 2, "both pairs should run as one in the first model and neither in the second (%d)", ran);
+        t_check(ran == want_pairs, "every pair should run as one in the first model and none in the second (%d)", ran);
         t_check(la == lb, "step %d: loss %.9g as one, %.9g one by one", step, la, lb);
         t_close("logits", a.logits, b.logits, N * 5, 0.0);
         ct_params_zero_grad(&a.params);
@@ -434,7 +434,10 @@ void suite_cnn(void)
     gradcheck(SPEC_RES, 4, 2, 8, 8, 5, 23);
     modes();
     relu_after_pool();
-    bn_pool_pairs();
+    bn_pool_pairs("conv4k3p1,batchnorm,relu,maxpool2,conv6k3p1,batchnorm,maxpool3s2,conv4k1,batchnorm,relu,flatten,dense5", 2);
+    bn_pool_pairs("conv4k3p1,batchnorm,relu,maxpool2,conv6k3p1,batchnorm,relu,gaph,dense5", 2);
+    bn_pool_pairs("conv5k3p1,batchnorm,gap,dense5", 1);
+    bn_pool_pairs("conv5k3p1,batchnorm,relu,gap,dense5", 1);
     conv_bn_stats();
     train_fashion();
 }
