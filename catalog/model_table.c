@@ -68,7 +68,7 @@ void ct_model_seq_rows(const seq_cnn *m, int per_sample, ct_row_fn row, void *ct
         if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
         else if (l->bn_of_pool && m->layer[l->bn_of_pool - 1].bn_pool_ran)   /* its time is in the batchnorm's row */
             snprintf(name, sizeof name, "%s (with %s)", l->text, m->layer[l->bn_of_pool - 1].name);
-        else if (l->relu_in_bn_pool && m->layer[i - 1].bn_pool_ran)           /* likewise */
+        else if ((l->relu_in_bn_pool || l->relu_after_pool) && i > 0 && m->layer[i - 1].bn_pool_ran)   /* likewise */
             snprintf(name, sizeof name, "%s (with %s)", l->text, m->layer[i - 1].name);
         else snprintf(name, sizeof name, "%s", l->text);
         row(ctx, name, m->prof.fwd[i], m->prof.bwd[i], ct_seq_layer_step_flops(m, i, per_sample));

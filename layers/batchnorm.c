@@ -619,6 +619,7 @@ typedef struct {
     const float *dpooled;
     const int *argmax_in;
     const maxpool2d_dims *pd;
+    int relu;         /* forward: a relu after the pool */
 } bn_pool_job;
 
 /* y = g ((x - mu) is) + b over one plane: normalise_plain's arithmetic, without xhat */
@@ -644,18 +645,18 @@ static void bn_pool_forward_channel(void *ctx, int c, int worker)
     for (int n = 0; n < d->N; n++) {
         const size_t pl = (size_t)n * d->C + c, off = pl * HW;
         output_plane(y, j->bn.in + off, HW, mu, is, j->bn.gamma[c], j->bn.beta[c]);
-        ct_maxpool2d_plane(j->pooled + pl * out_plane, j->argmax + pl * out_plane, y, (int)off, pd);
+        ct_maxpool2d_plane(j->pooled + pl * out_plane, j->argmax + pl * out_plane, y, (int)off, pd, j->relu);
     }
 }
 
 void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float *invstd, float *running_mean,
                                   float *running_var, const float *in, const float *gamma, const float *beta,
-                                  const batchnorm_dims *d, const maxpool2d_dims *pd, int train)
+                                  const batchnorm_dims *d, const maxpool2d_dims *pd, int relu, int train)
 {
     CT_ASSERT(ct_batchnorm_maxpool_fits(d, pd));
     bn_pool_job j = { .bn = { .mean = mean, .invstd_out = invstd, .running_mean = running_mean, .running_var = running_var,
                               .in = in, .gamma = gamma, .beta = beta, .d = d, .train = train },
-                      .pooled = pooled, .argmax = argmax, .pd = pd };
+                      .pooled = pooled, .argmax = argmax, .pd = pd, .relu = relu };
     ct_parallel(d->C, bn_workers(d), bn_pool_forward_channel, &j);
 }
 

@@ -81,16 +81,19 @@ void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float 
 /* Batchnorm, then max pooling over its output, without that output or xhat in memory:
  * pooled and argmax [N, C, OH, OW] are what ct_maxpool2d_forward gives on the batchnorm's
  * output (argmax indexes [N, C, H, W]); mean, invstd and the running statistics what
- * ct_batchnorm_forward gives. Bit for bit the two calls' results. Needs
+ * ct_batchnorm_forward gives. relu = 1: a relu after the pool as well (pooled = its output;
+ * argmax -1 where it is 0, so that the backward below is the relu's, the pool's and the
+ * batchnorm's: layers/pool.h, ct_maxpool2d_plane). Bit for bit the layers' results. Needs
  * ct_batchnorm_maxpool_fits(d, pd): no synchronised statistics, pd over d's maps, planes of
  * at most 8,192 values. */
 int  ct_batchnorm_maxpool_fits(const batchnorm_dims *d, const maxpool2d_dims *pd);
 void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float *invstd, float *running_mean,
                                   float *running_var, const float *in, const float *gamma, const float *beta,
-                                  const batchnorm_dims *d, const maxpool2d_dims *pd, int train);
+                                  const batchnorm_dims *d, const maxpool2d_dims *pd, int relu, int train);
 /* The pair's backward from dpooled [N, C, OH, OW], with the forward pass's input `in`, mean
  * and invstd (xhat is remade from them): din [N, C, H, W] overwritten (NULL: not computed),
- * dgamma and dbeta accumulated; bit for bit ct_maxpool2d_backward, then ct_batchnorm_backward. */
+ * dgamma and dbeta accumulated; bit for bit (ct_relu_backward,) ct_maxpool2d_backward, then
+ * ct_batchnorm_backward. */
 void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const int *argmax,
                                    const float *in, const float *mean, const float *invstd, const float *gamma,
                                    const batchnorm_dims *d, const maxpool2d_dims *pd);

@@ -171,14 +171,15 @@ typedef struct ct_ops {
                               const batchnorm_dims *d, int train);
     void (*batchnorm_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta, const float *dout,
                                const float *xhat, const float *invstd, const float *gamma, const batchnorm_dims *d);
-    /* Batchnorm, then max pooling over its output, without writing that output or xhat
-     * (ct_batchnorm_maxpool_forward/_backward: the two layers' results bit for bit; backward
-     * reads the forward pass's input again). NULL where the backend has no such kernel;
-     * batchnorm_maxpool_fits says whether a pair can take it. */
+    /* Batchnorm, then max pooling over its output (relu = 1: and a relu after the pool),
+     * without writing that output or xhat (ct_batchnorm_maxpool_forward/_backward: the
+     * layers' results bit for bit; backward reads the forward pass's input again). NULL where
+     * the backend has no such kernel; batchnorm_maxpool_fits says whether a pair can take it. */
     int  (*batchnorm_maxpool_fits)(const ct_backend *be, const batchnorm_dims *d, const maxpool2d_dims *pd);
     void (*batchnorm_maxpool_forward)(const ct_backend *be, float *pooled, int *argmax, float *mean, float *invstd,
                                       float *running_mean, float *running_var, const float *in, const float *gamma,
-                                      const float *beta, const batchnorm_dims *d, const maxpool2d_dims *pd, int train);
+                                      const float *beta, const batchnorm_dims *d, const maxpool2d_dims *pd, int relu,
+                                      int train);
     void (*batchnorm_maxpool_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta, const float *dpooled,
                                        const int *argmax, const float *in, const float *mean, const float *invstd,
                                        const float *gamma, const batchnorm_dims *d, const maxpool2d_dims *pd);

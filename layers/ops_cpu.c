@@ -340,10 +340,11 @@ static int cpu_batchnorm_maxpool_fits(const ct_backend *be, const batchnorm_dims
 
 static void cpu_batchnorm_maxpool_forward(const ct_backend *be, float *pooled, int *argmax, float *mean, float *invstd,
                                           float *running_mean, float *running_var, const float *in, const float *gamma,
-                                          const float *beta, const batchnorm_dims *d, const maxpool2d_dims *pd, int train)
+                                          const float *beta, const batchnorm_dims *d, const maxpool2d_dims *pd, int relu,
+                                          int train)
 {
     (void)be;
-    ct_batchnorm_maxpool_forward(pooled, argmax, mean, invstd, running_mean, running_var, in, gamma, beta, d, pd, train);
+    ct_batchnorm_maxpool_forward(pooled, argmax, mean, invstd, running_mean, running_var, in, gamma, beta, d, pd, relu, train);
 }
 
 static void cpu_batchnorm_maxpool_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta,

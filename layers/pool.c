@@ -66,7 +66,7 @@ typedef struct {
 POOL_AVX512 static inline __mmask16 first_lanes(int n) { return n <= 0 ? 0 : n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1); }
 
 POOL_AVX512
-static void pool2_plane_avx512(float *outp, int *amp, const float *inp, int base, int W, int OH, int OW)
+static void pool2_plane_avx512(float *outp, int *amp, const float *inp, int base, int W, int OH, int OW, int relu)
 {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1)), one = _mm512_set1_epi32(1), w = _mm512_set1_epi32(W);
@@ -91,6 +91,11 @@ static void pool2_plane_avx512(float *outp, int *amp, const float *inp, int base
             gt = _mm512_cmp_ps_mask(dd, best, _CMP_GT_OQ);
             best = _mm512_mask_blend_ps(gt, best, dd);
             bi = _mm512_mask_blend_epi32(gt, bi, _mm512_add_epi32(_mm512_add_epi32(ia, w), one));
+            if (relu) {                                    /* relu(max): 0 and no argmax where max > 0 fails */
+                const __mmask16 pos = _mm512_cmp_ps_mask(best, _mm512_setzero_ps(), _CMP_GT_OQ);
+                best = _mm512_maskz_mov_ps(pos, best);
+                bi = _mm512_mask_blend_epi32(pos, _mm512_set1_epi32(-1), bi);
+            }
             _mm512_mask_storeu_ps(outp + (size_t)oy * OW + ox, k, best);
             _mm512_mask_storeu_epi32(amp + (size_t)oy * OW + ox, k, bi);
         }
@@ -130,34 +135,29 @@ static void pool2_plane_backward_avx512(float *dinp, const float *doutp, const i
 #endif
 
 CT_HOT
-void ct_maxpool2d_plane(float *outp, int *amp, const float *inp, int base, const maxpool2d_dims *d)
+void ct_maxpool2d_plane(float *outp, int *amp, const float *inp, int base, const maxpool2d_dims *d, int relu)
 {
     const int W = d->W, K = d->K, s = d->stride, OH = d->OH, OW = d->OW;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (K == 2 && s == 2 && ct_kernels_get() == CT_KERNELS_AVX512) { pool2_plane_avx512(outp, amp, inp, base, W, OH, OW); return; }
+    if (K == 2 && s == 2 && ct_kernels_get() == CT_KERNELS_AVX512) { pool2_plane_avx512(outp, amp, inp, base, W, OH, OW, relu); return; }
 #endif
-    if (K == 2 && s == 2) {                            /* the common 2x2 window, unrolled (same order and ties) */
-        for (int oy = 0; oy < OH; oy++)
-            for (int ox = 0; ox < OW; ox++) {
-                const int i0 = 2 * oy * W + 2 * ox, c[4] = { i0, i0 + 1, i0 + W, i0 + W + 1 };
-                int best = i0;
-                for (int k = 1; k < 4; k++) if (inp[c[k]] > inp[best]) best = c[k];
-                outp[oy * OW + ox] = inp[best];
-                amp[oy * OW + ox] = base + best;
-            }
-        return;
-    }
     for (int oy = 0; oy < OH; oy++) {
         for (int ox = 0; ox < OW; ox++) {
             int best = (oy * s) * W + ox * s;          /* window's top-left corner */
-            float m = inp[best];
-            for (int ky = 0; ky < K; ky++) {
-                const int row = (oy * s + ky) * W + ox * s;
-                for (int kx = 0; kx < K; kx++)
-                    if (inp[row + kx] > m) { m = inp[row + kx]; best = row + kx; }
+            if (K == 2 && s == 2) {                    /* the common 2x2 window, unrolled (same order and ties) */
+                const int c[3] = { best + 1, best + W, best + W + 1 };
+                for (int k = 0; k < 3; k++) if (inp[c[k]] > inp[best]) best = c[k];
+            } else {
+                for (int ky = 0; ky < K; ky++) {
+                    const int row = (oy * s + ky) * W + ox * s;
+                    for (int kx = 0; kx < K; kx++)
+                        if (inp[row + kx] > inp[best]) best = row + kx;
+                }
             }
-            outp[oy * OW + ox] = m;
-            amp[oy * OW + ox] = base + best;
+            const float m = inp[best];
+            const int keep = !relu || m > 0.0f;        /* relu(max): 0 and no argmax where max > 0 fails */
+            outp[oy * OW + ox] = keep ? m : 0.0f;
+            amp[oy * OW + ox] = keep ? base + best : -1;
         }
     }
 }
@@ -168,7 +168,7 @@ static void maxpool_forward_planes(void *ctx, size_t lo, size_t hi)
     const maxpool2d_dims *d = j->d;
     const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)d->OH * d->OW;
     for (size_t pl = lo; pl < hi; pl++)
-        ct_maxpool2d_plane(j->out + pl * out_plane, j->argmax + pl * out_plane, j->in + pl * in_plane, (int)(pl * in_plane), d);
+        ct_maxpool2d_plane(j->out + pl * out_plane, j->argmax + pl * out_plane, j->in + pl * in_plane, (int)(pl * in_plane), d, 0);
 }
 
 void ct_maxpool2d_forward(float *out, int *argmax, const float *in, const maxpool2d_dims *d)
@@ -190,7 +190,8 @@ void ct_maxpool2d_plane_backward(float *dinp, const float *doutp, const int *amp
     }
 #endif
     memset(dinp, 0, (size_t)in_plane * sizeof *dinp);
-    for (int k = 0; k < out_plane; k++) dinp[amp[k] - base] += doutp[k];
+    for (int k = 0; k < out_plane; k++)
+        if (amp[k] >= 0) dinp[amp[k] - base] += doutp[k];   /* -1: a window the relu zeroed (ct_maxpool2d_plane) */
 }
 
 static void maxpool_backward_planes(void *ctx, size_t lo, size_t hi)

@@ -28,8 +28,10 @@ void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, con
 /* One plane [n, c] of the two above, for kernels that pool a map they have just made
  * (layers/batchnorm.h: ct_batchnorm_maxpool_forward): outp, amp [OH, OW]; inp, dinp [H, W]
  * (dinp overwritten); base = the plane's flat index in [N, C, H, W], (n C + c) H W, which
- * the argmax values carry. */
-void ct_maxpool2d_plane(float *outp, int *amp, const float *inp, int base, const maxpool2d_dims *d);
+ * the argmax values carry. relu = 1: a relu after the pool, in the same pass: outp =
+ * relu(max), and where the maximum is not above 0 the argmax is -1, which the backward
+ * skips (the relu's gradient there is 0: the relu's and the pool's backward in one). */
+void ct_maxpool2d_plane(float *outp, int *amp, const float *inp, int base, const maxpool2d_dims *d, int relu);
 void ct_maxpool2d_plane_backward(float *dinp, const float *doutp, const int *amp, int base, const maxpool2d_dims *d);
 
 /* out [N, C]; in [N, C, HW]. */

@@ -231,17 +231,17 @@ static void maxpool_forward(seq_cnn *m, int i, const float *in, int N, int train
     ct_prof *p = &m->prof;
     maxpool2d_dims pd = pool_dims(l, N);
     seq_layer *bn = l->bn_of_pool ? &m->layer[l->bn_of_pool - 1] : NULL;
-    if (bn && bn->bn_pool_ran) {   /* the batchnorm before it and this pool as one; its time is the batchnorm's */
+    if (bn && bn->bn_pool_ran) {   /* the batchnorm before it, this pool and its relu as one; the time is the batchnorm's */
         const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
         batchnorm_dims bd = bn_dims(m, bn, N, train);
         m->be->ops->batchnorm_maxpool_forward(m->be, l->out, l->argmax, bn->mean, bn->invstd,
                                               ct_dparams_data(S, bn->bn.running_mean), ct_dparams_data(S, bn->bn.running_var),
                                               bn->bn_pool_in, ct_dparams_data(P, bn->bn.gamma), ct_dparams_data(P, bn->bn.beta),
-                                              &bd, &pd, train);
+                                              &bd, &pd, l->relu_after_pool, train);
         ct_prof_lap(p, m->be, &p->fwd[l->bn_of_pool - 1]);
-    } else {
-        m->be->ops->maxpool2d_forward(m->be, l->out, l->argmax, in, &pd);
+        return;
     }
+    m->be->ops->maxpool2d_forward(m->be, l->out, l->argmax, in, &pd);
     if (l->relu_after_pool) {   /* the relu written before this pool (layer i - 1), on the pooled map */
         ct_prof_lap(p, m->be, &p->fwd[i]);
         m->be->ops->relu_forward(m->be, l->out, l->out, n_out(m, i, N));
@@ -254,12 +254,8 @@ static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const
     seq_layer *l = &m->layer[i];
     ct_prof *p = &m->prof;
     maxpool2d_dims pd = pool_dims(l, N);
-    if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
-        m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
-        ct_prof_lap(p, m->be, &p->bwd[i - 1]);
-    }
     const int b = l->bn_of_pool - 1;
-    if (b >= 0 && m->layer[b].bn_pool_ran) {   /* down to the batchnorm's input; its time is the batchnorm's */
+    if (b >= 0 && m->layer[b].bn_pool_ran) {   /* down to the batchnorm's input (the relu's too); its time is the batchnorm's */
         const seq_layer *bn = &m->layer[b];
         const ct_dparams *P = &m->dev;
         batchnorm_dims bd = bn_dims(m, bn, N, 1);
@@ -269,6 +265,10 @@ static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const
                                                ct_dparams_data(P, bn->bn.gamma), &bd, &pd);
         ct_prof_lap(p, m->be, &p->bwd[b]);
         return dx;
+    }
+    if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
+        m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
+        ct_prof_lap(p, m->be, &p->bwd[i - 1]);
     }
     m->be->ops->maxpool2d_backward(m->be, din, dout, l->argmax, &pd);
     return din;

@@ -433,7 +433,7 @@ static void bn_plane_stats(int N, int C, int H, int W, int threads)
         ct_batchnorm_forward(out[k], xh[k], mean[k], is[k], rm[k], rv[k], x, g, b, dd[k], 1);
         float pm[8], pis[8], prm[8], prv[8];
         for (int c = 0; c < C; c++) { prm[c] = 0.1f; prv[c] = 0.9f; }
-        ct_batchnorm_maxpool_forward(pooled[k], am[k], pm, pis, prm, prv, x, g, b, dd[k], &pd, 1);
+        ct_batchnorm_maxpool_forward(pooled[k], am[k], pm, pis, prm, prv, x, g, b, dd[k], &pd, 0, 1);
         bad += memcmp(pm, mean[k], C * sizeof *pm) || memcmp(pis, is[k], C * sizeof *pis) ||
                memcmp(prm, rm[k], C * sizeof *prm) || memcmp(prv, rv[k], C * sizeof *prv);
     }
@@ -526,30 +526,33 @@ static void bn_streamed(void)
 }
 
 /* ct_batchnorm_maxpool_forward/_backward against ct_batchnorm_forward + ct_maxpool2d_forward
- * and ct_maxpool2d_backward + ct_batchnorm_backward: pooled values, argmax, the statistics,
- * din, dgamma and dbeta bit for bit (the pair's backward remaking xhat from x), in train and eval mode, on 1 to 3
- * workers, for 2x2 windows over odd maps (a column no window covers) and overlapping 3x3
- * windows of stride 1; and which pairs it refuses. */
-static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int threads)
+ * (+ ct_relu_forward on the pooled map, relu = 1) and (ct_relu_backward +)
+ * ct_maxpool2d_backward + ct_batchnorm_backward: pooled values, argmax (-1 where the relu
+ * zeroed the window), the statistics, din, dgamma and dbeta bit for bit (the pair's backward
+ * remaking xhat from x), in train and eval mode, on 1 to 3 workers, for 2x2 windows over odd
+ * maps (a column no window covers) and overlapping 3x3 windows of stride 1; and which pairs it
+ * refuses. */
+static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu, int threads)
 {
-    t_case("batchnorm/with the maxpool after it as one = the two layers bit for bit (N=%d C=%d %dx%d, window %d stride %d, "
-           "%d workers)", N, C, H, W, K, stride, threads);
+    t_case("batchnorm/with the maxpool after it%s as one = the layers bit for bit (N=%d C=%d %dx%d, window %d stride %d, "
+           "%d workers)", relu ? " and a relu" : "", N, C, H, W, K, stride, threads);
     const batchnorm_dims d = { .N = N, .C = C, .HW = H * W, .eps = 1e-5f, .momentum = 0.1f };
     maxpool2d_dims pd;
     if (!t_check(ct_maxpool2d_dims_make(&pd, N, C, H, W, K, stride) == CT_OK, "dims")) return;
     if (!t_check(ct_batchnorm_maxpool_fits(&d, &pd), "the pair should fit")) return;
     const size_t n = (size_t)N * C * H * W, np = (size_t)N * C * pd.OH * pd.OW;
     ct_rng r;
-    ct_rng_seed(&r, 13, (uint64_t)(K * 10 + threads));
+    ct_rng_seed(&r, 13, (uint64_t)(K * 10 + threads + 100 * relu));
     float *x = t_alloc(n), *dp = t_alloc(np), *g = t_alloc(C), *b = t_alloc(C);
     t_fill_uniform(x, n, -2, 3, &r);
     t_fill_uniform(dp, np, -1, 1, &r);
     t_fill_uniform(g, C, -1.5f, 1.5f, &r);   /* negative gamma: the pool's maximum is not at x's maximum */
-    t_fill_uniform(b, C, -0.5f, 0.5f, &r);
+    if (relu) t_fill_uniform(b, C, -2.5f, -1.0f, &r);   /* so that the relu zeroes some windows' maxima */
+    else      t_fill_uniform(b, C, -0.5f, 0.5f, &r);
     ct_threads_set(threads);
-    int bad = 0;
+    int bad = 0, zeroed = 0;
     for (int train = 1; train >= 0; train--) {
-        /* [0]: the two layers; [1]: as one */
+        /* [0]: the layers; [1]: as one */
         float *y = t_alloc(n), *din[2], *xh[2], *pool[2], st[2][6][8] = { { { 0 } } };
         int *am[2];
         for (int k = 0; k < 2; k++) {
@@ -560,14 +563,22 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int thre
         /* st[k]: mean, invstd, running mean, running var, dgamma, dbeta */
         ct_batchnorm_forward(y, xh[0], st[0][0], st[0][1], st[0][2], st[0][3], x, g, b, &d, train);
         ct_maxpool2d_forward(pool[0], am[0], y, &pd);
-        ct_batchnorm_maxpool_forward(pool[1], am[1], st[1][0], st[1][1], st[1][2], st[1][3], x, g, b, &d, &pd, train);
+        if (relu) ct_relu_forward(pool[0], pool[0], np);
+        ct_batchnorm_maxpool_forward(pool[1], am[1], st[1][0], st[1][1], st[1][2], st[1][3], x, g, b, &d, &pd, relu, train);
+        float *dq = t_alloc(np);   /* the gradient at the pool's output: the relu's backward first */
+        if (relu) ct_relu_backward(dq, dp, pool[0], np);
+        else memcpy(dq, dp, np * sizeof *dq);
         if (train) {
-            ct_maxpool2d_backward(y, dp, am[0], &pd);
+            ct_maxpool2d_backward(y, dq, am[0], &pd);
             ct_batchnorm_backward(din[0], st[0][4], st[0][5], y, xh[0], st[0][1], g, &d);
             ct_batchnorm_maxpool_backward(din[1], st[1][4], st[1][5], dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
         }
         bad += memcmp(pool[0], pool[1], np * sizeof(float)) != 0;
-        bad += memcmp(am[0], am[1], np * sizeof(int)) != 0;
+        for (size_t k = 0; k < np; k++) {
+            const int want = relu && !(pool[0][k] > 0.0f) ? -1 : am[0][k];
+            bad += am[1][k] != want;
+            zeroed += want < 0;
+        }
         bad += memcmp(din[0], din[1], n * sizeof(float)) != 0;
         bad += memcmp(st[0], st[1], sizeof st[0]) != 0;
         if (train) {   /* without din: the same parameter gradients added once more */
@@ -576,10 +587,11 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int thre
             bad += memcmp(st[0][4], st[1][4], sizeof st[0][4]) != 0 || memcmp(st[0][5], st[1][5], sizeof st[0][5]) != 0;
         }
         for (int k = 0; k < 2; k++) { free(din[k]); free(xh[k]); free(pool[k]); free(am[k]); }
-        free(y);
+        free(y); free(dq);
     }
     ct_threads_set(1);
     t_check(bad == 0, "%d of the outputs differ", bad);
+    if (relu) t_check(zeroed > 0, "the relu should zero some windows");
     free(x); free(dp); free(g); free(b);
 }
 
@@ -677,11 +689,13 @@ static void bn_avg_refusals(void)
 
 void suite_batchnorm(void)
 {
-    bn_pool_case(3, 4, 9, 7, 2, 2, 1);
-    bn_pool_case(3, 4, 9, 7, 2, 2, 3);
-    bn_pool_case(2, 3, 8, 6, 3, 1, 2);
-    bn_pool_case(4, 2, 40, 20, 2, 2, 2);   /* runs long enough for the vector loops */
-    bn_pool_case(2, 2, 64, 128, 2, 2, 2);  /* the largest plane the pair takes */
+    for (int relu = 0; relu <= 1; relu++) {
+        bn_pool_case(3, 4, 9, 7, 2, 2, relu, 1);
+        bn_pool_case(3, 4, 9, 7, 2, 2, relu, 3);
+        bn_pool_case(2, 3, 8, 6, 3, 1, relu, 2);
+        bn_pool_case(4, 2, 40, 20, 2, 2, relu, 2);   /* runs long enough for the vector loops */
+    }
+    bn_pool_case(2, 2, 64, 128, 2, 2, 1, 2);  /* the largest plane the pair takes */
     bn_avg_case(3, 4, 9, 7, 1, 0, 1);
     bn_avg_case(3, 4, 9, 7, 1, 0, 3);
     bn_avg_case(4, 3, 25, 10, 0, 0, 2);    /* the siamese-cnn's last map's shape, without the relu */
