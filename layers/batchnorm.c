@@ -666,36 +666,55 @@ static void xhat_plane(float *xh, const float *x, int n, float mu, float is)
     for (int i = 0; i < n; i++) xh[i] = (x[i] - mu) * is;
 }
 
+/* The backward of a batchnorm whose output gradient a pool after it gives plane by plane:
+ * grad(ctx, g, xh, pl, c, mu, is) makes plane pl's gradient at the batchnorm's output and its
+ * xhat; over them the two passes of ct_batchnorm_backward (the sums, then din), with its
+ * arithmetic. */
+typedef void (*bn_plane_grad)(const void *ctx, float *g, float *xh, size_t pl, int c, float mu, float is);
+
 CT_HOT
+static void chain_backward_channel(const bn_job *bn, int c, bn_plane_grad grad, const void *ctx)
+{
+    const batchnorm_dims *d = bn->d;
+    const int N = d->N, HW = d->HW;
+    const size_t M = (size_t)N * HW;
+    const float mu = bn->mean[c], is = bn->invstd[c];
+    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];   /* one plane of the gradient at the batchnorm's output, of xhat */
+    double sd = 0.0, sdx = 0.0;
+    for (int n = 0; n < N; n++) {
+        grad(ctx, g, xh, (size_t)n * d->C + c, c, mu, is);
+        run_sums2(g, xh, HW, &sd, &sdx);
+    }
+    bn->dbeta[c] += (float)sd;
+    bn->dgamma[c] += (float)sdx;
+    if (!bn->din) return;
+    const float k = bn->gamma[c] * is;
+    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
+    for (int n = 0; n < N; n++) {
+        const size_t pl = (size_t)n * d->C + c;
+        grad(ctx, g, xh, pl, c, mu, is);
+        din_run(bn->din + pl * HW, g, xh, HW, k, mean_d, mean_dx);
+    }
+    stream_fence();
+}
+
+/* the maxpool's plane gradient (zero but at the argmax) and xhat */
+CT_HOT
+static void pool_plane_grad(const void *ctx, float *g, float *xh, size_t pl, int c, float mu, float is)
+{
+    const bn_pool_job *j = ctx;
+    const maxpool2d_dims *pd = j->pd;
+    const int HW = j->bn.d->HW, out_plane = pd->OH * pd->OW;
+    (void)c;
+    ct_maxpool2d_plane_backward(g, j->dpooled + pl * out_plane, j->argmax_in + pl * out_plane, (int)(pl * HW), pd);
+    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is);
+}
+
 static void bn_pool_backward_channel(void *ctx, int c, int worker)
 {
     const bn_pool_job *j = ctx;
-    const batchnorm_dims *d = j->bn.d;
-    const maxpool2d_dims *pd = j->pd;
-    const int N = d->N, HW = d->HW, out_plane = pd->OH * pd->OW;
-    const size_t M = (size_t)N * HW;
-    const float mu = j->bn.mean[c], is = j->bn.invstd[c];
-    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];   /* one plane of the gradient at the batchnorm's output, of xhat */
     (void)worker;
-    double sd = 0.0, sdx = 0.0;
-    for (int n = 0; n < N; n++) {
-        const size_t pl = (size_t)n * d->C + c, off = pl * HW;
-        ct_maxpool2d_plane_backward(g, j->dpooled + pl * out_plane, j->argmax_in + pl * out_plane, (int)off, pd);
-        xhat_plane(xh, j->bn.in + off, HW, mu, is);
-        run_sums2(g, xh, HW, &sd, &sdx);
-    }
-    j->bn.dbeta[c] += (float)sd;
-    j->bn.dgamma[c] += (float)sdx;
-    if (!j->bn.din) return;
-    const float k = j->bn.gamma[c] * is;
-    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
-    for (int n = 0; n < N; n++) {
-        const size_t pl = (size_t)n * d->C + c, off = pl * HW;
-        ct_maxpool2d_plane_backward(g, j->dpooled + pl * out_plane, j->argmax_in + pl * out_plane, (int)off, pd);
-        xhat_plane(xh, j->bn.in + off, HW, mu, is);
-        din_run(j->bn.din + off, g, xh, HW, k, mean_d, mean_dx);
-    }
-    stream_fence();
+    chain_backward_channel(&j->bn, c, pool_plane_grad, j);
 }
 
 void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const int *argmax,
@@ -764,9 +783,11 @@ void ct_batchnorm_avgpool_h_forward(float *pooled, float *mean, float *invstd, f
     ct_parallel(d->C, bn_workers(d), bn_avg_forward_channel, &j);
 }
 
-/* g [H, W]: the gradient at the batchnorm's output of plane pl, and xh its xhat */
-static void bn_avg_plane_grad(float *g, float *xh, const bn_avg_job *j, size_t pl, int c, float mu, float is)
+/* the mean's plane gradient, zeroed where the relu's output was 0, and xhat */
+CT_HOT
+static void avg_plane_grad(const void *ctx, float *g, float *xh, size_t pl, int c, float mu, float is)
 {
+    const bn_avg_job *j = ctx;
     const int HW = j->bn.d->HW;
     const float gam = j->bn.gamma[c], bet = j->bn.beta[c];
     ct_avgpool_h_plane_backward(g, j->dpooled + pl * j->W, j->H, j->W);
@@ -775,32 +796,11 @@ static void bn_avg_plane_grad(float *g, float *xh, const bn_avg_job *j, size_t p
         for (int i = 0; i < HW; i++) g[i] = gam * xh[i] + bet > 0.0f ? g[i] : 0.0f;   /* y as the forward made it */
 }
 
-CT_HOT
 static void bn_avg_backward_channel(void *ctx, int c, int worker)
 {
     const bn_avg_job *j = ctx;
-    const batchnorm_dims *d = j->bn.d;
-    const int N = d->N, HW = d->HW;
-    const size_t M = (size_t)N * HW;
-    const float mu = j->bn.mean[c], is = j->bn.invstd[c];
-    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];   /* one plane of the gradient at the batchnorm's output, of xhat */
     (void)worker;
-    double sd = 0.0, sdx = 0.0;
-    for (int n = 0; n < N; n++) {
-        bn_avg_plane_grad(g, xh, j, (size_t)n * d->C + c, c, mu, is);
-        run_sums2(g, xh, HW, &sd, &sdx);
-    }
-    j->bn.dbeta[c] += (float)sd;
-    j->bn.dgamma[c] += (float)sdx;
-    if (!j->bn.din) return;
-    const float k = j->bn.gamma[c] * is;
-    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
-    for (int n = 0; n < N; n++) {
-        const size_t pl = (size_t)n * d->C + c;
-        bn_avg_plane_grad(g, xh, j, pl, c, mu, is);
-        din_run(j->bn.din + pl * HW, g, xh, HW, k, mean_d, mean_dx);
-    }
-    stream_fence();
+    chain_backward_channel(&j->bn, c, avg_plane_grad, j);
 }
 
 void ct_batchnorm_avgpool_h_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const float *in,

@@ -248,6 +248,47 @@ static void relu_after_pool(void)
     ct_seq_cnn_free(&b);
 }
 
+/* Two models of one spec with the same weights, buffers and batch x [N, 1, H, W] (labels
+ * 0 1 2 3 4 0), for tests that run one with a fast path and the other without. 0 if the
+ * build failed (the case has failed then). */
+enum { TWIN_N = 6 };
+static int twin_models(seq_cnn *a, seq_cnn *b, float **x, const char *spec, int H, int W, uint64_t seed)
+{
+    if (!t_check(ct_seq_cnn_build(a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(a, TWIN_N) == CT_OK &&
+                 ct_seq_cnn_build(b, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(b, TWIN_N) == CT_OK, "build: %s", ct_last_error()))
+        return 0;
+    ct_rng r;
+    ct_rng_seed(&r, seed, 1);
+    ct_seq_cnn_init_weights(a, &r);
+    t_fill_uniform(a->params.data, a->params.numel, -0.5f, 0.5f, &r);   /* gamma and beta away from 1 and 0 too */
+    memcpy(b->params.data, a->params.data, a->params.numel * sizeof *a->params.data);
+    memcpy(b->buffers.data, a->buffers.data, a->buffers.numel * sizeof *a->buffers.data);
+    *x = t_alloc((size_t)TWIN_N * H * W);
+    t_fill_uniform(*x, (size_t)TWIN_N * H * W, -1.0f, 1.0f, &r);
+    return 1;
+}
+
+/* One training step of both twins: loss, logits, parameter gradients and running statistics
+ * within tol (0: bit for bit), then a plain gradient step on each, so that the next starts
+ * elsewhere. */
+static void twin_step(seq_cnn *a, seq_cnn *b, const float *x, int step, double tol)
+{
+    static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
+    float la = ct_seq_cnn_forward(a, x, labels, TWIN_N, 1, NULL, NULL), lb = ct_seq_cnn_forward(b, x, labels, TWIN_N, 1, NULL, NULL);
+    t_check(fabsf(la - lb) <= (float)tol * fabsf(lb), "step %d: loss %.9g and %.9g", step, la, lb);
+    t_close("logits", a->logits, b->logits, TWIN_N * 5, tol);
+    ct_params_zero_grad(&a->params);
+    ct_params_zero_grad(&b->params);
+    ct_seq_cnn_backward(a, x, labels, TWIN_N);
+    ct_seq_cnn_backward(b, x, labels, TWIN_N);
+    t_close("parameter gradients", a->params.grad, b->params.grad, a->params.numel, tol);
+    t_close("running statistics", a->buffers.data, b->buffers.data, a->buffers.numel, tol);
+    for (size_t k = 0; k < a->params.numel; k++) {
+        a->params.data[k] -= 0.1f * a->params.grad[k];
+        b->params.data[k] -= 0.1f * b->params.grad[k];
+    }
+}
+
 /* A batchnorm and the maxpool after it (through a relu run after the pool, or directly), or
  * the average pooling after it (gaph or gap, through a relu between, or directly), run as
  * one on the CPU (ops->batchnorm_maxpool_*, ops->batchnorm_avgpool_h_*, models/seq_cnn.c):
@@ -258,44 +299,22 @@ static void bn_pool_pairs(const char *spec, int want_pairs)
 {
     t_case("cnn/batchnorm and the pool after it as one: loss, logits, gradients, running statistics bit for bit (%s)", spec);
     seq_cnn a, b;
-    enum { N = 6, H = 14, W = 11 };
-    if (!t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&a, N) == CT_OK &&
-                 ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error()))
-        return;
+    float *x;
+    if (!twin_models(&a, &b, &x, spec, 14, 11, 34)) return;
     b.unfused = 1;
     int pairs = 0;
     for (int i = 0; i < a.n; i++) pairs += a.layer[i].pool_of_bn != 0;
     t_check(pairs == want_pairs, "%d batchnorm,pool pairs should be marked (%d marked)", want_pairs, pairs);
-    ct_rng r;
-    ct_rng_seed(&r, 34, 1);
-    ct_seq_cnn_init_weights(&a, &r);
-    t_fill_uniform(a.params.data, a.params.numel, -0.5f, 0.5f, &r);   /* gamma and beta away from 1 and 0 too */
-    memcpy(b.params.data, a.params.data, a.params.numel * sizeof *a.params.data);
-    memcpy(b.buffers.data, a.buffers.data, a.buffers.numel * sizeof *a.buffers.data);
-    float *x = t_alloc(N * H * W);
-    t_fill_uniform(x, N * H * W, -1.0f, 1.0f, &r);
-    int labels[N] = { 0, 1, 2, 3, 4, 0 };
     for (int step = 0; step < 2; step++) {
-        float la = ct_seq_cnn_forward(&a, x, labels, N, 1, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 1, NULL, NULL);
+        twin_step(&a, &b, x, step, 0.0);
         int ran = 0;
         for (int i = 0; i < a.n; i++) ran += a.layer[i].bn_pool_ran + 2 * b.layer[i].bn_pool_ran;
         t_check(ran == want_pairs, "every pair should run as one in the first model and none in the second (%d)", ran);
-        t_check(la == lb, "step %d: loss %.9g as one, %.9g one by one", step, la, lb);
-        t_close("logits", a.logits, b.logits, N * 5, 0.0);
-        ct_params_zero_grad(&a.params);
-        ct_params_zero_grad(&b.params);
-        ct_seq_cnn_backward(&a, x, labels, N);
-        ct_seq_cnn_backward(&b, x, labels, N);
-        t_close("parameter gradients", a.params.grad, b.params.grad, a.params.numel, 0.0);
-        t_close("running statistics", a.buffers.data, b.buffers.data, a.buffers.numel, 0.0);
-        for (size_t k = 0; k < a.params.numel; k++) {   /* a step, so that the second one starts elsewhere */
-            a.params.data[k] -= 0.1f * a.params.grad[k];
-            b.params.data[k] -= 0.1f * b.params.grad[k];
-        }
     }
-    float la = ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 0, NULL, NULL);
+    static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
+    float la = ct_seq_cnn_forward(&a, x, labels, TWIN_N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, TWIN_N, 0, NULL, NULL);
     t_check(la == lb, "evaluation: loss %.9g as one, %.9g one by one", la, lb);
-    t_close("evaluation logits", a.logits, b.logits, N * 5, 0.0);
+    t_close("evaluation logits", a.logits, b.logits, TWIN_N * 5, 0.0);
     free(x);
     ct_seq_cnn_free(&a);
     ct_seq_cnn_free(&b);
@@ -315,41 +334,18 @@ static void conv_bn_stats(void)
     const char *spec = "conv6k3p1,batchnorm,relu,maxpool2,conv5k3p1,batchnorm,relu,conv4k3,flatten,dense5";
     t_case("cnn/convolutions hand their batchnorms the statistics: the batchnorms' own within 1e-5 (%s)", spec);
     seq_cnn a, b;
-    enum { N = 6, H = 24, W = 21 };
-    if (!t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&a, N) == CT_OK &&
-                 ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error()))
-        return;
+    float *x;
+    if (!twin_models(&a, &b, &x, spec, 24, 21, 35)) return;
     b.bn_own_stats = 1;
-    ct_rng r;
-    ct_rng_seed(&r, 35, 1);
-    ct_seq_cnn_init_weights(&a, &r);
-    t_fill_uniform(a.params.data, a.params.numel, -0.5f, 0.5f, &r);
-    memcpy(b.params.data, a.params.data, a.params.numel * sizeof *a.params.data);
-    memcpy(b.buffers.data, a.buffers.data, a.buffers.numel * sizeof *a.buffers.data);
-    float *x = t_alloc(N * H * W);
-    t_fill_uniform(x, N * H * W, -1.0f, 1.0f, &r);
-    int labels[N] = { 0, 1, 2, 3, 4, 0 };
     for (int step = 0; step < 2; step++) {
-        float la = ct_seq_cnn_forward(&a, x, labels, N, 1, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 1, NULL, NULL);
+        twin_step(&a, &b, x, step, 1e-5);
         int ran = 0;
         for (int i = 0; i < a.n; i++) ran += a.layer[i].stats_ran + 4 * b.layer[i].stats_ran;
         t_check(ran == 2, "both convolutions before a batchnorm should take the statistics in the first model and none "
                 "in the second (%d)", ran);
-        t_check(fabsf(la - lb) <= 1e-5f * fabsf(lb), "step %d: loss %.9g with the convolutions' statistics, %.9g without",
-                step, la, lb);
-        t_close("logits", a.logits, b.logits, N * 5, 1e-5);
-        ct_params_zero_grad(&a.params);
-        ct_params_zero_grad(&b.params);
-        ct_seq_cnn_backward(&a, x, labels, N);
-        ct_seq_cnn_backward(&b, x, labels, N);
-        t_close("parameter gradients", a.params.grad, b.params.grad, a.params.numel, 1e-5);
-        t_close("running statistics", a.buffers.data, b.buffers.data, a.buffers.numel, 1e-5);
-        for (size_t k = 0; k < a.params.numel; k++) {
-            a.params.data[k] -= 0.1f * a.params.grad[k];
-            b.params.data[k] -= 0.1f * b.params.grad[k];
-        }
     }
-    ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL);
+    static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
+    ct_seq_cnn_forward(&a, x, labels, TWIN_N, 0, NULL, NULL);
     int ran = 0;
     for (int i = 0; i < a.n; i++) ran += a.layer[i].stats_ran;
     t_check(ran == 0, "in evaluation no convolution should take the statistics (%d did)", ran);
