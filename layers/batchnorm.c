@@ -83,7 +83,7 @@ static double run_sumsq_dev_plain(const float *x, int n, double m)
     return lanes_total(acc);
 }
 
-/* The same two sums with AVX-512, operation for operation: lanes 0-31 are four registers
+/* The same sums with AVX-512, operation for operation: lanes 0-31 are four registers
  * of eight doubles, the tail is added into the first lanes under a mask, and the tree adds
  * the same pairs (16 apart, 8, 4, 2, 1); products and sums are separate roundings as in the
  * C code (ISO C contracts nothing). So the bits are the plain loops', at twice the width
@@ -188,7 +188,7 @@ static double run_sumsq_dev(const float *x, int n, double m)
 
 /* *sg += sum g, *sgx += sum g xh */
 CT_HOT
-static void run_sums2(const float *g, const float *xh, int n, double *sg, double *sgx)
+static void run_sums2_plain(const float *g, const float *xh, int n, double *sg, double *sgx)
 {
     double a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 };
     int i = 0;
@@ -197,6 +197,54 @@ static void run_sums2(const float *g, const float *xh, int n, double *sg, double
     for (int k = 0; i + k < n; k++) { a[k] += g[i + k]; b[k] += (double)g[i + k] * xh[i + k]; }
     *sg += lanes_total(a);
     *sgx += lanes_total(b);
+}
+
+#ifdef BN_AVX512_SUMS
+/* run_sums2_plain with AVX-512, operation for operation as run_sum_avx512 is run_sum's */
+BN_AVX512 static inline void sums2_step(__m512d *a, __m512d *b, __m512d g, __m512d h)
+{
+    *a = _mm512_add_pd(*a, g);
+    *b = _mm512_add_pd(*b, _mm512_mul_pd(g, h));
+}
+
+BN_AVX512 static inline void sums2_step_masked(__m512d *a, __m512d *b, __mmask8 k, __m512d g, __m512d h)
+{
+    *a = _mm512_mask_add_pd(*a, k, *a, g);
+    *b = _mm512_mask_add_pd(*b, k, *b, _mm512_mul_pd(g, h));
+}
+
+BN_AVX512 static void run_sums2_avx512(const float *g, const float *xh, int n, double *sg, double *sgx)
+{
+    __m512d a[4], b[4];
+    for (int q = 0; q < 4; q++) a[q] = b[q] = _mm512_setzero_pd();
+    int i = 0;
+    for (; i + BN_LANES <= n; i += BN_LANES) {
+        const __m512 g0 = _mm512_loadu_ps(g + i), g1 = _mm512_loadu_ps(g + i + 16);
+        const __m512 h0 = _mm512_loadu_ps(xh + i), h1 = _mm512_loadu_ps(xh + i + 16);
+        sums2_step(&a[0], &b[0], widen_lo(g0), widen_lo(h0)); sums2_step(&a[1], &b[1], widen_hi(g0), widen_hi(h0));
+        sums2_step(&a[2], &b[2], widen_lo(g1), widen_lo(h1)); sums2_step(&a[3], &b[3], widen_hi(g1), widen_hi(h1));
+    }
+    if (i < n) {
+        __m512 g0, g1, h0, h1;
+        __mmask8 mk[4];
+        tail_of(g + i, n - i, &g0, &g1, mk);
+        tail_of(xh + i, n - i, &h0, &h1, mk);
+        sums2_step_masked(&a[0], &b[0], mk[0], widen_lo(g0), widen_lo(h0));
+        sums2_step_masked(&a[1], &b[1], mk[1], widen_hi(g0), widen_hi(h0));
+        sums2_step_masked(&a[2], &b[2], mk[2], widen_lo(g1), widen_lo(h1));
+        sums2_step_masked(&a[3], &b[3], mk[3], widen_hi(g1), widen_hi(h1));
+    }
+    *sg += lanes_total_avx512(a[0], a[1], a[2], a[3]);
+    *sgx += lanes_total_avx512(b[0], b[1], b[2], b[3]);
+}
+#endif
+
+static void run_sums2(const float *g, const float *xh, int n, double *sg, double *sgx)
+{
+#ifdef BN_AVX512_SUMS
+    if (ct_kernels_get() == CT_KERNELS_AVX512) { run_sums2_avx512(g, xh, n, sg, sgx); return; }
+#endif
+    run_sums2_plain(g, xh, n, sg, sgx);
 }
 
 /* One call's arguments, shared by the workers; each task is one channel. */
@@ -622,6 +670,14 @@ typedef struct {
     int relu;         /* forward: a relu after the pool */
 } bn_pool_job;
 
+/* The next sample's plane of channel c after plane pl, for xhat_plane's prefetches (NULL
+ * after the last sample) */
+static const float *plane_ahead(const bn_job *j, size_t pl)
+{
+    const size_t next = pl + (size_t)j->d->C;
+    return next < (size_t)j->d->N * j->d->C ? j->in + next * j->d->HW : NULL;
+}
+
 /* y = g ((x - mu) is) + b over one plane: normalise_plain's arithmetic, without xhat */
 static void output_plane(float *y, const float *x, int n, float mu, float is, float g, float b)
 {
@@ -660,10 +716,18 @@ void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float
     ct_parallel(d->C, bn_workers(d), bn_pool_forward_channel, &j);
 }
 
-/* xh = (x - mu) is over one plane: what the forward pass computed */
-static void xhat_plane(float *xh, const float *x, int n, float mu, float is)
+/* xh = (x - mu) is over one plane: what the forward pass computed; and `ahead` (the
+ * channel's plane of the next sample, n values; NULL: none) asked into L2 as it goes, a
+ * line per 16 values: the planes of one channel lie a whole sample apart, so the hardware's
+ * prefetchers, which stop at every 4 KB page, would start each plane from memory cold. */
+static void xhat_plane(float *xh, const float *x, int n, float mu, float is, const float *ahead)
 {
-    for (int i = 0; i < n; i++) xh[i] = (x[i] - mu) * is;
+    int i = 0;
+    for (; ahead && i + 16 <= n; i += 16) {
+        __builtin_prefetch(ahead + i, 0, 2);
+        for (int k = i; k < i + 16; k++) xh[k] = (x[k] - mu) * is;
+    }
+    for (; i < n; i++) xh[i] = (x[i] - mu) * is;
 }
 
 /* The backward of a batchnorm whose output gradient a pool after it gives plane by plane:
@@ -707,7 +771,7 @@ static void pool_plane_grad(const void *ctx, float *g, float *xh, size_t pl, int
     const int HW = j->bn.d->HW, out_plane = pd->OH * pd->OW;
     (void)c;
     ct_maxpool2d_plane_backward(g, j->dpooled + pl * out_plane, j->argmax_in + pl * out_plane, (int)(pl * HW), pd);
-    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is);
+    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is, plane_ahead(&j->bn, pl));
 }
 
 static void bn_pool_backward_channel(void *ctx, int c, int worker)
@@ -791,7 +855,7 @@ static void avg_plane_grad(const void *ctx, float *g, float *xh, size_t pl, int 
     const int HW = j->bn.d->HW;
     const float gam = j->bn.gamma[c], bet = j->bn.beta[c];
     ct_avgpool_h_plane_backward(g, j->dpooled + pl * j->W, j->H, j->W);
-    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is);
+    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is, plane_ahead(&j->bn, pl));
     if (j->relu)
         for (int i = 0; i < HW; i++) g[i] = gam * xh[i] + bet > 0.0f ? g[i] : 0.0f;   /* y as the forward made it */
 }
