@@ -1,8 +1,8 @@
 /* batchnorm.c - batch normalisation over [N, C, HW], PyTorch's semantics (see
  * batchnorm.h). Channel c of sample n is the contiguous run x[n, c, 0..HW).
  *
- * Per-channel statistics are accumulated in double, plane by plane: each plane's sum and
- * squared deviations about its own mean (two passes over a run that stays in the cache),
+ * Per-channel statistics are accumulated in double, plane by plane: each plane's mean and
+ * the squared deviations about it (two passes over a run that stays in the cache),
  * merged over the batch (channel_stats's comment bounds the error), so large M = N*HW or a
  * large mean do not cost digits, and a convolution just before can hand over the planes'
  * statistics it took while its output was in the cache; 32 accumulators per run keep the
@@ -284,6 +284,11 @@ void ct_batchnorm_plane_stats(double *st, const float *x, int HW)
     st[1] = a.ss;
 }
 
+void ct_batchnorm_planes_stats(double *st, const float *x, int planes, int HW)
+{
+    for (int p = 0; p < planes; p++) ct_batchnorm_plane_stats(st + 2 * p, x + (size_t)p * HW, HW);
+}
+
 /* ---- the element-wise passes, their outputs streamed past the caches ----
  * A batch's maps are larger than the caches, so what a pass writes is read back from
  * memory by the next layer anyway; streamed (non-temporal) stores save reading each
@@ -418,9 +423,9 @@ static void stream_fence(void)
  * 1,000 sd, 2.5e-9, a twentieth of float's rounding (2^-24 = 6.0e-8), so the float mean and
  * inverse deviation are those of an exact two-pass computation to within their last bit
  * (tests/test_batchnorm.c). A plane made of B blocks (ct_bn_stats_add per block) counts
- * as B planes in the bound (N becomes N B). The planes' statistics come from d->plane_stats where
- * a convolution took them, else from the input here. *mu and *is as the normalisation uses
- * them; in train mode the running statistics are updated. */
+ * as B planes in the bound (N becomes N B). The planes' statistics come from
+ * d->plane_stats where a convolution took them, else from the input here. *mu and *is as
+ * the normalisation uses them; in train mode the running statistics are updated. */
 static void channel_stats(const bn_job *j, int c, float *mu, float *is)
 {
     const batchnorm_dims *d = j->d;

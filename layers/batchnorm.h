@@ -63,6 +63,9 @@ void ct_bn_stats_add(ct_bn_stats *a, const float *x, int n);
  * block of rows at a time may add the blocks instead: the same statistics to within the
  * bound, not the same bits. */
 void ct_batchnorm_plane_stats(double *st, const float *x, int HW);
+/* The same for `planes` consecutive planes x [planes, HW]: st [planes, 2] (a convolution's
+ * output channels of one image). */
+void ct_batchnorm_planes_stats(double *st, const float *x, int planes, int HW);
 typedef struct { int gamma, beta, running_mean, running_var; } batchnorm_ids;
 
 /* gamma, beta in `ps` (trainable); running_mean (0), running_var (1) in `buffers`. */

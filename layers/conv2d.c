@@ -51,7 +51,7 @@
 #include "core/hot.h"
 #include "core/threads.h"
 #include "core/bf16.h"
-#include "layers/batchnorm.h"   /* ct_batchnorm_plane_stats: the output planes' statistics */
+#include "layers/batchnorm.h"   /* ct_batchnorm_planes_stats: the output planes' statistics */
 #include "layers/conv2d.h"
 #include "layers/conv2d_c1.h"
 #include "layers/conv2d_direct_bf16.h"
@@ -261,9 +261,7 @@ static void image_stats(const conv_job *j, int n)
 {
     const conv2d_dims *d = j->d;
     const int P = d->OH * d->OW;
-    if (!j->stats) return;
-    for (int o = 0; o < d->OC; o++)
-        ct_batchnorm_plane_stats(j->stats + 2 * ((size_t)n * d->OC + o), j->out + ((size_t)n * d->OC + o) * P, P);
+    if (j->stats) ct_batchnorm_planes_stats(j->stats + (size_t)2 * n * d->OC, j->out + (size_t)n * d->OC * P, d->OC, P);
 }
 
 /* For a path that does not work image by image (Winograd's chunks): the statistics in a

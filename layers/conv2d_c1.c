@@ -38,7 +38,7 @@
 #include <string.h>
 #include "core/bf16.h"
 #include "core/error.h"
-#include "layers/batchnorm.h"   /* ct_batchnorm_plane_stats */
+#include "layers/batchnorm.h"   /* ct_bn_stats_add: the statistics of each plane, block by block */
 #include "layers/conv2d_c1.h"
 
 int ct_conv2d_c1_fits(const conv2d_dims *d)

@@ -69,7 +69,7 @@
 #include "core/hot.h"
 #include "core/threads.h"
 #include "layers/amx_tiles.h"
-#include "layers/batchnorm.h"   /* ct_batchnorm_plane_stats */
+#include "layers/batchnorm.h"   /* ct_batchnorm_planes_stats */
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/gemm_bf16.h"
 
@@ -412,9 +412,8 @@ static void forward_image(void *ctx, int n, int worker)
         .B = r.imgv, .b_n = 64, .b1 = 32, .bstride = g->nimg * 4,
         .C = NULL, .blk = r.blk, .done = forward_block_out, .ctx = &o };
     brgemm_run(&p);
-    const size_t P = (size_t)d->OH * d->OW;
-    for (int oc = 0; j->stats && oc < d->OC; oc++)   /* out_n's planes, still in the cache */
-        ct_batchnorm_plane_stats(j->stats + 2 * ((size_t)n * d->OC + oc), o.out_n + oc * P, (int)P);
+    if (j->stats)   /* out_n's planes, still in the cache */
+        ct_batchnorm_planes_stats(j->stats + (size_t)2 * n * d->OC, o.out_n, d->OC, d->OH * d->OW);
 }
 
 void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const float *w, const float *b,

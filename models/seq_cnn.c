@@ -466,7 +466,7 @@ static int bn_avg_forward(seq_cnn *m, int i, int N, int train)
     m->be->ops->batchnorm_avgpool_h_forward(m->be, l->out, bn->mean, bn->invstd, ct_dparams_data(S, bn->bn.running_mean),
                                             ct_dparams_data(S, bn->bn.running_var), bn->bn_pool_in,
                                             ct_dparams_data(P, bn->bn.gamma), ct_dparams_data(P, bn->bn.beta), &bd, H, W,
-                                            b + 2 == i, train);
+                                            m->layer[b + 1].relu_in_bn_pool, train);
     ct_prof_lap(&m->prof, m->be, &m->prof.fwd[b]);
     return 1;
 }
@@ -484,7 +484,7 @@ static int bn_avg_backward(seq_cnn *m, int i, float *dout, float *din, int N, fl
     *dx = b > m->first_param ? din : NULL;   /* as backward_layers gives the batchnorm */
     m->be->ops->batchnorm_avgpool_h_backward(m->be, *dx, ct_dparams_grad(P, bn->bn.gamma), ct_dparams_grad(P, bn->bn.beta),
                                              dout, bn->bn_pool_in, bn->mean, bn->invstd, ct_dparams_data(P, bn->bn.gamma),
-                                             ct_dparams_data(P, bn->bn.beta), &bd, H, W, b + 2 == i);
+                                             ct_dparams_data(P, bn->bn.beta), &bd, H, W, m->layer[b + 1].relu_in_bn_pool);
     ct_prof_lap(&m->prof, m->be, &m->prof.bwd[b]);
     return 1;
 }
