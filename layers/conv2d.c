@@ -254,6 +254,8 @@ typedef struct {
     int round;      /* the one-channel path: 1 in bf16 */
     float *bsum;    /* the one-channel path: db's share of each image [N, OC], or NULL */
     double *stats;  /* forward: the output planes' statistics [N, OC, 2], or NULL */
+    ct_conv2d_plane_fn plane;   /* the one-channel path's backward: dout made plane by plane (NULL: j->dout) */
+    const void *plane_ctx;
 } conv_job;
 
 /* stats [n, :, :] from out_n [OC, P], just written and still in the cache */
@@ -506,17 +508,28 @@ static void backward_image_c1(void *ctx, int n, int worker)
     const conv_job *j = ctx;
     const conv2d_dims *d = j->d;
     const int K = d->KH * d->KW, P = d->OH * d->OW, OC = d->OC;
-    const float *dout_n = j->dout + (size_t)n * OC * P;            /* [OC, P] */
     float *scratch = j->ws + (size_t)worker * c1_worker_floats(d);
     float *dw_n = scratch + ct_conv2d_c1_worker_floats(d, 1);      /* [OC, K] */
-    ct_conv2d_c1_backward_image(dw_n, j->din ? j->din + (size_t)n * d->H * d->W : NULL, scratch, dout_n,
-                                j->in + (size_t)n * d->H * d->W, j->w, d, j->round);
+    float *bsum_n = j->bsum ? j->bsum + (size_t)n * OC : NULL;    /* [OC] */
+    if (j->plane) {   /* dout's planes made here one at a time, each taken while it is in L1 */
+        const float *img = ct_conv2d_c1_pad_image(scratch, j->in + (size_t)n * d->H * d->W, d, j->round);
+        float *dout_o = ct_conv2d_c1_plane_buffer(scratch, d);     /* [OH, OW] */
+        for (int o = 0; o < OC; o++) {
+            j->plane(j->plane_ctx, dout_o, n, o);
+            ct_conv2d_c1_dw_plane(dw_n + (size_t)o * K, dout_o, img, d, j->round);
+            if (bsum_n) bsum_n[o] = ct_conv2d_bias_sum(dout_o, P);
+        }
+    } else {
+        const float *dout_n = j->dout + (size_t)n * OC * P;        /* [OC, P] */
+        ct_conv2d_c1_backward_image(dw_n, j->din ? j->din + (size_t)n * d->H * d->W : NULL, scratch, dout_n,
+                                    j->in + (size_t)n * d->H * d->W, j->w, d, j->round);
+        if (bsum_n)
+            for (int o = 0; o < OC; o++) bsum_n[o] = ct_conv2d_bias_sum(dout_n + (size_t)o * P, P);
+    }
     /* workers but the first sum into their own partial dW, started (overwritten) at their first image */
     float *dw = worker == 0 ? j->dw : j->ws + (size_t)d->workers * c1_worker_floats(d) + (size_t)(worker - 1) * OC * K;
     if (worker == 0 || n != worker) for (int i = 0; i < OC * K; i++) dw[i] += dw_n[i];
     else                            memcpy(dw, dw_n, (size_t)OC * K * sizeof *dw);
-    if (j->bsum)
-        for (int o = 0; o < OC; o++) j->bsum[(size_t)n * OC + o] = ct_conv2d_bias_sum(dout_n + (size_t)o * P, P);
 }
 
 static void c1_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d, int round,
@@ -528,17 +541,37 @@ static void c1_forward(float *out, float *ws, const float *in, const float *w, c
 
 static void dw_sum(float *dw, const float *part0, size_t stride, int first, int used, int transposed, const conv2d_dims *d);
 
+/* dout from memory, or (j->plane) made plane by plane */
+static void c1_backward_job(conv_job *j, float *db)
+{
+    const conv2d_dims *d = j->d;
+    const size_t OCK = (size_t)d->OC * d->KH * d->KW, parts = (size_t)d->workers * c1_worker_floats(d);
+    j->bsum = db ? j->ws + parts + (size_t)(d->workers - 1) * OCK : NULL;
+    const int used = ct_parallel(d->N, d->workers, backward_image_c1, j);
+    dw_sum(j->dw, j->ws + parts, OCK, 1, used, 0, d);
+    if (db)   /* image by image, in order: the float32 layer's additions */
+        for (int n = 0; n < d->N; n++)
+            for (int o = 0; o < d->OC; o++) db[o] += j->bsum[(size_t)n * d->OC + o];
+}
+
 static void c1_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,
                         const conv2d_dims *d, int round)
 {
-    const size_t OCK = (size_t)d->OC * d->KH * d->KW, parts = (size_t)d->workers * c1_worker_floats(d);
-    conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout, .round = round,
-                   .bsum = db ? ws + parts + (size_t)(d->workers - 1) * OCK : NULL };
-    const int used = ct_parallel(d->N, d->workers, backward_image_c1, &j);
-    dw_sum(dw, ws + parts, OCK, 1, used, 0, d);
-    if (db)   /* image by image, in order: the float32 layer's additions */
-        for (int n = 0; n < d->N; n++)
-            for (int o = 0; o < d->OC; o++) db[o] += j.bsum[(size_t)n * d->OC + o];
+    conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dout = dout, .round = round };
+    c1_backward_job(&j, db);
+}
+
+int ct_conv2d_backward_planes_fits(const conv2d_dims *d)
+{
+    return d->direct1;
+}
+
+void ct_conv2d_backward_planes(float *dw, float *db, float *ws, ct_conv2d_plane_fn plane, const void *ctx, const float *in,
+                               const conv2d_dims *d, int bf16)
+{
+    CT_ASSERT(ct_conv2d_backward_planes_fits(d));
+    conv_job j = { .d = d, .ws = ws, .dw = dw, .in = in, .round = bf16, .plane = plane, .plane_ctx = ctx };
+    c1_backward_job(&j, db);
 }
 
 void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,

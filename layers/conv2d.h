@@ -75,6 +75,20 @@ void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, c
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d);
 
+/* The backward of a layer whose din is not wanted (a model's first layer), with dout
+ * never in memory: plane(ctx, dout_no, n, o) makes plane [n, o] of dout (OH*OW floats) in
+ * a buffer of the worker that asks, which takes it into dw and db at once. For a layer after
+ * it that can make its input gradient a plane at a time (batchnorm.h,
+ * ct_batchnorm_maxpool_din_plane), so that it is neither written nor read back. dw and db
+ * get the bits ct_conv2d_backward (bf16 = 1: ct_conv2d_backward_bf16) gives them from those
+ * planes. Each plane is asked for once, by the worker of its image (worker w: images w,
+ * w + workers, ...), o in order. Only where ct_conv2d_backward_planes_fits(d): the
+ * one-input-channel path (d->direct1). ws as for the layer. */
+typedef void (*ct_conv2d_plane_fn)(const void *ctx, float *dout_no, int n, int o);
+int  ct_conv2d_backward_planes_fits(const conv2d_dims *d);
+void ct_conv2d_backward_planes(float *dw, float *db, float *ws, ct_conv2d_plane_fn plane, const void *ctx, const float *in,
+                               const conv2d_dims *d, int bf16);
+
 /* ---- bf16 operands, float32 sums (layers/gemm_bf16.h) ----
  * The same layer with every matrix product on ct_gemm_bf16: im2col always (d->winograd and
  * d->packed are ignored: Winograd's transforms would be rounded to bf16 too, and its error

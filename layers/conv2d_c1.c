@@ -67,6 +67,13 @@ size_t ct_conv2d_c1_worker_floats(const conv2d_dims *d, int with_din)
     return img_floats(d) + (fwd > bwd ? fwd : bwd);
 }
 
+/* after the padded image, where din's padded planes go: room for at least one plane of dout
+ * (OH <= H + KH - 1 and OW <= W + KW - 1, as pad <= KH - 1 and KW - 1) */
+float *ct_conv2d_c1_plane_buffer(float *scratch, const conv2d_dims *d)
+{
+    return scratch + img_floats(d);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define CT_AVX512 __attribute__((target("avx512f")))
@@ -291,28 +298,35 @@ C1_INLINE void tap_sums_3x3(float *sums, const float *dout_o, const float *img, 
     for (int t = 0; t < 9; t++) sums[t] = lane_sum(acc[t]);
 }
 
+CT_AVX512 float *ct_conv2d_c1_pad_image(float *scratch, const float *in_n, const conv2d_dims *d, int round)
+{
+    CT_ASSERT(ct_conv2d_c1_fits(d));
+    c1_pad_plane(scratch, d->H + 2 * d->pad, d->W + 2 * d->pad, in_n, d->H, d->W, d->pad, d->pad, round);
+    return scratch;
+}
+
+/* dW_no [K]: other kernels than 3x3 take their taps in groups that fit the registers */
+CT_AVX512 void ct_conv2d_c1_dw_plane(float *dw_no, const float *dout_o, const float *img, const conv2d_dims *d, int round)
+{
+    const int Wp = d->W + 2 * d->pad, K = d->KH * d->KW;
+    if (d->KH == 3 && d->KW == 3) { tap_sums_3x3(dw_no, dout_o, img, Wp, d, round); return; }
+    int off[CT_CONV2D_C1_MAX_TAPS];                                /* tap t's offset in img */
+    for (int t = 0; t < K; t++) off[t] = (t / d->KW) * Wp + t % d->KW;
+    for (int t0 = 0; t0 < K; t0 += C1_GROUP) tap_sums(dw_no + t0, dout_o, img, Wp, d, off + t0, K - t0, round);
+}
+
 CT_AVX512 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, const float *dout_n, const float *in_n,
                                            const float *w, const conv2d_dims *d, int round)
 {
-    const int Wp = d->W + 2 * d->pad, K = d->KH * d->KW, P = d->OH * d->OW;
-    CT_ASSERT(ct_conv2d_c1_fits(d));
-    int off[CT_CONV2D_C1_MAX_TAPS];                                /* tap t's offset in img */
-    for (int t = 0; t < K; t++) off[t] = (t / d->KW) * Wp + t % d->KW;
-    float *img = scratch;                                          /* [Hp, Wp] */
-    c1_pad_plane(img, d->H + 2 * d->pad, Wp, in_n, d->H, d->W, d->pad, d->pad, round);
-    /* dW_n [OC, K], a plane of dout at a time; other kernels than 3x3 take their taps in
-     * groups that fit the registers */
-    for (int o = 0; o < d->OC; o++) {
-        const float *dout_o = dout_n + (size_t)o * P;              /* [OH, OW] */
-        if (d->KH == 3 && d->KW == 3) tap_sums_3x3(dw_n + (size_t)o * K, dout_o, img, Wp, d, round);
-        else
-            for (int t0 = 0; t0 < K; t0 += C1_GROUP) tap_sums(dw_n + (size_t)o * K + t0, dout_o, img, Wp, d, off + t0, K - t0, round);
-    }
+    const int K = d->KH * d->KW, P = d->OH * d->OW;
+    const float *img = ct_conv2d_c1_pad_image(scratch, in_n, d, round);   /* [Hp, Wp] */
+    for (int o = 0; o < d->OC; o++)                                      /* dW_n [OC, K], a plane of dout at a time */
+        ct_conv2d_c1_dw_plane(dw_n + (size_t)o * K, dout_n + (size_t)o * P, img, d, round);
     if (!din_n) return;
     /* din_n [H, W]: doutp's planes, then every output channel's flipped filter over them */
     const int Hq = doutp_rows(d), Wq = doutp_cols(d);
     const size_t plane = (size_t)Hq * Wq;
-    float *doutp = scratch + img_floats(d);                        /* [OC, Hq, Wq] */
+    float *doutp = ct_conv2d_c1_plane_buffer(scratch, d);         /* [OC, Hq, Wq] */
     for (int o = 0; o < d->OC; o++)
         c1_pad_plane(doutp + o * plane, Hq, Wq, dout_n + (size_t)o * P, d->OH, d->OW, d->KH - 1 - d->pad, d->KW - 1 - d->pad, round);
     float *wt = doutp + doutp_floats(d);                          /* [OC, K] flipped */
@@ -330,6 +344,17 @@ void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n,
 
 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, const float *dout_n, const float *in_n,
                                  const float *w, const conv2d_dims *d, int round)
+{
+    CT_ASSERT(!"conv2d_c1: not built for this CPU");
+}
+
+float *ct_conv2d_c1_pad_image(float *scratch, const float *in_n, const conv2d_dims *d, int round)
+{
+    CT_ASSERT(!"conv2d_c1: not built for this CPU");
+    return scratch;
+}
+
+void ct_conv2d_c1_dw_plane(float *dw_no, const float *dout_o, const float *img, const conv2d_dims *d, int round)
 {
     CT_ASSERT(!"conv2d_c1: not built for this CPU");
 }

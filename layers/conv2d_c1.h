@@ -42,5 +42,14 @@ void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n,
  * scratch of ct_conv2d_c1_worker_floats(d, din_n != NULL); dw_n must not lie in it. */
 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, const float *dout_n, const float *in_n,
                                  const float *w, const conv2d_dims *d, int round);
+/* The same dW_n in its parts, for dout's planes made one at a time and never stored
+ * (conv2d.c, ct_conv2d_backward_planes): ct_conv2d_c1_pad_image pads (and rounds) in_n
+ * into scratch and returns the padded image; ct_conv2d_c1_plane_buffer is where in scratch
+ * one plane of dout [OH, OW] may be made after it; ct_conv2d_c1_dw_plane gives dW_no [KH*KW]
+ * of one output channel o from its plane dout_o, the bits of row o of
+ * ct_conv2d_c1_backward_image's dw_n. */
+float *ct_conv2d_c1_pad_image(float *scratch, const float *in_n, const conv2d_dims *d, int round);
+float *ct_conv2d_c1_plane_buffer(float *scratch, const conv2d_dims *d);
+void   ct_conv2d_c1_dw_plane(float *dw_no, const float *dout_o, const float *img, const conv2d_dims *d, int round);
 
 #endif

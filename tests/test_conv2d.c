@@ -341,6 +341,56 @@ static void conv_c1_agree(int N, int H, int W, int OC, int KH, int KW, int pad, 
     conv_result_free(&want);
 }
 
+/* dout's planes handed over one at a time (ct_conv2d_backward_planes, for a batchnorm that
+ * makes its din so): dw and db (accumulated onto values already there) the bits of
+ * ct_conv2d_backward from dout in memory, in float32 and bf16, on 1 to 3 workers; every
+ * plane asked for exactly once. */
+typedef struct { const float *dout; int *asked; int OC, P; } planes_src;
+
+static void copy_plane(const void *ctx, float *dout_no, int n, int o)
+{
+    const planes_src *s = ctx;
+    memcpy(dout_no, s->dout + ((size_t)n * s->OC + o) * s->P, (size_t)s->P * sizeof *dout_no);
+    s->asked[(size_t)n * s->OC + o]++;
+}
+
+static void conv_c1_planes(int N, int H, int W, int OC, int KH, int KW, int pad, int bf16)
+{
+    t_case("conv2d/one channel, direct%s: dout plane by plane gives dw and db bit for bit N=%d %dx%d OC=%d k%dx%d p%d, "
+           "1-3 workers", bf16 ? " in bf16" : "", N, H, W, OC, KH, KW, pad);
+    if (!direct1_available()) { t_skip("ctrain's AVX-512 kernels do not run on this CPU (%s)", ct_kernels_name(ct_kernels_get())); return; }
+    int bad = 0, asked_wrong = 0;
+    for (int workers = 1; workers <= 3; workers++) {
+        conv2d_dims d;
+        ct_threads_set(workers);
+        if (!t_check(ct_conv2d_dims_make(&d, N, 1, H, W, OC, KH, KW, 1, pad) == CT_OK, "dims: %s", ct_last_error())) break;
+        ct_threads_set(1);
+        if (!t_check(ct_conv2d_backward_planes_fits(&d), "the one-channel path should take planes")) break;
+        const size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d);
+        ct_rng r;
+        ct_rng_seed(&r, 48, (uint64_t)workers);
+        float *x = t_alloc(nin), *w = t_alloc(nw), *dout = t_alloc(nout), *dw[2], *db[2];
+        float *ws = t_alloc(bf16 ? ct_conv2d_bf16_workspace_floats(&d) : ct_conv2d_workspace_floats(&d));
+        t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r); t_fill_uniform(dout, nout, -1, 1, &r);
+        for (int k = 0; k < 2; k++) { dw[k] = t_alloc(nw); db[k] = t_alloc((size_t)OC); }
+        t_fill_uniform(dw[0], nw, -1, 1, &r); t_fill_uniform(db[0], (size_t)OC, -1, 1, &r);
+        memcpy(dw[1], dw[0], nw * sizeof *dw[0]); memcpy(db[1], db[0], (size_t)OC * sizeof *db[0]);
+        int *asked = calloc((size_t)N * OC, sizeof *asked);
+        planes_src src = { dout, asked, OC, d.OH * d.OW };
+        ct_threads_set(workers);
+        if (bf16) ct_conv2d_backward_bf16(NULL, dw[0], db[0], ws, dout, x, w, &d);
+        else      ct_conv2d_backward(NULL, dw[0], db[0], ws, dout, x, w, &d);
+        ct_conv2d_backward_planes(dw[1], db[1], ws, copy_plane, &src, x, &d, bf16);
+        ct_threads_set(1);
+        bad += memcmp(dw[0], dw[1], nw * sizeof *dw[0]) != 0 || memcmp(db[0], db[1], (size_t)OC * sizeof *db[0]) != 0;
+        for (size_t k = 0; k < (size_t)N * OC; k++) asked_wrong += asked[k] != 1;
+        free(x); free(w); free(dout); free(ws); free(asked);
+        for (int k = 0; k < 2; k++) { free(dw[k]); free(db[k]); }
+    }
+    t_check(bad == 0, "dw or db differ on %d of 3 worker counts", bad);
+    t_check(asked_wrong == 0, "%d planes were not asked for exactly once", asked_wrong);
+}
+
 /* Which shapes take the one-channel path: one input channel, stride 1, padding below the
  * kernel, on ctrain's AVX-512 kernels; and not when the kernels are switched to AVX2. */
 static void conv_c1_choice(void)
@@ -543,6 +593,10 @@ void suite_conv2d(void)
     conv_c1_agree(5, 28, 28, 32, 3, 3, 0, 1, 46);
     conv_c1_agree(3, 13, 33, 5, 7, 7, 3, 0, 47);              /* 7x7: taps in groups of 12 for dW */
     conv_c1_agree(3, 13, 33, 5, 7, 7, 3, 1, 47);
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        conv_c1_planes(7, 100, 40, 16, 3, 3, 1, bf16);        /* the siamese-cnn's first layer, 7 crops */
+        conv_c1_planes(5, 13, 33, 5, 7, 7, 3, bf16);          /* 7x7: taps in groups of 12 */
+    }
 
     for (int bf16 = 0; bf16 <= 1; bf16++) {
         conv_stats(3, 1, 13, 21, 5, ALGO_DIRECT1, bf16);      /* blocks of 8 + 5 rows, in place */
