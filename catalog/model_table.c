@@ -65,7 +65,9 @@ void ct_model_seq_rows(const seq_cnn *m, int per_sample, ct_row_fn row, void *ct
     for (int i = 0; i < m->n; i++) {
         const seq_layer *l = &m->layer[i];
         char name[64];
-        if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
+        if (ct_seq_cnn_conv_dw_by_pool(m, i) && m->layer[i + 1].bn_pool_ran)   /* its backward makes the batchnorm's din */
+            snprintf(name, sizeof name, "%s (%s, %s din)", l->name, l->text, m->layer[i + 1].name);
+        else if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
         else if (l->bn_of_pool && m->layer[l->bn_of_pool - 1].bn_pool_ran)   /* its time is in the batchnorm's row */
             snprintf(name, sizeof name, "%s (with %s)", l->text, m->layer[l->bn_of_pool - 1].name);
         else if ((l->relu_in_bn_pool || l->relu_after_pool) && i > 0 && m->layer[i - 1].bn_pool_ran)   /* likewise */

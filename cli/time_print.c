@@ -180,7 +180,7 @@ void time_print_table(const time_setup *s, const time_run *runs, int n)
 
 static void layer_row(const char *name, const char *fwd, const char *bwd, double total_ms, double share, const char *gf)
 {
-    printf("%-28s %10s %10s %10.3f %7.1f%% %9s\n", name, fwd, bwd, total_ms, 100 * share, gf);
+    printf("%-40s %10s %10s %10.3f %7.1f%% %9s\n", name, fwd, bwd, total_ms, 100 * share, gf);
 }
 
 void time_print_layers(const time_setup *s, const time_run *r)
@@ -191,7 +191,7 @@ void time_print_layers(const time_setup *s, const time_run *r)
     double step_ms = 1e3 * r->prof_train_seconds / nb, sum_ms = 0;
     printf("\nLayers on %s: ms per training batch (mean over %ld batches of up to %d %s, the epochs after the warm-up)\n",
            r->label, r->prof_batches, s->batch, s->sample_name);
-    printf("%-28s %10s %10s %10s %8s %9s\n", "layer", "forward", "backward", "total", "share", "GFLOP/s");
+    printf("%-40s %10s %10s %10s %8s %9s\n", "layer", "forward", "backward", "total", "share", "GFLOP/s");
     for (int i = 0; i < r->n_layers; i++) {
         const time_layer *l = &r->layer[i];
         double f = 1e3 * l->fwd_s / nb, b = 1e3 * l->bwd_s / nb;

@@ -253,6 +253,8 @@ typedef struct {
     const float *in, *gamma, *beta, *dout, *xhat, *invstd;   /* xhat, invstd: what backward reads */
     const batchnorm_dims *d;
     int train;
+    double *sums;          /* chains' backward: [N + 1, C, 2] each plane's sums of g and g xhat, then each
+                            * channel's (ct_batchnorm_chain_sums_doubles) */
 } bn_job;
 
 /* Chan, Golub and LeVeque's update: (count, mean, ss) of the values so far, with k values
@@ -649,38 +651,53 @@ void ct_batchnorm_backward(float *din, float *dgamma, float *dbeta, const float 
     else ct_parallel(d->C, bn_workers(d), backward_channel, &j);
 }
 
-/* ---- batchnorm, then max pooling: the pair without the map between them ----
- * The forward pass normalises each plane [n, c] into a buffer on the worker's stack and
- * pools the buffer while it is in the cache: neither the batchnorm's output nor xhat
- * reaches memory, and the pool does not read a map back. The backward pass remakes each
- * plane's xhat from the batchnorm's input (the same expression, so the same bits as the
- * stored one) and its gradient at the batchnorm's output (the pool's scatter) in two such
- * buffers, once for the channel's sums and once for din, instead of writing that gradient
- * map and reading it and xhat twice. Every value is computed by the same expressions in
- * the same order as the two layers' own passes, so the results are theirs bit for bit. */
+/* ---- batchnorm, then a pool: the chains without the maps between them ----
+ * Batchnorm followed by a max pooling (maybe through a relu) or by the mean over H or over
+ * the plane (maybe through a relu) runs as one kernel. The forward pass normalises each
+ * plane [n, c] into a buffer on the worker's stack and pools the buffer while it is in the
+ * cache: neither the batchnorm's output nor xhat reaches memory, and the pool does not read
+ * a map back. The backward pass remakes each plane's xhat from the batchnorm's input (the
+ * same expression, so the same bits as the stored one) and its gradient at the batchnorm's
+ * output (the pool's scatter, or its mean spread back) in two such buffers, once for the
+ * channel's sums and once for din, instead of writing that gradient map and reading it and
+ * xhat twice.
+ *
+ * Every pass goes through the batch an image at a time, each image's channels in order
+ * (worker w: images w, w + workers, ...): an image's planes lie one after another in
+ * memory, where one channel's planes lie a whole image apart, and the hardware's
+ * prefetchers, which stop at every 4 KB page, follow the first order and not the second
+ * (the siamese-cnn's chains' forward: 6.0 -> 5.0, 3.3 -> 2.4 and 2.4 -> 1.7 ms per batch);
+ * asking for the next plane ahead, which the channel order needed, slows this order down
+ * (backward 6.6 -> 6.1 ms without it) and is not done. The statistics come
+ * first, channel by channel (channel_stats, from the planes' statistics); the backward's
+ * sums are each plane's own (run_sums2 from zero, as the channel's running sum takes it)
+ * kept in a workspace [N, C, 2] and added over n in order afterwards, which is the running
+ * sum's order. Every value is computed by the same expressions in the same order as the
+ * layers' own passes, so the results are theirs bit for bit. */
 #define BN_POOL_MAX_PLANE 8192    /* the largest plane (H*W floats): two such buffers, 64 KB, on a worker's stack */
+
+size_t ct_batchnorm_chain_sums_doubles(const batchnorm_dims *d)
+{
+    return ((size_t)d->N + 1) * d->C * 2;
+}
 
 int ct_batchnorm_maxpool_fits(const batchnorm_dims *d, const maxpool2d_dims *pd)
 {
     return !d->sync && pd->N == d->N && pd->C == d->C && pd->H * pd->W == d->HW && d->HW <= BN_POOL_MAX_PLANE;
 }
 
-typedef struct {
-    bn_job bn;
-    float *pooled;
-    int *argmax;
-    const float *dpooled;
-    const int *argmax_in;
-    const maxpool2d_dims *pd;
-    int relu;         /* forward: a relu after the pool */
-} bn_pool_job;
-
-/* The next sample's plane of channel c after plane pl, for xhat_plane's prefetches (NULL
- * after the last sample) */
-static const float *plane_ahead(const bn_job *j, size_t pl)
+/* workers for passes image by image */
+static int image_workers(const batchnorm_dims *d)
 {
-    const size_t next = pl + (size_t)j->d->C;
-    return next < (size_t)j->d->N * j->d->C ? j->in + next * j->d->HW : NULL;
+    int w = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
+    return w < d->N ? w : d->N;
+}
+
+static void stats_channel(void *ctx, int c, int worker)
+{
+    float mu, is;
+    (void)worker;
+    channel_stats(ctx, c, &mu, &is);
 }
 
 /* y = g ((x - mu) is) + b over one plane: normalise_plain's arithmetic, without xhat */
@@ -692,22 +709,136 @@ static void output_plane(float *y, const float *x, int n, float mu, float is, fl
     }
 }
 
+/* xh = (x - mu) is over one plane: what the forward pass computed */
+static void xhat_plane(float *xh, const float *x, int n, float mu, float is)
+{
+    for (int i = 0; i < n; i++) xh[i] = (x[i] - mu) * is;
+}
+
+/* A chain's forward: each plane's batchnorm output y made in a buffer and handed to
+ * pool(ctx, y, pl, c) */
+typedef void (*bn_plane_pool)(const void *ctx, float *y, size_t pl, int c);
+typedef struct { const bn_job *bn; bn_plane_pool pool; const void *ctx; } chain_job;
+
 CT_HOT
-static void bn_pool_forward_channel(void *ctx, int c, int worker)
+static void chain_forward_image(void *ctx, int n, int worker)
+{
+    const chain_job *cj = ctx;
+    const bn_job *bn = cj->bn;
+    const batchnorm_dims *d = bn->d;
+    float y[BN_POOL_MAX_PLANE];                          /* one plane of the batchnorm's output, [H, W] */
+    (void)worker;
+    for (int c = 0; c < d->C; c++) {
+        const size_t pl = (size_t)n * d->C + c;
+        output_plane(y, bn->in + pl * d->HW, d->HW, bn->mean[c], bn->invstd_out[c], bn->gamma[c], bn->beta[c]);
+        cj->pool(cj->ctx, y, pl, c);
+    }
+}
+
+static void chain_forward(const bn_job *bn, bn_plane_pool pool, const void *ctx)
+{
+    chain_job cj = { .bn = bn, .pool = pool, .ctx = ctx };
+    ct_parallel(bn->d->C, bn_workers(bn->d), stats_channel, (void *)bn);
+    ct_parallel(bn->d->N, image_workers(bn->d), chain_forward_image, &cj);
+}
+
+/* A chain's backward: grad(ctx, g, xh, pl, c, mu, is) makes plane pl's gradient at the
+ * batchnorm's output and its xhat; over them the two passes of ct_batchnorm_backward (the
+ * sums, then din), with its arithmetic. */
+typedef void (*bn_plane_grad)(const void *ctx, float *g, float *xh, size_t pl, int c, float mu, float is);
+typedef struct { const bn_job *bn; bn_plane_grad grad; const void *ctx; } chain_bwd_job;
+
+/* the sums of plane [n, c] for every c, from zero, into bn->sums [n, c, 2] */
+CT_HOT
+static void chain_sums_image(void *ctx, int n, int worker)
+{
+    const chain_bwd_job *cj = ctx;
+    const bn_job *bn = cj->bn;
+    const batchnorm_dims *d = bn->d;
+    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];   /* one plane of the gradient at the batchnorm's output, of xhat */
+    (void)worker;
+    for (int c = 0; c < d->C; c++) {
+        const size_t pl = (size_t)n * d->C + c;
+        double *st = bn->sums + 2 * pl;
+        st[0] = st[1] = 0.0;
+        cj->grad(cj->ctx, g, xh, pl, c, bn->mean[c], bn->invstd[c]);
+        run_sums2(g, xh, d->HW, &st[0], &st[1]);
+    }
+}
+
+/* channel c's sums over n, in order, into bn->sums' last [C, 2]; dgamma, dbeta */
+static void chain_sums_channel(void *ctx, int c, int worker)
+{
+    const bn_job *bn = ctx;
+    const batchnorm_dims *d = bn->d;
+    double sd = 0.0, sdx = 0.0;
+    (void)worker;
+    for (int n = 0; n < d->N; n++) {
+        const double *st = bn->sums + 2 * ((size_t)n * d->C + c);
+        sd += st[0];
+        sdx += st[1];
+    }
+    bn->dbeta[c] += (float)sd;
+    bn->dgamma[c] += (float)sdx;
+    double *ch = bn->sums + 2 * ((size_t)d->N * d->C + c);
+    ch[0] = sd;
+    ch[1] = sdx;
+}
+
+/* din = k (g - mean g - xhat mean(g xhat)) for plane [n, c]: the scale and the two means */
+static void din_coefs(const batchnorm_dims *d, const double *sums, const float *gamma, float is, int c, float *k, float *md,
+                      float *mdx)
+{
+    const size_t M = (size_t)d->N * d->HW;
+    const double *ch = sums + 2 * ((size_t)d->N * d->C + c);
+    *k = gamma[c] * is;
+    *md = (float)(ch[0] / (double)M);
+    *mdx = (float)(ch[1] / (double)M);
+}
+
+CT_HOT
+static void chain_din_image(void *ctx, int n, int worker)
+{
+    const chain_bwd_job *cj = ctx;
+    const bn_job *bn = cj->bn;
+    const batchnorm_dims *d = bn->d;
+    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];
+    (void)worker;
+    for (int c = 0; c < d->C; c++) {
+        const size_t pl = (size_t)n * d->C + c;
+        float k, md, mdx;
+        din_coefs(d, bn->sums, bn->gamma, bn->invstd[c], c, &k, &md, &mdx);
+        cj->grad(cj->ctx, g, xh, pl, c, bn->mean[c], bn->invstd[c]);
+        din_run(bn->din + pl * d->HW, g, xh, d->HW, k, md, mdx);
+    }
+    stream_fence();
+}
+
+static void chain_backward(const bn_job *bn, bn_plane_grad grad, const void *ctx)
+{
+    chain_bwd_job cj = { .bn = bn, .grad = grad, .ctx = ctx };
+    ct_parallel(bn->d->N, image_workers(bn->d), chain_sums_image, &cj);
+    ct_parallel(bn->d->C, bn_workers(bn->d), chain_sums_channel, (void *)bn);
+    if (bn->din) ct_parallel(bn->d->N, image_workers(bn->d), chain_din_image, &cj);
+}
+
+/* ---- the maxpool chain ---- */
+typedef struct {
+    bn_job bn;
+    float *pooled;
+    int *argmax;
+    const float *dpooled;
+    const int *argmax_in;
+    const maxpool2d_dims *pd;
+    int relu;         /* forward: a relu after the pool */
+} bn_pool_job;
+
+static void maxpool_plane(const void *ctx, float *y, size_t pl, int c)
 {
     const bn_pool_job *j = ctx;
-    const batchnorm_dims *d = j->bn.d;
-    const maxpool2d_dims *pd = j->pd;
-    const int HW = d->HW, out_plane = pd->OH * pd->OW;
-    float y[BN_POOL_MAX_PLANE];                          /* one plane of the batchnorm's output, [H, W] */
-    float mu, is;
-    (void)worker;
-    channel_stats(&j->bn, c, &mu, &is);
-    for (int n = 0; n < d->N; n++) {
-        const size_t pl = (size_t)n * d->C + c, off = pl * HW;
-        output_plane(y, j->bn.in + off, HW, mu, is, j->bn.gamma[c], j->bn.beta[c]);
-        ct_maxpool2d_plane(j->pooled + pl * out_plane, j->argmax + pl * out_plane, y, (int)off, pd, j->relu);
-    }
+    const int out_plane = j->pd->OH * j->pd->OW;
+    (void)c;
+    ct_maxpool2d_plane(j->pooled + pl * out_plane, j->argmax + pl * out_plane, y, (int)(pl * j->bn.d->HW), j->pd, j->relu);
 }
 
 void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float *invstd, float *running_mean,
@@ -718,53 +849,7 @@ void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float
     bn_pool_job j = { .bn = { .mean = mean, .invstd_out = invstd, .running_mean = running_mean, .running_var = running_var,
                               .in = in, .gamma = gamma, .beta = beta, .d = d, .train = train },
                       .pooled = pooled, .argmax = argmax, .pd = pd, .relu = relu };
-    ct_parallel(d->C, bn_workers(d), bn_pool_forward_channel, &j);
-}
-
-/* xh = (x - mu) is over one plane: what the forward pass computed; and `ahead` (the
- * channel's plane of the next sample, n values; NULL: none) asked into L2 as it goes, a
- * line per 16 values: the planes of one channel lie a whole sample apart, so the hardware's
- * prefetchers, which stop at every 4 KB page, would start each plane from memory cold. */
-static void xhat_plane(float *xh, const float *x, int n, float mu, float is, const float *ahead)
-{
-    int i = 0;
-    for (; ahead && i + 16 <= n; i += 16) {
-        __builtin_prefetch(ahead + i, 0, 2);
-        for (int k = i; k < i + 16; k++) xh[k] = (x[k] - mu) * is;
-    }
-    for (; i < n; i++) xh[i] = (x[i] - mu) * is;
-}
-
-/* The backward of a batchnorm whose output gradient a pool after it gives plane by plane:
- * grad(ctx, g, xh, pl, c, mu, is) makes plane pl's gradient at the batchnorm's output and its
- * xhat; over them the two passes of ct_batchnorm_backward (the sums, then din), with its
- * arithmetic. */
-typedef void (*bn_plane_grad)(const void *ctx, float *g, float *xh, size_t pl, int c, float mu, float is);
-
-CT_HOT
-static void chain_backward_channel(const bn_job *bn, int c, bn_plane_grad grad, const void *ctx)
-{
-    const batchnorm_dims *d = bn->d;
-    const int N = d->N, HW = d->HW;
-    const size_t M = (size_t)N * HW;
-    const float mu = bn->mean[c], is = bn->invstd[c];
-    float g[BN_POOL_MAX_PLANE], xh[BN_POOL_MAX_PLANE];   /* one plane of the gradient at the batchnorm's output, of xhat */
-    double sd = 0.0, sdx = 0.0;
-    for (int n = 0; n < N; n++) {
-        grad(ctx, g, xh, (size_t)n * d->C + c, c, mu, is);
-        run_sums2(g, xh, HW, &sd, &sdx);
-    }
-    bn->dbeta[c] += (float)sd;
-    bn->dgamma[c] += (float)sdx;
-    if (!bn->din) return;
-    const float k = bn->gamma[c] * is;
-    const float mean_d = (float)(sd / (double)M), mean_dx = (float)(sdx / (double)M);
-    for (int n = 0; n < N; n++) {
-        const size_t pl = (size_t)n * d->C + c;
-        grad(ctx, g, xh, pl, c, mu, is);
-        din_run(bn->din + pl * HW, g, xh, HW, k, mean_d, mean_dx);
-    }
-    stream_fence();
+    chain_forward(&j.bn, maxpool_plane, &j);
 }
 
 /* the maxpool's plane gradient (zero but at the argmax) and xhat */
@@ -776,36 +861,42 @@ static void pool_plane_grad(const void *ctx, float *g, float *xh, size_t pl, int
     const int HW = j->bn.d->HW, out_plane = pd->OH * pd->OW;
     (void)c;
     ct_maxpool2d_plane_backward(g, j->dpooled + pl * out_plane, j->argmax_in + pl * out_plane, (int)(pl * HW), pd);
-    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is, plane_ahead(&j->bn, pl));
+    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is);
 }
 
-static void bn_pool_backward_channel(void *ctx, int c, int worker)
-{
-    const bn_pool_job *j = ctx;
-    (void)worker;
-    chain_backward_channel(&j->bn, c, pool_plane_grad, j);
-}
-
-void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const int *argmax,
-                                   const float *in, const float *mean, const float *invstd, const float *gamma,
-                                   const batchnorm_dims *d, const maxpool2d_dims *pd)
+void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, double *sums, const float *dpooled,
+                                   const int *argmax, const float *in, const float *mean, const float *invstd,
+                                   const float *gamma, const batchnorm_dims *d, const maxpool2d_dims *pd)
 {
     CT_ASSERT(ct_batchnorm_maxpool_fits(d, pd));
     bn_pool_job j = { .bn = { .din = din, .dgamma = dgamma, .dbeta = dbeta, .in = in, .mean = (float *)mean,
-                              .invstd = invstd, .gamma = gamma, .d = d },
+                              .invstd = invstd, .gamma = gamma, .d = d, .sums = sums },
                       .dpooled = dpooled, .argmax_in = argmax, .pd = pd };
-    ct_parallel(d->C, bn_workers(d), bn_pool_backward_channel, &j);
+    chain_backward(&j.bn, pool_plane_grad, &j);
 }
 
-/* ---- batchnorm, then (a relu, then) the mean over H: one kernel ----
- * As the maxpool pair above: per channel, its statistics, then each plane's output y =
- * gamma xhat + beta made in a buffer on the worker's stack, the relu applied there, and the
- * plane averaged over H into its [W] values (the pooling's own plane function), so neither
- * the normalised map, nor xhat, nor the relu's output is written. Backward remakes xhat and
- * y from x, mean and invstd, and the gradient at the batchnorm's output is the pooling's
- * plane gradient, zeroed where y <= 0 (the relu's [y > 0]). The same expressions in the same
- * order as the layers one by one: their results bit for bit. The global mean is the same
- * kernel with the plane read as [HW, 1]. */
+/* Plane [n, c] of din as chain_din_image makes it, from the sums the backward kept: the
+ * gradient at the batchnorm's output made in din itself, xhat on the stack, then din_plain
+ * in place (each value from its own g and xhat; the arithmetic of din_run's every path). */
+CT_HOT
+void ct_batchnorm_maxpool_din_plane(const void *src, float *din, int n, int c)
+{
+    const ct_bn_pool_din *s = src;
+    const batchnorm_dims *d = s->d;
+    const bn_pool_job j = { .bn = { .in = s->in, .d = d }, .dpooled = s->dpooled, .argmax_in = s->argmax, .pd = s->pd };
+    float xh[BN_POOL_MAX_PLANE];                          /* xhat of the plane, [H, W] */
+    float k, md, mdx;
+    din_coefs(d, s->sums, s->gamma, s->invstd[c], c, &k, &md, &mdx);
+    pool_plane_grad(&j, din, xh, (size_t)n * d->C + c, c, s->mean[c], s->invstd[c]);
+    din_plain(din, din, xh, d->HW, k, md, mdx);
+}
+
+/* ---- the chain of the mean over H (or over the plane) ----
+ * The same with the mean over H of each plane into its [W] values (the pooling's own plane
+ * function), after a relu on the buffer where there is one; the backward's gradient at the
+ * batchnorm's output is the pooling's plane gradient, zeroed where y <= 0 (the relu's
+ * [y > 0], y remade from xhat). The global mean is the same kernel with the plane read as
+ * [HW, 1]. */
 int ct_batchnorm_avgpool_h_fits(const batchnorm_dims *d, int H, int W)
 {
     return !d->sync && H >= 1 && W >= 1 && (long)H * W == d->HW && d->HW <= BN_POOL_MAX_PLANE;
@@ -823,22 +914,12 @@ static void relu_plane(float *y, int n)
     for (int i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
 }
 
-CT_HOT
-static void bn_avg_forward_channel(void *ctx, int c, int worker)
+static void avg_plane(const void *ctx, float *y, size_t pl, int c)
 {
     const bn_avg_job *j = ctx;
-    const batchnorm_dims *d = j->bn.d;
-    const int HW = d->HW;
-    float y[BN_POOL_MAX_PLANE];                          /* one plane of the batchnorm's output, [H, W] */
-    float mu, is;
-    (void)worker;
-    channel_stats(&j->bn, c, &mu, &is);
-    for (int n = 0; n < d->N; n++) {
-        const size_t pl = (size_t)n * d->C + c;
-        output_plane(y, j->bn.in + pl * HW, HW, mu, is, j->bn.gamma[c], j->bn.beta[c]);
-        if (j->relu) relu_plane(y, HW);
-        ct_avgpool_h_plane(j->pooled + pl * j->W, y, j->H, j->W);
-    }
+    (void)c;
+    if (j->relu) relu_plane(y, j->bn.d->HW);
+    ct_avgpool_h_plane(j->pooled + pl * j->W, y, j->H, j->W);
 }
 
 void ct_batchnorm_avgpool_h_forward(float *pooled, float *mean, float *invstd, float *running_mean, float *running_var,
@@ -849,7 +930,7 @@ void ct_batchnorm_avgpool_h_forward(float *pooled, float *mean, float *invstd, f
     bn_avg_job j = { .bn = { .mean = mean, .invstd_out = invstd, .running_mean = running_mean, .running_var = running_var,
                              .in = in, .gamma = gamma, .beta = beta, .d = d, .train = train },
                      .pooled = pooled, .H = H, .W = W, .relu = relu };
-    ct_parallel(d->C, bn_workers(d), bn_avg_forward_channel, &j);
+    chain_forward(&j.bn, avg_plane, &j);
 }
 
 /* the mean's plane gradient, zeroed where the relu's output was 0, and xhat */
@@ -860,25 +941,18 @@ static void avg_plane_grad(const void *ctx, float *g, float *xh, size_t pl, int 
     const int HW = j->bn.d->HW;
     const float gam = j->bn.gamma[c], bet = j->bn.beta[c];
     ct_avgpool_h_plane_backward(g, j->dpooled + pl * j->W, j->H, j->W);
-    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is, plane_ahead(&j->bn, pl));
+    xhat_plane(xh, j->bn.in + pl * HW, HW, mu, is);
     if (j->relu)
         for (int i = 0; i < HW; i++) g[i] = gam * xh[i] + bet > 0.0f ? g[i] : 0.0f;   /* y as the forward made it */
 }
 
-static void bn_avg_backward_channel(void *ctx, int c, int worker)
-{
-    const bn_avg_job *j = ctx;
-    (void)worker;
-    chain_backward_channel(&j->bn, c, avg_plane_grad, j);
-}
-
-void ct_batchnorm_avgpool_h_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const float *in,
-                                     const float *mean, const float *invstd, const float *gamma, const float *beta,
-                                     const batchnorm_dims *d, int H, int W, int relu)
+void ct_batchnorm_avgpool_h_backward(float *din, float *dgamma, float *dbeta, double *sums, const float *dpooled,
+                                     const float *in, const float *mean, const float *invstd, const float *gamma,
+                                     const float *beta, const batchnorm_dims *d, int H, int W, int relu)
 {
     CT_ASSERT(ct_batchnorm_avgpool_h_fits(d, H, W));
     bn_avg_job j = { .bn = { .din = din, .dgamma = dgamma, .dbeta = dbeta, .in = in, .mean = (float *)mean,
-                             .invstd = invstd, .gamma = gamma, .beta = beta, .d = d },
+                             .invstd = invstd, .gamma = gamma, .beta = beta, .d = d, .sums = sums },
                      .dpooled = dpooled, .H = H, .W = W, .relu = relu };
-    ct_parallel(d->C, bn_workers(d), bn_avg_backward_channel, &j);
+    chain_backward(&j.bn, avg_plane_grad, &j);
 }

@@ -96,10 +96,28 @@ void ct_batchnorm_maxpool_forward(float *pooled, int *argmax, float *mean, float
 /* The pair's backward from dpooled [N, C, OH, OW], with the forward pass's input `in`, mean
  * and invstd (xhat is remade from them): din [N, C, H, W] overwritten (NULL: not computed),
  * dgamma and dbeta accumulated; bit for bit (ct_relu_backward,) ct_maxpool2d_backward, then
- * ct_batchnorm_backward. */
-void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const int *argmax,
-                                   const float *in, const float *mean, const float *invstd, const float *gamma,
-                                   const batchnorm_dims *d, const maxpool2d_dims *pd);
+ * ct_batchnorm_backward. sums: a workspace of ct_batchnorm_chain_sums_doubles(d), which
+ * keeps, after the call, each channel's sums over the batch of the gradient at the
+ * batchnorm's output g and of g xhat, for ct_batchnorm_maxpool_din_plane. */
+size_t ct_batchnorm_chain_sums_doubles(const batchnorm_dims *d);
+void ct_batchnorm_maxpool_backward(float *din, float *dgamma, float *dbeta, double *sums, const float *dpooled,
+                                   const int *argmax, const float *in, const float *mean, const float *invstd,
+                                   const float *gamma, const batchnorm_dims *d, const maxpool2d_dims *pd);
+/* din a plane at a time, for a layer before the pair that takes it so (conv2d.h,
+ * ct_conv2d_backward_planes: a first convolution's weight gradient), so that din is never
+ * written: after ct_batchnorm_maxpool_backward(NULL, ..., sums, ...),
+ * ct_batchnorm_maxpool_din_plane(src, din_nc, n, c) makes plane [n, c] of din (HW values) in
+ * din_nc, the bits ct_batchnorm_maxpool_backward writes there. src is a ct_bn_pool_din
+ * naming that call's arguments. Its signature is ct_conv2d_plane_fn's. */
+typedef struct {
+    const float *dpooled; const int *argmax;    /* [N, C, OH, OW] */
+    const float *in;                             /* the batchnorm's input [N, C, H, W] */
+    const float *mean, *invstd, *gamma;          /* [C] */
+    const double *sums;                          /* as ct_batchnorm_maxpool_backward left them */
+    const batchnorm_dims *d;
+    const maxpool2d_dims *pd;
+} ct_bn_pool_din;
+void ct_batchnorm_maxpool_din_plane(const void *src, float *din_nc, int n, int c);
 
 /* Batchnorm, then (relu = 1: a relu, then) the mean over H, without the batchnorm's output,
  * xhat or the relu's output in memory: pooled [N, C, W] is what ct_avgpool_h_forward gives
@@ -115,9 +133,10 @@ void ct_batchnorm_avgpool_h_forward(float *pooled, float *mean, float *invstd, f
 /* Its backward from dpooled [N, C, W], with the forward pass's input `in`, mean and invstd
  * (xhat and, for the relu, the output are remade from them): din [N, C, H, W] overwritten
  * (NULL: not computed), dgamma and dbeta accumulated; bit for bit ct_avgpool_h_backward,
- * ct_relu_backward, then ct_batchnorm_backward. */
-void ct_batchnorm_avgpool_h_backward(float *din, float *dgamma, float *dbeta, const float *dpooled, const float *in,
-                                     const float *mean, const float *invstd, const float *gamma, const float *beta,
-                                     const batchnorm_dims *d, int H, int W, int relu);
+ * ct_relu_backward, then ct_batchnorm_backward. sums: a workspace of
+ * ct_batchnorm_chain_sums_doubles(d). */
+void ct_batchnorm_avgpool_h_backward(float *din, float *dgamma, float *dbeta, double *sums, const float *dpooled,
+                                     const float *in, const float *mean, const float *invstd, const float *gamma,
+                                     const float *beta, const batchnorm_dims *d, int H, int W, int relu);
 
 #endif

@@ -180,9 +180,21 @@ typedef struct ct_ops {
                                       float *running_mean, float *running_var, const float *in, const float *gamma,
                                       const float *beta, const batchnorm_dims *d, const maxpool2d_dims *pd, int relu,
                                       int train);
-    void (*batchnorm_maxpool_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta, const float *dpooled,
-                                       const int *argmax, const float *in, const float *mean, const float *invstd,
-                                       const float *gamma, const batchnorm_dims *d, const maxpool2d_dims *pd);
+    /* sums: host memory of ct_batchnorm_chain_sums_doubles(d), a workspace that keeps each
+     * channel's sums for conv2d_backward_bn_pool below (both chains' backward take one) */
+    void (*batchnorm_maxpool_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta, double *sums,
+                                       const float *dpooled, const int *argmax, const float *in, const float *mean,
+                                       const float *invstd, const float *gamma, const batchnorm_dims *d,
+                                       const maxpool2d_dims *pd);
+    /* The backward of a convolution whose din is not wanted (a model's first layer) before
+     * such a pair: dout, the pair's din, is made plane by plane from src (the pair's backward
+     * above, run with din NULL, kept its sums) and taken at once into dw and db, never
+     * written (ct_conv2d_backward_planes, ct_batchnorm_maxpool_din_plane: conv2d_backward's
+     * bits from the pair's din). NULL where the backend has no such kernel;
+     * conv2d_bn_pool_fits says whether a plan can take it. */
+    int  (*conv2d_bn_pool_fits)(const ct_backend *be, const void *plan);
+    void (*conv2d_backward_bn_pool)(const ct_backend *be, float *dw, float *db, float *ws, const float *in, void *plan,
+                                    int N, const ct_bn_pool_din *src);
     /* Batchnorm, then (relu = 1: a relu, then) the mean over H, or the global mean with H = HW
      * and W = 1 (ct_batchnorm_avgpool_h_forward/_backward: the layers' results bit for bit,
      * none of their maps written; backward reads the forward pass's input again). NULL where
@@ -191,7 +203,7 @@ typedef struct ct_ops {
     void (*batchnorm_avgpool_h_forward)(const ct_backend *be, float *pooled, float *mean, float *invstd,
                                         float *running_mean, float *running_var, const float *in, const float *gamma,
                                         const float *beta, const batchnorm_dims *d, int H, int W, int relu, int train);
-    void (*batchnorm_avgpool_h_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta,
+    void (*batchnorm_avgpool_h_backward)(const ct_backend *be, float *din, float *dgamma, float *dbeta, double *sums,
                                          const float *dpooled, const float *in, const float *mean, const float *invstd,
                                          const float *gamma, const float *beta, const batchnorm_dims *d, int H, int W,
                                          int relu);

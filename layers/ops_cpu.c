@@ -242,6 +242,21 @@ static void cpu_conv2d_backward(const ct_backend *be, float *din, float *dw, flo
     else                     ct_conv2d_backward(din, dw, db, ws, dout, in, w, &d);
 }
 
+static int cpu_conv2d_bn_pool_fits(const ct_backend *be, const void *plan)
+{
+    (void)be;
+    return ct_conv2d_backward_planes_fits(&((const conv2d_cpu_plan *)plan)->d);
+}
+
+static void cpu_conv2d_backward_bn_pool(const ct_backend *be, float *dw, float *db, float *ws, const float *in, void *plan,
+                                        int N, const ct_bn_pool_din *src)
+{
+    (void)be;
+    const conv2d_cpu_plan *p = plan;
+    conv2d_dims d = conv_call_dims(p, N);
+    ct_conv2d_backward_planes(dw, db, ws, ct_batchnorm_maxpool_din_plane, src, in, &d, p->dtype == CT_BF16);
+}
+
 /* ---- losses in their stats form: the numbers the models computed before ---- */
 static void cpu_contrastive_stats(const ct_backend *be, float *stats, const float *d, const float *y, int B, float margin,
                                   float threshold)
@@ -347,13 +362,13 @@ static void cpu_batchnorm_maxpool_forward(const ct_backend *be, float *pooled, i
     ct_batchnorm_maxpool_forward(pooled, argmax, mean, invstd, running_mean, running_var, in, gamma, beta, d, pd, relu, train);
 }
 
-static void cpu_batchnorm_maxpool_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta,
+static void cpu_batchnorm_maxpool_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta, double *sums,
                                            const float *dpooled, const int *argmax, const float *in, const float *mean,
                                            const float *invstd, const float *gamma, const batchnorm_dims *d,
                                            const maxpool2d_dims *pd)
 {
     (void)be;
-    ct_batchnorm_maxpool_backward(din, dgamma, dbeta, dpooled, argmax, in, mean, invstd, gamma, d, pd);
+    ct_batchnorm_maxpool_backward(din, dgamma, dbeta, sums, dpooled, argmax, in, mean, invstd, gamma, d, pd);
 }
 
 static int cpu_batchnorm_avgpool_h_fits(const ct_backend *be, const batchnorm_dims *d, int H, int W)
@@ -370,13 +385,13 @@ static void cpu_batchnorm_avgpool_h_forward(const ct_backend *be, float *pooled,
     ct_batchnorm_avgpool_h_forward(pooled, mean, invstd, running_mean, running_var, in, gamma, beta, d, H, W, relu, train);
 }
 
-static void cpu_batchnorm_avgpool_h_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta,
+static void cpu_batchnorm_avgpool_h_backward(const ct_backend *be, float *din, float *dgamma, float *dbeta, double *sums,
                                              const float *dpooled, const float *in, const float *mean, const float *invstd,
                                              const float *gamma, const float *beta, const batchnorm_dims *d, int H, int W,
                                              int relu)
 {
     (void)be;
-    ct_batchnorm_avgpool_h_backward(din, dgamma, dbeta, dpooled, in, mean, invstd, gamma, beta, d, H, W, relu);
+    ct_batchnorm_avgpool_h_backward(din, dgamma, dbeta, sums, dpooled, in, mean, invstd, gamma, beta, d, H, W, relu);
 }
 
 static void cpu_relu_forward(const ct_backend *be, float *out, const float *in, size_t n)
@@ -540,6 +555,8 @@ const ct_ops ct_ops_cpu = {
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_forward_stats = cpu_conv2d_forward_stats,
     .conv2d_backward = cpu_conv2d_backward,
+    .conv2d_bn_pool_fits = cpu_conv2d_bn_pool_fits,
+    .conv2d_backward_bn_pool = cpu_conv2d_backward_bn_pool,
     .maxpool2d_forward = cpu_maxpool2d_forward,
     .maxpool2d_backward = cpu_maxpool2d_backward,
     .global_avgpool_forward = cpu_global_avgpool_forward,

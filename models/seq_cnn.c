@@ -121,6 +121,8 @@ static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, c
     const ct_dparams *P = &m->dev;
     const float *w = ct_dparams_data(P, l->conv.w), *b = ct_dparams_data(P, l->conv.b);
     l->stats_ran = conv_feeds_stats(m, i, train);
+    l->conv_in = in;
+    l->dw_by_pool = 0;
     if (l->stats_ran) m->be->ops->conv2d_forward_stats(m->be, l->out, l->ws, in, w, b, l->conv_plan, N, l->plane_stats);
     else              m->be->ops->conv2d_forward(m->be, l->out, l->ws, in, w, b, l->conv_plan, N);
 }
@@ -129,6 +131,7 @@ static float *conv_backward(seq_cnn *m, int i, float *dout, float *din, const fl
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
+    if (l->dw_by_pool) return NULL;   /* done by the pool after the batchnorm (maxpool_backward) */
     m->be->ops->conv2d_backward(m->be, din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, dout, in,
                             ct_dparams_data(P, l->conv.w), l->conv_plan, N);
     return din;
@@ -249,6 +252,14 @@ static void maxpool_forward(seq_cnn *m, int i, const float *in, int N, int train
     }
 }
 
+int ct_seq_cnn_conv_dw_by_pool(const seq_cnn *m, int i)
+{
+    const seq_layer *conv = &m->layer[i];
+    return conv->kind == SEQ_CONV && i == m->first_param && i + 1 < m->n && m->layer[i + 1].kind == SEQ_BATCHNORM &&
+           m->layer[i + 1].pool_of_bn && m->layer[m->layer[i + 1].pool_of_bn].kind == SEQ_MAXPOOL &&
+           m->be->ops->conv2d_bn_pool_fits && m->be->ops->conv2d_bn_pool_fits(m->be, conv->conv_plan);
+}
+
 static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
@@ -260,11 +271,23 @@ static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const
         const ct_dparams *P = &m->dev;
         batchnorm_dims bd = bn_dims(m, bn, N, 1);
         float *dx = b > m->first_param ? din : NULL;   /* as backward_layers gives the batchnorm */
-        m->be->ops->batchnorm_maxpool_backward(m->be, dx, ct_dparams_grad(P, bn->bn.gamma), ct_dparams_grad(P, bn->bn.beta),
-                                               dout, l->argmax, bn->bn_pool_in, bn->mean, bn->invstd,
+        const int conv_too = b > 0 && ct_seq_cnn_conv_dw_by_pool(m, b - 1);
+        m->be->ops->batchnorm_maxpool_backward(m->be, conv_too ? NULL : dx, ct_dparams_grad(P, bn->bn.gamma),
+                                               ct_dparams_grad(P, bn->bn.beta), bn->bn_sums, dout,
+                                               l->argmax, bn->bn_pool_in, bn->mean, bn->invstd,
                                                ct_dparams_data(P, bn->bn.gamma), &bd, &pd);
         ct_prof_lap(p, m->be, &p->bwd[b]);
-        return dx;
+        if (!conv_too) return dx;
+        /* the convolution's dW and db from the batchnorm's din made plane by plane; the time is the convolution's */
+        seq_layer *conv = &m->layer[b - 1];
+        const ct_bn_pool_din src = { .dpooled = dout, .argmax = l->argmax, .in = bn->bn_pool_in, .mean = bn->mean,
+                                     .invstd = bn->invstd, .gamma = ct_dparams_data(P, bn->bn.gamma),
+                                     .sums = bn->bn_sums, .d = &bd, .pd = &pd };
+        m->be->ops->conv2d_backward_bn_pool(m->be, ct_dparams_grad(P, conv->conv.w), ct_dparams_grad(P, conv->conv.b),
+                                            conv->ws, conv->conv_in, conv->conv_plan, N, &src);
+        conv->dw_by_pool = 1;
+        ct_prof_lap(p, m->be, &p->bwd[b - 1]);
+        return NULL;
     }
     if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
         m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
@@ -421,6 +444,10 @@ static ct_status batchnorm_plan(seq_cnn *m, seq_layer *l, ct_arena *a, int N, si
     ct_arena_floats(a, &l->xhat, (size_t)N * ct_seq_layer_out_size(l));   /* [N, out] */
     ct_arena_floats(a, &l->mean, (size_t)l->in_c);                         /* [C] */
     ct_arena_floats(a, &l->invstd, (size_t)l->in_c);                       /* [C] */
+    if (l->pool_of_bn && (m->be->ops->batchnorm_maxpool_backward || m->be->ops->batchnorm_avgpool_h_backward)) {
+        batchnorm_dims bd = bn_dims(m, l, N, 0);
+        ct_arena_plan(a, (void **)&l->bn_sums, ct_batchnorm_chain_sums_doubles(&bd) * sizeof(double));   /* [N + 1, C, 2] */
+    }
     return CT_OK;
 }
 
@@ -435,7 +462,7 @@ static void avg_plane(const seq_layer *l, int *H, int *W)
 static int bn_pool_fused(const seq_cnn *m, int i, int N, int train)
 {
     const seq_layer *l = &m->layer[i];
-    if (!l->pool_of_bn || m->unfused) return 0;
+    if (!l->pool_of_bn || !l->bn_sums || m->unfused) return 0;
     const seq_layer *pool = &m->layer[l->pool_of_bn];
     batchnorm_dims bd = bn_dims(m, l, N, train);
     if (pool->kind == SEQ_MAXPOOL) {
@@ -483,7 +510,7 @@ static int bn_avg_backward(seq_cnn *m, int i, float *dout, float *din, int N, fl
     avg_plane(l, &H, &W);
     *dx = b > m->first_param ? din : NULL;   /* as backward_layers gives the batchnorm */
     m->be->ops->batchnorm_avgpool_h_backward(m->be, *dx, ct_dparams_grad(P, bn->bn.gamma), ct_dparams_grad(P, bn->bn.beta),
-                                             dout, bn->bn_pool_in, bn->mean, bn->invstd, ct_dparams_data(P, bn->bn.gamma),
+                                             bn->bn_sums, dout, bn->bn_pool_in, bn->mean, bn->invstd, ct_dparams_data(P, bn->bn.gamma),
                                              ct_dparams_data(P, bn->bn.beta), &bd, H, W, m->layer[b + 1].relu_in_bn_pool);
     ct_prof_lap(&m->prof, m->be, &m->prof.bwd[b]);
     return 1;

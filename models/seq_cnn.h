@@ -136,6 +136,13 @@ typedef struct {
                                      * (layers/batchnorm.h), made as it writes them, so that the
                                      * batchnorm need not read its input for them; NULL: none planned */
     int stats_ran;                  /* conv: the last forward pass made them */
+    const float *conv_in;           /* conv: its input in the last forward pass */
+    int dw_by_pool;                 /* conv, the first layer with parameters, before a batchnorm run as one with
+                                     * its maxpool: the backward pass after the last forward pass took its dW
+                                     * and db in that pool's backward, from the batchnorm's din made a plane
+                                     * at a time, never written (ops->conv2d_backward_bn_pool) */
+    double *bn_sums;                /* batchnorm feeding a pool: the chain's backward's workspace [N + 1, C, 2]
+                                     * (ct_batchnorm_chain_sums_doubles); NULL: none planned */
     /* activations on the device, planned for max_batch samples */
     float *out;                     /* [N, out] (aliases the input for flatten, save and in-place layers) */
     float *ws;                      /* the convolutions' shared workspace (im2col; what a conv uses) */
@@ -327,5 +334,11 @@ double ct_seq_layer_step_flops(const seq_cnn *m, int i, int N);
 
 /* One line per layer: position, text, name, output shape, parameters. */
 void  ct_seq_cnn_summary(const seq_cnn *m, char *buf, size_t cap);
+
+/* Whether conv layer i has its backward done by the backward of the batchnorm and maxpool
+ * after it when that pair runs as one (ops->conv2d_backward_bn_pool): it is the first layer
+ * with parameters (its din is not wanted), so the batchnorm's din is needed only for its dW
+ * and db, which take it a plane at a time as it is made, never written. The same bits. */
+int ct_seq_cnn_conv_dw_by_pool(const seq_cnn *m, int i);
 
 #endif

@@ -530,8 +530,9 @@ static void bn_streamed(void)
  * ct_maxpool2d_backward + ct_batchnorm_backward: pooled values, argmax (-1 where the relu
  * zeroed the window), the statistics, din, dgamma and dbeta bit for bit (the pair's backward
  * remaking xhat from x), in train and eval mode, on 1 to 3 workers, for 2x2 windows over odd
- * maps (a column no window covers) and overlapping 3x3 windows of stride 1; and which pairs it
- * refuses. */
+ * maps (a column no window covers) and overlapping 3x3 windows of stride 1; din made a plane
+ * at a time (ct_batchnorm_maxpool_din_plane, from the sums the backward kept) too, in any
+ * order; and which pairs it refuses. */
 static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu, int threads)
 {
     t_case("batchnorm/with the maxpool after it%s as one = the layers bit for bit (N=%d C=%d %dx%d, window %d stride %d, "
@@ -544,6 +545,7 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu
     ct_rng r;
     ct_rng_seed(&r, 13, (uint64_t)(K * 10 + threads + 100 * relu));
     float *x = t_alloc(n), *dp = t_alloc(np), *g = t_alloc(C), *b = t_alloc(C);
+    double *sums = malloc(ct_batchnorm_chain_sums_doubles(&d) * sizeof *sums);   /* exact size: the sanitizer sees overruns */
     t_fill_uniform(x, n, -2, 3, &r);
     t_fill_uniform(dp, np, -1, 1, &r);
     t_fill_uniform(g, C, -1.5f, 1.5f, &r);   /* negative gamma: the pool's maximum is not at x's maximum */
@@ -571,7 +573,7 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu
         if (train) {
             ct_maxpool2d_backward(y, dq, am[0], &pd);
             ct_batchnorm_backward(din[0], st[0][4], st[0][5], y, xh[0], st[0][1], g, &d);
-            ct_batchnorm_maxpool_backward(din[1], st[1][4], st[1][5], dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
+            ct_batchnorm_maxpool_backward(din[1], st[1][4], st[1][5], sums, dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
         }
         bad += memcmp(pool[0], pool[1], np * sizeof(float)) != 0;
         for (size_t k = 0; k < np; k++) {
@@ -581,10 +583,19 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu
         }
         bad += memcmp(din[0], din[1], n * sizeof(float)) != 0;
         bad += memcmp(st[0], st[1], sizeof st[0]) != 0;
-        if (train) {   /* without din: the same parameter gradients added once more */
-            ct_batchnorm_maxpool_backward(NULL, st[1][4], st[1][5], dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
+        if (train) {   /* without din: the same parameter gradients added once more, and din plane by plane */
+            ct_batchnorm_maxpool_backward(NULL, st[1][4], st[1][5], sums, dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
             ct_batchnorm_backward(NULL, st[0][4], st[0][5], y, xh[0], st[0][1], g, &d);
             bad += memcmp(st[0][4], st[1][4], sizeof st[0][4]) != 0 || memcmp(st[0][5], st[1][5], sizeof st[0][5]) != 0;
+            const ct_bn_pool_din src = { .dpooled = dp, .argmax = am[1], .in = x, .mean = st[1][0], .invstd = st[1][1],
+                                         .gamma = g, .sums = sums, .d = &d, .pd = &pd };
+            float *plane = t_alloc((size_t)H * W);
+            for (int i = 0; i < N; i++)   /* the images backwards, and each image's channels backwards */
+                for (int c = C - 1; c >= 0; c--) {
+                    ct_batchnorm_maxpool_din_plane(&src, plane, N - 1 - i, c);
+                    bad += memcmp(plane, din[0] + ((size_t)(N - 1 - i) * C + c) * H * W, (size_t)H * W * sizeof *plane) != 0;
+                }
+            free(plane);
         }
         for (int k = 0; k < 2; k++) { free(din[k]); free(xh[k]); free(pool[k]); free(am[k]); }
         free(y); free(dq);
@@ -592,7 +603,7 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu
     ct_threads_set(1);
     t_check(bad == 0, "%d of the outputs differ", bad);
     if (relu) t_check(zeroed > 0, "the relu should zero some windows");
-    free(x); free(dp); free(g); free(b);
+    free(x); free(dp); free(g); free(b); free(sums);
 }
 
 static void bn_pool_refusals(void)
@@ -632,6 +643,7 @@ static void bn_avg_case(int N, int C, int H, int W, int relu, int gap, int threa
     ct_rng r;
     ct_rng_seed(&r, 14, (uint64_t)(relu * 4 + gap * 2 + threads));
     float *x = t_alloc(n), *dp = t_alloc(np), *g = t_alloc(C), *b = t_alloc(C);
+    double *sums = malloc(ct_batchnorm_chain_sums_doubles(&d) * sizeof *sums);   /* exact size: the sanitizer sees overruns */
     t_fill_uniform(x, n, -2, 3, &r);
     t_fill_uniform(dp, np, -1, 1, &r);
     t_fill_uniform(g, C, -1.5f, 1.5f, &r);   /* negative gamma, and beta: the relu cuts different parts */
@@ -657,10 +669,10 @@ static void bn_avg_case(int N, int C, int H, int W, int relu, int gap, int threa
             else     ct_avgpool_h_backward(dy, dp, N, C, H, W);
             if (relu) ct_relu_backward(dy, dy, y, n);
             ct_batchnorm_backward(din[0], st[0][4], st[0][5], dy, xh, st[0][1], g, &d);
-            ct_batchnorm_avgpool_h_backward(din[1], st[1][4], st[1][5], dp, x, st[1][0], st[1][1], g, b, &d, PH, PW, relu);
+            ct_batchnorm_avgpool_h_backward(din[1], st[1][4], st[1][5], sums, dp, x, st[1][0], st[1][1], g, b, &d, PH, PW, relu);
             bad += memcmp(din[0], din[1], n * sizeof(float)) != 0;
             /* without din: the same parameter gradients added once more */
-            ct_batchnorm_avgpool_h_backward(NULL, st[1][4], st[1][5], dp, x, st[1][0], st[1][1], g, b, &d, PH, PW, relu);
+            ct_batchnorm_avgpool_h_backward(NULL, st[1][4], st[1][5], sums, dp, x, st[1][0], st[1][1], g, b, &d, PH, PW, relu);
             ct_batchnorm_backward(NULL, st[0][4], st[0][5], dy, xh, st[0][1], g, &d);
             free(dy);
         }
@@ -671,7 +683,7 @@ static void bn_avg_case(int N, int C, int H, int W, int relu, int gap, int threa
     }
     ct_threads_set(1);
     t_check(bad == 0, "%d of the outputs differ", bad);
-    free(x); free(dp); free(g); free(b);
+    free(x); free(dp); free(g); free(b); free(sums);
 }
 
 static void bn_avg_refusals(void)
