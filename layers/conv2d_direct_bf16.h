@@ -41,5 +41,9 @@ void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const
  * overwritten (NULL: not computed). */
 void ct_conv2d_direct_bf16_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,
                                     const conv2d_dims *d);
+/* A layer's out (forward) or din (backward) of `bytes` or more for the batch is copied from
+ * each worker's stage with non-temporal stores (on AVX-512); below, plainly. 16 MB unless the
+ * tests set another, to run both copies on small shapes: the values are the same. */
+void ct_conv2d_direct_bf16_stream_from(size_t bytes);
 
 #endif

@@ -29,6 +29,7 @@
 #include "layers/conv2d.h"
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/gemm_bf16.h"
+#include "layers/gemm_packed.h"   /* ct_kernels_get */
 #include "layers/ops.h"
 
 typedef struct { int N, C, H, W, OC, KH, KW, s, p, bias; } cshape;
@@ -339,6 +340,38 @@ static void path_case(void)
     t_check(!ct_conv2d_direct_bf16_runs(&one), "a 1-channel 3x3 stride-1 layer takes the direct path");
 }
 
+/* An image's result is copied out of the worker's stage plainly, or for a large layer with
+ * non-temporal stores (conv2d_direct_bf16.c, stage_out): the same out, din, dW and db bit for
+ * bit, every shape the direct path takes, the second copy forced on them by lowering its
+ * threshold to 0 (on AVX-512; elsewhere both are plain copies). */
+static void stream_case(void)
+{
+    const int ns = (int)(sizeof SHAPES / sizeof SHAPES[0]);
+    t_case("conv_bf16/the direct path's results copied out with non-temporal stores = plainly, bit for bit%s",
+           ct_kernels_get() == CT_KERNELS_AVX512 ? "" : " (no AVX-512: both plain)");
+    int shapes = 0, bad = 0;
+    for (int k = 0; k < ns; k++) {
+        conv_data x;
+        data_make(&x, &SHAPES[k], 300 + (uint64_t)k);
+        if (ct_conv2d_direct_bf16_runs(&x.d)) {
+            const conv2d_dims *d = &x.d;
+            conv_grads plain = run_layer(&x, d, 1);
+            ct_conv2d_direct_bf16_stream_from(0);
+            conv_grads streamed = run_layer(&x, d, 1);
+            ct_conv2d_direct_bf16_stream_from((size_t)16 << 20);
+            bad += memcmp(plain.out, streamed.out, n_out(d) * sizeof(float)) != 0;
+            bad += memcmp(plain.din, streamed.din, n_in(d) * sizeof(float)) != 0;
+            bad += memcmp(plain.dw, streamed.dw, n_w(d) * sizeof(float)) != 0;
+            bad += memcmp(plain.db, streamed.db, (size_t)d->OC * sizeof(float)) != 0;
+            grads_free(&plain); grads_free(&streamed);
+            shapes++;
+        }
+        data_free(&x);
+    }
+    t_check(shapes >= 5, "only %d shapes took the direct path", shapes);
+    t_check(bad == 0, "%d of the results differ", bad);
+}
+
 void suite_conv_bf16(void)
 {
     const int ns = (int)(sizeof SHAPES / sizeof SHAPES[0]);
@@ -347,6 +380,7 @@ void suite_conv_bf16(void)
     for (int k = 0; k < ns; k++) shape_case(&SHAPES[k], 100 + (uint64_t)k, CT_BF16_MODEL);
     bounds_case();
     backend_case();
+    stream_case();
     ct_gemm_bf16_use_model(0);
     const ct_bf16_kernels real = ct_kernels_bf16();
     if (real != CT_BF16_NONE)
