@@ -525,6 +525,31 @@ static void bn_streamed(void)
     t_check(bad == 0, "%d runs or elements differ (%d instruction sets)", bad, sets);
 }
 
+/* The chain's backward keeps each channel's sums of g and g xhat in double (sums [N + 1, C, 2],
+ * the channels' last): they must be those of the order batchnorm.c documents, the channel's
+ * running sum over n of each plane's total, a plane taken in 32 lanes (position i in lane i % 32,
+ * each lane's terms in the order of i) added as a tree. Compared in double, where a term added
+ * in another order shows (the float results round most of it away). g, xh [N, C, HW]. */
+static int chain_sums_differ(const double *sums, const float *g, const float *xh, int N, int C, int HW)
+{
+    int bad = 0;
+    for (int c = 0; c < C; c++) {
+        double sd = 0.0, sdx = 0.0;
+        for (int n = 0; n < N; n++) {
+            const float *gp = g + ((size_t)n * C + c) * HW, *hp = xh + ((size_t)n * C + c) * HW;
+            double a[32] = { 0 }, b[32] = { 0 };
+            for (int i = 0; i < HW; i++) { a[i % 32] += gp[i]; b[i % 32] += (double)gp[i] * hp[i]; }
+            for (int w = 16; w >= 1; w /= 2)
+                for (int k = 0; k < w; k++) { a[k] += a[k + w]; b[k] += b[k + w]; }
+            sd += a[0];
+            sdx += b[0];
+        }
+        const double *ch = sums + 2 * ((size_t)N * C + c);
+        bad += ch[0] != sd || ch[1] != sdx;
+    }
+    return bad;
+}
+
 /* ct_batchnorm_maxpool_forward/_backward against ct_batchnorm_forward + ct_maxpool2d_forward
  * (+ ct_relu_forward on the pooled map, relu = 1) and (ct_relu_backward +)
  * ct_maxpool2d_backward + ct_batchnorm_backward: pooled values, argmax (-1 where the relu
@@ -548,6 +573,8 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu
     double *sums = malloc(ct_batchnorm_chain_sums_doubles(&d) * sizeof *sums);   /* exact size: the sanitizer sees overruns */
     t_fill_uniform(x, n, -2, 3, &r);
     t_fill_uniform(dp, np, -1, 1, &r);
+    /* magnitudes from 2^-11 to 2^11: the sums in double round, so a term added in another order shows */
+    for (size_t k = 0; k < np; k++) dp[k] = ldexpf(dp[k], (int)(k * 7 % 23) - 11);
     t_fill_uniform(g, C, -1.5f, 1.5f, &r);   /* negative gamma: the pool's maximum is not at x's maximum */
     if (relu) t_fill_uniform(b, C, -2.5f, -1.0f, &r);   /* so that the relu zeroes some windows' maxima */
     else      t_fill_uniform(b, C, -0.5f, 0.5f, &r);
@@ -574,6 +601,7 @@ static void bn_pool_case(int N, int C, int H, int W, int K, int stride, int relu
             ct_maxpool2d_backward(y, dq, am[0], &pd);
             ct_batchnorm_backward(din[0], st[0][4], st[0][5], y, xh[0], st[0][1], g, &d);
             ct_batchnorm_maxpool_backward(din[1], st[1][4], st[1][5], sums, dp, am[1], x, st[1][0], st[1][1], g, &d, &pd);
+            bad += chain_sums_differ(sums, y, xh[0], N, C, H * W);
         }
         bad += memcmp(pool[0], pool[1], np * sizeof(float)) != 0;
         for (size_t k = 0; k < np; k++) {
