@@ -73,6 +73,7 @@
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"   /* ct_kernels_get: streamed stores on AVX-512 */
+#include "layers/pool.h"          /* ct_maxpool2d_plane: a maxpool after the layer, from the stage */
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
@@ -354,6 +355,10 @@ typedef struct {
     const float *in, *dout, *b;
     const uint16_t *wr;   /* the rounded weights: wf or wx */
     double *stats;        /* forward: the output planes' statistics [N, OC, 2], or NULL */
+    float *pooled;        /* forward: NULL, or out is not written but max-pooled (pd) into pooled and argmax */
+    int *argmax;
+    const maxpool2d_dims *pd;
+    int relu;             /* with pooled: a relu after the pool */
 } job;
 
 /* The kept part of a block's 32 positions [x0, x1) of a grid Wp wide: rows [ylo, yhi), columns
@@ -458,22 +463,52 @@ static void forward_image(void *ctx, int n, int worker)
     brgemm_run(&p);
     if (j->stats)   /* out_n's planes, still in the cache */
         ct_batchnorm_planes_stats(j->stats + (size_t)2 * n * d->OC, r.stage, d->OC, d->OH * d->OW);
+    if (j->pooled) {   /* each plane pooled from the stage; out itself is never written */
+        const size_t P = (size_t)d->OH * d->OW, opl = (size_t)j->pd->OH * j->pd->OW;
+        for (int oc = 0; oc < d->OC; oc++) {
+            const size_t pl = (size_t)n * d->OC + oc;
+            ct_maxpool2d_plane(j->pooled + pl * opl, j->argmax + pl * opl, r.stage + (size_t)oc * P, (int)(pl * P), j->pd,
+                               j->relu);
+        }
+        return;
+    }
     stage_out(j->out + (size_t)n * out_img, r.stage, out_img, d->N * out_img * sizeof(float) >= DIRECT_STREAM_BYTES);
 }
 
-void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const float *w, const float *b,
-                                   const conv2d_dims *d, double *stats)
+static void forward_job(job *j, const float *w)
 {
-    const geo g = geo_of(d);
+    const conv2d_dims *d = j->d;
+    const geo g = j->g;
     const int C = d->C, T = g.T;
-    uint16_t *wf = weights_of(ws, d, &g);   /* [OCp][T Cp]: wf[o][t Cp + c] = bf16(W[o, c, t]) */
+    uint16_t *wf = weights_of(j->ws, d, &g);   /* [OCp][T Cp]: wf[o][t Cp + c] = bf16(W[o, c, t]) */
     memset(wf, 0, (size_t)g.OCp * T * g.Cp * sizeof *wf);
     for (int o = 0; o < d->OC; o++)
         for (int c = 0; c < C; c++)
             for (int t = 0; t < T; t++)
                 wf[((size_t)o * T + t) * g.Cp + c] = ct_bf16_from_float(w[((size_t)o * C + c) * T + t]);
-    job j = { .d = d, .g = g, .ws = ws, .out = out, .in = in, .b = b, .wr = wf, .stats = stats };
-    ct_parallel(d->N, d->workers, forward_image, &j);
+    j->wr = wf;
+    ct_parallel(d->N, d->workers, forward_image, j);
+}
+
+void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const float *w, const float *b,
+                                   const conv2d_dims *d, double *stats)
+{
+    job j = { .d = d, .g = geo_of(d), .ws = ws, .out = out, .in = in, .b = b, .stats = stats };
+    forward_job(&j, w);
+}
+
+int ct_conv2d_direct_bf16_pool_fits(const conv2d_dims *d, const maxpool2d_dims *pd)
+{
+    return ct_conv2d_direct_bf16_runs(d) && pd->N == d->N && pd->C == d->OC && pd->H == d->OH && pd->W == d->OW &&
+           (size_t)d->N * d->OC * d->OH * d->OW <= (size_t)INT32_MAX;
+}
+
+void ct_conv2d_direct_bf16_forward_pool(float *pooled, int *argmax, float *ws, const float *in, const float *w,
+                                        const float *b, const conv2d_dims *d, const maxpool2d_dims *pd, int relu)
+{
+    CT_ASSERT(ct_conv2d_direct_bf16_pool_fits(d, pd));
+    job j = { .d = d, .g = geo_of(d), .ws = ws, .in = in, .b = b, .pooled = pooled, .argmax = argmax, .pd = pd, .relu = relu };
+    forward_job(&j, w);
 }
 
 /* ---- backward ---- */

@@ -11,6 +11,7 @@
 #define CT_CONV2D_DIRECT_BF16_H
 #include <stddef.h>
 #include "layers/conv2d.h"
+#include "layers/pool.h"
 
 /* The bias gradient's share of one image and output channel: the sum of row [P] (dout_n's
  * row o) as every CPU path of conv2d forms it - 16 running sums, then their sum - so that
@@ -37,6 +38,15 @@ size_t ct_conv2d_direct_bf16_workspace_floats(const conv2d_dims *d);
 /* out [N, OC, OH, OW] = conv(in) + b (b may be NULL); stats as ct_conv2d_forward's. */
 void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const float *w, const float *b,
                                    const conv2d_dims *d, double *stats);
+/* The layer, then a max pooling over its output (relu = 1: and a relu after the pool), without
+ * that output in memory: each image's result is pooled from the worker's stage into pooled and
+ * argmax [N, OC, OH', OW'], what ct_maxpool2d_forward (then ct_relu_forward) gives on out
+ * (argmax indexes out [N, OC, OH, OW]; -1 where the relu zeroed a window, as
+ * ct_maxpool2d_plane), bit for bit. Needs ct_conv2d_direct_bf16_pool_fits: the layer runs
+ * here, and pd pools its output. The backward is the layer's, unchanged (it reads in, not out). */
+int  ct_conv2d_direct_bf16_pool_fits(const conv2d_dims *d, const maxpool2d_dims *pd);
+void ct_conv2d_direct_bf16_forward_pool(float *pooled, int *argmax, float *ws, const float *in, const float *w,
+                                        const float *b, const conv2d_dims *d, const maxpool2d_dims *pd, int relu);
 /* dw [OC, C, KH, KW] += dL/dw; db [OC] += dL/db (NULL: not computed); din [N, C, H, W]
  * overwritten (NULL: not computed). */
 void ct_conv2d_direct_bf16_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,

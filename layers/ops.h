@@ -156,6 +156,14 @@ typedef struct ct_ops {
                                  const float *b, void *plan, int N, double *stats);
     void (*conv2d_backward)(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dout,
                             const float *in, const float *w, void *plan, int N);
+    /* The convolution, then a max pooling over its output (relu = 1: and a relu after the
+     * pool), without writing that output: pooled and argmax as maxpool2d_forward (and
+     * relu_forward) give them on it, bit for bit (ct_conv2d_direct_bf16_forward_pool). Its
+     * backward is conv2d_backward's. NULL where the backend has no such kernel;
+     * conv2d_pool_fits says whether a plan can take it. */
+    int  (*conv2d_pool_fits)(const ct_backend *be, const void *plan, const maxpool2d_dims *pd);
+    void (*conv2d_forward_pool)(const ct_backend *be, float *pooled, int *argmax, float *ws, const float *in, const float *w,
+                                const float *b, void *plan, int N, const maxpool2d_dims *pd, int relu);
 
     /* (layers/pool.h) */
     void (*maxpool2d_forward)(const ct_backend *be, float *out, int *argmax, const float *in, const maxpool2d_dims *d);

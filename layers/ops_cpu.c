@@ -11,6 +11,7 @@
 #include "layers/ops.h"
 #include "layers/activation.h"
 #include "layers/add.h"
+#include "layers/conv2d_direct_bf16.h"   /* a convolution with the maxpool after it */
 #include "layers/dense.h"
 #include "layers/gemm_bf16.h"
 #include "layers/dropout.h"
@@ -240,6 +241,24 @@ static void cpu_conv2d_backward(const ct_backend *be, float *din, float *dw, flo
     conv2d_dims d = conv_call_dims(p, N);
     if (p->dtype == CT_BF16) ct_conv2d_backward_bf16(din, dw, db, ws, dout, in, w, &d);
     else                     ct_conv2d_backward(din, dw, db, ws, dout, in, w, &d);
+}
+
+static int cpu_conv2d_pool_fits(const ct_backend *be, const void *plan, const maxpool2d_dims *pd)
+{
+    (void)be;
+    const conv2d_cpu_plan *p = plan;
+    if (p->dtype != CT_BF16 || pd->N < 1 || pd->N > p->d.N) return 0;
+    conv2d_dims d = conv_call_dims(p, pd->N);
+    return ct_conv2d_direct_bf16_pool_fits(&d, pd);
+}
+
+static void cpu_conv2d_forward_pool(const ct_backend *be, float *pooled, int *argmax, float *ws, const float *in,
+                                    const float *w, const float *b, void *plan, int N, const maxpool2d_dims *pd, int relu)
+{
+    (void)be;
+    const conv2d_cpu_plan *p = plan;
+    conv2d_dims d = conv_call_dims(p, N);
+    ct_conv2d_direct_bf16_forward_pool(pooled, argmax, ws, in, w, b, &d, pd, relu);
 }
 
 static int cpu_conv2d_bn_pool_fits(const ct_backend *be, const void *plan)
@@ -555,6 +574,8 @@ const ct_ops ct_ops_cpu = {
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_forward_stats = cpu_conv2d_forward_stats,
     .conv2d_backward = cpu_conv2d_backward,
+    .conv2d_pool_fits = cpu_conv2d_pool_fits,
+    .conv2d_forward_pool = cpu_conv2d_forward_pool,
     .conv2d_bn_pool_fits = cpu_conv2d_bn_pool_fits,
     .conv2d_backward_bn_pool = cpu_conv2d_backward_bn_pool,
     .maxpool2d_forward = cpu_maxpool2d_forward,

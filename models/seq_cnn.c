@@ -114,17 +114,41 @@ static int conv_feeds_stats(const seq_cnn *m, int i, int train)
     return train && !m->bn_own_stats && m->layer[i].plane_stats && !(m->bn_sync.sum && m->part_rows > 0);
 }
 
-/* out [N, F, OH, OW] = conv(in [N, C, H, W], w) + b */
+static maxpool2d_dims pool_dims(const seq_layer *l, int N);
+
+/* The maxpool right after conv layer i (maybe through a relu it runs after the pool), which
+ * the convolution's forward can run itself (ops->conv2d_forward_pool): its index, or 0. */
+static int conv_pool_of(const seq_cnn *m, int i)
+{
+    int q = i + 1;
+    if (m->unfused || q >= m->n) return 0;
+    if (m->layer[q].kind == SEQ_RELU && m->layer[q].relu_after_pool) q++;
+    return q < m->n && m->layer[q].kind == SEQ_MAXPOOL && !m->layer[q].bn_of_pool ? q : 0;
+}
+
+/* out [N, F, OH, OW] = conv(in [N, C, H, W], w) + b; or, where the maxpool after it runs here
+ * (conv_pool_of and the backend can), that pool's out and argmax, and out is not written */
 static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
+    const ct_ops *ops = m->be->ops;
     const float *w = ct_dparams_data(P, l->conv.w), *b = ct_dparams_data(P, l->conv.b);
     l->stats_ran = conv_feeds_stats(m, i, train);
     l->conv_in = in;
     l->dw_by_pool = 0;
-    if (l->stats_ran) m->be->ops->conv2d_forward_stats(m->be, l->out, l->ws, in, w, b, l->conv_plan, N, l->plane_stats);
-    else              m->be->ops->conv2d_forward(m->be, l->out, l->ws, in, w, b, l->conv_plan, N);
+    const int q = conv_pool_of(m, i);
+    if (q) {
+        seq_layer *pool = &m->layer[q];
+        maxpool2d_dims pd = pool_dims(pool, N);
+        pool->pool_in_conv = !l->stats_ran && ops->conv2d_pool_fits && ops->conv2d_pool_fits(m->be, l->conv_plan, &pd);
+        if (pool->pool_in_conv) {   /* the pool's time is the convolution's */
+            ops->conv2d_forward_pool(m->be, pool->out, pool->argmax, l->ws, in, w, b, l->conv_plan, N, &pd, pool->relu_after_pool);
+            return;
+        }
+    }
+    if (l->stats_ran) ops->conv2d_forward_stats(m->be, l->out, l->ws, in, w, b, l->conv_plan, N, l->plane_stats);
+    else              ops->conv2d_forward(m->be, l->out, l->ws, in, w, b, l->conv_plan, N);
 }
 
 static float *conv_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
@@ -234,6 +258,7 @@ static void maxpool_forward(seq_cnn *m, int i, const float *in, int N, int train
     ct_prof *p = &m->prof;
     maxpool2d_dims pd = pool_dims(l, N);
     seq_layer *bn = l->bn_of_pool ? &m->layer[l->bn_of_pool - 1] : NULL;
+    if (l->pool_in_conv) return;   /* the convolution before it ran it (and its relu): conv_forward */
     if (bn && bn->bn_pool_ran) {   /* the batchnorm before it, this pool and its relu as one; the time is the batchnorm's */
         const ct_dparams *P = &m->dev, *S = &m->dev_buffers;
         batchnorm_dims bd = bn_dims(m, bn, N, train);

@@ -127,6 +127,9 @@ typedef struct {
                                      * kernel runs it when the pair runs as one */
     int bn_of_pool;                 /* maxpool, gaph, gap: that batchnorm's index + 1; 0: none */
     int bn_pool_ran;                /* batchnorm: the last forward pass left the pair to the pool */
+    int pool_in_conv;               /* maxpool right after a convolution (maybe through the relu it runs): the last
+                                     * forward pass ran it, and its relu, inside that convolution's forward, which
+                                     * then did not write its own output (ops->conv2d_forward_pool) */
     const float *bn_pool_in;        /* batchnorm: its input in that pass */
     conv2d_ids conv;
     dense_ids dense;

@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include "tests/test.h"
 #include "layers/gemm_packed.h"   /* ct_kernels_get: whether the one-channel convolution runs */
+#include "layers/gemm_bf16.h"     /* the tiles' C model, for the bf16 cases */
+#include "layers/ops.h"
 #include "io/h5.h"
 #include "io/idx.h"
 #include "layers/optim.h"
@@ -326,6 +328,54 @@ static void bn_pool_pairs(const char *spec, int want_pairs, int conv_by_pool)
     ct_seq_cnn_free(&b);
 }
 
+/* In bf16, a convolution on the direct path with the maxpool after it (through a relu run after
+ * the pool, or directly) runs that pool in its own forward and writes no output of its own
+ * (ops->conv2d_forward_pool, models/seq_cnn.c conv_pool_of): loss, logits, gradients bit for bit
+ * against the same model with every layer alone, over two training steps and in evaluation, on
+ * the tiles' C model (any CPU) and on the CPU's own AMX tiles where it has them. The second
+ * convolution (16 input channels) takes the direct path; the first (one) does not. */
+static void conv_pool_pairs(const char *spec, int want_pools)
+{
+    for (int real = 0; real <= 1; real++) {
+        ct_gemm_bf16_use_model(!real);
+        if (real && ct_kernels_bf16() != CT_BF16_AMX) { ct_gemm_bf16_use_model(0); break; }
+        t_case("cnn/bf16: a convolution with the maxpool after it in one pass = the layers, bit for bit (%s, %s)", spec,
+               real ? "AMX tiles" : "the tiles' C model");
+        const ct_math mth = { .dtype = CT_BF16 };
+        ct_backend be;
+        if (!t_check(ct_backend_open_cpu(&be, &mth) == CT_OK, "bf16 backend: %s", ct_last_error())) break;
+        seq_cnn a, b;
+        enum { N = TWIN_N, H = 14, W = 11 };
+        if (t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_set_device(&a, &be) == CT_OK &&
+                    ct_seq_cnn_plan(&a, N) == CT_OK && ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK &&
+                    ct_seq_cnn_set_device(&b, &be) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error())) {
+            b.unfused = 1;
+            ct_rng r;
+            ct_rng_seed(&r, 36, 1);
+            ct_seq_cnn_init_weights(&a, &r);
+            memcpy(b.params.data, a.params.data, a.params.numel * sizeof *a.params.data);
+            float *x = t_alloc((size_t)N * H * W);
+            t_fill_uniform(x, (size_t)N * H * W, -1.0f, 1.0f, &r);
+            for (int step = 0; step < 2; step++) {
+                twin_step(&a, &b, x, step, 0.0);
+                int pools = 0;
+                for (int i = 0; i < a.n; i++) pools += a.layer[i].pool_in_conv + 2 * b.layer[i].pool_in_conv;
+                t_check(pools == want_pools, "%d pools should run in their convolution in the first model, none in the "
+                        "second (%d)", want_pools, pools);
+            }
+            static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
+            const float la = ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 0, NULL, NULL);
+            t_check(la == lb, "evaluation: loss %.9g in one pass, %.9g one by one", la, lb);
+            t_close("evaluation logits", a.logits, b.logits, N * 5, 0.0);
+            free(x);
+            ct_seq_cnn_free(&a);
+            ct_seq_cnn_free(&b);
+        }
+        ct_backend_close(&be);
+    }
+    ct_gemm_bf16_use_model(0);
+}
+
 /* A convolution right before a batchnorm takes its output planes' statistics as it writes
  * them, and the batchnorm uses them instead of reading its input (models/seq_cnn.c,
  * conv_feeds_stats): in training only, for every such pair. Against the same model with
@@ -442,5 +492,7 @@ void suite_cnn(void)
     bn_pool_pairs("conv5k3p1,batchnorm,relu,gap,dense5", 1, 0);
     bn_pool_pairs("conv5k3p1,batchnorm,maxpool2,conv4k3p1,batchnorm,relu,maxpool2,flatten,dense5", 2, 1);
     conv_bn_stats();
+    conv_pool_pairs("conv16k3p1,relu,maxpool2,conv8k3p1,relu,maxpool2,flatten,dense5", 1);
+    conv_pool_pairs("conv16k3p1,maxpool2,conv16k3p1,maxpool2,flatten,dense5", 1);
     train_fashion();
 }

@@ -26,6 +26,7 @@
 #include "tests/test.h"
 #include "core/bf16.h"
 #include "core/threads.h"
+#include "layers/activation.h"   /* ct_relu_forward */
 #include "layers/conv2d.h"
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/gemm_bf16.h"
@@ -372,6 +373,50 @@ static void stream_case(void)
     t_check(bad == 0, "%d of the results differ", bad);
 }
 
+/* The layer with the maxpool after it, without its output in memory
+ * (ct_conv2d_direct_bf16_forward_pool): pooled and argmax against the layer's out through
+ * ct_maxpool2d_forward (and ct_relu_forward on the pooled map; argmax -1 where that relu
+ * zeroed the window), bit for bit, on every shape the direct path takes whose output a 2x2
+ * window (and a 3x3 one of stride 2) fits, with and without the relu. */
+static void pool_case(void)
+{
+    const int ns = (int)(sizeof SHAPES / sizeof SHAPES[0]);
+    t_case("conv_bf16/the direct path with the maxpool after it (and a relu) = the layer, then the pool, bit for bit");
+    int runs = 0, bad = 0, zeroed = 0;
+    for (int k = 0; k < ns; k++) {
+        conv_data x;
+        data_make(&x, &SHAPES[k], 400 + (uint64_t)k);
+        const conv2d_dims *d = &x.d;
+        for (int win = 2; win <= 3 && ct_conv2d_direct_bf16_runs(d); win++) {
+            maxpool2d_dims pd;
+            if (d->OH < win || d->OW < win || ct_maxpool2d_dims_make(&pd, d->N, d->OC, d->OH, d->OW, win, 2) != CT_OK) continue;
+            if (!t_check(ct_conv2d_direct_bf16_pool_fits(d, &pd), "shape %d: the pool should fit", k)) continue;
+            const size_t np = (size_t)d->N * d->OC * pd.OH * pd.OW;
+            float *ws = nan_ws(ct_conv2d_bf16_workspace_floats(d)), *out = t_alloc(n_out(d));
+            float *want = t_alloc(np), *got = t_alloc(np);
+            int *am_want = calloc(np, sizeof(int)), *am_got = calloc(np, sizeof(int));
+            ct_conv2d_forward_bf16(out, ws, x.in, x.w, x.b, d, NULL);
+            ct_maxpool2d_forward(want, am_want, out, &pd);
+            for (int relu = 0; relu <= 1; relu++) {
+                if (relu) ct_relu_forward(want, want, np);
+                ct_conv2d_direct_bf16_forward_pool(got, am_got, ws, x.in, x.w, x.b, d, &pd, relu);
+                bad += memcmp(want, got, np * sizeof *got) != 0;
+                for (size_t e = 0; e < np; e++) {
+                    const int expect = relu && !(want[e] > 0.0f) ? -1 : am_want[e];
+                    bad += am_got[e] != expect;
+                    zeroed += expect < 0;
+                }
+                runs++;
+            }
+            free(ws); free(out); free(want); free(got); free(am_want); free(am_got);
+        }
+        data_free(&x);
+    }
+    t_check(runs >= 10, "only %d runs", runs);
+    t_check(bad == 0, "%d of the pooled values or argmax differ", bad);
+    t_check(zeroed > 0, "the relu should zero some windows");
+}
+
 void suite_conv_bf16(void)
 {
     const int ns = (int)(sizeof SHAPES / sizeof SHAPES[0]);
@@ -381,6 +426,7 @@ void suite_conv_bf16(void)
     bounds_case();
     backend_case();
     stream_case();
+    pool_case();
     ct_gemm_bf16_use_model(0);
     const ct_bf16_kernels real = ct_kernels_bf16();
     if (real != CT_BF16_NONE)
