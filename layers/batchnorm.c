@@ -476,11 +476,14 @@ static void forward_channel(void *ctx, int c, int worker)
     stream_fence();
 }
 
-static int bn_workers(const batchnorm_dims *d)
+/* workers for `tasks` tasks (channels, or the chains' images): no more than there are */
+static int workers_for(int tasks)
 {
     int w = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
-    return w < d->C ? w : d->C;
+    return w < tasks ? w : tasks;
 }
+
+static int bn_workers(const batchnorm_dims *d) { return workers_for(d->C); }
 
 /* ---- synchronised statistics (batchnorm.h: ct_replica_sum) ----
  * Two passes, with a sum over the replicas after each (one batch's single pass would
@@ -686,13 +689,6 @@ int ct_batchnorm_maxpool_fits(const batchnorm_dims *d, const maxpool2d_dims *pd)
     return !d->sync && pd->N == d->N && pd->C == d->C && pd->H * pd->W == d->HW && d->HW <= BN_POOL_MAX_PLANE;
 }
 
-/* workers for passes image by image */
-static int image_workers(const batchnorm_dims *d)
-{
-    int w = ct_threads_get() < CT_MAX_WORKERS ? ct_threads_get() : CT_MAX_WORKERS;
-    return w < d->N ? w : d->N;
-}
-
 static void stats_channel(void *ctx, int c, int worker)
 {
     float mu, is;
@@ -739,7 +735,7 @@ static void chain_forward(const bn_job *bn, bn_plane_pool pool, const void *ctx)
 {
     chain_job cj = { .bn = bn, .pool = pool, .ctx = ctx };
     ct_parallel(bn->d->C, bn_workers(bn->d), stats_channel, (void *)bn);
-    ct_parallel(bn->d->N, image_workers(bn->d), chain_forward_image, &cj);
+    ct_parallel(bn->d->N, workers_for(bn->d->N), chain_forward_image, &cj);
 }
 
 /* A chain's backward: grad(ctx, g, xh, pl, c, mu, is) makes plane pl's gradient at the
@@ -817,9 +813,10 @@ static void chain_din_image(void *ctx, int n, int worker)
 static void chain_backward(const bn_job *bn, bn_plane_grad grad, const void *ctx)
 {
     chain_bwd_job cj = { .bn = bn, .grad = grad, .ctx = ctx };
-    ct_parallel(bn->d->N, image_workers(bn->d), chain_sums_image, &cj);
+    CT_ASSERT(bn->sums);   /* the workspace of ct_batchnorm_chain_sums_doubles */
+    ct_parallel(bn->d->N, workers_for(bn->d->N), chain_sums_image, &cj);
     ct_parallel(bn->d->C, bn_workers(bn->d), chain_sums_channel, (void *)bn);
-    if (bn->din) ct_parallel(bn->d->N, image_workers(bn->d), chain_din_image, &cj);
+    if (bn->din) ct_parallel(bn->d->N, workers_for(bn->d->N), chain_din_image, &cj);
 }
 
 /* ---- the maxpool chain ---- */

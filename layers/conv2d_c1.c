@@ -15,7 +15,7 @@
  * j - ky for every ky: 8 rows of a 3x3 kernel take 10 x 3 loads for 72 FMAs, in 8 independent
  * sums (correlate_rows). The block, 8 x OW floats in L1, is then written to out with
  * non-temporal stores: out is written once and read back by the next layer long after, so
- * its lines need not be read into the cache first (c1_stream_copy). For a batchnorm right
+ * its lines need not be read into the cache first (ct_conv2d_c1_stream_copy). For a batchnorm right
  * after, each block's statistics are taken from L1 before it is written, and merged into its
  * plane's (ct_bn_stats_add).
  *
@@ -177,7 +177,7 @@ static void filters(float *dst, const float *w, int OC, int K, int round, int fl
  * in place with plain stores and may still be in a cache when the next layer reads it:
  * streamed, its relu measured 0.15-0.3 ms slower per batch. */
 #define C1_STREAM_BYTES ((size_t)32 << 20)
-static CT_AVX512 void c1_stream_copy(float *dst, const float *src, size_t n)
+CT_AVX512 void ct_conv2d_c1_stream_copy(float *dst, const float *src, size_t n)
 {
     size_t i = 0;
     while (i < n && ((uintptr_t)(dst + i) & 63)) { dst[i] = src[i]; i++; }
@@ -217,7 +217,7 @@ CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const fl
                 made = dst;
             }
             if (stats_n) ct_bn_stats_add(&acc, made, nr * d->OW);   /* from L1, before it leaves */
-            if (stream) c1_stream_copy(out_o + (size_t)y * d->OW, made, (size_t)nr * d->OW);
+            if (stream) ct_conv2d_c1_stream_copy(out_o + (size_t)y * d->OW, made, (size_t)nr * d->OW);
         }
         if (stats_n) { stats_n[2 * o] = acc.mean; stats_n[2 * o + 1] = acc.ss; }
     }
@@ -355,6 +355,11 @@ float *ct_conv2d_c1_pad_image(float *scratch, const float *in_n, const conv2d_di
 }
 
 void ct_conv2d_c1_dw_plane(float *dw_no, const float *dout_o, const float *img, const conv2d_dims *d, int round)
+{
+    CT_ASSERT(!"conv2d_c1: not built for this CPU");
+}
+
+void ct_conv2d_c1_stream_copy(float *dst, const float *src, size_t n)
 {
     CT_ASSERT(!"conv2d_c1: not built for this CPU");
 }

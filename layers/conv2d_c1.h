@@ -49,6 +49,11 @@ void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scratch, cons
  * of one output channel o from its plane dout_o, the bits of row o of
  * ct_conv2d_c1_backward_image's dw_n. */
 float *ct_conv2d_c1_pad_image(float *scratch, const float *in_n, const conv2d_dims *d, int round);
+/* dst [n] = src [n], the 64-byte-aligned middle with non-temporal stores (lines not read into
+ * the cache first), for a layer's large output made a block at a time in the cache (also
+ * conv2d_direct_bf16.c's). AVX-512 only: where ct_kernels_get() is AVX-512. The caller orders
+ * the stores (_mm_sfence) before another thread reads them. */
+void   ct_conv2d_c1_stream_copy(float *dst, const float *src, size_t n);
 float *ct_conv2d_c1_plane_buffer(float *scratch, const conv2d_dims *d);
 void   ct_conv2d_c1_dw_plane(float *dw_no, const float *dout_o, const float *img, const conv2d_dims *d, int round);
 

@@ -70,6 +70,7 @@
 #include "core/threads.h"
 #include "layers/amx_tiles.h"
 #include "layers/batchnorm.h"   /* ct_batchnorm_planes_stats */
+#include "layers/conv2d_c1.h"        /* ct_conv2d_c1_stream_copy */
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"   /* ct_kernels_get: streamed stores on AVX-512 */
@@ -385,35 +386,27 @@ static int kept_runs(run rs[33], size_t x0, size_t x1, int Wp, int ylo, int yhi,
  * din_n), each block touches 32 planes a few lines each, and every line is read from memory
  * before it is written. So the image's whole result is made in the worker's stage (in L2:
  * 128 KB for the siamese-cnn's second layer) and copied out in one sequential pass; a
- * layer's result of DIRECT_STREAM_BYTES or more for the batch, which the next layer reads
+ * layer's result of 16 MB or more for the batch (stream_bytes), which the next layer reads
  * from memory in any case, with non-temporal stores that skip reading the lines (the
  * siamese-cnn's bf16 conv2d_2 forward 6.1 -> 5.4 ms and conv2d_3's 4.4 -> 3.3 ms per batch;
  * copied plainly, conv2d_3's 16 MB still left part in a cache for the batchnorm after it,
  * and both ways came out even). The values are the same either way. */
-static size_t stream_bytes = (size_t)16 << 20;   /* DIRECT_STREAM_BYTES; tests lower it */
-#define DIRECT_STREAM_BYTES stream_bytes
+static size_t stream_bytes = (size_t)16 << 20;   /* streamed from this size of the batch's result; tests lower it */
 
 void ct_conv2d_direct_bf16_stream_from(size_t bytes) { stream_bytes = bytes; }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-__attribute__((target("avx512f"))) static void stream_copy_avx512(float *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    while (i < n && ((uintptr_t)(dst + i) & 63)) { dst[i] = src[i]; i++; }
-    for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
-    for (; i < n; i++) dst[i] = src[i];
-    _mm_sfence();   /* the streamed stores are seen before the workers' barrier */
-}
-#endif
-
-/* dst [n] = the stage's src [n]; stream: the layer's result is large (above) */
-static void stage_out(float *dst, const float *src, size_t n, int stream)
+/* dst [n] = the stage's src [n]; batch_bytes: the layer's whole result, streamed (with
+ * conv2d_c1.c's copy) from stream_bytes on */
+static void stage_out(float *dst, const float *src, size_t n, size_t batch_bytes)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (stream && ct_kernels_get() == CT_KERNELS_AVX512) { stream_copy_avx512(dst, src, n); return; }
+    if (batch_bytes >= stream_bytes && ct_kernels_get() == CT_KERNELS_AVX512) {
+        ct_conv2d_c1_stream_copy(dst, src, n);
+        __builtin_ia32_sfence();   /* the streamed stores are seen before the workers' barrier */
+        return;
+    }
 #else
-    (void)stream;
+    (void)batch_bytes;
 #endif
     memcpy(dst, src, n * sizeof *dst);
 }
@@ -472,7 +465,7 @@ static void forward_image(void *ctx, int n, int worker)
         }
         return;
     }
-    stage_out(j->out + (size_t)n * out_img, r.stage, out_img, d->N * out_img * sizeof(float) >= DIRECT_STREAM_BYTES);
+    stage_out(j->out + (size_t)n * out_img, r.stage, out_img, d->N * out_img * sizeof(float));
 }
 
 static void forward_job(job *j, const float *w)
@@ -573,7 +566,7 @@ static void backward_image(void *ctx, int n, int worker)
         .B = r.doutv, .b_n = 64, .b1 = 32, .bstride = g->nq * 4,
         .C = NULL, .blk = r.blk, .done = backward_block_din, .ctx = &o };
     brgemm_run(&p);
-    stage_out(j->din + (size_t)n * in_img, r.stage, in_img, d->N * in_img * sizeof(float) >= DIRECT_STREAM_BYTES);
+    stage_out(j->din + (size_t)n * in_img, r.stage, in_img, d->N * in_img * sizeof(float));
 }
 
 /* dw [OC, C, T] += the workers' dW^T [T][Cp][OCp], in worker order, output channels shared out. */
