@@ -315,8 +315,13 @@ void ct_gemm_bf16_transpose_a(uint16_t *wt, const uint16_t *w, int M, int K)
 {
     const size_t ldw = (size_t)round_up(K, KB), ldt = (size_t)round_up(M, KB);   /* row lengths of w and wt */
     const int Kt = round_up(K, MB), M8 = M / 8 * 8, K8 = K / 8 * 8;
-    for (int k0 = 0; k0 < M8; k0 += 8)
-        for (int i0 = 0; i0 < K8; i0 += 8) transpose8_bf16(wt + (size_t)i0 * ldt + k0, ldt, w + (size_t)k0 * ldw + i0, ldw);
+    /* 32 rows of w at a time (64 bytes of each of wt's rows), 8 of its columns across: each of
+     * wt's lines is written whole before the next, and the 32 lines read stay in L1 */
+    for (int kb = 0; kb < M8; kb += 32) {
+        const int ke = kb + 32 < M8 ? kb + 32 : M8;
+        for (int i0 = 0; i0 < K8; i0 += 8)
+            for (int k0 = kb; k0 < ke; k0 += 8) transpose8_bf16(wt + (size_t)i0 * ldt + k0, ldt, w + (size_t)k0 * ldw + i0, ldw);
+    }
     for (int i = 0; i < Kt; i++) {
         uint16_t *row = wt + (size_t)i * ldt;
         const int from = i < K8 ? M8 : 0, to = i < K ? M : 0;   /* what the blocks left of this row */
