@@ -84,7 +84,9 @@
  *       h    [T+1, B, H]   h[0] = 0, h[t+1] = h_t  (so h[t] is step t's h_{t-1},
  *                          and h[0..T) is the [T*B, H] matrix dW_hh needs)
  *       c    [T+1, B, H]   likewise c
- *       tc   [T, B, H]     tanh(c_t)
+ *     tanh(c_t) is not kept: the backward computes it again from c_t with the forward's
+ *     own function (the same bits), which costs it an exponential and a division per unit
+ *     and saves a quarter of what it reads from the cache (bench/RESULTS.md)
  *   workspace (ct_lstm_workspace_floats):
  *     dz    [T, B, 4H]     one layer's gate gradients
  *     dseq  [T, B, max(H, I)]  gradient into the layer's h sequence from the
@@ -198,7 +200,6 @@ typedef struct {
     float *gate;       /* [T, B, 4H] */
     float *h;          /* [T+1, B, H] */
     float *c;          /* [T+1, B, H] */
-    float *tc;         /* [T, B, H] */
     uint16_t *gate16;  /* bf16 with the sigmoid: [T, B, 4H], the gates rounded to bf16, as the backward reads them
                         * (gate is then the forward's scratch); NULL: the backward reads gate */
 } lstm_layer_cache;
@@ -236,7 +237,6 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
         TAKE(v->l[l].gate, TB * 4 * H);
         TAKE(v->l[l].h, TB * H + B * H);
         TAKE(v->l[l].c, TB * H + B * H);
-        TAKE(v->l[l].tc, TB * H);
         float *g16;
         TAKE(g16, lstm_gates_bf16(d) ? halves(TB * 4 * H) : 0);
         v->l[l].gate16 = lstm_gates_bf16(d) ? (uint16_t *)g16 : NULL;
@@ -392,10 +392,10 @@ void ct_lstm_set_bf16_rows_outer(int on) { lstm_bf16_order = on ? CT_LSTM_TILES_
 
 /* One step's fused loop for one sequence, units 0 .. n-1 of its H: z (pre-activations
  * without the biases; gate q of unit j at z[q H + j]) becomes the gates (i, f, g, o);
- * writes c_t, tanh(c_t), h_t. n = H for a whole row; the bf16 tiles pass 16 units at a
+ * writes c_t and h_t. n = H for a whole row; the bf16 tiles pass 16 units at a
  * time, every pointer moved to the block's first unit. */
 static inline __attribute__((always_inline))
-void lstm_cell_forward(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
+void lstm_cell_forward(float *restrict z, float *restrict c, float *restrict h,
                        const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh,
                        int n, int H, int hard)
 {
@@ -412,21 +412,20 @@ void lstm_cell_forward(float *restrict z, float *restrict c, float *restrict tc,
         float tct = lstm_tanhf(ct);
         z[j] = i; z[H + j] = f; z[2 * H + j] = g; z[3 * H + j] = o;
         c[j] = ct;
-        tc[j] = tct;
         h[j] = o * tct;                                  /* h_t = o tanh(c_t) */
     }
 }
 
 CT_HOT
 static __attribute__((noinline))
-void lstm_cell_forward_sigmoid(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
+void lstm_cell_forward_sigmoid(float *restrict z, float *restrict c, float *restrict h,
                                const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int n, int H)
-{ lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, n, H, 0); }
+{ lstm_cell_forward(z, c, h, cprev, b_ih, b_hh, n, H, 0); }
 CT_HOT
 static __attribute__((noinline))
-void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
+void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restrict h,
                             const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int n, int H)
-{ lstm_cell_forward(z, c, tc, h, cprev, b_ih, b_hh, n, H, 1); }
+{ lstm_cell_forward(z, c, h, cprev, b_ih, b_hh, n, H, 1); }
 
 /* The same loop for the bf16 tiles' fused step with the unit blocks outside (layers/lstm_bf16.h,
  * "Order"): `rows` consecutive time-major rows, units 0 .. 15 of each from the block's first
@@ -434,24 +433,24 @@ void lstm_cell_forward_hard(float *restrict z, float *restrict c, float *restric
  * count a constant each row is whole vectors, and one call covers the block (on the tile
  * model, siamese shapes, 2 threads: 32-40 ms of CPU per training step in this loop, against
  * 39-46 ms with one call per row; the float32 path's whole rows take 16 ms for the same
- * elements, so the unit blocks' scattered 64-byte pieces of c, h and tanh(c) still cost, at
+ * elements, so the unit blocks' scattered 64-byte pieces of c and h still cost, at
  * least on the model, which is why the rows go outside). */
 CT_HOT
 static __attribute__((noinline))
-void lstm_cell_block_sigmoid(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
+void lstm_cell_block_sigmoid(float *restrict z, float *restrict c, float *restrict h,
                              const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int rows, int H)
 {
     for (int r = 0; r < rows; r++)
-        lstm_cell_forward(z + (size_t)r * 4 * H, c + (size_t)r * H, tc + (size_t)r * H, h + (size_t)r * H, cprev + (size_t)r * H,
+        lstm_cell_forward(z + (size_t)r * 4 * H, c + (size_t)r * H, h + (size_t)r * H, cprev + (size_t)r * H,
                           b_ih, b_hh, CT_LSTM_BF16_UNITS, H, 0);
 }
 CT_HOT
 static __attribute__((noinline))
-void lstm_cell_block_hard(float *restrict z, float *restrict c, float *restrict tc, float *restrict h,
+void lstm_cell_block_hard(float *restrict z, float *restrict c, float *restrict h,
                           const float *restrict cprev, const float *restrict b_ih, const float *restrict b_hh, int rows, int H)
 {
     for (int r = 0; r < rows; r++)
-        lstm_cell_forward(z + (size_t)r * 4 * H, c + (size_t)r * H, tc + (size_t)r * H, h + (size_t)r * H, cprev + (size_t)r * H,
+        lstm_cell_forward(z + (size_t)r * 4 * H, c + (size_t)r * H, h + (size_t)r * H, cprev + (size_t)r * H,
                           b_ih, b_hh, CT_LSTM_BF16_UNITS, H, 1);
 }
 
@@ -480,8 +479,8 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
             memcpy(cnext, cprev, (size_t)H * sizeof *cnext);
             continue;
         }
-        if (hard) lstm_cell_forward_hard(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H, H);
-        else      lstm_cell_forward_sigmoid(lc->gate + row * G, cnext, lc->tc + row * H, hnext, cprev, w->b_ih, w->b_hh, H, H);
+        if (hard) lstm_cell_forward_hard(lc->gate + row * G, cnext, hnext, cprev, w->b_ih, w->b_hh, H, H);
+        else      lstm_cell_forward_sigmoid(lc->gate + row * G, cnext, hnext, cprev, w->b_ih, w->b_hh, H, H);
     }
 }
 
@@ -507,22 +506,22 @@ static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
 {
     const lstm_cell_job *j = ctx;
     const size_t G = 4 * (size_t)j->H, H = (size_t)j->H, B = (size_t)j->B, row = j->row0 + (size_t)r0;
-    float *gate = j->lc->gate + row * G + u0, *z = j->zblk + u0, *tc = j->lc->tc + row * H + u0;
+    float *gate = j->lc->gate + row * G + u0, *z = j->zblk + u0;
     float *cnext = j->lc->c + (row + B) * H + u0, *hnext = j->lc->h + (row + B) * H + u0;
     const float *cprev = j->lc->c + row * H + u0;
     const float *bi = j->w->b_ih + u0, *bh = j->w->b_hh + u0;
     uint16_t *g16 = j->lc->gate16 ? j->lc->gate16 + row * G + u0 : NULL;
     if (j->vec) {
-        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, g16 ? NULL : gate, g16, G, cnext, tc, hnext, j->hard);
+        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, g16 ? NULL : gate, g16, G, cnext, hnext, j->hard);
         return;
     }
     if (nu == CT_LSTM_BF16_UNITS) {
-        if (j->hard) lstm_cell_block_hard(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
-        else         lstm_cell_block_sigmoid(z, cnext, tc, hnext, cprev, bi, bh, nr, j->H);
+        if (j->hard) lstm_cell_block_hard(z, cnext, hnext, cprev, bi, bh, nr, j->H);
+        else         lstm_cell_block_sigmoid(z, cnext, hnext, cprev, bi, bh, nr, j->H);
     } else
         for (size_t r = 0; r < (size_t)nr; r++) {   /* whole rows, as lstm_step_forward */
-            if (j->hard) lstm_cell_forward_hard(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
-            else         lstm_cell_forward_sigmoid(z + r * G, cnext + r * H, tc + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
+            if (j->hard) lstm_cell_forward_hard(z + r * G, cnext + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
+            else         lstm_cell_forward_sigmoid(z + r * G, cnext + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
         }
     for (size_t r = 0; r < (size_t)nr; r++)   /* the gates, made in zblk, to the cache */
         for (size_t q = 0; q < 4; q++) {
@@ -559,8 +558,7 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
         if (j->wpf) {  /* products and cell in one pass over the rows; then the padded rows carry their state */
             const size_t r = (size_t)t * B + b0;
             ct_lstm_fused_step(b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->lc->c + r * H, j->wpf,
-                               j->w->b_ih, j->w->b_hh, gt, j->lc->c + (r + B) * H, j->lc->tc + r * H,
-                               j->lc->h + (r + B) * H, j->hard);
+                               j->w->b_ih, j->w->b_hh, gt, j->lc->c + (r + B) * H, j->lc->h + (r + B) * H, j->hard);
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
             continue;
         }
@@ -705,11 +703,11 @@ static inline __attribute__((always_inline))
 void lstm_cell_backward(float *restrict dz, float *restrict dbi, float *restrict dbf, float *restrict dbg,
                         float *restrict dbo, float *restrict dh, float *restrict dc,
                         const float *restrict ds, float s, const float *restrict gate,
-                        const float *restrict tc, const float *restrict cprev, int H, int hard, int with_ds)
+                        const float *restrict c, const float *restrict cprev, int H, int hard, int with_ds)
 {
     for (int j = 0; j < H; j++) {
         float i = gate[j], f = gate[H + j], g = gate[2 * H + j], o = gate[3 * H + j];
-        float tct = tc[j];
+        float tct = lstm_tanhf(c[j]);                                  /* the forward's tanh(c_t), made again */
         float dht = with_ds ? dh[j] + s * ds[j] : dh[j];               /* (1) */
         float dct = dc[j] + dht * o * (1.0f - tct * tct);              /* (2) */
         float ri = hard ? lstm_dhard_sigmoid(i) : lstm_dsigmoid(i);
@@ -734,26 +732,27 @@ static __attribute__((noinline))
 void lstm_cell_backward_sigmoid(float *restrict dz, float *restrict dbi, float *restrict dbf, float *restrict dbg,
                                 float *restrict dbo, float *restrict dh, float *restrict dc,
                                 const float *restrict ds, float s, const float *restrict gate,
-                                const float *restrict tc, const float *restrict cprev, int H)
+                                const float *restrict c, const float *restrict cprev, int H)
 {
-    if (ds) lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, ds, s, gate, tc, cprev, H, 0, 1);
-    else    lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, NULL, 0.0f, gate, tc, cprev, H, 0, 0);
+    if (ds) lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, ds, s, gate, c, cprev, H, 0, 1);
+    else    lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, NULL, 0.0f, gate, c, cprev, H, 0, 0);
 }
 CT_HOT
 static __attribute__((noinline))
 void lstm_cell_backward_hard(float *restrict dz, float *restrict dbi, float *restrict dbf, float *restrict dbg,
                              float *restrict dbo, float *restrict dh, float *restrict dc,
                              const float *restrict ds, float s, const float *restrict gate,
-                             const float *restrict tc, const float *restrict cprev, int H)
+                             const float *restrict c, const float *restrict cprev, int H)
 {
-    if (ds) lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, ds, s, gate, tc, cprev, H, 1, 1);
-    else    lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, NULL, 0.0f, gate, tc, cprev, H, 1, 0);
+    if (ds) lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, ds, s, gate, c, cprev, H, 1, 1);
+    else    lstm_cell_backward(dz, dbi, dbf, dbg, dbo, dh, dc, NULL, 0.0f, gate, c, cprev, H, 1, 0);
 }
 
-/* The backward loop reads the forward's gates, tanh(c) and c from memory
- * written long before (out of cache): asking for the rows a few sequences ahead
- * keeps several misses in flight, which the hardware prefetcher alone does not
- * (measured: the loop runs ~1.7x faster). dz is prefetched for writing. */
+/* The backward loop reads the forward's gates and c_{t-1} from memory written long
+ * before (out of cache; c_t it read one step ago, as step t+1's c_{t-1}): asking for the
+ * rows a few sequences ahead keeps several misses in flight, which the hardware
+ * prefetcher alone does not (measured: the loop runs ~1.7x faster). dz is prefetched
+ * for writing. */
 #define LSTM_PREFETCH_ROWS 4
 static inline void lstm_prefetch_row(const lstm_layer_cache *lc, const float *dz, size_t row, size_t rows, int H)
 {
@@ -761,10 +760,10 @@ static inline void lstm_prefetch_row(const lstm_layer_cache *lc, const float *dz
     size_t G = 4 * (size_t)H;
     const char *pg = lc->gate16 ? (const char *)(lc->gate16 + row * G) : (const char *)(lc->gate + row * G);
     const char *pz = dz ? (const char *)(dz + row * G) : NULL;
-    const char *pt = (const char *)(lc->tc + row * H), *pc = (const char *)(lc->c + row * H);
+    const char *pc = (const char *)(lc->c + row * H);
     for (size_t o = 0; o < G * (lc->gate16 ? sizeof(uint16_t) : sizeof(float)); o += 64) __builtin_prefetch(pg + o, 0);
     for (size_t o = 0; dz && o < G * sizeof(float); o += 64) __builtin_prefetch(pz + o, 1);
-    for (size_t o = 0; o < (size_t)H * sizeof(float); o += 64) { __builtin_prefetch(pt + o, 0); __builtin_prefetch(pc + o, 0); }
+    for (size_t o = 0; o < (size_t)H * sizeof(float); o += 64) __builtin_prefetch(pc + o, 0);
 }
 
 /* One layer's backward recurrence, equations (1)-(3), for one worker's share of the sequences. */
@@ -814,11 +813,11 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
             else if (j->ret == LSTM_RETURN_MEAN)      { ds = j->dout + (size_t)b * H; s = 1.0f / (float)n; }
             else                                        ds = NULL;
             float *dhb = wv->dh + (size_t)b * H, *dcb = wv->dc + (size_t)b * H;
-            const float *gate = j->lc->gate + row * G, *tc = j->lc->tc + row * H, *cprev = j->lc->c + row * H;
+            const float *gate = j->lc->gate + row * G, *ct = j->lc->c + (row + B) * H, *cprev = j->lc->c + row * H;
             const uint16_t *g16 = j->lc->gate16 ? j->lc->gate16 + row * G : NULL;
             lstm_prefetch_row(j->lc, j->keep_dz ? wv->dz : NULL, row + LSTM_PREFETCH_ROWS, TB, H);
             if (j->vec) {
-                ct_lstm_fused_cell_backward(dzr, db, dhb, dcb, ds, s, g16 ? NULL : gate, g16, tc, cprev, H, j->hard);
+                ct_lstm_fused_cell_backward(dzr, db, dhb, dcb, ds, s, g16 ? NULL : gate, g16, ct, cprev, H, j->hard);
                 continue;
             }
             if (g16) {   /* the kept bf16 gates widened (exactly) for the scalar cell */
@@ -826,8 +825,8 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
                 ct_floats_from_bf16s(wide, g16, G);
                 gate = wide;
             }
-            if (j->hard) lstm_cell_backward_hard(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
-            else         lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, tc, cprev, H);
+            if (j->hard) lstm_cell_backward_hard(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, ct, cprev, H);
+            else         lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, ct, cprev, H);
         }
         /* dh_{t-1} [b0:b1, H] += dz_t [b0:b1, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
         if (j->bf16) {   /* the same three products with bf16 operands; dW_ih as [4H, Il] */

@@ -24,7 +24,7 @@
  *   units outer  (CT_LSTM_TILES_UNITS_OUTER) one unit block's weights (4 panels
  *                of Kp x 16 bf16: 24 KiB at Kp = 192) stay in L1 while the packed rows
  *                stream past them, and each block's cell runs as soon as its tiles are
- *                stored: 16 rows x 16 units, 64-byte pieces of each row of c, h and tanh(c).
+ *                stored: 16 rows x 16 units, 64-byte pieces of each row of c and h.
  *   rows outer   (CT_LSTM_TILES_ROWS_OUTER, what layers/lstm.c runs) the 16 rows' A tiles stay in L1 while every
  *                unit block's weights stream (all of them, 192 KiB, per 16 rows), and the
  *                cell runs on 16 whole rows once all their blocks are stored, as the plain

@@ -114,14 +114,14 @@ INLINE __m512 v_widen(const uint16_t *p)
 
 /* The cell on 16 units of one row, as lstm.c's lstm_cell_forward: z = (acc + b_ih) + b_hh
  * (acc[q]: gate q's products), the gates, c_t = f c_{t-1} + i g (two products, then their
- * sum), h_t = o tanh(c_t). The gates go to g (gate q at g + q H), c_t, tanh(c_t) and h_t
- * to c, tc and h (the gates rounded to bf16 into g16 instead where g16 is not NULL); every
- * pointer at the first of the 16 units. With STREAM the gates and tanh(c_t) are streamed
- * past the caches (put_kept); c_t and h_t, which the next step reads, are stored. CVT: the
- * rounding by the CPU's instruction (v_bf16_insn; the same bits). */
+ * sum), h_t = o tanh(c_t). The gates go to g (gate q at g + q H), c_t and h_t to c and h
+ * (the gates rounded to bf16 into g16 instead where g16 is not NULL); every pointer at the
+ * first of the 16 units. With STREAM the gates are streamed past the caches (put_kept);
+ * c_t and h_t, which the next step reads, are stored. CVT: the rounding by the CPU's
+ * instruction (v_bf16_insn; the same bits). */
 INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512 acc[4], const float *restrict b_ih,
                    const float *restrict b_hh, const float *restrict cp, float *restrict g, uint16_t *restrict g16, int H,
-                   float *restrict c, float *restrict tc, float *restrict h)
+                   float *restrict c, float *restrict h)
 {
     __m512 z[4], y[4];
 #pragma GCC unroll 4
@@ -140,25 +140,24 @@ INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512
         else _mm256_storeu_si256((__m256i *)(g16 + (size_t)q * H), CVT ? v_bf16_insn(y[q]) : v_bf16(y[q]));
     }
     _mm512_storeu_ps(c, ct);
-    put_kept(STREAM, tc, tct);
     _mm512_storeu_ps(h, _mm512_mul_ps(y[3], tct));
 }
 
 /* One tile: rows [0, MROWS) of the step, units [16u, 16u + 16) (every pointer already
- * at the tile's first row and, for gate/c/tc/h/cp/biases, its first unit). MROWS and
+ * at the tile's first row and, for gate/c/h/cp/biases, its first unit). MROWS and
  * HARD are constants at each call, so the 24 accumulators live in registers.
  * HARD = PRODUCTS_ONLY stores the sums as they are (ct_lstm_fused_products). */
 #define PRODUCTS_ONLY 2
 INLINE void step_tile(const int MROWS, const int HARD, const int STREAM, int Il, int H, const float *restrict x,
                       const float *restrict hp, const float *restrict cp, const float *restrict panel,
                       const float *restrict b_ih, const float *restrict b_hh, float *restrict gate, float *restrict c,
-                      float *restrict tc, float *restrict h)
+                      float *restrict h)
 {
     __m512 acc[MR][4];
     /* The tile's outputs are fresh memory (each step writes new rows of the cache): ask for
      * their cache lines now, for writing, so that the stores at the end do not wait on memory
-     * while the products run - except, with STREAM, the gates' and tanh(c)'s, which the
-     * cell streams past the caches (read again only by the backward). */
+     * while the products run - except, with STREAM, the gates', which the cell streams past
+     * the caches (read again only by the backward). */
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++) {
         if (!STREAM)   /* (PRODUCTS_ONLY never streams) */
@@ -166,7 +165,6 @@ INLINE void step_tile(const int MROWS, const int HARD, const int STREAM, int Il,
             for (int q = 0; q < 4; q++) __builtin_prefetch(gate + (size_t)i * 4 * H + (size_t)q * H, 1, 3);
         if (HARD == PRODUCTS_ONLY) continue;
         __builtin_prefetch(c + (size_t)i * H, 1, 3);
-        if (!STREAM) __builtin_prefetch(tc + (size_t)i * H, 1, 3);
         __builtin_prefetch(h + (size_t)i * H, 1, 3);
     }
 #pragma GCC unroll 6
@@ -203,14 +201,13 @@ INLINE void step_tile(const int MROWS, const int HARD, const int STREAM, int Il,
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++)
         cell16(HARD, STREAM, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, NULL, H, c + (size_t)i * H,
-               tc + (size_t)i * H, h + (size_t)i * H);
+               h + (size_t)i * H);
 }
 
 /* All tiles of one step, for one recurrent activation (HARD and STREAM constant per instance;
- * STREAM: the gates and tanh(c) streamed, gate and tc 64-byte aligned). */
+ * STREAM: the gates streamed, gate 64-byte aligned). */
 INLINE void step(const int HARD, const int STREAM, int rows, int Il, int H, const float *x, const float *hprev,
-                 const float *cprev, const float *wp, const float *b_ih, const float *b_hh, float *gate, float *c, float *tc,
-                 float *h)
+                 const float *cprev, const float *wp, const float *b_ih, const float *b_hh, float *gate, float *c, float *h)
 {
     const size_t G = 4 * (size_t)H;
     for (int u = 0; u < H / UB; u++) {   /* one unit block's panel stays in cache over all row tiles */
@@ -220,7 +217,7 @@ INLINE void step(const int HARD, const int STREAM, int rows, int Il, int H, cons
 #define AT(p, n) ((p) ? (p) + (n) : NULL)   /* hprev at t = 0, and the cell's operands with PRODUCTS_ONLY, are NULL */
 #define TILE(R) step_tile(R, HARD, STREAM, Il, H, x + (size_t)i * Il, AT(hprev, (size_t)i * H), AT(cprev, (size_t)i * H + o), \
                      panel, AT(b_ih, o), AT(b_hh, o), gate + (size_t)i * G + o, AT(c, (size_t)i * H + o), \
-                     AT(tc, (size_t)i * H + o), AT(h, (size_t)i * H + o))
+                     AT(h, (size_t)i * H + o))
         for (; i + MR <= rows; i += MR) TILE(MR);
         switch (rows - i) {
         case 1: TILE(1); break;
@@ -239,8 +236,8 @@ INLINE void step(const int HARD, const int STREAM, int rows, int Il, int H, cons
 #define FUSED_STEP(NAME, HARD, STREAM) \
     static CT_AVX512 __attribute__((noinline)) \
     void NAME(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev, const float *wp, \
-              const float *b_ih, const float *b_hh, float *gate, float *c, float *tc, float *h) \
-    { step(HARD, STREAM, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h); }
+              const float *b_ih, const float *b_hh, float *gate, float *c, float *h) \
+    { step(HARD, STREAM, rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, h); }
 FUSED_STEP(fused_step_sigmoid, 0, 0)
 FUSED_STEP(fused_step_hard, 1, 0)
 FUSED_STEP(fused_step_sigmoid_stream, 0, 1)
@@ -249,7 +246,7 @@ FUSED_STEP(fused_step_hard_stream, 1, 1)
 
 static CT_AVX512 __attribute__((noinline))
 void fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
-{ step(PRODUCTS_ONLY, 0, rows, Il, H, x, hprev, NULL, wp, NULL, NULL, z, NULL, NULL, NULL); }
+{ step(PRODUCTS_ONLY, 0, rows, Il, H, x, hprev, NULL, wp, NULL, NULL, z, NULL, NULL); }
 
 void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float *hprev, const float *wp, float *z)
 {
@@ -261,7 +258,7 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
  * gate (which may be z) or, rounded to bf16, to g16 (where g16 is not NULL). */
 INLINE void cell_rows(const int HARD, const int STREAM, const int CVT, int rows, int n, int H, const float *z, size_t ldz,
                       const float *cprev, const float *b_ih, const float *b_hh, float *gate, uint16_t *g16, size_t ldg,
-                      float *c, float *tc, float *h)
+                      float *c, float *h)
 {
     for (int r = 0; r < rows; r++) {
         const float *zr = z + (size_t)r * ldz;
@@ -273,7 +270,7 @@ INLINE void cell_rows(const int HARD, const int STREAM, const int CVT, int rows,
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) acc[q] = _mm512_loadu_ps(zr + (size_t)q * H + u);
             cell16(HARD, STREAM, CVT, acc, b_ih + u, b_hh + u, cprev + o + u, gr ? gr + u : NULL, g16r ? g16r + u : NULL, H,
-                   c + o + u, tc + o + u, h + o + u);
+                   c + o + u, h + o + u);
         }
     }
     if (STREAM) _mm_sfence();   /* the streamed stores ordered before whatever follows */
@@ -282,8 +279,8 @@ INLINE void cell_rows(const int HARD, const int STREAM, const int CVT, int rows,
 #define CELL(NAME, HARD, STREAM, CVT) \
     static CT_AVX512 __attribute__((noinline)) \
     void NAME(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih, const float *b_hh, \
-              float *gate, uint16_t *g16, size_t ldg, float *c, float *tc, float *h) \
-    { cell_rows(HARD, STREAM, CVT, rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, g16, ldg, c, tc, h); }
+              float *gate, uint16_t *g16, size_t ldg, float *c, float *h) \
+    { cell_rows(HARD, STREAM, CVT, rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, g16, ldg, c, h); }
 CELL(cell_sigmoid, 0, 0, 0)
 CELL(cell_hard, 1, 0, 0)
 CELL(cell_sigmoid_stream, 0, 1, 0)
@@ -304,27 +301,27 @@ static int cpu_has_bf16_cvt(void)
 }
 
 void ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
-                        const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *tc, float *h, int hard)
+                        const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *h, int hard)
 {
     CT_ASSERT(ct_lstm_fused_ok(H) && n % UB == 0 && n <= H && ldz >= 3 * (size_t)H + (size_t)n && ldg >= 3 * (size_t)H + (size_t)n);
     CT_ASSERT(!gate != !gate16);
     if (rows < 1) return;
     /* streamed where every store is a whole aligned 64 bytes (32 for the bf16 gates: each
      * 64-byte line is two such stores, one after the other), and not in place (z read back) */
-    const int stream = (gate16 ? (uintptr_t)gate16 % 32 == 0 : gate != z && (uintptr_t)gate % 64 == 0) && (uintptr_t)tc % 64 == 0 &&
-                       ldg % UB == 0 && H % UB == 0;
+    const int stream = (gate16 ? (uintptr_t)gate16 % 32 == 0 : gate != z && (uintptr_t)gate % 64 == 0) && ldg % UB == 0 && H % UB == 0;
     if (stream && gate16 && !hard && cpu_has_bf16_cvt())
-        cell_sigmoid_stream_cvt(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, tc, h);
-    else if (stream) (hard ? cell_hard_stream : cell_sigmoid_stream)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, tc, h);
-    else        (hard ? cell_hard : cell_sigmoid)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, tc, h);
+        cell_sigmoid_stream_cvt(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, h);
+    else if (stream) (hard ? cell_hard_stream : cell_sigmoid_stream)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, h);
+    else        (hard ? cell_hard : cell_sigmoid)(rows, n, H, z, ldz, cprev, b_ih, b_hh, gate, gate16, ldg, c, h);
 }
 
 /* The backward cell of one row, as lstm.c's lstm_cell_backward, operation for operation
  * (equations (1)-(3) of lstm.c), 16 units at a time; the gates read as floats, or as bf16
- * (g16) and widened. WITH_DS: the output part s ds enters dh. */
+ * (g16) and widened; tanh(c_t) made again from c_t by the forward's v_tanh (the same bits).
+ * WITH_DS: the output part s ds enters dh. */
 INLINE void cell_backward_row(const int HARD, const int WITH_DS, float *restrict dz, float *restrict db, float *restrict dh,
                               float *restrict dc, const float *restrict ds, float s, const float *restrict gate,
-                              const uint16_t *restrict g16, const float *restrict tc, const float *restrict cprev, int H)
+                              const uint16_t *restrict g16, const float *restrict c, const float *restrict cprev, int H)
 {
     const __m512 one = _mm512_set1_ps(1.0f), vs = _mm512_set1_ps(s);
     for (int j = 0; j < H; j += UB) {
@@ -332,7 +329,7 @@ INLINE void cell_backward_row(const int HARD, const int WITH_DS, float *restrict
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++) y[q] = g16 ? v_widen(g16 + (size_t)q * H + j) : _mm512_loadu_ps(gate + (size_t)q * H + j);
         const __m512 i = y[0], f = y[1], g = y[2], o = y[3];
-        const __m512 tct = _mm512_loadu_ps(tc + j);
+        const __m512 tct = v_tanh(_mm512_loadu_ps(c + j));
         __m512 dht = _mm512_loadu_ps(dh + j);
         if (WITH_DS) dht = _mm512_add_ps(dht, _mm512_mul_ps(vs, _mm512_loadu_ps(ds + j)));                          /* (1) */
         const __m512 dct = _mm512_add_ps(_mm512_loadu_ps(dc + j),
@@ -367,8 +364,8 @@ INLINE void cell_backward_row(const int HARD, const int WITH_DS, float *restrict
 #define CELL_BACKWARD(NAME, HARD, WITH_DS) \
     static CT_AVX512 __attribute__((noinline)) \
     void NAME(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate, const uint16_t *g16, \
-              const float *tc, const float *cprev, int H) \
-    { cell_backward_row(HARD, WITH_DS, dz, db, dh, dc, ds, s, gate, g16, tc, cprev, H); }
+              const float *c, const float *cprev, int H) \
+    { cell_backward_row(HARD, WITH_DS, dz, db, dh, dc, ds, s, gate, g16, c, cprev, H); }
 CELL_BACKWARD(cell_backward_sigmoid, 0, 0)
 CELL_BACKWARD(cell_backward_sigmoid_ds, 0, 1)
 CELL_BACKWARD(cell_backward_hard, 1, 0)
@@ -376,35 +373,35 @@ CELL_BACKWARD(cell_backward_hard_ds, 1, 1)
 #undef CELL_BACKWARD
 
 void ct_lstm_fused_cell_backward(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate,
-                                 const uint16_t *gate16, const float *tc, const float *cprev, int H, int hard)
+                                 const uint16_t *gate16, const float *c, const float *cprev, int H, int hard)
 {
     CT_ASSERT(ct_lstm_fused_ok(H) && !gate != !gate16);
-    if (hard) (ds ? cell_backward_hard_ds : cell_backward_hard)(dz, db, dh, dc, ds, s, gate, gate16, tc, cprev, H);
-    else      (ds ? cell_backward_sigmoid_ds : cell_backward_sigmoid)(dz, db, dh, dc, ds, s, gate, gate16, tc, cprev, H);
+    if (hard) (ds ? cell_backward_hard_ds : cell_backward_hard)(dz, db, dh, dc, ds, s, gate, gate16, c, cprev, H);
+    else      (ds ? cell_backward_sigmoid_ds : cell_backward_sigmoid)(dz, db, dh, dc, ds, s, gate, gate16, c, cprev, H);
 }
 
 void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                         const float *wp, const float *b_ih, const float *b_hh,
-                        float *gate, float *c, float *tc, float *h, int hard)
+                        float *gate, float *c, float *h, int hard)
 {
     CT_ASSERT(ct_lstm_fused_ok(H) && Il >= 1);
     if (rows < 1) return;
-    /* the gates and tanh(c) streamed where each of their stores is a whole aligned 64 bytes
-     * (H is a multiple of 16: with the bases aligned, every row and unit block is) */
-    if ((uintptr_t)gate % 64 == 0 && (uintptr_t)tc % 64 == 0)
-        (hard ? fused_step_hard_stream : fused_step_sigmoid_stream)(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+    /* the gates streamed where each of their stores is a whole aligned 64 bytes (H is a
+     * multiple of 16: with the base aligned, every row and unit block is) */
+    if ((uintptr_t)gate % 64 == 0)
+        (hard ? fused_step_hard_stream : fused_step_sigmoid_stream)(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, h);
     else
-        (hard ? fused_step_hard : fused_step_sigmoid)(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, tc, h);
+        (hard ? fused_step_hard : fused_step_sigmoid)(rows, Il, H, x, hprev, cprev, wp, b_ih, b_hh, gate, c, h);
 }
 
 #else   /* not x86-64: ct_lstm_fused_ok() is 0 (ct_gemm_packed_available() is), lstm.c never calls this */
 
 void ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                         const float *wp, const float *b_ih, const float *b_hh,
-                        float *gate, float *c, float *tc, float *h, int hard)
+                        float *gate, float *c, float *h, int hard)
 {
     (void)rows; (void)Il; (void)H; (void)x; (void)hprev; (void)cprev; (void)wp; (void)b_ih; (void)b_hh;
-    (void)gate; (void)c; (void)tc; (void)h; (void)hard;
+    (void)gate; (void)c; (void)h; (void)hard;
     CT_ASSERT(0);
 }
 
@@ -415,17 +412,17 @@ void ct_lstm_fused_products(int rows, int Il, int H, const float *x, const float
 }
 
 void ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
-                        const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *tc, float *h, int hard)
+                        const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *h, int hard)
 {
     (void)rows; (void)n; (void)H; (void)z; (void)ldz; (void)cprev; (void)b_ih; (void)b_hh; (void)gate; (void)gate16; (void)ldg;
-    (void)c; (void)tc; (void)h; (void)hard;
+    (void)c; (void)h; (void)hard;
     CT_ASSERT(0);
 }
 
 void ct_lstm_fused_cell_backward(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate,
-                                 const uint16_t *gate16, const float *tc, const float *cprev, int H, int hard)
+                                 const uint16_t *gate16, const float *c, const float *cprev, int H, int hard)
 {
-    (void)dz; (void)db; (void)dh; (void)dc; (void)ds; (void)s; (void)gate; (void)gate16; (void)tc; (void)cprev; (void)H; (void)hard;
+    (void)dz; (void)db; (void)dh; (void)dc; (void)ds; (void)s; (void)gate; (void)gate16; (void)c; (void)cprev; (void)H; (void)hard;
     CT_ASSERT(0);
 }
 

@@ -47,31 +47,33 @@ size_t ct_lstm_fused_pack_floats(int Il, int H);
 void   ct_lstm_fused_pack(float *wp, const float *w_ih, const float *w_hh, int Il, int H);
 /* One step for `rows` consecutive sequences (row-major blocks, one row per sequence):
  *   x [rows, Il], hprev [rows, H] (NULL at t = 0: h_{-1} = 0), cprev [rows, H]
- *   writes gate [rows, 4H] (i, f, g, o after their activations), c, tc = tanh(c), h [rows, H].
- * hard: Keras's hard sigmoid for i, f, o instead of the sigmoid. Where gate and tc are 64-byte
- * aligned, the gates and tanh(c), which only the backward reads, are streamed to memory past
- * the caches (as ct_lstm_fused_cell below; the values are the same either way). */
+ *   writes gate [rows, 4H] (i, f, g, o after their activations), c, h [rows, H].
+ * hard: Keras's hard sigmoid for i, f, o instead of the sigmoid. Where gate is 64-byte
+ * aligned, the gates, which only the backward reads, are streamed to memory past the caches
+ * (as ct_lstm_fused_cell below; the values are the same either way). tanh(c_t) is not kept:
+ * the backward cell makes it again from c_t. */
 void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                           const float *wp, const float *b_ih, const float *b_hh,
-                          float *gate, float *c, float *tc, float *h, int hard);
+                          float *gate, float *c, float *h, int hard);
 /* The step's cell alone, the same operations (every AVX-512 CPU: what the bf16 tiles' fused
  * step runs on its stored products, layers/lstm.c): `rows` rows of units [0, n) (n a multiple
  * of 16, at most H; every pointer at the first row's first unit). z: the products without
  * biases, rows ldz floats apart (gate q of unit j at z[q H + j]); the gates after their
  * activations go to gate (floats; gate = z: in place) or, rounded to bf16, to gate16 (one of
- * the two NULL), rows ldg apart. cprev, c, tc, h: rows H floats apart. Where the gates and tc
- * are aligned (and not written in place), the gates and tanh(c_t), which only the backward
- * reads, are streamed to memory past the caches (non-temporal stores: no read of the lines
- * they overwrite); c_t and h_t, which the next step reads, are stored. */
+ * the two NULL), rows ldg apart. cprev, c, h: rows H floats apart. Where the gates are aligned
+ * (and not written in place), they, which only the backward reads, are streamed to memory past
+ * the caches (non-temporal stores: no read of the lines they overwrite); c_t and h_t, which the
+ * next step reads, are stored. */
 void   ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, const float *cprev, const float *b_ih,
-                          const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *tc, float *h, int hard);
+                          const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *h, int hard);
 /* The backward cell of one valid row, lstm.c's equations (1)-(3) with the same operations,
  * 16 units at a time (every AVX-512 CPU; H a multiple of 16): reads the forward's gates [4H]
- * (floats from gate, or bf16 from gate16, one of the two NULL), tc and cprev [H], dh and dc
- * [H] (and the output part s ds [H] where ds is not NULL); writes dz [4H] and adds it to db
+ * (floats from gate, or bf16 from gate16, one of the two NULL), c = c_t and cprev = c_{t-1} [H],
+ * dh and dc [H] (and the output part s ds [H] where ds is not NULL); computes tanh(c_t) with the
+ * forward cell's operations (the same bits as the forward's); writes dz [4H] and adds it to db
  * [4H]; leaves dc = dc_t f_t and dh = 0. */
 void   ct_lstm_fused_cell_backward(float *dz, float *db, float *dh, float *dc, const float *ds, float s, const float *gate,
-                                   const uint16_t *gate16, const float *tc, const float *cprev, int H, int hard);
+                                   const uint16_t *gate16, const float *c, const float *cprev, int H, int hard);
 /* The same step's products alone: z [rows, 4H] = [x | hprev] [W_ih | W_hh]^T in the
  * same tiles, order and sums, stored where the step stores its gates, with no bias,
  * activation or cell update. Not part of training: bench_lstm --ceiling times it

@@ -543,7 +543,7 @@ static void suite_fused_products(void)
 
 /* The fused step's cell alone (ct_lstm_fused_cell, what the bf16 tiles' fused step runs on
  * its stored products): the products alone, then the cell on them, must give the whole
- * fused step's gates, c, tanh(c) and h bit for bit (the fused step is checked against the
+ * fused step's gates, c and h bit for bit (the fused step is checked against the
  * plain scalar cell above). Whole rows, and 16-unit blocks in turn as the tiles' unit
  * blocks call it; both recurrent activations; 13 rows; gates past a block untouched. */
 static void suite_fused_cell(void)
@@ -558,8 +558,8 @@ static void suite_fused_cell(void)
     float *x = t_alloc((size_t)rows * Il), *hp = t_alloc((size_t)rows * H), *cp = t_alloc((size_t)rows * H);
     float *wi = t_alloc((size_t)G * Il), *wh = t_alloc((size_t)G * H), *bi = t_alloc(G), *bh = t_alloc(G);
     float *wp = t_alloc(ct_lstm_fused_pack_floats(Il, H));
-    float *g0 = t_alloc((size_t)rows * G), *c0 = t_alloc((size_t)rows * H), *t0 = t_alloc((size_t)rows * H), *h0 = t_alloc((size_t)rows * H);
-    float *g1 = t_alloc((size_t)rows * G), *c1 = t_alloc((size_t)rows * H), *t1 = t_alloc((size_t)rows * H), *h1 = t_alloc((size_t)rows * H);
+    float *g0 = t_alloc((size_t)rows * G), *c0 = t_alloc((size_t)rows * H), *h0 = t_alloc((size_t)rows * H);
+    float *g1 = t_alloc((size_t)rows * G), *c1 = t_alloc((size_t)rows * H), *h1 = t_alloc((size_t)rows * H);
     uint16_t *g16 = malloc((size_t)rows * G * sizeof *g16);
     for (int i = 0; i < rows * Il; i++) x[i] = 4 * (ct_rng_uniform(&rng) - 0.5f);
     for (int i = 0; i < rows * H; i++) { hp[i] = 2 * ct_rng_uniform(&rng) - 1; cp[i] = 6 * (ct_rng_uniform(&rng) - 0.5f); }
@@ -571,13 +571,13 @@ static void suite_fused_cell(void)
         for (int blocks = 0; blocks < 2; blocks++) {
             t_case("lstm/fused cell alone on the products alone = the fused step, bit for bit: rows=%d H=%d, %s, %s", rows, H,
                    hard ? "hard_sigmoid" : "sigmoid", blocks ? "16-unit blocks" : "whole rows");
-            ct_lstm_fused_step(rows, Il, H, x, hp, cp, wp, bi, bh, g0, c0, t0, h0, hard);
-            for (int i = 0; i < rows * H; i++) c1[i] = t1[i] = h1[i] = NAN;
+            ct_lstm_fused_step(rows, Il, H, x, hp, cp, wp, bi, bh, g0, c0, h0, hard);
+            for (int i = 0; i < rows * H; i++) c1[i] = h1[i] = NAN;
             ct_lstm_fused_products(rows, Il, H, x, hp, wp, g1);
-            if (!blocks) ct_lstm_fused_cell(rows, H, H, g1, G, cp, bi, bh, g1, NULL, G, c1, t1, h1, hard);
+            if (!blocks) ct_lstm_fused_cell(rows, H, H, g1, G, cp, bi, bh, g1, NULL, G, c1, h1, hard);
             else
                 for (int u = 0; u < H; u += 16) {
-                    ct_lstm_fused_cell(rows, 16, H, g1 + u, G, cp + u, bi + u, bh + u, g1 + u, NULL, G, c1 + u, t1 + u, h1 + u, hard);
+                    ct_lstm_fused_cell(rows, 16, H, g1 + u, G, cp + u, bi + u, bh + u, g1 + u, NULL, G, c1 + u, h1 + u, hard);
                     int touched = 0;   /* units past this block: still the products and NaN */
                     for (int r = 0; r < rows; r++)
                         for (int j = u + 16; j < H; j++) touched += !isnan(c1[(size_t)r * H + j]);
@@ -585,13 +585,12 @@ static void suite_fused_cell(void)
                 }
             t_close("gates", g1, g0, (size_t)rows * G, 0);
             t_close("c", c1, c0, (size_t)rows * H, 0);
-            t_close("tanh(c)", t1, t0, (size_t)rows * H, 0);
             t_close("h", h1, h0, (size_t)rows * H, 0);
             /* the gates rounded to bf16 instead (what bf16 training keeps for the backward): the
-             * same c, tanh(c) and h, and each gate ct_bf16_from_float of the float32 gate */
+             * same c and h, and each gate ct_bf16_from_float of the float32 gate */
             ct_lstm_fused_products(rows, Il, H, x, hp, wp, g1);
             for (int i = 0; i < rows * G; i++) g16[i] = 0xFFFF;
-            ct_lstm_fused_cell(rows, H, H, g1, G, cp, bi, bh, NULL, g16, G, c1, t1, h1, hard);
+            ct_lstm_fused_cell(rows, H, H, g1, G, cp, bi, bh, NULL, g16, G, c1, h1, hard);
             int wrong = 0;
             for (int i = 0; i < rows * G; i++) wrong += g16[i] != ct_bf16_from_float(g0[i]);
             t_check(!wrong, "%d gates kept in bf16 differ from the float32 gates rounded", wrong);
@@ -599,7 +598,7 @@ static void suite_fused_cell(void)
             t_close("h (gates to bf16)", h1, h0, (size_t)rows * H, 0);
         }
     free(x); free(hp); free(cp); free(wi); free(wh); free(bi); free(bh); free(wp);
-    free(g0); free(c0); free(t0); free(h0); free(g1); free(c1); free(t1); free(h1); free(g16);
+    free(g0); free(c0); free(h0); free(g1); free(c1); free(h1); free(g16);
 }
 
 void suite_lstm(void)

@@ -499,7 +499,7 @@ static void test_kept_gates(void)
     ct_rng_seed(&rng, 33, 1);
     float *gate = malloc((size_t)R * G * sizeof(float)), *gr = malloc((size_t)R * G * sizeof(float));
     uint16_t *g16 = malloc((size_t)R * G * sizeof(uint16_t));
-    float *tc = malloc((size_t)R * H * sizeof(float)), *cp = malloc((size_t)R * H * sizeof(float)), *ds = malloc((size_t)R * H * sizeof(float));
+    float *ct = malloc((size_t)R * H * sizeof(float)), *cp = malloc((size_t)R * H * sizeof(float)), *ds = malloc((size_t)R * H * sizeof(float));
     float dz0[4 * 48], dz1[4 * 48], db0[4 * 48] = { 0 }, db1[4 * 48] = { 0 }, dh0[48], dh1[48], dc0[48], dc1[48];
     for (int r = 0; r < R; r++) {
         for (int j = 0; j < H; j++) {   /* sigmoid gates in (0, 1), g in (-1, 1), some saturated */
@@ -509,7 +509,7 @@ static void test_kept_gates(void)
                 gate[(size_t)r * G + q * H + j] = q == 2 ? tanhf(zz) : 1.0f / (1.0f + expf(-zz));
             }
             cp[(size_t)r * H + j] = 4 * (2 * ct_rng_uniform(&rng) - 1);
-            tc[(size_t)r * H + j] = tanhf(3 * (2 * ct_rng_uniform(&rng) - 1));
+            ct[(size_t)r * H + j] = 3 * (2 * ct_rng_uniform(&rng) - 1);   /* c_t: the cell takes tanh of it */
             ds[(size_t)r * H + j] = 2 * ct_rng_uniform(&rng) - 1;
         }
         ct_bf16s_from_floats(g16 + (size_t)r * G, gate + (size_t)r * G, (size_t)G);
@@ -520,8 +520,8 @@ static void test_kept_gates(void)
     for (int r = 0; r < R; r++) {
         for (int j = 0; j < H; j++) { dh0[j] = dh1[j] = 2 * ct_rng_uniform(&rng) - 1; dc0[j] = dc1[j] = 2 * ct_rng_uniform(&rng) - 1; }
         const float *d = r % 2 ? ds + (size_t)r * H : NULL;
-        ct_lstm_fused_cell_backward(dz0, db0, dh0, dc0, d, 0.5f, gr + (size_t)r * G, NULL, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
-        ct_lstm_fused_cell_backward(dz1, db1, dh1, dc1, d, 0.5f, NULL, g16 + (size_t)r * G, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        ct_lstm_fused_cell_backward(dz0, db0, dh0, dc0, d, 0.5f, gr + (size_t)r * G, NULL, ct + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        ct_lstm_fused_cell_backward(dz1, db1, dh1, dc1, d, 0.5f, NULL, g16 + (size_t)r * G, ct + (size_t)r * H, cp + (size_t)r * H, H, 0);
         differ += memcmp(dz0, dz1, sizeof dz0) != 0 || memcmp(db0, db1, sizeof db0) != 0 || memcmp(dc0, dc1, sizeof dc0) != 0 ||
                   memcmp(dh0, dh1, sizeof dh0) != 0;
     }
@@ -535,11 +535,11 @@ static void test_kept_gates(void)
         float dhin[48], dcin[48];
         for (int j = 0; j < H; j++) { dhin[j] = 2 * ct_rng_uniform(&rng) - 1; dcin[j] = 2 * ct_rng_uniform(&rng) - 1; }
         memcpy(dh0, dhin, sizeof dh0); memcpy(dh1, dhin, sizeof dh1); memcpy(dc0, dcin, sizeof dc0); memcpy(dc1, dcin, sizeof dc1);
-        ct_lstm_fused_cell_backward(dz0, db0, dh0, dc0, NULL, 1.0f, gate + (size_t)r * G, NULL, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
-        ct_lstm_fused_cell_backward(dz1, db1, dh1, dc1, NULL, 1.0f, NULL, g16 + (size_t)r * G, tc + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        ct_lstm_fused_cell_backward(dz0, db0, dh0, dc0, NULL, 1.0f, gate + (size_t)r * G, NULL, ct + (size_t)r * H, cp + (size_t)r * H, H, 0);
+        ct_lstm_fused_cell_backward(dz1, db1, dh1, dc1, NULL, 1.0f, NULL, g16 + (size_t)r * G, ct + (size_t)r * H, cp + (size_t)r * H, H, 0);
         for (int j = 0; j < H; j++) {
             const float *y = gate + (size_t)r * G;
-            const double i = y[j], f = y[H + j], g = y[2 * H + j], o = y[3 * H + j], t = tc[(size_t)r * H + j], c = cp[(size_t)r * H + j];
+            const double i = y[j], f = y[H + j], g = y[2 * H + j], o = y[3 * H + j], t = tanh(ct[(size_t)r * H + j]), c = cp[(size_t)r * H + j];
             const double di = e * fabs(i), df = e * fabs(f), dg = e * fabs(g), dO = e * fabs(o), A = fabs(dhin[j]);
             /* (2) dc_t = dc + dh o (1 - t^2): only o is rounded */
             const double dct = fabs((double)dcin[j] + dhin[j] * o * (1 - t * t)), ddct = A * (1 - t * t) * dO;
@@ -568,7 +568,7 @@ static void test_kept_gates(void)
     t_check(!bad, "%d values over the bound", bad);
     t_check(worst > 0.05, "the largest error is %.3g of the bound: the gates' rounding did not show", worst);
     printf("     largest error: %.3g of the bound\n", worst);
-    free(gate); free(gr); free(g16); free(tc); free(cp); free(ds);
+    free(gate); free(gr); free(g16); free(ct); free(cp); free(ds);
 }
 
 void suite_lstm_bf16(void)
