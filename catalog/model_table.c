@@ -67,6 +67,10 @@ void ct_model_seq_rows(const seq_cnn *m, int per_sample, ct_row_fn row, void *ct
         char name[64];
         if (ct_seq_cnn_conv_dw_by_pool(m, i) && m->layer[i + 1].bn_pool_ran)   /* its backward makes the batchnorm's din */
             snprintf(name, sizeof name, "%s (%s, %s din)", l->name, l->text, m->layer[i + 1].name);
+        else if (l->kind == SEQ_CONV && i + 1 < m->n && m->layer[i + 1].relu_in_conv)   /* it runs the relu after it */
+            snprintf(name, sizeof name, "%s (%s, %s)", l->name, l->text, m->layer[i + 1].text);
+        else if (l->relu_in_conv)   /* its time is the convolution's */
+            snprintf(name, sizeof name, "%s (with %s)", l->text, m->layer[i - 1].name);
         else if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
         else if (l->pool_in_conv || (l->relu_after_pool && i + 1 < m->n && m->layer[i + 1].pool_in_conv)) {
             const int c = l->pool_in_conv ? i - 1 - (m->layer[i - 1].kind == SEQ_RELU) : i - 1;   /* its time is the conv's */

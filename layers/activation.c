@@ -49,12 +49,15 @@ void ct_relu_forward(float *out, const float *in, size_t n)
 }
 
 CT_HOT
+static void relu_din(float *dx, const float *dy, const float *y, size_t n)   /* dy may be dx */
+{
+    for (size_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
 static void relu_backward_range(void *ctx, size_t lo, size_t hi)
 {
     const relu_job *j = ctx;
-    float *dx = j->y;
-    const float *dy = j->a, *y = j->b;
-    for (size_t i = lo; i < hi; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    relu_din(j->y + lo, j->a + lo, j->b + lo, hi - lo);
 }
 
 /* dx = dy * [y > 0]  (the kink at 0 gets derivative 0, as in PyTorch) */
@@ -62,6 +65,14 @@ void ct_relu_backward(float *din, const float *dout, const float *out, size_t n)
 {
     relu_job j = { din, dout, out };
     ct_parallel_range(n, n, relu_backward_range, &j);
+}
+
+/* On the worker that asks (the convolution's): the same loop on one plane. */
+void ct_relu_din_plane(const void *ctx, float *din_plane, int n, int c)
+{
+    const ct_relu_din *r = ctx;
+    const size_t at = ((size_t)n * r->C + (size_t)c) * r->plane;
+    relu_din(din_plane, r->dout + at, r->out + at, r->plane);
 }
 
 void ct_tanh_forward(float *out, const float *in, size_t n)

@@ -18,6 +18,13 @@ void ct_tanh_backward(float *din, const float *dout, const float *out, size_t n)
 void ct_sigmoid_forward(float *out, const float *in, size_t n);
 void ct_sigmoid_backward(float *din, const float *dout, const float *out, size_t n);
 
+/* The relu's din one plane at a time, for a first convolution that takes its weight
+ * gradient plane by plane and never needs din in memory (layers/conv2d.h,
+ * ct_conv2d_backward_planes; ctx a ct_relu_din): din_plane [plane] = plane (n, c) of
+ * ct_relu_backward(din, dout, out), bit for bit, with dout and out [N, C, plane]. */
+typedef struct { const float *dout, *out; size_t plane; int C; } ct_relu_din;
+void ct_relu_din_plane(const void *ctx, float *din_plane, int n, int c);
+
 /* Scalar forms (the LSTM keeps its own vectorisable versions of the same formulas). sigmoid is computed
  * without overflow for large |x|. hard_sigmoid is Keras 2's: clip(0.2 x + 0.5, 0, 1). */
 float ct_sigmoidf(float x);

@@ -252,6 +252,7 @@ typedef struct {
     float *ws, *out, *din, *dw;
     const float *in, *w, *b, *dout;
     int round;      /* the one-channel path: 1 in bf16 */
+    int relu;       /* the one-channel path's forward: a relu over the output (ct_conv2d_forward_relu) */
     float *bsum;    /* the one-channel path: db's share of each image [N, OC], or NULL */
     double *stats;  /* forward: the output planes' statistics [N, OC, 2], or NULL */
     ct_conv2d_plane_fn plane;   /* the one-channel path's backward: dout made plane by plane (NULL: j->dout) */
@@ -499,7 +500,7 @@ static void forward_image_c1(void *ctx, int n, int worker)
     const conv_job *j = ctx;
     const conv2d_dims *d = j->d;
     ct_conv2d_c1_forward_image(j->out + (size_t)n * d->OC * d->OH * d->OW, j->ws + (size_t)worker * c1_worker_floats(d),
-                               j->in + (size_t)n * d->H * d->W, j->w, j->b, d, j->round,
+                               j->in + (size_t)n * d->H * d->W, j->w, j->b, d, j->round, j->relu,
                                j->stats ? j->stats + (size_t)2 * n * d->OC : NULL);
 }
 
@@ -533,9 +534,9 @@ static void backward_image_c1(void *ctx, int n, int worker)
 }
 
 static void c1_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d, int round,
-                       double *stats)
+                       int relu, double *stats)
 {
-    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .round = round, .stats = stats };
+    conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .round = round, .relu = relu, .stats = stats };
     ct_parallel(d->N, d->workers, forward_image_c1, &j);
 }
 
@@ -574,10 +575,17 @@ void ct_conv2d_backward_planes(float *dw, float *db, float *ws, ct_conv2d_plane_
     c1_backward_job(&j, db);
 }
 
+void ct_conv2d_forward_relu(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
+                            int bf16)
+{
+    CT_ASSERT(ct_conv2d_backward_planes_fits(d));
+    c1_forward(out, ws, in, w, b, d, bf16, 1, NULL);
+}
+
 void ct_conv2d_forward(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
                        double *stats)
 {
-    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 0, stats); return; }
+    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 0, 0, stats); return; }
     conv_job j = { .d = d, .ws = ws, .out = out, .in = in, .w = w, .b = b, .stats = stats };
     if (d->winograd) {
         ct_conv2d_winograd_forward(out, ws, in, w, b, d);
@@ -826,7 +834,7 @@ static void backward_image_bf16(void *ctx, int n, int worker)
 void ct_conv2d_forward_bf16(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
                             double *stats)
 {
-    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 1, stats); return; }
+    if (d->direct1) { c1_forward(out, ws, in, w, b, d, 1, 0, stats); return; }
     if (ct_conv2d_direct_bf16_runs(d)) { ct_conv2d_direct_bf16_forward(out, ws, in, w, b, d, stats); return; }
     const int K = d->C * d->KH * d->KW;
     ct_gemm_bf16_pack_a(bf16_weights(ws, d), w, K, 0, d->OC, K);   /* W [OC, K], once for every image */

@@ -88,6 +88,14 @@ typedef void (*ct_conv2d_plane_fn)(const void *ctx, float *dout_no, int n, int o
 int  ct_conv2d_backward_planes_fits(const conv2d_dims *d);
 void ct_conv2d_backward_planes(float *dw, float *db, float *ws, ct_conv2d_plane_fn plane, const void *ctx, const float *in,
                                const conv2d_dims *d, int bf16);
+/* out [N, OC, OH, OW] = relu(conv(in) + b), the relu applied as each value is stored: the
+ * bits of ct_conv2d_forward (bf16 = 1: ct_conv2d_forward_bf16) followed by ct_relu_forward,
+ * without the convolution's own output in memory. For a first layer and the relu after it
+ * (a relu's backward reads only its own output: activation.h); its backward can then be
+ * ct_conv2d_backward_planes with ct_relu_din_plane. Only where
+ * ct_conv2d_backward_planes_fits(d). */
+void ct_conv2d_forward_relu(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
+                            int bf16);
 
 /* ---- bf16 operands, float32 sums (layers/gemm_bf16.h) ----
  * The same layer with every matrix product on ct_gemm_bf16: im2col always (d->winograd and

@@ -113,14 +113,15 @@ static CT_AVX512 void c1_pad_plane(float *dst, int rows, int cols, const float *
 /* Rows y < nr (at most C1_ROWS) of a correlation with a kh x kw kernel, each of n values:
  *   out[y*ldo + i] = sum over planes q < nq and taps (ky, kx) of
  *                    wt[(q*kh + ky)*kw + kx] * src[q*plane + (y + ky)*lds + kx + i]
- * (+ bias if has_bias), planes and taps in order. A run of 16 values of every row at once,
+ * (+ bias if has_bias; then max(., 0) if relu: y > 0 ? y : 0, activation.h's relu), planes
+ * and taps in order. A run of 16 values of every row at once,
  * one input row at a time: a load of src's row j at kx serves the output rows j - ky for
  * every ky, so the nr rows' kh*kw taps take (nr + kh - 1)*kw loads instead of nr*kh*kw (30
  * instead of 72 for 3x3 and 8 rows), and the nr sums are independent chains of FMAs.
  * Inlined with kh = kw = 3 and nr = C1_ROWS for 3x3 kernels, so that the loops unroll and
  * the tests on r fold away. */
 C1_INLINE void correlate_rows(float *out, int ldo, int nr, int n, const float *src, int lds, size_t plane, int nq,
-                              int kh, int kw, const float *wt, int has_bias, float bias)
+                              int kh, int kw, const float *wt, int has_bias, float bias, int relu)
 {
     for (int x = 0; x < n; x += 16) {
         const __mmask16 m = (__mmask16)(n - x >= 16 ? 0xffff : (1u << (n - x)) - 1);
@@ -142,7 +143,8 @@ C1_INLINE void correlate_rows(float *out, int ldo, int nr, int n, const float *s
                 }
 #pragma GCC unroll 8
         for (int r = 0; r < nr; r++) {
-            const __m512 v = has_bias ? _mm512_add_ps(acc[r], _mm512_set1_ps(bias)) : acc[r];
+            __m512 v = has_bias ? _mm512_add_ps(acc[r], _mm512_set1_ps(bias)) : acc[r];
+            if (relu) v = _mm512_max_ps(v, _mm512_setzero_ps());   /* the second operand where v is NaN or a zero: 0 */
             _mm512_mask_storeu_ps(out + (size_t)r * ldo + x, m, v);
         }
     }
@@ -150,13 +152,14 @@ C1_INLINE void correlate_rows(float *out, int ldo, int nr, int n, const float *s
 
 /* All rows of a correlation (correlate_rows' arguments), C1_ROWS at a time. */
 C1_INLINE void correlate(float *out, int ldo, int rows, int n, const float *src, int lds, size_t plane, int nq,
-                         int kh, int kw, const float *wt, int has_bias, float bias)
+                         int kh, int kw, const float *wt, int has_bias, float bias, int relu)
 {
     int y = 0;
     for (; y + C1_ROWS <= rows; y += C1_ROWS)
-        correlate_rows(out + (size_t)y * ldo, ldo, C1_ROWS, n, src + (size_t)y * lds, lds, plane, nq, kh, kw, wt, has_bias, bias);
+        correlate_rows(out + (size_t)y * ldo, ldo, C1_ROWS, n, src + (size_t)y * lds, lds, plane, nq, kh, kw, wt, has_bias, bias,
+                       relu);
     for (; y < rows; y++)
-        correlate_rows(out + (size_t)y * ldo, ldo, 1, n, src + (size_t)y * lds, lds, plane, nq, kh, kw, wt, has_bias, bias);
+        correlate_rows(out + (size_t)y * ldo, ldo, 1, n, src + (size_t)y * lds, lds, plane, nq, kh, kw, wt, has_bias, bias, relu);
 }
 
 /* The filters of the layer [OC, K] as multiplied: rounded to bf16 if `round`; flipped
@@ -188,7 +191,7 @@ CT_AVX512 void ct_conv2d_c1_stream_copy(float *dst, const float *src, size_t n)
 /* Compiled for AVX-512 whatever the build's baseline (the portable build's is x86-64-v2):
  * conv2d.c calls these only where d->direct1 says the CPU runs it. */
 CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
-                                          const conv2d_dims *d, int round, double *stats_n)
+                                          const conv2d_dims *d, int round, int relu, double *stats_n)
 {
     const int Wp = d->W + 2 * d->pad, K = d->KH * d->KW, P = d->OH * d->OW;
     CT_ASSERT(ct_conv2d_c1_fits(d));
@@ -209,11 +212,12 @@ CT_AVX512 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const fl
                  * made twice come out the same), so that every block is the unrolled kernel's */
                 const int y0 = y + C1_ROWS <= d->OH ? y : d->OH - C1_ROWS;
                 float *dst = stream ? rows : out_o + (size_t)y0 * d->OW;
-                correlate_rows(dst, d->OW, C1_ROWS, d->OW, img + (size_t)y0 * Wp, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f);
+                correlate_rows(dst, d->OW, C1_ROWS, d->OW, img + (size_t)y0 * Wp, Wp, 0, 1, 3, 3, wt, b != NULL, b ? b[o] : 0.0f,
+                               relu);
                 made = dst + (size_t)(y - y0) * d->OW;
             } else {
                 float *dst = stream ? rows : out_o + (size_t)y * d->OW;
-                correlate(dst, d->OW, nr, d->OW, img + (size_t)y * Wp, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f);
+                correlate(dst, d->OW, nr, d->OW, img + (size_t)y * Wp, Wp, 0, 1, d->KH, d->KW, wt, b != NULL, b ? b[o] : 0.0f, relu);
                 made = dst;
             }
             if (stats_n) ct_bn_stats_add(&acc, made, nr * d->OW);   /* from L1, before it leaves */
@@ -331,13 +335,13 @@ CT_AVX512 void ct_conv2d_c1_backward_image(float *dw_n, float *din_n, float *scr
         c1_pad_plane(doutp + o * plane, Hq, Wq, dout_n + (size_t)o * P, d->OH, d->OW, d->KH - 1 - d->pad, d->KW - 1 - d->pad, round);
     float *wt = doutp + doutp_floats(d);                          /* [OC, K] flipped */
     filters(wt, w, d->OC, K, round, 1);
-    correlate(din_n, d->W, d->H, d->W, doutp, Wq, plane, d->OC, d->KH, d->KW, wt, 0, 0.0f);
+    correlate(din_n, d->W, d->H, d->W, doutp, Wq, plane, d->OC, d->KH, d->KW, wt, 0, 0.0f, 0);
 }
 
 #else   /* no AVX-512 intrinsics: ct_conv2d_dims_make never sets direct1 */
 
 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
-                                const conv2d_dims *d, int round, double *stats_n)
+                                const conv2d_dims *d, int round, int relu, double *stats_n)
 {
     CT_ASSERT(!"conv2d_c1: not built for this CPU");
 }

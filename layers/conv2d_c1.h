@@ -30,12 +30,13 @@ int    ct_conv2d_c1_fits(const conv2d_dims *d);
  * where din is wanted, dout's padded planes and the flipped filters (backward). */
 size_t ct_conv2d_c1_worker_floats(const conv2d_dims *d, int with_din);
 
-/* out_n [OC, OH, OW] = conv(in_n [H, W]) + b (b may be NULL); scratch of
- * ct_conv2d_c1_worker_floats(d, 0). A large batch's planes are made in scratch and then
- * streamed into out_n past the caches. stats_n: NULL, or [OC, 2], each plane's statistics
- * (ct_batchnorm_plane_stats), taken before the plane leaves the cache. */
+/* out_n [OC, OH, OW] = conv(in_n [H, W]) + b (b may be NULL), and with relu = 1 a relu
+ * over it (activation.h's values: y > 0 ? y : 0); scratch of ct_conv2d_c1_worker_floats(d, 0).
+ * A large batch's planes are made in scratch and then streamed into out_n past the caches.
+ * stats_n: NULL, or [OC, 2], each plane's statistics (ct_batchnorm_plane_stats), taken
+ * before the plane leaves the cache. */
 void ct_conv2d_c1_forward_image(float *out_n, float *scratch, const float *in_n, const float *w, const float *b,
-                                const conv2d_dims *d, int round, double *stats_n);
+                                const conv2d_dims *d, int round, int relu, double *stats_n);
 /* One image's share of the backward:
  *   dw_n [OC, KH*KW] = sum over positions of dout_n x the shifted image (overwritten),
  *   din_n [H, W]     = the transposed correlation (overwritten; NULL: not computed).

@@ -164,6 +164,18 @@ typedef struct ct_ops {
     int  (*conv2d_pool_fits)(const ct_backend *be, const void *plan, const maxpool2d_dims *pd);
     void (*conv2d_forward_pool)(const ct_backend *be, float *pooled, int *argmax, float *ws, const float *in, const float *w,
                                 const float *b, void *plan, int N, const maxpool2d_dims *pd, int relu);
+    /* The convolution and a relu after it, the relu's output written and the convolution's
+     * not (ct_conv2d_forward_relu: relu_forward's bits on conv2d_forward's); and, where the
+     * convolution's din is not wanted (a model's first layer), the pair's backward from the
+     * relu's dout and out, the relu's din made plane by plane and taken at once into dw and
+     * db, never written (ct_conv2d_backward_planes, ct_relu_din_plane: conv2d_backward's bits
+     * on relu_backward's). NULL where the backend has no such kernel; conv2d_relu_fits says
+     * whether a plan can take them. */
+    int  (*conv2d_relu_fits)(const ct_backend *be, const void *plan);
+    void (*conv2d_forward_relu)(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
+                                void *plan, int N);
+    void (*conv2d_backward_relu)(const ct_backend *be, float *dw, float *db, float *ws, const float *in, void *plan, int N,
+                                 const float *dout, const float *out);
 
     /* (layers/pool.h) */
     void (*maxpool2d_forward)(const ct_backend *be, float *out, int *argmax, const float *in, const maxpool2d_dims *d);

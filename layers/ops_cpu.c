@@ -261,6 +261,31 @@ static void cpu_conv2d_forward_pool(const ct_backend *be, float *pooled, int *ar
     ct_conv2d_direct_bf16_forward_pool(pooled, argmax, ws, in, w, b, &d, pd, relu);
 }
 
+static int cpu_conv2d_relu_fits(const ct_backend *be, const void *plan)
+{
+    (void)be;
+    return ct_conv2d_backward_planes_fits(&((const conv2d_cpu_plan *)plan)->d);
+}
+
+static void cpu_conv2d_forward_relu(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
+                                    void *plan, int N)
+{
+    (void)be;
+    const conv2d_cpu_plan *p = plan;
+    conv2d_dims d = conv_call_dims(p, N);
+    ct_conv2d_forward_relu(out, ws, in, w, b, &d, p->dtype == CT_BF16);
+}
+
+static void cpu_conv2d_backward_relu(const ct_backend *be, float *dw, float *db, float *ws, const float *in, void *plan, int N,
+                                     const float *dout, const float *out)
+{
+    (void)be;
+    const conv2d_cpu_plan *p = plan;
+    conv2d_dims d = conv_call_dims(p, N);
+    const ct_relu_din src = { .dout = dout, .out = out, .plane = (size_t)d.OH * d.OW, .C = d.OC };
+    ct_conv2d_backward_planes(dw, db, ws, ct_relu_din_plane, &src, in, &d, p->dtype == CT_BF16);
+}
+
 static int cpu_conv2d_bn_pool_fits(const ct_backend *be, const void *plan)
 {
     (void)be;
@@ -576,6 +601,9 @@ const ct_ops ct_ops_cpu = {
     .conv2d_backward = cpu_conv2d_backward,
     .conv2d_pool_fits = cpu_conv2d_pool_fits,
     .conv2d_forward_pool = cpu_conv2d_forward_pool,
+    .conv2d_relu_fits = cpu_conv2d_relu_fits,
+    .conv2d_forward_relu = cpu_conv2d_forward_relu,
+    .conv2d_backward_relu = cpu_conv2d_backward_relu,
     .conv2d_bn_pool_fits = cpu_conv2d_bn_pool_fits,
     .conv2d_backward_bn_pool = cpu_conv2d_backward_bn_pool,
     .maxpool2d_forward = cpu_maxpool2d_forward,

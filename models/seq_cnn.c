@@ -126,8 +126,27 @@ static int conv_pool_of(const seq_cnn *m, int i)
     return q < m->n && m->layer[q].kind == SEQ_MAXPOOL && !m->layer[q].bn_of_pool ? q : 0;
 }
 
+/* The relu right after conv layer i, which the convolution's forward can run itself
+ * (ops->conv2d_forward_relu): its index, or 0. Not a relu that runs after a pool or in a
+ * batchnorm's chain, nor where the convolution feeds a batchnorm its statistics. */
+static int conv_relu_of(const seq_cnn *m, int i)
+{
+    const int q = i + 1;
+    if (m->unfused || q >= m->n || m->layer[i].stats_ran) return 0;
+    const seq_layer *r = &m->layer[q];
+    return r->kind == SEQ_RELU && !r->relu_after_pool && !r->relu_in_bn_pool ? q : 0;
+}
+
+/* The convolution's backward runs the relu's too (conv2d_backward_relu): the relu after it
+ * ran in its forward, and its din is not wanted (the first layer with parameters). */
+static int conv_backward_by_relu(const seq_cnn *m, int i)
+{
+    return i == m->first_param && i + 1 < m->n && m->layer[i + 1].kind == SEQ_RELU && m->layer[i + 1].relu_in_conv;
+}
+
 /* out [N, F, OH, OW] = conv(in [N, C, H, W], w) + b; or, where the maxpool after it runs here
- * (conv_pool_of and the backend can), that pool's out and argmax, and out is not written */
+ * (conv_pool_of and the backend can), that pool's out and argmax, and out is not written;
+ * or, where the relu after it runs here (conv_relu_of), the relu's out, and out is not written */
 static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
@@ -137,6 +156,7 @@ static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, c
     l->stats_ran = conv_feeds_stats(m, i, train);
     l->conv_in = in;
     l->dw_by_pool = 0;
+    if (i + 1 < m->n && m->layer[i + 1].kind == SEQ_RELU) m->layer[i + 1].relu_in_conv = 0;   /* set below if it runs here */
     const int q = conv_pool_of(m, i);
     if (q) {
         seq_layer *pool = &m->layer[q];
@@ -144,6 +164,15 @@ static void conv_forward(seq_cnn *m, int i, const float *in, int N, int train, c
         pool->pool_in_conv = !l->stats_ran && ops->conv2d_pool_fits && ops->conv2d_pool_fits(m->be, l->conv_plan, &pd);
         if (pool->pool_in_conv) {   /* the pool's time is the convolution's */
             ops->conv2d_forward_pool(m->be, pool->out, pool->argmax, l->ws, in, w, b, l->conv_plan, N, &pd, pool->relu_after_pool);
+            return;
+        }
+    }
+    const int r = conv_relu_of(m, i);
+    if (r) {
+        seq_layer *relu = &m->layer[r];
+        relu->relu_in_conv = ops->conv2d_relu_fits && ops->conv2d_relu_fits(m->be, l->conv_plan);
+        if (relu->relu_in_conv) {   /* the relu's time is the convolution's */
+            ops->conv2d_forward_relu(m->be, relu->in_place ? l->out : relu->out, l->ws, in, w, b, l->conv_plan, N);   /* in place: over ours */
             return;
         }
     }
@@ -156,6 +185,11 @@ static float *conv_backward(seq_cnn *m, int i, float *dout, float *din, const fl
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
     if (l->dw_by_pool) return NULL;   /* done by the pool after the batchnorm (maxpool_backward) */
+    if (conv_backward_by_relu(m, i)) {   /* dout is the relu's (relu_backward left it), din is not wanted */
+        m->be->ops->conv2d_backward_relu(m->be, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, in,
+                                         l->conv_plan, N, dout, m->layer[i + 1].out);
+        return NULL;
+    }
     m->be->ops->conv2d_backward(m->be, din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, dout, in,
                             ct_dparams_data(P, l->conv.w), l->conv_plan, N);
     return din;
@@ -578,13 +612,15 @@ static int relu_run_by_pool(const seq_cnn *m, int i)
 static void relu_forward(seq_cnn *m, int i, const float *in, int N, int train, ct_rng *rng)
 {
     seq_layer *l = &m->layer[i];
-    if (!relu_run_by_pool(m, i)) m->be->ops->relu_forward(m->be, l->out, in, n_out(m, i, N));   /* else: the pool runs it */
+    if (relu_run_by_pool(m, i) || l->relu_in_conv) return;   /* the pool or the convolution before it ran it */
+    m->be->ops->relu_forward(m->be, l->out, in, n_out(m, i, N));
 }
 
 static float *relu_backward(seq_cnn *m, int i, float *dout, float *din, const float *in, int N)
 {
     seq_layer *l = &m->layer[i];
-    if (!relu_run_by_pool(m, i)) m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));   /* else: done by the pool */
+    if (relu_run_by_pool(m, i) || conv_backward_by_relu(m, i - 1)) return dout;   /* done by the pool, or by the convolution */
+    m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
     return dout;
 }
 

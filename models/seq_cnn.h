@@ -130,6 +130,10 @@ typedef struct {
     int pool_in_conv;               /* maxpool right after a convolution (maybe through the relu it runs): the last
                                      * forward pass ran it, and its relu, inside that convolution's forward, which
                                      * then did not write its own output (ops->conv2d_forward_pool) */
+    int relu_in_conv;               /* relu right after a convolution: the last forward pass ran it inside that
+                                     * convolution's forward, which then did not write its own output
+                                     * (ops->conv2d_forward_relu); where the convolution is the first layer with
+                                     * parameters, its backward runs the relu's too (ops->conv2d_backward_relu) */
     const float *bn_pool_in;        /* batchnorm: its input in that pass */
     conv2d_ids conv;
     dense_ids dense;

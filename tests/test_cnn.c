@@ -376,6 +376,53 @@ static void conv_pool_pairs(const char *spec, int want_pools)
     ct_gemm_bf16_use_model(0);
 }
 
+/* The first convolution (one input channel, on AVX-512) runs the relu right after it, and its
+ * backward takes the relu's din plane by plane (ops->conv2d_forward_relu, conv2d_backward_relu;
+ * models/seq_cnn.c conv_relu_of): loss, logits and gradients bit for bit against the same
+ * model with every layer alone, over two training steps and in evaluation, in float32 and in
+ * bf16 (on the tiles' C model). (A relu right before a maxpool runs after the pool instead:
+ * models/seq_cnn.c, plan_in_place.) */
+static void conv_relu_pairs(const char *spec, int bf16)
+{
+    t_case("cnn/%s: the first convolution with the relu after it in one pass = the layers, bit for bit (%s)",
+           bf16 ? "bf16" : "float32", spec);
+    if (bf16) ct_gemm_bf16_use_model(1);
+    const ct_math mth = { .dtype = bf16 ? CT_BF16 : CT_F32 };
+    ct_backend be;
+    if (!t_check(ct_backend_open_cpu(&be, &mth) == CT_OK, "backend: %s", ct_last_error())) { ct_gemm_bf16_use_model(0); return; }
+    seq_cnn a, b;
+    enum { N = TWIN_N, H = 14, W = 11 };
+    if (t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_set_device(&a, &be) == CT_OK &&
+                ct_seq_cnn_plan(&a, N) == CT_OK && ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK &&
+                ct_seq_cnn_set_device(&b, &be) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error())) {
+        b.unfused = 1;
+        const int want = ct_kernels_get() == CT_KERNELS_AVX512;   /* the one-channel path */
+        ct_rng r;
+        ct_rng_seed(&r, 37, 1);
+        ct_seq_cnn_init_weights(&a, &r);
+        t_fill_uniform(a.params.data, a.params.numel, -0.5f, 0.5f, &r);   /* biases away from 0: some outputs cut, some not */
+        memcpy(b.params.data, a.params.data, a.params.numel * sizeof *a.params.data);
+        memcpy(b.buffers.data, a.buffers.data, a.buffers.numel * sizeof *a.buffers.data);
+        float *x = t_alloc((size_t)N * H * W);
+        t_fill_uniform(x, (size_t)N * H * W, -1.0f, 1.0f, &r);
+        for (int step = 0; step < 2; step++) {
+            twin_step(&a, &b, x, step, 0.0);
+            t_check(a.layer[1].relu_in_conv == want && !b.layer[1].relu_in_conv,
+                    "the relu should %srun in the first convolution of the first model, and never in the second (%d, %d)",
+                    want ? "" : "not ", a.layer[1].relu_in_conv, b.layer[1].relu_in_conv);
+        }
+        static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
+        const float la = ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 0, NULL, NULL);
+        t_check(la == lb, "evaluation: loss %.9g in one pass, %.9g one by one", la, lb);
+        t_close("evaluation logits", a.logits, b.logits, N * 5, 0.0);
+        free(x);
+        ct_seq_cnn_free(&a);
+        ct_seq_cnn_free(&b);
+    }
+    ct_backend_close(&be);
+    ct_gemm_bf16_use_model(0);
+}
+
 /* A convolution right before a batchnorm takes its output planes' statistics as it writes
  * them, and the batchnorm uses them instead of reading its input (models/seq_cnn.c,
  * conv_feeds_stats): in training only, for every such pair. Against the same model with
@@ -494,5 +541,9 @@ void suite_cnn(void)
     conv_bn_stats();
     conv_pool_pairs("conv16k3p1,relu,maxpool2,conv8k3p1,relu,maxpool2,flatten,dense5", 1);
     conv_pool_pairs("conv16k3p1,maxpool2,conv16k3p1,maxpool2,flatten,dense5", 1);
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        conv_relu_pairs("conv8k3,relu,conv6k3,relu,maxpool2,flatten,dense5", bf16);   /* the mnist_cnn's form */
+        conv_relu_pairs("conv8k3p1,relu,batchnorm,maxpool2,flatten,dense5", bf16);              /* before a batchnorm's chain */
+    }
     train_fashion();
 }

@@ -19,6 +19,7 @@
 #include "core/threads.h"
 #include "layers/batchnorm.h"
 #include "layers/conv2d.h"
+#include "layers/activation.h"
 #include "layers/conv2d_c1.h"
 #include "layers/conv2d_direct_bf16.h"
 #include "layers/conv2d_winograd.h"
@@ -391,6 +392,57 @@ static void conv_c1_planes(int N, int H, int W, int OC, int KH, int KW, int pad,
     t_check(asked_wrong == 0, "%d planes were not asked for exactly once", asked_wrong);
 }
 
+/* The one-channel path with the relu after it (ct_conv2d_forward_relu): out the bits of the
+ * convolution followed by ct_relu_forward; and the pair's backward from the relu's dout and out
+ * (ct_conv2d_backward_planes with ct_relu_din_plane) dw and db the bits of ct_relu_backward
+ * followed by the convolution's backward. Biases and inputs centred so that about half of the
+ * outputs are cut, and a NaN in the image; 26 output rows (blocks of 8 and a last block made over the rows before it),
+ * a 7x7 kernel with padding, and a batch large enough to stream its output; 1-3 workers. */
+static void conv_c1_relu(int N, int H, int W, int OC, int KH, int KW, int pad, int bf16)
+{
+    t_case("conv2d/one channel, direct%s, with the relu after it: out, dw and db those of conv then relu, bit for bit "
+           "N=%d %dx%d OC=%d k%dx%d p%d, 1-3 workers", bf16 ? " in bf16" : "", N, H, W, OC, KH, KW, pad);
+    if (!direct1_available()) { t_skip("ctrain's AVX-512 kernels do not run on this CPU (%s)", ct_kernels_name(ct_kernels_get())); return; }
+    int bad_out = 0, bad_grad = 0, cut = 0;
+    for (int workers = 1; workers <= 3; workers++) {
+        conv2d_dims d;
+        ct_threads_set(workers);
+        if (!t_check(ct_conv2d_dims_make(&d, N, 1, H, W, OC, KH, KW, 1, pad) == CT_OK, "dims: %s", ct_last_error())) break;
+        if (!t_check(ct_conv2d_backward_planes_fits(&d), "the one-channel path should take the relu")) break;
+        const size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d);
+        ct_rng r;
+        ct_rng_seed(&r, 49, (uint64_t)workers);
+        float *x = t_alloc(nin), *w = t_alloc(nw), *b = t_alloc((size_t)OC), *dout = t_alloc(nout), *out[2], *dw[2], *db[2];
+        float *ws = t_alloc(bf16 ? ct_conv2d_bf16_workspace_floats(&d) : ct_conv2d_workspace_floats(&d));
+        t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -1, 1, &r); t_fill_uniform(b, (size_t)OC, -0.5f, 0.5f, &r);
+        t_fill_uniform(dout, nout, -1, 1, &r);
+        x[nin / 2] = NAN;   /* the outputs it reaches are NaN, which the relu makes 0 (activation.h: y > 0 ? y : 0) */
+        for (int k = 0; k < 2; k++) { out[k] = t_alloc(nout); dw[k] = t_alloc(nw); db[k] = t_alloc((size_t)OC); }
+        t_fill_uniform(dw[0], nw, -1, 1, &r); t_fill_uniform(db[0], (size_t)OC, -1, 1, &r);
+        memcpy(dw[1], dw[0], nw * sizeof *dw[0]); memcpy(db[1], db[0], (size_t)OC * sizeof *db[0]);
+        for (size_t k = 0; k < nout; k++) out[1][k] = NAN;   /* every value must be written */
+        if (bf16) ct_conv2d_forward_bf16(out[0], ws, x, w, b, &d, NULL);
+        else      ct_conv2d_forward(out[0], ws, x, w, b, &d, NULL);
+        ct_relu_forward(out[0], out[0], nout);
+        ct_conv2d_forward_relu(out[1], ws, x, w, b, &d, bf16);
+        bad_out += memcmp(out[0], out[1], nout * sizeof *out[0]) != 0;
+        for (size_t k = 0; k < nout; k++) cut += out[0][k] == 0.0f;
+        float *din = t_alloc(nout);   /* the relu's din, in memory, for the layers one by one */
+        ct_relu_backward(din, dout, out[0], nout);
+        if (bf16) ct_conv2d_backward_bf16(NULL, dw[0], db[0], ws, din, x, w, &d);
+        else      ct_conv2d_backward(NULL, dw[0], db[0], ws, din, x, w, &d);
+        const ct_relu_din src = { .dout = dout, .out = out[1], .plane = (size_t)d.OH * d.OW, .C = OC };
+        ct_conv2d_backward_planes(dw[1], db[1], ws, ct_relu_din_plane, &src, x, &d, bf16);
+        bad_grad += memcmp(dw[0], dw[1], nw * sizeof *dw[0]) != 0 || memcmp(db[0], db[1], (size_t)OC * sizeof *db[0]) != 0;
+        ct_threads_set(1);
+        free(x); free(w); free(b); free(dout); free(ws); free(din);
+        for (int k = 0; k < 2; k++) { free(out[k]); free(dw[k]); free(db[k]); }
+    }
+    t_check(bad_out == 0, "out differs on %d of 3 worker counts", bad_out);
+    t_check(bad_grad == 0, "dw or db differ on %d of 3 worker counts", bad_grad);
+    t_check(cut > 0, "no output was cut by the relu: the case does not test it");
+}
+
 /* Which shapes take the one-channel path: one input channel, stride 1, padding below the
  * kernel, on ctrain's AVX-512 kernels; and not when the kernels are switched to AVX2. */
 static void conv_c1_choice(void)
@@ -596,6 +648,9 @@ void suite_conv2d(void)
     for (int bf16 = 0; bf16 <= 1; bf16++) {
         conv_c1_planes(7, 100, 40, 16, 3, 3, 1, bf16);        /* the siamese-cnn's first layer, 7 crops */
         conv_c1_planes(5, 13, 33, 5, 7, 7, 3, bf16);          /* 7x7: taps in groups of 12 */
+        conv_c1_relu(6, 28, 28, 32, 3, 3, 0, bf16);           /* the mnist_cnn's first layer: 26 rows */
+        conv_c1_relu(5, 13, 33, 5, 7, 7, 3, bf16);            /* 7x7 */
+        conv_c1_relu(64, 100, 80, 16, 3, 3, 1, bf16);         /* 33 MB of output: streamed */
     }
 
     for (int bf16 = 0; bf16 <= 1; bf16++) {
