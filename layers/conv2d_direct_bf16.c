@@ -360,6 +360,8 @@ typedef struct {
     int *argmax;
     const maxpool2d_dims *pd;
     int relu;             /* with pooled: a relu after the pool */
+    const float *dpooled; /* backward: NULL, or dout is not read but made image by image from the pool's gradient */
+    const int *dargmax;   /* and argmax (pd), as ct_maxpool2d_backward would make it */
 } job;
 
 /* The kept part of a block's 32 positions [x0, x1) of a grid Wp wide: rows [ylo, yhi), columns
@@ -531,7 +533,16 @@ static void backward_image(void *ctx, int n, int worker)
     const geo *g = &j->g;
     const region r = region_of(j->ws, d, g, worker);
     const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;              /* [C, H, W] */
-    const float *dout_n = j->dout + (size_t)n * d->OC * d->OH * d->OW;       /* [OC, OH, OW] */
+    const float *dout_n;                                                      /* [OC, OH, OW] */
+    if (!j->dpooled) dout_n = j->dout + (size_t)n * d->OC * d->OH * d->OW;
+    else {   /* dout_n made in the stage, plane by plane, as the pool's backward makes it; free again before (3) */
+        const size_t P = (size_t)d->OH * d->OW, opl = (size_t)j->pd->OH * j->pd->OW;
+        for (int o = 0; o < d->OC; o++) {
+            const size_t pl = (size_t)n * d->OC + (size_t)o;
+            ct_maxpool2d_plane_backward(r.stage + (size_t)o * P, j->dpooled + pl * opl, j->dargmax + pl * opl, (int)(pl * P), j->pd);
+        }
+        dout_n = r.stage;
+    }
     ct_bf16s_from_floats(r.rnd, in_n, (size_t)d->C * d->H * d->W);
     make_imgp(r.imgp, r.rnd, d, g);
     if (j->bsum)   /* db's share of this image, while dout_n is in the cache */
@@ -585,9 +596,29 @@ static void dw_add_range(void *ctx, size_t lo, size_t hi)
     }
 }
 
+static void backward_job(job *j, float *dw, float *db, const float *w);
+
 void ct_conv2d_direct_bf16_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,
                                     const conv2d_dims *d)
 {
+    job j = { .d = d, .g = geo_of(d), .ws = ws, .din = din, .in = in, .dout = dout };
+    backward_job(&j, dw, db, w);
+}
+
+void ct_conv2d_direct_bf16_backward_pool(float *din, float *dw, float *db, float *ws, const float *dpooled, const int *argmax,
+                                         const maxpool2d_dims *pd, const float *in, const float *w, const conv2d_dims *d)
+{
+    CT_ASSERT(ct_conv2d_direct_bf16_pool_fits(d, pd));
+    job j = { .d = d, .g = geo_of(d), .ws = ws, .din = din, .in = in, .dpooled = dpooled, .dargmax = argmax, .pd = pd };
+    backward_job(&j, dw, db, w);
+}
+
+/* The backward of j's images (din, in and dout or dpooled set): the rounded weights for din,
+ * the images on the workers, then db and dw summed in order. */
+static void backward_job(job *jb, float *dw, float *db, const float *w)
+{
+    const conv2d_dims *d = jb->d;
+    float *ws = jb->ws, *din = jb->din;
     const geo g = geo_of(d);
     const int C = d->C, T = g.T;
     uint16_t *wx = NULL;
@@ -599,12 +630,12 @@ void ct_conv2d_direct_bf16_backward(float *din, float *dw, float *db, float *ws,
                 for (int t = 0; t < T; t++)
                     wx[((size_t)c * T + t) * g.OCp + o] = ct_bf16_from_float(w[((size_t)o * C + c) * T + t]);
     }
-    job j = { .d = d, .g = g, .ws = ws, .din = din, .in = in, .dout = dout, .wr = wx,
-              .bsum = db ? bias_sums_of(ws, d, &g) : NULL };
-    const int used = ct_parallel(d->N, d->workers, backward_image, &j);
+    jb->wr = wx;
+    jb->bsum = db ? bias_sums_of(ws, d, &g) : NULL;
+    const int used = ct_parallel(d->N, d->workers, backward_image, jb);
     if (db)   /* image by image, in order: the float32 layer's additions */
         for (int n = 0; n < d->N; n++)
-            for (int o = 0; o < d->OC; o++) db[o] += j.bsum[(size_t)n * d->OC + o];
+            for (int o = 0; o < d->OC; o++) db[o] += jb->bsum[(size_t)n * d->OC + o];
     dw_job a = { dw, ws, d, &g, used };
     ct_parallel_range((size_t)d->OC, (size_t)d->OC * C * T * used, dw_add_range, &a);
 }

@@ -51,6 +51,13 @@ void ct_conv2d_direct_bf16_forward_pool(float *pooled, int *argmax, float *ws, c
  * overwritten (NULL: not computed). */
 void ct_conv2d_direct_bf16_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in, const float *w,
                                     const conv2d_dims *d);
+/* The same backward for a layer whose output a max pooling took (ct_conv2d_direct_bf16_forward_pool;
+ * pool_fits): dout is what ct_maxpool2d_backward makes from the pool's gradient dpooled and
+ * argmax [N, OC, OH', OW'] (with a relu after the pool: its gradient already applied to
+ * dpooled, and -1 in argmax where it zeroed a window), made image by image in the worker's
+ * stage and never in memory: the same bits. */
+void ct_conv2d_direct_bf16_backward_pool(float *din, float *dw, float *db, float *ws, const float *dpooled, const int *argmax,
+                                         const maxpool2d_dims *pd, const float *in, const float *w, const conv2d_dims *d);
 /* A layer's out (forward) or din (backward) of `bytes` or more for the batch is copied from
  * each worker's stage with non-temporal stores (on AVX-512); below, plainly. 16 MB unless the
  * tests set another, to run both copies on small shapes: the values are the same. */

@@ -159,11 +159,16 @@ typedef struct ct_ops {
     /* The convolution, then a max pooling over its output (relu = 1: and a relu after the
      * pool), without writing that output: pooled and argmax as maxpool2d_forward (and
      * relu_forward) give them on it, bit for bit (ct_conv2d_direct_bf16_forward_pool). Its
-     * backward is conv2d_backward's. NULL where the backend has no such kernel;
-     * conv2d_pool_fits says whether a plan can take it. */
+     * backward from the pool's gradient dpooled (the relu's already applied) and argmax,
+     * dout made image by image and never written: conv2d_backward's bits on what
+     * maxpool2d_backward gives (ct_conv2d_direct_bf16_backward_pool). NULL where the backend
+     * has no such kernel; conv2d_pool_fits says whether a plan can take them. */
     int  (*conv2d_pool_fits)(const ct_backend *be, const void *plan, const maxpool2d_dims *pd);
     void (*conv2d_forward_pool)(const ct_backend *be, float *pooled, int *argmax, float *ws, const float *in, const float *w,
                                 const float *b, void *plan, int N, const maxpool2d_dims *pd, int relu);
+    void (*conv2d_backward_pool)(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dpooled,
+                                 const int *argmax, const maxpool2d_dims *pd, const float *in, const float *w, void *plan,
+                                 int N);
     /* The convolution and a relu after it, the relu's output written and the convolution's
      * not (ct_conv2d_forward_relu: relu_forward's bits on conv2d_forward's); and, where the
      * convolution's din is not wanted (a model's first layer), the pair's backward from the

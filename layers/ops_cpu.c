@@ -261,6 +261,16 @@ static void cpu_conv2d_forward_pool(const ct_backend *be, float *pooled, int *ar
     ct_conv2d_direct_bf16_forward_pool(pooled, argmax, ws, in, w, b, &d, pd, relu);
 }
 
+static void cpu_conv2d_backward_pool(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dpooled,
+                                     const int *argmax, const maxpool2d_dims *pd, const float *in, const float *w, void *plan,
+                                     int N)
+{
+    (void)be;
+    const conv2d_cpu_plan *p = plan;
+    conv2d_dims d = conv_call_dims(p, N);
+    ct_conv2d_direct_bf16_backward_pool(din, dw, db, ws, dpooled, argmax, pd, in, w, &d);
+}
+
 static int cpu_conv2d_relu_fits(const ct_backend *be, const void *plan)
 {
     (void)be;
@@ -601,6 +611,7 @@ const ct_ops ct_ops_cpu = {
     .conv2d_backward = cpu_conv2d_backward,
     .conv2d_pool_fits = cpu_conv2d_pool_fits,
     .conv2d_forward_pool = cpu_conv2d_forward_pool,
+    .conv2d_backward_pool = cpu_conv2d_backward_pool,
     .conv2d_relu_fits = cpu_conv2d_relu_fits,
     .conv2d_forward_relu = cpu_conv2d_forward_relu,
     .conv2d_backward_relu = cpu_conv2d_backward_relu,

@@ -126,6 +126,14 @@ static int conv_pool_of(const seq_cnn *m, int i)
     return q < m->n && m->layer[q].kind == SEQ_MAXPOOL && !m->layer[q].bn_of_pool ? q : 0;
 }
 
+/* The maxpool i ran in the convolution before it in the last forward pass (pool_in_conv), and
+ * that convolution's backward takes the pool's gradient (ops->conv2d_backward_pool): the
+ * pool's din is then never made. */
+static int pool_backward_in_conv(const seq_cnn *m, int i)
+{
+    return m->layer[i].pool_in_conv && m->be->ops->conv2d_backward_pool;
+}
+
 /* The relu right after conv layer i, which the convolution's forward can run itself
  * (ops->conv2d_forward_relu): its index, or 0. Not a relu that runs after a pool or in a
  * batchnorm's chain, nor where the convolution feeds a batchnorm its statistics. */
@@ -185,6 +193,14 @@ static float *conv_backward(seq_cnn *m, int i, float *dout, float *din, const fl
     seq_layer *l = &m->layer[i];
     const ct_dparams *P = &m->dev;
     if (l->dw_by_pool) return NULL;   /* done by the pool after the batchnorm (maxpool_backward) */
+    const int q = conv_pool_of(m, i);
+    if (q && pool_backward_in_conv(m, q)) {   /* dout is the pool's gradient (maxpool_backward left it there) */
+        const seq_layer *pool = &m->layer[q];
+        maxpool2d_dims pd = pool_dims(pool, N);
+        m->be->ops->conv2d_backward_pool(m->be, din, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, dout,
+                                         pool->argmax, &pd, in, ct_dparams_data(P, l->conv.w), l->conv_plan, N);
+        return din;
+    }
     if (conv_backward_by_relu(m, i)) {   /* dout is the relu's (relu_backward left it), din is not wanted */
         m->be->ops->conv2d_backward_relu(m->be, ct_dparams_grad(P, l->conv.w), ct_dparams_grad(P, l->conv.b), l->ws, in,
                                          l->conv_plan, N, dout, m->layer[i + 1].out);
@@ -352,6 +368,7 @@ static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const
         m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
         ct_prof_lap(p, m->be, &p->bwd[i - 1]);
     }
+    if (pool_backward_in_conv(m, i)) return dout;   /* the convolution before it makes din from it (conv_backward) */
     m->be->ops->maxpool2d_backward(m->be, din, dout, l->argmax, &pd);
     return din;
 }

@@ -378,11 +378,38 @@ static void stream_case(void)
  * ct_maxpool2d_forward (and ct_relu_forward on the pooled map; argmax -1 where that relu
  * zeroed the window), bit for bit, on every shape the direct path takes whose output a 2x2
  * window (and a 3x3 one of stride 2) fits, with and without the relu. */
+/* And its backward from the pool's gradient (ct_conv2d_direct_bf16_backward_pool: dout made
+ * image by image from it, never in memory): din, dw and db those of the layer's backward on
+ * what ct_maxpool2d_backward makes, bit for bit, the relu's gradient applied first as the
+ * model does (models/seq_cnn.c, maxpool_backward); 2x2 and overlapping 3x3 windows. */
+static int pool_backward_differs(const conv_data *x, const maxpool2d_dims *pd, const float *pooled, const int *argmax, int relu)
+{
+    const conv2d_dims *d = &x->d;
+    const size_t np = (size_t)d->N * d->OC * pd->OH * pd->OW, nw = n_w(d), no = n_out(d), ni = n_in(d);
+    float *dp = t_alloc(np), *dout = t_alloc(no), *din[2], *dw[2], *db[2];
+    for (size_t e = 0; e < np; e++) dp[e] = relu && !(pooled[e] > 0.0f) ? 0.0f : x->dout[e];   /* the relu's backward */
+    ct_maxpool2d_backward(dout, dp, argmax, pd);
+    for (int k = 0; k < 2; k++) {
+        din[k] = t_alloc(ni); dw[k] = t_alloc(nw); db[k] = t_alloc((size_t)d->OC);
+        memcpy(dw[k], x->dw0, nw * sizeof *dw[k]);
+        memcpy(db[k], x->db0, (size_t)d->OC * sizeof *db[k]);
+    }
+    float *ws = nan_ws(ct_conv2d_bf16_workspace_floats(d));
+    ct_conv2d_backward_bf16(din[0], dw[0], db[0], ws, dout, x->in, x->w, d);
+    ct_conv2d_direct_bf16_backward_pool(din[1], dw[1], db[1], ws, dp, argmax, pd, x->in, x->w, d);
+    const int differ = memcmp(din[0], din[1], ni * sizeof *din[0]) != 0 || memcmp(dw[0], dw[1], nw * sizeof *dw[0]) != 0 ||
+                       memcmp(db[0], db[1], (size_t)d->OC * sizeof *db[0]) != 0;
+    free(dp); free(dout); free(ws);
+    for (int k = 0; k < 2; k++) { free(din[k]); free(dw[k]); free(db[k]); }
+    return differ;
+}
+
 static void pool_case(void)
 {
     const int ns = (int)(sizeof SHAPES / sizeof SHAPES[0]);
-    t_case("conv_bf16/the direct path with the maxpool after it (and a relu) = the layer, then the pool, bit for bit");
-    int runs = 0, bad = 0, zeroed = 0;
+    t_case("conv_bf16/the direct path with the maxpool after it (and a relu) = the layer, then the pool, bit for bit; its "
+           "backward from the pool's gradient = the pool's backward, then the layer's");
+    int runs = 0, bad = 0, zeroed = 0, bad_back = 0;
     for (int k = 0; k < ns; k++) {
         conv_data x;
         data_make(&x, &SHAPES[k], 400 + (uint64_t)k);
@@ -406,6 +433,7 @@ static void pool_case(void)
                     bad += am_got[e] != expect;
                     zeroed += expect < 0;
                 }
+                bad_back += pool_backward_differs(&x, &pd, got, am_got, relu);
                 runs++;
             }
             free(ws); free(out); free(want); free(got); free(am_want); free(am_got);
@@ -414,6 +442,7 @@ static void pool_case(void)
     }
     t_check(runs >= 10, "only %d runs", runs);
     t_check(bad == 0, "%d of the pooled values or argmax differ", bad);
+    t_check(bad_back == 0, "the backward from the pool's gradient differs in %d of %d runs", bad_back, runs);
     t_check(zeroed > 0, "the relu should zero some windows");
 }
 

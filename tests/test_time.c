@@ -342,6 +342,15 @@ static void test_command(void)
     t_check(table_line(out, "cpu") && !table_line(out, "gpu"), "only the cpu row expected");
     check_json_file(cjson, "cnn", 2);
 
+    t_case("time/cnn smoke in bf16: the rows of the pool and the relu that the second convolution runs say so");
+    setenv("CTRAIN_BF16_MODEL", "1", 1);   /* the tiles' C model: any CPU */
+    rc = t_run_ctrain("time cnn --protocol smoke --device cpu --threads 1 --epochs 1 --samples 64 --val-samples 64 "
+                      "--precision bf16 --per-layer", out, sizeof out);
+    unsetenv("CTRAIN_BF16_MODEL");
+    t_check(rc == 0, "exit %d: %s", rc, out);
+    t_check(table_line(out, "maxpool2 (with conv2d_2)") && table_line(out, "relu (forward with conv2d_2)"),
+            "the pool's row should read \"maxpool2 (with conv2d_2)\" and the relu's \"relu (forward with conv2d_2)\": %s", out);
+
     t_case("time/siamese-cnn smoke: --layers (the old spelling, with a note) lists the tower's layers (a pool run with its "
            "batchnorm says so), FLOPs per pair");
     rc = t_run_ctrain("time siamese-cnn --protocol smoke --device cpu --threads 1 --epochs 1 --pairs 64 --val-pairs 32 --layers",
