@@ -74,9 +74,9 @@ void ct_model_seq_rows(const seq_cnn *m, int per_sample, ct_row_fn row, void *ct
         else if (l->name[0]) snprintf(name, sizeof name, "%s (%s)", l->name, l->text);
         else if (l->pool_in_conv || (l->relu_after_pool && i + 1 < m->n && m->layer[i + 1].pool_in_conv)) {
             const int c = l->pool_in_conv ? i - 1 - (m->layer[i - 1].kind == SEQ_RELU) : i - 1;   /* its time is the conv's */
-            /* the pool's backward too where the convolution's takes the pool's gradient; a relu's stays its own */
-            snprintf(name, sizeof name, l->pool_in_conv && m->be->ops->conv2d_backward_pool ? "%s (with %s)" : "%s (forward with %s)",
-                     l->text, m->layer[c].name);
+            const int pool = l->pool_in_conv ? i : i + 1;   /* the backward too where the convolution's takes the pool's gradient */
+            snprintf(name, sizeof name, m->layer[pool].pool_in_conv && m->be->ops->conv2d_backward_pool ? "%s (with %s)"
+                     : "%s (forward with %s)", l->text, m->layer[c].name);
         }
         else if (l->bn_of_pool && m->layer[l->bn_of_pool - 1].bn_pool_ran)   /* its time is in the batchnorm's row */
             snprintf(name, sizeof name, "%s (with %s)", l->text, m->layer[l->bn_of_pool - 1].name);

@@ -364,11 +364,12 @@ static float *maxpool_backward(seq_cnn *m, int i, float *dout, float *din, const
         ct_prof_lap(p, m->be, &p->bwd[b - 1]);
         return NULL;
     }
+    if (pool_backward_in_conv(m, i)) return dout;   /* the convolution before it makes din from it (conv_backward); the
+                                                     * relu's gradient is in the argmax it made: -1 where it zeroed */
     if (l->relu_after_pool) {   /* the relu it ran after pooling: its gradient first, on the pooled map */
         m->be->ops->relu_backward(m->be, dout, dout, l->out, n_out(m, i, N));
         ct_prof_lap(p, m->be, &p->bwd[i - 1]);
     }
-    if (pool_backward_in_conv(m, i)) return dout;   /* the convolution before it makes din from it (conv_backward) */
     m->be->ops->maxpool2d_backward(m->be, din, dout, l->argmax, &pd);
     return din;
 }

@@ -348,8 +348,8 @@ static void test_command(void)
                       "--precision bf16 --per-layer", out, sizeof out);
     unsetenv("CTRAIN_BF16_MODEL");
     t_check(rc == 0, "exit %d: %s", rc, out);
-    t_check(table_line(out, "maxpool2 (with conv2d_2)") && table_line(out, "relu (forward with conv2d_2)"),
-            "the pool's row should read \"maxpool2 (with conv2d_2)\" and the relu's \"relu (forward with conv2d_2)\": %s", out);
+    t_check(table_line(out, "maxpool2 (with conv2d_2)") && table_line(out, "relu (with conv2d_2)"),
+            "the pool's and the relu's rows should read \"maxpool2 (with conv2d_2)\" and \"relu (with conv2d_2)\": %s", out);
 
     t_case("time/siamese-cnn smoke: --layers (the old spelling, with a note) lists the tower's layers (a pool run with its "
            "batchnorm says so), FLOPs per pair");
