@@ -58,6 +58,7 @@
 #include "layers/conv2d_winograd.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
+#include "layers/pool.h"        /* ct_maxpool2d_plane: a maxpool after the layer, image by image */
 
 static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
 
@@ -122,7 +123,7 @@ size_t ct_conv2d_workspace_floats(const conv2d_dims *d)
 {
     if (d->direct1) return c1_workspace_floats(d);
     if (d->winograd) return ct_conv2d_winograd_workspace_floats(d);
-    if (d->packed) return (size_t)d->workers * packed_worker_floats(d);
+    if (d->packed) return (size_t)d->workers * packed_worker_floats(d) + (size_t)d->N * d->OC;
     /* per worker, one image's column matrix [C*KH*KW, OH*OW] (backward reuses it for dcol),
      * and a partial dW [OC, C*KH*KW] for each worker after the first */
     const size_t K = (size_t)d->C * d->KH * d->KW;
@@ -252,7 +253,13 @@ typedef struct {
     float *ws, *out, *din, *dw;
     const float *in, *w, *b, *dout;
     int round;      /* the one-channel path: 1 in bf16 */
-    int relu;       /* the one-channel path's forward: a relu over the output (ct_conv2d_forward_relu) */
+    int relu;       /* the one-channel path's forward: a relu over the output (ct_conv2d_forward_relu); with pooled,
+                     * a relu after the pool */
+    float *pooled;  /* the packed path's forward: NULL, or out is not written but max-pooled (pd) into pooled, argmax */
+    int *argmax;
+    const maxpool2d_dims *pd;
+    const float *dpooled;   /* the packed path's backward: NULL, or dout is made image by image from the pool's */
+    const int *dargmax;     /* gradient and argmax (pd), never read from memory */
     float *bsum;    /* the one-channel path: db's share of each image [N, OC], or NULL */
     double *stats;  /* forward: the output planes' statistics [N, OC, 2], or NULL */
     ct_conv2d_plane_fn plane;   /* the one-channel path's backward: dout made plane by plane (NULL: j->dout) */
@@ -363,13 +370,25 @@ static size_t wide_image_floats(const conv2d_dims *d)   /* inp, when it is a cop
     return conv2d_is_wide(d) && d->pad > 0 ? (size_t)d->C * (d->H + 2 * d->pad) * wide_row(d) : 0;
 }
 
+static size_t packed_stage_floats(const conv2d_dims *d) { return round16((size_t)d->OC * d->OH * d->OW); }
+
 static size_t packed_worker_floats(const conv2d_dims *d)
 {
     const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
     const size_t fwd = ct_gemm_pack_floats(K, Pw) + (size_t)OC * Pw;
     const size_t bwd = (size_t)K * (Pw > P ? Pw : P) + ct_gemm_pack_floats(Pw, OC) + ct_gemm_pack_floats(OC, P);
-    return (size_t)K * OC + (fwd > bwd ? fwd : bwd) + wide_image_floats(d);
+    return (size_t)K * OC + (fwd > bwd ? fwd : bwd) + packed_stage_floats(d) + wide_image_floats(d);
 }
+
+/* A worker's stage [OC, P]: an image's dout made from the pool's gradient (ct_conv2d_backward_pool). */
+static float *packed_stage(const conv_job *j, int worker)
+{
+    const conv2d_dims *d = j->d;
+    return j->ws + (size_t)(worker + 1) * packed_worker_floats(d) - wide_image_floats(d) - packed_stage_floats(d);
+}
+
+/* The bias-gradient sums of each image [N, OC] (ct_conv2d_backward_pool), after the workers' regions. */
+static float *packed_bias_sums(const conv_job *j) { return j->ws + (size_t)j->d->workers * packed_worker_floats(j->d); }
 
 /* The column matrix of image in_n on the wide positions, as the products read it in place
  * (ct_gemm_rowoffsets, ct_gemm_packed_arows): returns inp (in_n itself without padding, else
@@ -434,6 +453,18 @@ static void forward_image_packed(void *ctx, int n, int worker)
     int *run = (int *)(void *)colp;   /* [K]: where each row of col starts in inp (colp is not built here) */
     const float *inp = wide_operand(run, d, in_n, j->ws + (size_t)worker * packed_worker_floats(d));
     ct_gemm_rowoffsets(OC, Pw, K, j->w, K, inp, run, wide, Pw, 0);
+    if (j->pooled) {   /* each plane cropped in place (row oy moves down to oy OW, + b), then pooled; out is not written */
+        const size_t opl = (size_t)j->pd->OH * j->pd->OW;
+        for (int o = 0; o < OC; o++) {
+            const float bo = j->b ? j->b[o] : 0.0f;
+            float *plane = wide + (size_t)o * Pw;
+            for (int oy = 0; oy < d->OH; oy++)
+                for (int ox = 0; ox < d->OW; ox++) plane[(size_t)oy * d->OW + ox] = plane[(size_t)oy * wide_row(d) + ox] + bo;
+            const size_t pl = (size_t)n * OC + (size_t)o;
+            ct_maxpool2d_plane(j->pooled + pl * opl, j->argmax + pl * opl, plane, (int)(pl * P), j->pd, j->relu);
+        }
+        return;
+    }
     for (int o = 0; o < OC; o++) {
         const float bo = j->b ? j->b[o] : 0.0f;
         for (int oy = 0; oy < d->OH; oy++) {
@@ -452,7 +483,18 @@ static void backward_image_packed(void *ctx, int n, int worker)
     const int K = d->C * d->KH * d->KW, P = d->OH * d->OW, OC = d->OC, Pw = wide_positions(d);
     const size_t in_img = (size_t)d->C * d->H * d->W;
     const float *in_n = j->in + (size_t)n * in_img;                /* [C, H, W] */
-    const float *dout_n = j->dout + (size_t)n * OC * P;            /* [OC, P] */
+    const float *dout_n;                                           /* [OC, P] */
+    if (!j->dpooled) dout_n = j->dout + (size_t)n * OC * P;
+    else {   /* made in the stage from the pool's gradient, plane by plane; db's share taken while it is in the cache */
+        float *stage = packed_stage(j, worker);
+        const size_t opl = (size_t)j->pd->OH * j->pd->OW;
+        for (int o = 0; o < OC; o++) {
+            const size_t pl = (size_t)n * OC + (size_t)o;
+            ct_maxpool2d_plane_backward(stage + (size_t)o * P, j->dpooled + pl * opl, j->dargmax + pl * opl, (int)(pl * P), j->pd);
+            if (j->bsum) j->bsum[pl] = ct_conv2d_bias_sum(stage + (size_t)o * P, P);
+        }
+        dout_n = stage;
+    }
     float *dwt = j->ws + (size_t)worker * packed_worker_floats(d); /* this worker's dW^T [K, OC] */
     float *col = dwt + (size_t)K * OC;                             /* [K, Pw], later dcol [K, P] */
     float *doutT = col + (size_t)K * (Pw > P ? Pw : P);            /* dout_n^T [Pw, OC] in panels of 64 channels */
@@ -647,6 +689,33 @@ static void dw_sum(float *dw, const float *part0, size_t stride, int first, int 
     dw_sum_job j = { .dw = dw, .part0 = part0, .stride = stride, .K = (size_t)d->C * d->KH * d->KW, .OC = (size_t)d->OC,
                      .first = first, .used = used, .transposed = transposed };
     ct_parallel_range(j.OC, j.OC * j.K * (size_t)used, dw_sum_range, &j);
+}
+
+int ct_conv2d_pool_fits(const conv2d_dims *d, const maxpool2d_dims *pd)
+{
+    return d->packed && conv2d_is_wide(d) && pd->N == d->N && pd->C == d->OC && pd->H == d->OH && pd->W == d->OW &&
+           (size_t)d->N * d->OC * d->OH * d->OW <= (size_t)INT32_MAX;
+}
+
+void ct_conv2d_forward_pool(float *pooled, int *argmax, float *ws, const float *in, const float *w, const float *b,
+                            const conv2d_dims *d, const maxpool2d_dims *pd, int relu)
+{
+    CT_ASSERT(ct_conv2d_pool_fits(d, pd));
+    conv_job j = { .d = d, .ws = ws, .in = in, .w = w, .b = b, .pooled = pooled, .argmax = argmax, .pd = pd, .relu = relu };
+    ct_parallel(d->N, d->workers, forward_image_packed, &j);
+}
+
+void ct_conv2d_backward_pool(float *din, float *dw, float *db, float *ws, const float *dpooled, const int *argmax,
+                             const maxpool2d_dims *pd, const float *in, const float *w, const conv2d_dims *d)
+{
+    CT_ASSERT(ct_conv2d_pool_fits(d, pd));
+    conv_job j = { .d = d, .ws = ws, .din = din, .dw = dw, .in = in, .w = w, .dpooled = dpooled, .dargmax = argmax, .pd = pd };
+    j.bsum = db ? packed_bias_sums(&j) : NULL;
+    const int used = ct_parallel(d->N, d->workers, backward_image_packed, &j);
+    dw_sum(dw, ws, packed_worker_floats(d), 0, used, 1, d);
+    if (db)   /* image by image, in order: bias_grad's additions */
+        for (int n = 0; n < d->N; n++)
+            for (int o = 0; o < d->OC; o++) db[o] += j.bsum[(size_t)n * d->OC + o];
 }
 
 void ct_conv2d_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,

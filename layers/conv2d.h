@@ -27,6 +27,7 @@
 #define CT_CONV2D_H
 #include <stddef.h>
 #include "core/params.h"
+#include "layers/pool.h"   /* maxpool2d_dims: a layer that pools its own output */
 
 typedef struct {
     int N, C, H, W;        /* input */
@@ -96,6 +97,20 @@ void ct_conv2d_backward_planes(float *dw, float *db, float *ws, ct_conv2d_plane_
  * ct_conv2d_backward_planes_fits(d). */
 void ct_conv2d_forward_relu(float *out, float *ws, const float *in, const float *w, const float *b, const conv2d_dims *d,
                             int bf16);
+
+/* A layer whose output only a max pooling reads (maybe through a relu after it): the forward
+ * pools each image's output as it is made and never writes out; pooled and argmax [N, OC, OH',
+ * OW'] are what ct_maxpool2d_forward (then ct_relu_forward, argmax -1 where it zeroed a window:
+ * pool.h, ct_maxpool2d_plane) gives on it, bit for bit. The backward takes the pool's gradient
+ * dpooled (the relu's already applied) and argmax, and makes dout from them image by image,
+ * never in memory: dw, db, din as ct_conv2d_backward on what ct_maxpool2d_backward gives, bit
+ * for bit. Only where ct_conv2d_pool_fits (the packed path, stride 1; pd pools the output);
+ * in bf16 the direct path has its own (conv2d_direct_bf16.h). */
+int  ct_conv2d_pool_fits(const conv2d_dims *d, const maxpool2d_dims *pd);
+void ct_conv2d_forward_pool(float *pooled, int *argmax, float *ws, const float *in, const float *w, const float *b,
+                            const conv2d_dims *d, const maxpool2d_dims *pd, int relu);
+void ct_conv2d_backward_pool(float *din, float *dw, float *db, float *ws, const float *dpooled, const int *argmax,
+                             const maxpool2d_dims *pd, const float *in, const float *w, const conv2d_dims *d);
 
 /* ---- bf16 operands, float32 sums (layers/gemm_bf16.h) ----
  * The same layer with every matrix product on ct_gemm_bf16: im2col always (d->winograd and

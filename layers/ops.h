@@ -158,11 +158,12 @@ typedef struct ct_ops {
                             const float *in, const float *w, void *plan, int N);
     /* The convolution, then a max pooling over its output (relu = 1: and a relu after the
      * pool), without writing that output: pooled and argmax as maxpool2d_forward (and
-     * relu_forward) give them on it, bit for bit (ct_conv2d_direct_bf16_forward_pool). Its
-     * backward from the pool's gradient dpooled (the relu's already applied) and argmax,
-     * dout made image by image and never written: conv2d_backward's bits on what
-     * maxpool2d_backward gives (ct_conv2d_direct_bf16_backward_pool). NULL where the backend
-     * has no such kernel; conv2d_pool_fits says whether a plan can take them. */
+     * relu_forward) give them on it, bit for bit (ct_conv2d_forward_pool; bf16:
+     * ct_conv2d_direct_bf16_forward_pool). Its backward from the pool's gradient dpooled (the
+     * relu's already applied) and argmax, dout made image by image and never written:
+     * conv2d_backward's bits on what maxpool2d_backward gives (ct_conv2d_backward_pool, _bf16's
+     * likewise). NULL where the backend has no such kernel; conv2d_pool_fits says whether a
+     * plan can take them. */
     int  (*conv2d_pool_fits)(const ct_backend *be, const void *plan, const maxpool2d_dims *pd);
     void (*conv2d_forward_pool)(const ct_backend *be, float *pooled, int *argmax, float *ws, const float *in, const float *w,
                                 const float *b, void *plan, int N, const maxpool2d_dims *pd, int relu);

@@ -247,9 +247,9 @@ static int cpu_conv2d_pool_fits(const ct_backend *be, const void *plan, const ma
 {
     (void)be;
     const conv2d_cpu_plan *p = plan;
-    if (p->dtype != CT_BF16 || pd->N < 1 || pd->N > p->d.N) return 0;
+    if (pd->N < 1 || pd->N > p->d.N) return 0;
     conv2d_dims d = conv_call_dims(p, pd->N);
-    return ct_conv2d_direct_bf16_pool_fits(&d, pd);
+    return p->dtype == CT_BF16 ? ct_conv2d_direct_bf16_pool_fits(&d, pd) : ct_conv2d_pool_fits(&d, pd);
 }
 
 static void cpu_conv2d_forward_pool(const ct_backend *be, float *pooled, int *argmax, float *ws, const float *in,
@@ -258,7 +258,8 @@ static void cpu_conv2d_forward_pool(const ct_backend *be, float *pooled, int *ar
     (void)be;
     const conv2d_cpu_plan *p = plan;
     conv2d_dims d = conv_call_dims(p, N);
-    ct_conv2d_direct_bf16_forward_pool(pooled, argmax, ws, in, w, b, &d, pd, relu);
+    if (p->dtype == CT_BF16) ct_conv2d_direct_bf16_forward_pool(pooled, argmax, ws, in, w, b, &d, pd, relu);
+    else                     ct_conv2d_forward_pool(pooled, argmax, ws, in, w, b, &d, pd, relu);
 }
 
 static void cpu_conv2d_backward_pool(const ct_backend *be, float *din, float *dw, float *db, float *ws, const float *dpooled,
@@ -268,7 +269,8 @@ static void cpu_conv2d_backward_pool(const ct_backend *be, float *din, float *dw
     (void)be;
     const conv2d_cpu_plan *p = plan;
     conv2d_dims d = conv_call_dims(p, N);
-    ct_conv2d_direct_bf16_backward_pool(din, dw, db, ws, dpooled, argmax, pd, in, w, &d);
+    if (p->dtype == CT_BF16) ct_conv2d_direct_bf16_backward_pool(din, dw, db, ws, dpooled, argmax, pd, in, w, &d);
+    else                     ct_conv2d_backward_pool(din, dw, db, ws, dpooled, argmax, pd, in, w, &d);
 }
 
 static int cpu_conv2d_relu_fits(const ct_backend *be, const void *plan)

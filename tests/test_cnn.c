@@ -376,6 +376,34 @@ static void conv_pool_pairs(const char *spec, int want_pools)
     ct_gemm_bf16_use_model(0);
 }
 
+/* In float32, a convolution on the packed path (AVX-512) with the maxpool after it (through a
+ * relu run after the pool, or directly) pools its output as it makes it, and its backward makes
+ * its dout from the pool's gradient (ops->conv2d_forward_pool, conv2d_backward_pool): loss,
+ * logits and gradients bit for bit against the same model with every layer alone, over two
+ * training steps and in evaluation. */
+static void conv_pool_pairs_f32(const char *spec, int want_pools)
+{
+    t_case("cnn/float32: a convolution with the maxpool after it in one pass = the layers, bit for bit (%s)", spec);
+    seq_cnn a, b;
+    float *x;
+    if (!twin_models(&a, &b, &x, spec, 14, 11, 38)) return;
+    b.unfused = 1;
+    const int want = ct_kernels_get() == CT_KERNELS_AVX512 ? want_pools : 0;   /* the packed path */
+    for (int step = 0; step < 2; step++) {
+        twin_step(&a, &b, x, step, 0.0);
+        int pools = 0;
+        for (int i = 0; i < a.n; i++) pools += a.layer[i].pool_in_conv + 2 * b.layer[i].pool_in_conv;
+        t_check(pools == want, "%d pools should run in their convolution in the first model, none in the second (%d)", want, pools);
+    }
+    static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
+    const float la = ct_seq_cnn_forward(&a, x, labels, TWIN_N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, TWIN_N, 0, NULL, NULL);
+    t_check(la == lb, "evaluation: loss %.9g in one pass, %.9g one by one", la, lb);
+    t_close("evaluation logits", a.logits, b.logits, TWIN_N * 5, 0.0);
+    free(x);
+    ct_seq_cnn_free(&a);
+    ct_seq_cnn_free(&b);
+}
+
 /* The first convolution (one input channel, on AVX-512) runs the relu right after it, and its
  * backward takes the relu's din plane by plane (ops->conv2d_forward_relu, conv2d_backward_relu;
  * models/seq_cnn.c conv_relu_of): loss, logits and gradients bit for bit against the same
@@ -541,6 +569,8 @@ void suite_cnn(void)
     conv_bn_stats();
     conv_pool_pairs("conv16k3p1,relu,maxpool2,conv8k3p1,relu,maxpool2,flatten,dense5", 1);
     conv_pool_pairs("conv16k3p1,maxpool2,conv16k3p1,maxpool2,flatten,dense5", 1);
+    conv_pool_pairs_f32("conv8k3,relu,conv16k3,relu,maxpool2,flatten,dense5", 1);     /* the mnist_cnn's form */
+    conv_pool_pairs_f32("conv8k3p1,relu,conv12k3p1,maxpool3s2,conv8k3,maxpool2,flatten,dense5", 2);
     for (int bf16 = 0; bf16 <= 1; bf16++) {
         conv_relu_pairs("conv8k3,relu,conv6k3,relu,maxpool2,flatten,dense5", bf16);   /* the mnist_cnn's form */
         conv_relu_pairs("conv8k3p1,relu,batchnorm,maxpool2,flatten,dense5", bf16);              /* before a batchnorm's chain */

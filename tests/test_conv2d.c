@@ -443,6 +443,65 @@ static void conv_c1_relu(int N, int H, int W, int OC, int KH, int KW, int pad, i
     t_check(cut > 0, "no output was cut by the relu: the case does not test it");
 }
 
+/* The packed path with the maxpool after it (ct_conv2d_forward_pool, ct_conv2d_backward_pool):
+ * pooled and argmax those of the layer, then ct_maxpool2d_forward (then ct_relu_forward, argmax
+ * -1 where it zeroed a window); din, dw and db those of ct_maxpool2d_backward, then the layer's
+ * backward, from the pool's gradient (the relu's applied first, as models do), bit for bit.
+ * 2x2 windows and overlapping 3x3 ones with stride 2, padded and unpadded, 1-3 workers. */
+static void conv_pool(int N, int C, int H, int W, int OC, int pad, int win)
+{
+    t_case("conv2d/packed, with the maxpool after it (%dx%d, stride 2; and a relu): pooled, argmax, din, dw, db those of "
+           "the layers, bit for bit N=%d C=%d %dx%d OC=%d k3x3 p%d, 1-3 workers", win, win, N, C, H, W, OC, pad);
+    if (!direct1_available()) { t_skip("ctrain's AVX-512 kernels do not run on this CPU (%s)", ct_kernels_name(ct_kernels_get())); return; }
+    int bad_fwd = 0, bad_bwd = 0, zeroed = 0, runs = 0;
+    for (int workers = 1; workers <= 3; workers++) {
+        conv2d_dims d;
+        maxpool2d_dims pd;
+        ct_threads_set(workers);
+        if (!t_check(ct_conv2d_dims_make(&d, N, C, H, W, OC, 3, 3, 1, pad) == CT_OK &&
+                     ct_maxpool2d_dims_make(&pd, N, OC, d.OH, d.OW, win, 2) == CT_OK, "dims: %s", ct_last_error())) break;
+        if (!t_check(ct_conv2d_pool_fits(&d, &pd), "the packed path should take the pool")) break;
+        const size_t nin = conv_n_in(&d), nout = conv_n_out(&d), nw = conv_n_w(&d), np = (size_t)N * OC * pd.OH * pd.OW;
+        ct_rng r;
+        ct_rng_seed(&r, 50, (uint64_t)workers);
+        float *x = t_alloc(nin), *w = t_alloc(nw), *b = t_alloc((size_t)OC), *out = t_alloc(nout), *dp = t_alloc(np);
+        float *want = t_alloc(np), *got = t_alloc(np), *dpr = t_alloc(np), *dout = t_alloc(nout), *ws = t_alloc(ct_conv2d_workspace_floats(&d));
+        int *am_want = calloc(np, sizeof(int)), *am_got = calloc(np, sizeof(int));
+        t_fill_uniform(x, nin, -1, 1, &r); t_fill_uniform(w, nw, -0.5f, 0.5f, &r); t_fill_uniform(b, (size_t)OC, -0.5f, 0.5f, &r);
+        t_fill_uniform(dp, np, -1, 1, &r);
+        ct_conv2d_forward(out, ws, x, w, b, &d, NULL);
+        for (int relu = 0; relu <= 1; relu++) {
+            ct_maxpool2d_forward(want, am_want, out, &pd);
+            if (relu) ct_relu_forward(want, want, np);
+            ct_conv2d_forward_pool(got, am_got, ws, x, w, b, &d, &pd, relu);
+            bad_fwd += memcmp(want, got, np * sizeof *got) != 0;
+            for (size_t e = 0; e < np; e++) {
+                const int expect = relu && !(want[e] > 0.0f) ? -1 : am_want[e];
+                bad_fwd += am_got[e] != expect;
+                zeroed += expect < 0;
+            }
+            for (size_t e = 0; e < np; e++) dpr[e] = relu && !(got[e] > 0.0f) ? 0.0f : dp[e];   /* the relu's backward */
+            ct_maxpool2d_backward(dout, dpr, am_got, &pd);
+            float *din[2], *dw[2], *db[2];
+            for (int k = 0; k < 2; k++) { din[k] = t_alloc(nin); dw[k] = t_alloc(nw); db[k] = t_alloc((size_t)OC); }
+            t_fill_uniform(dw[0], nw, -1, 1, &r); t_fill_uniform(db[0], (size_t)OC, -1, 1, &r);
+            memcpy(dw[1], dw[0], nw * sizeof *dw[0]); memcpy(db[1], db[0], (size_t)OC * sizeof *db[0]);
+            ct_conv2d_backward(din[0], dw[0], db[0], ws, dout, x, w, &d);
+            ct_conv2d_backward_pool(din[1], dw[1], db[1], ws, dpr, am_got, &pd, x, w, &d);
+            bad_bwd += memcmp(din[0], din[1], nin * sizeof *din[0]) != 0 || memcmp(dw[0], dw[1], nw * sizeof *dw[0]) != 0 ||
+                       memcmp(db[0], db[1], (size_t)OC * sizeof *db[0]) != 0;
+            for (int k = 0; k < 2; k++) { free(din[k]); free(dw[k]); free(db[k]); }
+            runs++;
+        }
+        ct_threads_set(1);
+        free(x); free(w); free(b); free(out); free(dp); free(want); free(got); free(dpr); free(dout); free(ws);
+        free(am_want); free(am_got);
+    }
+    t_check(bad_fwd == 0, "%d pooled values or argmax differ", bad_fwd);
+    t_check(bad_bwd == 0, "din, dw or db differ in %d of %d runs", bad_bwd, runs);
+    t_check(zeroed > 0, "the relu should zero some windows");
+}
+
 /* Which shapes take the one-channel path: one input channel, stride 1, padding below the
  * kernel, on ctrain's AVX-512 kernels; and not when the kernels are switched to AVX2. */
 static void conv_c1_choice(void)
@@ -652,6 +711,9 @@ void suite_conv2d(void)
         conv_c1_relu(5, 13, 33, 5, 7, 7, 3, bf16);            /* 7x7 */
         conv_c1_relu(64, 100, 80, 16, 3, 3, 1, bf16);         /* 33 MB of output: streamed */
     }
+
+    conv_pool(3, 8, 12, 12, 20, 0, 2);                        /* the mnist_cnn's second layer's form: every output pooled */
+    conv_pool(2, 5, 13, 14, 70, 1, 3);                        /* padded (a copy of the image), 3x3 windows overlapping */
 
     for (int bf16 = 0; bf16 <= 1; bf16++) {
         conv_stats(3, 1, 13, 21, 5, ALGO_DIRECT1, bf16);      /* blocks of 8 + 5 rows, in place */
