@@ -292,6 +292,30 @@ static void twin_step(seq_cnn *a, seq_cnn *b, const float *x, int step, double t
     }
 }
 
+/* Two models of one spec on backend be, planned for TWIN_N images of 1 x H x W, the second
+ * with every layer alone (unfused); 0 if a build failed (the case has failed then). */
+static int twin_build_on(seq_cnn *a, seq_cnn *b, const char *spec, ct_backend *be, int H, int W)
+{
+    if (!t_check(ct_seq_cnn_build(a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_set_device(a, be) == CT_OK &&
+                 ct_seq_cnn_plan(a, TWIN_N) == CT_OK && ct_seq_cnn_build(b, spec, 1, H, W, 5) == CT_OK &&
+                 ct_seq_cnn_set_device(b, be) == CT_OK && ct_seq_cnn_plan(b, TWIN_N) == CT_OK, "build: %s", ct_last_error()))
+        return 0;
+    b->unfused = 1;
+    return 1;
+}
+
+/* The twins in evaluation: loss and logits bit for bit; then both models and x freed. */
+static void twin_evaluate_free(seq_cnn *a, seq_cnn *b, float *x, int N)
+{
+    static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
+    const float la = ct_seq_cnn_forward(a, x, labels, N, 0, NULL, NULL), lb = ct_seq_cnn_forward(b, x, labels, N, 0, NULL, NULL);
+    t_check(la == lb, "evaluation: loss %.9g in one pass, %.9g one by one", la, lb);
+    t_close("evaluation logits", a->logits, b->logits, (size_t)N * 5, 0.0);
+    free(x);
+    ct_seq_cnn_free(a);
+    ct_seq_cnn_free(b);
+}
+
 /* A batchnorm and the maxpool after it (through a relu run after the pool, or directly), or
  * the average pooling after it (gaph or gap, through a relu between, or directly), run as
  * one on the CPU (ops->batchnorm_maxpool_*, ops->batchnorm_avgpool_h_*, models/seq_cnn.c):
@@ -319,13 +343,7 @@ static void bn_pool_pairs(const char *spec, int want_pairs, int conv_by_pool)
                 "the first convolution's backward should %srun in the pool's (%d, %d)", want_conv ? "" : "not ",
                 a.layer[0].dw_by_pool, b.layer[0].dw_by_pool);
     }
-    static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
-    float la = ct_seq_cnn_forward(&a, x, labels, TWIN_N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, TWIN_N, 0, NULL, NULL);
-    t_check(la == lb, "evaluation: loss %.9g as one, %.9g one by one", la, lb);
-    t_close("evaluation logits", a.logits, b.logits, TWIN_N * 5, 0.0);
-    free(x);
-    ct_seq_cnn_free(&a);
-    ct_seq_cnn_free(&b);
+    twin_evaluate_free(&a, &b, x, TWIN_N);
 }
 
 /* In bf16, a convolution on the direct path with the maxpool after it (through a relu run after
@@ -346,10 +364,7 @@ static void conv_pool_pairs(const char *spec, int want_pools)
         if (!t_check(ct_backend_open_cpu(&be, &mth) == CT_OK, "bf16 backend: %s", ct_last_error())) break;
         seq_cnn a, b;
         enum { N = TWIN_N, H = 14, W = 11 };
-        if (t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_set_device(&a, &be) == CT_OK &&
-                    ct_seq_cnn_plan(&a, N) == CT_OK && ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK &&
-                    ct_seq_cnn_set_device(&b, &be) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error())) {
-            b.unfused = 1;
+        if (twin_build_on(&a, &b, spec, &be, H, W)) {
             ct_rng r;
             ct_rng_seed(&r, 36, 1);
             ct_seq_cnn_init_weights(&a, &r);
@@ -363,13 +378,7 @@ static void conv_pool_pairs(const char *spec, int want_pools)
                 t_check(pools == want_pools, "%d pools should run in their convolution in the first model, none in the "
                         "second (%d)", want_pools, pools);
             }
-            static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
-            const float la = ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 0, NULL, NULL);
-            t_check(la == lb, "evaluation: loss %.9g in one pass, %.9g one by one", la, lb);
-            t_close("evaluation logits", a.logits, b.logits, N * 5, 0.0);
-            free(x);
-            ct_seq_cnn_free(&a);
-            ct_seq_cnn_free(&b);
+            twin_evaluate_free(&a, &b, x, N);
         }
         ct_backend_close(&be);
     }
@@ -395,13 +404,7 @@ static void conv_pool_pairs_f32(const char *spec, int want_pools)
         for (int i = 0; i < a.n; i++) pools += a.layer[i].pool_in_conv + 2 * b.layer[i].pool_in_conv;
         t_check(pools == want, "%d pools should run in their convolution in the first model, none in the second (%d)", want, pools);
     }
-    static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
-    const float la = ct_seq_cnn_forward(&a, x, labels, TWIN_N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, TWIN_N, 0, NULL, NULL);
-    t_check(la == lb, "evaluation: loss %.9g in one pass, %.9g one by one", la, lb);
-    t_close("evaluation logits", a.logits, b.logits, TWIN_N * 5, 0.0);
-    free(x);
-    ct_seq_cnn_free(&a);
-    ct_seq_cnn_free(&b);
+    twin_evaluate_free(&a, &b, x, TWIN_N);
 }
 
 /* The first convolution (one input channel, on AVX-512) runs the relu right after it, and its
@@ -420,10 +423,7 @@ static void conv_relu_pairs(const char *spec, int bf16)
     if (!t_check(ct_backend_open_cpu(&be, &mth) == CT_OK, "backend: %s", ct_last_error())) { ct_gemm_bf16_use_model(0); return; }
     seq_cnn a, b;
     enum { N = TWIN_N, H = 14, W = 11 };
-    if (t_check(ct_seq_cnn_build(&a, spec, 1, H, W, 5) == CT_OK && ct_seq_cnn_set_device(&a, &be) == CT_OK &&
-                ct_seq_cnn_plan(&a, N) == CT_OK && ct_seq_cnn_build(&b, spec, 1, H, W, 5) == CT_OK &&
-                ct_seq_cnn_set_device(&b, &be) == CT_OK && ct_seq_cnn_plan(&b, N) == CT_OK, "build: %s", ct_last_error())) {
-        b.unfused = 1;
+    if (twin_build_on(&a, &b, spec, &be, H, W)) {
         const int want = ct_kernels_get() == CT_KERNELS_AVX512;   /* the one-channel path */
         ct_rng r;
         ct_rng_seed(&r, 37, 1);
@@ -439,13 +439,7 @@ static void conv_relu_pairs(const char *spec, int bf16)
                     "the relu should %srun in the first convolution of the first model, and never in the second (%d, %d)",
                     want ? "" : "not ", a.layer[1].relu_in_conv, b.layer[1].relu_in_conv);
         }
-        static const int labels[TWIN_N] = { 0, 1, 2, 3, 4, 0 };
-        const float la = ct_seq_cnn_forward(&a, x, labels, N, 0, NULL, NULL), lb = ct_seq_cnn_forward(&b, x, labels, N, 0, NULL, NULL);
-        t_check(la == lb, "evaluation: loss %.9g in one pass, %.9g one by one", la, lb);
-        t_close("evaluation logits", a.logits, b.logits, N * 5, 0.0);
-        free(x);
-        ct_seq_cnn_free(&a);
-        ct_seq_cnn_free(&b);
+        twin_evaluate_free(&a, &b, x, N);
     }
     ct_backend_close(&be);
     ct_gemm_bf16_use_model(0);
