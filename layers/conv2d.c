@@ -36,7 +36,14 @@
  *
  * A layer with one input channel and stride 1 on an AVX-512 CPU (d->direct1: the first
  * layer on a spectrogram or a grey image) is neither lowered nor transformed: conv2d_c1.c
- * computes it directly, its image in L1, in float32 and in bf16.
+ * computes it directly, its image in L1, in float32 and in bf16. It can apply the relu after
+ * it as it stores its output (ct_conv2d_forward_relu), and take its weight gradient from
+ * dout's planes made one at a time by the layer after it (ct_conv2d_backward_planes).
+ *
+ * A layer on the packed path whose output only a max pooling reads can pool each image's
+ * output from the worker's scratch, where the product leaves it, and make its dout from the
+ * pool's gradient image by image (ct_conv2d_forward_pool, ct_conv2d_backward_pool): the map
+ * between the two layers is never in memory.
  *
  * The bf16 variant (ct_conv2d_forward_bf16, ct_conv2d_backward_bf16; at the end of this
  * file) runs the plain im2col path's products on layers/gemm_bf16.h: bf16 operands,
