@@ -460,16 +460,15 @@ static void forward_image_packed(void *ctx, int n, int worker)
     int *run = (int *)(void *)colp;   /* [K]: where each row of col starts in inp (colp is not built here) */
     const float *inp = wide_operand(run, d, in_n, j->ws + (size_t)worker * packed_worker_floats(d));
     ct_gemm_rowoffsets(OC, Pw, K, j->w, K, inp, run, wide, Pw, 0);
-    if (j->pooled) {   /* each plane cropped in place (row oy moves down to oy OW, + b), then pooled; out is not written */
-        const size_t opl = (size_t)j->pd->OH * j->pd->OW;
+    if (j->pooled) {   /* out_n [OC, P] (+ b) made over wide in place, then pooled from there; out is not written.
+                        * In place: each value moves to an index no larger, and is read before anything is written there */
         for (int o = 0; o < OC; o++) {
             const float bo = j->b ? j->b[o] : 0.0f;
-            float *plane = wide + (size_t)o * Pw;
             for (int oy = 0; oy < d->OH; oy++)
-                for (int ox = 0; ox < d->OW; ox++) plane[(size_t)oy * d->OW + ox] = plane[(size_t)oy * wide_row(d) + ox] + bo;
-            const size_t pl = (size_t)n * OC + (size_t)o;
-            ct_maxpool2d_plane(j->pooled + pl * opl, j->argmax + pl * opl, plane, (int)(pl * P), j->pd, j->relu);
+                for (int ox = 0; ox < d->OW; ox++)
+                    wide[(size_t)o * P + (size_t)oy * d->OW + ox] = wide[(size_t)o * Pw + (size_t)oy * wide_row(d) + ox] + bo;
         }
+        ct_maxpool2d_image(j->pooled, j->argmax, wide, n, j->pd, j->relu);
         return;
     }
     for (int o = 0; o < OC; o++) {
@@ -492,14 +491,10 @@ static void backward_image_packed(void *ctx, int n, int worker)
     const float *in_n = j->in + (size_t)n * in_img;                /* [C, H, W] */
     const float *dout_n;                                           /* [OC, P] */
     if (!j->dpooled) dout_n = j->dout + (size_t)n * OC * P;
-    else {   /* made in the stage from the pool's gradient, plane by plane; db's share taken while it is in the cache */
+    else {   /* made in the stage from the pool's gradient; db's share taken while it is in the cache */
         float *stage = packed_stage(j, worker);
-        const size_t opl = (size_t)j->pd->OH * j->pd->OW;
-        for (int o = 0; o < OC; o++) {
-            const size_t pl = (size_t)n * OC + (size_t)o;
-            ct_maxpool2d_plane_backward(stage + (size_t)o * P, j->dpooled + pl * opl, j->dargmax + pl * opl, (int)(pl * P), j->pd);
-            if (j->bsum) j->bsum[pl] = ct_conv2d_bias_sum(stage + (size_t)o * P, P);
-        }
+        ct_maxpool2d_image_backward(stage, j->dpooled, j->dargmax, n, j->pd);
+        for (int o = 0; j->bsum && o < OC; o++) j->bsum[(size_t)n * OC + o] = ct_conv2d_bias_sum(stage + (size_t)o * P, P);
         dout_n = stage;
     }
     float *dwt = j->ws + (size_t)worker * packed_worker_floats(d); /* this worker's dW^T [K, OC] */
@@ -700,8 +695,7 @@ static void dw_sum(float *dw, const float *part0, size_t stride, int first, int 
 
 int ct_conv2d_pool_fits(const conv2d_dims *d, const maxpool2d_dims *pd)
 {
-    return d->packed && conv2d_is_wide(d) && pd->N == d->N && pd->C == d->OC && pd->H == d->OH && pd->W == d->OW &&
-           (size_t)d->N * d->OC * d->OH * d->OW <= (size_t)INT32_MAX;
+    return d->packed && conv2d_is_wide(d) && ct_maxpool2d_image_fits(pd, d->N, d->OC, d->OH, d->OW);
 }
 
 void ct_conv2d_forward_pool(float *pooled, int *argmax, float *ws, const float *in, const float *w, const float *b,

@@ -458,13 +458,8 @@ static void forward_image(void *ctx, int n, int worker)
     brgemm_run(&p);
     if (j->stats)   /* out_n's planes, still in the cache */
         ct_batchnorm_planes_stats(j->stats + (size_t)2 * n * d->OC, r.stage, d->OC, d->OH * d->OW);
-    if (j->pooled) {   /* each plane pooled from the stage; out itself is never written */
-        const size_t P = (size_t)d->OH * d->OW, opl = (size_t)j->pd->OH * j->pd->OW;
-        for (int oc = 0; oc < d->OC; oc++) {
-            const size_t pl = (size_t)n * d->OC + oc;
-            ct_maxpool2d_plane(j->pooled + pl * opl, j->argmax + pl * opl, r.stage + (size_t)oc * P, (int)(pl * P), j->pd,
-                               j->relu);
-        }
+    if (j->pooled) {   /* pooled from the stage; out itself is never written */
+        ct_maxpool2d_image(j->pooled, j->argmax, r.stage, n, j->pd, j->relu);
         return;
     }
     stage_out(j->out + (size_t)n * out_img, r.stage, out_img, d->N * out_img * sizeof(float));
@@ -494,8 +489,7 @@ void ct_conv2d_direct_bf16_forward(float *out, float *ws, const float *in, const
 
 int ct_conv2d_direct_bf16_pool_fits(const conv2d_dims *d, const maxpool2d_dims *pd)
 {
-    return ct_conv2d_direct_bf16_runs(d) && pd->N == d->N && pd->C == d->OC && pd->H == d->OH && pd->W == d->OW &&
-           (size_t)d->N * d->OC * d->OH * d->OW <= (size_t)INT32_MAX;
+    return ct_conv2d_direct_bf16_runs(d) && ct_maxpool2d_image_fits(pd, d->N, d->OC, d->OH, d->OW);
 }
 
 void ct_conv2d_direct_bf16_forward_pool(float *pooled, int *argmax, float *ws, const float *in, const float *w,
@@ -535,12 +529,8 @@ static void backward_image(void *ctx, int n, int worker)
     const float *in_n = j->in + (size_t)n * d->C * d->H * d->W;              /* [C, H, W] */
     const float *dout_n;                                                      /* [OC, OH, OW] */
     if (!j->dpooled) dout_n = j->dout + (size_t)n * d->OC * d->OH * d->OW;
-    else {   /* dout_n made in the stage, plane by plane, as the pool's backward makes it; free again before (3) */
-        const size_t P = (size_t)d->OH * d->OW, opl = (size_t)j->pd->OH * j->pd->OW;
-        for (int o = 0; o < d->OC; o++) {
-            const size_t pl = (size_t)n * d->OC + (size_t)o;
-            ct_maxpool2d_plane_backward(r.stage + (size_t)o * P, j->dpooled + pl * opl, j->dargmax + pl * opl, (int)(pl * P), j->pd);
-        }
+    else {   /* dout_n made in the stage as the pool's backward makes it; free again before (3) */
+        ct_maxpool2d_image_backward(r.stage, j->dpooled, j->dargmax, n, j->pd);
         dout_n = r.stage;
     }
     ct_bf16s_from_floats(r.rnd, in_n, (size_t)d->C * d->H * d->W);
@@ -619,7 +609,7 @@ static void backward_job(job *jb, float *dw, float *db, const float *w)
 {
     const conv2d_dims *d = jb->d;
     float *ws = jb->ws, *din = jb->din;
-    const geo g = geo_of(d);
+    const geo g = jb->g;
     const int C = d->C, T = g.T;
     uint16_t *wx = NULL;
     if (din) {   /* [Cp][T OCp]: wx[c][t OCp + o] = bf16(W[o, c, t]) */

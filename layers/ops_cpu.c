@@ -273,12 +273,6 @@ static void cpu_conv2d_backward_pool(const ct_backend *be, float *din, float *dw
     else                     ct_conv2d_backward_pool(din, dw, db, ws, dpooled, argmax, pd, in, w, &d);
 }
 
-static int cpu_conv2d_relu_fits(const ct_backend *be, const void *plan)
-{
-    (void)be;
-    return ct_conv2d_backward_planes_fits(&((const conv2d_cpu_plan *)plan)->d);
-}
-
 static void cpu_conv2d_forward_relu(const ct_backend *be, float *out, float *ws, const float *in, const float *w, const float *b,
                                     void *plan, int N)
 {
@@ -298,7 +292,8 @@ static void cpu_conv2d_backward_relu(const ct_backend *be, float *dw, float *db,
     ct_conv2d_backward_planes(dw, db, ws, ct_relu_din_plane, &src, in, &d, p->dtype == CT_BF16);
 }
 
-static int cpu_conv2d_bn_pool_fits(const ct_backend *be, const void *plan)
+/* Both the relu's and the batchnorm chain's planes: the one-channel path (ct_conv2d_backward_planes) */
+static int cpu_conv2d_planes_fits(const ct_backend *be, const void *plan)
 {
     (void)be;
     return ct_conv2d_backward_planes_fits(&((const conv2d_cpu_plan *)plan)->d);
@@ -614,10 +609,10 @@ const ct_ops ct_ops_cpu = {
     .conv2d_pool_fits = cpu_conv2d_pool_fits,
     .conv2d_forward_pool = cpu_conv2d_forward_pool,
     .conv2d_backward_pool = cpu_conv2d_backward_pool,
-    .conv2d_relu_fits = cpu_conv2d_relu_fits,
+    .conv2d_relu_fits = cpu_conv2d_planes_fits,
     .conv2d_forward_relu = cpu_conv2d_forward_relu,
     .conv2d_backward_relu = cpu_conv2d_backward_relu,
-    .conv2d_bn_pool_fits = cpu_conv2d_bn_pool_fits,
+    .conv2d_bn_pool_fits = cpu_conv2d_planes_fits,
     .conv2d_backward_bn_pool = cpu_conv2d_backward_bn_pool,
     .maxpool2d_forward = cpu_maxpool2d_forward,
     .maxpool2d_backward = cpu_maxpool2d_backward,

@@ -19,6 +19,7 @@
  *   backward: every in[n, c, h, w] enters out[n, c, w] with weight 1/H and no other output, so
  *             din[n, c, h, w] = dout[n, c, w] / H
  */
+#include <limits.h>
 #include <string.h>
 #include "core/hot.h"
 #include "core/threads.h"
@@ -192,6 +193,31 @@ void ct_maxpool2d_plane_backward(float *dinp, const float *doutp, const int *amp
     memset(dinp, 0, (size_t)in_plane * sizeof *dinp);
     for (int k = 0; k < out_plane; k++)
         if (amp[k] >= 0) dinp[amp[k] - base] += doutp[k];   /* -1: a window the relu zeroed (ct_maxpool2d_plane) */
+}
+
+int ct_maxpool2d_image_fits(const maxpool2d_dims *d, int N, int C, int H, int W)
+{
+    return d->N == N && d->C == C && d->H == H && d->W == W && (size_t)N * C * H * W <= (size_t)INT_MAX;
+}
+
+void ct_maxpool2d_image(float *pooled, int *argmax, const float *in_n, int n, const maxpool2d_dims *d, int relu)
+{
+    const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)d->OH * d->OW;
+    for (int c = 0; c < d->C; c++) {
+        const size_t pl = (size_t)n * d->C + (size_t)c;
+        ct_maxpool2d_plane(pooled + pl * out_plane, argmax + pl * out_plane, in_n + (size_t)c * in_plane, (int)(pl * in_plane),
+                           d, relu);
+    }
+}
+
+void ct_maxpool2d_image_backward(float *din_n, const float *dout, const int *argmax, int n, const maxpool2d_dims *d)
+{
+    const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)d->OH * d->OW;
+    for (int c = 0; c < d->C; c++) {
+        const size_t pl = (size_t)n * d->C + (size_t)c;
+        ct_maxpool2d_plane_backward(din_n + (size_t)c * in_plane, dout + pl * out_plane, argmax + pl * out_plane,
+                                    (int)(pl * in_plane), d);
+    }
 }
 
 static void maxpool_backward_planes(void *ctx, size_t lo, size_t hi)

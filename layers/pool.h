@@ -34,6 +34,15 @@ void ct_maxpool2d_backward(float *din, const float *dout, const int *argmax, con
 void ct_maxpool2d_plane(float *outp, int *amp, const float *inp, int base, const maxpool2d_dims *d, int relu);
 void ct_maxpool2d_plane_backward(float *dinp, const float *doutp, const int *amp, int base, const maxpool2d_dims *d);
 
+/* The same for all C planes of image n, for a layer that makes one image's map at a time and
+ * pools it there (conv2d.h, ct_conv2d_forward_pool): pooled and argmax are the whole batch's
+ * [N, C, OH, OW], written at image n from in_n [C, H, W]; din_n [C, H, W] is made from the
+ * batch's dout and argmax at image n. Only where ct_maxpool2d_image_fits: d pools maps
+ * [N, C, H, W], and their flat indices fit the argmax's int. */
+int  ct_maxpool2d_image_fits(const maxpool2d_dims *d, int N, int C, int H, int W);
+void ct_maxpool2d_image(float *pooled, int *argmax, const float *in_n, int n, const maxpool2d_dims *d, int relu);
+void ct_maxpool2d_image_backward(float *din_n, const float *dout, const int *argmax, int n, const maxpool2d_dims *d);
+
 /* out [N, C]; in [N, C, HW]. */
 void ct_global_avgpool_forward(float *out, const float *in, int N, int C, int HW);
 /* din [N, C, HW] overwritten; dout [N, C]. */
