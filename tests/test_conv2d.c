@@ -438,6 +438,7 @@ static void conv_c1_relu(int N, int H, int W, int OC, int KH, int KW, int pad, i
         free(x); free(w); free(b); free(dout); free(ws); free(din);
         for (int k = 0; k < 2; k++) { free(out[k]); free(dw[k]); free(db[k]); }
     }
+    ct_threads_set(1);   /* also after a failed case's break */
     t_check(bad_out == 0, "out differs on %d of 3 worker counts", bad_out);
     t_check(bad_grad == 0, "dw or db differ on %d of 3 worker counts", bad_grad);
     t_check(cut > 0, "no output was cut by the relu: the case does not test it");
@@ -497,6 +498,7 @@ static void conv_pool(int N, int C, int H, int W, int OC, int pad, int win)
         free(x); free(w); free(b); free(out); free(dp); free(want); free(got); free(dpr); free(dout); free(ws);
         free(am_want); free(am_got);
     }
+    ct_threads_set(1);   /* also after a failed case's break */
     t_check(bad_fwd == 0, "%d pooled values or argmax differ", bad_fwd);
     t_check(bad_bwd == 0, "din, dw or db differ in %d of %d runs", bad_bwd, runs);
     t_check(zeroed > 0, "the relu should zero some windows");
