@@ -42,9 +42,11 @@ float ct_rng_uniform(ct_rng *r) { return (float)(ct_rng_u32(r) >> 8) * (1.0f / 1
  * state after. PCG's state moves by an affine map, s -> M s + inc (mod 2^64), so
  * L steps at once are s -> M^L s + inc (M^(L-1) + ... + M + 1): L lanes that start
  * at the states of draws 0..L-1 and each jump L steps produce draws k, k+L,
- * k+2L, ... side by side. The lanes' loop is plain C that the compiler turns into
- * AVX-512 (64-bit products, 32-bit rotations): dropout draws one number per
- * element of a feature map, and one state in a register gave about 0.5 ns each. */
+ * k+2L, ... side by side (ct_rng_lanes gives the lanes and the L-step map). The
+ * lanes' loop is plain C that the compiler vectorises (GCC makes 256-bit code of
+ * it); one state in a register gave about 0.5 ns a draw. Dropout, which draws one
+ * number per element of a feature map, runs the same lanes in its own AVX-512 loop
+ * (layers/dropout.c: keep_avx512), comparing as it draws. */
 #define RNG_LANES 16
 
 static inline float rng_to_unit(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
@@ -55,14 +57,8 @@ void ct_rng_uniform_fill(ct_rng *r, float *u, size_t n)
     ct_rng local = *r;
     size_t i = 0;
     if (n >= 4 * RNG_LANES) {
-        uint64_t lane[RNG_LANES];                /* lane k: the state that gives draw i + k */
-        uint64_t mult = 1, add = 0;              /* the L-step map: s -> mult s + add */
-        for (int k = 0; k < RNG_LANES; k++) {
-            lane[k] = local.state;
-            local.state = local.state * PCG_MULT + local.inc;
-            mult *= PCG_MULT;
-            add = add * PCG_MULT + local.inc;
-        }
+        uint64_t lane[RNG_LANES], mult, add;     /* lane k: the state that gives draw i + k; the L-step map */
+        ct_rng_lanes(&local, RNG_LANES, lane, &mult, &add);
         for (; i + RNG_LANES <= n; i += RNG_LANES)
             for (int k = 0; k < RNG_LANES; k++) {   /* ct_rng_u32's output, in 64-bit lanes: so it vectorises */
                 uint64_t old = lane[k];
@@ -75,6 +71,20 @@ void ct_rng_uniform_fill(ct_rng *r, float *u, size_t n)
     }
     for (; i < n; i++) u[i] = rng_to_unit(ct_rng_u32(&local));
     *r = local;
+}
+
+void ct_rng_lanes(const ct_rng *r, int L, uint64_t *lane, uint64_t *mult, uint64_t *add)
+{
+    CT_ASSERT(L >= 1);
+    uint64_t s = r->state, m = 1, a = 0;
+    for (int k = 0; k < L; k++) {
+        lane[k] = s;
+        s = s * PCG_MULT + r->inc;
+        m *= PCG_MULT;
+        a = a * PCG_MULT + r->inc;
+    }
+    *mult = m;
+    *add = a;
 }
 
 double ct_rng_uniform_double(ct_rng *r)

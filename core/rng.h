@@ -35,6 +35,10 @@ void     ct_rng_uniform_fill(ct_rng *r, float *u, size_t n);   /* u[i] = ct_rng_
 double   ct_rng_uniform_double(ct_rng *r);      /* uniform on [0, 1), 53 random bits */
 double   ct_rng_normal(ct_rng *r);              /* standard normal (Box-Muller, no cached value) */
 void     ct_rng_shuffle_int(ct_rng *r, int *a, int n); /* Fisher-Yates */
+/* For vector code that draws L numbers side by side: lane[k] (k < L) is the state that gives
+ * the stream's k-th next draw, and s -> mult s + add (mod 2^64) moves a state L draws ahead.
+ * r is not moved. */
+void     ct_rng_lanes(const ct_rng *r, int L, uint64_t *lane, uint64_t *mult, uint64_t *add);
 /* Moves the stream `delta` draws ahead (as delta calls of ct_rng_u32 would) in
  * O(log delta) steps: how one rank skips the numbers of the other ranks' rows. */
 void     ct_rng_advance(ct_rng *r, uint64_t delta);

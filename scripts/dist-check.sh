@@ -69,8 +69,10 @@ else bad "RUNPATH not as expected:$runpath_bad"; fi
 #    one-channel convolution (layers/conv2d_c1.c: only where ct_conv2d_dims_make set direct1,
 #    on ctrain's AVX-512 kernels), and batchnorm's sums in double (layers/batchnorm.c: only
 #    where ct_kernels_get() is AVX-512), and the bf16 direct convolution's streamed copy of an image's
-#    result (conv2d_c1.c's copy, called where ct_kernels_get() is AVX-512)
-avx_dispatched='run_sum_avx512|run_sumsq_dev_avx512|run_sums2_avx512|ct_conv2d_c1_forward_image|ct_conv2d_c1_backward_image|ct_conv2d_c1_pad_image|ct_conv2d_c1_dw_plane|c1_pad_plane|ct_conv2d_c1_stream_copy|fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|strip2_whole|strip2_part|fused_step_sigmoid|fused_step_hard|fused_step_sigmoid_stream|fused_step_hard_stream|fused_products|cell_sigmoid|cell_hard|cell_sigmoid_stream|cell_hard_stream|cell_sigmoid_stream_cvt|cell_backward_sigmoid|cell_backward_sigmoid_ds|cell_backward_hard|cell_backward_hard_ds|narrow_avx2|narrow_avx512bf16|widen_avx2|gemm_avx512bf16|avx512bf16_peak_rounds|dp_tile_avx2|gather_avx2|normalise_avx512|din_avx512|pool2_plane_avx512|pool2_plane_backward_avx512|first_lanes'
+#    result (conv2d_c1.c's copy, called where ct_kernels_get() is AVX-512), and dropout's
+#    16 draws at a time (layers/dropout.c, keep_avx512: where ct_kernels_get() is AVX-512 and
+#    the CPU has AVX512DQ)
+avx_dispatched='run_sum_avx512|run_sumsq_dev_avx512|run_sums2_avx512|ct_conv2d_c1_forward_image|ct_conv2d_c1_backward_image|ct_conv2d_c1_pad_image|ct_conv2d_c1_dw_plane|c1_pad_plane|ct_conv2d_c1_stream_copy|fma_avx512|fma_avx2|gemm_packed_avx512|tile_rest|strip2_whole|strip2_part|fused_step_sigmoid|fused_step_hard|fused_step_sigmoid_stream|fused_step_hard_stream|fused_products|cell_sigmoid|cell_hard|cell_sigmoid_stream|cell_hard_stream|cell_sigmoid_stream_cvt|cell_backward_sigmoid|cell_backward_sigmoid_ds|cell_backward_hard|cell_backward_hard_ds|narrow_avx2|narrow_avx512bf16|widen_avx2|gemm_avx512bf16|avx512bf16_peak_rounds|dp_tile_avx2|gather_avx2|normalise_avx512|din_avx512|pool2_plane_avx512|pool2_plane_backward_avx512|first_lanes|keep_avx512'
 avx_bad=""
 for f in "$root"/libexec/*/*; do
   case $f in *.sh) continue ;; esac

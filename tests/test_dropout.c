@@ -7,6 +7,7 @@
 #include "tests/test.h"
 #include "core/threads.h"
 #include "layers/dropout.h"
+#include "layers/gemm_packed.h"
 
 /* f = sum_i (in * mask)_i * wout_i */
 typedef struct { size_t n; float *x, *mask, *out, *wout; } drop_ctx;
@@ -193,6 +194,55 @@ static void test_workers(void)
     free(ref); free(x); free(dout);
 }
 
+/* The forward's draws on every kernel set this CPU has: AVX-512 makes 16 draws side by side
+ * from the stream's lanes, the others draw into the mask first; out, mask and where the stream
+ * ends must be the same bits, and mask[i] draw i's. Lengths: below 16, a multiple of 16, and
+ * ragged at both ends of 1-3 workers' ranges; in holds a NaN and an infinity (kept or dropped:
+ * in * mask either way). */
+static void test_kernel_sets(void)
+{
+    static const size_t lens[] = { 7, 16, 4096, 100003 };
+    const float p = 0.4f;
+    const ct_kernels saved = ct_kernels_set(ct_kernels_get()), widest = ct_kernels_cpu();
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+        const size_t n = lens[l];
+        float *x = t_alloc(n), *ref = t_alloc(2 * n), *o = t_alloc(2 * n);
+        ct_rng r; ct_rng_seed(&r, 77, 5);
+        t_fill_uniform(x, n, -1, 1, &r);
+        x[n / 2] = NAN;
+        x[n - 1] = INFINITY;
+        ct_rng ref_end = { 0, 0 };
+        for (int k = CT_KERNELS_BLAS; k <= (int)widest; k++)
+            for (int threads = 1; threads <= 3; threads++) {
+                ct_kernels_set((ct_kernels)k);
+                ct_threads_set(threads);
+                ct_rng d; ct_rng_seed(&d, 9, CT_STREAM_DROPOUT);
+                ct_rng_advance(&d, 3);
+                float *dst = k == CT_KERNELS_BLAS && threads == 1 ? ref : o;
+                ct_dropout_forward(dst, dst + n, x, n, p, 1, &d);
+                ct_threads_set(1);
+                if (dst == ref) {   /* the plain loop on one thread, checked draw by draw */
+                    ref_end = d;
+                    t_case("dropout/n = %zu: the plain forward's mask[i] is draw i's, out in * mask", n);
+                    ct_rng s; ct_rng_seed(&s, 9, CT_STREAM_DROPOUT);
+                    ct_rng_advance(&s, 3);
+                    size_t bad = 0;
+                    for (size_t i = 0; i < n; i++) {
+                        const float want = ct_rng_uniform(&s) >= p ? 1.0f / (1.0f - p) : 0.0f, out = x[i] * want;
+                        bad += memcmp(&ref[n + i], &want, sizeof want) != 0 || memcmp(&ref[i], &out, sizeof out) != 0;
+                    }
+                    t_check(bad == 0, "%zu of %zu elements differ from draw i's", bad, n);
+                    continue;
+                }
+                t_case("dropout/n = %zu, %s kernels, %d worker(s): the plain forward's bits", n, ct_kernels_name((ct_kernels)k), threads);
+                t_check(memcmp(o, ref, 2 * n * sizeof *o) == 0, "out or mask differ from the plain loop's");
+                t_check(d.state == ref_end.state, "the stream ends elsewhere than the plain loop leaves it");
+            }
+        free(x); free(ref); free(o);
+    }
+    ct_kernels_set(saved);
+}
+
 void suite_dropout(void)
 {
     ct_rng r; ct_rng_seed(&r, 2024, 13);
@@ -202,5 +252,6 @@ void suite_dropout(void)
     test_statistics();
     test_part();
     test_workers();
+    test_kernel_sets();
     test_parity();
 }
