@@ -95,8 +95,9 @@ INLINE __m256i v_bf16(__m512 v)
 /* The same with AVX512-BF16's VCVTNEPS2BF16 (one instruction; written as assembly so that this
  * file needs no target beyond AVX-512F: called only where the CPU has it). It gives the
  * formula's bits except on subnormal inputs, which it flushes to zero (core/bf16.c); a vector
- * holding one (the cell's gates never do: a sigmoid's output is at least 1/(1 + e^87), a
- * tanh's 0 or at least 2^-24) takes the formula. */
+ * holding one takes the formula. A gate can be one, rarely: a tanh's output is 0 or at least
+ * 2^-24, but a sigmoid's goes down to 1/(1 + e^88), about 6e-39, where z <= -88 (v_exp clamps
+ * its argument to 88). */
 INLINE __m256i v_bf16_insn(__m512 v)
 {
     const __m512i x = _mm512_castps_si512(v);
