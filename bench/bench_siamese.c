@@ -59,12 +59,12 @@ int main(int argc, char **argv)
         double p0 = ct_parallel_seconds();
         double t0 = ct_now();
         ct_params_zero_grad(&m.params);
-        ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
+        ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, 1, NULL);
         ct_siamese_lstm_backward(&m, x, NULL, NULL, y, B);
         ct_optim_step(&opt, m.params.data, m.params.grad, oc.lr);
         double t1 = ct_now();
         if (s >= 0) { step_sum += t1 - t0; par_sum += ct_parallel_seconds() - p0; }
-        ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, NULL);
+        ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, 0, NULL);   /* validation: no backward follows */
         double t2 = ct_now();
         if (s >= 0) { ts[s] = t1 - t0; tv[s] = t2 - t1; }
     }

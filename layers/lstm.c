@@ -500,6 +500,7 @@ typedef struct {
     size_t row0;                  /* t B + b0: the step's first row */
     int B, H, hard;
     int vec;                      /* the AVX-512 cell (layers/lstm_fused.h: the same operations, 16 units at a time) */
+    int keep;                     /* the gates go to the cache (0: a forward only: none are stored) */
 } lstm_cell_job;
 
 static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
@@ -512,7 +513,8 @@ static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
     const float *bi = j->w->b_ih + u0, *bh = j->w->b_hh + u0;
     uint16_t *g16 = j->lc->gate16 ? j->lc->gate16 + row * G + u0 : NULL;
     if (j->vec) {
-        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, g16 ? NULL : gate, g16, G, cnext, hnext, j->hard);
+        ct_lstm_fused_cell(nr, nu, j->H, z, G, cprev, bi, bh, g16 || !j->keep ? NULL : gate, j->keep ? g16 : NULL, G, cnext,
+                           hnext, j->hard);
         return;
     }
     if (nu == CT_LSTM_BF16_UNITS) {
@@ -523,7 +525,7 @@ static void lstm_cell_block(void *ctx, int r0, int nr, int u0, int nu)
             if (j->hard) lstm_cell_forward_hard(z + r * G, cnext + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
             else         lstm_cell_forward_sigmoid(z + r * G, cnext + r * H, hnext + r * H, cprev + r * H, bi, bh, nu, j->H);
         }
-    for (size_t r = 0; r < (size_t)nr; r++)   /* the gates, made in zblk, to the cache */
+    for (size_t r = 0; j->keep && r < (size_t)nr; r++)   /* the gates, made in zblk, to the cache */
         for (size_t q = 0; q < 4; q++) {
             if (g16) ct_bf16s_from_floats(g16 + r * G + q * H, z + r * G + q * H, (size_t)nu);
             else     memcpy(gate + r * G + q * H, z + r * G + q * H, (size_t)nu * sizeof *gate);
@@ -543,6 +545,7 @@ typedef struct {
     const float *X;               /* [T*B, Il] the layer's input, time-major */
     const int *len;
     int B, T, H, Il, hard, parts;
+    int keep;                     /* the gates kept for the backward (0: forward only; the fused step and the AVX-512 cell store none) */
 } lstm_fwd_job;
 
 static void lstm_recurrence_forward(void *ctx, int part, int worker)
@@ -558,14 +561,14 @@ static void lstm_recurrence_forward(void *ctx, int part, int worker)
         if (j->wpf) {  /* products and cell in one pass over the rows; then the padded rows carry their state */
             const size_t r = (size_t)t * B + b0;
             ct_lstm_fused_step(b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->lc->c + r * H, j->wpf,
-                               j->w->b_ih, j->w->b_hh, gt, j->lc->c + (r + B) * H, j->lc->h + (r + B) * H, j->hard);
+                               j->w->b_ih, j->w->b_hh, j->keep ? gt : NULL, j->lc->c + (r + B) * H, j->lc->h + (r + B) * H, j->hard);
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
             continue;
         }
         if (j->bwf) {    /* bf16 on tiles: products and cell block by block; then the padded rows carry their state */
             const size_t r = (size_t)t * B + b0;
             lstm_cell_job cj = { .lc = j->lc, .w = j->w, .zblk = j->bf16->zblk + (size_t)part * j->bf16->zblk_floats, .row0 = r,
-                                 .B = B, .H = H, .hard = j->hard, .vec = lstm_fused_on && ct_lstm_fused_ok(H) };
+                                 .B = B, .H = H, .hard = j->hard, .vec = lstm_fused_on && ct_lstm_fused_ok(H), .keep = j->keep };
             ct_lstm_bf16_step(j->bk, lstm_bf16_order, b1 - b0, j->Il, H, j->X + r * j->Il, t > 0 ? hp : NULL, j->bwf,
                               j->bf16->work + (size_t)part * j->bf16->work_elems, cj.zblk, (int)G, 1, lstm_cell_block, &cj);
             lstm_step_carry(j->lc, t, j->len, B, b0, b1, H);
@@ -658,7 +661,7 @@ void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,
         /* the steps, each worker with its share of the sequences */
         lstm_fwd_job job = { .lc = lc, .w = &w[l], .wpf = wpf, .wp = wp, .wp_ih = cv.wp_ih,
                              .bf16 = d->dtype == CT_BF16 ? &cv : NULL, .bwf = bwf, .bk = ct_kernels_bf16(), .X = X, .len = len, .B = B, .T = T, .H = H,
-                             .Il = Il, .hard = hard, .parts = lstm_parts(B) };
+                             .Il = Il, .hard = hard, .parts = lstm_parts(B), .keep = !d->forward_only };
         ct_parallel(job.parts, job.parts, lstm_recurrence_forward, &job);
     }
 

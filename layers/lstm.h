@@ -63,6 +63,8 @@ typedef struct {
     lstm_return ret;
     lstm_recurrent recur;   /* recurrent activation of the i, f, o gates */
     ct_dtype dtype;         /* the products' operands: CT_F32 (0, the default) or CT_BF16 (lstm.c, "bf16") */
+    int forward_only;       /* 1: no backward follows this forward (evaluation): the steps that keep the gates in
+                             * the cache only for the backward (the AVX-512 fused step and cell) store none */
 } lstm_dims;
 
 typedef struct { int w_ih[LSTM_MAX_LAYERS], w_hh[LSTM_MAX_LAYERS], b_ih[LSTM_MAX_LAYERS], b_hh[LSTM_MAX_LAYERS]; int L; } lstm_ids;

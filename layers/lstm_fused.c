@@ -136,7 +136,8 @@ INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512
     const __m512 tct = v_tanh(ct);
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++) {
-        if (!g16) put_kept(STREAM, g + (size_t)q * H, y[q]);
+        if (!g16 && g) put_kept(STREAM, g + (size_t)q * H, y[q]);
+        else if (!g16) continue;   /* gates not kept: a forward with no backward after it */
         else if (STREAM) _mm256_stream_si256((__m256i *)(g16 + (size_t)q * H), CVT ? v_bf16_insn(y[q]) : v_bf16(y[q]));
         else _mm256_storeu_si256((__m256i *)(g16 + (size_t)q * H), CVT ? v_bf16_insn(y[q]) : v_bf16(y[q]));
     }
@@ -161,7 +162,7 @@ INLINE void step_tile(const int MROWS, const int HARD, const int STREAM, int Il,
      * the caches (read again only by the backward). */
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++) {
-        if (!STREAM)   /* (PRODUCTS_ONLY never streams) */
+        if (!STREAM && gate)   /* (PRODUCTS_ONLY never streams) */
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) __builtin_prefetch(gate + (size_t)i * 4 * H + (size_t)q * H, 1, 3);
         if (HARD == PRODUCTS_ONLY) continue;
@@ -201,8 +202,8 @@ INLINE void step_tile(const int MROWS, const int HARD, const int STREAM, int Il,
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MROWS; i++)
-        cell16(HARD, STREAM, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate + (size_t)i * 4 * H, NULL, H, c + (size_t)i * H,
-               h + (size_t)i * H);
+        cell16(HARD, STREAM, 0, acc[i], b_ih, b_hh, cp + (size_t)i * H, gate ? gate + (size_t)i * 4 * H : NULL, NULL, H,
+               c + (size_t)i * H, h + (size_t)i * H);
 }
 
 /* All tiles of one step, for one recurrent activation (HARD and STREAM constant per instance;
@@ -215,9 +216,9 @@ INLINE void step(const int HARD, const int STREAM, int rows, int Il, int H, cons
         const float *panel = wp + (size_t)u * (size_t)(Il + H) * 4 * UB;
         const size_t o = (size_t)u * UB;
         int i = 0;
-#define AT(p, n) ((p) ? (p) + (n) : NULL)   /* hprev at t = 0, and the cell's operands with PRODUCTS_ONLY, are NULL */
+#define AT(p, n) ((p) ? (p) + (n) : NULL)   /* hprev at t = 0, the cell's operands with PRODUCTS_ONLY, and gates not kept are NULL */
 #define TILE(R) step_tile(R, HARD, STREAM, Il, H, x + (size_t)i * Il, AT(hprev, (size_t)i * H), AT(cprev, (size_t)i * H + o), \
-                     panel, AT(b_ih, o), AT(b_hh, o), gate + (size_t)i * G + o, AT(c, (size_t)i * H + o), \
+                     panel, AT(b_ih, o), AT(b_hh, o), AT(gate, (size_t)i * G + o), AT(c, (size_t)i * H + o), \
                      AT(h, (size_t)i * H + o))
         for (; i + MR <= rows; i += MR) TILE(MR);
         switch (rows - i) {
@@ -263,7 +264,7 @@ INLINE void cell_rows(const int HARD, const int STREAM, const int CVT, int rows,
 {
     for (int r = 0; r < rows; r++) {
         const float *zr = z + (size_t)r * ldz;
-        float *gr = g16 ? NULL : gate + (size_t)r * ldg;
+        float *gr = g16 || !gate ? NULL : gate + (size_t)r * ldg;
         uint16_t *g16r = g16 ? g16 + (size_t)r * ldg : NULL;
         const size_t o = (size_t)r * H;
         for (int u = 0; u < n; u += UB) {
@@ -305,7 +306,7 @@ void ct_lstm_fused_cell(int rows, int n, int H, const float *z, size_t ldz, cons
                         const float *b_hh, float *gate, uint16_t *gate16, size_t ldg, float *c, float *h, int hard)
 {
     CT_ASSERT(ct_lstm_fused_ok(H) && n % UB == 0 && n <= H && ldz >= 3 * (size_t)H + (size_t)n && ldg >= 3 * (size_t)H + (size_t)n);
-    CT_ASSERT(!gate != !gate16);
+    CT_ASSERT(!(gate && gate16));
     if (rows < 1) return;
     /* streamed where every store is a whole aligned 64 bytes (32 for the bf16 gates: each
      * 64-byte line is two such stores, one after the other), and not in place (z read back) */

@@ -50,8 +50,9 @@ void   ct_lstm_fused_pack(float *wp, const float *w_ih, const float *w_hh, int I
  *   writes gate [rows, 4H] (i, f, g, o after their activations), c, h [rows, H].
  * hard: Keras's hard sigmoid for i, f, o instead of the sigmoid. Where gate is 64-byte
  * aligned, the gates, which only the backward reads, are streamed to memory past the caches
- * (as ct_lstm_fused_cell below; the values are the same either way). tanh(c_t) is not kept:
- * the backward cell makes it again from c_t. */
+ * (as ct_lstm_fused_cell below; the values are the same either way). gate NULL: the gates
+ * are not kept (a forward with no backward after it). tanh(c_t) is not kept: the backward cell
+ * makes it again from c_t. */
 void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *hprev, const float *cprev,
                           const float *wp, const float *b_ih, const float *b_hh,
                           float *gate, float *c, float *h, int hard);
@@ -59,8 +60,8 @@ void   ct_lstm_fused_step(int rows, int Il, int H, const float *x, const float *
  * step runs on its stored products, layers/lstm.c): `rows` rows of units [0, n) (n a multiple
  * of 16, at most H; every pointer at the first row's first unit). z: the products without
  * biases, rows ldz floats apart (gate q of unit j at z[q H + j]); the gates after their
- * activations go to gate (floats; gate = z: in place) or, rounded to bf16, to gate16 (one of
- * the two NULL), rows ldg apart. cprev, c, h: rows H floats apart. Where the gates are aligned
+ * activations go to gate (floats; gate = z: in place) or, rounded to bf16, to gate16 (at least
+ * one of the two NULL; both: the gates are not kept), rows ldg apart. cprev, c, h: rows H floats apart. Where the gates are aligned
  * (and not written in place), they, which only the backward reads, are streamed to memory past
  * the caches (non-temporal stores: no read of the lines they overwrite); c_t and h_t, which the
  * next step reads, are stored. */

@@ -105,6 +105,7 @@ void ct_siamese_lstm_embed(siamese_lstm *m, float *emb, const float *x_host, con
     const siamese_lstm_config *c = &m->cfg;
     const ct_backend *be = m->be;
     lstm_dims ld = lstm_dims_of(m, S, T);
+    ld.forward_only = 1;
     const float *x = ct_ops_stage(be, m->emb.x, x_host, (size_t)S * T * c->n_mels * sizeof *x);   /* [S, T, I] */
     const int *len = ct_ops_stage(be, m->emb.len, len_host, (size_t)S * sizeof *len);              /* [S] */
     be->ops->lstm_forward(be, m->emb.h, m->embed_plan, x, len, len_host, m->dev.data, &ld);                 /* [S, H] */
@@ -121,12 +122,13 @@ void ct_siamese_lstm_free(siamese_lstm *m)
 }
 
 float ct_siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
-                           int *correct)
+                              int train, int *correct)
 {
     CT_ASSERT(B >= 1 && B <= m->max_pairs && (len == NULL) == (len_host == NULL));
     const siamese_lstm_config *c = &m->cfg;
     const ct_backend *be = m->be;
     lstm_dims ld = lstm_dims_of(m, 2 * B, c->frames);
+    ld.forward_only = !train;
     const float *dw = ct_dparams_data(&m->dev, m->dense.w), *db = ct_dparams_data(&m->dev, m->dense.b);
     ct_prof *p = &m->prof;
     ct_prof_start(p, be);

@@ -104,9 +104,10 @@ void      ct_siamese_lstm_free(siamese_lstm *m);
 
 /* On the device: x [2B, T, I] (a-utterances then b-utterances), len [2B] or NULL, y [B];
  * len_host: the same lengths on the host (NULL with len). Returns the mean contrastive
- * loss; *correct = pairs classified right. */
+ * loss; *correct = pairs classified right. train 0: evaluation, no backward follows (the
+ * LSTM keeps no gates for one: layers/lstm.h, forward_only); the same loss either way. */
 float ct_siamese_lstm_forward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B,
-                           int *correct);
+                              int train, int *correct);
 /* Accumulates the gradient of the mean loss into m->dev.grad. Call after forward with the same arguments. */
 void  ct_siamese_lstm_backward(siamese_lstm *m, const float *x, const int *len, const int *len_host, const float *y, int B);
 /* Plans memory for embedding up to max_seqs utterances of up to max_frames frames at once. */

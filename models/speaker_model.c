@@ -7,8 +7,8 @@
 static float lstm_adapter_forward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B,
                                   int train, ct_rng *dropout_rng, int *correct)
 {
-    (void)train; (void)dropout_rng;   /* no dropout or batchnorm: training and evaluation forward are the same */
-    return ct_siamese_lstm_forward(ctx, x, len, len_host, y, B, correct);
+    (void)dropout_rng;   /* no dropout or batchnorm: training and evaluation forward give the same loss */
+    return ct_siamese_lstm_forward(ctx, x, len, len_host, y, B, train, correct);
 }
 
 static void lstm_adapter_backward(void *ctx, const float *x, const int *len, const int *len_host, const float *y, int B)

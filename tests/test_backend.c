@@ -216,7 +216,7 @@ static void test_model_calls_its_backend(void)
         if (st == CT_OK) st = ct_siamese_lstm_plan(&m, B);
         t_check(st == CT_OK, "plan: %s", ct_last_error());
         int correct = 0;
-        loss[k] = st == CT_OK ? ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, &correct) : -1.0f;
+        loss[k] = st == CT_OK ? ct_siamese_lstm_forward(&m, x, NULL, NULL, y, B, 1, &correct) : -1.0f;
         ct_siamese_lstm_free(&m);
     }
     t_check(spy_calls >= 4 && spy_wrong == 0,

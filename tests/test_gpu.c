@@ -922,7 +922,7 @@ static void case_siamese_lstm(const ct_backend *be, ct_rng *r, t_outs *o)
         const int *dlen = (const int *)(dev + len_off);
         int correct = 0;
         ct_train_state_zero_grad(&ts);
-        losses[s] = ct_siamese_lstm_forward(&m, dev, dlen, len[s], dev + y_off, B, &correct);
+        losses[s] = ct_siamese_lstm_forward(&m, dev, dlen, len[s], dev + y_off, B, 1, &correct);
         corrects[s] = (float)correct;
         ct_siamese_lstm_backward(&m, dev, dlen, len[s], dev + y_off, B);
         if (s == 0) keep(o, "gradients, step 1", be, m.dev.grad, m.params.numel, 1e-4);
@@ -1605,7 +1605,7 @@ static void own_vs_model(const ct_backend *gpu, int bf16)
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
         const int B = cs[c].B, T = cs[c].T, I = cs[c].I, H = cs[c].H, L = cs[c].L;
         t_case("gpu/%s B=%d T=%d I=%d H=%d L=%d len=%s (tolerance %.3g)", name, B, T, I, H, L, cs[c].masked ? "yes" : "no", tol);
-        const lstm_dims d = { B, T, I, H, L, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, bf16 ? CT_BF16 : CT_F32 };
+        const lstm_dims d = { B, T, I, H, L, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, bf16 ? CT_BF16 : CT_F32, 0 };
         ct_rng rng;
         ct_rng_seed(&rng, 3100 + c, 0);
         ct_params ps;

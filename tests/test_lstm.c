@@ -175,7 +175,7 @@ static void suite_gradcheck(void)
         { 7, 3, 2, 32, 1, LSTM_RETURN_MEAN,     LSTM_SIGMOID,      { 3, 1, 2, 3, 3, 2, 1 } },
     };
     for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
-        lstm_dims d = { fixed[k].B, fixed[k].T, fixed[k].I, fixed[k].H, fixed[k].L, fixed[k].ret, fixed[k].rec, CT_F32 };
+        lstm_dims d = { fixed[k].B, fixed[k].T, fixed[k].I, fixed[k].H, fixed[k].L, fixed[k].ret, fixed[k].rec, CT_F32, 0 };
         gradcheck_case(&d, fixed[k].len[0] ? fixed[k].len : NULL, &rng);
     }
     /* shapes drawn from the fixed seed: lengths (when used) include T and 1;
@@ -185,7 +185,7 @@ static void suite_gradcheck(void)
     for (int k = 0; k < 8; k++) {
         lstm_dims d = { 1 + (int)ct_rng_below(&rng, 4), 1 + (int)ct_rng_below(&rng, 6), 1 + (int)ct_rng_below(&rng, 6),
                         3 + (int)ct_rng_below(&rng, 4), 1 + (int)ct_rng_below(&rng, 2),
-                        (lstm_return)ct_rng_below(&rng, 3), (lstm_recurrent)ct_rng_below(&rng, 2), CT_F32 };
+                        (lstm_return)ct_rng_below(&rng, 3), (lstm_recurrent)ct_rng_below(&rng, 2), CT_F32, 0 };
         int len[4];
         int use_len = (int)ct_rng_below(&rng, 2);
         for (int b = 0; b < d.B; b++) len[b] = 1 + (int)ct_rng_below(&rng, (uint32_t)d.T);
@@ -340,7 +340,7 @@ static void suite_contract(void)
     t_case("lstm/backward accumulates params, overwrites dx, dx=NULL L=2 ret=seq len=4,1,3");
     ct_rng rng;
     ct_rng_seed(&rng, 77, 1);
-    lstm_dims d = { 3, 4, 3, 5, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_F32 };
+    lstm_dims d = { 3, 4, 3, 5, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_F32, 0 };
     int len[3] = { 4, 1, 3 };
     rig r;
     rig_init(&r, &d, len, 0.7f, &rng);
@@ -416,11 +416,11 @@ static void workers_case(const lstm_dims *dp, const int *len, const char *what)
 
 static void suite_workers(void)
 {
-    const lstm_dims small = { 7, 6, 3, 5, 2, LSTM_RETURN_MEAN, LSTM_SIGMOID, CT_F32 };
+    const lstm_dims small = { 7, 6, 3, 5, 2, LSTM_RETURN_MEAN, LSTM_SIGMOID, CT_F32, 0 };
     const int len[7] = { 6, 1, 3, 6, 2, 5, 4 };
     workers_case(&small, len, "L=2 B=7 ret=mean, masked");
     /* B T I = 76,800 values to transpose; 4H x (H + Il) x workers >= 104,448 to sum */
-    const lstm_dims large = { 64, 30, 40, 96, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_F32 };
+    const lstm_dims large = { 64, 30, 40, 96, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_F32, 0 };
     int len64[64];
     for (int b = 0; b < 64; b++) len64[b] = 30 - (b * 7) % 30;
     workers_case(&large, len64, "L=2 B=64 T=30 I=40 H=96 ret=sequence, masked: transposes and sums split too");
@@ -454,7 +454,7 @@ static void suite_fused(void)
     ct_rng rng;
     ct_rng_seed(&rng, 4242, 3);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        lstm_dims d = { cases[k].B, cases[k].T, cases[k].I, cases[k].H, cases[k].L, cases[k].ret, cases[k].rec, CT_F32 };
+        lstm_dims d = { cases[k].B, cases[k].T, cases[k].I, cases[k].H, cases[k].L, cases[k].ret, cases[k].rec, CT_F32, 0 };
         if (!ct_lstm_fused_ok(d.H)) {
             t_skip("lstm/fused forward step: this CPU has no AVX-512F, the fused step never runs here");
             return;

@@ -129,7 +129,7 @@ static void test_one_step(void)
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int B = cs[k].B, I = cs[k].I, H = cs[k].H, G = 4 * H;
         t_case("lstm_bf16/one step within the derived bound B=%d I=%d H=%d %s", B, I, H, cs[k].hard ? "hard_sigmoid" : "sigmoid");
-        const lstm_dims d = { B, 1, I, H, 1, LSTM_RETURN_LAST, cs[k].hard ? LSTM_HARD_SIGMOID : LSTM_SIGMOID, CT_BF16 };
+        const lstm_dims d = { B, 1, I, H, 1, LSTM_RETURN_LAST, cs[k].hard ? LSTM_HARD_SIGMOID : LSTM_SIGMOID, CT_BF16, 0 };
         ct_rng rng;
         ct_rng_seed(&rng, 77 + k, 0);
         float *p = malloc(n_params(I, H, 1) * sizeof *p), *x = malloc((size_t)B * I * sizeof *x);
@@ -194,7 +194,7 @@ static void test_many_steps(void)
         ct_lstm_set_fused(!plain);
         t_case("lstm_bf16/many steps against float32 B=%d T=%d I=%d H=%d L=%d ret=%d len=%s, %s step (tolerance 2^-4)", B, T, I, H, L,
                (int)cs[c].ret, cs[c].len ? "yes" : "no", plain || !ct_lstm_bf16_fused_ok(H) ? "plain" : "fused");
-        lstm_dims d = { B, T, I, H, L, cs[c].ret, LSTM_SIGMOID, CT_F32 };
+        lstm_dims d = { B, T, I, H, L, cs[c].ret, LSTM_SIGMOID, CT_F32, 0 };
         ct_rng rng;
         ct_rng_seed(&rng, 500 + c, 0);
         ldata cd = ldata_make(&d, &rng, 1.5f);
@@ -329,7 +329,7 @@ static void test_fused_step(void)
 static void test_orders(void)
 {
     t_case("lstm_bf16/the fused step's two loop orders: the same output, dx and gradients, bit for bit");
-    const lstm_dims d = { 21, 6, 24, 32, 2, LSTM_RETURN_SEQUENCE, LSTM_HARD_SIGMOID, CT_BF16 };
+    const lstm_dims d = { 21, 6, 24, 32, 2, LSTM_RETURN_SEQUENCE, LSTM_HARD_SIGMOID, CT_BF16, 0 };
     ct_rng rng;
     ct_rng_seed(&rng, 12, 0);
     ldata cd = ldata_make(&d, &rng, 1.0f);
@@ -355,7 +355,7 @@ static void test_threads(void)
 {
     t_case("lstm_bf16/the output and dx do not depend on the thread count");
     const int saved = ct_threads_get();
-    const lstm_dims d = { 9, 7, 11, 16, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_BF16 };
+    const lstm_dims d = { 9, 7, 11, 16, 2, LSTM_RETURN_SEQUENCE, LSTM_SIGMOID, CT_BF16, 0 };
     ct_rng rng;
     ct_rng_seed(&rng, 9, 0);
     ldata cd = ldata_make(&d, &rng, 1.0f);
@@ -392,7 +392,7 @@ static void test_real_kernel(void)
         }
         return;
     }
-    const lstm_dims d = { 12, 9, 40, 32, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_BF16 };
+    const lstm_dims d = { 12, 9, 40, 32, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_BF16, 0 };
     for (int v = 0; v < 3; v++) {   /* with the tiles: their fused forward step in both orders, then the plain one */
         if (v && k != CT_BF16_AMX) break;   /* vdpbf16ps has only the plain step */
         const int plain = v == 2;
@@ -571,6 +571,55 @@ static void test_kept_gates(void)
     free(gate); free(gr); free(g16); free(ct); free(cp); free(ds);
 }
 
+/* A forward with no backward after it (lstm_dims.forward_only, evaluation): the same output
+ * bit for bit, and the cache it writes is the training forward's but for the gates, which the
+ * fused float32 step and the AVX-512 cell (float32 gates and bf16 ones) then do not store.
+ * The cache starts filled with a marker: every word of it afterwards must be the training
+ * forward's or the marker, and where those steps run, at least the gates' words the marker. */
+static void test_forward_only(void)
+{
+    static const uint32_t MARK = 0x7fc0dea1u;   /* a NaN no computation makes */
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (int fused = 0; fused < 2; fused++)
+            for (int seq = 0; seq < 2; seq++) {
+                const lstm_dims d = { 10, 7, 12, 32, 2, seq ? LSTM_RETURN_SEQUENCE : LSTM_RETURN_LAST, LSTM_SIGMOID,
+                                      bf16 ? CT_BF16 : CT_F32, 0 };
+                const int vec = fused && ct_lstm_fused_ok(d.H);   /* where the steps store no gates */
+                t_case("lstm_bf16/forward only: the training forward's output and cache but the gates, %s, %s step%s, ret %s",
+                       bf16 ? "bf16" : "float32", fused ? "fused" : "plain", fused && !vec ? " (not on this CPU)" : "",
+                       seq ? "sequence" : "last");
+                ct_rng rng;
+                ct_rng_seed(&rng, 31, (uint64_t)(4 * bf16 + 2 * fused + seq));
+                ldata cd = ldata_make(&d, &rng, 1.0f);
+                int len[10];
+                for (int b = 0; b < d.B; b++) len[b] = 1 + (int)ct_rng_below(&rng, (uint32_t)d.T);
+                ct_lstm_set_fused(fused);
+                lrig a, b;
+                lrig_init(&a, &d, cd.p);
+                lrig_run(&a, cd.x, len, cd.dout);
+                lrig_init(&b, &d, cd.p);
+                b.d.forward_only = 1;
+                const size_t nc = ct_lstm_cache_floats(&d);
+                for (size_t i = 0; i < nc; i++) memcpy(&b.cache[i], &MARK, sizeof MARK);
+                ct_lstm_forward(b.out, b.cache, cd.x, len, b.w, &b.d);
+                ct_lstm_set_fused(1);
+                size_t other = 0, marked = 0;
+                for (size_t i = 0; i < nc; i++) {
+                    uint32_t wb, wa;
+                    memcpy(&wb, &b.cache[i], sizeof wb);
+                    memcpy(&wa, &a.cache[i], sizeof wa);
+                    marked += wb == MARK;
+                    other += wb != MARK && wb != wa;
+                }
+                const size_t gates = (size_t)d.L * d.T * d.B * 4 * d.H / (bf16 ? 2 : 1);   /* in 32-bit words */
+                t_check(!memcmp(a.out, b.out, cd.no * sizeof(float)), "the output differs from the training forward's");
+                t_check(other == 0, "%zu words of the cache differ from the training forward's", other);
+                t_check(!vec || marked >= gates, "only %zu words of the cache were left, fewer than the gates' %zu", marked, gates);
+                lrig_free(&a); lrig_free(&b);
+                ldata_free(&cd);
+            }
+}
+
 void suite_lstm_bf16(void)
 {
     ct_gemm_bf16_use_model(1);
@@ -580,6 +629,7 @@ void suite_lstm_bf16(void)
     test_orders();
     test_kept_gates();
     test_threads();
+    test_forward_only();
     test_real_kernel();
     test_training();
     ct_gemm_bf16_use_model(0);

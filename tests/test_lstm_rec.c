@@ -127,7 +127,7 @@ static void test_many_steps(void)
         const int B = cs[c].B, T = cs[c].T, I = cs[c].I, H = cs[c].H, L = cs[c].L;
         t_case("lstm_rec/many steps, %s, against the float32 layer B=%d T=%d I=%d H=%d L=%d ret=%d len=%s (tolerance %s)",
                bf16 ? "bf16" : "float32", B, T, I, H, L, (int)cs[c].ret, cs[c].len ? "yes" : "no", bf16 ? "2^-4" : "1e-5");
-        lstm_dims d = { B, T, I, H, L, cs[c].ret, LSTM_SIGMOID, CT_F32 };
+        lstm_dims d = { B, T, I, H, L, cs[c].ret, LSTM_SIGMOID, CT_F32, 0 };
         ct_rng rng;
         ct_rng_seed(&rng, 900 + c, 0);
         ct_params ps;
@@ -188,7 +188,7 @@ static void test_smaller_call(void)
     for (int bf16 = 0; bf16 < 2; bf16++) {
     t_case("lstm_rec/a call smaller than the plan equals a plan of its size, bit for bit (%s)", bf16 ? "bf16" : "float32");
     const ct_dtype dt = bf16 ? CT_BF16 : CT_F32;
-    const lstm_dims big = { 7, 15, 7, 20, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, dt }, d = { 5, 12, 7, 20, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, dt };
+    const lstm_dims big = { 7, 15, 7, 20, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, dt, 0 }, d = { 5, 12, 7, 20, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, dt, 0 };
     ct_rng rng;
     ct_rng_seed(&rng, 990, 0);
     ct_params ps;
@@ -228,11 +228,11 @@ static void test_refusals(void)
 {
     t_case("lstm_rec/shapes it does not run are refused at plan time");
     lstm_rec_plan p;
-    const lstm_dims big = { 4, 5, 3, 129, 1, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 };
-    const lstm_dims hard = { 4, 5, 3, 16, 1, LSTM_RETURN_LAST, LSTM_HARD_SIGMOID, CT_F32 };
+    const lstm_dims big = { 4, 5, 3, 129, 1, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32, 0 };
+    const lstm_dims hard = { 4, 5, 3, 16, 1, LSTM_RETURN_LAST, LSTM_HARD_SIGMOID, CT_F32, 0 };
     t_check(!ct_lstm_rec_fits(&big) && ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, &big, 4) == CT_EINVAL, "H = 129 accepted");
     t_check(!ct_lstm_rec_fits(&hard) && ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, &hard, 4) == CT_EINVAL, "hard sigmoid accepted");
-    const lstm_dims ok = { 4, 5, 3, 128, 1, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32 };
+    const lstm_dims ok = { 4, 5, 3, 128, 1, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_F32, 0 };
     t_check(ct_lstm_rec_fits(&ok) && ct_lstm_rec_plan_make(&p, &ct_lstm_rec_model, &ok, 3) == CT_EINVAL, "S = 3 accepted");
     t_check(ct_lstm_rec_seqs(256, 132) == 2 && ct_lstm_rec_seqs(256, 100) == 4 && ct_lstm_rec_seqs(1, 1) == 2, "S chosen: %d %d %d",
             ct_lstm_rec_seqs(256, 132), ct_lstm_rec_seqs(256, 100), ct_lstm_rec_seqs(1, 1));

@@ -50,7 +50,7 @@ typedef struct { siamese_lstm *m; const float *x; const int *len; const float *y
 static double siam_loss(void *p)
 {
     siam_ctx *c = p;
-    return ct_siamese_lstm_forward(c->m, c->x, c->len, c->len, c->y, c->B, NULL);
+    return ct_siamese_lstm_forward(c->m, c->x, c->len, c->len, c->y, c->B, 1, NULL);
 }
 
 static void test_siamese_gradcheck(lstm_return pool)
@@ -71,7 +71,7 @@ static void test_siamese_gradcheck(lstm_return pool)
     /* the contrastive loss is smooth as long as no different-speaker distance sits at the margin */
     siam_ctx c = { &m, x, len, y, B };
     ct_params_zero_grad(&m.params);
-    ct_siamese_lstm_forward(&m, x, len, len, y, B, NULL);
+    ct_siamese_lstm_forward(&m, x, len, len, y, B, 1, NULL);
     ct_siamese_lstm_backward(&m, x, len, len, y, B);
     float *g = malloc(m.params.numel * sizeof *g);
     memcpy(g, m.params.grad, m.params.numel * sizeof *g);
@@ -81,7 +81,7 @@ static void test_siamese_gradcheck(lstm_return pool)
     t_case("smoke/siamese-lstm embedding whole utterances matches the pair forward");
     float emb[6 * 3];
     t_check(ct_siamese_lstm_plan_embed(&m, 6, 5) == CT_OK, "plan_embed: %s", ct_last_error());
-    ct_siamese_lstm_forward(&m, x, len, len, y, B, NULL);
+    ct_siamese_lstm_forward(&m, x, len, len, y, B, 1, NULL);
     ct_siamese_lstm_embed(&m, emb, x, len, 2 * B, 5);
     t_close("embeddings [2B, D]", emb, m.act.emb, 6 * 3, 1e-6);
     ct_siamese_lstm_free(&m);
@@ -116,7 +116,7 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
         ct_pairs_draw(pairs, B, &corpus, NULL, spk_tr, ntr, &rngs.data);
         ct_pairs_batch(x, len, y, pairs, B, &corpus, cfg.frames, &rngs.data);
         ct_params_zero_grad(&m.params);
-        loss = ct_siamese_lstm_forward(&m, x, len, len, y, B, NULL);
+        loss = ct_siamese_lstm_forward(&m, x, len, len, y, B, 1, NULL);
         ct_siamese_lstm_backward(&m, x, len, len, y, B);
         ct_optim_step(&opt, m.params.data, m.params.grad, oc.lr);
     }
@@ -125,7 +125,7 @@ static void siamese_train(int steps, float *final_loss, float *val_acc, float *o
         int c = 0;
         ct_pairs_draw(pairs, B, &corpus, NULL, spk_va, nva, &rngs.data);
         ct_pairs_batch(x, len, y, pairs, B, &corpus, cfg.frames, &rngs.data);
-        ct_siamese_lstm_forward(&m, x, len, len, y, B, &c);
+        ct_siamese_lstm_forward(&m, x, len, len, y, B, 1, &c);
         correct += c; total += B;
     }
     *final_loss = loss;
