@@ -135,6 +135,8 @@ typedef struct ct_ops {
     ct_status (*lstm_plan)(const ct_backend *be, void **plan, const lstm_dims *d, const ct_params *ps, const lstm_ids *ids,
                            const float *params);
     void      (*lstm_plan_free)(const ct_backend *be, void *plan);
+    /* d->forward_only: no lstm_backward follows (the CPU then keeps no gates where its fused
+     * steps run; the GPU's kernels keep what they always keep) */
     void (*lstm_forward)(const ct_backend *be, float *out, void *plan, const float *x, const int *len, const int *len_host,
                          const float *params, const lstm_dims *d);
     /* dx overwritten (NULL: not computed); grads: the flat gradient buffer (accumulated). */
