@@ -93,19 +93,29 @@ INLINE __m256i v_bf16(__m512 v)
     return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x0040))));
 }
 /* The same with AVX512-BF16's VCVTNEPS2BF16 (one instruction; written as assembly so that this
- * file needs no target beyond AVX-512F: called only where the CPU has it). It gives the
- * formula's bits except on subnormal inputs, which it flushes to zero (core/bf16.c); a vector
- * holding one takes the formula. A gate can be one, rarely: a tanh's output is 0 or at least
- * 2^-24, but a sigmoid's goes down to 1/(1 + e^88), about 6e-39, where z <= -88 (v_exp clamps
- * its argument to 88). */
-INLINE __m256i v_bf16_insn(__m512 v)
+ * file needs no target beyond AVX-512F: called only where the CPU has it). It gives v_bf16's
+ * bits except on subnormal inputs, which it flushes to zero (core/bf16.c). */
+INLINE __m256i v_bf16_cvt(__m512 v)
 {
-    const __m512i x = _mm512_castps_si512(v);
-    if (_mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, _mm512_set1_epi32(0x7f800000)), x, _mm512_set1_epi32(0x007fffff)))
-        return v_bf16(v);
     __m256i r;
     __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v));
     return r;
+}
+/* A cell's four gates (i, f, g, o) rounded: by the instruction where none of them is
+ * subnormal, else all four by the formula; the same bits either way. A gate can be subnormal,
+ * rarely: a tanh's output is 0 or at least 2^-24, but a sigmoid's goes down to 1/(1 + e^88),
+ * about 6e-39, where z <= -88 (v_exp clamps its argument to 88). So only i, f and o are
+ * tested, at once: their bits less one as unsigned integers (a subnormal's, 1 .. 0x007fffff,
+ * become 0 .. 0x007ffffe; zero and every other value something larger), the least of the
+ * three below 0x007fffff. One test per 16 units instead of one per gate. */
+INLINE void v_bf16_gates_cvt(__m256i r[4], const __m512 y[4])
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i a = _mm512_sub_epi32(_mm512_castps_si512(y[0]), one), b = _mm512_sub_epi32(_mm512_castps_si512(y[1]), one);
+    const __m512i m = _mm512_min_epu32(_mm512_min_epu32(a, b), _mm512_sub_epi32(_mm512_castps_si512(y[3]), one));
+    const int subnormal = _mm512_cmplt_epu32_mask(m, _mm512_set1_epi32(0x007fffff)) != 0;
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) r[q] = subnormal ? v_bf16(y[q]) : v_bf16_cvt(y[q]);
 }
 /* 16 bf16 widened to floats (exact). */
 INLINE __m512 v_widen(const uint16_t *p)
@@ -119,7 +129,7 @@ INLINE __m512 v_widen(const uint16_t *p)
  * (the gates rounded to bf16 into g16 instead where g16 is not NULL); every pointer at the
  * first of the 16 units. With STREAM the gates are streamed past the caches (put_kept);
  * c_t and h_t, which the next step reads, are stored. CVT: the rounding by the CPU's
- * instruction (v_bf16_insn; the same bits). */
+ * instruction (v_bf16_gates_cvt; the same bits). */
 INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512 acc[4], const float *restrict b_ih,
                    const float *restrict b_hh, const float *restrict cp, float *restrict g, uint16_t *restrict g16, int H,
                    float *restrict c, float *restrict h)
@@ -134,12 +144,15 @@ INLINE void cell16(const int HARD, const int STREAM, const int CVT, const __m512
     y[3] = HARD ? v_hard_sigmoid(z[3]) : v_sigmoid(z[3]);
     const __m512 ct = _mm512_add_ps(_mm512_mul_ps(y[1], _mm512_loadu_ps(cp)), _mm512_mul_ps(y[0], y[2]));
     const __m512 tct = v_tanh(ct);
+    __m256i r[4];
+    if (g16 && CVT) v_bf16_gates_cvt(r, y);
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++) {
+        if (g16 && !CVT) r[q] = v_bf16(y[q]);
         if (!g16 && g) put_kept(STREAM, g + (size_t)q * H, y[q]);
         else if (!g16) continue;   /* gates not kept: a forward with no backward after it */
-        else if (STREAM) _mm256_stream_si256((__m256i *)(g16 + (size_t)q * H), CVT ? v_bf16_insn(y[q]) : v_bf16(y[q]));
-        else _mm256_storeu_si256((__m256i *)(g16 + (size_t)q * H), CVT ? v_bf16_insn(y[q]) : v_bf16(y[q]));
+        else if (STREAM) _mm256_stream_si256((__m256i *)(g16 + (size_t)q * H), r[q]);
+        else _mm256_storeu_si256((__m256i *)(g16 + (size_t)q * H), r[q]);
     }
     _mm512_storeu_ps(c, ct);
     _mm512_storeu_ps(h, _mm512_mul_ps(y[3], tct));

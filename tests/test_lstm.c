@@ -603,14 +603,19 @@ static void suite_fused_cell(void)
     /* Products at the edges of the activations, gates to bf16 on the streamed path (aligned
      * gates: with AVX512-BF16, the CPU's own rounding): z <= -88 makes a sigmoid's output a
      * subnormal (1/(1 + e^88), v_exp's clamp), which VCVTNEPS2BF16 would flush to zero;
-     * +-100 saturates; a NaN stays a NaN. Every gate kept must be the float32 gate rounded. */
+     * +-100 saturates; a NaN stays a NaN. Rows 0, 1, 2 put the edges in gate i, f, o alone
+     * (the others 0.5: every 16 units' subnormal in one gate only), row 3 in all four. Every
+     * gate kept must be the float32 gate rounded. */
     static const float edge[] = { -100.0f, -88.5f, -88.0f, -87.5f, -40.0f, -1e-30f, 0.0f, 1e-30f, 40.0f, 88.0f, 100.0f, NAN };
-    enum { ER = 3, EH = 32, EG = 4 * EH };
+    enum { ER = 4, EH = 32, EG = 4 * EH };
     t_case("lstm/fused cell: gates to bf16 at the activations' edges (subnormal sigmoids, saturation, NaN) = the float32 gates rounded");
     float *zf = ct_alloc_aligned(ER * EG * sizeof *zf, "z"), *gf = ct_alloc_aligned(ER * EG * sizeof *gf, "gates");
     uint16_t *gb = ct_alloc_aligned(ER * EG * sizeof *gb, "bf16 gates");
     float *ec = t_alloc(ER * EH), *eh = t_alloc(ER * EH), *ecp = t_alloc(ER * EH), *eb = t_alloc(EG);
-    for (int i = 0; i < ER * EG; i++) zf[i] = edge[i % (int)(sizeof edge / sizeof *edge)];
+    for (int i = 0; i < ER * EG; i++) {
+        const int r = i / EG, q = i % EG / EH, alone[3] = { 0, 1, 3 };
+        zf[i] = r == 3 || q == alone[r] ? edge[i % (int)(sizeof edge / sizeof *edge)] : 0.5f;
+    }
     ct_lstm_fused_cell(ER, EH, EH, zf, EG, ecp, eb, eb, gf, NULL, EG, ec, eh, 0);
     ct_lstm_fused_cell(ER, EH, EH, zf, EG, ecp, eb, eb, NULL, gb, EG, ec, eh, 0);
     int wrong = 0, subnormal = 0;
