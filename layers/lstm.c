@@ -103,7 +103,7 @@
  *
  *   forward   z_t  = x_t W_ih^T + h_{t-1} W_hh^T        W_ih^T, W_hh^T packed once per batch
  *             on the AMX tiles (or their model) with H a multiple of 16, one product
- *             [x_t | h_{t-1}] [W_ih | W_hh]^T with the cell applied per 16 rows
+ *             [x_t | h_{t-1}] [W_ih | W_hh]^T with the cell applied per 16 or 32 rows
  *             (layers/lstm_bf16.h: the fused step; ct_lstm_set_fused(0) for the two
  *             products and the cell loop)
  *   backward  dh  += dz_t W_hh                         W_hh packed once per batch
@@ -214,7 +214,7 @@ typedef struct {
     uint16_t *bwf;                             /* bf16, H a multiple of 16: [W_ih | W_hh] packed for the tiles' fused step (layers/lstm_bf16.h) */
     uint16_t *work;                            /* bf16: per worker, a step's rows rounded to bf16 */
     size_t work_elems;                         /* per worker */
-    float *zblk;                               /* bf16 fused step: per worker, one block's products [16, 4H] */
+    float *zblk;                               /* bf16 fused step: per worker, one block's products [32, 4H] */
     size_t zblk_floats;                        /* per worker */
 } lstm_cache_view;
 
@@ -258,7 +258,7 @@ static size_t lstm_cache_layout(lstm_cache_view *v, float *cache, const lstm_dim
         v->work_elems = round16(w1 > w2 ? w1 : w2);
         TAKE(f, halves((size_t)parts * v->work_elems));
         v->work = (uint16_t *)f;
-        v->zblk_floats = fused ? round16((size_t)CT_LSTM_BF16_UNITS * 4 * H) : 0;
+        v->zblk_floats = fused ? round16((size_t)CT_LSTM_BF16_BLOCK_ROWS * 4 * H) : 0;
         TAKE(v->zblk, (size_t)parts * v->zblk_floats);
     }
     return off;
@@ -487,7 +487,7 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
 /* The cell of one block of the bf16 tiles' fused step (layers/lstm_bf16.h): rows r0 ..
  * r0+nr-1 of the step's rows (time-major row row0 + r), units u0 .. u0+nu-1: 16 of them
  * (the unit blocks outside), or all H (the rows outside: the plain step's whole rows).
- * The tiles store each block's products in the worker's small zblk [16, 4H] (z_block);
+ * The tiles store each block's products in the worker's small zblk [32, 4H] (z_block);
  * the AVX-512 cell writes the gates into the cache from there, streamed: the forward
  * then never reads the cache's lines before overwriting them (on the Xeon of
  * bench/RESULTS.md the forward's writes of fresh lines were most of its time), or into
@@ -496,7 +496,7 @@ static void lstm_step_forward(const lstm_layer_cache *lc, int t, const int *len,
 typedef struct {
     const lstm_layer_cache *lc;
     const lstm_weights *w;
-    float *zblk;                  /* [16, 4H]: the block's products, rows r0 .. r0+15 at 0 .. 15 */
+    float *zblk;                  /* [32, 4H]: the block's products, rows r0 .. r0+nr-1 at 0 .. nr-1 */
     size_t row0;                  /* t B + b0: the step's first row */
     int B, H, hard;
     int vec;                      /* the AVX-512 cell (layers/lstm_fused.h: the same operations, 16 units at a time) */

@@ -1,6 +1,6 @@
 /* lstm_bf16.h - one LSTM forward step in bf16 on AMX tiles: the gate products of the
  * stacked input [x_t | h_{t-1}] for all four gates of 16 hidden units at once, and the
- * cell applied to 16 rows as soon as their tiles are stored.
+ * cell applied to 16 or 32 rows as soon as their tiles are stored.
  *
  * The plain bf16 step (layers/lstm.c) is two products and a pass of the cell:
  *   z  = x_t W_ih^T           (x_t rounded to bf16 and packed; C tiles zeroed, stored)
@@ -18,6 +18,13 @@
  *   tmm5..tmm7  B: the gates' weights, k-block kb (16 pair-rows x 16 units x 2 bf16); the
  *               fourth gate reuses tmm5 once the first gate's product is issued
  * Per k-block: 1 + 4 tile loads, 4 TDPBF16PS (each 16 x 16 x 32 multiply-adds).
+ * With the rows outside and 32 whole rows left, two row blocks go at once, in two passes over
+ * k, gates (i, f) and then (g, o): C tmm0..tmm3 = (rows 0-15, i), (0-15, f), (16-31, i),
+ * (16-31, f), and then the same for g and o; A tmm4, tmm5 the two row blocks; B tmm6, tmm7 the
+ * two gates. Per k-block and pass: 2 + 2 tile loads, 4 TDPBF16PS: each weight tile loaded
+ * serves two row blocks, half the weights read from L2 per row (bench_lstm --bf16, B = 256:
+ * forward 6.03-6.22 -> 5.75-5.97 ms). Each C tile is still zeroed once, summed over the
+ * k-blocks in order and stored once: the same z, bit for bit.
  *
  * ---- Order ----
  * Two loop orders, the same sums (each block's z does not depend on the order):
@@ -79,18 +86,20 @@ size_t ct_lstm_bf16_work_elems(int rows, int Il, int H);
 /* Rounds and packs w_ih [4H, Il] and w_hh [4H, H] (row-major) into wp (layout above). */
 void   ct_lstm_bf16_pack(uint16_t *wp, const float *w_ih, const float *w_hh, int Il, int H);
 
-/* The cell of one block: rows r0 .. r0+nr-1 of the step (nr <= 16), units u0 .. u0+nu-1
- * (nu = 16 with the units outer, H with the rows outer), called once per block after its z
- * (z + r ldz + q H + u0 .. +nu-1, q = 0..3) is stored. */
+/* Rows of z that a z_block buffer holds: the rows outer order's blocks of 32 rows. */
+#define CT_LSTM_BF16_BLOCK_ROWS 32
+/* The cell of one block: rows r0 .. r0+nr-1 of the step (nr <= 16 with the units outer, <= 32
+ * with the rows outer), units u0 .. u0+nu-1 (nu = 16 with the units outer, H with the rows
+ * outer), called once per block after its z (z + r ldz + q H + u0 .. +nu-1, q = 0..3) is stored. */
 typedef void (*ct_lstm_cell_block)(void *ctx, int r0, int nr, int u0, int nu);
 typedef enum { CT_LSTM_TILES_UNITS_OUTER = 0, CT_LSTM_TILES_ROWS_OUTER = 1 } ct_lstm_tile_order;
 /* One step for `rows` consecutive sequences:
  *   x [rows, Il] (row stride Il), hprev [rows, H] (NULL at t = 0: h_{-1} = 0)
  *   z [rows, ldz]: the pre-activations without biases, in lstm.c's layout (gate q of unit
  *     j at column q H + j), then whatever `cell` makes of them; with z_block, z is only
- *     [16, ldz]: every block's rows r0 .. r0+15 are stored at its rows 0 .. 15, for the
- *     cell to take before the next block overwrites them (lstm.c: a small buffer that
- *     stays in L1, the cell writing the gates where they are kept)
+ *     [CT_LSTM_BF16_BLOCK_ROWS, ldz]: every block's rows r0 .. r0+nr-1 are stored at its rows
+ *     0 .. nr-1, for the cell to take before the next block overwrites them (lstm.c: a small
+ *     buffer that stays in L2, the cell writing the gates where they are kept)
  * with `work` (ct_lstm_bf16_work_elems) overwritten, on the implementation `which`
  * (CT_BF16_AMX or CT_BF16_MODEL), in the loop order `order`. */
 void   ct_lstm_bf16_step(ct_bf16_kernels which, ct_lstm_tile_order order, int rows, int Il, int H, const float *x,

@@ -233,7 +233,7 @@ static void test_many_steps(void)
 }
 
 /* The fused step's cell hook for the test: copies the block's z as it finds it (at the
- * block's rows, or with z_block at rows 0 .. nr-1 of the 16-row buffer), counts the calls. */
+ * block's rows, or with z_block at rows 0 .. nr-1 of the block buffer), counts the calls. */
 typedef struct { const float *z; float *seen; int *calls; int ldz, H, block; } fused_probe;
 
 static void probe_cell(void *ctx, int r0, int nr, int u0, int nu)
@@ -296,10 +296,10 @@ static void test_fused_step(void)
                             wrong += wp[((((size_t)u * 4 + q) * (Kp / 2) + pp) * 16 + j) * 2 + h] != want;
                         }
         t_check(!wrong && ct_lstm_bf16_pack_elems(Il, H) == (size_t)4 * H * Kp, "%zu packed weights differ from the layout's definition", wrong);
-        for (int order = 0; order < 4; order++) {   /* the unit blocks outside, then the rows; z whole, then a 16-row block */
+        for (int order = 0; order < 4; order++) {   /* the unit blocks outside, then the rows; z whole, then a block buffer */
             const int block = order >= 2;
-            const char *on = order % 2 ? (block ? "rows outside, z a 16-row block" : "rows outside")
-                                       : (block ? "unit blocks outside, z a 16-row block" : "unit blocks outside");
+            const char *on = order % 2 ? (block ? "rows outside, z a block buffer" : "rows outside")
+                                       : (block ? "unit blocks outside, z a block buffer" : "unit blocks outside");
             for (size_t i = 0; i < (size_t)M * ldz; i++) z[i] = seen[i] = NAN;
             memset(calls, 0, (size_t)M * (H / CT_LSTM_BF16_UNITS) * sizeof *calls);
             fused_probe pr = { z, seen, calls, ldz, H, block };
@@ -312,7 +312,7 @@ static void test_fused_step(void)
                     diff += memcmp(&seen[(size_t)m * ldz + n], &zref[(size_t)m * G + n], sizeof(float)) != 0;
                 }
                 for (int n = G; n < ldz; n++) pad += !isnan(z[(size_t)m * ldz + n]);
-                if (block && m >= 16)   /* the buffer is 16 rows: nothing below them */
+                if (block && m >= (order % 2 ? CT_LSTM_BF16_BLOCK_ROWS : 16))   /* nothing below the buffer's rows */
                     for (int n = 0; n < G; n++) pad += !isnan(z[(size_t)m * ldz + n]);
                 for (int u = 0; u < H / CT_LSTM_BF16_UNITS; u++) twice += calls[m * (H / CT_LSTM_BF16_UNITS) + u] != 1;
             }
@@ -392,7 +392,7 @@ static void test_real_kernel(void)
         }
         return;
     }
-    const lstm_dims d = { 12, 9, 40, 32, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_BF16, 0 };
+    const lstm_dims d = { 45, 9, 40, 32, 2, LSTM_RETURN_LAST, LSTM_SIGMOID, CT_BF16, 0 };   /* 45 rows: a 32-row block and a short one */
     for (int v = 0; v < 3; v++) {   /* with the tiles: their fused forward step in both orders, then the plain one */
         if (v && k != CT_BF16_AMX) break;   /* vdpbf16ps has only the plain step */
         const int plain = v == 2;
