@@ -23,6 +23,7 @@ typedef struct {
     const float *in;
     float p, scale;
     ct_rng start;   /* the stream at draw 0 of this call */
+    int vector;     /* the AVX-512 draws run (keep_vector, asked once by the caller, not by each worker) */
 } dropout_job;
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -58,16 +59,19 @@ void keep_avx512(float *out, float *mask, const float *in, size_t n, uint64_t la
     _mm512_storeu_si512(lane, s0);
     _mm512_storeu_si512(lane + 8, s1);
 }
+#endif
 
 /* AVX-512 in use (ct_kernels_get) and its 64-bit products (AVX512DQ, every AVX-512 CPU but
  * the Xeon Phi) */
 static int keep_vector(void)
 {
-    static int dq = -1;
-    if (dq < 0) { __builtin_cpu_init(); dq = __builtin_cpu_supports("avx512dq") != 0; }
-    return dq && ct_kernels_get() >= CT_KERNELS_AVX512;
-}
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return ct_kernels_get() >= CT_KERNELS_AVX512 && __builtin_cpu_supports("avx512dq");
+#else
+    return 0;
 #endif
+}
 
 /* draws lo .. hi-1: mask[i] = scale where draw i >= p, else 0, and out[i] = in[i] mask[i];
  * with AVX-512 16 draws at a time from the stream's lanes (keep_avx512), the rest (or all)
@@ -79,7 +83,7 @@ static void dropout_forward_range(void *ctx, size_t lo, size_t hi)
     ct_rng_advance(&r, lo);
     float *mask = j->mask;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (hi - lo >= 16 && keep_vector()) {
+    if (hi - lo >= 16 && j->vector) {
         uint64_t lane[16], mult, add;
         const size_t n = (hi - lo) / 16 * 16;
         ct_rng_lanes(&r, 16, lane, &mult, &add);
@@ -110,7 +114,8 @@ void ct_dropout_forward(float *out, float *mask, const float *in, size_t n, floa
         if (out != in) memcpy(out, in, n * sizeof *out);
         return;
     }
-    dropout_job j = { .out = out, .mask = mask, .in = in, .p = p, .scale = 1.0f / (1.0f - p), .start = *rng };
+    dropout_job j = { .out = out, .mask = mask, .in = in, .p = p, .scale = 1.0f / (1.0f - p), .start = *rng,
+                      .vector = keep_vector() };
     ct_parallel_range(n, n, dropout_forward_range, &j);
     ct_rng_advance(rng, n);   /* where n draws in one loop leave the stream */
 }
