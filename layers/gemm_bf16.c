@@ -85,13 +85,14 @@ static void row_in(uint16_t *dst, const void *src, int bf16, int got, int n)
  * past K and N. Rows k0 .. k0+kc-1 of op(B), given as rows [kc][ldr] of float32 (rounded here)
  * or of bf16 (already rounded): pair-row q interleaves rows 2q and 2q+1. Float rows are rounded
  * PACK_CHUNK columns at a time into a small buffer; bf16 rows are read where they are, but for
- * a panel cut short by N. The chunk that reaches K also writes the zero pair-rows up to Kp. */
-static void pack_rows(uint16_t *bp, const void *rows, int bf16, int ldr, int k0, int kc, int K, int N)
+ * a panel cut short by N. Rows k0+kc .. kend-1 are written as zeros (kend even: the chunk that
+ * reaches K passes Kp, so the zero pair-rows up to Kp are written). */
+static void pack_rows(uint16_t *bp, const void *rows, int bf16, int ldr, int k0, int kc, int kend, int K, int N)
 {
-    CT_ASSERT(k0 % 2 == 0 && kc > 0 && k0 + kc <= K && (kc % 2 == 0 || k0 + kc == K));
     const int Kp = round_up(K, KB), P = round_up(N, 2 * NB) / NB;
+    CT_ASSERT(k0 % 2 == 0 && kc > 0 && k0 + kc <= K && kend % 2 == 0 && k0 + kc <= kend && kend <= Kp);
     const size_t panel = panel_elems(K), es = bf16 ? 2 : 4;   /* bytes per source element */
-    const int qend = k0 + kc == K ? Kp / 2 : (k0 + kc) / 2;
+    const int qend = kend / 2;
     static const uint16_t zeros[PACK_CHUNK];
     uint16_t r[2][PACK_CHUNK];
     for (int q = k0 / 2; q < qend; q++)
@@ -141,9 +142,21 @@ static void pack_cols(uint16_t *bp, const void *cols, int bf16, int ldc, int n0,
         }
 }
 
+/* Where a part does not reach K, it ends at its last row, which must end a pair. */
+static int part_end(int k0, int kc, int K)
+{
+    CT_ASSERT(k0 + kc == K || kc % 2 == 0);
+    return k0 + kc == K ? round_up(K, KB) : k0 + kc;
+}
+
 void ct_gemm_bf16_pack_rows_bf16(uint16_t *bp, const uint16_t *rows, int ldr, int k0, int kc, int K, int N)
 {
-    pack_rows(bp, rows, 1, ldr, k0, kc, K, N);
+    pack_rows(bp, rows, 1, ldr, k0, kc, part_end(k0, kc, K), K, N);
+}
+
+void ct_gemm_bf16_pack_segment(uint16_t *bp, const float *rows, int ldr, int k0, int kc, int kend, int K, int N)
+{
+    pack_rows(bp, rows, 0, ldr, k0, kc, kend, K, N);
 }
 
 void ct_gemm_bf16_pack_cols_bf16(uint16_t *bp, const uint16_t *cols, int ldc, int n0, int nc, int K, int N)
@@ -155,7 +168,7 @@ void ct_gemm_bf16_pack_cols_bf16(uint16_t *bp, const uint16_t *cols, int ldc, in
  * of op(B), Np = N rounded up to 32 apart. */
 void ct_gemm_bf16_pack_from_a(uint16_t *bp, const uint16_t *w, int K, int N)
 {
-    pack_rows(bp, w, 1, round_up(N, KB), 0, K, K, N);
+    pack_rows(bp, w, 1, round_up(N, KB), 0, K, round_up(K, KB), K, N);
 }
 
 /* ---- sharing the work with the threads ----
@@ -179,7 +192,7 @@ static void pack_blocks(void *ctx, size_t lo, size_t hi)   /* columns [lo, hi) x
     const int n0 = (int)lo * SPLIT_COLS, n1 = (int)hi * SPLIT_COLS < j->N ? (int)hi * SPLIT_COLS : j->N;
     uint16_t *bp = j->bp + (size_t)(n0 / NB) * panel_elems(j->K);
     if (j->trans) pack_cols(bp, j->B + (size_t)n0 * j->ldb, 0, j->ldb, 0, n1 - n0, j->K, n1 - n0);   /* B [N, K]: op(B) = B^T */
-    else          pack_rows(bp, j->B + n0, 0, j->ldb, 0, j->K, j->K, n1 - n0);                        /* B [K, N] row-major */
+    else          pack_rows(bp, j->B + n0, 0, j->ldb, 0, j->K, round_up(j->K, KB), j->K, n1 - n0);   /* B [K, N] row-major */
 }
 
 void ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K, int N)
@@ -311,22 +324,21 @@ static void transpose8_bf16(uint16_t *dst, size_t ldd, const uint16_t *src, size
 #endif
 }
 
-void ct_gemm_bf16_transpose_a(uint16_t *wt, const uint16_t *w, int M, int K)
+void ct_gemm_bf16_transpose_a(uint16_t *wt, int ldwt, const uint16_t *w, int M, int K)
 {
-    const size_t ldw = (size_t)round_up(K, KB), ldt = (size_t)round_up(M, KB);   /* row lengths of w and wt */
-    const int Kt = round_up(K, MB), M8 = M / 8 * 8, K8 = K / 8 * 8;
+    const size_t ldw = (size_t)round_up(K, KB), ldt = (size_t)ldwt, Mt = (size_t)round_up(M, KB);   /* w's row length; wt's row stride and length */
+    const int Kt = round_up(K, MB), K8 = K / 8 * 8;
+    CT_ASSERT(ldt >= Mt);
     /* 32 rows of w at a time (64 bytes of each of wt's rows), 8 of its columns across: each of
-     * wt's lines is written whole before the next, and the 32 lines read stay in L1 */
-    for (int kb = 0; kb < M8; kb += 32) {
-        const int ke = kb + 32 < M8 ? kb + 32 : M8;
+     * wt's lines is written whole before the next, and the 32 lines read stay in L1. w's rows
+     * past M are its packing's zeros, so the blocks run over all Mt of them and write wt's
+     * zeros past M too */
+    for (size_t kb = 0; kb < Mt; kb += 32)
         for (int i0 = 0; i0 < K8; i0 += 8)
-            for (int k0 = kb; k0 < ke; k0 += 8) transpose8_bf16(wt + (size_t)i0 * ldt + k0, ldt, w + (size_t)k0 * ldw + i0, ldw);
-    }
-    for (int i = 0; i < Kt; i++) {
+            for (size_t k0 = kb; k0 < kb + 32; k0 += 8) transpose8_bf16(wt + (size_t)i0 * ldt + k0, ldt, w + k0 * ldw + i0, ldw);
+    for (int i = K8; i < Kt; i++) {   /* the columns of w past the last 8, then wt's zero rows past K */
         uint16_t *row = wt + (size_t)i * ldt;
-        const int from = i < K8 ? M8 : 0, to = i < K ? M : 0;   /* what the blocks left of this row */
-        for (int k = from; k < to; k++) row[k] = w[(size_t)k * ldw + i];
-        memset(row + to, 0, (ldt - (size_t)to) * sizeof *row);
+        for (size_t k = 0; k < Mt; k++) row[k] = i < K ? w[k * ldw + i] : 0;
     }
 }
 
@@ -555,20 +567,30 @@ void amx_blocks(const int REAL, ct_tile_model *tm, int M, int N, int K, const ui
     float edge[4][16][16];                                              /* C tiles at the edges of C */
     for (int n0 = 0; n0 < Np; n0 += 2 * NB) {           /* two panels: 32 columns of C */
         const uint16_t *b0 = bp + (size_t)(n0 / NB) * panel, *b1 = b0 + panel;
+        const int right = n0 + 16 < N;                  /* columns n0+16 .. n0+31 hold some of C */
         for (int i0 = 0; i0 < Mp; i0 += MB) {           /* 32 rows of C */
             const uint16_t *a0 = ap + (size_t)i0 * Kp, *a1 = a0 + (size_t)16 * Kp;
-            C_TILE_IN(0, i0, n0);      C_TILE_IN(1, i0, n0 + 16);
-            C_TILE_IN(2, i0 + 16, n0); C_TILE_IN(3, i0 + 16, n0 + 16);
+            const int lower = i0 + 16 < M;              /* rows i0+16 .. i0+31 hold some of C */
+            /* a tile wholly outside C (a product of 16 rows or fewer, an edge) is not computed: its
+             * elements would be thrown away, and the others do not depend on it */
+            C_TILE_IN(0, i0, n0);
+            if (right) C_TILE_IN(1, i0, n0 + 16);
+            if (lower) C_TILE_IN(2, i0 + 16, n0);
+            if (lower && right) C_TILE_IN(3, i0 + 16, n0 + 16);
             for (int kb = 0; kb < Kp / KB; kb++) {
                 T_LOAD(4, a0 + (size_t)kb * KB, astride);                 /* A rows i0 .. i0+15, k 32kb .. 32kb+31 */
-                T_LOAD(5, a1 + (size_t)kb * KB, astride);                 /* A rows i0+16 .. i0+31 */
+                if (lower) T_LOAD(5, a1 + (size_t)kb * KB, astride);      /* A rows i0+16 .. i0+31 */
                 T_LOAD(6, b0 + (size_t)kb * (KB / 2) * NB * 2, 64);       /* B pairs 16kb .. 16kb+15, columns n0 .. n0+15 */
-                T_LOAD(7, b1 + (size_t)kb * (KB / 2) * NB * 2, 64);       /* columns n0+16 .. n0+31 */
-                T_DP(0, 4, 6); T_DP(1, 4, 7);
-                T_DP(2, 5, 6); T_DP(3, 5, 7);
+                if (right) T_LOAD(7, b1 + (size_t)kb * (KB / 2) * NB * 2, 64);   /* columns n0+16 .. n0+31 */
+                T_DP(0, 4, 6);
+                if (right) T_DP(1, 4, 7);
+                if (lower) T_DP(2, 5, 6);
+                if (lower && right) T_DP(3, 5, 7);
             }
-            C_TILE_OUT(0, i0, n0);      C_TILE_OUT(1, i0, n0 + 16);
-            C_TILE_OUT(2, i0 + 16, n0); C_TILE_OUT(3, i0 + 16, n0 + 16);
+            C_TILE_OUT(0, i0, n0);
+            if (right) C_TILE_OUT(1, i0, n0 + 16);
+            if (lower) C_TILE_OUT(2, i0 + 16, n0);
+            if (lower && right) C_TILE_OUT(3, i0 + 16, n0 + 16);
         }
     }
 }

@@ -51,7 +51,9 @@
  * 32 rows: the four C tiles loaded (accumulate: from C, or through a zero-padded 16 x 16
  * buffer at the edges of C) or zeroed; for kb = 0 .. Kp/32-1: load A(rows, kb) x 2,
  * B(kb, panels) x 2, four TDPBF16PS; store the four tiles (at the edges, through the
- * buffer, only the elements that exist). Each element of C sees its k-blocks in order.
+ * buffer, only the elements that exist). A tile that holds no element of C (rows past M,
+ * columns past N: a product of 16 rows or fewer) is neither loaded, computed nor stored.
+ * Each element of C sees its k-blocks in order.
  *
  * ---- What TDPBF16PS computes (the model) ----
  * Intel SDM, TDPBF16PS, "Operation": per row m of C, a temporary of TWO float32 per
@@ -170,16 +172,25 @@ void   ct_gemm_bf16_pack(uint16_t *bp, const float *B, int ldb, int trans, int K
  * the padding after it. Nothing is rounded again: the bits are those of ct_gemm_bf16_pack on
  * the floats the values were rounded from. */
 void   ct_gemm_bf16_pack_rows_bf16(uint16_t *bp, const uint16_t *rows, int ldr, int k0, int kc, int K, int N);
+/* Rows k0 .. k0+kc-1 of op(B) [K, N] rounded from float32 rows [kc] (leading dimension ldr), and
+ * zero rows k0+kc .. kend-1 (k0 and kend even, kend <= K rounded up to 32): for an op(B) made of
+ * segments of padded rows (the LSTM's weight gradients over a window of steps, each step's rows
+ * padded to 32 as its own product would pad them). The same bits as ct_gemm_bf16_pack. */
+void   ct_gemm_bf16_pack_segment(uint16_t *bp, const float *rows, int ldr, int k0, int kc, int kend, int K, int N);
 void   ct_gemm_bf16_pack_cols_bf16(uint16_t *bp, const uint16_t *cols, int ldc, int n0, int nc, int K, int N);
 /* Rounds op(A) [M, K] into work (ct_gemm_bf16_work_elems(M, K) elements, layout above), as
  * ct_gemm_bf16 does at every call: for an A that several products share (pack it once, then
  * ct_gemm_bf16_packed for each). trans_a = 0: A is [M, K] with leading dimension lda; 1: [K, M]. */
 void   ct_gemm_bf16_pack_a(uint16_t *work, const float *A, int lda, int trans_a, int M, int K);
-/* wt (ct_gemm_bf16_work_elems(K, M) elements) = the packing of A^T [K, M], made from work
- * holding A [M, K] packed by ct_gemm_bf16_pack_a: the same bits as packing A^T from the floats
- * (rounding is element by element), without rounding again or striding down float columns. For
- * an operand used both ways (the LSTM backward's dz_t: dh = dz_t W_hh and dW = dz_t^T h). */
-void   ct_gemm_bf16_transpose_a(uint16_t *wt, const uint16_t *work, int M, int K);
+/* wt = the packing of A^T [K, M], made from work holding A [M, K] packed by ct_gemm_bf16_pack_a
+ * (as it left it, zeros past M and K included):
+ * the same bits as packing A^T from the floats (rounding is element by element), without
+ * rounding again or striding down float columns. For an operand used both ways (the LSTM
+ * backward's dz_t: dh = dz_t W_hh and dW = dz_t^T h). wt's rows are ldwt elements apart, of
+ * which the first M rounded up to 32 are written (zeros past M): ldwt = M rounded up is the
+ * packing itself (ct_gemm_bf16_work_elems(K, M) elements); a wider ldwt writes it as columns of
+ * a wider packed A (the LSTM's dz^T over a window of steps, one step's columns at a time). */
+void   ct_gemm_bf16_transpose_a(uint16_t *wt, int ldwt, const uint16_t *work, int M, int K);
 /* bp = the packing of B [K, N] (ct_gemm_bf16_pack, trans = 0) made from work holding the same B
  * packed as an A (ct_gemm_bf16_pack_a(work, B, ldb, 0, K, N)): the same bits, without rounding
  * again. For an operand used both ways (conv2d's dout_n: A of dW, B of dcol). */

@@ -107,7 +107,8 @@
  *             (layers/lstm_bf16.h: the fused step; ct_lstm_set_fused(0) for the two
  *             products and the cell loop)
  *   backward  dh  += dz_t W_hh                         W_hh packed once per batch
- *             dW_hh += dz_t^T h_{t-1}   dW_ih += dz_t^T x_t   h_{t-1}, x_t packed per step
+ *             dW_hh += dz_t^T h_{t-1}   dW_ih += dz_t^T x_t   h_{t-1}, x_t packed per step,
+ *             the products over a window of steps (LSTM_BF16_DW_K: same bits, fewer passes over dW)
  *   after     dX   = dz W_ih                           W_ih packed once; rows split across workers
  *
  * What stays float32 is what mixed precision keeps in float32 (Micikevicius et al.
@@ -271,20 +272,41 @@ typedef struct {
     float *dc;     /* [B, H] */
     float *db;     /* [CT_MAX_WORKERS, 4H] */
     float *wp;     /* W_hh [4H, H] packed (layers/gemm_packed.h), one layer at a time */
-    float *dw;     /* per worker: its sums of dW_hh [4H, H] then dW_ih [4H, max(H, I)] or its transpose (the packed kernel's path) */
+    float *dw;     /* per worker: its sums of dW_hh [4H, H] then dW_ih [4H, max(H, I)] or its transpose (the packed kernel's path);
+                    * bf16: dW_hh [4H, Hp] then dW_ih [4H, Ip], each row padded to 32 columns (lstm_dw_ld) */
     float *pk;     /* per worker: one step's h_{t-1} or x_t rows, packed */
     float *dzs;    /* per worker: one step's dz rows, when dz is not kept for dX (it then stays in cache) */
     size_t dw_floats, pk_floats, dzs_floats;   /* per worker */
     uint16_t *bwh, *bwi;   /* bf16: W_hh [4H, H] and W_ih [4H, I_l] packed (layers/gemm_bf16.h) */
-    uint16_t *bpk;         /* bf16: per worker, one step's h_{t-1} or x_t rows packed */
+    uint16_t *bph, *bpx;   /* bf16: per worker, a window's h_{t-1} and x_t rows packed, [Kw, H] and [Kw, I_l] */
     uint16_t *work;        /* bf16: per worker, an operand rounded to bf16 (dz_t [rows, 4H] in the steps) */
-    uint16_t *workt;       /* bf16: per worker, dz_t^T [4H, rows]: work's values transposed */
+    uint16_t *workt;       /* bf16: per worker, a window's dz_t^T [4H, Kw]: work's values transposed, step by step */
     float *grow;           /* bf16: per worker, one row's kept gates widened [4H] (the scalar backward cell) */
-    size_t bpk_elems, work_elems, workt_elems;   /* per worker */
+    size_t bph_elems, bpx_elems, work_elems, workt_elems;   /* per worker */
 } lstm_ws_view;
 
 /* The rows of dX = dz W_ih that one bf16 product takes (its operand buffer's size). */
 #define LSTM_BF16_DX_ROWS 256
+
+/* bf16: the weight gradients dW += dz_t^T [h_{t-1} | x_t] of several steps in one product.
+ * A worker's product for one step has K = its rows, padded to 32 (a tile's k); each product
+ * loads every float32 tile of dW from memory and stores it again (dW_hh and dW_ih: 352 KB at
+ * H = 128, I = 40), so with few rows per worker - 16 at the bench batch on 16 threads - that
+ * traffic, not the multiply-adds, is the product's time. A window of steps t, t-1, ..., each
+ * step's rows padded to 32 as before, is one product of K = the window's padded rows: every
+ * element of dW sees the same tile instructions on the same pairs in the same order (the
+ * steps descending), only without the stores and loads between them, so the bits are the
+ * per-step products'. A window reaches LSTM_BF16_DW_K rows (or one step, where a step has
+ * more); step 0 (no h_{-1}) is a window of its own. */
+#define LSTM_BF16_DW_K 256
+static int lstm_bf16_dw_windows = 1;
+void ct_lstm_set_bf16_dw_windows(int on) { lstm_bf16_dw_windows = on != 0; }
+static int round32(int n) { return (n + 31) / 32 * 32; }
+/* Steps per window for a worker's rows (1 where windows are off), and the widest window's K. */
+static int lstm_dw_steps(int rows) { return lstm_bf16_dw_windows && round32(rows) < LSTM_BF16_DW_K ? LSTM_BF16_DW_K / round32(rows) : 1; }
+static int lstm_dw_kmax(int rows) { return round32(rows) > LSTM_BF16_DW_K ? round32(rows) : LSTM_BF16_DW_K; }
+/* The row length of a worker's dW sums: n (float32), or n padded to 32 (bf16: whole tiles, no edges). */
+static size_t lstm_dw_ld(int n, int bf16) { return bf16 ? (size_t)round32(n) : (size_t)n; }
 
 static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
 {
@@ -302,7 +324,8 @@ static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
     TAKE(v->wp, ct_gemm_pack_floats(4 * d->H, d->H));
     /* the weight gradients summed step by step, while dz_t is in cache: per worker */
     int parts = lstm_parts(d->B), rows = (d->B + parts - 1) / parts;
-    v->dw_floats = round16(4 * H * H + 4 * H * wide);
+    const int bf16 = d->dtype == CT_BF16;
+    v->dw_floats = round16(4 * H * (lstm_dw_ld(d->H, bf16) + lstm_dw_ld((int)wide, bf16)));
     v->pk_floats = round16(ct_gemm_pack_floats(rows, (int)wide));
     TAKE(v->dw, (size_t)parts * v->dw_floats);
     TAKE(v->pk, (size_t)parts * v->pk_floats);
@@ -315,10 +338,14 @@ static size_t lstm_ws_layout(lstm_ws_view *v, float *ws, const lstm_dims *d)
         v->bwh = (uint16_t *)f;
         TAKE(f, halves(ct_gemm_bf16_pack_elems(G, (int)wide)));
         v->bwi = (uint16_t *)f;
-        v->bpk_elems = round16(ct_gemm_bf16_pack_elems(rows, (int)wide));
-        TAKE(f, halves((size_t)parts * v->bpk_elems));
-        v->bpk = (uint16_t *)f;
-        size_t w1 = ct_gemm_bf16_work_elems(rows, G), w2 = ct_gemm_bf16_work_elems(G, rows);
+        const int kw = lstm_dw_kmax(rows);   /* the widest window */
+        v->bph_elems = round16(ct_gemm_bf16_pack_elems(kw, d->H));
+        TAKE(f, halves((size_t)parts * v->bph_elems));
+        v->bph = (uint16_t *)f;
+        v->bpx_elems = round16(ct_gemm_bf16_pack_elems(kw, (int)wide));
+        TAKE(f, halves((size_t)parts * v->bpx_elems));
+        v->bpx = (uint16_t *)f;
+        size_t w1 = ct_gemm_bf16_work_elems(rows, G), w2 = ct_gemm_bf16_work_elems(G, kw);
         size_t w3 = ct_gemm_bf16_work_elems(LSTM_BF16_DX_ROWS, G);
         v->work_elems = round16(w1 > w3 ? w1 : w3);
         TAKE(f, halves((size_t)parts * v->work_elems));
@@ -775,7 +802,7 @@ typedef struct {
     const lstm_ws_view *wv;
     const lstm_weights *w;
     const float *wp;              /* W_hh packed, or NULL: cblas_sgemm (and the weight gradients as two products after) */
-    int bf16;                     /* the products with bf16 operands (wv->bwh, bpk, work) */
+    int bf16;                     /* the products with bf16 operands (wv->bwh, bph, bpx, work, workt) */
     const float *X;               /* [T*B, Il] the layer's input, time-major */
     int Il;
     const float *dout;
@@ -794,11 +821,14 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
     const int B = j->B, T = j->T, H = j->H, b0 = (int)((long)B * part / j->parts), b1 = (int)((long)B * (part + 1) / j->parts);
     const size_t TB = (size_t)T * B, G = 4 * (size_t)H;
     float *db = wv->db + (size_t)part * G;               /* this part's sum of dz */
-    float *dwh = wv->dw + (size_t)part * wv->dw_floats;  /* this part's sums of dW_hh [4H, H] and dW_ih [4H, Il] */
-    float *dwi = dwh + G * H, *pk = wv->pk + (size_t)part * wv->pk_floats;
+    const size_t ldh = lstm_dw_ld(H, j->bf16), ldi = lstm_dw_ld(j->Il, j->bf16);
+    float *dwh = wv->dw + (size_t)part * wv->dw_floats;  /* this part's sums of dW_hh [4H, H] and dW_ih [4H, Il] (rows ldh, ldi apart) */
+    float *dwi = dwh + G * ldh, *pk = wv->pk + (size_t)part * wv->pk_floats;
     const int rows = b1 - b0, Il = j->Il;
+    const int ks = round32(rows), wsteps = lstm_dw_steps(rows);   /* bf16: a step's padded rows, steps per window */
+    int wn = 0, wi = 0;                                           /* bf16: the window's steps, and how many are in */
     (void)worker;
-    if (j->wp || j->bf16) memset(dwh, 0, (G * H + G * (size_t)Il) * sizeof *dwh);
+    if (j->wp || j->bf16) memset(dwh, 0, (G * ldh + G * ldi) * sizeof *dwh);
     for (int t = T - 1; t >= 0; t--) {
         float *dzt = j->keep_dz ? wv->dz + ((size_t)t * B + b0) * G : wv->dzs + (size_t)part * wv->dzs_floats;   /* [rows, 4H] */
         for (int b = b0; b < b1; b++) {
@@ -832,18 +862,23 @@ static void lstm_recurrence_backward(void *ctx, int part, int worker)
             else         lstm_cell_backward_sigmoid(dzr, db, db + H, db + 2 * H, db + 3 * H, dhb, dcb, ds, s, gate, ct, cprev, H);
         }
         /* dh_{t-1} [b0:b1, H] += dz_t [b0:b1, 4H] W_hh [4H, H]   (padded rows: dz = 0, dh carried) */
-        if (j->bf16) {   /* the same three products with bf16 operands; dW_ih as [4H, Il] */
+        if (j->bf16) {   /* the same three products with bf16 operands; dW over a window of steps (LSTM_BF16_DW_K) */
             uint16_t *work = wv->work + (size_t)part * wv->work_elems, *workt = wv->workt + (size_t)part * wv->workt_elems;
-            uint16_t *bpk = wv->bpk + (size_t)part * wv->bpk_elems;
+            uint16_t *bph = wv->bph + (size_t)part * wv->bph_elems, *bpx = wv->bpx + (size_t)part * wv->bpx_elems;
             ct_gemm_bf16_pack_a(work, dzt, (int)G, 0, rows, (int)G);       /* dz_t [rows, 4H], rounded once for all three */
             if (t > 0) ct_gemm_bf16_packed(rows, H, (int)G, work, wv->bwh, wv->dh + (size_t)b0 * H, H, 1);
-            ct_gemm_bf16_transpose_a(workt, work, rows, (int)G);           /* dz_t^T [4H, rows] for both dW: moved, not rounded again */
-            if (t > 0) {
-                ct_gemm_bf16_pack(bpk, j->lc->h + ((size_t)t * B + b0) * H, H, 0, rows, H);
-                ct_gemm_bf16_packed((int)G, H, rows, workt, bpk, dwh, H, 1);
+            if (wi == 0) wn = t == 0 ? 1 : t < wsteps ? t : wsteps;       /* steps t .. t-wn+1, all past 0; or step 0 alone */
+            const int kw = wn * ks, k0 = wi * ks;                         /* the window's K; this step's first column */
+            /* dz_t^T [4H, rows] as columns k0 .. k0+ks-1 of the window's [4H, kw]: moved, not rounded again;
+             * h_{t-1} and x_t [rows, .] as its rows k0 .. (zeros to k0+ks) */
+            ct_gemm_bf16_transpose_a(workt + k0, kw, work, rows, (int)G);
+            if (t > 0) ct_gemm_bf16_pack_segment(bph, j->lc->h + ((size_t)t * B + b0) * H, H, k0, rows, k0 + ks, kw, H);
+            ct_gemm_bf16_pack_segment(bpx, j->X + ((size_t)t * B + b0) * Il, Il, k0, rows, k0 + ks, kw, Il);
+            if (++wi == wn) {   /* dW_hh [4H, H] += dz^T h_prev, dW_ih [4H, Il] += dz^T x over the window (step 0: dW_ih only) */
+                if (t > 0) ct_gemm_bf16_packed((int)G, (int)ldh, kw, workt, bph, dwh, (int)ldh, 1);
+                ct_gemm_bf16_packed((int)G, (int)ldi, kw, workt, bpx, dwi, (int)ldi, 1);
+                wi = 0;
             }
-            ct_gemm_bf16_pack(bpk, j->X + ((size_t)t * B + b0) * Il, Il, 0, rows, Il);
-            ct_gemm_bf16_packed((int)G, Il, rows, workt, bpk, dwi, Il, 1);
         } else if (j->wp) {
             if (t > 0) {
                 ct_gemm_packed(rows, H, (int)G, dzt, (int)G, 0, j->wp, wv->dh + (size_t)b0 * H, H, 1);
@@ -893,6 +928,7 @@ typedef struct {
     const lstm_grads *g;
     size_t G;
     int H, Il, parts, dw, dwi_t;
+    size_t ldh, ldi;   /* the row lengths of the workers' dW_hh and dW_ih sums */
 } lstm_reduce_job;
 
 static void lstm_reduce_range(void *ctx, size_t lo, size_t hi)
@@ -908,13 +944,15 @@ static void lstm_reduce_range(void *ctx, size_t lo, size_t hi)
     }
     if (!j->dw) return;
     for (int p = 0; p < j->parts; p++) {
-        const float *dwh = wv->dw + (size_t)p * wv->dw_floats, *dwi = dwh + G * H;
-        for (size_t i = lo * H; i < hi * H; i++) j->g->w_hh[i] += dwh[i];
+        const float *dwh = wv->dw + (size_t)p * wv->dw_floats, *dwi = dwh + G * j->ldh;
+        for (size_t n = lo; n < hi; n++)
+            for (size_t k = 0; k < H; k++) j->g->w_hh[n * H + k] += dwh[n * j->ldh + k];
         if (j->dwi_t)   /* dwi is dW_ih^T [Il, 4H] */
             for (size_t n = lo; n < hi; n++)
                 for (size_t k = 0; k < Il; k++) j->g->w_ih[n * Il + k] += dwi[k * G + n];
         else
-            for (size_t i = lo * Il; i < hi * Il; i++) j->g->w_ih[i] += dwi[i];
+            for (size_t n = lo; n < hi; n++)
+                for (size_t k = 0; k < Il; k++) j->g->w_ih[n * Il + k] += dwi[n * j->ldi + k];
     }
 }
 
@@ -952,7 +990,7 @@ void ct_lstm_backward(float *dx, const lstm_grads *g, float *ws, const float *do
         /* the workers' partial sums (db; dW_hh and dW_ih where the steps made them), added in
          * worker order, gate rows [lo, hi) on each worker */
         lstm_reduce_job rj = { .wv = &wv, .g = &g[l], .G = G, .H = H, .Il = Il, .parts = job.parts,
-                               .dw = wp || bf16, .dwi_t = job.dwi_t };
+                               .dw = wp || bf16, .dwi_t = job.dwi_t, .ldh = lstm_dw_ld(H, bf16), .ldi = lstm_dw_ld(Il, bf16) };
         ct_parallel_range(G, G * (size_t)job.parts * (rj.dw ? (size_t)(H + Il) : 1), lstm_reduce_range, &rj);
 
         if (!(wp || bf16)) {

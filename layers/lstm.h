@@ -87,6 +87,9 @@ void ct_lstm_set_fused(int on);
 /* The bf16 fused step's loop order on the tiles (layers/lstm_bf16.h, "Order"): 1 rows outside
  * (the default), 0 unit blocks outside. For benchmarks that compare the two, and tests. */
 void ct_lstm_set_bf16_rows_outer(int on);
+/* bf16: the backward's weight gradients over windows of steps (lstm.c, LSTM_BF16_DW_K; the
+ * default, 1) or one product per step (0): the same bits either way. For tests and benchmarks. */
+void ct_lstm_set_bf16_dw_windows(int on);
 
 /* out: [B, H] or [B, T, H] (see ret); cache [ct_lstm_cache_floats]; w [L]. */
 void ct_lstm_forward(float *out, float *cache, const float *x, const int *len,

@@ -717,6 +717,29 @@ static void packing(void)
         t_check(!differ, "%zu of %zu elements differ", differ, np);
         free(b); free(bp); free(bq); free(w);
     }
+    /* B assembled from segments of padded rows (ct_gemm_bf16_pack_segment, the LSTM's window of
+     * steps): kc rows of each segment given, the rest of its ks rows zeros, into garbage; the same
+     * bits as packing the whole B with those zero rows written out */
+    static const struct { int kc, ks, segs, N; } gs[] = { { 16, 32, 4, 128 }, { 7, 32, 3, 40 }, { 32, 32, 2, 48 }, { 33, 64, 2, 17 }, { 1, 32, 5, 16 } };
+    for (size_t c = 0; c < sizeof gs / sizeof gs[0]; c++) {
+        const int kc = gs[c].kc, ks = gs[c].ks, N = gs[c].N, K = ks * gs[c].segs, ld = N + 5;
+        t_case("bf16/pack B in segments of %d rows padded to %d, %d of them, N=%d: the same bits as the padded B whole",
+               kc, ks, gs[c].segs, N);
+        ct_rng rng;
+        ct_rng_seed(&rng, 60 + c, 0);
+        const size_t nb = (size_t)K * ld, np = ct_gemm_bf16_pack_elems(K, N);
+        float *b = calloc(nb, sizeof *b);
+        uint16_t *bp = malloc(np * sizeof *bp), *bq = malloc(np * sizeof *bq);
+        for (int k = 0; k < K; k++)
+            if (k % ks < kc) t_fill_uniform(b + (size_t)k * ld, (size_t)N, -3, 3, &rng);
+        ct_gemm_bf16_pack(bp, b, ld, 0, K, N);
+        memset(bq, 0x55, np * sizeof *bq);
+        for (int k0 = 0; k0 < K; k0 += ks) ct_gemm_bf16_pack_segment(bq, b + (size_t)k0 * ld, ld, k0, kc, k0 + ks, K, N);
+        size_t differ = 0;
+        for (size_t i = 0; i < np; i++) differ += bq[i] != bp[i];
+        t_check(!differ, "%zu of %zu elements differ", differ, np);
+        free(b); free(bp); free(bq);
+    }
     static const struct { int M, K; } as[] = { { 1, 1 }, { 15, 31 }, { 17, 33 }, { 33, 257 }, { 128, 128 }, { 40, 600 } };
     for (size_t c = 0; c < sizeof as / sizeof as[0]; c++)
         for (int trans = 0; trans < 2; trans++) {
@@ -740,33 +763,40 @@ static void packing(void)
             t_check(nw == (size_t)Mp * Kp && !bad, "%zu of %zu packed elements differ from the definition", bad, nw);
             free(a); free(w);
         }
-    /* A packed, then transposed in place of packing A^T from the floats (the LSTM backward's dz_t) */
+    /* A packed, then transposed in place of packing A^T from the floats (the LSTM backward's dz_t),
+     * as the packing itself (wt's rows Kt apart) and as columns 32 .. 32+Kt-1 of a wider one (rows
+     * Kt + 64 apart: the LSTM's window of steps), whose other columns must be left as they were */
     static const struct { int M, K; } ts[] = { { 1, 1 }, { 7, 9 }, { 8, 8 }, { 17, 33 }, { 33, 257 }, { 40, 600 }, { 130, 70 }, { 128, 512 } };
-    for (size_t c = 0; c < sizeof ts / sizeof ts[0]; c++) {
-        const int M = ts[c].M, K = ts[c].K, ld = K + 3;
-        const int Mt = (K + 31) / 32 * 32, Kt = (M + 31) / 32 * 32;   /* A^T [K, M] packed: [Mt][Kt] */
-        t_case("bf16/pack A then transpose: M=%d K=%d, against the definition of A^T's packing", M, K);
-        ct_rng rng;
-        ct_rng_seed(&rng, 80 + c, 0);
-        const size_t na = (size_t)M * ld, nw = ct_gemm_bf16_work_elems(M, K), nt = ct_gemm_bf16_work_elems(K, M);
-        float *a = malloc(na * sizeof *a);
-        uint16_t *w = malloc(nw * sizeof *w), *wt = malloc(nt * sizeof *wt);
-        t_fill_uniform(a, na, -3, 3, &rng);
-        a[na / 2] = NAN;                    /* moved, not rounded again: a NaN stays the NaN packing made */
-        a[na / 3] = 1e-39f;                 /* a subnormal */
-        memset(w, 0xAA, nw * sizeof *w);
-        memset(wt, 0x55, nt * sizeof *wt);
-        ct_gemm_bf16_pack_a(w, a, ld, 0, M, K);
-        ct_gemm_bf16_transpose_a(wt, w, M, K);
-        size_t bad = 0;
-        for (int i = 0; i < Mt; i++)
-            for (int k = 0; k < Kt; k++) {
-                const uint16_t want = i < K && k < M ? ct_bf16_from_float(a[(size_t)k * ld + i]) : 0;
-                bad += wt[(size_t)i * Kt + k] != want;
-            }
-        t_check(nt == (size_t)Mt * Kt && !bad, "%zu of %zu elements differ from A^T's packing", bad, nt);
-        free(a); free(w); free(wt);
-    }
+    for (size_t c = 0; c < sizeof ts / sizeof ts[0]; c++)
+        for (int wide = 0; wide < 2; wide++) {
+            const int M = ts[c].M, K = ts[c].K, ld = K + 3;
+            const int Mt = (K + 31) / 32 * 32, Kt = (M + 31) / 32 * 32;   /* A^T [K, M] packed: [Mt][Kt] */
+            const int ldt = wide ? Kt + 64 : Kt, off = wide ? 32 : 0;
+            t_case("bf16/pack A then transpose: M=%d K=%d, %s, against the definition of A^T's packing", M, K,
+                   wide ? "into columns of a wider matrix" : "alone");
+            ct_rng rng;
+            ct_rng_seed(&rng, 80 + c, 0);
+            const size_t na = (size_t)M * ld, nw = ct_gemm_bf16_work_elems(M, K), nt = (size_t)Mt * ldt;
+            float *a = malloc(na * sizeof *a);
+            uint16_t *w = malloc(nw * sizeof *w), *wt = malloc(nt * sizeof *wt);
+            t_fill_uniform(a, na, -3, 3, &rng);
+            a[na / 2] = NAN;                    /* moved, not rounded again: a NaN stays the NaN packing made */
+            a[na / 3] = 1e-39f;                 /* a subnormal */
+            memset(w, 0xAA, nw * sizeof *w);
+            memset(wt, 0x55, nt * sizeof *wt);
+            ct_gemm_bf16_pack_a(w, a, ld, 0, M, K);
+            ct_gemm_bf16_transpose_a(wt + off, ldt, w, M, K);
+            size_t bad = 0;
+            for (int i = 0; i < Mt; i++)
+                for (int k = 0; k < ldt; k++) {
+                    const int kk = k - off;   /* the column of A^T's packing, or outside it */
+                    const uint16_t want = kk < 0 || kk >= Kt ? 0x5555 : i < K && kk < M ? ct_bf16_from_float(a[(size_t)kk * ld + i]) : 0;
+                    bad += wt[(size_t)i * ldt + k] != want;
+                }
+            t_check(nt == (wide ? (size_t)Mt * ldt : ct_gemm_bf16_work_elems(K, M)) && !bad,
+                    "%zu of %zu elements differ from A^T's packing (or were written outside it)", bad, nt);
+            free(a); free(w); free(wt);
+        }
 }
 
 /* ---- the threads: the same bits on 1, 2 and 3 (gemm_bf16.c, "sharing the work") ----

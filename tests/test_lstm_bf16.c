@@ -26,6 +26,8 @@
  *     The layer cases above run with the fused step and with the plain one.
  *   - the threads: the forward output and dx are the same bit for bit on 1 and 2
  *     threads (a row's products never depend on how rows are shared).
+ *   - the weight gradients over windows of steps: the bits of one product per step, on
+ *     the model and on the CPU's own kernel, for windows of one to eight steps.
  *   - training: `ctrain train siamese-lstm --precision bf16` against --precision fp32
  *     with the same seed, 4 epochs: every epoch's loss and val_loss within 5% of
  *     float32's (a stated tolerance; measured here 0.1-0.4%), the precision in the
@@ -376,6 +378,58 @@ static void test_threads(void)
     ldata_free(&cd);
 }
 
+/* The weight gradients over windows of steps (lstm.c, LSTM_BF16_DW_K) against one product per
+ * step: the same bits, on the model and on the CPU's own kernel. Shapes where a window is
+ * several steps (few rows per worker), where T is not a multiple of it, a worker's rows odd,
+ * two layers, lengths, T = 2 (step 1 and step 0 each alone), and rows past a window (one step each). */
+static void test_dw_windows(void)
+{
+    static const struct { int B, T, I, H, L, threads; } sh[] = {
+        { 9, 7, 40, 32, 1, 2 }, { 21, 13, 24, 48, 2, 3 }, { 3, 2, 5, 16, 1, 1 }, { 40, 11, 40, 128, 1, 1 }, { 150, 5, 12, 16, 1, 1 } };
+    const int saved = ct_threads_get();
+    for (int kernel = 0; kernel < 2; kernel++) {
+        ct_gemm_bf16_use_model(0);
+        const ct_bf16_kernels k = ct_kernels_bf16();
+        if (kernel && k == CT_BF16_NONE) {
+            t_skip("lstm_bf16/weight gradients over windows of steps on the CPU's own kernel: it has none (the model ran them)");
+            break;
+        }
+        ct_gemm_bf16_use_model(!kernel);
+        for (size_t c = 0; c < sizeof sh / sizeof sh[0]; c++) {
+            const lstm_dims d = { sh[c].B, sh[c].T, sh[c].I, sh[c].H, sh[c].L, LSTM_RETURN_MEAN, c % 2 ? LSTM_HARD_SIGMOID : LSTM_SIGMOID, CT_BF16, 0 };
+            t_case("lstm_bf16/weight gradients over windows of steps, %s: B=%d T=%d I=%d H=%d L=%d on %d threads, the per-step products' bits",
+                   kernel ? ct_bf16_kernels_name(k) : "the tile model", d.B, d.T, d.I, d.H, d.L, sh[c].threads);
+            ct_threads_set(sh[c].threads);
+            ct_rng rng;
+            ct_rng_seed(&rng, 44, c);
+            ldata cd = ldata_make(&d, &rng, 1.0f);
+            int *len = malloc((size_t)d.B * sizeof *len);
+            CT_ASSERT(len);
+            for (int b = 0; b < d.B; b++) len[b] = 1 + (int)ct_rng_below(&rng, (uint32_t)d.T);
+            lrig a, b;
+            lrig_init(&a, &d, cd.p);
+            lrig_run(&a, cd.x, len, cd.dout);
+            ct_lstm_set_bf16_dw_windows(0);
+            lrig_init(&b, &d, cd.p);
+            lrig_run(&b, cd.x, len, cd.dout);
+            ct_lstm_set_bf16_dw_windows(1);
+            size_t differ = 0, zero = 0;
+            for (size_t i = 0; i < a.ps.numel; i++) {
+                differ += memcmp(&a.ps.grad[i], &b.ps.grad[i], sizeof(float)) != 0;
+                zero += a.ps.grad[i] == 0.0f;
+            }
+            t_check(!differ, "%zu of %zu gradient values differ", differ, a.ps.numel);
+            t_check(zero < a.ps.numel / 2, "%zu of %zu gradient values are 0: the case tests little", zero, a.ps.numel);
+            t_check(!memcmp(a.dx, b.dx, cd.nx * sizeof(float)), "dx differs");
+            lrig_free(&a); lrig_free(&b);
+            ldata_free(&cd);
+            free(len);
+        }
+    }
+    ct_threads_set(saved);
+    ct_gemm_bf16_use_model(1);
+}
+
 /* Where the CPU has its own bf16 kernel: the LSTM on it is the LSTM on the model, bit for bit. */
 static void test_real_kernel(void)
 {
@@ -629,6 +683,7 @@ void suite_lstm_bf16(void)
     test_orders();
     test_kept_gates();
     test_threads();
+    test_dw_windows();
     test_forward_only();
     test_real_kernel();
     test_training();
