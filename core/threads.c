@@ -1,6 +1,7 @@
 /* threads.c - the thread count for OpenBLAS, and the pools of sleeping workers:
  * ct_parallel's, the training thread's, and those ct_workers_new makes (see threads.h). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -28,7 +29,43 @@ int ct_cpu_count(void)
 
 const char *ct_blas_config(void) { return openblas_get_config(); }
 
-/* ---- pools of sleeping workers: the training pool (ct_parallel) and any other (ct_workers) ---- */
+/* ---- pools of sleeping workers: the training pool (ct_parallel) and any other (ct_workers) ----
+ * A run is published under the pool's mutex (the job, then generation + 1, then a broadcast on
+ * `go`); each worker runs its share and counts `pending` down, the last one signalling `done`.
+ * Waking a thread asleep on a condition variable takes the kernel, and on a virtual machine the
+ * host too: measured 60-100 us per run on the 2-vCPU KVM guest of bench/RESULTS.md, against 4 us
+ * for a worker that had not gone to sleep - and a training step is dozens of runs with a little
+ * serial work between them. So the training pool's threads first SPIN for a while: a worker that
+ * has finished its share watches `generation` for the next run, and the training thread that has
+ * finished its own watches `pending`, for up to CT_SPIN_SECONDS each, reading the atomics
+ * without the lock and pausing between reads; only then do they sleep on the condition variable
+ * as before. A spin is bounded, so a pool left idle sleeps (and OpenBLAS's own pool, which spun
+ * on sched_yield beside ours, stays at one thread: threads.h). Where the pool has more threads
+ * than the machine has processors, a spinning thread would keep one that has work off its core,
+ * so nobody spins. The other pools (ct_workers_new: the loader's readers, which run beside
+ * training) never spin. */
+#define CT_SPIN_SECONDS 100e-6
+
+static inline void cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* Spins until *gen differs from `seen` (when want_change) or *pending is 0, for at most
+ * CT_SPIN_SECONDS; the caller then takes the mutex and waits on the condition as usual. */
+static void spin_wait(const _Atomic unsigned long *gen, unsigned long seen, const _Atomic int *pending)
+{
+    const double t0 = ct_now();
+    for (unsigned k = 1;; k++) {
+        if (gen ? atomic_load_explicit(gen, memory_order_acquire) != seen : atomic_load_explicit(pending, memory_order_acquire) == 0) return;
+        cpu_pause();
+        if (k % 64 == 0 && ct_now() - t0 > CT_SPIN_SECONDS) return;
+    }
+}
 
 typedef struct { struct ct_workers *pool; int id; } worker_arg;   /* what a worker thread is started with */
 
@@ -39,15 +76,25 @@ struct ct_workers {
     worker_arg arg[CT_MAX_WORKERS];     /*   and their arguments */
     int started;                  /* threads running worker_main */
     int joinable, stop;           /* a ct_workers_new pool: its threads are joined by ct_workers_free */
-    unsigned long generation;     /* bumped once per run */
-    int pending;                  /* threads of this run that have not finished */
+    int spin;                     /* the training pool: spin before sleeping, where there are cores for it */
+    _Atomic unsigned long generation;   /* bumped once per run (under mu; read without it while spinning) */
+    _Atomic int pending;          /* threads of this run that have not finished (likewise) */
     void (*fn)(void *ctx, int task, int worker);
     void *ctx;
     int n_tasks, workers;
 };
 
 /* The training thread's pool: its threads are detached and live as long as the process. */
-static ct_workers training = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+static ct_workers training = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
+                               .spin = 1 };
+
+/* Whether `threads` threads of a pool may spin: no more of them than processors. */
+static int may_spin(const ct_workers *p, int threads)
+{
+    static int cpus;
+    if (!cpus) cpus = ct_cpu_count();
+    return p->spin && threads <= cpus;
+}
 
 static _Thread_local int inside_task;   /* set while this thread runs a task of any pool */
 
@@ -63,19 +110,23 @@ static void *worker_main(void *arg)
     const worker_arg a = *(const worker_arg *)arg;
     ct_workers *p = a.pool;
     unsigned long seen = 0;
-    pthread_mutex_lock(&p->mu);
+    int spin = 0;   /* whether the last run's threads may spin: this one took part in it */
     for (;;) {
+        if (spin) spin_wait(&p->generation, seen, NULL);
+        pthread_mutex_lock(&p->mu);
         while (p->generation == seen && !p->stop) pthread_cond_wait(&p->go, &p->mu);
         if (p->stop) break;
         seen = p->generation;
-        if (a.id >= p->workers) continue;   /* not needed this time */
+        if (a.id >= p->workers) { pthread_mutex_unlock(&p->mu); spin = 0; continue; }   /* not needed this time */
         int n = p->n_tasks, w = p->workers;
         void (*fn)(void *, int, int) = p->fn;
         void *ctx = p->ctx;
+        spin = may_spin(p, w);
         pthread_mutex_unlock(&p->mu);
         run_share(a.id, n, w, fn, ctx);
         pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        if (atomic_fetch_sub(&p->pending, 1) == 1) pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->mu);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -123,11 +174,12 @@ int ct_workers_run(ct_workers *p, int n_tasks, int workers, void (*fn)(void *ctx
     }
     workers = helpers + 1;
     p->fn = fn; p->ctx = ctx; p->n_tasks = n_tasks; p->workers = workers;
-    p->pending = helpers;
-    p->generation++;
+    atomic_store(&p->pending, helpers);
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     run_share(0, n_tasks, workers, fn, ctx);
+    if (may_spin(p, workers)) spin_wait(NULL, 0, &p->pending);
     pthread_mutex_lock(&p->mu);
     while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);

@@ -2,8 +2,10 @@
  * threads that does all of ctrain's parallel work.
  *
  * ct_parallel runs independent pieces of a layer on n workers: the caller plus
- * n - 1 persistent threads that sleep on a condition variable between calls
- * (they never spin). The pieces are a convolution's chunks of images
+ * n - 1 persistent threads that sleep on a condition variable between calls,
+ * after spinning for at most 100 us in case the next call comes soon (threads.c:
+ * waking a sleeping thread costs tens of microseconds, and a step is dozens of
+ * calls). The pieces are a convolution's chunks of images
  * (transform, small gemm, transform), the LSTM recurrence split by sequence,
  * the row blocks of a large matrix product (ct_sgemm below), and ranges of the
  * loops around them (ct_parallel_range: activations, pooling, dropout, the
@@ -14,6 +16,8 @@
  * it. Its own thread pool would otherwise sit spinning (sched_yield) between
  * its products while ours works - two pools fighting over the same cores,
  * measured at about 15% of the CPU time of a CNN training step on 2 cores.
+ * (Ours spins only between its own calls, briefly, and not at all with more
+ * threads than processors.)
  *
  * Set the thread count once, before planning any memory: layers size their
  * per-worker scratch from it (conv2d_dims.workers).

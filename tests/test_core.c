@@ -158,6 +158,33 @@ static void test_parallel(void)
 /* ct_parallel_seconds: the time of the outermost ct_parallel calls, on one thread too, and
  * nothing for the caller's own serial work. Sleeps, so the clock cannot miss them. */
 static void sleep_ms(int ms) { struct timespec ts = { 0, ms * 1000000L }; nanosleep(&ts, NULL); }
+/* Many runs back to back, the worker count changing between them (workers left out of a run
+ * sleep; the others spin for the next), each run's results read by the caller at once: every
+ * task of every run must have run once, and its writes must be visible when ct_parallel
+ * returns. Then runs after pauses longer than the spin, so that the workers go to sleep. */
+typedef struct { unsigned run; unsigned char seen[64]; } stress_job;
+static void stress_task(void *ctx, int task, int worker)
+{
+    stress_job *j = ctx;
+    (void)worker;
+    j->seen[task] = (unsigned char)(j->run & 0xff);
+}
+static void test_parallel_stress(void)
+{
+    t_case("core/parallel: 20,000 runs back to back and 20 after pauses, 1-4 workers, every task once and its writes seen");
+    stress_job j;
+    memset(&j, 0xff, sizeof j);
+    int bad = 0;
+    for (unsigned r = 0; r < 20020; r++) {
+        if (r >= 20000) sleep_ms(1);   /* past the spin: the workers are asleep and must be woken */
+        j.run = r;
+        const int w = 1 + (int)(r % 7 % 4), n = 1 + (int)(r * 2654435761u % 64);
+        ct_parallel(n, w, stress_task, &j);
+        for (int t = 0; t < n; t++) bad += j.seen[t] != (unsigned char)(r & 0xff);
+    }
+    t_check(!bad, "%d tasks did not run, or their writes were not seen after ct_parallel returned", bad);
+}
+
 static void sleeping_task(void *ctx, int task, int worker)
 {
     (void)worker;
@@ -395,6 +422,7 @@ void suite_core(void)
     test_params();
     test_arena();
     test_parallel();
+    test_parallel_stress();
     test_parallel_seconds();
     test_sgemm_threads();
     test_interrupt();
