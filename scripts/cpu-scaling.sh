@@ -3,10 +3,12 @@
 # LSTM and the Keras mnist_cnn on the bench protocol (synthetic data), one
 # `ctrain time --per-layer` run per thread count, then a table of samples/s, the
 # speed-up over the fewest threads and the parallel efficiency, and each layer's
-# milliseconds per batch at every count (where the efficiency is lost). Where
+# milliseconds per batch at every count (where the efficiency is lost). Where the
+# CPU has AMX-BF16 or AVX512-BF16, ctrain also trains in bf16 at the fewest and the
+# most threads (its own speed-up and efficiency, each layer's milliseconds). Where
 # python3 has PyTorch, its twins (bench/siamese_torch.py, bench/cnn_torch.py) run
-# at the largest count in FP32 and, where the CPU has AMX-BF16 or AVX512-BF16,
-# with bf16 autocast, so ctrain and PyTorch are side by side on all the threads.
+# at the largest count in FP32 and, where ctrain runs bf16, with bf16 autocast, so
+# ctrain and PyTorch are side by side on all the threads in both precisions.
 #
 #   usage: scripts/cpu-scaling.sh CTRAIN OUTDIR [THREADS...]     (default: 2 4 8 16)
 #
@@ -22,7 +24,7 @@
 # hardware's arithmetic does. Beside each step's milliseconds, in brackets, the part
 # of it that ran outside the worker threads: what no number of threads shortens.
 # CPU_SCALING_EPOCHS=N runs N epochs instead of the protocol's 4 (the first is the
-# warm-up, so N >= 2). Writes OUTDIR/ctrain-MODEL-tN.json, OUTDIR/torch-MODEL-tN[-bf16].json, one log per
+# warm-up, so N >= 2). Writes OUTDIR/ctrain-MODEL-tN[-bf16].json, OUTDIR/torch-MODEL-tN[-bf16].json, one log per
 # run and OUTDIR/scaling.txt (the table, also printed). Exit status: 0 when every
 # run ran, 1 when one failed (the others still run), 2 for bad arguments.
 set -u
@@ -41,8 +43,11 @@ if [ -n "${CPU_SCALING_EPOCHS:-}" ]; then
   epochs=$CPU_SCALING_EPOCHS
 fi
 rc=0
-last=""
-for t in $threads; do last=$t; done
+first=""; last=""
+for t in $threads; do [ -n "$first" ] || first=$t; last=$t; done
+# bf16 where ctrain runs it on this CPU (AMX-BF16 or AVX512-BF16)
+bf16=""
+"$ctrain" info --no-peak 2>/dev/null | grep -q '^--precision bf16: CPU products on ' && bf16=1
 
 for m in siamese-lstm cnn; do
   data=""; [ $m = cnn ] && data="--data synthetic"
@@ -51,12 +56,17 @@ for m in siamese-lstm cnn; do
     "$ctrain" time $m --device cpu --protocol bench --threads "$t" --per-layer $data ${epochs:+--epochs $epochs} \
       --json "$out/ctrain-$m-t$t.json" > "$out/ctrain-$m-t$t.log" 2>&1 || { echo "   failed: see $out/ctrain-$m-t$t.log"; rc=1; }
   done
+  # bf16 at the fewest and the most threads
+  for t in ${bf16:+$first} ${bf16:+$last}; do
+    [ "$t" = "$first" ] && [ "$first" = "$last" ] && [ -f "$out/ctrain-$m-t$t-bf16.json" ] && continue
+    echo "-- ctrain time $m --device cpu --precision bf16 --threads $t"
+    "$ctrain" time $m --device cpu --precision bf16 --protocol bench --threads "$t" --per-layer $data ${epochs:+--epochs $epochs} \
+      --json "$out/ctrain-$m-t$t-bf16.json" > "$out/ctrain-$m-t$t-bf16.log" 2>&1 || { echo "   failed: see $out/ctrain-$m-t$t-bf16.log"; rc=1; }
+  done
 done
 
 # the PyTorch twins at the largest count, FP32 and (where ctrain runs bf16 on this CPU) bf16 autocast
 if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch' 2>/dev/null; then
-  bf16=""
-  "$ctrain" info --no-peak 2>/dev/null | grep -q '^--precision bf16: CPU products on ' && bf16=1
   for m in siamese-lstm cnn; do
     if [ $m = cnn ]; then script=cnn_torch.py; w="--data synthetic --samples 6000 --val-samples 1000"
     else script=siamese_torch.py; w="--pairs 3072 --val-pairs 1024"; fi
@@ -146,12 +156,30 @@ for m, unit in (("siamese-lstm", "pairs/s"), ("cnn", "images/s")):
             rest.append(step - sum(l["forward_ms"] + l["backward_ms"] for l in d.get("layers", [])))
         print("  %-24s" % "other (optimizer, data)" + "".join("%9.2f" % x for x in rest)
               + ("   %7.2fx" % (rest[0] / rest[-1]) if rest[-1] > 0 else ""))
+    # ctrain in bf16 at the fewest and the most threads (where this CPU runs it)
+    b0, b1 = load("ctrain-%s-t%d-bf16.json" % (m, counts[0])), load("ctrain-%s-t%d-bf16.json" % (m, counts[-1]))
+    if b0 and b1:
+        r0b, r1b = b0["train_samples_per_s"], b1["train_samples_per_s"]
+        su = r1b / r0b
+        print("  ctrain bf16: %.0f %s on %d threads, %.0f on %d: speed-up %.2fx, parallel efficiency %.0f%% (FP32's: %s)" % (
+            r0b, unit, counts[0], r1b, counts[-1], su, 100 * su / (counts[-1] / counts[0]),
+            "%.0f%%" % (100 * runs[-1][1]["train_samples_per_s"] / r0 / (runs[-1][0] / t0)) if runs[-1][0] == counts[-1] and t0 == counts[0] else "?"))
+        l0, l1 = b0.get("layers", []), b1.get("layers", [])
+        if l0 and len(l0) == len(l1):
+            print("  %-24s%9s%9s   speed-up   (bf16, ms per training batch, forward + backward)" % ("layer", "t=%d" % counts[0], "t=%d" % counts[-1]))
+            for a, b in zip(l0, l1):
+                x, y = a["forward_ms"] + a["backward_ms"], b["forward_ms"] + b["backward_ms"]
+                print("  %-24s%9.2f%9.2f   %7.2fx" % (a["name"][:24], x, y, x / y if y > 0 else float("nan")))
+    elif b0 or b1:
+        print("  ctrain bf16: only one of the %d- and %d-thread runs finished" % (counts[0], counts[-1]))
     for sfx, what in (("", "FP32"), ("-bf16", "bf16 autocast")):
         tr = load("torch-%s-t%d%s.json" % (m, runs[-1][0], sfx))
         if tr:
-            print("  PyTorch %s %s on %d threads: %.0f %s; ctrain FP32 / PyTorch %s = %.2fx" % (
+            mine = runs[-1][1] if not sfx else b1 if b1 and runs[-1][0] == counts[-1] else None
+            print("  PyTorch %s %s on %d threads: %.0f %s; ctrain %s / PyTorch %s = %s" % (
                 tr.get("framework", "").replace("PyTorch ", ""), what, runs[-1][0], tr["train_samples_per_s"], unit,
-                what, runs[-1][1]["train_samples_per_s"] / tr["train_samples_per_s"]))
+                "bf16" if sfx else "FP32", what,
+                "%.2fx" % (mine["train_samples_per_s"] / tr["train_samples_per_s"]) if mine else "? (ctrain bf16 did not run)"))
     print()
 EOF
 exit $rc

@@ -188,8 +188,12 @@ bare CPU_SCALING_EPOCHS=2 CTRAIN_CUDA_LIBS=/nonexistent sh "$root/scripts/cpu-sc
   > "$tmp/scaling.txt" 2>&1
 rc=$?
 dt=$(($(date +%s) - t0))
-if [ $rc = 0 ] && [ "$(grep -c '^ *2 .*%' "$tmp/scaling.txt")" = 2 ]; then
-  ok "scripts/cpu-scaling.sh from the extracted copy: both models at 1 and 2 threads, with the efficiency table (${dt}s)"
+# where this CPU runs bf16, ctrain's bf16 runs at 1 and 2 threads must be in the table too
+want_bf16=0
+bare CTRAIN_CUDA_LIBS=/nonexistent "$root/bin/ctrain" info --no-peak 2>/dev/null | grep -q '^--precision bf16: CPU products on ' && want_bf16=2
+if [ $rc = 0 ] && [ "$(grep -c '^ *2 .*%' "$tmp/scaling.txt")" = 2 ] \
+   && [ "$(grep -c '^  ctrain bf16: .* parallel efficiency' "$tmp/scaling.txt")" = $want_bf16 ]; then
+  ok "scripts/cpu-scaling.sh from the extracted copy: both models at 1 and 2 threads, with the efficiency table$([ $want_bf16 = 2 ] && echo ', bf16 too') (${dt}s)"
 else bad "scripts/cpu-scaling.sh: exit $rc in ${dt}s: $(tail -n 4 "$tmp/scaling.txt")"; fi
 
 # 8. Open MPI's runtime from the tarball, with the system's own hidden: its folders (ompi_info
