@@ -290,7 +290,7 @@ typedef struct {
 
 /* bf16: the weight gradients dW += dz_t^T [h_{t-1} | x_t] of several steps in one product.
  * A worker's product for one step has K = its rows, padded to 32 (a tile's k); each product
- * loads every float32 tile of dW from memory and stores it again (dW_hh and dW_ih: 352 KB at
+ * loads every float32 tile of dW from memory and stores it again (dW_hh and dW_ih: 336 KB at
  * H = 128, I = 40), so with few rows per worker - 16 at the bench batch on 16 threads - that
  * traffic, not the multiply-adds, is the product's time. A window of steps t, t-1, ..., each
  * step's rows padded to 32 as before, is one product of K = the window's padded rows: every
