@@ -63,7 +63,8 @@
 #   nvml      `ctrain_tests hwreport`, its NVML case required to pass: power, temperature, clocks  60
 #   scaling   scripts/cpu-scaling.sh: siamese-lstm and cnn on the CPU at 2, 4, 8 and 16       180
 #             threads (GPU_CHECK_THREADS), speed-up, parallel efficiency and each layer's
-#             ms per batch, and PyTorch's twins on 16 threads in FP32 and bf16 autocast
+#             ms per batch, ctrain in bf16 at 2 and 16 threads (the Xeon's AMX), and
+#             PyTorch's twins on 16 threads in FP32 and bf16 autocast
 #   cpu-tests the whole test suite once (in the background, beside racecheck)          240
 #   racecheck compute-sanitizer --tool racecheck on the same, only ctrain's own kernels   150
 #             (names ending in _kernel or _reduce; cuBLAS and cuDNN run unchecked), all
