@@ -76,9 +76,10 @@ int  ct_parallel_range_parts(size_t n, size_t values);
 
 /* C = alpha op(A) op(B) + beta C, row-major, exactly as cblas_sgemm(CblasRowMajor, ...).
  * A product of more than CT_SGEMM_SPLIT_FLOPS is split into ct_sgemm_parts
- * blocks of rows of C (or of columns, when C has fewer rows than columns), one
- * single-threaded cblas_sgemm each on the workers; smaller ones run in the
- * caller. Every element of C is computed by one call over the whole of K: on one
+ * blocks of C, a grid of pr x pc (ct_sgemm_grid: the grid that copies the least of
+ * the operands; on 2 threads, rows of C, or columns when C has fewer rows than
+ * columns), one single-threaded cblas_sgemm each on the workers; smaller ones run
+ * in the caller. Every element of C is computed by one call over the whole of K: on one
  * thread the result is cblas_sgemm's, and on a given thread count it is the same
  * every time. Across thread counts it can differ in the last bits, because
  * OpenBLAS may sum a smaller block in another order (which of its kernels runs
@@ -87,6 +88,8 @@ int  ct_parallel_range_parts(size_t n, size_t values);
 #define CT_SGEMM_SPLIT_FLOPS (2 * CT_SGEMM_PART_FLOPS)
 /* The blocks ct_sgemm splits an M x N x K product into on this thread count (1: not split). */
 int  ct_sgemm_parts(int M, int N, int K);
+/* The grid those blocks form: pr x pc = parts, pr <= M, pc <= N (threads.c says how it is chosen). */
+void ct_sgemm_grid(int M, int N, int parts, int *pr, int *pc);
 void ct_sgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 

@@ -220,7 +220,7 @@ static void test_parallel_seconds(void)
  * within twice that of each other (C's old value adds one term). */
 static void test_sgemm_threads(void)
 {
-    t_case("core/split work: at most one share per CT_SGEMM_PART_FLOPS or CT_PARALLEL_PART_ELEMS, at most the threads");
+    t_case("core/split work: at most one share per CT_SGEMM_PART_FLOPS or CT_PARALLEL_PART_ELEMS, at most the threads; the products' grids");
     ct_threads_set(16);
     int ok = 1;
     ok &= ct_sgemm_parts(256, 64, 128) == 2;        /* the siamese LSTM's dense_1 at batch 128: 4.2 MFLOP */
@@ -231,13 +231,24 @@ static void test_sgemm_threads(void)
     ok &= ct_sgemm_parts(3, 3, 1000000) == 3;       /* no more blocks than rows or columns */
     ok &= ct_parallel_range_parts(1000, 65536) == 2 && ct_parallel_range_parts(1000, 40000) == 1;
     ok &= ct_parallel_range_parts(1000000, 1000000) == 16 && ct_parallel_range_parts(5, 1000000) == 5;
+    /* the grids: the least packing, K (M pc + N pr); on a tie the longer side cut; 2 parts as before the grids */
+    int pr, pc;
+    ct_sgemm_grid(128, 128, 16, &pr, &pc);  ok &= pr == 4 && pc == 4;    /* the CNN's dense_1 on 16 threads */
+    ct_sgemm_grid(256, 64, 2, &pr, &pc);    ok &= pr == 2 && pc == 1;    /* rows, as before */
+    ct_sgemm_grid(128, 128, 2, &pr, &pc);   ok &= pr == 2 && pc == 1;    /* a tie: rows where M >= N */
+    ct_sgemm_grid(64, 128, 2, &pr, &pc);    ok &= pr == 1 && pc == 2;
+    ct_sgemm_grid(25600, 512, 16, &pr, &pc); ok &= pr == 16 && pc == 1;  /* the LSTM's input projection: rows */
+    ct_sgemm_grid(4, 4000, 16, &pr, &pc);   ok &= pr == 1 && pc == 16;
+    ct_sgemm_grid(3, 3, 3, &pr, &pc);       ok &= pr * pc == 3 && pr <= 3 && pc <= 3;
+    ct_sgemm_grid(128, 9216, 12, &pr, &pc); ok &= pr == 1 && pc == 12;   /* dX = dY W: copying dY again is cheap */
     ct_threads_set(2);
     ok &= ct_sgemm_parts(256, 64, 128) == 2 && ct_sgemm_parts(25600, 512, 40) == 2 && ct_parallel_range_parts(1000, 65536) == 2;
     ct_threads_set(1);
     ok &= ct_sgemm_parts(25600, 512, 40) == 1 && ct_parallel_range_parts(1000000, 1000000) == 1;
     t_check(ok, "a share count differs from the rule");
 
-    const int shapes[][3] = { { 130, 70, 300 }, { 37, 260, 150 }, { 128, 128, 1000 }, { 3, 500, 900 } };   /* M, N, K */
+    /* M, N, K: on 4 threads, 130 x 70 and 37 x 260 are cut one way, 128 x 128 into 2 x 2 blocks */
+    const int shapes[][3] = { { 130, 70, 300 }, { 37, 260, 150 }, { 128, 128, 1000 }, { 3, 500, 900 } };
     for (int sh = 0; sh < 4; sh++)
         for (int tr = 0; tr < 4; tr++) {
             const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
