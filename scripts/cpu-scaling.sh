@@ -46,8 +46,9 @@ rc=0
 first=""; last=""
 for t in $threads; do [ -n "$first" ] || first=$t; last=$t; done
 # bf16 where ctrain runs it on this CPU (AMX-BF16 or AVX512-BF16)
-bf16=""
+bf16=""; bf16_counts=""
 "$ctrain" info --no-peak 2>/dev/null | grep -q '^--precision bf16: CPU products on ' && bf16=1
+[ -n "$bf16" ] && { bf16_counts=$first; [ "$last" != "$first" ] && bf16_counts="$first $last"; }
 
 for m in siamese-lstm cnn; do
   data=""; [ $m = cnn ] && data="--data synthetic"
@@ -57,8 +58,7 @@ for m in siamese-lstm cnn; do
       --json "$out/ctrain-$m-t$t.json" > "$out/ctrain-$m-t$t.log" 2>&1 || { echo "   failed: see $out/ctrain-$m-t$t.log"; rc=1; }
   done
   # bf16 at the fewest and the most threads
-  for t in ${bf16:+$first} ${bf16:+$last}; do
-    [ "$t" = "$first" ] && [ "$first" = "$last" ] && [ -f "$out/ctrain-$m-t$t-bf16.json" ] && continue
+  for t in $bf16_counts; do
     echo "-- ctrain time $m --device cpu --precision bf16 --threads $t"
     "$ctrain" time $m --device cpu --precision bf16 --protocol bench --threads "$t" --per-layer $data ${epochs:+--epochs $epochs} \
       --json "$out/ctrain-$m-t$t-bf16.json" > "$out/ctrain-$m-t$t-bf16.log" 2>&1 || { echo "   failed: see $out/ctrain-$m-t$t-bf16.log"; rc=1; }
