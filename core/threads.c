@@ -33,8 +33,8 @@ const char *ct_blas_config(void) { return openblas_get_config(); }
  * A run is published under the pool's mutex (the job, then generation + 1, then a broadcast on
  * `go`); each worker runs its share and counts `pending` down, the last one signalling `done`.
  * Waking a thread asleep on a condition variable takes the kernel, and on a virtual machine the
- * host too: measured 60-100 us per run on the 2-vCPU KVM guest of bench/RESULTS.md, against 4 us
- * for a worker that had not gone to sleep - and a training step is dozens of runs with a little
+ * host too: measured 60-100 us per run on the 2-vCPU KVM guest of bench/RESULTS.md, against
+ * 0.7-1 us for a worker that had not gone to sleep - and a training step is dozens of runs with a little
  * serial work between them. So the training pool's threads first SPIN for a while: a worker that
  * has finished its share watches `generation` for the next run, and the training thread that has
  * finished its own watches `pending`, for up to CT_SPIN_SECONDS each, reading the atomics
@@ -55,8 +55,9 @@ static inline void cpu_pause(void)
 #endif
 }
 
-/* Spins until *gen differs from `seen` (when want_change) or *pending is 0, for at most
- * CT_SPIN_SECONDS; the caller then takes the mutex and waits on the condition as usual. */
+/* Spins until *gen differs from `seen` (gen given: a worker waiting for the next run) or
+ * *pending is 0 (gen NULL: the caller waiting for its workers), for at most CT_SPIN_SECONDS;
+ * the caller then takes the mutex and waits on the condition as usual. */
 static void spin_wait(const _Atomic unsigned long *gen, unsigned long seen, const _Atomic int *pending)
 {
     const double t0 = ct_now();
