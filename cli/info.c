@@ -74,7 +74,8 @@ int cmd_info(int argc, char **argv)
                    "  CTRAIN_CPU_KERNELS=SET     ctrain's own kernels (the LSTM's and the convolutions' products):\n"
                    "                             avx512, avx2 or blas (none: OpenBLAS for every product); default\n"
                    "                             the widest the CPU runs, a narrower set for comparisons; amx or\n"
-                   "                             avx512bf16 keep bf16 products (--precision bf16)\n"
+                   "                             avx512bf16 keep bf16 products (--precision bf16; avx512bf16 runs\n"
+                   "                             them where by default they would be refused for not paying)\n"
                    "  CTRAIN_BF16_MODEL=1        --precision bf16's products on an exact C model of the AMX tiles,\n"
                    "                             on any CPU, many times slower: for tests\n");
             return 0;
@@ -96,10 +97,14 @@ int cmd_info(int argc, char **argv)
     printf("CPU features: %s\n", desc);
     printf("BLAS policy: %s for this CPU (%s)\n", best, why);
     /* what --precision bf16 runs on here (ctrain train --help, --precision) */
-    if (ct_bf16_check() == CT_OK)
-        printf("--precision bf16: CPU products on %s%s; GPU: compute capability 8.0+ with cuDNN 9.13+\n", ct_bf16_kernels_name(ct_kernels_bf16()),
-               ct_kernels_bf16() == CT_BF16_MODEL ? " (CTRAIN_BF16_MODEL=1: exact, for tests, not for speed)" : "");
-    else
+    if (ct_bf16_check() == CT_OK) {
+        char rates[160] = "";
+        double b, fm;
+        if (ct_kernels_bf16() == CT_BF16_AVX512BF16 && ct_bf16_avx512_rates(&b, &fm) == CT_OK)   /* does it pay here? */
+            snprintf(rates, sizeof rates, " (VDPBF16PS at %.2fx the float32 FMA's rate on one core: %.0f against %.0f GFLOP/s)", b / fm, b, fm);
+        printf("--precision bf16: CPU products on %s%s%s; GPU: compute capability 8.0+ with cuDNN 9.13+\n", ct_bf16_kernels_name(ct_kernels_bf16()),
+               ct_kernels_bf16() == CT_BF16_MODEL ? " (CTRAIN_BF16_MODEL=1: exact, for tests, not for speed)" : "", rates);
+    } else
         printf("--precision bf16: not on this CPU: %s; GPU: compute capability 8.0+ with cuDNN 9.13+\n", ct_last_error());
     char nccl[700];
     printf("Data-parallel: %s%s%s%s\n", ct_dist_backend(),

@@ -2,6 +2,7 @@
  * C model of the AMX tiles, the AMX kernel written once over the tile operations, the
  * AVX512-BF16 kernel, and the dispatch. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "core/bf16.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/peak.h"
 #include "core/threads.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -765,6 +767,73 @@ ct_status ct_bf16_peak(int threads, double *gflops, char *what, size_t cap)
     return CT_OK;
 }
 
+/* ---- AVX512-BF16 without AMX: where it pays ----
+ * See gemm_bf16.h (CT_BF16_AVX512_MIN_RATIO). Both loops run on the calling thread, alternately,
+ * about a millisecond each, after one warm-up run of each (the first 512-bit instructions after
+ * a pause run slower while the core powers its vector units up); the best of the repeats of each,
+ * as ct_bf16_peak and core/peak.h take theirs. */
+enum { RATE_REPEATS = 7, BF16_RATE_ROUNDS = 150000, FMA_RATE_ITERS = 600000 };
+
+ct_status ct_bf16_avx512_rates(double *bf16_gflops, double *fma_gflops)
+{
+    *bf16_gflops = *fma_gflops = 0;
+    if (ct_kernels_cpu_all() < CT_KERNELS_AVX512BF16)
+        return ct_fail(CT_ENODEV, "the vdpbf16ps rate: this CPU has no AVX512-BF16 (its widest are %s)", ct_kernels_name(ct_kernels_cpu_all()));
+#if defined(__x86_64__) && defined(__GNUC__)
+    const ct_fma_isa isa = ct_fma_isa_best();
+    const double bf16_flops = 12.0 * 16 * 2 * 2 * BF16_RATE_ROUNDS;                                      /* avx512bf16_peak_rounds */
+    const double fma_flops = 2.0 * ct_fma_isa_lanes(isa) * ct_fma_isa_accs(isa) * (double)FMA_RATE_ITERS;   /* ct_fma_kernel_run */
+    float out[CT_FMA_MAX_OUT];
+    for (int rep = -1; rep < RATE_REPEATS; rep++) {   /* rep -1: the warm-up */
+        const double tb = avx512bf16_peak_rounds(BF16_RATE_ROUNDS);
+        const double t0 = ct_now();
+        ct_fma_kernel_run(isa, FMA_RATE_ITERS, 0.999f, 1e-3f, 0.5f, out);
+        const double tf = ct_now() - t0;
+        if (rep < 0) continue;
+        if (tb > 0 && bf16_flops / tb / 1e9 > *bf16_gflops) *bf16_gflops = bf16_flops / tb / 1e9;
+        if (tf > 0 && fma_flops / tf / 1e9 > *fma_gflops) *fma_gflops = fma_flops / tf / 1e9;
+    }
+    __asm__ volatile("" ::"m"(out));   /* the FMA chains are used */
+#endif
+    if (!(*bf16_gflops > 0 && *fma_gflops > 0))
+        return ct_fail(CT_ENUMERIC, "the vdpbf16ps and FMA rates: the timed loops gave %g and %g GFLOP/s (is the clock broken?)",
+                       *bf16_gflops, *fma_gflops);
+    return CT_OK;
+}
+
+static double rates_set[2];            /* the tests' rates (ct_bf16_avx512_rates_set); 0: measured */
+static double rates_measured[2];       /* measured once, the first time a default AVX512-BF16 chain is asked */
+static pthread_once_t rates_once = PTHREAD_ONCE_INIT;
+
+static void measure_rates(void)
+{
+    if (ct_bf16_avx512_rates(&rates_measured[0], &rates_measured[1]) != CT_OK) rates_measured[0] = rates_measured[1] = 0;
+}
+
+void ct_bf16_avx512_rates_set(double bf16_gflops, double fma_gflops)
+{
+    rates_set[0] = bf16_gflops > 0 && fma_gflops > 0 ? bf16_gflops : 0;
+    rates_set[1] = bf16_gflops > 0 && fma_gflops > 0 ? fma_gflops : 0;
+}
+
+/* The rates the dispatch goes by: the tests' or this CPU's, measured once. */
+static void avx512_rates(double *bf16_gflops, double *fma_gflops)
+{
+    if (rates_set[0] > 0) { *bf16_gflops = rates_set[0]; *fma_gflops = rates_set[1]; return; }
+    pthread_once(&rates_once, measure_rates);
+    *bf16_gflops = rates_measured[0];
+    *fma_gflops = rates_measured[1];
+}
+
+/* Whether the chain in use is AVX512-BF16 by default (not chosen), and there it does not pay. */
+static int avx512_refused(double *bf16_gflops, double *fma_gflops)
+{
+    *bf16_gflops = *fma_gflops = 0;
+    if (ct_kernels_get_all() != CT_KERNELS_AVX512BF16 || ct_kernels_chosen()) return 0;
+    avx512_rates(bf16_gflops, fma_gflops);
+    return !(*fma_gflops > 0 && *bf16_gflops / *fma_gflops >= CT_BF16_AVX512_MIN_RATIO);
+}
+
 /* ---- dispatch ---- */
 
 static const char *const BF16_NAMES[] = { "none", "C model of the AMX tiles", "AVX512-BF16", "AMX-BF16" };
@@ -783,13 +852,23 @@ ct_bf16_kernels ct_kernels_bf16(void)
     }
     if (use_model) return CT_BF16_MODEL;
     const ct_kernels k = ct_kernels_get_all();
-    return k == CT_KERNELS_AMX ? CT_BF16_AMX : k == CT_KERNELS_AVX512BF16 ? CT_BF16_AVX512BF16 : CT_BF16_NONE;
+    double b, f;
+    return k == CT_KERNELS_AMX ? CT_BF16_AMX : k == CT_KERNELS_AVX512BF16 && !avx512_refused(&b, &f) ? CT_BF16_AVX512BF16 : CT_BF16_NONE;
 }
 
 ct_status ct_bf16_check(void)
 {
     if (ct_kernels_bf16() != CT_BF16_NONE) return CT_OK;
     const ct_kernels cpu = ct_kernels_cpu_all(), use = ct_kernels_get_all();
+    double b, f;
+    if (avx512_refused(&b, &f)) {
+        const char *amx = ct_kernels_amx_refusal();
+        return ct_fail(CT_ENODEV, "bf16 products here would run on AVX512-BF16 (VDPBF16PS), which this CPU multiplies at %.2fx the rate "
+                       "of its float32 FMA (%.0f against %.0f GFLOP/s on one core, measured now), and bf16 training beats float32 on it only "
+                       "from %.2fx (docs/precision.md); it has no AMX-BF16%s%s: use float32 (--precision fp32), or set "
+                       "CTRAIN_CPU_KERNELS=avx512bf16 to train in bf16 on it all the same",
+                       f > 0 ? b / f : 0.0, b, f, CT_BF16_AVX512_MIN_RATIO, amx[0] ? " tiles here: " : "", amx);
+    }
     if (cpu >= CT_KERNELS_AVX512BF16)
         return ct_fail(CT_ENODEV, "bf16 products need AMX-BF16 or AVX512-BF16, which this CPU has (%s) but the kernels in use "
                        "(%s: CTRAIN_CPU_KERNELS or ct_kernels_set) leave out: unset CTRAIN_CPU_KERNELS or choose amx or avx512bf16, or use float32 (--precision fp32)",

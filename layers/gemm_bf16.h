@@ -132,8 +132,9 @@ typedef enum {
 } ct_bf16_kernels;
 
 /* What ct_gemm_bf16 runs on with the kernels in use (layers/gemm_packed.h's chain, which
- * CTRAIN_CPU_KERNELS or ct_kernels_set can cut short): CT_BF16_AMX, CT_BF16_AVX512BF16 or
- * CT_BF16_NONE; CT_BF16_MODEL only when asked for (ct_gemm_bf16_use_model). */
+ * CTRAIN_CPU_KERNELS or ct_kernels_set can cut short): CT_BF16_AMX, CT_BF16_AVX512BF16 (by
+ * default only where it pays: CT_BF16_AVX512_MIN_RATIO below) or CT_BF16_NONE; CT_BF16_MODEL
+ * only when asked for (ct_gemm_bf16_use_model). */
 ct_bf16_kernels ct_kernels_bf16(void);
 /* Runs every bf16 product on the C model of the tiles, on any CPU (on = 1), or on the CPU's
  * own kernels again (on = 0). The model computes what the tiles compute, bit for bit, many
@@ -146,8 +147,32 @@ void ct_gemm_bf16_use_model(int on);
 const char     *ct_bf16_kernels_name(ct_bf16_kernels k);
 /* CT_OK when ct_kernels_bf16() is not CT_BF16_NONE; else CT_ENODEV with one line naming
  * the missing instruction sets (and whether the CPU lacks them or CTRAIN_CPU_KERNELS /
- * ct_kernels_set left them out). Callers that offer bf16 ask this first. */
+ * ct_kernels_set left them out), or, on AVX512-BF16 without AMX where it does not pay, the
+ * two rates measured and how to run it all the same. Callers that offer bf16 ask this first. */
 ct_status       ct_bf16_check(void);
+
+/* ---- AVX512-BF16 without AMX: where it pays ----
+ * Without AMX, bf16 products run on vdpbf16ps, and bf16 training beats float32 only where
+ * that instruction multiplies well ahead of the float32 FMA: the rest of a bf16 step (rounding
+ * and packing the operands, the LSTM cell, pooling, ...) costs what it costs in float32 or
+ * more. Let r be vdpbf16ps's FLOP rate over the FMA's (ct_bf16_avx512_rates), q a bf16 run's
+ * time over float32's and p the share of the bf16 run in the vdpbf16ps kernel, all measured at
+ * one r0. A CPU whose ratio is r runs those products r0 / r times as long and the rest as
+ * long, so bf16 equals float32 at
+ *     r* = r0 p q / (1 - (1 - p) q).
+ * The AMX Xeon of bench/RESULTS.md playing a CPU without AMX ("Where bf16 on AVX512-BF16 alone
+ * pays"): r0 = 0.52, p = 0.78 and 0.68, q = 1.60-1.66 and 1.59-1.65 (siamese LSTM, mnist_cnn),
+ * so r* = 1.00-1.06 and 1.15-1.24. The threshold is the largest, rounded up: by default bf16
+ * runs on AVX512-BF16 only where r, measured once per process on one core (about 20 ms, the
+ * first time bf16 is asked for), is at least CT_BF16_AVX512_MIN_RATIO; elsewhere
+ * ct_bf16_check refuses, saying so. CTRAIN_CPU_KERNELS=avx512bf16 (or ct_kernels_set) runs it
+ * wherever the CPU has it. */
+#define CT_BF16_AVX512_MIN_RATIO 1.25
+/* GFLOP/s of independent vdpbf16ps chains and of the FMA peak's loop (core/peak.h), on the
+ * calling thread, best of 7 each; CT_ENODEV on a CPU without AVX512-BF16. */
+ct_status ct_bf16_avx512_rates(double *bf16_gflops, double *fma_gflops);
+/* The tests: the dispatch goes by these rates instead of measured ones (0, 0: measured again). */
+void      ct_bf16_avx512_rates_set(double bf16_gflops, double fma_gflops);
 
 /* The bf16 peak of this CPU: GFLOP/s of the product instruction alone (AMX TDPBF16PS on
  * tiles already loaded, or independent vdpbf16ps chains), on `threads` workers, best of 5,

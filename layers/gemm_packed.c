@@ -40,6 +40,7 @@ void ct_gemm_pack(float *bp, const float *B, int ldb, int trans, int K, int N)
 static const char *const KERNEL_NAMES[] = { "none (OpenBLAS)", "AVX2", "AVX-512", "AVX512-BF16", "AMX-BF16" };
 static const char *const KERNEL_WORDS[] = { "blas", "avx2", "avx512", "avx512bf16", "amx" };
 static int kernels_in_use = -1;   /* a ct_kernels over the whole chain, or -1 before the first question */
+static int kernels_chosen;        /* 1 when CTRAIN_CPU_KERNELS or ct_kernels_set chose kernels_in_use */
 static char amx_refusal[200];     /* ct_kernels_amx_refusal() */
 
 const char *ct_kernels_name(ct_kernels k) { return k >= CT_KERNELS_BLAS && k <= CT_KERNELS_AMX ? KERNEL_NAMES[k] : "?"; }
@@ -129,6 +130,7 @@ ct_status ct_kernels_init(void)
 {
     const ct_kernels cpu = ct_kernels_cpu_all();
     kernels_in_use = cpu;
+    kernels_chosen = 0;
     const char *e = getenv("CTRAIN_CPU_KERNELS");
     if (!e || !*e) return CT_OK;
     for (int k = CT_KERNELS_BLAS; k <= CT_KERNELS_AMX; k++)
@@ -139,6 +141,7 @@ ct_status ct_kernels_init(void)
                 return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: this CPU cannot run them: it lacks %s (its widest are %s): "
                                "unset it or choose a narrower set", e, ct_kernels_name((ct_kernels)k), ct_kernels_name(cpu));
             kernels_in_use = k;
+            kernels_chosen = 1;
             return CT_OK;
         }
     return ct_fail(CT_EINVAL, "CTRAIN_CPU_KERNELS=%s: use avx512, avx2 or blas, or amx or avx512bf16 to add bf16 products (or "
@@ -165,7 +168,21 @@ ct_kernels ct_kernels_set(ct_kernels k)
     const ct_kernels before = ct_kernels_get_all();
     CT_ASSERT(k >= CT_KERNELS_BLAS && k <= ct_kernels_cpu_all());
     kernels_in_use = k;
+    kernels_chosen = 1;
     return before;
+}
+
+ct_kernels ct_kernels_set_as_cpu(ct_kernels k)
+{
+    const ct_kernels before = ct_kernels_set(k);
+    kernels_chosen = 0;
+    return before;
+}
+
+int ct_kernels_chosen(void)
+{
+    (void)ct_kernels_get_all();
+    return kernels_chosen;
 }
 
 int ct_gemm_packed_available(void) { return ct_kernels_get() != CT_KERNELS_BLAS; }

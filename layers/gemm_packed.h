@@ -71,6 +71,13 @@ ct_status   ct_kernels_init(void);
  * AMX CPU); k must be one the CPU runs (k <= ct_kernels_cpu_all()). Returns the set before,
  * over the whole chain. Not while other threads run products. */
 ct_kernels  ct_kernels_set(ct_kernels k);
+/* 1 when the set in use was chosen (CTRAIN_CPU_KERNELS, ct_kernels_set), 0 when it is the
+ * CPU's widest by default. It matters to bf16 on AVX512-BF16 alone, which runs by default only
+ * where it pays (layers/gemm_bf16.h: ct_kernels_bf16) and when chosen wherever it can. */
+int         ct_kernels_chosen(void);
+/* As ct_kernels_set, but k counts as the CPU's widest, chosen by nobody: the tests play a CPU
+ * with AVX512-BF16 and no AMX on one with AMX. */
+ct_kernels  ct_kernels_set_as_cpu(ct_kernels k);
 /* "AMX-BF16", "AVX512-BF16", "AVX-512", "AVX2" or "none (OpenBLAS)". */
 const char *ct_kernels_name(ct_kernels k);
 /* 1 when the packed kernel runs on this CPU (ct_kernels_get() is AVX-512 or AVX2). */

@@ -26,6 +26,7 @@
 #include "core/threads.h"
 #include "layers/gemm_bf16.h"
 #include "layers/gemm_packed.h"
+#include "layers/ops.h"
 
 static float f_of(uint32_t x) { float f; memcpy(&f, &x, sizeof f); return f; }
 static uint32_t bits_of(float f) { uint32_t x; memcpy(&x, &f, sizeof x); return x; }
@@ -601,6 +602,84 @@ static void dispatch(void)
 
 /* ---- the real instructions, where the CPU has them ---- */
 
+/* AVX512-BF16 without AMX runs bf16 by default only where vdpbf16ps multiplies at least
+ * CT_BF16_AVX512_MIN_RATIO times as fast as the FMA (gemm_bf16.h). The CPU is played through
+ * ct_kernels_set_as_cpu and the rates given (ct_bf16_avx512_rates_set), so the decision and its
+ * refusal are tested on either side of the threshold; this CPU's own rates are measured too. */
+static void avx512_pays(void)
+{
+    if (ct_kernels_cpu_all() < CT_KERNELS_AVX512BF16) {
+        t_case("bf16/dispatch: AVX512-BF16 without AMX only where vdpbf16ps outruns the FMA");
+        t_skip("this CPU has no AVX512-BF16 (its widest are %s)", ct_kernels_name(ct_kernels_cpu_all()));
+        return;
+    }
+    const char *env = getenv("CTRAIN_CPU_KERNELS");
+    char *env_saved = env ? strdup(env) : NULL;
+    unsetenv("CTRAIN_CPU_KERNELS");
+
+    t_case("bf16/dispatch: this CPU's vdpbf16ps and FMA rates on one core, measured");
+    double b = 0, f = 0;
+    t_check(ct_bf16_avx512_rates(&b, &f) == CT_OK && b > 0 && f > 0 && b / f > 0.05 && b / f < 20,
+            "rates %g and %g GFLOP/s: %s", b, f, ct_last_error());
+    printf("  vdpbf16ps %.0f GFLOP/s, FMA %.0f GFLOP/s: %.2fx (bf16 by default from %.2fx)\n", b, f, b / f, CT_BF16_AVX512_MIN_RATIO);
+
+    t_case("bf16/dispatch: AVX512-BF16 as the CPU's widest, by default: refused below %.2fx the FMA's rate, run from it; "
+           "chosen (ct_kernels_set, CTRAIN_CPU_KERNELS=avx512bf16), run at any rate", CT_BF16_AVX512_MIN_RATIO);
+    const struct { double bf16, fma; int runs; } cases[] = {
+        { 100, 200, 0 }, { 124, 100, 0 }, { 125, 100, 1 }, { 200, 100, 1 }, { 1, 1000, 0 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ct_bf16_avx512_rates_set(cases[c].bf16, cases[c].fma);
+        ct_kernels_set_as_cpu(CT_KERNELS_AVX512BF16);
+        const ct_bf16_kernels k = ct_kernels_bf16();
+        const ct_status st = ct_bf16_check();
+        const char *msg = ct_last_error();
+        if (cases[c].runs)
+            t_check(k == CT_BF16_AVX512BF16 && st == CT_OK, "rates %g and %g: bf16 on %s (%s), expected AVX512-BF16",
+                    cases[c].bf16, cases[c].fma, ct_bf16_kernels_name(k), st == CT_OK ? "accepted" : msg);
+        else {
+            char ratio[32];
+            snprintf(ratio, sizeof ratio, "%.2fx", cases[c].bf16 / cases[c].fma);
+            t_check(k == CT_BF16_NONE && st == CT_ENODEV && strstr(msg, "VDPBF16PS") && strstr(msg, ratio) &&
+                    strstr(msg, "--precision fp32") && strstr(msg, "CTRAIN_CPU_KERNELS=avx512bf16") && !strchr(msg, '\n'),
+                    "rates %g and %g: expected one line refusing bf16 with the ratio %s, float32 and the way to run it: %s %s",
+                    cases[c].bf16, cases[c].fma, ratio, ct_bf16_kernels_name(k), msg);
+            if (c == 0) {
+                printf("  refusal: %s\n", msg);
+                ct_backend be;   /* the backend refuses to open, with the same line */
+                const ct_math m = { .dtype = CT_BF16 };
+                const ct_status so = ct_backend_open_cpu(&be, &m);
+                t_check(so == CT_ENODEV && strstr(ct_last_error(), "VDPBF16PS"), "a bf16 backend opened where bf16 does not pay: %s",
+                        so == CT_OK ? "opened" : ct_last_error());
+                if (so == CT_OK) ct_backend_close(&be);
+            }
+        }
+        ct_kernels_set(CT_KERNELS_AVX512BF16);   /* chosen: runs whatever the rates */
+        t_check(ct_kernels_bf16() == CT_BF16_AVX512BF16 && ct_bf16_check() == CT_OK, "rates %g and %g, AVX512-BF16 chosen: bf16 on %s",
+                cases[c].bf16, cases[c].fma, ct_bf16_kernels_name(ct_kernels_bf16()));
+    }
+    ct_bf16_avx512_rates_set(100, 200);
+    setenv("CTRAIN_CPU_KERNELS", "avx512bf16", 1);
+    t_check(ct_kernels_init() == CT_OK && ct_kernels_chosen() && ct_kernels_bf16() == CT_BF16_AVX512BF16,
+            "CTRAIN_CPU_KERNELS=avx512bf16 at 0.5x: bf16 on %s", ct_bf16_kernels_name(ct_kernels_bf16()));
+    unsetenv("CTRAIN_CPU_KERNELS");
+
+    t_case("bf16/dispatch: AVX512-BF16 as the CPU's widest with this CPU's own rates: the decision the threshold gives");
+    ct_bf16_avx512_rates_set(0, 0);   /* measured (once per process) */
+    ct_kernels_set_as_cpu(CT_KERNELS_AVX512BF16);
+    double mb = 0, mf = 0;
+    (void)ct_bf16_avx512_rates(&mb, &mf);
+    const int runs = ct_kernels_bf16() == CT_BF16_AVX512BF16;
+    printf("  as the widest set here: bf16 %s\n", runs ? "runs" : "refused");
+    /* away from the threshold (a tenth either side) the two measurements must agree */
+    t_check(fabs(mb / mf / CT_BF16_AVX512_MIN_RATIO - 1) < 0.1 || runs == (mb / mf >= CT_BF16_AVX512_MIN_RATIO),
+            "measured %.2fx, and bf16 %s", mb / mf, runs ? "runs" : "is refused");
+
+    if (env_saved) setenv("CTRAIN_CPU_KERNELS", env_saved, 1);
+    free(env_saved);
+    (void)ct_kernels_init();   /* the chain as before: the CPU's widest, or the environment's */
+}
+
 static void real_instructions(void)
 {
     const ct_kernels cpu = ct_kernels_cpu_all();
@@ -860,5 +939,6 @@ void suite_bf16(void)
     products();
     threads_same_bits();
     dispatch();
+    avx512_pays();
     real_instructions();
 }
