@@ -43,8 +43,8 @@ const ct_opt ct_train_opt_table[] = {
       .store = RECORDED },
     { CT_OPT_CHOICE, "--precision", "P", T(precision), 0, 0, 0, ct_precision_choices, DEVICE_CMDS,
       "fp32 (default) or bf16: mixed precision, the matrix products of the LSTM, the\nconvolutions and dense layers on bfloat16 operands "
-      "with float32 sums; weights,\noptimizer and everything else float32 (CPU: AMX-BF16 or AVX512-BF16; `ctrain\ninfo` says what "
-      "this machine has)", .store = RECORDED, .dflt = "fp32" },
+      "with float32 sums; weights,\noptimizer and everything else float32 (CPU: AMX-BF16, or AVX512-BF16 where it\npays; `ctrain info` "
+      "says what this machine has)", .store = RECORDED, .dflt = "fp32" },
     { CT_OPT_STR, "--out", "FILE.h5", T(out), 0, 0, 0, NULL, TRAIN, "write the trained weights (HDF5, replaced atomically)", .store = CT_IN_NONE },
     { CT_OPT_BOOL, "--fixed-pairs", "", T(fixed_pairs), 0, 0, 0, NULL, TRAIN,
       "speaker models: draw the training pairs once and reshuffle them every epoch\n(the seed experiment's protocol); default: new "
