@@ -99,9 +99,11 @@ int cmd_info(int argc, char **argv)
     /* what --precision bf16 runs on here (ctrain train --help, --precision) */
     if (ct_bf16_check() == CT_OK) {
         char rates[160] = "";
-        double b, fm;
-        if (ct_kernels_bf16() == CT_BF16_AVX512BF16 && ct_bf16_avx512_rates(&b, &fm) == CT_OK)   /* does it pay here? */
-            snprintf(rates, sizeof rates, " (VDPBF16PS at %.2fx the float32 FMA's rate on one core: %.0f against %.0f GFLOP/s)", b / fm, b, fm);
+        double b = 0, fm = 0;
+        if (ct_kernels_bf16() == CT_BF16_AVX512BF16) {   /* does it pay here? the figures the dispatch went by */
+            ct_bf16_avx512_rates_used(&b, &fm);
+            if (fm > 0) snprintf(rates, sizeof rates, " (VDPBF16PS at %.2fx the float32 FMA's rate on one core: %.0f against %.0f GFLOP/s)", b / fm, b, fm);
+        }
         printf("--precision bf16: CPU products on %s%s%s; GPU: compute capability 8.0+ with cuDNN 9.13+\n", ct_bf16_kernels_name(ct_kernels_bf16()),
                ct_kernels_bf16() == CT_BF16_MODEL ? " (CTRAIN_BF16_MODEL=1: exact, for tests, not for speed)" : "", rates);
     } else

@@ -816,8 +816,7 @@ void ct_bf16_avx512_rates_set(double bf16_gflops, double fma_gflops)
     rates_set[1] = bf16_gflops > 0 && fma_gflops > 0 ? fma_gflops : 0;
 }
 
-/* The rates the dispatch goes by: the tests' or this CPU's, measured once. */
-static void avx512_rates(double *bf16_gflops, double *fma_gflops)
+void ct_bf16_avx512_rates_used(double *bf16_gflops, double *fma_gflops)
 {
     if (rates_set[0] > 0) { *bf16_gflops = rates_set[0]; *fma_gflops = rates_set[1]; return; }
     pthread_once(&rates_once, measure_rates);
@@ -830,7 +829,7 @@ static int avx512_refused(double *bf16_gflops, double *fma_gflops)
 {
     *bf16_gflops = *fma_gflops = 0;
     if (ct_kernels_get_all() != CT_KERNELS_AVX512BF16 || ct_kernels_chosen()) return 0;
-    avx512_rates(bf16_gflops, fma_gflops);
+    ct_bf16_avx512_rates_used(bf16_gflops, fma_gflops);
     return !(*fma_gflops > 0 && *bf16_gflops / *fma_gflops >= CT_BF16_AVX512_MIN_RATIO);
 }
 
@@ -864,7 +863,7 @@ ct_status ct_bf16_check(void)
     if (avx512_refused(&b, &f)) {
         const char *amx = ct_kernels_amx_refusal();
         return ct_fail(CT_ENODEV, "bf16 products here would run on AVX512-BF16 (VDPBF16PS), which this CPU multiplies at %.2fx the rate "
-                       "of its float32 FMA (%.0f against %.0f GFLOP/s on one core, measured now), and bf16 training beats float32 on it only "
+                       "of its float32 FMA (%.0f against %.0f GFLOP/s on one core, measured by this process), and bf16 training beats float32 on it only "
                        "from %.2fx (docs/precision.md); it has no AMX-BF16%s%s: use float32 (--precision fp32), or set "
                        "CTRAIN_CPU_KERNELS=avx512bf16 to train in bf16 on it all the same",
                        f > 0 ? b / f : 0.0, b, f, CT_BF16_AVX512_MIN_RATIO, amx[0] ? " tiles here: " : "", amx);

@@ -171,7 +171,10 @@ ct_status       ct_bf16_check(void);
 /* GFLOP/s of independent vdpbf16ps chains and of the FMA peak's loop (core/peak.h), on the
  * calling thread, best of 7 each; CT_ENODEV on a CPU without AVX512-BF16. */
 ct_status ct_bf16_avx512_rates(double *bf16_gflops, double *fma_gflops);
-/* The tests: the dispatch goes by these rates instead of measured ones (0, 0: measured again). */
+/* The rates the dispatch goes by: this CPU's, measured by the first call (ct_bf16_avx512_rates;
+ * 0 and 0 where that failed), or the tests' (ct_bf16_avx512_rates_set). */
+void      ct_bf16_avx512_rates_used(double *bf16_gflops, double *fma_gflops);
+/* The tests: the dispatch goes by these rates instead of measured ones (0, 0: the measured ones again). */
 void      ct_bf16_avx512_rates_set(double bf16_gflops, double fma_gflops);
 
 /* The bf16 peak of this CPU: GFLOP/s of the product instruction alone (AMX TDPBF16PS on

@@ -630,6 +630,10 @@ static void avx512_pays(void)
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ct_bf16_avx512_rates_set(cases[c].bf16, cases[c].fma);
+        double ub = 0, uf = 0;
+        ct_bf16_avx512_rates_used(&ub, &uf);
+        t_check(ub == cases[c].bf16 && uf == cases[c].fma, "the rates the dispatch goes by: %g and %g, set %g and %g", ub, uf,
+                cases[c].bf16, cases[c].fma);
         ct_kernels_set_as_cpu(CT_KERNELS_AVX512BF16);
         const ct_bf16_kernels k = ct_kernels_bf16();
         const ct_status st = ct_bf16_check();
