@@ -541,12 +541,16 @@ static void conv_c1_choice(void)
  * largest batch is the siamese-cnn's first layer's size that streams its output. */
 static void conv_stats(int N, int C, int H, int W, int OC, int algo, int bf16)
 {
+    /* bf16 on a CPU without bf16 products (AVX2, AVX-512 without BF16) runs on the exact C
+     * model of the tile instructions, as the conv_bf16 suite does */
+    const int model = bf16 && ct_kernels_bf16() == CT_BF16_NONE;
+    if (model) ct_gemm_bf16_use_model(1);
     conv2d_dims d;
     ct_conv2d_dims_make(&d, N, C, H, W, OC, 3, 3, 1, 1);
     set_algo(&d, algo);
     const int direct_bf16 = bf16 && !d.direct1 && ct_conv2d_direct_bf16_runs(&d);
     t_case("conv2d/output planes' statistics for a batchnorm: N=%d C=%d %dx%d OC=%d (%s%s)", N, C, H, W, OC,
-           direct_bf16 ? "direct" : algo_name(&d), bf16 ? ", bf16" : "");
+           direct_bf16 ? "direct" : algo_name(&d), !bf16 ? "" : model ? ", bf16 on the C model of the tiles" : ", bf16");
     const size_t nin = conv_n_in(&d), nout = conv_n_out(&d), P = (size_t)d.OH * d.OW, planes = (size_t)N * OC;
     ct_rng r;
     ct_rng_seed(&r, 60, (uint64_t)(algo * 2 + bf16));
@@ -572,6 +576,7 @@ static void conv_stats(int N, int C, int H, int W, int OC, int algo, int bf16)
     else           t_check(differ == 0, "%zu of %zu planes' statistics differ from ct_batchnorm_plane_stats (by up to %.3g)",
                            differ, planes, worst);
     free(x); free(w); free(b); free(out); free(out2); free(ws); free(st);
+    if (model) ct_gemm_bf16_use_model(0);
 }
 
 static void conv_params(void)
